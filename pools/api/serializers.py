@@ -1,0 +1,57 @@
+"""Request shapes of the config API (OSMO's: `{configs, description, tags}`)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+from pools.models import ConfigType
+
+
+class ConfigWriteSerializer(serializers.Serializer):
+    configs = serializers.JSONField(help_text="The object's body, or for a whole type a {name: body} map.")
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    tags = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+
+
+class ConfigDeleteSerializer(serializers.Serializer):
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    tags = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+
+
+class RollbackSerializer(serializers.Serializer):
+    config_type = serializers.ChoiceField(choices=ConfigType.values)
+    name = serializers.CharField()
+    revision = serializers.IntegerField(min_value=1)
+    description = serializers.CharField(required=False, allow_blank=True, default="")
+    tags = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+
+
+class HistoryQuerySerializer(serializers.Serializer):
+    config_types = serializers.ChoiceField(choices=ConfigType.values, required=False)
+    name = serializers.CharField(required=False)
+    offset = serializers.IntegerField(min_value=0, default=0)
+    limit = serializers.IntegerField(min_value=1, max_value=1000, default=100)
+    omit_data = serializers.BooleanField(default=True)
+
+
+class DiffQuerySerializer(serializers.Serializer):
+    config_type = serializers.ChoiceField(choices=ConfigType.values)
+    name = serializers.CharField()
+    first_revision = serializers.IntegerField(min_value=1)
+    second_revision = serializers.IntegerField(min_value=1)
+
+
+class ApplyResultSerializer(serializers.Serializer):
+    config_type = serializers.CharField()
+    name = serializers.CharField()
+    created = serializers.BooleanField()
+    changed = serializers.BooleanField()
+    revision = serializers.IntegerField(allow_null=True)
+    warnings = serializers.ListField(child=serializers.CharField())
+
+
+class ErrorSerializer(serializers.Serializer):
+    code = serializers.CharField()
+    field = serializers.CharField()
+    value = serializers.JSONField(allow_null=True)
+    reason = serializers.CharField()

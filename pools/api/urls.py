@@ -1,0 +1,12 @@
+from django.urls import path
+
+from pools.api import views
+
+urlpatterns = [
+    path("configs/history", views.HistoryView.as_view(), name="config-history"),
+    path("configs/history/rollback", views.RollbackView.as_view(), name="config-rollback"),
+    path("configs/diff", views.DiffView.as_view(), name="config-diff"),
+    path("configs/<str:config_type>", views.ConfigCollectionView.as_view(), name="config-collection"),
+    path("configs/<str:config_type>/<str:name>", views.ConfigObjectView.as_view(), name="config-object"),
+    path("pool", views.PoolListView.as_view(), name="pool-list"),
+]

@@ -1,0 +1,121 @@
+"""Config REST API on OSMO's paths. Views only translate HTTP; `pools.services.configs` does the work."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from pools.api import serializers as s
+from pools.errors import ConfigError
+from pools.models import ConfigType
+from pools.services import configs, pool_listing, revisions
+from pools.services.revisions import Actor
+
+ERRORS = {400: s.ErrorSerializer, 403: s.ErrorSerializer, 404: s.ErrorSerializer, 409: s.ErrorSerializer}
+TYPE_PARAM = OpenApiParameter("config_type", str, OpenApiParameter.PATH,
+                              enum=[t.lower() for t in ConfigType.values], description="Config type, lower case.")
+
+
+def _config_type(value: str) -> str:
+    upper = value.upper()
+    if upper not in ConfigType.values:
+        raise ConfigError(f"unknown config type; expected one of {', '.join(t.lower() for t in ConfigType.values)}",
+                          field="config_type", value=value)
+    return upper
+
+
+def _valid(serializer_class, data) -> dict:
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+def _actor(request) -> Actor:
+    return Actor.of(request.user, "api")
+
+
+class ConfigCollectionView(APIView):
+    @extend_schema(parameters=[TYPE_PARAM], responses={200: OpenApiTypes.OBJECT, **ERRORS},
+                   summary="Every object of a config type as {name: body}")
+    def get(self, request, config_type):
+        return Response(configs.show(_config_type(config_type)))
+
+    @extend_schema(parameters=[TYPE_PARAM], request=s.ConfigWriteSerializer,
+                   responses={200: s.ApplyResultSerializer(many=True), **ERRORS},
+                   summary="Create or replace several objects at once (all or nothing)")
+    def put(self, request, config_type):
+        data = _valid(s.ConfigWriteSerializer, request.data)
+        results = configs.apply_many(_config_type(config_type), data["configs"], _actor(request),
+                                     description=data["description"], tags=data["tags"])
+        return Response([r.as_dict() for r in results])
+
+
+class ConfigObjectView(APIView):
+    @extend_schema(parameters=[TYPE_PARAM], responses={200: OpenApiTypes.OBJECT, **ERRORS},
+                   summary="One object's body")
+    def get(self, request, config_type, name):
+        return Response(configs.show(_config_type(config_type), name))
+
+    @extend_schema(parameters=[TYPE_PARAM], request=s.ConfigWriteSerializer,
+                   responses={200: s.ApplyResultSerializer, 201: s.ApplyResultSerializer, **ERRORS},
+                   summary="Create or replace one object")
+    def put(self, request, config_type, name):
+        kind = _config_type(config_type)
+        data = _valid(s.ConfigWriteSerializer, request.data)
+        body = configs.unwrap(kind, name, data["configs"])
+        result = configs.apply(kind, name, body, _actor(request), description=data["description"],
+                               tags=data["tags"])
+        return Response(result.as_dict(), status=201 if result.created else 200)
+
+    @extend_schema(parameters=[TYPE_PARAM], request=s.ConfigWriteSerializer,
+                   responses={200: s.ApplyResultSerializer, 201: s.ApplyResultSerializer, **ERRORS},
+                   summary="Create or replace one object (OSMO uses POST for backends)")
+    def post(self, request, config_type, name):
+        return self.put(request, config_type, name)
+
+    @extend_schema(parameters=[TYPE_PARAM], request=s.ConfigDeleteSerializer,
+                   responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Delete one object")
+    def delete(self, request, config_type, name):
+        data = _valid(s.ConfigDeleteSerializer, request.data or {})
+        number = configs.delete(_config_type(config_type), name, _actor(request),
+                                description=data["description"], tags=data["tags"])
+        return Response({"config_type": _config_type(config_type), "name": name, "revision": number,
+                         "deleted": True})
+
+
+class HistoryView(APIView):
+    @extend_schema(parameters=[s.HistoryQuerySerializer], responses={200: OpenApiTypes.OBJECT, **ERRORS},
+                   summary="Revisions, newest first")
+    def get(self, request):
+        query = _valid(s.HistoryQuerySerializer, request.query_params)
+        rows = revisions.history(query.get("config_types"), query.get("name"), limit=query["limit"],
+                                 offset=query["offset"])
+        return Response({"configs": [revisions.revision_summary(r, with_data=not query["omit_data"]) for r in rows]})
+
+
+class DiffView(APIView):
+    @extend_schema(parameters=[s.DiffQuerySerializer], responses={200: OpenApiTypes.OBJECT, **ERRORS},
+                   summary="What changed between two revisions of one object")
+    def get(self, request):
+        query = _valid(s.DiffQuerySerializer, request.query_params)
+        result = revisions.diff(query["config_type"], query["name"], query["first_revision"],
+                                query["second_revision"])
+        return Response(result.as_dict())
+
+
+class RollbackView(APIView):
+    @extend_schema(request=s.RollbackSerializer, responses={200: s.ApplyResultSerializer, **ERRORS},
+                   summary="Restore an object to a revision (written as a new revision)")
+    def post(self, request):
+        data = _valid(s.RollbackSerializer, request.data)
+        result = configs.rollback(data["config_type"], data["name"], data["revision"], _actor(request),
+                                  description=data["description"], tags=data["tags"])
+        return Response(result.as_dict())
+
+
+class PoolListView(APIView):
+    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Pools with their platforms")
+    def get(self, request):
+        return Response({"pools": {row["name"]: row for row in pool_listing.pool_rows()}})

@@ -1,0 +1,42 @@
+"""History of every configuration write, whatever door it came through.
+
+Each revision is a full snapshot of one object in its OSMO JSON shape, numbered per (type, name):
+`pool robotics-training r3`. A deletion is a revision with `deleted=True`; a rollback writes a new
+revision whose snapshot equals the chosen one.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+
+
+class ConfigType(models.TextChoices):
+    POOL = "POOL", "Pool"
+    POD_TEMPLATE = "POD_TEMPLATE", "Pod template"
+    RESOURCE_VALIDATION = "RESOURCE_VALIDATION", "Resource validation"
+    BACKEND = "BACKEND", "Backend"
+    ROLE = "ROLE", "Role"
+
+
+class Revision(models.Model):
+    config_type = models.CharField(max_length=32, choices=ConfigType.choices)
+    name = models.CharField(max_length=128)
+    revision = models.PositiveIntegerField()
+    snapshot = models.JSONField(null=True, blank=True)
+    deleted = models.BooleanField(default=False)
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    author_name = models.CharField(max_length=150, blank=True, default="")
+    description = models.TextField(blank=True, default="")
+    tags = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        constraints = [
+            models.UniqueConstraint(fields=["config_type", "name", "revision"], name="unique_revision_number"),
+        ]
+        indexes = [models.Index(fields=["config_type", "name", "-revision"])]
+
+    def __str__(self) -> str:
+        return f"{self.config_type} {self.name} r{self.revision}"

@@ -1,0 +1,134 @@
+"""Config use cases shared by the CLI, the REST API and the admin: show, apply, delete, rollback.
+
+Every write is one transaction: the object, its references, the recomputed resolved config and the
+revision are saved together or not at all.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db import transaction
+
+from pools.errors import ConfigError, ConfigInUse, ConfigNotFound
+from pools.services import handlers, revisions
+from pools.services.revisions import Actor
+
+
+@dataclass
+class ApplyResult:
+    config_type: str
+    name: str
+    created: bool
+    changed: bool
+    revision: int | None
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return vars(self).copy()
+
+
+def show(config_type: str, name: str | None = None):
+    """One object's body, or `{name: body}` for every object of the type (the shapes `apply` reads)."""
+    handler = handlers.get(revisions.check_type(config_type))
+    if name is None:
+        return {obj.name: handler.snapshot(obj) for obj in handler.queryset().order_by("name")}
+    return handler.snapshot(_get(handler, name))
+
+
+def unwrap(config_type: str, name: str, body: object) -> object:
+    """Accept a named object's body as the seed documents write it: `{NAME: body}` or a body with `name`."""
+    if isinstance(body, dict) and len(body) == 1 and name in body:
+        body = body[name]
+    if isinstance(body, dict) and "name" in body:
+        if body["name"] != name:
+            raise ConfigError(f"does not match the name given on the command line ({name})", field="name",
+                              value=body["name"])
+        if revisions.check_type(config_type) != "POOL":
+            body = {k: v for k, v in body.items() if k != "name"}
+    return body
+
+
+def apply(config_type: str, name: str, body: object, actor: Actor, *, description: str = "",
+          tags=()) -> ApplyResult:
+    with transaction.atomic():
+        return _apply_one(handlers.get(revisions.check_type(config_type)), name, body, actor, description, tags)
+
+
+def apply_many(config_type: str, documents: object, actor: Actor, *, description: str = "",
+               tags=()) -> list[ApplyResult]:
+    """Apply a `{name: body, ...}` map; all objects are saved or none is."""
+    if not isinstance(documents, dict) or not documents:
+        raise ConfigError("without a NAME the file must map names to bodies: {\"<name>\": {...}, ...}",
+                          field="(document)", value=type(documents).__name__)
+    handler = handlers.get(revisions.check_type(config_type))
+    with transaction.atomic():
+        results = []
+        for name, body in documents.items():
+            try:
+                results.append(_apply_one(handler, name, body, actor, description, tags))
+            except ConfigError as error:
+                raise _within(error, name) from None
+        return results
+
+
+def delete(config_type: str, name: str, actor: Actor, *, description: str = "", tags=()) -> int:
+    handler = handlers.get(revisions.check_type(config_type))
+    with transaction.atomic():
+        obj = _get(handler, name, lock=True)
+        referrers = handler.referrers(obj)
+        if referrers:
+            raise ConfigInUse(f"is still referenced by {', '.join(referrers)}; remove those references first",
+                              field="name", value=name)
+        obj.delete()
+        return revisions.record(handler.config_type, name, None, actor, description=description, tags=tags,
+                                deleted=True).revision
+
+
+def rollback(config_type: str, name: str, revision: int, actor: Actor, *, description: str = "",
+             tags=()) -> ApplyResult:
+    """Make `name` look like it did at `revision`, as a new revision (history is never rewritten)."""
+    target = revisions.get_revision(revisions.check_type(config_type), name, int(revision))
+    description = description or f"Roll back {target.config_type} {name} to r{target.revision}"
+    if target.deleted:
+        number = delete(target.config_type, name, actor, description=description, tags=tags)
+        return ApplyResult(target.config_type, name, created=False, changed=True, revision=number)
+    return apply(target.config_type, name, target.snapshot, actor, description=description, tags=tags)
+
+
+def _apply_one(handler: handlers.Handler, name: str, body: object, actor: Actor, description: str,
+               tags) -> ApplyResult:
+    doc = handler.parse(name, _copy(body))
+    existing = handler.model.objects.select_for_update().filter(name=name).first()
+    before = handler.snapshot(handler.queryset().get(pk=existing.pk)) if existing else None
+    obj = handler.save(doc, existing)
+    handler.after_save(obj)
+    after = handler.snapshot(handler.queryset().get(pk=obj.pk))
+    warnings = handler.warnings(doc)
+    if before == after:
+        return ApplyResult(handler.config_type, name, created=False, changed=False, revision=None, warnings=warnings)
+    number = revisions.record(handler.config_type, name, after, actor, description=description, tags=tags).revision
+    return ApplyResult(handler.config_type, name, created=existing is None, changed=True, revision=number,
+                       warnings=warnings)
+
+
+def _get(handler: handlers.Handler, name: str, *, lock: bool = False):
+    query = handler.queryset()
+    if lock:
+        query = handler.model.objects.select_for_update()
+    try:
+        return query.get(name=name)
+    except handler.model.DoesNotExist:
+        raise ConfigNotFound(f"no {handler.config_type} named {name!r}", field="name", value=name) from None
+
+
+def _within(error: ConfigError, name: str) -> ConfigError:
+    field = f"{name}.{error.field}" if error.field and error.field != "(document)" else name
+    return type(error)(error.reason, field=field, value=error.value)
+
+
+def _copy(body: object) -> object:
+    # Parsers pop fields they ignore; never mutate the caller's document.
+    import copy
+
+    return copy.deepcopy(body)

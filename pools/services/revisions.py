@@ -1,0 +1,130 @@
+"""Revision history: record every config write, list it, diff two revisions."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Max
+
+from pools.errors import ConfigError, ConfigNotFound
+from pools.models import ConfigType, Revision
+
+
+@dataclass(frozen=True)
+class Actor:
+    """Who made a change, and through which door (`cli`, `api`, `admin`, `system`)."""
+
+    name: str
+    user: AbstractBaseUser | None = None
+    source: str = "cli"
+
+    @classmethod
+    def of(cls, user, source: str) -> Actor:
+        return cls(name=user.get_username() if user else "system", user=user, source=source)
+
+
+@dataclass
+class Change:
+    path: str
+    op: str  # added | removed | changed
+    old: object = None
+    new: object = None
+
+
+@dataclass
+class Diff:
+    config_type: str
+    name: str
+    first: int
+    second: int
+    changes: list[Change] = field(default_factory=list)
+    unified: str = ""
+
+    def as_dict(self) -> dict:
+        return {"config_type": self.config_type, "name": self.name, "first_revision": self.first,
+                "second_revision": self.second, "changes": [vars(c) for c in self.changes], "unified": self.unified}
+
+
+def record(config_type: str, name: str, snapshot, actor: Actor, *, description: str = "", tags=(),
+           deleted: bool = False) -> Revision:
+    """Append the next revision of (type, name). Callers hold the transaction."""
+    latest = Revision.objects.filter(config_type=config_type, name=name).aggregate(n=Max("revision"))["n"] or 0
+    return Revision.objects.create(
+        config_type=config_type, name=name, revision=latest + 1, snapshot=snapshot, deleted=deleted,
+        author=actor.user if actor.user and actor.user.pk else None, author_name=f"{actor.name} ({actor.source})",
+        description=description, tags=list(tags),
+    )
+
+
+def latest_snapshot(config_type: str, name: str):
+    revision = Revision.objects.filter(config_type=config_type, name=name).order_by("-revision").first()
+    return None if revision is None or revision.deleted else revision.snapshot
+
+
+def get_revision(config_type: str, name: str, number: int) -> Revision:
+    check_type(config_type)
+    try:
+        return Revision.objects.get(config_type=config_type, name=name, revision=number)
+    except Revision.DoesNotExist:
+        raise ConfigNotFound(f"{config_type} {name} has no revision {number}", field="revision",
+                             value=number) from None
+
+
+def history(config_type: str | None = None, name: str | None = None, *, limit: int = 100, offset: int = 0):
+    query = Revision.objects.select_related("author").order_by("-created_at", "-id")
+    if config_type:
+        query = query.filter(config_type=check_type(config_type))
+    if name:
+        query = query.filter(name=name)
+    return list(query[offset: offset + limit])
+
+
+def revision_summary(revision: Revision, *, with_data: bool = False) -> dict:
+    summary = {
+        "config_type": revision.config_type, "name": revision.name, "revision": revision.revision,
+        "author": revision.author_name, "created_at": revision.created_at.isoformat(),
+        "description": revision.description, "tags": revision.tags, "deleted": revision.deleted,
+    }
+    if with_data:
+        summary["data"] = revision.snapshot
+    return summary
+
+
+def diff(config_type: str, name: str, first: int, second: int) -> Diff:
+    old, new = get_revision(config_type, name, first), get_revision(config_type, name, second)
+    result = Diff(config_type, name, first, second)
+    _walk(old.snapshot, new.snapshot, "", result.changes)
+    result.unified = "".join(difflib.unified_diff(
+        _pretty(old.snapshot).splitlines(keepends=True), _pretty(new.snapshot).splitlines(keepends=True),
+        fromfile=f"{name} r{first}", tofile=f"{name} r{second}",
+    ))
+    return result
+
+
+def check_type(config_type: str) -> str:
+    value = str(config_type).upper()
+    if value not in ConfigType.values:
+        raise ConfigError(f"unknown config type; expected one of {', '.join(ConfigType.values)}",
+                          field="config_type", value=config_type)
+    return value
+
+
+def _pretty(snapshot) -> str:
+    return json.dumps(snapshot, indent=2, sort_keys=True) + "\n" if snapshot is not None else ""
+
+
+def _walk(old, new, path: str, out: list[Change]) -> None:
+    if isinstance(old, dict) and isinstance(new, dict):
+        for key in sorted(set(old) | set(new), key=str):
+            child = f"{path}.{key}" if path else str(key)
+            if key not in old:
+                out.append(Change(child, "added", new=new[key]))
+            elif key not in new:
+                out.append(Change(child, "removed", old=old[key]))
+            else:
+                _walk(old[key], new[key], child, out)
+    elif old != new:
+        out.append(Change(path or "(document)", "changed", old=old, new=new))

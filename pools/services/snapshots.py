@@ -1,0 +1,83 @@
+"""Configuration objects → OSMO JSON shapes. What `config show` prints is what `config update` reads."""
+
+from __future__ import annotations
+
+from django.db.models import Prefetch, QuerySet
+
+from pools.models import Backend, Platform, PodTemplate, Pool, ResourceValidation
+
+
+def pools_for_snapshot() -> QuerySet[Pool]:
+    """Everything a pool snapshot reads, in a constant number of queries whatever the pool count."""
+    platforms = Platform.objects.order_by("name").prefetch_related(
+        "template_refs__template", "validation_refs__validation"
+    )
+    return Pool.objects.select_related("backend").prefetch_related(
+        "template_refs__template", "validation_refs__validation", Prefetch("platforms", queryset=platforms)
+    )
+
+
+def pool_snapshot(pool: Pool) -> dict:
+    gpu = None
+    if pool.gpu_guarantee is not None or pool.gpu_maximum is not None or pool.gpu_weight is not None:
+        gpu = {"guarantee": _or(pool.gpu_guarantee, -1), "maximum": _or(pool.gpu_maximum, -1),
+               "weight": _or(pool.gpu_weight, 1)}
+    return {
+        "name": pool.name,
+        "description": pool.description,
+        "backend": pool.backend.name,
+        "default_platform": pool.default_platform or None,
+        "download_type": pool.download_type or None,
+        "default_exec_timeout": pool.default_exec_timeout,
+        "default_queue_timeout": pool.default_queue_timeout,
+        "max_exec_timeout": pool.max_exec_timeout,
+        "max_queue_timeout": pool.max_queue_timeout,
+        "default_exit_actions": dict(pool.default_exit_actions),
+        "resources": {"gpu": gpu},
+        "enable_maintenance": pool.enable_maintenance,
+        "common_default_variables": dict(pool.common_default_variables),
+        "common_resource_validations": [ref.validation.name for ref in _ordered(pool.validation_refs.all())],
+        "common_pod_template": [ref.template.name for ref in _ordered(pool.template_refs.all())],
+        "common_group_templates": [],
+        "topology_keys": list(pool.topology_keys),
+        "platforms": {platform.name: platform_snapshot(platform) for platform in pool.platforms.all()},
+    }
+
+
+def platform_snapshot(platform: Platform) -> dict:
+    return {
+        "description": platform.description,
+        "host_network_allowed": platform.host_network_allowed,
+        "privileged_allowed": platform.privileged_allowed,
+        "default_variables": dict(platform.default_variables),
+        "resource_validations": [ref.validation.name for ref in _ordered(platform.validation_refs.all())],
+        "override_pod_template": [ref.template.name for ref in _ordered(platform.template_refs.all())],
+        "allowed_mounts": list(platform.allowed_mounts),
+    }
+
+
+def backend_snapshot(backend: Backend) -> dict:
+    return {
+        "description": backend.description,
+        "namespace": backend.namespace,
+        "scheduler_name": backend.scheduler_name,
+        "dashboard_url": backend.dashboard_url,
+        "grafana_url": backend.grafana_url,
+    }
+
+
+def pod_template_snapshot(template: PodTemplate) -> dict:
+    return template.body
+
+
+def resource_validation_snapshot(validation: ResourceValidation) -> list:
+    return validation.rules
+
+
+def _ordered(refs):
+    # Prefetched rows arrive in Meta.ordering already; sorting again keeps this correct for unprefetched use.
+    return sorted(refs, key=lambda ref: (ref.position, ref.id))
+
+
+def _or(value, default):
+    return default if value is None else value

@@ -1,0 +1,112 @@
+"""Field-level validation shared by every door (CLI, API, admin): names, timeouts, exit actions.
+
+Each check raises ConfigError naming the field, the value and the reason.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+
+from pools.errors import ConfigError
+
+# OSMO's CONFIG_NAME_REGEX (src/lib/utils/common.py).
+CONFIG_NAME_RE = re.compile(r"^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$")
+NAME_MAX_LENGTH = 128
+
+_UNIT_SECONDS = {"d": 86400, "h": 3600, "m": 60, "s": 1, "ms": 0.001, "us": 0.000001}
+_SHORT_TIMEOUT_RE = re.compile(r"^(\d+)(d|h|m|s|ms|us)$")
+_ISO_RE = re.compile(
+    r"^P(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
+    r"(?:T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+(?:\.\d+)?)S)?)?$"
+)
+EXIT_ACTION_KEYS = ("COMPLETE", "FAIL", "RESCHEDULE")
+_EXIT_CODE_MAX = 255
+
+
+def check_name(value: object, field: str = "name") -> str:
+    if not isinstance(value, str) or not value:
+        raise ConfigError("a name is required (a non-empty string)", field=field, value=value)
+    if len(value) > NAME_MAX_LENGTH:
+        raise ConfigError(f"is longer than {NAME_MAX_LENGTH} characters", field=field, value=value)
+    if not CONFIG_NAME_RE.match(value):
+        raise ConfigError(
+            "must start with a letter, end with a letter or digit, and contain only letters, digits, '_', '.', '-'",
+            field=field,
+            value=value,
+        )
+    return value
+
+
+def parse_timeout(value: object, field: str) -> timedelta | None:
+    """`<int><unit>` (d, h, m, s, ms, us) or ISO 8601 (`PT2H`, `P1DT6H`); empty means inherit."""
+    if value in (None, ""):
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int)):
+        raise ConfigError("must be a duration such as '2h', '30m', '7d' or ISO 8601 'PT2H'", field=field, value=value)
+    if isinstance(value, int):
+        return _positive(timedelta(seconds=value), field, value)
+    text = value.strip()
+    short = _SHORT_TIMEOUT_RE.match(text)
+    if short:
+        return _positive(timedelta(seconds=int(short.group(1)) * _UNIT_SECONDS[short.group(2)]), field, value)
+    iso = _ISO_RE.match(text)
+    if iso and text not in ("P", "PT") and not text.endswith("T"):
+        parts = {k: float(v) for k, v in iso.groupdict().items() if v}
+        return _positive(timedelta(**parts), field, value)
+    raise ConfigError(
+        "is not a duration: use <integer><unit> with unit d, h, m, s, ms or us (e.g. '2h'), or ISO 8601 ('PT2H')",
+        field=field,
+        value=value,
+    )
+
+
+def _positive(delta: timedelta, field: str, value: object) -> timedelta:
+    if delta.total_seconds() <= 0:
+        raise ConfigError("must be longer than zero", field=field, value=value)
+    return delta
+
+
+def check_timeouts(timeouts: dict[str, object]) -> None:
+    """Each default must not exceed its maximum (`default_exec_timeout` ≤ `max_exec_timeout`, same for queue)."""
+    parsed = {key: parse_timeout(value, key) for key, value in timeouts.items()}
+    for kind in ("exec", "queue"):
+        default, maximum = parsed.get(f"default_{kind}_timeout"), parsed.get(f"max_{kind}_timeout")
+        if default and maximum and default > maximum:
+            raise ConfigError(
+                f"is longer than max_{kind}_timeout ({timeouts[f'max_{kind}_timeout']})",
+                field=f"default_{kind}_timeout",
+                value=timeouts[f"default_{kind}_timeout"],
+            )
+
+
+def normalize_exit_actions(value: object, field: str = "default_exit_actions") -> dict[str, str]:
+    """`{"COMPLETE"|"FAIL"|"RESCHEDULE": "0,1-10,16"}`; keys are case-insensitive, codes 0-255."""
+    if value in (None, ""):
+        return {}
+    if not isinstance(value, dict):
+        raise ConfigError("must be a mapping of COMPLETE/FAIL/RESCHEDULE to exit codes", field=field, value=value)
+    result: dict[str, str] = {}
+    for key, codes in value.items():
+        action = str(key).upper()
+        if action not in EXIT_ACTION_KEYS:
+            raise ConfigError(
+                f"unknown exit action; expected one of {', '.join(EXIT_ACTION_KEYS)}", field=f"{field}.{key}", value=key
+            )
+        result[action] = _check_exit_codes(codes, f"{field}.{key}")
+    return result
+
+
+def _check_exit_codes(codes: object, field: str) -> str:
+    if isinstance(codes, bool) or not isinstance(codes, (str, int)):
+        raise ConfigError("must be a string of exit codes and ranges such as '0,1-10,16'", field=field, value=codes)
+    text = str(codes).replace(" ", "")
+    for part in text.split(","):
+        low, _, high = part.partition("-")
+        if not low.isdigit() or (high and not high.isdigit()) or (part.endswith("-")):
+            raise ConfigError(f"'{part}' is not an exit code or a range like '1-10'", field=field, value=codes)
+        if int(low) > _EXIT_CODE_MAX or (high and int(high) > _EXIT_CODE_MAX):
+            raise ConfigError(f"'{part}' is outside the exit code range 0-{_EXIT_CODE_MAX}", field=field, value=codes)
+        if high and int(high) < int(low):
+            raise ConfigError(f"range '{part}' ends before it starts", field=field, value=codes)
+    return text

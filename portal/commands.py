@@ -1,0 +1,33 @@
+"""Base for management commands: domain errors become one clean line on stderr and exit code 1.
+
+Under `call_command` (tests, other code) the error propagates unchanged so callers can inspect it.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import yaml
+from django.core.management.base import BaseCommand
+
+from pools.engine.errors import EngineError
+from portal.errors import DomainError
+
+
+class PortalCommand(BaseCommand):
+    def run_from_argv(self, argv):
+        try:
+            super().run_from_argv(argv)
+        except (DomainError, EngineError) as error:
+            sys.stderr.write(f"error: {error}\n")
+            sys.exit(1)
+
+    def emit(self, data, fmt: str = "json") -> None:
+        if fmt == "yaml":
+            self.stdout.write(yaml.safe_dump(data, sort_keys=False, allow_unicode=True), ending="")
+        else:
+            self.stdout.write(json.dumps(data, indent=2, default=str))
+
+    def warn(self, message: str) -> None:
+        self.stderr.write(f"warning: {message}")
