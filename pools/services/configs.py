@@ -96,6 +96,26 @@ def rollback(config_type: str, name: str, revision: int, actor: Actor, *, descri
     return apply(target.config_type, name, target.snapshot, actor, description=description, tags=tags)
 
 
+def record_admin_save(config_type: str, name: str, actor: Actor, *, description: str = "") -> ApplyResult:
+    """The admin saved `name` through its forms; validate it as every other door does, recompute what
+    depends on it and record the revision. Raising rolls back the admin's transaction."""
+    handler = handlers.get(revisions.check_type(config_type))
+    obj = _get(handler, name)
+    snapshot = handler.snapshot(obj)
+    doc = handler.parse(name, _copy(snapshot))
+    handler.after_save(obj)
+    if snapshot == revisions.latest_snapshot(handler.config_type, name):
+        return ApplyResult(handler.config_type, name, created=False, changed=False, revision=None,
+                           warnings=handler.warnings(doc))
+    record = revisions.record(handler.config_type, name, snapshot, actor, description=description)
+    return ApplyResult(handler.config_type, name, created=record.revision == 1, changed=True,
+                       revision=record.revision, warnings=handler.warnings(doc))
+
+
+def referrers(config_type: str, obj) -> list[str]:
+    return handlers.get(revisions.check_type(config_type)).referrers(obj)
+
+
 def _apply_one(handler: handlers.Handler, name: str, body: object, actor: Actor, description: str,
                tags) -> ApplyResult:
     doc = handler.parse(name, _copy(body))

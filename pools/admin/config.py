@@ -1,0 +1,242 @@
+"""Admin for backends, pod templates, resource validations, pools and platforms.
+
+Saves go through `pools.services.configs` (validation as every door, recompute, revision); see
+`portal.admin_base.ServiceBackedAdmin` for how a refused save is shown.
+"""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.db.models import Count
+from django.http import HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html
+from unfold.admin import StackedInline, TabularInline
+from unfold.decorators import display
+
+from pools.admin.forms import PodTemplateForm, PoolForm, ResourceValidationForm
+from pools.errors import ConfigInUse
+from pools.models import (
+    Backend,
+    ConfigType,
+    Platform,
+    PlatformTemplate,
+    PlatformValidation,
+    PodTemplate,
+    Pool,
+    PoolTemplate,
+    PoolValidation,
+    ResourceValidation,
+)
+from pools.services import configs
+from pools.services.revisions import Actor
+from portal.admin_base import ServiceBackedAdmin, pretty_json
+from portal.errors import DomainError
+
+
+class ConfigAdmin(ServiceBackedAdmin):
+    """Common behaviour: names are fixed once created, saves record revisions, deletes check referrers."""
+
+    config_type: str
+
+    def get_readonly_fields(self, request, obj=None):
+        fields = [*super().get_readonly_fields(request, obj), "history"]
+        return [*fields, "name"] if obj else fields
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        result = configs.record_admin_save(self.config_type, self.config_name(form.instance),
+                                           Actor.of(request.user, "admin"))
+        for warning in result.warnings:
+            self.message_user(request, warning, messages.WARNING)
+
+    def config_name(self, obj) -> str:
+        return obj.name
+
+    def delete_model(self, request, obj):
+        configs.delete(self.config_type, obj.name, Actor.of(request.user, "admin"))
+
+    def delete_queryset(self, request, queryset):
+        for obj in queryset:
+            self.delete_model(request, obj)
+
+    def delete_view(self, request, object_id, extra_context=None):
+        obj = self.get_object(request, object_id)
+        referrers = configs.referrers(self.config_type, obj) if obj else []
+        if referrers:
+            self.message_user(request, str(ConfigInUse(
+                f"cannot be deleted: still referenced by {', '.join(referrers)}", field="name", value=obj.name)),
+                messages.ERROR)
+            return self.response_post_save_change(request, obj)
+        return super().delete_view(request, object_id, extra_context)
+
+    @display(description="History")
+    def history(self, obj):
+        if obj is None or obj.pk is None:
+            return "-"
+        url = reverse("admin:pools_revision_changelist")
+        return format_html('<a href="{}?config_type__exact={}&name={}">Revisions of {}</a>', url,
+                           self.config_type, obj.name, obj.name)
+
+
+@admin.register(Backend)
+class BackendAdmin(ConfigAdmin):
+    config_type = ConfigType.BACKEND
+    list_display = ["name", "description", "namespace", "scheduler_name", "pool_count"]
+    search_fields = ["name", "description"]
+    fields = ["name", "description", "namespace", "scheduler_name", "dashboard_url", "grafana_url", "history"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_pools=Count("pools"))
+
+    @display(description="Pools", ordering="_pools")
+    def pool_count(self, obj):
+        return obj._pools
+
+
+@admin.register(PodTemplate)
+class PodTemplateAdmin(ConfigAdmin):
+    config_type = ConfigType.POD_TEMPLATE
+    form = PodTemplateForm
+    list_display = ["name", "top_level_fields", "used_by", "updated_at"]
+    search_fields = ["name"]
+    fields = ["name", "body", "history"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(
+            _pools=Count("pool_refs", distinct=True), _platforms=Count("platform_refs", distinct=True))
+
+    @display(description="Sets")
+    def top_level_fields(self, obj):
+        spec = obj.body.get("spec", {}) if isinstance(obj.body, dict) else {}
+        return ", ".join(sorted(spec)) or "-"
+
+    @display(description="Used by")
+    def used_by(self, obj):
+        return f"{obj._pools} pools, {obj._platforms} platforms"
+
+
+@admin.register(ResourceValidation)
+class ResourceValidationAdmin(ConfigAdmin):
+    config_type = ConfigType.RESOURCE_VALIDATION
+    form = ResourceValidationForm
+    list_display = ["name", "rule_summary", "updated_at"]
+    search_fields = ["name"]
+    fields = ["name", "rules", "history"]
+
+    @display(description="Rules")
+    def rule_summary(self, obj):
+        return "; ".join(f"{r.get('left_operand')} {r.get('operator')} {r.get('right_operand')}"
+                         for r in obj.rules[:4])
+
+
+class PoolTemplateInline(TabularInline):
+    model = PoolTemplate
+    extra = 0
+    fields = ["position", "template"]
+    autocomplete_fields = ["template"]
+    verbose_name_plural = "common pod templates (merged in order)"
+
+
+class PoolValidationInline(TabularInline):
+    model = PoolValidation
+    extra = 0
+    fields = ["position", "validation"]
+    autocomplete_fields = ["validation"]
+    verbose_name_plural = "common resource validations (checked in order)"
+
+
+class PlatformInline(StackedInline):
+    model = Platform
+    extra = 0
+    show_change_link = True
+    fields = ["name", "description", "host_network_allowed", "privileged_allowed", "default_variables",
+              "allowed_mounts"]
+
+
+@admin.register(Pool)
+class PoolAdmin(ConfigAdmin):
+    config_type = ConfigType.POOL
+    form = PoolForm
+    list_display = ["name", "backend", "status_badge", "platform_list", "description"]
+    list_filter = ["backend", "enable_maintenance"]
+    search_fields = ["name", "description", "platforms__name"]
+    list_select_related = ["backend"]
+    inlines = [PoolTemplateInline, PoolValidationInline, PlatformInline]
+    fieldsets = [
+        (None, {"fields": ["name", "description", "backend", "default_platform", "enable_maintenance", "history"]}),
+        ("Variables and timeouts", {"fields": ["common_default_variables", "default_exec_timeout",
+                                               "max_exec_timeout", "default_queue_timeout", "max_queue_timeout",
+                                               "default_exit_actions", "download_type"]}),
+        ("GPU quota", {"fields": ["gpu_guarantee", "gpu_maximum", "gpu_weight", "topology_keys"]}),
+    ]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).prefetch_related("platforms")
+
+    @display(description="Status", label={"ONLINE": "success", "MAINTENANCE": "warning", "OFFLINE": "danger"})
+    def status_badge(self, obj):
+        return obj.status
+
+    @display(description="Platforms")
+    def platform_list(self, obj):
+        return ", ".join(sorted(p.name for p in obj.platforms.all())) or "-"
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None:
+            return [(None, {"fields": [f for f in fieldsets[0][1]["fields"] if f != "history"]}), *fieldsets[1:]]
+        return fieldsets
+
+
+class PlatformTemplateInline(TabularInline):
+    model = PlatformTemplate
+    extra = 0
+    fields = ["position", "template"]
+    autocomplete_fields = ["template"]
+    verbose_name_plural = "override pod templates (merged after the pool's, in order)"
+
+
+class PlatformValidationInline(TabularInline):
+    model = PlatformValidation
+    extra = 0
+    fields = ["position", "validation"]
+    autocomplete_fields = ["validation"]
+    verbose_name_plural = "resource validations (after the pool's)"
+
+
+@admin.register(Platform)
+class PlatformAdmin(ServiceBackedAdmin):
+    list_display = ["name", "pool", "description", "host_network_allowed", "privileged_allowed"]
+    list_filter = ["pool", "privileged_allowed", "host_network_allowed"]
+    search_fields = ["name", "pool__name", "description"]
+    list_select_related = ["pool"]
+    inlines = [PlatformTemplateInline, PlatformValidationInline]
+    fields = ["pool", "name", "description", "host_network_allowed", "privileged_allowed", "default_variables",
+              "allowed_mounts", "resolved"]
+    readonly_fields = ["resolved"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return ["pool", "name", "resolved"] if obj else ["resolved"]
+
+    def save_related(self, request, form, formsets, change):
+        super().save_related(request, form, formsets, change)
+        configs.record_admin_save(ConfigType.POOL, form.instance.pool.name, Actor.of(request.user, "admin"),
+                                  description=f"platform {form.instance.name}")
+
+    def delete_model(self, request, obj):
+        pool_name = obj.pool.name
+        super().delete_model(request, obj)
+        configs.record_admin_save(ConfigType.POOL, pool_name, Actor.of(request.user, "admin"),
+                                  description=f"deleted platform {obj.name}")
+
+    def delete_view(self, request, object_id, extra_context=None):
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except DomainError as error:  # e.g. deleting the pool's default platform; the transaction rolled back
+            self.message_user(request, f"Not deleted: {error}", messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:pools_platform_change", args=[object_id]))
+
+    @display(description="Resolved configuration")
+    def resolved(self, obj):
+        return pretty_json(obj.compiled) if obj and obj.compiled else "Computed when the pool is saved."

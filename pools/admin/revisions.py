@@ -1,0 +1,101 @@
+"""History per object: list revisions, read a snapshot, diff any two, roll back."""
+
+from __future__ import annotations
+
+from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html
+from unfold.admin import ModelAdmin
+from unfold.decorators import action, display
+
+from pools.models import Revision
+from pools.services import configs, revisions
+from pools.services.revisions import Actor
+from portal.admin_base import pretty_json
+from portal.errors import DomainError
+
+
+@admin.register(Revision)
+class RevisionAdmin(ModelAdmin):
+    list_display = ["config_type", "name", "revision", "author_name", "created_at", "description", "deleted"]
+    list_filter = ["config_type", "deleted"]
+    search_fields = ["name", "description", "author_name"]
+    date_hierarchy = "created_at"
+    fields = ["config_type", "name", "revision", "author_name", "created_at", "description", "tags", "deleted",
+              "changes", "data"]
+    readonly_fields = fields
+    actions_detail = ["roll_back_to_this"]
+
+    def get_search_results(self, request, queryset, search_term):
+        # The per-object history link filters with ?name=<exact name>.
+        name = request.GET.get("name")
+        queryset, duplicates = super().get_search_results(request, queryset, search_term)
+        return (queryset.filter(name=name) if name else queryset), duplicates
+
+    def lookup_allowed(self, lookup, value, request=None):
+        return lookup == "name" or super().lookup_allowed(lookup, value, request)
+
+    def has_add_permission(self, request):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @display(description="Snapshot")
+    def data(self, obj):
+        return pretty_json(obj.snapshot) if obj.snapshot is not None else "(deleted)"
+
+    @display(description="Changes")
+    def changes(self, obj):
+        """Diff against `?compare=<revision>` if given, else against the previous revision."""
+        other = self._compare_with(obj)
+        if other is None:
+            return "First revision."
+        first, second = sorted((other, obj.revision))
+        result = revisions.diff(obj.config_type, obj.name, first, second)
+        others = Revision.objects.filter(config_type=obj.config_type, name=obj.name).exclude(pk=obj.pk)
+        links = " ".join(
+            format_html('<a class="underline" href="?compare={}">r{}</a>', n, n)
+            for n in others.order_by("revision").values_list("revision", flat=True)
+        )
+        return format_html('<div>Comparing r{} → r{}. Compare with: {}</div>'
+                           '<pre class="font-mono text-sm whitespace-pre-wrap">{}</pre>',
+                           first, second, format_html(links) if links else "-",
+                           result.unified or "no differences")
+
+    def _compare_with(self, obj) -> int | None:
+        request = getattr(self, "_request", None)
+        wanted = request.GET.get("compare") if request else None
+        if wanted and wanted.isdigit():
+            return int(wanted)
+        return obj.revision - 1 if obj.revision > 1 else None
+
+    def change_view(self, request, object_id, form_url="", extra_context=None):
+        self._request = request
+        try:
+            return super().change_view(request, object_id, form_url, extra_context)
+        except DomainError as error:
+            self.message_user(request, str(error), messages.ERROR)
+            return HttpResponseRedirect(request.path)
+
+    @action(description="Roll back to this revision", url_path="rollback", permissions=["rollback"])
+    def roll_back_to_this(self, request, object_id):
+        revision = Revision.objects.get(pk=object_id)
+        try:
+            result = configs.rollback(revision.config_type, revision.name, revision.revision,
+                                      Actor.of(request.user, "admin"))
+        except DomainError as error:
+            self.message_user(request, f"Not rolled back: {error}", messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:pools_revision_change", args=[object_id]))
+        done = f"as revision {result.revision}" if result.revision else "(already identical)"
+        self.message_user(request, f"{revision.config_type} {revision.name} rolled back to r{revision.revision} "
+                                   f"{done}", messages.SUCCESS)
+        return HttpResponseRedirect(reverse("admin:pools_revision_changelist")
+                                    + f"?config_type__exact={revision.config_type}&name={revision.name}")
+
+    def has_rollback_permission(self, request, object_id=None):
+        return request.user.is_superuser

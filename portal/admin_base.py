@@ -1,0 +1,77 @@
+"""Admin base classes: Unfold look, and saves that go through services.
+
+A service may refuse a save only after the ORM has written the form and its inlines (it validates the
+object as a whole: references, defaults, the resolved pod). `ServiceBackedAdmin` runs the whole save in
+a transaction; if a domain error escapes, the transaction is rolled back and the same POST is rendered
+again with the error on the form, so the admin keeps what they typed and nothing half-saved remains.
+"""
+
+from __future__ import annotations
+
+import json
+
+import yaml
+from django import forms
+from django.db import transaction
+from django.utils.html import format_html
+from unfold.admin import ModelAdmin
+
+from pools.engine.errors import EngineError
+from portal.docfiles import DocumentError, parse_document
+from portal.errors import DomainError
+
+_PENDING_ERROR = "_portal_admin_error"
+
+
+class ServiceBackedAdmin(ModelAdmin):
+    def changeform_view(self, request, object_id=None, form_url="", extra_context=None):
+        if request.method != "POST":
+            return super().changeform_view(request, object_id, form_url, extra_context)
+        try:
+            with transaction.atomic():
+                return super().changeform_view(request, object_id, form_url, extra_context)
+        except (DomainError, EngineError) as error:
+            setattr(request, _PENDING_ERROR, error)
+            return super().changeform_view(request, object_id, form_url, extra_context)
+
+    def get_form(self, request, obj=None, change=False, **kwargs):
+        form_class = super().get_form(request, obj, change, **kwargs)
+        error = getattr(request, _PENDING_ERROR, None)
+        if error is None:
+            return form_class
+
+        class FormWithServiceError(form_class):
+            def clean(self):
+                cleaned = super().clean()
+                field = error.field if error.field in self.fields else None
+                self.add_error(field, f"Not saved: {error}" if field is None else error.reason)
+                return cleaned
+
+        return FormWithServiceError
+
+
+class DocumentField(forms.Field):
+    """A YAML or JSON editor for a document; the cleaned value is the parsed document."""
+
+    widget = forms.Textarea(attrs={"rows": 24, "class": "font-mono text-sm w-full", "spellcheck": "false"})
+
+    def prepare_value(self, value):
+        if isinstance(value, (dict, list)):
+            return yaml.safe_dump(value, sort_keys=False, allow_unicode=True)
+        return value
+
+    def to_python(self, value):
+        text = (value or "").strip() if isinstance(value, str) else value
+        if isinstance(text, (dict, list)):
+            return text
+        if not text:
+            raise forms.ValidationError("Enter a YAML or JSON document.")
+        try:
+            return parse_document(text, source="document")
+        except DocumentError as error:
+            raise forms.ValidationError(error.reason) from None
+
+
+def pretty_json(data) -> str:
+    return format_html('<pre class="font-mono text-sm whitespace-pre-wrap">{}</pre>',
+                       json.dumps(data, indent=2, sort_keys=True))

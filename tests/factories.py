@@ -1,0 +1,112 @@
+"""factory-boy factories for every model the tests build."""
+
+from __future__ import annotations
+
+import factory
+from django.contrib.auth import get_user_model
+
+from pools.models import (
+    Backend,
+    Platform,
+    PlatformTemplate,
+    PlatformValidation,
+    PodTemplate,
+    Pool,
+    PoolTemplate,
+    PoolValidation,
+    ResourceValidation,
+)
+
+
+class UserFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = get_user_model()
+        django_get_or_create = ("username",)
+
+    username = factory.Sequence(lambda n: f"user{n}")
+    email = factory.LazyAttribute(lambda u: f"{u.username}@example.com")
+    password = factory.django.Password("password")
+
+
+class BackendFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Backend
+        django_get_or_create = ("name",)
+
+    name = factory.Sequence(lambda n: f"cluster-{n:03d}")
+    description = "test cluster"
+
+
+class PodTemplateFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = PodTemplate
+        django_get_or_create = ("name",)
+
+    name = factory.Sequence(lambda n: f"template_{n:03d}")
+    body = factory.LazyFunction(lambda: {"spec": {"nodeSelector": {"kubernetes.io/arch": "amd64"}}})
+
+
+class ResourceValidationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = ResourceValidation
+        django_get_or_create = ("name",)
+
+    name = factory.Sequence(lambda n: f"validation_{n:03d}")
+    rules = factory.LazyFunction(lambda: [{"operator": "GT", "left_operand": "{{USER_CPU}}", "right_operand": "0",
+                                           "assert_message": "CPU must be greater than 0"}])
+
+
+class PoolFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Pool
+        django_get_or_create = ("name",)
+
+    name = factory.Sequence(lambda n: f"pool-{n:03d}")
+    description = "test pool"
+    backend = factory.SubFactory(BackendFactory)
+    common_default_variables = factory.LazyFunction(
+        lambda: {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"})
+
+
+class PlatformFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Platform
+
+    pool = factory.SubFactory(PoolFactory)
+    name = factory.Sequence(lambda n: f"platform-{n:03d}")
+
+
+class PoolTemplateFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = PoolTemplate
+
+    pool = factory.SubFactory(PoolFactory)
+    template = factory.SubFactory(PodTemplateFactory)
+    position = factory.Sequence(int)
+
+
+class PoolValidationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = PoolValidation
+
+    pool = factory.SubFactory(PoolFactory)
+    validation = factory.SubFactory(ResourceValidationFactory)
+    position = factory.Sequence(int)
+
+
+class PlatformTemplateFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = PlatformTemplate
+
+    platform = factory.SubFactory(PlatformFactory)
+    template = factory.SubFactory(PodTemplateFactory)
+    position = factory.Sequence(int)
+
+
+class PlatformValidationFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = PlatformValidation
+
+    platform = factory.SubFactory(PlatformFactory)
+    validation = factory.SubFactory(ResourceValidationFactory)
+    position = factory.Sequence(int)

@@ -1,0 +1,131 @@
+"""Config REST API on OSMO's paths: happy paths, error envelope, permissions, query counts."""
+
+from __future__ import annotations
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
+
+from pools.services import configs
+from tests.factories import UserFactory
+from tests.integration.conftest import CLI
+
+ERROR_KEYS = {"code", "field", "value", "reason"}
+
+
+def test_put_get_delete_one_object(admin_api, reference_config):
+    body = {"configs": {"backend": "default", "description": "api pool"}, "description": "via api", "tags": ["x"]}
+    created = admin_api.put("/api/configs/pool/api-pool", body, format="json")
+    assert created.status_code == 201, created.json()
+    assert created.json()["revision"] == 1
+    assert admin_api.get("/api/configs/pool/api-pool").json()["description"] == "api pool"
+    updated = admin_api.put("/api/configs/pool/api-pool", {"configs": {"backend": "default"}}, format="json")
+    assert updated.status_code == 200 and updated.json()["revision"] == 2
+    deleted = admin_api.delete("/api/configs/pool/api-pool", {"description": "bye"}, format="json")
+    assert deleted.json() == {"config_type": "POOL", "name": "api-pool", "revision": 3, "deleted": True}
+    assert admin_api.get("/api/configs/pool/api-pool").status_code == 404
+
+
+def test_collection_put_is_all_or_nothing(admin_api, reference_config):
+    response = admin_api.put("/api/configs/pod_template", {"configs": {
+        "ok": {"spec": {}}, "bad": {"spek": {}}}}, format="json")
+    assert response.status_code == 400
+    assert response.json()["field"] == "bad.spek"
+    assert "ok" not in admin_api.get("/api/configs/pod_template").json()
+
+
+def test_backend_post_as_osmo_does(admin_api, db):
+    response = admin_api.post("/api/configs/backend/c9", {"configs": {"description": "x"}}, format="json")
+    assert response.status_code == 201
+    assert admin_api.get("/api/configs/backend/c9").json()["namespace"] == "default"
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status", "field"), [
+    ("put", "/api/configs/pool/p", {"configs": {"backend": "nowhere"}}, 400, "backend"),
+    ("put", "/api/configs/pool/p", {"configs": {"backend": "default", "default_platform": "x"}}, 400,
+     "default_platform"),
+    ("put", "/api/configs/pool/p", {"configs": {"backend": "default", "max_queue_timeout": "soon"}}, 400,
+     "max_queue_timeout"),
+    ("put", "/api/configs/pool/p", {"description": "no configs key"}, 400, "configs"),
+    ("put", "/api/configs/pool/bad%20name", {"configs": {"backend": "default"}}, 400, "name"),
+    ("put", "/api/configs/widget/x", {"configs": {}}, 400, "config_type"),
+    ("get", "/api/configs/pool/ghost", None, 404, "name"),
+    ("delete", "/api/configs/backend/default", None, 409, "name"),
+    ("delete", "/api/configs/pod_template/a100", None, 409, "name"),
+    ("get", "/api/configs/diff?config_type=POOL&name=hetero&first_revision=1&second_revision=9", None, 404,
+     "revision"),
+    ("get", "/api/configs/diff?config_type=POOL", None, 400, "name"),
+    ("post", "/api/configs/history/rollback", {"config_type": "POOL", "name": "hetero", "revision": 0}, 400,
+     "revision"),
+])
+def test_errors_are_json_with_field_value_reason(admin_api, demo_pools, method, path, body, status, field):
+    configs.apply("POOL", "hetero", {"backend": "default", "common_pod_template": ["a100"]}, CLI)
+    response = getattr(admin_api, method)(path, body, format="json")
+    assert response.status_code == status, response.content
+    payload = response.json()
+    assert set(payload) >= ERROR_KEYS
+    assert payload["field"] == field
+    assert payload["reason"]
+
+
+def test_malformed_json_body_is_a_400_not_a_500(admin_api, db):
+    response = admin_api.generic("PUT", "/api/configs/pool/p", "{not json", content_type="application/json")
+    assert response.status_code == 400
+    assert response.json()["code"] == "parse_error"
+
+
+def test_history_diff_rollback_endpoints(admin_api, reference_config):
+    configs.apply("POOL", "h", {"backend": "default", "description": "one"}, CLI)
+    configs.apply("POOL", "h", {"backend": "default", "description": "two"}, CLI)
+    history = admin_api.get("/api/configs/history?config_types=POOL&name=h").json()["configs"]
+    assert [h["revision"] for h in history] == [2, 1] and "data" not in history[0]
+    with_data = admin_api.get("/api/configs/history?name=h&omit_data=false&limit=1").json()["configs"]
+    assert with_data[0]["data"]["description"] == "two"
+    diff = admin_api.get("/api/configs/diff?config_type=POOL&name=h&first_revision=1&second_revision=2").json()
+    assert diff["changes"] == [{"path": "description", "op": "changed", "old": "one", "new": "two"}]
+    rolled = admin_api.post("/api/configs/history/rollback",
+                            {"config_type": "POOL", "name": "h", "revision": 1}, format="json")
+    assert rolled.status_code == 200 and rolled.json()["revision"] == 3
+    assert admin_api.get("/api/configs/pool/h").json()["description"] == "one"
+
+
+def test_pool_list_and_query_count_is_constant(admin_api, demo_pools):
+    with CaptureQueriesContext(connection) as few:
+        response = admin_api.get("/api/pool")
+    assert set(response.json()["pools"]) >= {"robotics-training", "heterogeneous_pool"}
+    for index in range(15):
+        configs.apply("POOL", f"extra-{index}", {"backend": "default", "platforms": {"a": {}, "b": {}}}, CLI)
+    with CaptureQueriesContext(connection) as many:
+        admin_api.get("/api/pool")
+    assert len(many) == len(few)
+
+
+def test_config_collection_query_count_is_constant(admin_api, demo_pools):
+    with CaptureQueriesContext(connection) as few:
+        admin_api.get("/api/configs/pool")
+    for index in range(10):
+        configs.apply("POOL", f"more-{index}", {"backend": "default", "common_pod_template": ["default_user"],
+                                                "platforms": {"a": {"override_pod_template": ["a100"]}}}, CLI)
+    with CaptureQueriesContext(connection) as many:
+        admin_api.get("/api/configs/pool")
+    assert len(many) == len(few)
+
+
+def test_config_api_is_admin_only_for_now(db):
+    anonymous = APIClient()
+    assert anonymous.get("/api/configs/pool").status_code in (401, 403)
+    member = APIClient()
+    member.force_authenticate(UserFactory())
+    response = member.put("/api/configs/backend/x", {"configs": {}}, format="json")
+    assert response.status_code == 403
+    assert set(response.json()) >= ERROR_KEYS
+
+
+def test_openapi_schema_lists_the_config_paths(admin_client):
+    response = admin_client.get("/api/schema/", HTTP_ACCEPT="application/json")
+    assert response.status_code == 200
+    paths = response.json()["paths"]
+    for path in ("/api/configs/{config_type}/{name}", "/api/configs/history", "/api/configs/diff",
+                 "/api/configs/history/rollback", "/api/pool"):
+        assert path in paths
