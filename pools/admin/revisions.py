@@ -5,7 +5,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from django.urls import reverse
-from django.utils.html import format_html
+from django.utils.html import format_html, format_html_join
 from unfold.admin import ModelAdmin
 from unfold.decorators import action, display
 
@@ -58,13 +58,11 @@ class RevisionAdmin(ModelAdmin):
         first, second = sorted((other, obj.revision))
         result = revisions.diff(obj.config_type, obj.name, first, second)
         others = Revision.objects.filter(config_type=obj.config_type, name=obj.name).exclude(pk=obj.pk)
-        links = " ".join(
-            format_html('<a class="underline" href="?compare={}">r{}</a>', n, n)
-            for n in others.order_by("revision").values_list("revision", flat=True)
-        )
+        links = format_html_join(" ", '<a class="underline" href="?compare={}">r{}</a>',
+                                 ((n, n) for n in others.order_by("revision").values_list("revision", flat=True)))
         return format_html('<div>Comparing r{} → r{}. Compare with: {}</div>'
                            '<pre class="font-mono text-sm whitespace-pre-wrap">{}</pre>',
-                           first, second, format_html(links) if links else "-",
+                           first, second, links or "-",
                            result.unified or "no differences")
 
     def _compare_with(self, obj) -> int | None:

@@ -6,6 +6,7 @@ revision are saved together or not at all.
 
 from __future__ import annotations
 
+import copy
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -51,8 +52,9 @@ def unwrap(config_type: str, name: str, body: object) -> object:
 
 def apply(config_type: str, name: str, body: object, actor: Actor, *, description: str = "",
           tags=()) -> ApplyResult:
+    handler = handlers.get(revisions.check_type(config_type))
     with transaction.atomic():
-        return _apply_one(handlers.get(revisions.check_type(config_type)), name, body, actor, description, tags)
+        return _apply_batch(handler, [(name, body)], actor, description, tags)[0]
 
 
 def apply_many(config_type: str, documents: object, actor: Actor, *, description: str = "",
@@ -63,13 +65,7 @@ def apply_many(config_type: str, documents: object, actor: Actor, *, description
                           field="(document)", value=type(documents).__name__)
     handler = handlers.get(revisions.check_type(config_type))
     with transaction.atomic():
-        results = []
-        for name, body in documents.items():
-            try:
-                results.append(_apply_one(handler, name, body, actor, description, tags))
-            except ConfigError as error:
-                raise _within(error, name) from None
-        return results
+        return _apply_batch(handler, list(documents.items()), actor, description, tags, qualify=True)
 
 
 def delete(config_type: str, name: str, actor: Actor, *, description: str = "", tags=()) -> int:
@@ -103,7 +99,7 @@ def record_admin_save(config_type: str, name: str, actor: Actor, *, description:
     obj = _get(handler, name)
     snapshot = handler.snapshot(obj)
     doc = handler.parse(name, _copy(snapshot))
-    handler.after_save(obj)
+    handler.after_save([obj], handler.prepare([doc]))
     if snapshot == revisions.latest_snapshot(handler.config_type, name):
         return ApplyResult(handler.config_type, name, created=False, changed=False, revision=None,
                            warnings=handler.warnings(doc))
@@ -116,20 +112,42 @@ def referrers(config_type: str, obj) -> list[str]:
     return handlers.get(revisions.check_type(config_type)).referrers(obj)
 
 
-def _apply_one(handler: handlers.Handler, name: str, body: object, actor: Actor, description: str,
-               tags) -> ApplyResult:
-    doc = handler.parse(name, _copy(body))
-    existing = handler.model.objects.select_for_update().filter(name=name).first()
-    before = handler.snapshot(handler.queryset().get(pk=existing.pk)) if existing else None
-    obj = handler.save(doc, existing)
-    handler.after_save(obj)
-    after = handler.snapshot(handler.queryset().get(pk=obj.pk))
-    warnings = handler.warnings(doc)
-    if before == after:
-        return ApplyResult(handler.config_type, name, created=False, changed=False, revision=None, warnings=warnings)
-    number = revisions.record(handler.config_type, name, after, actor, description=description, tags=tags).revision
-    return ApplyResult(handler.config_type, name, created=existing is None, changed=True, revision=number,
-                       warnings=warnings)
+def _apply_batch(handler: handlers.Handler, items: list[tuple[str, object]], actor: Actor, description: str,
+                 tags, *, qualify: bool = False) -> list[ApplyResult]:
+    """Parse everything first, load what the batch refers to once, write only what changed."""
+    docs = []
+    for name, body in items:
+        try:
+            docs.append((name, handler.parse(name, _copy(body))))
+        except ConfigError as error:
+            raise _within(error, name) if qualify else error from None
+    names = [name for name, _ in docs]
+    existing = {obj.name: obj for obj in _locked(handler).filter(name__in=names)}
+    prepared = handler.prepare([doc for _, doc in docs])
+    results, saved, snapshots = [], [], {}
+    for name, doc in docs:
+        after = handler.doc_snapshot(doc)
+        current = existing.get(name)
+        changed = current is None or handler.snapshot(current) != after
+        if changed:
+            try:
+                saved.append(handler.save(doc, current, prepared))
+            except ConfigError as error:
+                raise _within(error, name) if qualify else error from None
+            snapshots[name] = after
+        results.append(ApplyResult(handler.config_type, name, created=current is None, changed=changed,
+                                   revision=None, warnings=handler.warnings(doc)))
+    if saved:
+        handler.after_save(saved, prepared)
+    numbers = revisions.record_many(handler.config_type, snapshots, actor, description=description, tags=tags)
+    for result in results:
+        result.revision = numbers.get(result.name)
+    return results
+
+
+def _locked(handler: handlers.Handler):
+    """Existing objects, row-locked so concurrent writers of the same names queue up."""
+    return handler.queryset().select_for_update(of=("self",))
 
 
 def _get(handler: handlers.Handler, name: str, *, lock: bool = False):
@@ -149,6 +167,4 @@ def _within(error: ConfigError, name: str) -> ConfigError:
 
 def _copy(body: object) -> object:
     # Parsers pop fields they ignore; never mutate the caller's document.
-    import copy
-
     return copy.deepcopy(body)

@@ -59,6 +59,21 @@ def record(config_type: str, name: str, snapshot, actor: Actor, *, description: 
     )
 
 
+def record_many(config_type: str, snapshots: dict[str, object], actor: Actor, *, description: str = "",
+                tags=()) -> dict[str, int]:
+    """Append one revision per name in one insert; returns the new revision number of each name."""
+    if not snapshots:
+        return {}
+    latest = dict(Revision.objects.filter(config_type=config_type, name__in=list(snapshots))
+                  .values("name").annotate(n=Max("revision")).values_list("name", "n"))
+    author = actor.user if actor.user and actor.user.pk else None
+    rows = [Revision(config_type=config_type, name=name, revision=latest.get(name, 0) + 1, snapshot=snapshot,
+                     author=author, author_name=f"{actor.name} ({actor.source})", description=description,
+                     tags=list(tags)) for name, snapshot in snapshots.items()]
+    Revision.objects.bulk_create(rows)
+    return {row.name: row.revision for row in rows}
+
+
 def latest_snapshot(config_type: str, name: str):
     revision = Revision.objects.filter(config_type=config_type, name=name).order_by("-revision").first()
     return None if revision is None or revision.deleted else revision.snapshot

@@ -44,6 +44,36 @@ def pool_snapshot(pool: Pool) -> dict:
     }
 
 
+def pool_doc_snapshot(doc) -> dict:
+    """The snapshot a pool will have once `doc` (a parsed PoolDoc) is saved; equals `pool_snapshot`."""
+    return {
+        "name": doc.name,
+        "description": doc.description,
+        "backend": doc.backend,
+        "default_platform": doc.default_platform or None,
+        "download_type": doc.download_type or None,
+        **{key: doc.timeouts.get(key, "") for key in ("default_exec_timeout", "default_queue_timeout",
+                                                      "max_exec_timeout", "max_queue_timeout")},
+        "default_exit_actions": dict(doc.default_exit_actions),
+        "resources": {"gpu": dict(doc.gpu) if doc.gpu else None},
+        "enable_maintenance": doc.enable_maintenance,
+        "common_default_variables": dict(doc.common_default_variables),
+        "common_resource_validations": list(doc.common_resource_validations),
+        "common_pod_template": list(doc.common_pod_template),
+        "common_group_templates": [],
+        "topology_keys": list(doc.topology_keys),
+        "platforms": {p.name: {
+            "description": p.description,
+            "host_network_allowed": p.host_network_allowed,
+            "privileged_allowed": p.privileged_allowed,
+            "default_variables": dict(p.default_variables),
+            "resource_validations": list(p.resource_validations),
+            "override_pod_template": list(p.override_pod_template),
+            "allowed_mounts": list(p.allowed_mounts),
+        } for p in sorted(doc.platforms, key=lambda p: p.name)},
+    }
+
+
 def platform_snapshot(platform: Platform) -> dict:
     return {
         "description": platform.description,

@@ -1,0 +1,240 @@
+"""Ordered deep merge of pod templates: OSMO's `recursive_dict_update` + `merge_lists_on_name`, plus `$patch`.
+
+OSMO semantics (osmo-reference §2.1), matched exactly:
+- an overlay dict recurses into the base dict (missing keys are created);
+- an overlay list onto a base list merges by `name`: a dict item whose `name` equals a base item's name is
+  merged into that base item (the last one, if the base repeats a name); every other item is appended;
+- an overlay list onto anything that is not a list replaces it; scalars (and null) replace;
+- an empty overlay list onto a list changes nothing.
+Only dict items that have a `name` key merge by name (OSMO's `'name' in "--username"` substring test is not
+copied). An overlay dict onto a non-dict replaces it (OSMO would crash).
+
+Beyond OSMO, one directive in Kubernetes' strategic-merge-patch style, never present in the output:
+- `key: {"$patch": "delete"}` removes `key`;
+- `key: {"$patch": "replace", ...rest}` sets `key` to `rest` instead of merging;
+- a list item `{"name": "x", "$patch": "delete"}` removes the base item named `x`;
+  `{"name": "x", "$patch": "replace", ...}` replaces it instead of merging;
+- a list whose first item is `{"$patch": "replace"}` replaces the base list with the remaining items.
+
+Provenance: merges carry an origin tree alongside the value (see paths.child_origin), so every leaf of the
+result can say which template last set it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pools.engine.errors import EngineError
+from pools.engine.paths import chain_to_path, child_origin, iter_leaves, json_copy, origin_tree_from_paths
+
+__all__ = ["PATCH", "MergeError", "MergedTemplate", "Override", "merge", "merge_templates", "merge_templates_traced",
+           "merge_traced", "template_sources"]
+
+PATCH = "$patch"
+_DIRECTIVES = ("delete", "replace", "merge")
+_MISSING = object()
+_DELETED = object()
+_NO_NAME = object()
+
+
+class MergeError(EngineError):
+    """A template that cannot be merged (a malformed `$patch` directive)."""
+
+
+@dataclass(frozen=True)
+class Override:
+    """A base leaf that an overlay replaced with a different value (used for "template overrides task" warnings)."""
+
+    path: str
+    base_origin: object
+    overlay_origin: object
+
+
+@dataclass(frozen=True)
+class MergedTemplate:
+    body: dict
+    sources: dict[str, str]  # leaf path -> name of the template that last set it
+
+    def origin_tree(self) -> object:
+        return origin_tree_from_paths(self.body, self.sources)
+
+
+def merge(base: object, overlay: object) -> object:
+    """Merge `overlay` onto `base` without touching either; the result shares nothing with the inputs."""
+    value, _ = merge_traced(json_copy(base), None, overlay, None)
+    return value
+
+
+def merge_traced(base: object, base_origin: object, overlay: object, overlay_origin: object,
+                 overrides: list[Override] | None = None, *, directives: bool = True) -> tuple[object, object]:
+    """Merge and return (value, origin tree). Unchanged base subtrees are shared with the result, not copied.
+
+    `directives=False` treats `$patch` as an ordinary key: for merging rendered data, where a `$patch`
+    could only have come from a variable's value and must stay data.
+    """
+    value, origin = _Merger(overrides, directives).value(base, base_origin, overlay, overlay_origin, None)
+    if value is _DELETED:
+        return {}, None
+    return value, origin
+
+
+def merge_templates(ordered: list[tuple[str, dict]]) -> MergedTemplate:
+    """Merge named templates in order (pool common ones, then platform overrides) onto an empty dict."""
+    merged, origins = merge_templates_traced(ordered)
+    return MergedTemplate(merged, template_sources(merged, origins))
+
+
+def template_sources(body: object, origins: object) -> dict[str, str]:
+    """{leaf path: template name}; an empty document has no leaves."""
+    return {path: label for path, _, label in iter_leaves(body, origins) if path}
+
+
+def merge_templates_traced(ordered: list[tuple[str, dict]]) -> tuple[dict, object]:
+    body: object = {}
+    origins: object = None
+    for name, template in ordered:
+        where = f"pod_template[{name}]"
+        if not isinstance(template, dict):
+            raise MergeError("a pod template must be a mapping", field=where, value=type(template).__name__)
+        try:
+            body, origins = merge_traced(body, origins, template, name)
+        except EngineError as error:
+            raise error.at(where) from None
+    return body, origins
+
+
+def _directive(item: dict, chain: tuple | None) -> str | None:
+    if PATCH not in item:
+        return None
+    directive = item[PATCH]
+    if directive not in _DIRECTIVES:
+        raise MergeError(f"unknown {PATCH} directive; use one of {', '.join(_DIRECTIVES)}",
+                         field=chain_to_path((chain, PATCH)), value=directive)
+    return directive
+
+
+def _name_of(item: object) -> object:
+    if not isinstance(item, dict) or "name" not in item:
+        return _NO_NAME
+    name = item["name"]
+    try:
+        hash(name)
+    except TypeError:
+        return _NO_NAME  # an unhashable "name" cannot identify anything: the item is appended
+    return name
+
+
+def _label(origin: object) -> object:
+    """The origin of an empty container is a label (it is a leaf), never a tree."""
+    return None if isinstance(origin, (dict, list)) else origin
+
+
+def _is_list_replace_marker(item: object) -> bool:
+    return isinstance(item, dict) and item.get(PATCH) == "replace" and "name" not in item
+
+
+class _Merger:
+    __slots__ = ("directives", "overrides")
+
+    def __init__(self, overrides: list[Override] | None, directives: bool = True) -> None:
+        self.overrides = overrides
+        self.directives = directives
+
+    def value(self, base, base_origin, overlay, overlay_origin, chain):
+        if isinstance(overlay, dict):
+            return self._dict_value(base, base_origin, overlay, overlay_origin, chain)
+        if isinstance(overlay, list):
+            if isinstance(base, list):
+                return self._list(base, base_origin, overlay, overlay_origin, chain)
+            self._note_replaced(base, base_origin, overlay, overlay_origin, chain)
+            out, origins = self._list([], None, overlay, overlay_origin, chain)
+            return out, origins if out else _label(overlay_origin)
+        self._note_replaced(base, base_origin, overlay, overlay_origin, chain)
+        return overlay, overlay_origin
+
+    def _note_replaced(self, base, base_origin, overlay, overlay_origin, chain) -> None:
+        if self.overrides is None or base is _MISSING or isinstance(base, (dict, list)) or base == overlay:
+            return
+        if base_origin != overlay_origin:
+            self.overrides.append(Override(chain_to_path(chain), base_origin, overlay_origin))
+
+    def _dict_value(self, base, base_origin, overlay, overlay_origin, chain):
+        directive = _directive(overlay, chain) if self.directives else None
+        if directive == "delete":
+            if len(overlay) > 1:
+                raise MergeError(f'"{PATCH}: delete" takes no other keys', field=chain_to_path(chain),
+                                 value=sorted(k for k in overlay if k != PATCH))
+            return _DELETED, None
+        if directive == "replace" or not isinstance(base, dict):
+            return self._dict({}, None, overlay, overlay_origin, chain)
+        return self._dict(base, base_origin, overlay, overlay_origin, chain)
+
+    def _dict(self, base: dict, base_origin, overlay: dict, overlay_origin, chain):
+        out = dict(base)
+        origins = dict(base_origin) if isinstance(base_origin, dict) else dict.fromkeys(base, base_origin)
+        for key, item in overlay.items():
+            if key == PATCH and self.directives:
+                continue
+            value, origin = self.value(out.get(key, _MISSING), origins.get(key), item,
+                                       child_origin(overlay_origin, key), (chain, key))
+            if value is _DELETED:
+                out.pop(key, None)
+                origins.pop(key, None)
+            else:
+                out[key] = value
+                origins[key] = origin
+        return out, origins if out else _label(overlay_origin)
+
+    def _list(self, base: list, base_origin, overlay: list, overlay_origin, chain):
+        start = 0
+        if overlay and self.directives and _is_list_replace_marker(overlay[0]):
+            if len(overlay[0]) > 1:
+                raise MergeError(f'a list "{PATCH}: replace" marker takes no other keys',
+                                 field=chain_to_path((chain, 0)))
+            base, base_origin, start = [], None, 1
+        elif not overlay:
+            return base, base_origin
+        out = list(base)
+        origins = list(base_origin) if isinstance(base_origin, list) else [base_origin] * len(base)
+        by_name = {}
+        for index, item in enumerate(base):
+            name = _name_of(item)
+            if name is not _NO_NAME:
+                by_name[name] = index  # the last base item of a name wins, as in OSMO
+        deleted: set[int] = set()
+        for index in range(start, len(overlay)):
+            item, item_chain = overlay[index], (chain, index)
+            item_origin = child_origin(overlay_origin, index)
+            name = _name_of(item)
+            directive = _directive(item, item_chain) if self.directives and isinstance(item, dict) else None
+            if directive == "delete":
+                self._check_item_delete(item, name, item_chain)
+                if name in by_name:
+                    deleted.add(by_name[name])
+                continue
+            if directive == "replace" and name is _NO_NAME:
+                raise MergeError(f'a list "{PATCH}: replace" marker must be the first item of the list',
+                                 field=chain_to_path(item_chain))
+            target = by_name.get(name) if name is not _NO_NAME else None
+            if target is not None and target not in deleted:
+                out[target], origins[target] = self.value(out[target], origins[target], item, item_origin,
+                                                          item_chain)
+            else:
+                value, origin = self.value(_MISSING, None, item, item_origin, item_chain)
+                out.append(value)
+                origins.append(origin)
+        if deleted:
+            keep = [i for i in range(len(out)) if i not in deleted]
+            out = [out[i] for i in keep]
+            origins = [origins[i] for i in keep]
+        return out, origins if out else _label(overlay_origin)
+
+    @staticmethod
+    def _check_item_delete(item: dict, name: object, chain: tuple) -> None:
+        if name is _NO_NAME:
+            raise MergeError(f'a list item with "{PATCH}: delete" needs a "name" to say which item to remove',
+                             field=chain_to_path(chain))
+        extra = sorted(k for k in item if k not in ("name", PATCH))
+        if extra:
+            raise MergeError(f'a list item with "{PATCH}: delete" takes only "name"', field=chain_to_path(chain),
+                             value=extra)

@@ -1,0 +1,351 @@
+"""Platform + task -> Pod manifest, with provenance for every field, warnings and a full validation verdict.
+
+Build order (OSMO §2.2 step 2, adapted):
+1. base pod from the task and the system: deterministic DNS-1123 name, labels (workflow labels under the
+   `pool-portal/*` system labels), `restartPolicy: Never`, the user container (name USER_CONTAINER_NAME,
+   the task's image/command/args/env, privileged, allowed host mounts), hostNetwork;
+2. ⊕ the platform's merged template rendered with the task's variables (its `{{USER_CONTAINER_NAME}}`
+   container merges into the user container by name);
+3. system fields re-applied on top (apiVersion, kind, metadata.name, system labels);
+4. gates, schema validation, static rules, node rules (when nodes are given).
+Bad input (a task value that is not a quantity, an undefined variable, a failing template) raises
+EngineError; a pod that the platform or Kubernetes would refuse is reported in `validation`.
+"""
+
+from __future__ import annotations
+
+import re
+import uuid
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from pools.engine.errors import EngineError
+from pools.engine.gates import (
+    GatePolicy,
+    check_pod,
+    check_task_name,
+    container_mount_paths,
+    host_paths,
+    plan_mounts,
+)
+from pools.engine.merge import merge_traced
+from pools.engine.paths import leaf_origins
+from pools.engine.platform import SYSTEM, TASK, CompiledPlatform, Origin
+from pools.engine.rules import CompiledRules, NodeCapacity, NodeRulesVerdict
+from pools.engine.schema import validate_pod
+from pools.engine.variables import Variable, build_variables, k8s_name, variable_values
+
+__all__ = ["SAMPLE_NODE", "Resolution", "TaskInput", "WorkflowContext", "check_platform", "resolve"]
+
+LABEL_PREFIX = "pool-portal/"
+_UUID_NAMESPACE = uuid.UUID("6f1c2a52-8d5e-4bd0-9d63-6b0c6f3f7a10")
+_LABEL_INVALID = re.compile(r"[^A-Za-z0-9_.-]+")
+SAMPLE_NODE = NodeCapacity("sample-node", cpu="1024", gpu="64", memory="16Ti", storage="1Pi")
+
+
+@dataclass
+class TaskInput:
+    name: str
+    image: str = "ubuntu:24.04"
+    command: list[str] = ()
+    args: list[str] = ()
+    environment: dict[str, str] = field(default_factory=dict)
+    resources: dict = field(default_factory=dict)  # cpu, gpu, memory, storage, nodesExcluded
+    privileged: bool = False
+    host_network: bool = False
+    volume_mounts: list[str] = ()  # OSMO syntax "src[:dst]"
+    variables: dict = field(default_factory=dict)  # extra --set values (layer "task")
+    uuid: str = ""  # WF_TASK_UUID; derived from the workflow and task name when empty
+
+
+@dataclass
+class WorkflowContext:
+    workflow_id: str = "preview-1"
+    workflow_uuid: str = ""
+    submitted_by: str = "preview"
+    priority: str = "NORMAL"
+    group_name: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    retry_id: int = 0
+
+
+@dataclass
+class Resolution:
+    pod: dict
+    provenance: dict[str, dict]
+    warnings: list[str]
+    variables: dict[str, dict]
+    validation: dict
+
+    @property
+    def ok(self) -> bool:
+        return self.validation["ok"]
+
+    def to_dict(self) -> dict:
+        return {"ok": self.ok, "pod": self.pod, "provenance": self.provenance, "warnings": list(self.warnings),
+                "variables": self.variables, "validation": self.validation}
+
+
+# ---------------------------------------------------------------------------------------------- inputs
+
+
+def _strings(value: object, field_name: str) -> list[str]:
+    if isinstance(value, str) or not isinstance(value, (list, tuple)) or \
+            not all(isinstance(item, str) for item in value):
+        raise EngineError("must be a list of strings", field=field_name, value=value)
+    return list(value)
+
+
+def _env_value(name: str, value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (str, int, float)):
+        return str(value)
+    raise EngineError("environment values are strings", field=f"environment.{name}", value=value)
+
+
+def _check_task(task: TaskInput) -> None:
+    if not isinstance(task.name, str) or not task.name.strip():
+        raise EngineError("a task needs a name", field="name", value=task.name)
+    if not isinstance(task.image, str) or not task.image.strip():
+        raise EngineError("a task needs an image", field="image", value=task.image)
+    _strings(task.command, "command")
+    _strings(task.args, "args")
+    _strings(task.volume_mounts, "volumeMounts")
+    for name, value in (("environment", task.environment), ("resources", task.resources),
+                        ("variables", task.variables)):
+        if not isinstance(value, Mapping):
+            raise EngineError("must be a mapping", field=name, value=value)
+    for name, value in (("privileged", task.privileged), ("hostNetwork", task.host_network)):
+        if not isinstance(value, bool):
+            raise EngineError("must be true or false", field=name, value=value)
+
+
+def label_value(text: str) -> str:
+    """A valid label value (≤63, alphanumeric at both ends) from free text."""
+    value = _LABEL_INVALID.sub("-", str(text)).strip("-_.")
+    if len(value) > 63:
+        value = k8s_name(text)
+    return value
+
+
+def _system_variables(compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext,
+                      container: str) -> dict[str, object]:
+    workflow_uuid = ctx.workflow_uuid or uuid.uuid5(_UUID_NAMESPACE, ctx.workflow_id).hex
+    task_uuid = task.uuid or uuid.uuid5(_UUID_NAMESPACE, f"{workflow_uuid}/{task.name}").hex
+    return {
+        "USER_CONTAINER_NAME": container,
+        "WF_ID": ctx.workflow_id, "WF_UUID": workflow_uuid,
+        "WF_POOL": compiled.config.pool, "WF_PLATFORM": compiled.config.platform,
+        "WF_TASK_NAME": task.name, "WF_TASK_UUID": task_uuid,
+        "WF_GROUP_NAME": ctx.group_name or f"{task.name}-group",
+        "WF_SUBMITTED_BY": ctx.submitted_by, "WF_PRIORITY": ctx.priority, "WF_RETRY_ID": ctx.retry_id,
+    }
+
+
+def _system_labels(compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext) -> dict[str, str]:
+    return {
+        f"{LABEL_PREFIX}workflow": label_value(ctx.workflow_id),
+        f"{LABEL_PREFIX}task": label_value(task.name),
+        f"{LABEL_PREFIX}pool": label_value(compiled.config.pool),
+        f"{LABEL_PREFIX}platform": label_value(compiled.config.platform),
+    }
+
+
+def pod_name(workflow_id: str, task_name: str, retry_id: int = 0) -> str:
+    suffix = f"-r{retry_id}" if retry_id else ""
+    return k8s_name(f"{workflow_id}-{task_name}{suffix}")
+
+
+# ---------------------------------------------------------------------------------------------- pod
+
+
+def _base_pod(task: TaskInput, ctx: WorkflowContext, container: str, mounts, labels: dict[str, str],
+              name: str) -> tuple[dict, dict]:
+    user: dict = {"name": container, "image": task.image}
+    if task.command:
+        user["command"] = list(task.command)
+    if task.args:
+        user["args"] = list(task.args)
+    if task.environment:
+        user["env"] = [{"name": str(k), "value": _env_value(str(k), v)} for k, v in task.environment.items()]
+    if mounts:
+        user["volumeMounts"] = [{"name": m.volume, "mountPath": m.target} for m in mounts]
+    if task.privileged:
+        user["securityContext"] = {"privileged": True}
+    spec: dict = {"restartPolicy": "Never", "containers": [user]}
+    spec_origin: dict = {"restartPolicy": SYSTEM, "containers": [TASK]}
+    if mounts:
+        spec["volumes"] = [{"name": m.volume, "hostPath": {"path": m.source}} for m in mounts]
+        spec_origin["volumes"] = TASK
+    if task.host_network:
+        spec["hostNetwork"] = True
+        spec_origin["hostNetwork"] = TASK
+    all_labels = {**{str(k): str(v) for k, v in ctx.labels.items()}, **labels}
+    label_origins = {key: SYSTEM if key in labels else TASK for key in all_labels}
+    pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": all_labels}, "spec": spec}
+    origins = {"apiVersion": SYSTEM, "kind": SYSTEM, "metadata": {"name": SYSTEM, "labels": label_origins},
+               "spec": spec_origin}
+    return pod, origins
+
+
+def _reapply_system(pod: dict, origins: dict, name: str, labels: dict[str, str]) -> None:
+    """Templates cannot change what identifies the pod: apiVersion, kind, name and the system labels."""
+    pod["apiVersion"], pod["kind"] = "v1", "Pod"
+    origins["apiVersion"] = origins["kind"] = SYSTEM
+    metadata = pod["metadata"] if isinstance(pod.get("metadata"), dict) else {}
+    meta_origins = origins.get("metadata") if isinstance(origins.get("metadata"), dict) else {}
+    pod["metadata"], origins["metadata"] = metadata, meta_origins
+    metadata["name"], meta_origins["name"] = name, SYSTEM
+    current = metadata.get("labels") if isinstance(metadata.get("labels"), dict) else {}
+    current_origins = meta_origins.get("labels")
+    if not isinstance(current_origins, dict):
+        current_origins = dict.fromkeys(current, current_origins or SYSTEM)
+    metadata["labels"] = {**current, **labels}
+    meta_origins["labels"] = {**current_origins, **dict.fromkeys(labels, SYSTEM)}
+
+
+def _protected_fields(template: object, skip: str) -> dict[str, dict]:
+    """image/command/args of every template-defined container (by name), except the user container."""
+    spec = template.get("spec") if isinstance(template, dict) else None
+    fields: dict[str, dict] = {}
+    for list_name in ("initContainers", "containers", "ephemeralContainers"):
+        items = spec.get(list_name) if isinstance(spec, dict) else None
+        for container in items if isinstance(items, list) else ():
+            if isinstance(container, dict) and container.get("name") != skip:
+                fields[container.get("name")] = {k: container.get(k) for k in ("image", "command", "args")}
+    return fields
+
+
+# ---------------------------------------------------------------------------------------------- resolve
+
+
+def resolve(compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext | None = None,
+            nodes: Sequence[NodeCapacity] | None = None) -> Resolution:
+    """Resolve one task on one platform. Raises EngineError for bad input; reports pod problems in validation."""
+    ctx = ctx or WorkflowContext()
+    cfg = compiled.config
+    _check_task(task)
+    container = k8s_name(task.name)
+    variables = build_variables(pool_variables=cfg.pool_variables, platform_variables=cfg.platform_variables,
+                                resources=task.resources, task_variables=task.variables,
+                                system=_system_variables(compiled, task, ctx, container))
+    values = variable_values(variables)
+    rendered = compiled.template.render(values)
+    policy = GatePolicy(cfg.platform, cfg.privileged_allowed, cfg.host_network_allowed, tuple(cfg.allowed_mounts))
+    template_host_paths = host_paths(rendered)
+    platform_mounts = template_host_paths | set(container_mount_paths(rendered))
+    mounts, gate_errors = plan_mounts(task.volume_mounts, policy, platform_mounts)
+    gate_errors = check_task_name(container, compiled.template_containers) + gate_errors
+
+    name = pod_name(ctx.workflow_id, task.name, ctx.retry_id)
+    labels = _system_labels(compiled, task, ctx)
+    base, base_origins = _base_pod(task, ctx, container, mounts, labels, name)
+    overrides: list = []
+    pod, origins = merge_traced(base, base_origins, rendered, compiled.template_origins, overrides,
+                                directives=False)
+    _reapply_system(pod, origins, name, labels)
+
+    user_fields = {"image": task.image, "command": list(task.command), "args": list(task.args)}
+    gate_errors += check_pod(pod, policy, user_container=container, user_fields=user_fields,
+                             template_fields=_protected_fields(rendered, container),
+                             template_host_paths=template_host_paths)
+    schema = validate_pod(pod)
+    static = compiled.rules.check_static(values)
+    verdict = None if nodes is None else compiled.rules.check_nodes(values, nodes, pool=cfg.pool,
+                                                                    platform=cfg.platform)
+    warnings = list(compiled.warnings) + _override_warnings(overrides)
+    if nodes is None and compiled.rules.node:
+        warnings.append(f"{len(compiled.rules.node)} node rule(s) not checked: no node inventory was given")
+    validation = {
+        "ok": not (gate_errors or schema or static) and (verdict is None or verdict.passed),
+        "static": [failure.as_dict() for failure in static],
+        "nodes": None if verdict is None else verdict.as_dict(),
+        "gates": [error.as_dict() for error in gate_errors],
+        "schema": [violation.as_dict() for violation in schema],
+    }
+    return Resolution(pod, _provenance(pod, origins, variables), warnings,
+                      {n: v.as_dict() for n, v in variables.items()}, validation)
+
+
+def _override_warnings(overrides: list) -> list[str]:
+    warnings = []
+    for override in overrides:
+        base, overlay = override.base_origin, override.overlay_origin
+        if isinstance(base, Origin) and base.source != "template" and isinstance(overlay, Origin):
+            warnings.append(f"template {overlay.template!r} overrides {override.path}, which the {base.source} sets")
+    return warnings
+
+
+def _provenance(pod: dict, origins: object, variables: Mapping[str, Variable]) -> dict[str, dict]:
+    described: dict[object, dict] = {}
+    provenance = leaf_origins(pod, origins)
+    for path, origin in provenance.items():
+        entry = described.get(origin)
+        if entry is None:
+            entry = described[origin] = _describe(origin if isinstance(origin, Origin) else SYSTEM, variables)
+        provenance[path] = entry
+    return provenance
+
+
+def _describe(origin: Origin, variables: Mapping[str, Variable]) -> dict:
+    if origin.source != "template":
+        return {"source": origin.source}
+    used = [{"name": name, "layer": variables[name].layer if name in variables else "undefined"}
+            for name in origin.variables]
+    return {"source": "template", "template": origin.template, "variables": used}
+
+
+# ---------------------------------------------------------------------------------------------- config check
+
+
+def check_platform(compiled: CompiledPlatform, nodes: Sequence[NodeCapacity] | None = None) -> list[EngineError]:
+    """Config-save check: defaults + a sample task must give a valid Pod, every rule must evaluate, gates
+    must hold. With `nodes` (the live inventory), also report rules that reject every node."""
+    sample = TaskInput(name="sample-task", command=["true"])
+    ctx = WorkflowContext(workflow_id="config-check-1")
+    container = k8s_name(sample.name)
+    try:
+        variables = build_variables(pool_variables=compiled.config.pool_variables,
+                                    platform_variables=compiled.config.platform_variables,
+                                    system=_system_variables(compiled, sample, ctx, container))
+    except EngineError as error:
+        return [error]
+    values = variable_values(variables)
+    errors: list[EngineError] = [e.at("pod_template") for e in compiled.template.check(values)]
+    if not errors:
+        errors += _sample_pod_errors(compiled, sample, ctx)
+    errors += [f.as_error() for f in compiled.rules.check_static(values) if f.kind == "error"]
+    errors += _node_rule_errors(compiled.rules, values, [SAMPLE_NODE], only_evaluation=True)
+    if nodes:
+        errors += _node_rule_errors(compiled.rules, values, nodes, only_evaluation=False,
+                                    platform=compiled.config.platform)
+    return errors
+
+
+def _sample_pod_errors(compiled: CompiledPlatform, sample: TaskInput, ctx: WorkflowContext) -> list[EngineError]:
+    try:
+        resolution = resolve(compiled, sample, ctx)
+    except EngineError as error:
+        return [error]
+    validation = resolution.validation
+    errors = [EngineError(g["reason"], field=g["field"], value=g["value"]) for g in validation["gates"]]
+    errors += [EngineError(f"the resolved pod is not a valid Pod: {v['reason']}", field=v["path"])
+               for v in validation["schema"]]
+    return errors
+
+
+def _node_rule_errors(rules: CompiledRules, values: Mapping[str, object], nodes: Sequence[NodeCapacity], *,
+                      only_evaluation: bool, platform: str = "") -> list[EngineError]:
+    errors, seen = [], set()
+    for rule in rules.node:
+        verdict: NodeRulesVerdict = CompiledRules(node=(rule,)).check_nodes(values, nodes)
+        failures = list(verdict.failures.values())
+        evaluation = [f for f in failures if f.kind == "error"]
+        if evaluation and rule.where not in seen:
+            seen.add(rule.where)
+            errors.append(evaluation[0].as_error())
+        elif not only_evaluation and not verdict.passed:
+            errors.append(EngineError(f"with the default values this rule rejects every node of platform "
+                                      f"{platform}: {failures[0].message}", field=rule.where))
+    return errors

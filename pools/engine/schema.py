@@ -1,0 +1,332 @@
+"""Validate a resolved Pod manifest: strict OpenAPI schema plus the semantic checks the schema cannot express.
+
+The JSON schemas are the ones bundled with the `kubernetes_validate` package (strict variant: unknown fields
+are errors). `kubernetes_validate.validate` re-reads 1.4 MB of JSON on every call; here each version is
+loaded once, stripped of descriptions, and turned into two checkers:
+
+* a compiled boolean checker (closures over the handful of keywords these schemas use) for the common
+  case: a valid manifest costs tens of microseconds;
+* a cached `jsonschema` Draft 2020-12 validator, run only when the fast checker says "invalid", to
+  report every problem with its path. It is also the fallback if a schema ever uses a keyword the
+  compiler does not know.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.resources
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pools.engine.errors import EngineError
+from pools.engine.k8s_syntax import format_path, path_join
+
+__all__ = ["Violation", "supported_versions", "validate_pod"]
+
+_SCHEMA_KEYWORDS = {
+    "type",
+    "$ref",
+    "additionalProperties",
+    "properties",
+    "items",
+    "required",
+    "enum",
+    "oneOf",
+}
+_DEFS_POINTER = "/$defs/"
+_DEFINITIONS_DOCUMENT = "/api/_definitions.json"  # how pod-v1.json refers to _definitions.json
+_VERSION = re.compile(r"v?(\d+)\.(\d+)(\.\d+)?")
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One problem in a manifest. `path` is dotted with [index]/[key] parts, e.g. spec.containers[0].name."""
+
+    path: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "reason": self.reason}
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}" if self.path else self.reason
+
+
+def validate_pod(manifest: dict, version: str = "1.33") -> list[Violation]:
+    """Every schema and semantic violation in a Pod manifest (empty list = valid), in a stable order."""
+    from pools.engine.schema_checks import semantic_violations  # local: schema_checks imports Violation
+
+    if not isinstance(manifest, dict):
+        return [Violation("", f"manifest must be an object, not {type(manifest).__name__}")]
+    checker = _checker_for(_schema_version(version))
+    found = [] if checker.is_valid(manifest) else checker.violations(manifest)
+    found.extend(semantic_violations(manifest))
+    return list(dict.fromkeys(found))  # de-duplicate, keep order
+
+
+def supported_versions() -> list[str]:
+    """The Kubernetes minor versions whose schemas are bundled, oldest first ("1.25", ...)."""
+    return [".".join(map(str, v)) for v in sorted(_bundled_versions())]
+
+
+# ---------------------------------------------------------------------------------------------- loading
+
+
+@functools.cache
+def _bundled_versions() -> dict[tuple[int, int], str]:
+    root = importlib.resources.files("kubernetes_validate") / "kubernetes-json-schema"
+    found = {}
+    for entry in root.iterdir():
+        match = re.fullmatch(r"v(\d+)\.(\d+)\.\d+-local-strict", entry.name)
+        if match:
+            found[(int(match[1]), int(match[2]))] = entry.name
+    return found
+
+
+def _schema_version(version: str) -> tuple[int, int]:
+    """The newest bundled version not newer than `version` (what kubernetes_validate does)."""
+    match = _VERSION.fullmatch(str(version).strip())
+    if match is None:
+        raise EngineError("not a Kubernetes version (expected e.g. 1.33)", field="version", value=version)
+    wanted = (int(match[1]), int(match[2]))
+    bundled = sorted(_bundled_versions())
+    candidates = [v for v in bundled if v <= wanted]
+    if not candidates or wanted > bundled[-1]:
+        raise EngineError(
+            f"no bundled schema for Kubernetes {wanted[0]}.{wanted[1]} "
+            f"(supported: {supported_versions()[0]} to {supported_versions()[-1]})",
+            field="version",
+            value=version,
+        )
+    return candidates[-1]
+
+
+def _load(directory: str, name: str) -> dict:
+    root = importlib.resources.files("kubernetes_validate") / "kubernetes-json-schema" / directory
+    return json.loads((root / name).read_text(encoding="utf-8"))
+
+
+def _strip(schema: object, *, in_names: bool = False) -> object:
+    """Keep only keywords that affect validation (descriptions and x-kubernetes-* are most of the bytes)."""
+    if isinstance(schema, list):
+        return [_strip(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    if in_names:  # keys are property/definition names, values are schemas
+        return {name: _strip(sub) for name, sub in schema.items()}
+    kept = {}
+    for key, value in schema.items():
+        if key in ("properties", "$defs"):
+            kept[key] = _strip(value, in_names=True)
+        elif key in ("enum", "required", "$id", "$schema"):
+            kept[key] = value
+        elif key in _SCHEMA_KEYWORDS:
+            kept[key] = _strip(value)
+    return kept
+
+
+@functools.cache
+def _checker_for(version: tuple[int, int]) -> _PodChecker:
+    directory = _bundled_versions()[version]
+    return _PodChecker(_strip(_load(directory, "pod-v1.json")), _strip(_load(directory, "_definitions.json")))
+
+
+# --------------------------------------------------------------------------------------------- checking
+
+
+class _Unsupported(Exception):
+    """The schema uses something the fast compiler does not model: use jsonschema for everything."""
+
+
+class _PodChecker:
+    def __init__(self, pod_schema: dict, definitions: dict) -> None:
+        self._pod_schema = pod_schema
+        self._definitions = definitions
+        self._validator = None
+        try:
+            self._fast: Callable[[object], bool] | None = _Compiler(definitions["$defs"]).compile(pod_schema)
+        except _Unsupported:
+            self._fast = None
+
+    def is_valid(self, manifest: dict) -> bool:
+        if self._fast is not None:
+            return self._fast(manifest)
+        return not self.violations(manifest)
+
+    def violations(self, manifest: dict) -> list[Violation]:
+        found: list[Violation] = []
+        for error in self._jsonschema().iter_errors(manifest):
+            found.extend(_translate(error))
+        return found
+
+    def _jsonschema(self):
+        if self._validator is None:
+            import jsonschema  # only needed when a manifest is invalid
+            from referencing import Registry, Resource
+
+            registry = Registry().with_resources(
+                (doc["$id"], Resource.from_contents(doc)) for doc in (self._pod_schema, self._definitions)
+            )
+            self._validator = jsonschema.Draft202012Validator(self._pod_schema, registry=registry)
+        return self._validator
+
+
+_JSON_TYPES = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "a boolean",
+    "object": "an object",
+    "array": "a list",
+    "null": "null",
+}
+
+
+def _type_phrase(types: object) -> str:
+    names = [types] if isinstance(types, str) else [t for t in types if t != "null"] or list(types)
+    return " or ".join(_JSON_TYPES.get(t, t) for t in names)
+
+
+def _translate(error) -> list[Violation]:
+    """Turn one jsonschema error into violations that point at the offending field."""
+    path = format_path(error.absolute_path)
+    kind, instance, schema = error.validator, error.instance, error.schema
+    if kind == "additionalProperties" and isinstance(instance, dict):
+        known = schema.get("properties", {})
+        return [Violation(path_join(path, key), "unknown field") for key in instance if key not in known]
+    if kind == "required" and isinstance(instance, dict):
+        return [
+            Violation(path_join(path, key), "required field is missing")
+            for key in error.validator_value
+            if key not in instance
+        ]
+    if kind == "type":
+        return [Violation(path, f"must be {_type_phrase(error.validator_value)}, not {_json_name(instance)}")]
+    if kind == "enum":
+        return [Violation(path, f"must be one of: {', '.join(map(str, error.validator_value))}")]
+    if kind == "oneOf":
+        shapes = " or ".join(_type_phrase(branch.get("type", "any")) for branch in error.validator_value)
+        return [Violation(path, f"must be {shapes}, not {_json_name(instance)}")]
+    return [Violation(path, error.message)]
+
+
+def _json_name(value: object) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    if isinstance(value, (int, float)):
+        return "a number"
+    return {str: "a string", dict: "an object", list: "a list"}.get(type(value), type(value).__name__)
+
+
+def _type_test(names: object) -> Callable[[object], bool]:
+    """jsonschema's default type semantics: bool is not a number, 1.0 is an integer."""
+    allowed = {names} if isinstance(names, str) else set(names)
+    unknown = allowed - set(_JSON_TYPES)
+    if unknown:
+        raise _Unsupported(f"type {unknown}")
+    number, integer = "number" in allowed, "integer" in allowed
+
+    def test(value: object) -> bool:
+        if isinstance(value, str):
+            return "string" in allowed
+        if isinstance(value, dict):
+            return "object" in allowed
+        if isinstance(value, list):
+            return "array" in allowed
+        if isinstance(value, bool):
+            return "boolean" in allowed
+        if isinstance(value, int):
+            return number or integer
+        if isinstance(value, float):
+            return number or (integer and value.is_integer())
+        return value is None and "null" in allowed
+
+    return test
+
+
+class _Compiler:
+    """Compiles the schema subset Kubernetes uses into nested closures returning True/False."""
+
+    def __init__(self, definitions: dict) -> None:
+        self._definitions = definitions
+        self._by_ref: dict[str, Callable[[object], bool]] = {}
+
+    def compile(self, schema: dict) -> Callable[[object], bool]:
+        if not isinstance(schema, dict) or set(schema) - _SCHEMA_KEYWORDS - {"$id", "$schema"}:
+            raise _Unsupported(str(schema)[:80])
+        checks: list[Callable[[object], bool]] = []
+        if "$ref" in schema:
+            checks.append(self._ref(schema["$ref"]))
+        if "type" in schema:
+            checks.append(_type_test(schema["type"]))
+        if "enum" in schema:
+            checks.append(self._enum(schema["enum"]))
+        if any(k in schema for k in ("properties", "additionalProperties", "required")):
+            checks.append(self._object(schema))
+        if "items" in schema:
+            checks.append(self._items(schema["items"]))
+        if "oneOf" in schema:
+            checks.append(self._one_of(schema["oneOf"]))
+        if len(checks) == 1:
+            return checks[0]
+        if len(checks) == 2:
+            first, second = checks
+            return lambda value: first(value) and second(value)
+        return lambda value: all(check(value) for check in checks)
+
+    def _ref(self, ref: str) -> Callable[[object], bool]:
+        document, _, pointer = ref.partition("#")
+        if document not in ("", _DEFINITIONS_DOCUMENT) or not pointer.startswith(_DEFS_POINTER):
+            raise _Unsupported(ref)
+        name = pointer.removeprefix(_DEFS_POINTER)
+        if name not in self._by_ref:
+            cell: list[Callable[[object], bool]] = []
+            self._by_ref[name] = lambda value: cell[0](value)  # forward reference: schemas may recurse
+            cell.append(self.compile(self._definitions[name]))
+            self._by_ref[name] = cell[0]
+        return self._by_ref[name]
+
+    @staticmethod
+    def _enum(values: list) -> Callable[[object], bool]:
+        if not all(isinstance(v, str) for v in values):
+            raise _Unsupported("non-string enum")
+        allowed = frozenset(values)
+        return lambda value: isinstance(value, str) and value in allowed
+
+    def _object(self, schema: dict) -> Callable[[object], bool]:
+        properties = {name: self.compile(sub) for name, sub in schema.get("properties", {}).items()}
+        extra = schema.get("additionalProperties", True)
+        extra_check = None if isinstance(extra, bool) else self.compile(extra)
+        closed = extra is False
+        required = tuple(schema.get("required", ()))
+
+        def check(value: object) -> bool:
+            if not isinstance(value, dict):
+                return True
+            for name in required:
+                if name not in value:
+                    return False
+            for key, item in value.items():
+                sub = properties.get(key)
+                if sub is not None:
+                    if not sub(item):
+                        return False
+                elif closed or (extra_check is not None and not extra_check(item)):
+                    return False
+            return True
+
+        return check
+
+    def _items(self, items: object) -> Callable[[object], bool]:
+        if not isinstance(items, dict):
+            raise _Unsupported("tuple items")
+        item_check = self.compile(items)
+        return lambda value: not isinstance(value, list) or all(item_check(item) for item in value)
+
+    def _one_of(self, branches: list) -> Callable[[object], bool]:
+        compiled = [self.compile(branch) for branch in branches]
+        return lambda value: sum(1 for check in compiled if check(value)) == 1

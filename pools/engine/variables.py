@@ -1,0 +1,329 @@
+"""`{{NAME}}` variables: OSMO's names and precedence, computed from the effective values, with provenance.
+
+Precedence (osmo-reference §2.3): pool `common_default_variables` < platform `default_variables` < the task
+(its resources and `--set` values) < system (`USER_CONTAINER_NAME`, `WF_*`). Differences from OSMO, on
+purpose: a task value overrides whenever it is given, so `gpu: 0` means zero GPUs; CPU accepts fractions
+and millicores; the `_VAL/_UNIT/_Gi…` variants follow the effective value (default or task).
+
+Rendering: every string leaf of a template is rendered on its own and the result is data — never parsed as
+YAML/JSON and never rendered again. A leaf that is exactly `{{ NAME }}` keeps the variable's native type
+when it is a number, bool, list or mapping (so `terminationGracePeriodSeconds: "{{GRACE}}"` is an int).
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import re
+from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
+from decimal import Decimal
+
+from pools.engine.errors import EngineError
+from pools.engine.paths import child_origin, join_index, join_key, json_copy
+from pools.engine.quantity import QuantityError, parse_quantity
+from pools.engine.sandbox import CompiledString, compile_string, render_context, render_string
+
+__all__ = [
+    "LAYERS", "NODE_VARIABLES", "SYSTEM_VARIABLES", "CompiledTemplate", "Variable", "VariableError",
+    "build_variables", "check_variable_names", "k8s_name", "referenced_variables", "variable_values",
+]
+
+LAYERS = ("pool", "platform", "task", "system")
+RESOURCE_VARIABLES = {"cpu": "USER_CPU", "gpu": "USER_GPU", "memory": "USER_MEMORY", "storage": "USER_STORAGE"}
+SIZE_UNITS = {"B": "", "Ki": "Ki", "Mi": "Mi", "Gi": "Gi", "Ti": "Ti"}
+NODE_VARIABLES = ("K8_CPU", "K8_GPU", "K8_MEMORY", "K8_STORAGE")
+SYSTEM_VARIABLES = (
+    "USER_CONTAINER_NAME", "WF_ID", "WF_UUID", "WF_POOL", "WF_PLATFORM", "WF_TASK_NAME", "WF_TASK_UUID",
+    "WF_GROUP_NAME", "WF_SUBMITTED_BY", "WF_PRIORITY", "WF_RETRY_ID",
+)
+_DERIVED = tuple(f"{base}_{suffix}" for base in ("USER_MEMORY", "USER_STORAGE")
+                 for suffix in ("VAL", "UNIT", *SIZE_UNITS))
+_TASK_RESERVED = frozenset({*RESOURCE_VARIABLES.values(), *SYSTEM_VARIABLES, *_DERIVED, "USER_EXCLUDED_NODES"})
+_OSMO_RESOURCE_KEYS = frozenset({"platform", "topology"})  # part of OSMO's resource spec, not variables
+_NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
+_JINJA_WORDS = frozenset({"and", "or", "not", "in", "is", "if", "else", "true", "false", "none", "True", "False",
+                          "None", "range", "dict", "loop", "self", "super", "varargs", "kwargs", "caller"})
+_NUMBER_AND_UNIT = re.compile(r"(\d+(?:\.\d+)?)([A-Za-z]*)")
+_K8S_NAME_INVALID = re.compile(r"[^a-z0-9-]+")
+_NATIVE_TYPES = (bool, int, float, list, tuple, dict)
+
+
+class VariableError(EngineError):
+    """A variable with a bad name or value."""
+
+
+@dataclass(frozen=True)
+class Variable:
+    value: object
+    layer: str  # one of LAYERS
+
+    def as_dict(self) -> dict:
+        return {"value": self.value, "layer": self.layer}
+
+
+def variable_values(variables: Mapping[str, Variable]) -> dict[str, object]:
+    return {name: variable.value for name, variable in variables.items()}
+
+
+# ---------------------------------------------------------------------------------------------- naming
+
+
+def k8s_name(text: str, limit: int = 63) -> str:
+    """A DNS-1123 label from free text; long names keep a short hash so distinct inputs stay distinct."""
+    name = _K8S_NAME_INVALID.sub("-", str(text).lower()).strip("-") or "task"
+    if len(name) <= limit:
+        return name
+    digest = hashlib.sha256(str(text).encode()).hexdigest()[:8]
+    return f"{name[:limit - 9].rstrip('-')}-{digest}"
+
+
+def check_variable_names(variables: Mapping[str, object], field: str) -> list[str]:
+    """Validate admin-defined names; returns warnings for names the system always overrides."""
+    if not isinstance(variables, Mapping):
+        raise VariableError("variables must be a mapping of NAME: value", field=field)
+    warnings = []
+    for name in variables:
+        _check_name(name, field)
+        if name.startswith("K8_"):
+            raise VariableError("K8_ variables come from each node and cannot be defined",
+                                field=join_key(field, name), value=name)
+        if name in SYSTEM_VARIABLES:
+            warnings.append(f"{field}.{name} is ignored: the system sets {name} for every task")
+    return warnings
+
+
+def _check_name(name: object, field: str) -> None:
+    if not isinstance(name, str) or not _NAME.fullmatch(name) or name in _JINJA_WORDS:
+        raise VariableError("a variable name is a letter followed by letters, digits or _ (and not a Jinja word)",
+                            field=join_key(field, name), value=name)
+
+
+# ---------------------------------------------------------------------------------------------- values
+
+
+def _number(value: Decimal) -> int | float:
+    return int(value) if value == value.to_integral_value() else float(value)
+
+
+def _quantity(value: object, field: str):
+    try:
+        quantity = parse_quantity(value.strip() if isinstance(value, str) else value)
+    except QuantityError as error:
+        raise VariableError(error.reason, field=field, value=value) from None
+    if quantity.value < 0:
+        raise VariableError("must not be negative", field=field, value=value)
+    return quantity
+
+
+def _normalize_cpu(value: object, field: str) -> int | float:
+    return _number(_quantity(value, field).value)
+
+
+def _normalize_gpu(value: object, field: str) -> int:
+    quantity = _quantity(value, field)
+    if quantity.value != quantity.value.to_integral_value():
+        raise VariableError("GPUs are whole devices", field=field, value=value)
+    return int(quantity.value)
+
+
+def _normalize_size(value: object, field: str) -> str:
+    quantity = _quantity(value, field)
+    return value.strip() if isinstance(value, str) else str(quantity)
+
+
+def _normalize_nodes(value: object, field: str) -> list[str]:
+    if isinstance(value, str) and value.startswith("ARRAY:[") and value.endswith("]"):
+        return [item.strip() for item in value[len("ARRAY:["):-1].split(",") if item.strip()]
+    if isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value):
+        return list(value)
+    raise VariableError("must be a list of node names", field=field, value=value)
+
+
+_NORMALIZERS: dict[str, Callable[[object, str], object]] = {
+    "USER_CPU": _normalize_cpu, "USER_GPU": _normalize_gpu, "USER_MEMORY": _normalize_size,
+    "USER_STORAGE": _normalize_size, "USER_EXCLUDED_NODES": _normalize_nodes,
+}
+
+
+@functools.lru_cache(maxsize=1024)
+def _size_variants(text: str) -> tuple[tuple[str, object], ...]:
+    """(suffix, value) pairs for `_VAL`, `_UNIT` and every unit: 10Gi -> VAL 10, UNIT Gi, Mi 10240, …"""
+    quantity = parse_quantity(text)
+    split = _NUMBER_AND_UNIT.fullmatch(text)
+    if split:
+        val, unit = _number(Decimal(split.group(1))), split.group(2)
+    else:  # exponent or signed forms: report the plain amount
+        val, unit = _number(quantity.value), ""
+    converted = tuple((suffix, _number(quantity.in_unit(unit_name))) for suffix, unit_name in SIZE_UNITS.items())
+    return (("VAL", val), ("UNIT", unit), *converted)
+
+
+# ---------------------------------------------------------------------------------------------- layering
+
+
+def build_variables(*, pool_variables: Mapping[str, object] | None = None,
+                    platform_variables: Mapping[str, object] | None = None,
+                    resources: Mapping[str, object] | None = None,
+                    task_variables: Mapping[str, object] | None = None,
+                    system: Mapping[str, object] | None = None) -> dict[str, Variable]:
+    """Layer the variables (pool < platform < task < system) and add the derived size variants."""
+    result: dict[str, Variable] = {}
+    for layer, values, field in (("pool", pool_variables, "common_default_variables"),
+                                 ("platform", platform_variables, "default_variables")):
+        for name, value in (values or {}).items():
+            result[name] = Variable(_normalize(name, value, join_key(field, name)), layer)
+    for name, value in _task_layer(resources or {}, task_variables or {}):
+        result[name] = Variable(value, "task")
+    result.setdefault("USER_EXCLUDED_NODES", Variable([], "system"))
+    for name, value in (system or {}).items():
+        result[name] = Variable(value, "system")
+    _add_size_variants(result)
+    return result
+
+
+def _normalize(name: str, value: object, field: str) -> object:
+    normalizer = _NORMALIZERS.get(name)
+    return value if normalizer is None else normalizer(value, field)
+
+
+def _task_layer(resources: Mapping[str, object], task_variables: Mapping[str, object]) -> Iterator[tuple[str, object]]:
+    if not isinstance(resources, Mapping):
+        raise VariableError("resources must be a mapping", field="resources")
+    for key, value in resources.items():
+        field = join_key("resources", key)
+        if value is None or key in _OSMO_RESOURCE_KEYS:
+            continue  # "given" means present and not null; 0 is a value
+        if key == "nodesExcluded":
+            yield "USER_EXCLUDED_NODES", _normalize_nodes(value, field)
+        elif key in RESOURCE_VARIABLES:
+            name = RESOURCE_VARIABLES[key]
+            yield name, _NORMALIZERS[name](value, field)
+        else:
+            raise VariableError("unknown resource; expected cpu, gpu, memory, storage or nodesExcluded",
+                                field=field, value=key)
+    for name, value in task_variables.items():
+        field = join_key("variables", name)
+        _check_name(name, "variables")
+        if name in _TASK_RESERVED or name.startswith("K8_"):
+            raise VariableError(f"{name} is set by the system or by the task's resources, not by --set",
+                                field=field, value=name)
+        yield name, value
+
+
+def _add_size_variants(result: dict[str, Variable]) -> None:
+    for base in ("USER_MEMORY", "USER_STORAGE"):
+        variable = result.get(base)
+        if variable is None:
+            continue
+        for suffix, value in _size_variants(variable.value):
+            result[f"{base}_{suffix}"] = Variable(value, variable.layer)
+
+
+# ---------------------------------------------------------------------------------------------- templates
+
+
+class _Text:
+    """A string leaf: literal, bare `{{ NAME }}` (typed), or a Jinja template (text)."""
+
+    __slots__ = ("compiled", "path")
+
+    def __init__(self, compiled: CompiledString, path: str) -> None:
+        self.compiled = compiled
+        self.path = path
+
+    def render(self, context: dict) -> object:
+        compiled = self.compiled
+        if compiled.is_literal:
+            return compiled.source
+        try:
+            if compiled.bare is not None:
+                value = context[compiled.bare] if compiled.bare in context else render_string(compiled, context)
+                if isinstance(value, _NATIVE_TYPES):
+                    return json_copy(value) if isinstance(value, (list, tuple, dict)) else value
+                return str(value)
+            return render_string(compiled, context)
+        except EngineError as error:
+            raise error.at(self.path) from None
+
+
+def _compile_leaf(value: str, path: str) -> object:
+    try:
+        compiled = compile_string(value)
+    except EngineError as error:
+        raise error.at(path) from None
+    return value if compiled.is_literal else _Text(compiled, path)
+
+
+def _compile(value: object, path: str) -> object:
+    if isinstance(value, dict):
+        return {key: _compile(item, join_key(path, key)) for key, item in value.items()}
+    if isinstance(value, list):
+        return [_compile(item, join_index(path, index)) for index, item in enumerate(value)]
+    if isinstance(value, str):
+        return _compile_leaf(value, path)
+    return value
+
+
+def _render(node: object, context: dict) -> object:
+    if isinstance(node, _Text):
+        return node.render(context)
+    if isinstance(node, dict):
+        return {key: _render(item, context) for key, item in node.items()}
+    if isinstance(node, list):
+        return [_render(item, context) for item in node]
+    return node
+
+
+def _texts(node: object) -> Iterator[_Text]:
+    if isinstance(node, _Text):
+        yield node
+    elif isinstance(node, dict):
+        for item in node.values():
+            yield from _texts(item)
+    elif isinstance(node, list):
+        for item in node:
+            yield from _texts(item)
+
+
+class CompiledTemplate:
+    """A template body whose string leaves are compiled once; `render` builds a fresh body per call."""
+
+    def __init__(self, body: object) -> None:
+        self._root = _compile(body, "")
+        self.leaf_refs: dict[str, frozenset[str]] = {t.path: t.compiled.refs for t in _texts(self._root) if t.compiled.refs}
+        self.refs: frozenset[str] = frozenset().union(*self.leaf_refs.values())
+
+    def render(self, values: Mapping[str, object]) -> object:
+        """Render with plain values (name -> value). Raises EngineError naming the variable and the path."""
+        return _render(self._root, render_context(values))
+
+    def check(self, values: Mapping[str, object]) -> list[EngineError]:
+        """Render every string leaf and collect every failure (for config-save checks)."""
+        context = render_context(values)
+        errors = []
+        for text in _texts(self._root):
+            try:
+                text.render(context)
+            except EngineError as error:
+                errors.append(error)
+        return errors
+
+    def annotate(self, origins: object, label: Callable[[object, frozenset[str]], object]) -> object:
+        """Map an origin tree of this body to one whose string leaves carry `label(origin, refs)`."""
+        return _annotate(self._root, origins, label)
+
+
+def _annotate(node: object, origin: object, label: Callable[[object, frozenset[str]], object]) -> object:
+    if isinstance(node, (dict, list)) and not node:  # an empty container is a leaf: it gets a label
+        return label(None if isinstance(origin, (dict, list)) else origin, frozenset())
+    if isinstance(node, dict):
+        return {key: _annotate(item, child_origin(origin, key), label) for key, item in node.items()}
+    if isinstance(node, list):
+        return [_annotate(item, child_origin(origin, index), label) for index, item in enumerate(node)]
+    return label(origin, node.compiled.refs if isinstance(node, _Text) else frozenset())
+
+
+def referenced_variables(template: object) -> set[str]:
+    """Every variable a template (a body, a list, or one string) reads, found with jinja2.meta."""
+    return set(CompiledTemplate(template).refs)
