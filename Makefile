@@ -23,7 +23,7 @@ dev: install
 	@mkdir -p var
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py seed_demo
-	$(PY) manage.py runserver 127.0.0.1:$(PORT)
+	DEBUG=$${DEBUG:-true} $(PY) manage.py runserver 127.0.0.1:$(PORT)
 
 services:
 	@scripts/ensure-services.sh

@@ -129,3 +129,9 @@ def test_openapi_schema_lists_the_config_paths(admin_client):
     for path in ("/api/configs/{config_type}/{name}", "/api/configs/history", "/api/configs/diff",
                  "/api/configs/history/rollback", "/api/pool"):
         assert path in paths
+
+
+def test_swagger_ui_is_served_without_any_cdn(admin_client):
+    page = admin_client.get("/api/schema/ui/").content.decode()
+    assert "swagger-ui" in page
+    assert "cdn" not in page.lower() and "https://" not in page
