@@ -1,0 +1,95 @@
+"""Identity and authorization records, after OSMO's (shared docs osmo-reference §4).
+
+A `Role` wraps a Django `Group` of the same name: a user holds a role by being in its group, so Django's
+own user/group admin and `user.groups` keep working. What a role allows is only in its `policies`,
+evaluated by `access.policy` (the single decision point), never by Django model permissions.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib.auth.models import Group
+from django.db import models
+
+
+class SyncMode(models.TextChoices):
+    IMPORT = "import", "import (IdP adds, never removes)"
+    FORCE = "force", "force (IdP adds and removes)"
+    IGNORE = "ignore", "ignore (IdP never touches it)"
+
+
+class Role(models.Model):
+    group = models.OneToOneField(Group, on_delete=models.CASCADE, related_name="role")
+    name = models.CharField(max_length=150, unique=True)
+    description = models.TextField(blank=True, default="")
+    # OSMO 6.2 semantic policies: [{"effect": "Allow"|"Deny", "actions": ["workflow:Create"], "resources": ["pool/team*"]}]
+    policies = models.JSONField(default=list, blank=True)
+    immutable = models.BooleanField(default=False)
+    sync_mode = models.CharField(max_length=8, choices=SyncMode.choices, default=SyncMode.IMPORT)
+    # IdP group / realm-role names that grant this role at login (besides the role's own name).
+    external_roles = models.JSONField(default=list, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Identity(models.Model):
+    """Links a portal user to an OIDC subject. Users are matched on (issuer, sub), never on email."""
+
+    user = models.OneToOneField(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="identity")
+    issuer = models.CharField(max_length=500)
+    subject = models.CharField(max_length=255)
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_login_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["issuer", "subject"], name="unique_oidc_subject")]
+
+    def __str__(self) -> str:
+        return f"{self.subject} @ {self.issuer}"
+
+
+class APIToken(models.Model):
+    """A personal API token: stored hashed, expiring, carrying a subset of its owner's roles."""
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
+    name = models.CharField(max_length=128)
+    token_hash = models.CharField(max_length=64, unique=True)  # sha256 hex of the secret
+    prefix = models.CharField(max_length=16)  # first characters, to recognise a token in lists
+    roles = models.ManyToManyField(Role, blank=True, related_name="tokens")
+    expires_at = models.DateTimeField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    last_used_at = models.DateTimeField(null=True, blank=True)
+    revoked_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at"]
+        constraints = [models.UniqueConstraint(fields=["user", "name"], name="unique_token_name_per_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} / {self.name}"
+
+
+class AuditEvent(models.Model):
+    """Who did what, when, from where: config writes, role changes, tokens, denied requests."""
+
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    actor = models.ForeignKey(settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL)
+    actor_name = models.CharField(max_length=150, blank=True, default="")
+    action = models.CharField(max_length=64, db_index=True)  # e.g. config.update, role.change, token.create
+    target = models.CharField(max_length=300, blank=True, default="")
+    outcome = models.CharField(max_length=16, default="ok")  # ok | denied | error
+    source = models.CharField(max_length=16, blank=True, default="")  # cli | api | admin | page | oidc
+    remote_addr = models.GenericIPAddressField(null=True, blank=True)
+    detail = models.JSONField(default=dict, blank=True)
+
+    class Meta:
+        ordering = ["-at", "-id"]
+
+    def __str__(self) -> str:
+        return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name} {self.action} {self.target} ({self.outcome})"
