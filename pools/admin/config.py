@@ -15,6 +15,7 @@ from unfold.admin import StackedInline, TabularInline
 from unfold.decorators import display
 
 from pools.admin.forms import PodTemplateForm, PoolForm, ResourceValidationForm
+from pools.admin.preview import PoolPreviewMixin
 from pools.errors import ConfigInUse
 from pools.models import (
     Backend,
@@ -155,7 +156,7 @@ class PlatformInline(StackedInline):
 
 
 @admin.register(Pool)
-class PoolAdmin(ConfigAdmin):
+class PoolAdmin(PoolPreviewMixin, ConfigAdmin):
     config_type = ConfigType.POOL
     form = PoolForm
     list_display = ["name", "backend", "status_badge", "platform_list", "description"]
@@ -164,7 +165,8 @@ class PoolAdmin(ConfigAdmin):
     list_select_related = ["backend"]
     inlines = [PoolTemplateInline, PoolValidationInline, PlatformInline]
     fieldsets = [
-        (None, {"fields": ["name", "description", "backend", "default_platform", "enable_maintenance", "history"]}),
+        (None, {"fields": ["name", "description", "backend", "default_platform", "enable_maintenance", "history",
+                           "preview"]}),
         ("Variables and timeouts", {"fields": ["common_default_variables", "default_exec_timeout",
                                                "max_exec_timeout", "default_queue_timeout", "max_queue_timeout",
                                                "default_exit_actions", "download_type"]}),
@@ -173,6 +175,16 @@ class PoolAdmin(ConfigAdmin):
 
     def get_queryset(self, request):
         return super().get_queryset(request).prefetch_related("platforms")
+
+    def get_readonly_fields(self, request, obj=None):
+        return [*super().get_readonly_fields(request, obj), "preview"]
+
+    @display(description="Preview")
+    def preview(self, obj):
+        if obj is None or obj.pk is None:
+            return "-"
+        return format_html('<a class="underline" href="{}">Preview the Pod a task would get</a>',
+                           reverse("admin:pools_pool_preview", args=[obj.pk]))
 
     @display(description="Status", label={"ONLINE": "success", "MAINTENANCE": "warning", "OFFLINE": "danger"})
     def status_badge(self, obj):
@@ -185,7 +197,8 @@ class PoolAdmin(ConfigAdmin):
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)
         if obj is None:
-            return [(None, {"fields": [f for f in fieldsets[0][1]["fields"] if f != "history"]}), *fieldsets[1:]]
+            first = [f for f in fieldsets[0][1]["fields"] if f not in ("history", "preview")]
+            return [(None, {"fields": first}), *fieldsets[1:]]
         return fieldsets
 
 
@@ -213,11 +226,19 @@ class PlatformAdmin(ServiceBackedAdmin):
     list_select_related = ["pool"]
     inlines = [PlatformTemplateInline, PlatformValidationInline]
     fields = ["pool", "name", "description", "host_network_allowed", "privileged_allowed", "default_variables",
-              "allowed_mounts", "resolved"]
-    readonly_fields = ["resolved"]
+              "allowed_mounts", "preview", "resolved"]
+    readonly_fields = ["preview", "resolved"]
 
     def get_readonly_fields(self, request, obj=None):
-        return ["pool", "name", "resolved"] if obj else ["resolved"]
+        return ["pool", "name", "preview", "resolved"] if obj else ["preview", "resolved"]
+
+    @display(description="Preview")
+    def preview(self, obj):
+        if obj is None or obj.pk is None:
+            return "-"
+        url = reverse("admin:pools_pool_preview", args=[obj.pool_id])
+        return format_html('<a class="underline" href="{}?platform={}">Preview a task on {}</a>', url, obj.name,
+                           obj.name)
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)

@@ -70,7 +70,8 @@ def merge_traced(base: object, base_origin: object, overlay: object, overlay_ori
     """Merge and return (value, origin tree). Unchanged base subtrees are shared with the result, not copied.
 
     `directives=False` treats `$patch` as an ordinary key: for merging rendered data, where a `$patch`
-    could only have come from a variable's value and must stay data.
+    could only have come from a variable's value and must stay data. In that mode overlay subtrees that
+    land on missing keys are shared with the result too (pass a fresh overlay).
     """
     value, origin = _Merger(overrides, directives).value(base, base_origin, overlay, overlay_origin, None)
     if value is _DELETED:
@@ -141,6 +142,8 @@ class _Merger:
         self.directives = directives
 
     def value(self, base, base_origin, overlay, overlay_origin, chain):
+        if base is _MISSING and not self.directives:  # nothing to merge into and nothing to interpret
+            return overlay, overlay_origin
         if isinstance(overlay, dict):
             return self._dict_value(base, base_origin, overlay, overlay_origin, chain)
         if isinstance(overlay, list):
@@ -203,7 +206,7 @@ class _Merger:
                 by_name[name] = index  # the last base item of a name wins, as in OSMO
         deleted: set[int] = set()
         for index in range(start, len(overlay)):
-            item, item_chain = overlay[index], (chain, index)
+            item, item_chain = overlay[index], (chain, index)  # errors point into the overlay
             item_origin = child_origin(overlay_origin, index)
             name = _name_of(item)
             directive = _directive(item, item_chain) if self.directives and isinstance(item, dict) else None
@@ -217,9 +220,13 @@ class _Merger:
                                  field=chain_to_path(item_chain))
             target = by_name.get(name) if name is not _NO_NAME else None
             if target is not None and target not in deleted:
+                if self.overrides is not None:  # reported overrides point into the result
+                    item_chain = (chain, target)
                 out[target], origins[target] = self.value(out[target], origins[target], item, item_origin,
                                                           item_chain)
             else:
+                if self.overrides is not None:
+                    item_chain = (chain, len(out))
                 value, origin = self.value(_MISSING, None, item, item_origin, item_chain)
                 out.append(value)
                 origins.append(origin)

@@ -50,10 +50,6 @@ def chain_to_path(chain: tuple | None) -> str:
     return path
 
 
-def is_container(value: object) -> bool:
-    return isinstance(value, (dict, list))
-
-
 def child_origin(origin: object, key: object) -> object:
     """An origin tree mirrors its value; a non-container origin is a label that covers its whole subtree."""
     if isinstance(origin, dict):

@@ -68,7 +68,7 @@ NOT_EVALUATED: tuple[str, ...] = (
 )
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
-_AFFINITY_MEMO_LIMIT = 65_536
+_MEMO_LIMIT = 65_536  # per prepared pod; cleared when full
 
 
 @dataclass
@@ -227,18 +227,20 @@ def evaluate(pod: PreparedPod, node: NodeInfo, *, check_resources: bool = True) 
     if node.unschedulable and not pod.tolerates_unschedulable:
         reasons.append("node is cordoned (unschedulable)")
         failed.append(NODE_UNSCHEDULABLE)
-    untolerated = [taint for taint in node.hard_taints if not pod.tolerates(taint)]
-    if untolerated:
-        reasons.extend(f"untolerated taint {describe_taint(*taint)}" for taint in untolerated)
-        failed.append(TAINT_TOLERATION)
-    affinity_reasons = _affinity_reasons(pod, node)
-    if affinity_reasons:
-        reasons += affinity_reasons  # the memoised list is shared: copy, never alias
-        failed.append(NODE_AFFINITY)
+    if node.hard_taints:
+        untolerated = [taint for taint in node.hard_taints if not pod.tolerates(taint)]
+        if untolerated:
+            reasons.extend(f"untolerated taint {describe_taint(*taint)}" for taint in untolerated)
+            failed.append(TAINT_TOLERATION)
+    if pod._label_keys or pod.required_affinity is not None:
+        affinity_reasons = _affinity_reasons(pod, node)
+        if affinity_reasons:
+            reasons += affinity_reasons  # memoised lists are shared: copy their items, never alias them
+            failed.append(NODE_AFFINITY)
     if check_resources:
         fit = fit_reasons(pod.requests, node.allocatable, node.requested, node.pod_count)
         if fit:
-            reasons.extend(fit)
+            reasons += fit
             failed.append(NODE_RESOURCES_FIT)
     return Verdict(node.name, not reasons, reasons, tuple(failed))
 
@@ -250,7 +252,7 @@ def _affinity_reasons(pod: PreparedPod, node: NodeInfo) -> list[str]:
         memo_key += (node.name,)
     reasons = pod._affinity_memo.get(memo_key)
     if reasons is None:
-        if len(pod._affinity_memo) >= _AFFINITY_MEMO_LIMIT:
+        if len(pod._affinity_memo) >= _MEMO_LIMIT:
             pod._affinity_memo.clear()
         reasons = pod._affinity_memo[memo_key] = _compute_affinity_reasons(pod, labels, node.name)
     return reasons

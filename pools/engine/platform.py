@@ -19,7 +19,7 @@ from pools.engine.gates import container_mount_paths, host_paths, normalize_moun
 from pools.engine.merge import MergedTemplate, merge_templates_traced, template_sources
 from pools.engine.paths import json_copy
 from pools.engine.rules import CompiledRules, compile_rules
-from pools.engine.variables import CompiledTemplate, build_variables, check_variable_names
+from pools.engine.variables import CompiledTemplate, Variable, check_variable_names, layer_defaults
 
 __all__ = ["JSON_FORMAT", "CompiledPlatform", "Origin", "PlatformConfig", "compile_platform"]
 
@@ -131,6 +131,10 @@ class CompiledPlatform:
 
     # -- compiled once, lazily when built from JSON
     @cached_property
+    def default_variables(self) -> dict[str, Variable]:
+        return layer_defaults(self.config.pool_variables, self.config.platform_variables)
+
+    @cached_property
     def template(self) -> CompiledTemplate:
         return CompiledTemplate(self.merged.body)
 
@@ -144,9 +148,11 @@ class CompiledPlatform:
         return compile_rules(self.config.rule_sets)
 
     def to_json(self) -> dict:
+        config = self.config.to_json()
         return {
             "format": JSON_FORMAT,
-            "config": self.config.to_json(),
+            "fingerprint": _fingerprint(config),
+            "config": config,
             "merged": {"body": json_copy(self.merged.body), "sources": dict(self.merged.sources)},
             "node_selector": self.node_selector,
             "tolerations": self.tolerations,
@@ -159,7 +165,7 @@ class CompiledPlatform:
         if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
             raise EngineError(f"not a compiled platform (format {JSON_FORMAT})", field="format",
                               value=data.get("format") if isinstance(data, dict) else None)
-        key = hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()
+        key = data.get("fingerprint") or _fingerprint(data["config"])
         cached = _FROM_JSON_CACHE.get(key)
         if cached is not None:
             _FROM_JSON_CACHE.move_to_end(key)
@@ -175,12 +181,17 @@ class CompiledPlatform:
 _FROM_JSON_CACHE: OrderedDict[str, CompiledPlatform] = OrderedDict()
 
 
+def _fingerprint(config_json: dict) -> str:
+    """Content hash of a platform config: equal configs compile to equal platforms (same JSON_FORMAT)."""
+    return hashlib.sha256(json.dumps(config_json, sort_keys=True, default=str).encode()).hexdigest()
+
+
 def compile_platform(cfg: PlatformConfig) -> CompiledPlatform:
     """Merge the templates, compile every string and parse every rule once. Raises EngineError."""
     _check_config(cfg)
     warnings = check_variable_names(cfg.pool_variables, "common_default_variables")
     warnings += check_variable_names(cfg.platform_variables, "default_variables")
-    build_variables(pool_variables=cfg.pool_variables, platform_variables=cfg.platform_variables)  # values
+    defaults = layer_defaults(cfg.pool_variables, cfg.platform_variables)  # bad values raise here
     for name, body in cfg.templates:  # compile each template on its own first: errors in its own paths
         try:
             CompiledTemplate(body)
@@ -189,6 +200,7 @@ def compile_platform(cfg: PlatformConfig) -> CompiledPlatform:
     body, origins = merge_templates_traced(cfg.templates)
     merged = MergedTemplate(body, template_sources(body, origins))
     compiled = CompiledPlatform(cfg, merged, origins=origins, warnings=warnings)
+    compiled.default_variables = defaults
     _ = compiled.template, compiled.template_origins, compiled.rules  # compile now: errors at config save
     return compiled
 

@@ -14,6 +14,7 @@ EngineError; a pod that the platform or Kubernetes would refuse is reported in `
 
 from __future__ import annotations
 
+import functools
 import re
 import uuid
 from collections.abc import Mapping, Sequence
@@ -129,10 +130,15 @@ def label_value(text: str) -> str:
     return value
 
 
+@functools.lru_cache(maxsize=1024)
+def _derived_uuid(text: str) -> str:
+    return uuid.uuid5(_UUID_NAMESPACE, text).hex
+
+
 def _system_variables(compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext,
                       container: str) -> dict[str, object]:
-    workflow_uuid = ctx.workflow_uuid or uuid.uuid5(_UUID_NAMESPACE, ctx.workflow_id).hex
-    task_uuid = task.uuid or uuid.uuid5(_UUID_NAMESPACE, f"{workflow_uuid}/{task.name}").hex
+    workflow_uuid = ctx.workflow_uuid or _derived_uuid(ctx.workflow_id)
+    task_uuid = task.uuid or _derived_uuid(f"{workflow_uuid}/{task.name}")
     return {
         "USER_CONTAINER_NAME": container,
         "WF_ID": ctx.workflow_id, "WF_UUID": workflow_uuid,
@@ -224,20 +230,41 @@ def resolve(compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext | 
             nodes: Sequence[NodeCapacity] | None = None) -> Resolution:
     """Resolve one task on one platform. Raises EngineError for bad input; reports pod problems in validation."""
     ctx = ctx or WorkflowContext()
-    cfg = compiled.config
     _check_task(task)
     container = k8s_name(task.name)
-    variables = build_variables(pool_variables=cfg.pool_variables, platform_variables=cfg.platform_variables,
-                                resources=task.resources, task_variables=task.variables,
-                                system=_system_variables(compiled, task, ctx, container))
+    variables = build_variables(defaults=compiled.default_variables, resources=task.resources,
+                                task_variables=task.variables, system=_system_variables(compiled, task, ctx, container))
     values = variable_values(variables)
+    built = _build_pod(compiled, task, ctx, container, values)
+    validation = _validate(compiled, task, container, built, values, nodes)
+    warnings = list(compiled.warnings) + _override_warnings(built.overrides)
+    if nodes is None and compiled.rules.node:
+        warnings.append(f"{len(compiled.rules.node)} node rule(s) not checked: no node inventory was given")
+    return Resolution(built.pod, _provenance(built.pod, built.origins, variables), warnings,
+                      {n: v.as_dict() for n, v in variables.items()}, validation)
+
+
+@dataclass
+class _Built:
+    pod: dict
+    origins: object
+    rendered: object  # the platform template rendered for this task
+    overrides: list
+    mount_errors: list
+    template_host_paths: set[str]
+
+
+def _policy(cfg) -> GatePolicy:
+    return GatePolicy(cfg.platform, cfg.privileged_allowed, cfg.host_network_allowed, tuple(cfg.allowed_mounts))
+
+
+def _build_pod(compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext, container: str,
+               values: Mapping[str, object]) -> _Built:
+    """Base pod ⊕ rendered template, then the system fields on top."""
     rendered = compiled.template.render(values)
-    policy = GatePolicy(cfg.platform, cfg.privileged_allowed, cfg.host_network_allowed, tuple(cfg.allowed_mounts))
     template_host_paths = host_paths(rendered)
     platform_mounts = template_host_paths | set(container_mount_paths(rendered))
-    mounts, gate_errors = plan_mounts(task.volume_mounts, policy, platform_mounts)
-    gate_errors = check_task_name(container, compiled.template_containers) + gate_errors
-
+    mounts, mount_errors = plan_mounts(task.volume_mounts, _policy(compiled.config), platform_mounts)
     name = pod_name(ctx.workflow_id, task.name, ctx.retry_id)
     labels = _system_labels(compiled, task, ctx)
     base, base_origins = _base_pod(task, ctx, container, mounts, labels, name)
@@ -245,27 +272,28 @@ def resolve(compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext | 
     pod, origins = merge_traced(base, base_origins, rendered, compiled.template_origins, overrides,
                                 directives=False)
     _reapply_system(pod, origins, name, labels)
+    return _Built(pod, origins, rendered, overrides, mount_errors, template_host_paths)
 
+
+def _validate(compiled: CompiledPlatform, task: TaskInput, container: str, built: _Built,
+              values: Mapping[str, object], nodes: Sequence[NodeCapacity] | None) -> dict:
+    cfg = compiled.config
     user_fields = {"image": task.image, "command": list(task.command), "args": list(task.args)}
-    gate_errors += check_pod(pod, policy, user_container=container, user_fields=user_fields,
-                             template_fields=_protected_fields(rendered, container),
-                             template_host_paths=template_host_paths)
-    schema = validate_pod(pod)
+    gate_errors = check_task_name(container, compiled.template_containers) + built.mount_errors
+    gate_errors += check_pod(built.pod, _policy(cfg), user_container=container, user_fields=user_fields,
+                             template_fields=_protected_fields(built.rendered, container),
+                             template_host_paths=built.template_host_paths)
+    schema = validate_pod(built.pod)
     static = compiled.rules.check_static(values)
     verdict = None if nodes is None else compiled.rules.check_nodes(values, nodes, pool=cfg.pool,
                                                                     platform=cfg.platform)
-    warnings = list(compiled.warnings) + _override_warnings(overrides)
-    if nodes is None and compiled.rules.node:
-        warnings.append(f"{len(compiled.rules.node)} node rule(s) not checked: no node inventory was given")
-    validation = {
+    return {
         "ok": not (gate_errors or schema or static) and (verdict is None or verdict.passed),
         "static": [failure.as_dict() for failure in static],
         "nodes": None if verdict is None else verdict.as_dict(),
         "gates": [error.as_dict() for error in gate_errors],
         "schema": [violation.as_dict() for violation in schema],
     }
-    return Resolution(pod, _provenance(pod, origins, variables), warnings,
-                      {n: v.as_dict() for n, v in variables.items()}, validation)
 
 
 def _override_warnings(overrides: list) -> list[str]:
@@ -278,12 +306,12 @@ def _override_warnings(overrides: list) -> list[str]:
 
 
 def _provenance(pod: dict, origins: object, variables: Mapping[str, Variable]) -> dict[str, dict]:
-    described: dict[object, dict] = {}
+    described: dict[int, dict] = {}  # by identity: origins are shared objects, and hashing them is slower
     provenance = leaf_origins(pod, origins)
     for path, origin in provenance.items():
-        entry = described.get(origin)
+        entry = described.get(id(origin))
         if entry is None:
-            entry = described[origin] = _describe(origin if isinstance(origin, Origin) else SYSTEM, variables)
+            entry = described[id(origin)] = _describe(origin if isinstance(origin, Origin) else SYSTEM, variables)
         provenance[path] = entry
     return provenance
 

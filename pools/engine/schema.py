@@ -330,3 +330,55 @@ class _Compiler:
     def _one_of(self, branches: list) -> Callable[[object], bool]:
         compiled = [self.compile(branch) for branch in branches]
         return lambda value: sum(1 for check in compiled if check(value)) == 1
+
+
+# ----------------------------------------------------------------------------------- types at a path
+
+_SEGMENT = re.compile(r'\.?([A-Za-z_$][A-Za-z0-9_$-]*)|\[(\d+)\]|\[("(?:[^"\\]|\\.)*")\]')
+
+
+def expects_only_string(path: str, version: str = "1.33") -> bool:
+    """True when the Pod schema accepts only a string at `path` (e.g. `spec.containers[0].env[0].value`,
+    `metadata.labels["team"]`), False when it also accepts numbers (quantities) or the path is unknown."""
+    return _expects_only_string(_schema_version(version), path)
+
+
+@functools.lru_cache(maxsize=4096)
+def _expects_only_string(version: tuple[int, int], path: str) -> bool:
+    checker = _checker_for(version)
+    schema: object = checker._pod_schema
+    for key, index in _segments(path):
+        schema = _resolve_ref(schema, checker._definitions["$defs"])
+        if not isinstance(schema, dict):
+            return False
+        if index is not None:
+            schema = schema.get("items")
+        else:
+            schema = (schema.get("properties") or {}).get(key, schema.get("additionalProperties"))
+    schema = _resolve_ref(schema, checker._definitions["$defs"])
+    if not isinstance(schema, dict) or "oneOf" in schema or "anyOf" in schema:
+        return False
+    types = schema.get("type")
+    types = [types] if isinstance(types, str) else list(types or [])
+    return bool(types) and set(types) <= {"string", "null"}
+
+
+def _resolve_ref(schema: object, definitions: dict) -> object:
+    while isinstance(schema, dict) and "$ref" in schema:
+        schema = definitions.get(schema["$ref"].rsplit("/", 1)[-1])
+    return schema
+
+
+def _segments(path: str) -> list[tuple[str | None, int | None]]:
+    segments, position = [], 0
+    while position < len(path):
+        match = _SEGMENT.match(path, position)
+        if not match or match.end() == position:
+            return []
+        plain, index, quoted = match.groups()
+        if index is not None:
+            segments.append((None, int(index)))
+        else:
+            segments.append((plain if plain is not None else json.loads(quoted), None))
+        position = match.end()
+    return segments

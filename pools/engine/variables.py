@@ -23,10 +23,12 @@ from pools.engine.errors import EngineError
 from pools.engine.paths import child_origin, join_index, join_key, json_copy
 from pools.engine.quantity import QuantityError, parse_quantity
 from pools.engine.sandbox import CompiledString, compile_string, render_context, render_string
+from pools.engine.schema import expects_only_string
 
 __all__ = [
     "LAYERS", "NODE_VARIABLES", "SYSTEM_VARIABLES", "CompiledTemplate", "Variable", "VariableError",
-    "build_variables", "check_variable_names", "k8s_name", "referenced_variables", "variable_values",
+    "build_variables", "check_variable_names", "k8s_name", "layer_defaults", "referenced_variables",
+    "variable_values",
 ]
 
 LAYERS = ("pool", "platform", "task", "system")
@@ -59,7 +61,8 @@ class Variable:
     layer: str  # one of LAYERS
 
     def as_dict(self) -> dict:
-        return {"value": self.value, "layer": self.layer}
+        value = json_copy(self.value) if isinstance(self.value, (list, tuple, dict)) else self.value
+        return {"value": value, "layer": self.layer}
 
 
 def variable_values(variables: Mapping[str, Variable]) -> dict[str, object]:
@@ -162,17 +165,28 @@ def _size_variants(text: str) -> tuple[tuple[str, object], ...]:
 # ---------------------------------------------------------------------------------------------- layering
 
 
-def build_variables(*, pool_variables: Mapping[str, object] | None = None,
-                    platform_variables: Mapping[str, object] | None = None,
-                    resources: Mapping[str, object] | None = None,
-                    task_variables: Mapping[str, object] | None = None,
-                    system: Mapping[str, object] | None = None) -> dict[str, Variable]:
-    """Layer the variables (pool < platform < task < system) and add the derived size variants."""
+def layer_defaults(pool_variables: Mapping[str, object] | None,
+                   platform_variables: Mapping[str, object] | None) -> dict[str, Variable]:
+    """The admin layers alone (pool < platform), normalized; computed once per platform."""
     result: dict[str, Variable] = {}
     for layer, values, field in (("pool", pool_variables, "common_default_variables"),
                                  ("platform", platform_variables, "default_variables")):
         for name, value in (values or {}).items():
             result[name] = Variable(_normalize(name, value, join_key(field, name)), layer)
+    return result
+
+
+def build_variables(*, pool_variables: Mapping[str, object] | None = None,
+                    platform_variables: Mapping[str, object] | None = None,
+                    resources: Mapping[str, object] | None = None,
+                    task_variables: Mapping[str, object] | None = None,
+                    system: Mapping[str, object] | None = None,
+                    defaults: Mapping[str, Variable] | None = None) -> dict[str, Variable]:
+    """Layer the variables (pool < platform < task < system) and add the derived size variants.
+
+    `defaults` (from layer_defaults) replaces `pool_variables`/`platform_variables` when already computed.
+    """
+    result = dict(defaults) if defaults is not None else layer_defaults(pool_variables, platform_variables)
     for name, value in _task_layer(resources or {}, task_variables or {}):
         result[name] = Variable(value, "task")
     result.setdefault("USER_EXCLUDED_NODES", Variable([], "system"))
@@ -226,11 +240,13 @@ def _add_size_variants(result: dict[str, Variable]) -> None:
 class _Text:
     """A string leaf: literal, bare `{{ NAME }}` (typed), or a Jinja template (text)."""
 
-    __slots__ = ("compiled", "path")
+    __slots__ = ("compiled", "path", "string_only")
 
     def __init__(self, compiled: CompiledString, path: str) -> None:
         self.compiled = compiled
         self.path = path
+        # Typed substitution must not put a number where a Pod only takes strings (env values, labels, args).
+        self.string_only = compiled.bare is not None and expects_only_string(path)
 
     def render(self, context: dict) -> object:
         compiled = self.compiled
@@ -239,12 +255,21 @@ class _Text:
         try:
             if compiled.bare is not None:
                 value = context[compiled.bare] if compiled.bare in context else render_string(compiled, context)
-                if isinstance(value, _NATIVE_TYPES):
+                if isinstance(value, _NATIVE_TYPES) and not (self.string_only and _scalar(value)):
                     return json_copy(value) if isinstance(value, (list, tuple, dict)) else value
-                return str(value)
+                return _as_text(value)
             return render_string(compiled, context)
         except EngineError as error:
             raise error.at(self.path) from None
+
+
+def _scalar(value: object) -> bool:
+    return isinstance(value, (bool, int, float))
+
+
+def _as_text(value: object) -> str:
+    # JSON spelling for booleans (true, not True), so "{{FLAG}}" in an env value reads as YAML users expect.
+    return ("true" if value else "false") if isinstance(value, bool) else str(value)
 
 
 def _compile_leaf(value: str, path: str) -> object:

@@ -1,12 +1,77 @@
-"""Resolved configuration: each platform's merged template and rule list, computed when config is saved."""
+"""Resolved configuration: each platform's merged template and rule list, computed when config is saved.
+
+Saving a pool, or a template or validation a pool uses, recompiles that pool's platforms with the
+engine. A platform whose templates cannot produce a valid Pod, that uses an unknown variable, or whose
+rules cannot evaluate, is refused with the path and reason, and the whole write is rolled back.
+Submissions and previews read the stored result; they never merge templates again.
+"""
 
 from __future__ import annotations
 
 from django.db.models import QuerySet
 
-from pools.models import Pool
+from pools.engine import CompiledPlatform, EngineError, PlatformConfig, check_platform, compile_platform
+from pools.errors import ConfigError
+from pools.models import Platform, Pool
+from pools.services.snapshots import pools_for_snapshot
+
+
+def platform_config(pool: Pool, platform: Platform) -> PlatformConfig:
+    """The engine's input for one platform, from prefetched pool and platform rows."""
+    return PlatformConfig(
+        pool=pool.name,
+        platform=platform.name,
+        templates=[(ref.template.name, ref.template.body) for ref in _ordered(pool.template_refs.all())]
+        + [(ref.template.name, ref.template.body) for ref in _ordered(platform.template_refs.all())],
+        rule_sets=[(ref.validation.name, ref.validation.rules) for ref in _ordered(pool.validation_refs.all())]
+        + [(ref.validation.name, ref.validation.rules) for ref in _ordered(platform.validation_refs.all())],
+        pool_variables=dict(pool.common_default_variables),
+        platform_variables=dict(platform.default_variables),
+        host_network_allowed=platform.host_network_allowed,
+        privileged_allowed=platform.privileged_allowed,
+        allowed_mounts=list(platform.allowed_mounts),
+    )
+
+
+def compile_checked(pool: Pool, platform: Platform) -> CompiledPlatform:
+    """Compile one platform and run the config-save checks; raise ConfigError naming the first problem."""
+    where = f"platforms.{platform.name}"
+    try:
+        compiled = compile_platform(platform_config(pool, platform))
+    except EngineError as error:
+        raise _config_error(error, where, platform.name) from None
+    problems = check_platform(compiled)
+    if problems:
+        raise _config_error(problems[0], where, platform.name, more=len(problems) - 1)
+    return compiled
 
 
 def recompile_pools(pools: QuerySet[Pool]) -> None:
-    """Recompute the stored resolved config of every platform of `pools` (placeholder until the engine lands)."""
-    return None
+    """Recompute and store the resolved config of every platform of `pools` (one bulk update)."""
+    changed = []
+    for pool in pools_for_snapshot().filter(pk__in=pools.values("pk")):
+        for platform in pool.platforms.all():
+            compiled = compile_checked(pool, platform).to_json()
+            if compiled != platform.compiled:
+                platform.compiled = compiled
+                changed.append(platform)
+    if changed:
+        Platform.objects.bulk_update(changed, ["compiled"], batch_size=500)
+
+
+def compiled_platform(platform: Platform) -> CompiledPlatform:
+    """The stored compiled platform (cached by content in the engine); compiled now if never stored."""
+    if platform.compiled:
+        return CompiledPlatform.from_json(platform.compiled)
+    pool = pools_for_snapshot().get(pk=platform.pool_id)
+    return compile_checked(pool, next(p for p in pool.platforms.all() if p.pk == platform.pk))
+
+
+def _config_error(error: EngineError, where: str, platform: str, more: int = 0) -> ConfigError:
+    field = f"{where}.{error.field}" if error.field else where
+    suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more > 0 else ""
+    return ConfigError(f"platform {platform}: {error.reason}{suffix}", field=field, value=error.value)
+
+
+def _ordered(refs):
+    return sorted(refs, key=lambda ref: (ref.position, ref.id))

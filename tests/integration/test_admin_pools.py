@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
@@ -73,10 +75,13 @@ def test_pod_template_editor_shows_errors_on_the_field(admin_client, db, body, m
     assert not PodTemplate.objects.filter(name="bad").exists()
 
 
+VARIABLES = {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"}
+
+
 def _pool_post(pool: Pool, **overrides) -> dict:
     data = {
         "name": pool.name, "description": pool.description, "backend": pool.backend_id,
-        "default_platform": pool.default_platform, "common_default_variables": "{}",
+        "default_platform": pool.default_platform, "common_default_variables": json.dumps(VARIABLES),
         "default_exec_timeout": "", "max_exec_timeout": "", "default_queue_timeout": "", "max_queue_timeout": "",
         "default_exit_actions": "{}", "download_type": "", "gpu_guarantee": "", "gpu_maximum": "",
         "gpu_weight": "", "topology_keys": "[]",
@@ -102,6 +107,7 @@ def _pool_post(pool: Pool, **overrides) -> dict:
 @pytest.fixture
 def small_pool(reference_config):
     configs.apply("POOL", "small", {"backend": "default", "default_platform": "a",
+                                    "common_default_variables": VARIABLES,
                                     "common_pod_template": ["default_user"], "platforms": {"a": {}, "b": {}}}, CLI)
     return Pool.objects.get(name="small")
 

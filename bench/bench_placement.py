@@ -1,0 +1,228 @@
+"""Placement preview and pool membership over a 5,000-node synthetic cluster (the Kubernetes envelope).
+
+Nodes mix GPU products, pool labels, GPU taints, spot taints, a few cordoned nodes and partly used
+capacity, built deterministically (seeded) from `kubectl get nodes -o json`-shaped dicts.
+"""
+
+from __future__ import annotations
+
+import random
+
+from bench.harness import Row, measure
+from pools.engine.placement import NodeInfo, evaluate, place, prepare_pod
+from pools.engine.schema import validate_pod
+
+NODE_COUNT = 5_000
+PLATFORM_COUNT = 20
+PRODUCTS = ("NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB", "NVIDIA-L40S", "NVIDIA-GB200")
+POOLS = ("training", "inference", "research", "shared", "batch")
+
+
+def synthetic_node(index: int, rng: random.Random) -> dict:
+    product = rng.choice(PRODUCTS)
+    gpus = 8 if "L40S" not in product else 4
+    taints = [{"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}]
+    if rng.random() < 0.2:
+        taints.append({"key": "cloud.example.com/spot", "value": "true", "effect": "PreferNoSchedule"})
+    if rng.random() < 0.05:
+        taints.append({"key": "maintenance", "effect": "NoExecute"})
+    return {
+        "metadata": {
+            "name": f"gpu-node-{index:05d}",
+            "labels": {
+                "kubernetes.io/hostname": f"gpu-node-{index:05d}",
+                "topology.kubernetes.io/zone": f"zone-{index % 3}",
+                "nvidia.com/gpu.product": product,
+                "nvidia.com/gpu.count": str(gpus),
+                "nvidia.com/cuda.driver.major": rng.choice(("0535", "0550", "0570")),
+                "pool.example.com/name": rng.choice(POOLS),
+            },
+        },
+        "spec": {"taints": taints, "unschedulable": rng.random() < 0.02},
+        "status": {
+            "allocatable": {
+                "cpu": "190",
+                "memory": "1900Gi",
+                "ephemeral-storage": "3500G",
+                "nvidia.com/gpu": str(gpus),
+                "pods": "110",
+            }
+        },
+    }
+
+
+def synthetic_pods_on(node: dict, rng: random.Random) -> list[dict]:
+    used = rng.randint(0, 4)
+    return [
+        {
+            "metadata": {"name": f"{node['metadata']['name']}-w{i}"},
+            "status": {"phase": "Running"},
+            "spec": {
+                "nodeName": node["metadata"]["name"],
+                "containers": [
+                    {
+                        "name": "main",
+                        "resources": {
+                            "requests": {"cpu": "20", "memory": "200Gi"},
+                            "limits": {"nvidia.com/gpu": "2"},
+                        },
+                    }
+                ],
+            },
+        }
+        for i in range(used)
+    ]
+
+
+def synthetic_cluster(count: int = NODE_COUNT, seed: int = 7) -> list[NodeInfo]:
+    rng = random.Random(seed)
+    nodes = []
+    for index in range(count):
+        node = synthetic_node(index, rng)
+        nodes.append(NodeInfo.from_k8s(node, synthetic_pods_on(node, rng)))
+    return nodes
+
+
+def training_pod() -> dict:
+    return {
+        "metadata": {"name": "train-0"},
+        "spec": {
+            "nodeSelector": {"pool.example.com/name": "training"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {
+                                        "key": "nvidia.com/gpu.product",
+                                        "operator": "In",
+                                        "values": ["NVIDIA-H100-80GB-HBM3", "NVIDIA-GB200"],
+                                    },
+                                    {
+                                        "key": "nvidia.com/cuda.driver.major",
+                                        "operator": "Gt",
+                                        "values": ["0540"],
+                                    },
+                                ]
+                            }
+                        ]
+                    }
+                }
+            },
+            "initContainers": [
+                {"name": "fetch", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
+            ],
+            "containers": [
+                {
+                    "name": "main",
+                    "image": "nvcr.io/train",
+                    "resources": {
+                        "requests": {"cpu": "32", "memory": "500Gi"},
+                        "limits": {"nvidia.com/gpu": "4"},
+                    },
+                },
+                {
+                    "name": "ctrl",
+                    "image": "osmo/ctrl",
+                    "resources": {"requests": {"cpu": "1", "memory": "1Gi"}},
+                },
+            ],
+        },
+    }
+
+
+def platform_pods(count: int = PLATFORM_COUNT) -> list[dict]:
+    """One membership probe per platform: pool label x GPU product, tolerating the GPU taint."""
+    pods = []
+    for index in range(count):
+        pool, product = POOLS[index % len(POOLS)], PRODUCTS[index % len(PRODUCTS)]
+        pods.append(
+            {
+                "metadata": {"name": f"platform-{index}"},
+                "spec": {
+                    "nodeSelector": {"pool.example.com/name": pool},
+                    "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists"}],
+                    "affinity": {
+                        "nodeAffinity": {
+                            "requiredDuringSchedulingIgnoredDuringExecution": {
+                                "nodeSelectorTerms": [
+                                    {
+                                        "matchExpressions": [
+                                            {
+                                                "key": "nvidia.com/gpu.product",
+                                                "operator": "In",
+                                                "values": [product],
+                                            }
+                                        ]
+                                    }
+                                ]
+                            }
+                        }
+                    },
+                    "containers": [{"name": "probe", "image": "pause"}],
+                },
+            }
+        )
+    return pods
+
+
+def manifest_pod() -> dict:
+    """A resolved two-container pod as the portal submits it."""
+    pod = training_pod()
+    pod.update(apiVersion="v1", kind="Pod")
+    pod["metadata"].update(namespace="team-a", labels={"app": "train", "example.com/pool": "training"})
+    pod["spec"]["restartPolicy"] = "Never"
+    main = pod["spec"]["containers"][0]
+    main["resources"]["limits"].update(cpu="32", memory="500Gi")
+    main.update(
+        env=[{"name": "EPOCHS", "value": "3"}],
+        volumeMounts=[{"name": "data", "mountPath": "/data"}],
+        ports=[{"name": "http", "containerPort": 8080}],
+    )
+    pod["spec"]["volumes"] = [{"name": "data", "emptyDir": {}}]
+    return pod
+
+
+def run() -> list[Row]:
+    nodes = synthetic_cluster()
+    pod = prepare_pod(training_pod())
+    platforms = [prepare_pod(p) for p in platform_pods()]
+    fitting = sum(v.fits for v in place(pod, nodes))
+    members = sum(evaluate(p, n, check_resources=False).fits for p in platforms for n in nodes)
+
+    def membership() -> None:
+        for platform in platforms:
+            place(platform, nodes, check_resources=False)
+
+    return [
+        measure(
+            f"placement: 1 pod over {NODE_COUNT:,} nodes",
+            lambda: place(pod, nodes),
+            runs=30,
+            target="≤ 50 ms",
+            note=f"{fitting} nodes fit",
+        ),
+        measure(
+            f"membership: {PLATFORM_COUNT} platforms × {NODE_COUNT:,} nodes",
+            membership,
+            runs=5,
+            target="≤ 2 s",
+            note=f"{members} memberships",
+        ),
+        measure("prepare_pod: training pod", lambda: prepare_pod(training_pod()), runs=200),
+        _schema_row(),
+    ]
+
+
+def _schema_row() -> Row:
+    pod = manifest_pod()
+    problems = validate_pod(pod)  # also loads and compiles the 1.33 schema once
+    return measure(
+        "schema: validate a 2-container pod",
+        lambda: validate_pod(pod),
+        runs=500,
+        target="≤ 0.5 ms",
+        note=f"{len(problems)} violations",
+    )

@@ -1,0 +1,118 @@
+"""Preview: the exact Pod a task would get on a pool's platform, why each field is what it is, and the verdict.
+
+Reads the platform's stored compiled configuration (no template merge at request time) and asks the
+engine to resolve one task. Shared by `pool preview`, the admin preview page and the API.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import yaml
+
+from pools.engine import TaskInput, WorkflowContext, resolve
+from pools.engine.paths import join_index, join_key
+from pools.errors import ConfigError, ConfigNotFound
+from pools.models import Platform, Pool
+from pools.services.compilation import compiled_platform
+
+RESOURCE_KEYS = ("cpu", "gpu", "memory", "storage")
+
+
+@dataclass
+class PreviewRequest:
+    pool: str
+    platform: str | None = None
+    resources: dict = field(default_factory=dict)  # cpu, gpu, memory, storage (strings or numbers)
+    variables: dict = field(default_factory=dict)  # extra NAME=VALUE, task layer
+    task: str = "preview-task"
+    image: str = "ubuntu:24.04"
+    command: list[str] = field(default_factory=lambda: ["sleep", "infinity"])
+
+
+def preview(request: PreviewRequest, *, nodes=None) -> dict:
+    """`{"pool", "platform", "pod", "provenance", "warnings", "validation", "variables"}`; raises domain errors."""
+    platform = _platform(request.pool, request.platform)
+    task = TaskInput(name=request.task, image=request.image, command=list(request.command),
+                     resources={k: v for k, v in request.resources.items() if v not in (None, "")},
+                     variables=dict(request.variables))
+    resolution = resolve(compiled_platform(platform), task, WorkflowContext(submitted_by="preview"), nodes)
+    result = resolution.to_dict()
+    if nodes is None:
+        result["warnings"].append("node rules (K8_*) were not checked: no node inventory for this platform yet")
+    return {"pool": platform.pool.name, "platform": platform.name, **result}
+
+
+def _platform(pool_name: str, platform_name: str | None) -> Platform:
+    try:
+        pool = Pool.objects.get(name=pool_name)
+    except Pool.DoesNotExist:
+        raise ConfigNotFound(f"no pool named {pool_name!r}", field="pool", value=pool_name) from None
+    platforms = {p.name: p for p in pool.platforms.select_related("pool")}
+    name = platform_name or pool.default_platform
+    if not name:
+        if len(platforms) == 1:
+            return next(iter(platforms.values()))
+        raise ConfigError("the pool has no default platform; choose one with --platform "
+                          f"({', '.join(sorted(platforms)) or 'the pool has no platforms'})",
+                          field="platform", value=None)
+    if name not in platforms:
+        raise ConfigError(f"is not a platform of pool {pool_name} (platforms: {', '.join(sorted(platforms))})",
+                          field="platform", value=name)
+    return platforms[name]
+
+
+def parse_assignments(pairs: list[str]) -> dict[str, str]:
+    """`--set NAME=VALUE` pairs; values stay strings (the engine decides what they mean)."""
+    result = {}
+    for pair in pairs:
+        name, sep, value = pair.partition("=")
+        if not sep or not name:
+            raise ConfigError("expected NAME=VALUE", field="--set", value=pair)
+        result[name.strip()] = value
+    return result
+
+
+def annotated_yaml(pod: dict, provenance: dict[str, dict]) -> list[tuple[str, str]]:
+    """The pod as block YAML lines, each leaf line paired with a short note of where its value came from."""
+    lines: list[tuple[str, str]] = []
+    _emit(pod, "", "", lines, provenance)
+    return lines
+
+
+def describe(origin: dict | None) -> str:
+    if not origin:
+        return ""
+    if origin.get("source") != "template":
+        return origin.get("source", "")
+    used = ", ".join(f"{v['name']} ({v['layer']})" for v in origin.get("variables", []))
+    return f"template {origin['template']}" + (f" ← {used}" if used else "")
+
+
+def _emit(value, path: str, column: str, lines: list, provenance: dict) -> None:
+    """Append `value` at indentation `column`; a mapping inside a list starts on the item's `- ` line."""
+    if isinstance(value, dict):
+        for key, item in value.items():
+            child = join_key(path, key)
+            if isinstance(item, (dict, list)) and item:
+                lines.append((f"{column}{_scalar(key)}:", ""))
+                _emit(item, child, column + "  ", lines, provenance)
+            else:
+                lines.append((f"{column}{_scalar(key)}: {_scalar(item)}", describe(provenance.get(child))))
+        return
+    for index, item in enumerate(value):
+        child = join_index(path, index)
+        if isinstance(item, dict) and item:
+            first = len(lines)
+            _emit(item, child, column + "  ", lines, provenance)
+            text, note = lines[first]
+            lines[first] = (f"{column}- {text[len(column) + 2:]}", note)
+        elif isinstance(item, list) and item:
+            lines.append((f"{column}-", ""))
+            _emit(item, child, column + "  ", lines, provenance)
+        else:
+            lines.append((f"{column}- {_scalar(item)}", describe(provenance.get(child))))
+
+
+def _scalar(value) -> str:
+    return yaml.safe_dump(value, default_flow_style=True, width=10_000).strip().removesuffix("...").strip()
