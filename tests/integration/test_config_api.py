@@ -106,6 +106,9 @@ def test_config_collection_query_count_is_constant(admin_api, demo_pools):
         admin_api.get("/api/configs/pool")
     for index in range(10):
         configs.apply("POOL", f"more-{index}", {"backend": "default", "common_pod_template": ["default_user"],
+                                                "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0,
+                                                                             "USER_MEMORY": "1Gi",
+                                                                             "USER_STORAGE": "1Gi"},
                                                 "platforms": {"a": {"override_pod_template": ["a100"]}}}, CLI)
     with CaptureQueriesContext(connection) as many:
         admin_api.get("/api/configs/pool")
