@@ -31,17 +31,13 @@ def _pool_file(count: int) -> dict:
 
 
 def _reference_config(configs, actor) -> None:
-    from pools.management.commands.seed_demo import DEMO_DIR
-    from portal.docfiles import load_document
+    from pools.engine import default_templates, default_validations
 
     configs.apply("BACKEND", "bench-cluster", {"description": "bench"}, actor)
-    templates = load_document(DEMO_DIR / "pod_templates.yaml")
-    configs.apply_many("POD_TEMPLATE", {k: templates[k] for k in ("default_user", "default_ctrl")}, actor)
+    configs.apply_many("POD_TEMPLATE", default_templates(), actor)
     configs.apply("POD_TEMPLATE", "a100", {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "A100"}}}, actor)
     configs.apply("POD_TEMPLATE", "h100", {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "H100"}}}, actor)
-    validations = load_document(DEMO_DIR / "resource_validations.yaml")
-    configs.apply_many("RESOURCE_VALIDATION", {k: validations[k] for k in ("default_cpu", "default_memory",
-                                                                           "default_gpu")}, actor)
+    configs.apply_many("RESOURCE_VALIDATION", default_validations(), actor)
 
 
 def run() -> list[Row]:

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from pools.management.commands.seed_demo import DEMO_DIR
+from pools.management.commands.seed_demo import demo_documents
 from pools.services import configs
 from pools.services.revisions import Actor
-from portal.docfiles import load_document
 
 CLI = Actor(name="tester", source="cli")
 
@@ -15,11 +14,11 @@ CLI = Actor(name="tester", source="cli")
 @pytest.fixture
 def reference_config(db):
     """Backends, pod templates and validations the seed documents' pools refer to (from the demo data)."""
-    for config_type, filename in (("BACKEND", "backends.yaml"), ("POD_TEMPLATE", "pod_templates.yaml"),
-                                  ("RESOURCE_VALIDATION", "resource_validations.yaml")):
-        configs.apply_many(config_type, load_document(DEMO_DIR / filename), CLI)
+    for config_type, documents in demo_documents():
+        if config_type != "POOL":
+            configs.apply_many(config_type, documents, CLI)
 
 
 @pytest.fixture
 def demo_pools(reference_config):
-    configs.apply_many("POOL", load_document(DEMO_DIR / "pools.json"), CLI)
+    configs.apply_many("POOL", dict(demo_documents())["POOL"], CLI)

@@ -11,6 +11,7 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from pools.engine import default_templates, default_validations
 from pools.services import configs
 from pools.services.revisions import Actor
 from portal.commands import PortalCommand
@@ -21,15 +22,22 @@ LOAD_ORDER = (("BACKEND", "backends.yaml"), ("POD_TEMPLATE", "pod_templates.yaml
               ("RESOURCE_VALIDATION", "resource_validations.yaml"), ("POOL", "pools.json"))
 
 
+def demo_documents() -> list[tuple[str, dict]]:
+    """Config documents in dependency order; OSMO's shipped templates and rules come from the engine."""
+    loaded = {config_type: load_document(DEMO_DIR / filename) for config_type, filename in LOAD_ORDER}
+    loaded["POD_TEMPLATE"] = {**default_templates(), **loaded["POD_TEMPLATE"]}
+    loaded["RESOURCE_VALIDATION"] = {**default_validations(), **loaded["RESOURCE_VALIDATION"]}
+    return [(config_type, loaded[config_type]) for config_type, _ in LOAD_ORDER]
+
+
 class Command(PortalCommand):
     help = "Load demo pools, templates, validations, backends and two accounts (idempotent)."
 
     def handle(self, *args, **options):
         actor = Actor(name="seed_demo", source="system")
         with transaction.atomic():
-            for config_type, filename in LOAD_ORDER:
-                results = configs.apply_many(config_type, load_document(DEMO_DIR / filename), actor,
-                                             description="demo data")
+            for config_type, documents in demo_documents():
+                results = configs.apply_many(config_type, documents, actor, description="demo data")
                 changed = sum(result.changed for result in results)
                 self.stdout.write(f"{config_type}: {len(results)} objects, {changed} changed")
             admin_password, researcher_password = self._accounts()
