@@ -1,0 +1,141 @@
+"""Workflows and their tasks: what was asked, what was resolved, and what the cluster did with it.
+
+A workflow id is `<name>-<n>` with a per-name counter (`WorkflowName`), as in OSMO. Each task keeps the
+exact Pod the engine resolved, so what runs is what the preview showed; pod status flows back into the
+task, and the workflow status is derived from its tasks by `workflows.services`.
+"""
+
+from __future__ import annotations
+
+import uuid
+
+from django.conf import settings
+from django.db import models
+
+
+class WorkflowStatus(models.TextChoices):
+    PENDING = "PENDING"  # stored; pods not created yet
+    WAITING = "WAITING"  # pods created, not all running
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    FAILED_QUEUE_TIMEOUT = "FAILED_QUEUE_TIMEOUT"
+    FAILED_EXEC_TIMEOUT = "FAILED_EXEC_TIMEOUT"
+    FAILED_SUBMISSION = "FAILED_SUBMISSION"
+    FAILED_BACKEND_ERROR = "FAILED_BACKEND_ERROR"
+    CANCELLED = "CANCELLED"
+
+
+class TaskStatus(models.TextChoices):
+    PENDING = "PENDING"  # pod not created yet
+    WAITING = "WAITING"  # pod created, not running (queued, pulling, unschedulable)
+    RUNNING = "RUNNING"
+    COMPLETED = "COMPLETED"
+    FAILED = "FAILED"
+    FAILED_QUEUE_TIMEOUT = "FAILED_QUEUE_TIMEOUT"
+    FAILED_EXEC_TIMEOUT = "FAILED_EXEC_TIMEOUT"
+    FAILED_BACKEND_ERROR = "FAILED_BACKEND_ERROR"
+    CANCELLED = "CANCELLED"
+
+
+FINISHED_WORKFLOW = {WorkflowStatus.COMPLETED, WorkflowStatus.FAILED, WorkflowStatus.FAILED_QUEUE_TIMEOUT,
+                     WorkflowStatus.FAILED_EXEC_TIMEOUT, WorkflowStatus.FAILED_SUBMISSION,
+                     WorkflowStatus.FAILED_BACKEND_ERROR, WorkflowStatus.CANCELLED}
+FINISHED_TASK = {TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.FAILED_QUEUE_TIMEOUT,
+                 TaskStatus.FAILED_EXEC_TIMEOUT, TaskStatus.FAILED_BACKEND_ERROR, TaskStatus.CANCELLED}
+
+
+class Priority(models.TextChoices):
+    HIGH = "HIGH"
+    NORMAL = "NORMAL"
+    LOW = "LOW"
+
+
+class WorkflowName(models.Model):
+    """Per-name counter behind workflow ids (`train-1`, `train-2`, …); row-locked while numbering."""
+
+    name = models.CharField(max_length=64, unique=True)
+    last_number = models.PositiveIntegerField(default=0)
+
+    def __str__(self) -> str:
+        return f"{self.name} ({self.last_number})"
+
+
+class Workflow(models.Model):
+    workflow_id = models.CharField(max_length=80, unique=True)
+    uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
+    name = models.CharField(max_length=64)
+    pool = models.ForeignKey("pools.Pool", on_delete=models.PROTECT, related_name="workflows")
+    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="workflows")
+    priority = models.CharField(max_length=8, choices=Priority.choices, default=Priority.NORMAL)
+    status = models.CharField(max_length=24, choices=WorkflowStatus.choices, default=WorkflowStatus.PENDING,
+                              db_index=True)
+    spec = models.JSONField(default=dict)  # the submitted spec, as parsed from the user's document
+    labels = models.JSONField(default=dict, blank=True)
+    exec_timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
+    queue_timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
+    warnings = models.JSONField(default=list, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["-created_at", "-id"]
+        indexes = [models.Index(fields=["submitted_by", "-created_at"]), models.Index(fields=["pool", "status"])]
+
+    def __str__(self) -> str:
+        return self.workflow_id
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED_WORKFLOW
+
+
+class Task(models.Model):
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="tasks")
+    name = models.CharField(max_length=63)
+    group_name = models.CharField(max_length=80)
+    lead = models.BooleanField(default=False)
+    platform = models.CharField(max_length=128)
+    pod = models.JSONField(default=dict)  # the resolved Pod manifest, exactly as it will be created
+    pod_name = models.CharField(max_length=253)
+    namespace = models.CharField(max_length=63)
+    exit_actions = models.JSONField(default=dict, blank=True)
+    status = models.CharField(max_length=24, choices=TaskStatus.choices, default=TaskStatus.PENDING, db_index=True)
+    retry_id = models.PositiveIntegerField(default=0)
+    node = models.CharField(max_length=253, blank=True, default="")
+    pod_uid = models.CharField(max_length=64, blank=True, default="")
+    exit_code = models.IntegerField(null=True, blank=True)
+    error = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    pod_created_at = models.DateTimeField(null=True, blank=True)
+    started_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        ordering = ["workflow_id", "id"]
+        constraints = [models.UniqueConstraint(fields=["workflow", "name"], name="unique_task_name_per_workflow")]
+        indexes = [models.Index(fields=["status"]), models.Index(fields=["pod_name"])]
+
+    def __str__(self) -> str:
+        return f"{self.workflow_id}/{self.name}"
+
+    @property
+    def is_finished(self) -> bool:
+        return self.status in FINISHED_TASK
+
+
+class TaskEvent(models.Model):
+    """What happened to a task, for the user: created, scheduled, started, exited, timeouts, retries."""
+
+    task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events")
+    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    kind = models.CharField(max_length=32)
+    message = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.task} {self.kind}"
