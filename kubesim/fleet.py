@@ -1,0 +1,229 @@
+"""Simulated fleets: the demo cluster behind the dev server, and big synthetic ones for benchmarks.
+
+Pod templates select nodes with the label constants below; keep them in sync with the portal.
+
+Demo machine pools (node names are ``<pool>-node-<i>``; ``MACHINE_POOL_LABEL=<pool>``)::
+
+    pool         nodes  product (GPU_PRODUCT_LABEL)  gpus/node  arch   instance type        taints
+    h100         4      NVIDIA-H100-80GB-HBM3        8          amd64  p5.48xlarge          gpu
+    a100         3      NVIDIA-A100-SXM4-80GB        8          amd64  p4de.24xlarge        gpu  (a100-node-2 cordoned)
+    gb200        2      NVIDIA-GB200                 4          arm64  p6e-gb200.36xlarge   gpu
+    l40s         4      NVIDIA-L40S                  4          amd64  g6e.12xlarge         gpu
+    l40          3      NVIDIA-L40                   4          amd64  l40.x4.24xlarge      gpu
+    t4-spot      3      Tesla-T4                     1          amd64  g4dn.xlarge          gpu + spot
+    jetson-thor  2      NVIDIA-Jetson-Thor           1          arm64  jetson-agx-thor      gpu
+    cpu          4      -                            0          amd64  m6i.8xlarge          -
+
+``gpu`` = ``nvidia.com/gpu=true:NoSchedule`` (GPU_TAINT); ``spot`` = ``spot=true:PreferNoSchedule``
+(SPOT_TAINT), as in the ROSA GPU spot machine-pool seed. The cordoned node also carries the
+``node.kubernetes.io/unschedulable:NoSchedule`` taint the node controller adds.
+"""
+
+from __future__ import annotations
+
+import random
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+# --------------------------------------------------------------------------- label keys
+GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
+GPU_COUNT_LABEL = "nvidia.com/gpu.count"
+GPU_MEMORY_LABEL = "nvidia.com/gpu.memory"  # MiB per GPU, as GPU feature discovery writes it
+GPU_FAMILY_LABEL = "nvidia.com/gpu.family"
+GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
+GPU_RESOURCE = "nvidia.com/gpu"
+MACHINE_POOL_LABEL = "hive.openshift.io/machine-pool"
+INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
+ARCH_LABEL = "kubernetes.io/arch"
+OS_LABEL = "kubernetes.io/os"
+HOSTNAME_LABEL = "kubernetes.io/hostname"
+ZONE_LABEL = "topology.kubernetes.io/zone"
+REGION_LABEL = "topology.kubernetes.io/region"
+CAPACITY_TYPE_LABEL = "node.kubernetes.io/capacity-type"  # "spot" | "on-demand"
+WORKER_ROLE_LABEL = "node-role.kubernetes.io/worker"
+
+# --------------------------------------------------------------------------- label values
+GPU_PRODUCTS: dict[str, str] = {  # short name -> GPU_PRODUCT_LABEL value
+    "H100": "NVIDIA-H100-80GB-HBM3",
+    "A100": "NVIDIA-A100-SXM4-80GB",
+    "GB200": "NVIDIA-GB200",
+    "L40S": "NVIDIA-L40S",
+    "L40": "NVIDIA-L40",
+    "T4": "Tesla-T4",
+    "JETSON_THOR": "NVIDIA-Jetson-Thor",
+}
+GPU_MEMORY_MIB: dict[str, int] = {"H100": 81559, "A100": 81920, "GB200": 189471, "L40S": 46068,
+                                  "L40": 46068, "T4": 15360, "JETSON_THOR": 131072}
+GPU_FAMILIES: dict[str, str] = {"H100": "hopper", "A100": "ampere", "GB200": "blackwell", "L40S": "ada-lovelace",
+                                "L40": "ada-lovelace", "T4": "turing", "JETSON_THOR": "blackwell"}
+REGION = "us-east-1"
+ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
+
+# --------------------------------------------------------------------------- taints
+GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
+SPOT_TAINT = {"key": "spot", "value": "true", "effect": "PreferNoSchedule"}
+UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
+GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
+SPOT_TOLERATION = {"key": "spot", "operator": "Equal", "value": "true", "effect": "PreferNoSchedule"}
+
+# --------------------------------------------------------------------------- machine pools
+# name: (gpu short name or None, nodes, gpus/node, arch, instance type, cpu, memory GiB, spot)
+MACHINE_POOLS: dict[str, tuple[str | None, int, int, str, str, int, int, bool]] = {
+    "h100": ("H100", 4, 8, "amd64", "p5.48xlarge", 192, 2048, False),
+    "a100": ("A100", 3, 8, "amd64", "p4de.24xlarge", 96, 1152, False),
+    "gb200": ("GB200", 2, 4, "arm64", "p6e-gb200.36xlarge", 144, 960, False),
+    "l40s": ("L40S", 4, 4, "amd64", "g6e.12xlarge", 48, 384, False),
+    "l40": ("L40", 3, 4, "amd64", "l40.x4.24xlarge", 96, 512, False),
+    "t4-spot": ("T4", 3, 1, "amd64", "g4dn.xlarge", 4, 16, True),
+    "jetson-thor": ("JETSON_THOR", 2, 1, "arm64", "jetson-agx-thor", 14, 128, False),
+    "cpu": (None, 4, 0, "amd64", "m6i.8xlarge", 32, 128, False),
+}
+CORDONED_NODE = "a100-node-2"
+
+
+def node_manifest(pool: str, index: int, *, name: str | None = None, zone: str | None = None,
+                  created: str = "2025-01-01T00:00:00Z") -> dict[str, Any]:
+    """One Node of machine pool ``pool`` (a key of MACHINE_POOLS), as a ROSA worker reports it."""
+    gpu, _, gpus, arch, instance, cpu, mem_gib, spot = MACHINE_POOLS[pool]
+    name = name or f"{pool}-node-{index}"
+    zone = zone or ZONES[index % len(ZONES)]
+    labels = {
+        ARCH_LABEL: arch, OS_LABEL: "linux", HOSTNAME_LABEL: name, INSTANCE_TYPE_LABEL: instance,
+        MACHINE_POOL_LABEL: pool, ZONE_LABEL: zone, REGION_LABEL: REGION, WORKER_ROLE_LABEL: "",
+        CAPACITY_TYPE_LABEL: "spot" if spot else "on-demand",
+    }
+    taints: list[dict[str, str]] = []
+    capacity = {"cpu": str(cpu), "memory": f"{mem_gib * 1024 * 1024}Ki", "pods": "250" if cpu >= 32 else "110",
+                "ephemeral-storage": "524275692Ki", "hugepages-1Gi": "0", "hugepages-2Mi": "0"}
+    allocatable = {"cpu": f"{cpu * 1000 - 500}m", "memory": f"{(mem_gib - 2) * 1024 * 1024}Ki",
+                   "pods": capacity["pods"], "ephemeral-storage": "482098327716",
+                   "hugepages-1Gi": "0", "hugepages-2Mi": "0"}
+    if gpu:
+        labels.update({GPU_PRODUCT_LABEL: GPU_PRODUCTS[gpu], GPU_COUNT_LABEL: str(gpus),
+                       GPU_MEMORY_LABEL: str(GPU_MEMORY_MIB[gpu]), GPU_FAMILY_LABEL: GPU_FAMILIES[gpu],
+                       GPU_PRESENT_LABEL: "true"})
+        capacity[GPU_RESOURCE] = allocatable[GPU_RESOURCE] = str(gpus)
+        taints.append(dict(GPU_TAINT))
+    if spot:
+        taints.append(dict(SPOT_TAINT))
+    spec: dict[str, Any] = {"providerID": f"aws:///{zone}/i-{uuid.uuid5(uuid.NAMESPACE_DNS, name).hex[:17]}"}
+    if name == CORDONED_NODE:
+        spec["unschedulable"] = True
+        taints.append(dict(UNSCHEDULABLE_TAINT))
+    if taints:
+        spec["taints"] = taints
+    ip = f"10.0.{index % 250}.{(sum(map(ord, name)) % 250) + 2}"
+    conditions = [
+        {"type": t, "status": "False", "reason": f"KubeletHasSufficient{r}", "message": m,
+         "lastHeartbeatTime": created, "lastTransitionTime": created}
+        for t, r, m in (("MemoryPressure", "Memory", "kubelet has sufficient memory available"),
+                        ("DiskPressure", "Disk", "kubelet has no disk pressure"),
+                        ("PIDPressure", "PID", "kubelet has sufficient PID available"))
+    ] + [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
+          "lastHeartbeatTime": created, "lastTransitionTime": created}]
+    return {
+        "apiVersion": "v1", "kind": "Node",
+        "metadata": {"name": name, "labels": labels, "creationTimestamp": created,
+                     "annotations": {"machine.openshift.io/machine": f"openshift-machine-api/{name}"}},
+        "spec": spec,
+        "status": {
+            "capacity": capacity, "allocatable": allocatable, "conditions": conditions,
+            "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
+            "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
+            "nodeInfo": {"architecture": arch, "operatingSystem": "linux", "kubeletVersion": "v1.33.0",
+                         "kubeProxyVersion": "", "containerRuntimeVersion": "cri-o://1.33.0",
+                         "osImage": "Red Hat Enterprise Linux CoreOS 9.6", "kernelVersion": "5.14.0-570.el9.x86_64",
+                         "machineID": uuid.uuid5(uuid.NAMESPACE_URL, name).hex, "systemUUID": name,
+                         "bootID": str(uuid.uuid5(uuid.NAMESPACE_OID, name))},
+        },
+    }
+
+
+def demo_fleet() -> list[dict[str, Any]]:
+    """The 25 nodes of MACHINE_POOLS, with exactly one cordoned node (CORDONED_NODE)."""
+    return [node_manifest(pool, i) for pool, spec in MACHINE_POOLS.items() for i in range(spec[1])]
+
+
+def synthetic_fleet(n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:
+    """``n_nodes`` nodes spread over MACHINE_POOLS (by their demo proportions) and ``n_pods`` pods.
+
+    Pods live in namespaces ``team-00`` .. ``team-19`` and target a pool (chosen in proportion to
+    its nodes) by nodeSelector
+    (GPU pods request 1-2 GPUs and tolerate the GPU taint). About 80% are Running and 10%
+    Succeeded, bound to a node of their pool that still has room for their cpu and GPUs (no
+    overcommit); the rest, and those that found no room, are Pending without a node.
+    Deterministic for a given seed; 5,000 nodes / 50,000 pods take about a second.
+    """
+    rng = random.Random(seed)
+    rand = rng.random
+    pools = list(MACHINE_POOLS)
+    nodes, by_pool = [], {p: [] for p in pools}
+    counters = dict.fromkeys(pools, 0)
+    free: dict[str, list[int]] = {}  # node -> [cpu millicores, gpus]
+    for pool in rng.choices(pools, [MACHINE_POOLS[p][1] for p in pools], k=n_nodes):
+        i = counters[pool]
+        counters[pool] += 1
+        node = node_manifest(pool, i, name=f"{pool}-{i:05d}")  # never CORDONED_NODE's name
+        nodes.append(node)
+        name = node["metadata"]["name"]
+        by_pool[pool].append(name)
+        free[name] = [MACHINE_POOLS[pool][5] * 1000 - 500, MACHINE_POOLS[pool][2]]
+    pool_table = [p for p in pools for _ in by_pool[p]] or ["cpu"]  # pods per pool ~ its nodes
+    cpus, mems = (250, 500, 1000, 2000), ("1Gi", "2Gi", "4Gi", "8Gi")
+    image = "registry.example/workload:1.0"
+    created = "2025-01-01T00:00:00Z"
+    pods = []
+    for i in range(n_pods):
+        pool = pool_table[int(rand() * len(pool_table))]
+        gpu = MACHINE_POOLS[pool][0]
+        roll = rand()
+        phase = "Running" if roll < 0.8 else ("Succeeded" if roll < 0.9 else "Pending")
+        cpu = cpus[int(rand() * 4)]
+        n_gpu = (2 if rand() < 0.25 else 1) if gpu else 0
+        node_name = None
+        if phase != "Pending" and by_pool.get(pool):
+            candidates = by_pool[pool]
+            for _ in range(3):
+                pick = candidates[int(rand() * len(candidates))]
+                room = free[pick]
+                if room[0] >= cpu and room[1] >= n_gpu:
+                    if phase == "Running":
+                        room[0] -= cpu
+                        room[1] -= n_gpu
+                    node_name = pick
+                    break
+            else:
+                phase = "Pending"
+        requests = {"cpu": f"{cpu}m", "memory": mems[int(rand() * 4)]}
+        if n_gpu:
+            requests[GPU_RESOURCE] = str(n_gpu)
+        spec: dict[str, Any] = {
+            "containers": [{"name": "main", "image": image,
+                            "resources": {"requests": requests, "limits": dict(requests)}}],
+            "restartPolicy": "Never", "schedulerName": "default-scheduler",
+            "nodeSelector": {MACHINE_POOL_LABEL: pool},
+        }
+        if gpu:
+            spec["tolerations"] = [dict(GPU_TOLERATION)]
+        status: dict[str, Any] = {"phase": phase, "qosClass": "Guaranteed"}
+        if node_name:
+            spec["nodeName"] = node_name
+            status["startTime"] = created
+        pods.append({
+            "apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": f"job-{i:06d}", "namespace": f"team-{i % 20:02d}", "creationTimestamp": created,
+                         "labels": {"app": f"job-{i % 500}", "kubesim/pool": pool}},
+            "spec": spec, "status": status,
+        })
+    return nodes, pods
+
+
+def load_fleet(target: Any, nodes: Iterable[dict[str, Any]], pods: Iterable[dict[str, Any]] = ()) -> None:
+    """Insert nodes and pods straight into an emulator (or an EmulatorServer's), without HTTP.
+
+    Namespaces the pods name are created on the fly. The dicts are adopted, not copied.
+    """
+    emulator = getattr(target, "emulator", target)
+    emulator.load("nodes", nodes)
+    emulator.load("pods", pods)
