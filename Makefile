@@ -5,13 +5,15 @@ VENV := .venv
 PY := $(VENV)/bin/python
 UV := $(VENV)/bin/uv
 PORT ?= 8000
+# The demo backends (pools/demo/backends.yaml) point at http://127.0.0.1:8001.
+KUBESIM_PORT ?= 8001
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: install dev test bench lint services clean
+.PHONY: install dev test bench lint services clean test-peers chromium
 
-install: $(VENV)/.installed
+install: $(VENV)/.installed test-peers
 
 $(VENV)/.installed: pyproject.toml uv.lock
 	@test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -19,11 +21,38 @@ $(VENV)/.installed: pyproject.toml uv.lock
 	$(UV) sync --frozen --inexact --quiet
 	@touch $@
 
-dev: install
+dev: $(VENV)/.installed  # Python only: the embedded default needs no test peer
 	@mkdir -p var
 	$(PY) manage.py migrate --noinput -v0
 	$(PY) manage.py seed_demo
+	@# The simulated cluster (kubesim, demo fleet, simulated kubelet) on loopback, the demo backends'
+	@# api_url (pools/demo/backends.yaml); it and the inventory watcher stop when the dev server stops.
+	@$(PY) -m kubesim --port $(KUBESIM_PORT) --fleet demo --kubelet > var/kubesim.log 2>&1 & KUBESIM=$$!; \
+	trap 'kill $$KUBESIM $$WATCHER 2>/dev/null; wait 2>/dev/null' EXIT INT TERM; \
+	for _ in $$(seq 100); do grep -q '^http' var/kubesim.log && break; kill -0 $$KUBESIM 2>/dev/null || break; sleep 0.1; done; \
+	grep -q '^http' var/kubesim.log && echo "simulated cluster: $$(head -1 var/kubesim.log) (log: var/kubesim.log)" \
+	  || { echo "error: the simulated cluster did not start (port $(KUBESIM_PORT) in use?); see var/kubesim.log" >&2; exit 1; }; \
+	$(PY) manage.py backend sync --all || echo "warning: the initial inventory sync failed (see above)"; \
+	$(PY) manage.py watch_cluster > var/watch_cluster.log 2>&1 & WATCHER=$$!; \
 	DEBUG=$${DEBUG:-true} $(PY) manage.py runserver 127.0.0.1:$(PORT)
+
+# Test peers beyond Python: the OIDC provider (node, tests/oidc) and Debian's chromium for the browser test.
+# Idempotent and quiet: each step runs only when its result is missing or out of date.
+test-peers: tests/oidc/node_modules/.installed chromium
+
+tests/oidc/node_modules/.installed: tests/oidc/package.json tests/oidc/package-lock.json
+	@command -v npm >/dev/null || { echo "error: Node.js 20+ with npm is needed for the OIDC test provider" >&2; exit 1; }
+	cd tests/oidc && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+CHROMIUM ?= /usr/bin/chromium
+chromium:
+	@test -x $(CHROMIUM) || { \
+	  echo "installing Debian's chromium for the browser tests (apt-get)"; \
+	  SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
+	  test -x $(CHROMIUM) || { echo "error: $(CHROMIUM) is still missing" >&2; exit 1; }; }
 
 services:
 	@scripts/ensure-services.sh

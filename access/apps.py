@@ -1,6 +1,22 @@
 from django.apps import AppConfig
+from django.db.models.signals import post_migrate
 
 
 class AccessConfig(AppConfig):
     name = "access"
+    verbose_name = "Access"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self):
+        from access import signals
+        from access.admin.site import install_policy_admin_site
+        from access.services import audit
+        from access.services.role_config import RoleHandler
+        from pools.services import handlers, revisions
+
+        handlers.register(RoleHandler())  # ROLE joins `config update|show|delete` and /api/configs/role
+        if audit.config_written not in revisions.LISTENERS:
+            revisions.LISTENERS.append(audit.config_written)
+        post_migrate.connect(signals.ensure_roles_after_migrate, sender=self,
+                             dispatch_uid="access-builtin-roles")
+        install_policy_admin_site()

@@ -39,6 +39,7 @@ INSTALLED_APPS = [
     "pools",
     "access",
     "workflows",
+    "selfservice",  # self-service pages, access and pool requests (docs/self-service.md)
 ]
 
 MIDDLEWARE = [
@@ -93,14 +94,43 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
 
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "/login/"  # the self-service sign-in page (local accounts, and SSO when OIDC is on)
+
+# --- OIDC sign-in (access/oidc.py, docs/oidc.md) -------------------------------------------------------
+# Off unless OIDC_ISSUER is set (e.g. https://keycloak.example.com/realms/osmo); local accounts always work.
+# Endpoints and keys come from the issuer's discovery document, fetched on first use, never at start-up.
+OIDC_ISSUER = env_str("OIDC_ISSUER", "").rstrip("/")
+OIDC_CLIENT_ID = env_str("OIDC_CLIENT_ID", "")
+OIDC_CLIENT_SECRET = env_str("OIDC_CLIENT_SECRET", "")
+OIDC_RP_SCOPES = env_str("OIDC_SCOPES", "openid email profile")
+OIDC_RP_SIGN_ALGO = "RS256"
+OIDC_USE_PKCE = True
+OIDC_PKCE_CODE_CHALLENGE_METHOD = "S256"
+OIDC_STORE_ID_TOKEN = True  # for id_token_hint at logout
+OIDC_TOKEN_USE_BASIC_AUTH = env_bool("OIDC_TOKEN_USE_BASIC_AUTH", False)  # client_secret_basic, else _post
+OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", 10)
+OIDC_BEARER_AUDIENCES = env_list("OIDC_BEARER_AUDIENCES", [])  # more clients whose tokens the API accepts
+OIDC_LOGIN_REDIRECT_URL = env_str("OIDC_LOGIN_REDIRECT_URL", "")  # after sign-in without ?next=; default: home
+AUTHENTICATION_BACKENDS = [
+    "access.oidc.PortalOIDCBackend",  # inert while OIDC_ISSUER is unset
+    "django.contrib.auth.backends.ModelBackend",
+]
+# --- end OIDC ----------------------------------------------------------------------------------------------
+
+# --- access: API tokens and the policy entry point (access/policy.py, docs/access.md) ---------------------
+TOKEN_MAX_LIFETIME_DAYS = env_int("TOKEN_MAX_LIFETIME_DAYS", 90)
+# Django permission checks (`user.has_perm`) are answered by access.policy too (authenticates nobody).
+AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "access.backends.PolicyPermissionBackend"]
+# --- end access --------------------------------------------------------------------------------------------
 
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
+        "access.api.authentication.BearerTokenAuthentication",  # portal API tokens (pp_…); see its VERIFIERS
         "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.BasicAuthentication",
     ],
-    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAdminUser"],
+    # Every view asks access.policy; a view that declares no policy_action is reachable by osmo-admin only.
+    "DEFAULT_PERMISSION_CLASSES": ["access.api.permissions.PolicyPermission"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "portal.api.exception_handler",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
@@ -141,3 +171,22 @@ LOGGING = {
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     "loggers": {"django.db.backends": {"level": "INFO"}},
 }
+
+# Workflows: the most tasks one workflow may have (OSMO's chart uses 100).
+WORKFLOW_MAX_TASKS = env_int("WORKFLOW_MAX_TASKS", 100)
+
+# --- workflows: pods, status, timeouts, retries (workflows/lifecycle.py, docs/workflows-api.md) ------------
+# Every pod the portal creates carries `pool-portal/instance: <PORTAL_INSTANCE>`; the watcher, the
+# reconciler and the reaper only look at (and only delete) pods with this portal's value, so several
+# portals (production, staging, a developer's laptop) can share one cluster. Use a valid label value.
+PORTAL_INSTANCE = env_str("PORTAL_INSTANCE", "default")
+WORKFLOW_MAX_RETRIES_PER_TASK = env_int("WORKFLOW_MAX_RETRIES_PER_TASK", 3)  # RESCHEDULE exit actions
+WORKFLOW_CREATE_MAX_RETRIES = env_int("WORKFLOW_CREATE_MAX_RETRIES", 8)  # transient cluster errors, with backoff
+WORKFLOW_CREATE_BACKOFF_MAX = env_int("WORKFLOW_CREATE_BACKOFF_MAX", 300)  # seconds between two attempts, at most
+WORKFLOW_PENDING_GRACE_SECONDS = env_int("WORKFLOW_PENDING_GRACE_SECONDS", 120)  # then the reconciler re-enqueues
+WORKFLOW_POD_RETENTION_SECONDS = env_int("WORKFLOW_POD_RETENTION_SECONDS", 300)  # finished workflows' pods, then reaped
+# Beat periods (portal/celery.py): reconciliation of our pods, timeouts, and the reaper.
+WORKFLOW_RECONCILE_SECONDS = env_int("WORKFLOW_RECONCILE_SECONDS", 60)
+WORKFLOW_TIMEOUT_CHECK_SECONDS = env_int("WORKFLOW_TIMEOUT_CHECK_SECONDS", 30)
+WORKFLOW_REAPER_SECONDS = env_int("WORKFLOW_REAPER_SECONDS", 300)
+# --- end workflows -----------------------------------------------------------------------------------------

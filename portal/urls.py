@@ -4,7 +4,12 @@ from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
 urlpatterns = [
     path("admin/", admin.site.urls),
+    path("oidc/", include("access.oidc")),  # sign-in, callback, logout (POST), failure and no-role pages
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/schema/ui/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-ui"),
     path("api/", include("pools.api.urls")),
+    path("api/", include("access.api.urls")),  # /api/auth/access_token[/NAME]
+    path("api/", include("workflows.api.urls")),  # /api/pool/<pool>/workflow, /api/workflow[/<id>[/spec|events|cancel]]
+    path("", include("selfservice.urls")),  # self-service pages; its catalog is the home page "/" (before access's)
+    path("", include("access.urls")),  # /tokens/ (personal API tokens); its fallback home "/" is shadowed
 ]

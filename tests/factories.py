@@ -2,9 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
+from datetime import timedelta
+
 import factory
 from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.utils import timezone
 
+from access.models import APIToken, Role
 from pools.models import (
     Backend,
     Platform,
@@ -110,3 +116,45 @@ class PlatformValidationFactory(factory.django.DjangoModelFactory):
     platform = factory.SubFactory(PlatformFactory)
     validation = factory.SubFactory(ResourceValidationFactory)
     position = factory.Sequence(int)
+
+
+# --- access ------------------------------------------------------------------------------------------
+
+
+class RoleFactory(factory.django.DjangoModelFactory):
+    """A role with its group. `RoleFactory(name="osmo-team", policies=[...])`; hold it with
+    `user.groups.add(role.group)` or `access.services.roles.update_user_roles`."""
+
+    class Meta:
+        model = Role
+        django_get_or_create = ("name",)
+
+    name = factory.Sequence(lambda n: f"role-{n:03d}")
+    group = factory.LazyAttribute(lambda role: Group.objects.get_or_create(name=role.name)[0])
+    description = "test role"
+    policies = factory.LazyFunction(lambda: [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/*"]}])
+
+
+class TokenFactory(factory.django.DjangoModelFactory):
+    """An API token; the created object carries its plain `secret` (only for tests)."""
+
+    class Meta:
+        model = APIToken
+        skip_postgeneration_save = True
+
+    user = factory.SubFactory(UserFactory)
+    name = factory.Sequence(lambda n: f"token-{n:03d}")
+    secret = factory.Sequence(lambda n: f"pp_test-secret-{n:06d}")
+    expires_at = factory.LazyFunction(lambda: timezone.now() + timedelta(days=30))
+
+    @classmethod
+    def _create(cls, model_class, *args, secret, **kwargs):
+        token = super()._create(model_class, *args, token_hash=hashlib.sha256(secret.encode()).hexdigest(),
+                                prefix=secret[:10], **kwargs)
+        token.secret = secret
+        return token
+
+    @factory.post_generation
+    def roles(self, create, extracted, **kwargs):
+        if create and extracted:
+            self.roles.set(extracted)

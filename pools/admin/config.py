@@ -14,7 +14,9 @@ from django.utils.html import format_html
 from unfold.admin import StackedInline, TabularInline
 from unfold.decorators import display
 
+from access.admin.site import PolicyAdminMixin, PoolAccessLinkMixin
 from pools.admin.forms import PodTemplateForm, PoolForm, ResourceValidationForm
+from pools.admin.inventory import BackendInventoryMixin, PlatformNodesMixin
 from pools.admin.preview import PoolPreviewMixin
 from pools.errors import ConfigInUse
 from pools.models import (
@@ -35,10 +37,14 @@ from portal.admin_base import ServiceBackedAdmin, pretty_json
 from portal.errors import DomainError
 
 
-class ConfigAdmin(ServiceBackedAdmin):
-    """Common behaviour: names are fixed once created, saves record revisions, deletes check referrers."""
+class ConfigAdmin(PolicyAdminMixin, ServiceBackedAdmin):
+    """Common behaviour: names are fixed once created, saves record revisions, deletes check referrers.
+    Permissions: access.policy, config:Read / config:Update on config/<type>."""
 
     config_type: str
+
+    def get_policy_resource(self, request, obj=None) -> str:
+        return f"config/{self.config_type.lower()}"
 
     def get_readonly_fields(self, request, obj=None):
         fields = [*super().get_readonly_fields(request, obj), "history"]
@@ -47,7 +53,7 @@ class ConfigAdmin(ServiceBackedAdmin):
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
         result = configs.record_admin_save(self.config_type, self.config_name(form.instance),
-                                           Actor.of(request.user, "admin"))
+                                           Actor.for_request(request, "admin"))
         for warning in result.warnings:
             self.message_user(request, warning, messages.WARNING)
 
@@ -55,7 +61,7 @@ class ConfigAdmin(ServiceBackedAdmin):
         return obj.name
 
     def delete_model(self, request, obj):
-        configs.delete(self.config_type, obj.name, Actor.of(request.user, "admin"))
+        configs.delete(self.config_type, obj.name, Actor.for_request(request, "admin"))
 
     def delete_queryset(self, request, queryset):
         for obj in queryset:
@@ -81,14 +87,14 @@ class ConfigAdmin(ServiceBackedAdmin):
 
 
 @admin.register(Backend)
-class BackendAdmin(ConfigAdmin):
+class BackendAdmin(BackendInventoryMixin, ConfigAdmin):  # connection form, sync status, test/sync actions
     config_type = ConfigType.BACKEND
-    list_display = ["name", "description", "namespace", "scheduler_name", "pool_count"]
+    list_display = ["name", "description", "namespace", "connection", "sync_badge", "node_count", "pool_count"]
+    list_filter = ["sync_status", "connection"]
     search_fields = ["name", "description"]
-    fields = ["name", "description", "namespace", "scheduler_name", "dashboard_url", "grafana_url", "history"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_pools=Count("pools"))
+        return super().get_queryset(request).annotate(_pools=Count("pools", distinct=True))
 
     @display(description="Pools", ordering="_pools")
     def pool_count(self, obj):
@@ -131,7 +137,13 @@ class ResourceValidationAdmin(ConfigAdmin):
                          for r in obj.rules[:4])
 
 
-class PoolTemplateInline(TabularInline):
+class PoolConfigInline(PolicyAdminMixin):
+    """Inlines of pool and platform pages: the same policy as the pool itself."""
+
+    policy_resource = "config/pool"
+
+
+class PoolTemplateInline(PoolConfigInline, TabularInline):
     model = PoolTemplate
     extra = 0
     fields = ["position", "template"]
@@ -139,7 +151,7 @@ class PoolTemplateInline(TabularInline):
     verbose_name_plural = "common pod templates (merged in order)"
 
 
-class PoolValidationInline(TabularInline):
+class PoolValidationInline(PoolConfigInline, TabularInline):
     model = PoolValidation
     extra = 0
     fields = ["position", "validation"]
@@ -147,7 +159,7 @@ class PoolValidationInline(TabularInline):
     verbose_name_plural = "common resource validations (checked in order)"
 
 
-class PlatformInline(StackedInline):
+class PlatformInline(PoolConfigInline, StackedInline):
     model = Platform
     extra = 0
     show_change_link = True
@@ -156,7 +168,7 @@ class PlatformInline(StackedInline):
 
 
 @admin.register(Pool)
-class PoolAdmin(PoolPreviewMixin, ConfigAdmin):
+class PoolAdmin(PoolAccessLinkMixin, PoolPreviewMixin, ConfigAdmin):
     config_type = ConfigType.POOL
     form = PoolForm
     list_display = ["name", "backend", "status_badge", "platform_list", "description"]
@@ -202,7 +214,7 @@ class PoolAdmin(PoolPreviewMixin, ConfigAdmin):
         return fieldsets
 
 
-class PlatformTemplateInline(TabularInline):
+class PlatformTemplateInline(PoolConfigInline, TabularInline):
     model = PlatformTemplate
     extra = 0
     fields = ["position", "template"]
@@ -210,7 +222,7 @@ class PlatformTemplateInline(TabularInline):
     verbose_name_plural = "override pod templates (merged after the pool's, in order)"
 
 
-class PlatformValidationInline(TabularInline):
+class PlatformValidationInline(PoolConfigInline, TabularInline):
     model = PlatformValidation
     extra = 0
     fields = ["position", "validation"]
@@ -219,18 +231,20 @@ class PlatformValidationInline(TabularInline):
 
 
 @admin.register(Platform)
-class PlatformAdmin(ServiceBackedAdmin):
+class PlatformAdmin(PlatformNodesMixin, PolicyAdminMixin, ServiceBackedAdmin):
+    policy_resource = "config/pool"
     list_display = ["name", "pool", "description", "host_network_allowed", "privileged_allowed"]
     list_filter = ["pool", "privileged_allowed", "host_network_allowed"]
     search_fields = ["name", "pool__name", "description"]
     list_select_related = ["pool"]
     inlines = [PlatformTemplateInline, PlatformValidationInline]
     fields = ["pool", "name", "description", "host_network_allowed", "privileged_allowed", "default_variables",
-              "allowed_mounts", "preview", "resolved"]
-    readonly_fields = ["preview", "resolved"]
+              "allowed_mounts", "preview", "resolved", "member_nodes"]
+    readonly_fields = ["preview", "resolved", "member_nodes"]
 
     def get_readonly_fields(self, request, obj=None):
-        return ["pool", "name", "preview", "resolved"] if obj else ["preview", "resolved"]
+        return ["pool", "name", "preview", "resolved", "member_nodes"] if obj else ["preview", "resolved",
+                                                                                  "member_nodes"]
 
     @display(description="Preview")
     def preview(self, obj):
@@ -242,13 +256,13 @@ class PlatformAdmin(ServiceBackedAdmin):
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
-        configs.record_admin_save(ConfigType.POOL, form.instance.pool.name, Actor.of(request.user, "admin"),
+        configs.record_admin_save(ConfigType.POOL, form.instance.pool.name, Actor.for_request(request, "admin"),
                                   description=f"platform {form.instance.name}")
 
     def delete_model(self, request, obj):
         pool_name = obj.pool.name
         super().delete_model(request, obj)
-        configs.record_admin_save(ConfigType.POOL, pool_name, Actor.of(request.user, "admin"),
+        configs.record_admin_save(ConfigType.POOL, pool_name, Actor.for_request(request, "admin"),
                                   description=f"deleted platform {obj.name}")
 
     def delete_view(self, request, object_id, extra_context=None):

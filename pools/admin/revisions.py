@@ -9,7 +9,9 @@ from django.utils.html import format_html, format_html_join
 from unfold.admin import ModelAdmin
 from unfold.decorators import action, display
 
-from pools.models import Revision
+from access import policy
+from access.admin.site import PolicyAdminMixin
+from pools.models import ConfigType, Revision
 from pools.services import configs, revisions
 from pools.services.revisions import Actor
 from portal.admin_base import pretty_json
@@ -17,7 +19,10 @@ from portal.errors import DomainError
 
 
 @admin.register(Revision)
-class RevisionAdmin(ModelAdmin):
+class RevisionAdmin(PolicyAdminMixin, ModelAdmin):
+    """Read-only. Visible per config type: revisions of types the user may read (config:Read on
+    config/<type>); rolling back needs config:Update on the revision's type."""
+
     list_display = ["config_type", "name", "revision", "author_name", "created_at", "description", "deleted"]
     list_filter = ["config_type", "deleted"]
     search_fields = ["name", "description", "author_name"]
@@ -35,6 +40,19 @@ class RevisionAdmin(ModelAdmin):
 
     def lookup_allowed(self, lookup, value, request=None):
         return lookup == "name" or super().lookup_allowed(lookup, value, request)
+
+    def readable_types(self, request) -> list[str]:
+        return [t for t in ConfigType.values if policy.decide(request, "config:Read", f"config/{t.lower()}")
+                or policy.decide(request, "config:Update", f"config/{t.lower()}")]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).filter(config_type__in=self.readable_types(request))
+
+    def has_module_permission(self, request):
+        return bool(self.readable_types(request))
+
+    def has_view_permission(self, request, obj=None):
+        return obj.config_type in self.readable_types(request) if obj else bool(self.readable_types(request))
 
     def has_add_permission(self, request):
         return False
@@ -85,7 +103,7 @@ class RevisionAdmin(ModelAdmin):
         revision = Revision.objects.get(pk=object_id)
         try:
             result = configs.rollback(revision.config_type, revision.name, revision.revision,
-                                      Actor.of(request.user, "admin"))
+                                      Actor.for_request(request, "admin"))
         except DomainError as error:
             self.message_user(request, f"Not rolled back: {error}", messages.ERROR)
             return HttpResponseRedirect(reverse("admin:pools_revision_change", args=[object_id]))
@@ -96,4 +114,7 @@ class RevisionAdmin(ModelAdmin):
                                     + f"?config_type__exact={revision.config_type}&name={revision.name}")
 
     def has_rollback_permission(self, request, object_id=None):
-        return request.user.is_superuser
+        config_type = Revision.objects.filter(pk=object_id).values_list("config_type", flat=True).first() \
+            if object_id else None
+        resource = f"config/{config_type.lower()}" if config_type else "config/history"
+        return policy.decide(request, "config:Update", resource).allowed

@@ -7,6 +7,8 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from access import policy
+from access.api.permissions import ConfigPermission, PolicyPermission
 from pools.api import serializers as s
 from pools.errors import ConfigError
 from pools.models import ConfigType
@@ -33,10 +35,16 @@ def _valid(serializer_class, data) -> dict:
 
 
 def _actor(request) -> Actor:
-    return Actor.of(request.user, "api")
+    return Actor.for_request(request, "api")
 
 
-class ConfigCollectionView(APIView):
+class ConfigAPIView(APIView):
+    """Config endpoints: `config:Read` / `config:Update` on `config/<type>`, decided by access.policy."""
+
+    permission_classes = [ConfigPermission]
+
+
+class ConfigCollectionView(ConfigAPIView):
     @extend_schema(parameters=[TYPE_PARAM], responses={200: OpenApiTypes.OBJECT, **ERRORS},
                    summary="Every object of a config type as {name: body}")
     def get(self, request, config_type):
@@ -52,7 +60,7 @@ class ConfigCollectionView(APIView):
         return Response([r.as_dict() for r in results])
 
 
-class ConfigObjectView(APIView):
+class ConfigObjectView(ConfigAPIView):
     @extend_schema(parameters=[TYPE_PARAM], responses={200: OpenApiTypes.OBJECT, **ERRORS},
                    summary="One object's body")
     def get(self, request, config_type, name):
@@ -85,7 +93,7 @@ class ConfigObjectView(APIView):
                          "deleted": True})
 
 
-class HistoryView(APIView):
+class HistoryView(ConfigAPIView):
     @extend_schema(parameters=[s.HistoryQuerySerializer], responses={200: OpenApiTypes.OBJECT, **ERRORS},
                    summary="Revisions, newest first")
     def get(self, request):
@@ -95,7 +103,7 @@ class HistoryView(APIView):
         return Response({"configs": [revisions.revision_summary(r, with_data=not query["omit_data"]) for r in rows]})
 
 
-class DiffView(APIView):
+class DiffView(ConfigAPIView):
     @extend_schema(parameters=[s.DiffQuerySerializer], responses={200: OpenApiTypes.OBJECT, **ERRORS},
                    summary="What changed between two revisions of one object")
     def get(self, request):
@@ -105,7 +113,7 @@ class DiffView(APIView):
         return Response(result.as_dict())
 
 
-class RollbackView(APIView):
+class RollbackView(ConfigAPIView):
     @extend_schema(request=s.RollbackSerializer, responses={200: s.ApplyResultSerializer, **ERRORS},
                    summary="Restore an object to a revision (written as a new revision)")
     def post(self, request):
@@ -116,6 +124,18 @@ class RollbackView(APIView):
 
 
 class PoolListView(APIView):
-    @extend_schema(responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Pools with their platforms")
+    """`pool:List`; lists the pools the caller may use (`access.policy.allowed_pools`), every pool with
+    `?all_pools=true` (as OSMO)."""
+
+    permission_classes = [PolicyPermission]
+    policy_action = "pool:List"
+
+    @extend_schema(parameters=[OpenApiParameter("all_pools", bool, description="Every pool, not only yours.")],
+                   responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Pools with their platforms")
     def get(self, request):
-        return Response({"pools": {row["name"]: row for row in pool_listing.pool_rows()}})
+        if request.query_params.get("all_pools", "").lower() in ("1", "true", "yes"):
+            rows = pool_listing.pool_rows()
+        else:
+            names = policy.allowed_pools(request)
+            rows = pool_listing.pool_rows(sorted(names)) if names else []
+        return Response({"pools": {row["name"]: row for row in rows}})

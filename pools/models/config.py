@@ -11,7 +11,23 @@ from django.db import models
 
 
 class Backend(models.Model):
-    """A Kubernetes cluster that pools run on."""
+    """A Kubernetes cluster that pools run on.
+
+    Connection settings are read only by `pools.kube.connection` (the one ApiClient factory). `kubeconfig`
+    and `token` are secrets: never displayed back, logged or written into revisions (snapshots show a
+    `<set …>` marker). Sync fields are written by `pools.services.inventory`.
+    """
+
+    class Connection(models.TextChoices):
+        NONE = "", "not connected"
+        KUBECONFIG = "kubeconfig", "kubeconfig"
+        IN_CLUSTER = "in-cluster", "in-cluster service account"
+        URL = "url", "API URL (+ token, CA)"
+
+    class SyncStatus(models.TextChoices):
+        NEVER = "never", "never synced"
+        OK = "ok", "ok"
+        DEGRADED = "degraded", "degraded"
 
     name = models.CharField(max_length=128, unique=True)
     description = models.TextField(blank=True, default="")
@@ -21,6 +37,21 @@ class Backend(models.Model):
     )
     dashboard_url = models.URLField(blank=True, default="")
     grafana_url = models.URLField(blank=True, default="")
+    # -- connection
+    connection = models.CharField(max_length=16, choices=Connection.choices, blank=True, default="")
+    api_url = models.CharField(max_length=2048, blank=True, default="", help_text="e.g. https://api.example:6443")
+    token = models.TextField(blank=True, default="", help_text="Bearer token (secret).")
+    ca_cert = models.TextField(blank=True, default="", help_text="PEM CA bundle; empty uses the system CAs.")
+    verify_tls = models.BooleanField(default=True)
+    kubeconfig = models.TextField(blank=True, default="", help_text="kubeconfig content (secret).")
+    kube_context = models.CharField(max_length=253, blank=True, default="", help_text="kubeconfig context.")
+    # -- inventory sync state
+    sync_status = models.CharField(max_length=16, choices=SyncStatus.choices, default=SyncStatus.NEVER)
+    online = models.BooleanField(default=False)
+    last_sync_at = models.DateTimeField(null=True, blank=True, help_text="Last successful full sync.")
+    last_error = models.TextField(blank=True, default="")
+    last_error_at = models.DateTimeField(null=True, blank=True)
+    server_version = models.CharField(max_length=64, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -29,6 +60,9 @@ class Backend(models.Model):
 
     def __str__(self) -> str:
         return self.name
+
+    def __repr__(self) -> str:  # never the secrets
+        return f"<Backend {self.name} connection={self.connection or 'none'}>"
 
 
 class PodTemplate(models.Model):

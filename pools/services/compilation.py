@@ -57,6 +57,7 @@ def recompile_pools(pools: QuerySet[Pool]) -> None:
                 changed.append(platform)
     if changed:
         Platform.objects.bulk_update(changed, ["compiled"], batch_size=500)
+    __import__("pools.services.membership", fromlist=["_"]).recompute_for_pools(pools)  # config -> node membership
 
 
 def compiled_platform(platform: Platform) -> CompiledPlatform:

@@ -64,6 +64,21 @@ class BackendDoc:
     scheduler_name: str = ""
     dashboard_url: str = ""
     grafana_url: str = ""
+    connection: str = ""
+    api_url: str = ""
+    token: str | object = ""  # KEEP_SECRET: keep the stored value (the document showed a `<set …>` marker)
+    ca_cert: str = ""
+    verify_tls: bool = True
+    kubeconfig: str | object = ""  # KEEP_SECRET as for token
+    kube_context: str = ""
+    warnings: list[str] = field(default_factory=list)
+
+
+SECRET_FIELDS = ("token", "kubeconfig")
+KEEP_SECRET = type("KeepSecret", (), {"__repr__": lambda self: "KEEP_SECRET"})()
+SECRET_MARKER_RE = re.compile(r"^<set(?: [0-9a-f]{8})?>$")
+CONNECTIONS = ("", "kubeconfig", "in-cluster", "url")
+_CONNECTION_FIELDS = ("connection", "api_url", "token", "ca_cert", "verify_tls", "kubeconfig", "kube_context")
 
 
 def parse_pool(name: str, body: object) -> PoolDoc:
@@ -184,7 +199,8 @@ def parse_backend(name: str, body: object) -> BackendDoc:
     body.pop("name", None)
     _drop_read_only(body, ("k8s_uid", "k8s_namespace", "version", "last_heartbeat", "created_date", "online",
                            "router_address", "tests", "node_conditions"), "backend")
-    _reject_unknown(body, {"description", "namespace", "scheduler_name", "dashboard_url", "grafana_url"}, "")
+    _reject_unknown(body, {"description", "namespace", "scheduler_name", "dashboard_url", "grafana_url",
+                           *_CONNECTION_FIELDS}, "")
     scheduler_name = body.get("scheduler_name", "")
     if scheduler is not None:
         scheduler_name = _mapping(scheduler, "scheduler_settings").get("scheduler_name", scheduler_name)
@@ -199,7 +215,48 @@ def parse_backend(name: str, body: object) -> BackendDoc:
         scheduler_name=_string(scheduler_name or "", "scheduler_name"),
         dashboard_url=_string(body.get("dashboard_url") or "", "dashboard_url"),
         grafana_url=_string(body.get("grafana_url") or "", "grafana_url"),
+        **_connection(body),
     )
+
+
+def _connection(body: dict) -> dict:
+    """Connection settings (shared docs design §3: kubeconfig content, in-cluster, or URL + token + CA).
+
+    Secrets (`token`, `kubeconfig`) come back from `config show` as `<set …>` markers; a marker means
+    "keep what is stored" (KEEP_SECRET), so a shown document can be applied again unchanged.
+    """
+    values = {key: body.get(key) for key in _CONNECTION_FIELDS if body.get(key) is not None}
+    for key in ("connection", "api_url", "ca_cert", "kube_context", "token", "kubeconfig"):
+        values[key] = _string(values.get(key, ""), key).strip()
+    for key in ("token", "kubeconfig"):
+        if SECRET_MARKER_RE.match(values[key]):
+            values[key] = KEEP_SECRET
+    values["verify_tls"] = _bool(values.get("verify_tls", True), "verify_tls")
+    connection = values["connection"]
+    if not connection:
+        connection = "kubeconfig" if values["kubeconfig"] else "url" if values["api_url"] else ""
+    if connection not in CONNECTIONS:
+        raise ConfigError(f"unknown connection; expected one of {', '.join(c for c in CONNECTIONS if c)} "
+                          "(or leave it empty)", field="connection", value=connection)
+    if connection == "url" and not re.match(r"^https?://[^\s/]+", values["api_url"]):
+        raise ConfigError("connection 'url' needs api_url, the API server URL (https://host:port)",
+                          field="api_url", value=values["api_url"])
+    if connection == "kubeconfig":
+        if not values["kubeconfig"]:
+            raise ConfigError("connection 'kubeconfig' needs the kubeconfig content", field="kubeconfig",
+                              value="")
+        if values["kubeconfig"] is not KEEP_SECRET:
+            from pools.kube.kubeconfig import KubeconfigError, check_kubeconfig  # YAML only, no client
+
+            try:
+                check_kubeconfig(values["kubeconfig"], values["kube_context"])
+            except KubeconfigError as error:
+                raise ConfigError(str(error), field="kubeconfig", value="<not shown>") from None
+    if values["ca_cert"] and "-----BEGIN CERTIFICATE-----" not in values["ca_cert"]:
+        raise ConfigError("must be PEM certificates (-----BEGIN CERTIFICATE-----)", field="ca_cert",
+                          value=values["ca_cert"][:40])
+    values["connection"] = connection
+    return values
 
 
 def parse_pod_template(name: str, body: object) -> dict:

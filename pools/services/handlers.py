@@ -50,13 +50,30 @@ class Handler:
 class BackendHandler(Handler):
     config_type = ConfigType.BACKEND
     model = Backend
-    FIELDS = ("description", "namespace", "scheduler_name", "dashboard_url", "grafana_url")
+    FIELDS = ("description", "namespace", "scheduler_name", "dashboard_url", "grafana_url", "connection",
+              "api_url", "token", "ca_cert", "verify_tls", "kubeconfig", "kube_context")
+    SECRETS = ("token", "kubeconfig")
 
     def parse(self, name, body):
         return documents.parse_backend(name, body)
 
+    def prepare(self, docs):
+        """A `<set …>` marker keeps the stored secret: put the stored value in the document."""
+        keep = [doc for doc in docs if any(getattr(doc, key) is documents.KEEP_SECRET for key in self.SECRETS)]
+        stored = {b.name: b for b in Backend.objects.filter(name__in=[doc.name for doc in keep]).only(
+            "name", *self.SECRETS)} if keep else {}
+        for doc in keep:
+            for key in self.SECRETS:
+                if getattr(doc, key) is documents.KEEP_SECRET:
+                    current = getattr(stored[doc.name], key) if doc.name in stored else ""
+                    if not current:
+                        doc.warnings.append(f"{key}: the <set> marker keeps a stored value, but none is stored")
+                    setattr(doc, key, current)
+        return None
+
     def doc_snapshot(self, doc):
-        return {field: getattr(doc, field) for field in self.FIELDS}
+        values = {field: getattr(doc, field) for field in self.FIELDS}
+        return {**values, **{key: snapshots.secret_marker(values[key]) for key in self.SECRETS}}
 
     def save(self, doc, existing, prepared):
         backend = existing or Backend(name=doc.name)

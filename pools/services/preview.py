@@ -15,6 +15,7 @@ from pools.engine.paths import join_index, join_key
 from pools.errors import ConfigError, ConfigNotFound
 from pools.models import Platform, Pool
 from pools.services.compilation import compiled_platform
+from pools.services.node_rules import capacities_for
 
 RESOURCE_KEYS = ("cpu", "gpu", "memory", "storage")
 
@@ -30,16 +31,17 @@ class PreviewRequest:
     command: list[str] = field(default_factory=lambda: ["sleep", "infinity"])
 
 
-def preview(request: PreviewRequest, *, nodes=None) -> dict:
+def preview(request: PreviewRequest) -> dict:
     """`{"pool", "platform", "pod", "provenance", "warnings", "validation", "variables"}`; raises domain errors."""
     platform = _platform(request.pool, request.platform)
+    nodes = capacities_for([platform])[platform.pk]
     task = TaskInput(name=request.task, image=request.image, command=list(request.command),
                      resources={k: v for k, v in request.resources.items() if v not in (None, "")},
                      variables=dict(request.variables))
     resolution = resolve(compiled_platform(platform), task, WorkflowContext(submitted_by="preview"), nodes)
     result = resolution.to_dict()
     if nodes is None:
-        result["warnings"].append("node rules (K8_*) were not checked: no node inventory for this platform yet")
+        result["warnings"].append("node rules (K8_*) were not checked: the cluster's nodes have not been synced yet")
     return {"pool": platform.pool.name, "platform": platform.name, **result}
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import difflib
 import json
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
@@ -15,15 +16,32 @@ from pools.models import ConfigType, Revision
 
 @dataclass(frozen=True)
 class Actor:
-    """Who made a change, and through which door (`cli`, `api`, `admin`, `system`)."""
+    """Who made a change, through which door (`cli`, `api`, `admin`, `system`) and from where."""
 
     name: str
     user: AbstractBaseUser | None = None
     source: str = "cli"
+    remote_addr: str | None = None
 
     @classmethod
-    def of(cls, user, source: str) -> Actor:
-        return cls(name=user.get_username() if user else "system", user=user, source=source)
+    def of(cls, user, source: str, remote_addr: str | None = None) -> Actor:
+        return cls(name=user.get_username() if user else "system", user=user, source=source,
+                   remote_addr=remote_addr)
+
+    @classmethod
+    def for_request(cls, request, source: str) -> Actor:
+        user = request.user if request.user.is_authenticated else None
+        return cls.of(user, source, request.META.get("REMOTE_ADDR") or None)
+
+
+# Called with (config_type, [Revision, ...], actor) after every recorded write, inside its transaction.
+# The access app registers the audit trail here (access.services.audit).
+LISTENERS: list[Callable[[str, list[Revision], Actor], None]] = []
+
+
+def _notify(config_type: str, rows: list[Revision], actor: Actor) -> None:
+    for listener in LISTENERS:
+        listener(config_type, rows, actor)
 
 
 @dataclass
@@ -52,11 +70,13 @@ def record(config_type: str, name: str, snapshot, actor: Actor, *, description: 
            deleted: bool = False) -> Revision:
     """Append the next revision of (type, name). Callers hold the transaction."""
     latest = Revision.objects.filter(config_type=config_type, name=name).aggregate(n=Max("revision"))["n"] or 0
-    return Revision.objects.create(
+    revision = Revision.objects.create(
         config_type=config_type, name=name, revision=latest + 1, snapshot=snapshot, deleted=deleted,
         author=actor.user if actor.user and actor.user.pk else None, author_name=f"{actor.name} ({actor.source})",
         description=description, tags=list(tags),
     )
+    _notify(config_type, [revision], actor)
+    return revision
 
 
 def record_many(config_type: str, snapshots: dict[str, object], actor: Actor, *, description: str = "",
@@ -71,6 +91,7 @@ def record_many(config_type: str, snapshots: dict[str, object], actor: Actor, *,
                      author=author, author_name=f"{actor.name} ({actor.source})", description=description,
                      tags=list(tags)) for name, snapshot in snapshots.items()]
     Revision.objects.bulk_create(rows)
+    _notify(config_type, rows, actor)
     return {row.name: row.revision for row in rows}
 
 

@@ -2,6 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
+import hmac
+
+from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 
 from pools.models import Backend, Platform, PodTemplate, Pool, ResourceValidation
@@ -87,13 +91,29 @@ def platform_snapshot(platform: Platform) -> dict:
 
 
 def backend_snapshot(backend: Backend) -> dict:
+    """Secrets never leave as values: `token` and `kubeconfig` show a `<set xxxxxxxx>` marker (a keyed
+    hash, so a changed secret is a changed snapshot), which `parse_backend` accepts back as "keep"."""
     return {
         "description": backend.description,
         "namespace": backend.namespace,
         "scheduler_name": backend.scheduler_name,
         "dashboard_url": backend.dashboard_url,
         "grafana_url": backend.grafana_url,
+        "connection": backend.connection,
+        "api_url": backend.api_url,
+        "token": secret_marker(backend.token),
+        "ca_cert": backend.ca_cert,
+        "verify_tls": backend.verify_tls,
+        "kubeconfig": secret_marker(backend.kubeconfig),
+        "kube_context": backend.kube_context,
     }
+
+
+def secret_marker(value: str) -> str:
+    if not value:
+        return ""
+    digest = hmac.new(settings.SECRET_KEY.encode(), value.encode(), hashlib.sha256).hexdigest()
+    return f"<set {digest[:8]}>"
 
 
 def pod_template_snapshot(template: PodTemplate) -> dict:

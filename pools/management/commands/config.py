@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from pools.errors import ConfigError
 from pools.models import ConfigType
 from pools.services import configs, revisions
 from pools.services.revisions import Actor
@@ -45,6 +46,14 @@ class Command(PortalCommand):
         rollback.add_argument("name")
         rollback.add_argument("revision", type=int)
         _describe(rollback)
+        # --- ROLE generator (access app) ---
+        setter = verbs.add_parser("set", help="`set ROLE osmo-<prefix> pool`: generate OSMO's pool role; "
+                                              "`set ROLE NAME --file F`: same as update")
+        setter.add_argument("type", type=str.upper, choices=[ConfigType.ROLE], metavar="TYPE")
+        setter.add_argument("name")
+        setter.add_argument("kind", nargs="?", choices=["pool"], help="pool: grants workflow:* on pool/<prefix>*")
+        setter.add_argument("--file", "-f")
+        _describe(setter)
 
     def handle(self, *args, **options):
         getattr(self, f"do_{options['verb']}")(options)
@@ -95,6 +104,23 @@ class Command(PortalCommand):
                                   **_described(options))
         state = f"revision {result.revision}" if result.revision else "already identical, nothing written"
         self.stdout.write(f"{result.config_type} {result.name} rolled back to r{options['revision']} ({state})")
+
+    def do_set(self, options):
+        from access.services import roles  # the ROLE config type belongs to the access app
+
+        actor, described = Actor.of(None, "cli"), _described(options)
+        if options["kind"] == "pool":
+            result = roles.set_pool_role(options["name"], actor, **described)
+        elif options["file"]:
+            body = configs.unwrap(options["type"], options["name"], load_document(options["file"]))
+            result = configs.apply(options["type"], options["name"], body, actor, **described)
+        else:
+            raise ConfigError("say what to set: `pool` (generated pool role) or --file", field="kind", value=None)
+        for warning in result.warnings:
+            self.warn(f"{result.name}: {warning}")
+        state = "created" if result.created else ("updated" if result.changed else "unchanged")
+        revision = f" (revision {result.revision})" if result.revision else ""
+        self.stdout.write(f"{result.config_type} {result.name} {state}{revision}")
 
 
 def _describe(parser) -> None:

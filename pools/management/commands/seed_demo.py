@@ -31,7 +31,7 @@ def demo_documents() -> list[tuple[str, dict]]:
 
 
 class Command(PortalCommand):
-    help = "Load demo pools, templates, validations, backends and two accounts (idempotent)."
+    help = "Load demo pools, templates, validations, backends, two accounts and their roles (idempotent)."
 
     def handle(self, *args, **options):
         actor = Actor(name="seed_demo", source="system")
@@ -53,4 +53,16 @@ class Command(PortalCommand):
             users.objects.create_superuser("admin", "admin@example.com", admin_password)
         if not users.objects.filter(username="researcher").exists():
             users.objects.create_user("researcher", "researcher@example.com", researcher_password)
+        self._roles(users)
         return admin_password, researcher_password
+
+    def _roles(self, users) -> None:
+        """admin holds osmo-admin; researcher holds osmo-user and the robotics team role (robotics-* pools)."""
+        from access.services import roles  # roles belong to the access app
+
+        actor = Actor(name="seed_demo", source="system")
+        roles.ensure_builtin_roles()
+        roles.set_pool_role("osmo-robotics", actor, description="demo data")
+        roles.update_user_roles(users.objects.get(username="admin"), add=["osmo-admin"], actor=actor)
+        roles.update_user_roles(users.objects.get(username="researcher"), add=["osmo-user", "osmo-robotics"],
+                                actor=actor)

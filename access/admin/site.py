@@ -1,0 +1,129 @@
+"""The admin console asks `access.policy`, never Django's is_staff / is_superuser / model permissions.
+
+- Entering `/admin/`: holders of a role that allows a config action (`osmo-admin`, or roles granted
+  `config:Read` / `config:Update` on some `config/<type>`). Anyone else who is signed in is sent to the
+  self-service home page `/`.
+- Each ModelAdmin (`PolicyAdminMixin`): view = `config:Read` (or `config:Update`), add / change /
+  delete = `config:Update`, on the admin's `policy_resource` (`config/pool`, `config/role`, …).
+- Every refusal (a 403 from a ModelAdmin, a signed-in user turned away at the door) is audited.
+- The login form accepts any active account (not only is_staff), so researchers sign in here too.
+
+The project keeps Django's default admin site object (every `admin.register` uses it); the policy
+behaviour is installed by giving that object this subclass, in `AccessConfig.ready()`.
+"""
+
+from __future__ import annotations
+
+from functools import update_wrapper
+
+from django.contrib import admin
+from django.contrib.auth import REDIRECT_FIELD_NAME
+from django.contrib.auth.forms import AuthenticationForm as PlainAuthenticationForm
+from django.core.exceptions import PermissionDenied
+from django.http import HttpResponseRedirect
+from django.urls import reverse
+from django.utils.html import format_html
+from django.utils.http import url_has_allowed_host_and_scheme
+from unfold.forms import AuthenticationForm
+from unfold.sites import UnfoldAdminSite
+
+from access import policy
+from access.services import audit
+
+READ, UPDATE = "config:Read", "config:Update"
+
+
+class PortalLoginForm(AuthenticationForm):
+    """Unfold's login form without the is_staff requirement: access is decided by roles."""
+
+    def confirm_login_allowed(self, user):
+        PlainAuthenticationForm.confirm_login_allowed(self, user)
+
+
+class PolicyAdminSite(UnfoldAdminSite):
+    def has_permission(self, request):
+        return request.user.is_active and policy.admin_access(request).allowed
+
+    def login(self, request, extra_context=None):
+        """Signed in but not an admin: go to `?next=` when it is a safe page outside the admin, else home."""
+        if request.method == "GET" and request.user.is_authenticated and not self.has_permission(request):
+            audit.denied(request, policy.principal(request), "admin:Access", "", "admin",
+                         policy.admin_access(request).because)
+            target = request.GET.get(REDIRECT_FIELD_NAME, "")
+            safe = url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure())
+            return HttpResponseRedirect(target if safe and not target.startswith(reverse("admin:index")) else "/")
+        return super().login(request, extra_context)
+
+    def admin_view(self, view, cacheable=False):
+        wrapped = super().admin_view(view, cacheable)
+
+        def audited(request, *args, **kwargs):
+            try:
+                return wrapped(request, *args, **kwargs)
+            except PermissionDenied:
+                action, resource, because = getattr(request, "_access_last_denial", (
+                    "admin:View", request.path, ["the admin page refused this request"]))
+                audit.denied(request, policy.principal(request), action, resource, "admin", because)
+                raise
+
+        return update_wrapper(audited, wrapped)
+
+
+def install_policy_admin_site() -> None:
+    site = admin.site
+    if not isinstance(site, PolicyAdminSite):
+        site.__class__ = PolicyAdminSite
+    site.login_form = PortalLoginForm
+
+
+class PolicyAdminMixin:
+    """ModelAdmin / inline permissions from the policy. Set `policy_resource` (e.g. `config/pool`)."""
+
+    policy_resource: str = ""
+
+    def get_policy_resource(self, request, obj=None) -> str:
+        return self.policy_resource
+
+    def _may(self, request, action: str, obj=None) -> bool:
+        resource = self.get_policy_resource(request, obj)
+        decision = policy.decide(request, action, resource)
+        if not decision.allowed:  # remembered for the audit event if the page ends up refused
+            request._access_last_denial = (action, resource, decision.because)
+        return decision.allowed
+
+    def has_module_permission(self, request):
+        return self._may(request, READ) or self._may(request, UPDATE)
+
+    def has_view_permission(self, request, obj=None):
+        return self._may(request, READ, obj) or self._may(request, UPDATE, obj)
+
+    def has_add_permission(self, request, *args):
+        return self._may(request, UPDATE)
+
+    def has_change_permission(self, request, obj=None):
+        return self._may(request, UPDATE, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return self._may(request, UPDATE, obj)
+
+
+class PoolAccessLinkMixin:
+    """Adds a "who may use this pool" link (to the explain page) to the pool change page."""
+
+    def get_readonly_fields(self, request, obj=None):
+        return [*super().get_readonly_fields(request, obj), "who_may_use"]
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if obj is None:
+            return fieldsets
+        first = (fieldsets[0][0], {**fieldsets[0][1], "fields": [*fieldsets[0][1]["fields"], "who_may_use"]})
+        return [first, *fieldsets[1:]]
+
+    def who_may_use(self, obj):
+        if obj is None or obj.pk is None:
+            return "-"
+        return format_html('<a class="underline" href="{}?pool={}">Why can / can\'t a user use {}?</a>',
+                           reverse("admin:access_explain"), obj.name, obj.name)
+
+    who_may_use.short_description = "Access"

@@ -1,0 +1,44 @@
+"""Request and response shapes of the token API (`/api/auth/access_token[/NAME]`)."""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema_field
+from rest_framework import serializers
+
+
+@extend_schema_field({"type": "array", "items": {"type": "string"}})
+class RolesField(serializers.Field):
+    """A list of role names, or OSMO's comma-separated query string form."""
+
+    def to_internal_value(self, data):
+        if isinstance(data, str):
+            return [name.strip() for name in data.split(",") if name.strip()]
+        if isinstance(data, list) and all(isinstance(name, str) for name in data):
+            return data
+        raise serializers.ValidationError("must be a list of role names or a comma-separated string")
+
+    def to_representation(self, value):
+        return value
+
+
+class TokenCreateSerializer(serializers.Serializer):
+    expires_at = serializers.CharField(required=False, allow_blank=True, allow_null=True, help_text=(
+        "YYYY-MM-DD (midnight UTC), an ISO date-time, or e.g. 30d; default and maximum: TOKEN_MAX_LIFETIME_DAYS."))
+    roles = RolesField(required=False, allow_null=True, help_text="Subset of your roles; default: all of them.")
+
+
+class NewTokenSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    token = serializers.CharField(help_text="The secret. Shown once; send it as `Authorization: Bearer <token>`.")
+    expires = serializers.DateTimeField()
+    roles = serializers.ListField(child=serializers.CharField())
+
+
+class TokenSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    prefix = serializers.CharField()
+    roles = serializers.ListField(child=serializers.CharField())
+    created = serializers.DateTimeField()
+    expires = serializers.DateTimeField()
+    last_used = serializers.DateTimeField(allow_null=True)
+    status = serializers.ChoiceField(choices=["active", "expired", "revoked"])

@@ -1,0 +1,55 @@
+"""Personal API tokens over REST, on OSMO's path: `POST|GET|DELETE /api/auth/access_token[/NAME]`.
+
+Every call acts on the caller's own tokens and needs `auth:Token` (held through `osmo-user`). A token
+can create tokens, but only with roles it carries itself.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from access import policy
+from access.api import serializers as s
+from access.api.permissions import PolicyPermission
+from access.services import tokens
+from pools.api.serializers import ErrorSerializer
+from pools.services.revisions import Actor
+
+ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer,
+          409: ErrorSerializer}
+
+
+class TokenAPIView(APIView):
+    permission_classes = [PolicyPermission]
+    policy_action, policy_resource = "auth:Token", ""
+
+
+class TokenCollectionView(TokenAPIView):
+    @extend_schema(responses={200: s.TokenSerializer(many=True), **ERRORS}, summary="Your API tokens")
+    def get(self, request):
+        return Response([tokens.describe(token) for token in tokens.tokens_of(request.user)])
+
+
+class TokenObjectView(TokenAPIView):
+    @extend_schema(request=s.TokenCreateSerializer, responses={201: s.NewTokenSerializer, **ERRORS},
+                   summary="Create a token (the secret is in this response only)")
+    def post(self, request, name):
+        data = {**request.query_params.dict(), **(request.data if hasattr(request.data, "keys") else {})}
+        serializer = s.TokenCreateSerializer(data=data)
+        serializer.is_valid(raise_exception=True)
+        created = tokens.create(request.user, name, roles=serializer.validated_data.get("roles"),
+                                expires=serializer.validated_data.get("expires_at"),
+                                issuer=policy.principal(request), actor=Actor.for_request(request, "api"))
+        body = {**created.as_dict(), "roles": sorted(role.name for role in created.token.roles.all())}
+        return Response(body, status=201)
+
+    @extend_schema(responses={200: s.TokenSerializer, **ERRORS}, summary="One of your tokens")
+    def get(self, request, name):
+        return Response(tokens.describe(tokens.get(request.user, name)))
+
+    @extend_schema(responses={200: s.TokenSerializer, **ERRORS}, summary="Revoke one of your tokens")
+    def delete(self, request, name):
+        token = tokens.revoke(request.user, name, Actor.for_request(request, "api"))
+        return Response(tokens.describe(token))

@@ -1,0 +1,184 @@
+"""ROLE documents in OSMO's JSON shape: parse, validate, convert the 6.0 format, and the built-in roles.
+
+Pure functions (no database). The shape, as `config show ROLE` prints it and `config update ROLE` reads it:
+
+    {"name": "osmo-team", "description": "...",
+     "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/team*"]}],
+     "immutable": false, "sync_mode": "import", "external_roles": ["team-gpu-users"]}
+
+`force: true` in a body lets an update change an immutable role's policies (it is not stored).
+"""
+
+from __future__ import annotations
+
+import copy
+import re
+from dataclasses import dataclass, field
+
+from access import legacy
+from access.matching import ACTION_RE, EFFECTS
+from access.models import SyncMode
+from pools.errors import ConfigError
+from pools.validators import check_name
+
+ROLE_FIELDS = ("name", "description", "policies", "immutable", "sync_mode", "external_roles")
+POOL_ROLE_RE = re.compile(r"^osmo-(.+)$")
+
+ADMIN_POLICIES = [{"effect": "Allow", "actions": ["*:*"], "resources": ["*"]}]
+BUILTIN_ROLES: dict[str, dict] = {
+    "osmo-admin": {
+        "description": "Administrators: every action on everything (built in, immutable).",
+        "policies": ADMIN_POLICIES,
+        "immutable": True,
+    },
+    "osmo-user": {
+        "description": "Users: list pools and resources, read workflows, manage their profile, tokens and apps.",
+        "policies": [
+            {"effect": "Allow", "resources": ["*"],
+             "actions": ["app:*", "auth:Token", "credentials:*", "mcp:Access", "pool:List", "profile:Read",
+                         "profile:Update", "resources:Read", "user:List", "workflow:List", "workflow:Read"]},
+            {"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/default"]},
+        ],
+        "immutable": False,
+    },
+    "osmo-default": {
+        "description": "Held implicitly by everyone, signed in or not.",
+        "policies": [{"effect": "Allow", "resources": ["*"],
+                      "actions": ["system:Health", "system:Version", "auth:Login", "auth:Refresh", "profile:*"]}],
+        "immutable": False,
+    },
+}
+
+
+@dataclass
+class RoleDoc:
+    name: str
+    description: str = ""
+    policies: list[dict] = field(default_factory=list)
+    immutable: bool = False
+    sync_mode: str = SyncMode.IMPORT
+    external_roles: list[str] | None = None  # None: keep the existing mapping (new role: none)
+    force: bool = False
+    warnings: list[str] = field(default_factory=list)
+
+    def snapshot(self) -> dict:
+        return {"name": self.name, "description": self.description, "policies": copy.deepcopy(self.policies),
+                "immutable": self.immutable, "sync_mode": self.sync_mode,
+                "external_roles": list(self.external_roles or [])}
+
+
+def role_snapshot(role) -> dict:
+    return {"name": role.name, "description": role.description, "policies": copy.deepcopy(role.policies),
+            "immutable": role.immutable, "sync_mode": role.sync_mode, "external_roles": list(role.external_roles)}
+
+
+def parse_role(name: str, body: object) -> RoleDoc:
+    check_name(name)
+    if not isinstance(body, dict):
+        raise ConfigError(f"must be a mapping (JSON object), not {type(body).__name__}", field="(document)",
+                          value=body)
+    unknown = sorted(set(body) - {*ROLE_FIELDS, "force", "actions"})
+    if unknown:
+        raise ConfigError(f"unknown field; allowed fields are {', '.join(ROLE_FIELDS)} (and force)",
+                          field=unknown[0], value=unknown[0])
+    if body.get("name", name) != name:
+        raise ConfigError(f"does not match the role name {name!r}", field="name", value=body["name"])
+    doc = RoleDoc(name=name, description=_string(body.get("description") or "", "description"),
+                  immutable=_bool(body.get("immutable", False), "immutable"),
+                  force=_bool(body.get("force", False), "force"))
+    sync_mode = body.get("sync_mode") or SyncMode.IMPORT
+    if sync_mode not in SyncMode.values:
+        raise ConfigError(f"must be one of {', '.join(SyncMode.values)}", field="sync_mode", value=sync_mode)
+    doc.sync_mode = sync_mode
+    doc.external_roles = _external_roles(body.get("external_roles"))
+    policies = body.get("policies")
+    if policies is not None and not isinstance(policies, list):
+        raise ConfigError("must be a list of policies", field="policies", value=policies)
+    for index, policy in enumerate(policies or []):
+        doc.policies.extend(_policy(policy, f"policies[{index}]", doc.warnings))
+    if "actions" in body:  # the seed documents' 6.0 role: actions at the top level
+        actions = body["actions"]
+        if not isinstance(actions, list):
+            raise ConfigError("must be a list of 6.0 actions", field="actions", value=actions)
+        converted = legacy.convert(actions, "actions")
+        doc.policies.extend(converted.policies)
+        doc.warnings.append("converted from the OSMO 6.0 format (path globs) to semantic policies")
+        doc.warnings.extend(converted.warnings)
+    return doc
+
+
+def _policy(policy: object, where: str, warnings: list[str]) -> list[dict]:
+    if not isinstance(policy, dict):
+        raise ConfigError("a policy is {\"effect\", \"actions\", \"resources\"}", field=where, value=policy)
+    unknown = sorted(set(policy) - {"effect", "actions", "resources"})
+    if unknown:
+        raise ConfigError("unknown field; a policy has effect, actions and resources", field=f"{where}.{unknown[0]}",
+                          value=unknown[0])
+    effect = policy.get("effect") or "Allow"
+    if not isinstance(effect, str) or effect.capitalize() not in EFFECTS:
+        raise ConfigError("must be Allow or Deny", field=f"{where}.effect", value=effect)
+    effect = effect.capitalize()
+    actions = policy.get("actions")
+    if not isinstance(actions, list) or not actions:
+        raise ConfigError("must be a non-empty list such as [\"workflow:Create\"]", field=f"{where}.actions",
+                          value=actions)
+    resources = policy.get("resources")
+    resources = [] if resources is None else resources
+    if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
+        raise ConfigError("must be a list of strings such as [\"pool/team*\"]", field=f"{where}.resources",
+                          value=resources)
+    for index, resource in enumerate(resources):
+        if "*" in resource[:-1]:
+            warnings.append(f"{where}.resources[{index}]: only a trailing '*' is a wildcard; {resource!r} "
+                            "matches its other '*' literally")
+    semantic, old = [], []
+    for index, action in enumerate(actions):
+        if legacy.is_legacy_action(action):
+            old.append(action)
+        elif isinstance(action, str) and ACTION_RE.match(action):
+            semantic.append(action)
+        else:
+            raise ConfigError("must look like workflow:Create, workflow:*, *:Read or *:* (or a 6.0 "
+                              "{base, path, method} action)", field=f"{where}.actions[{index}]", value=action)
+    result = [{"effect": effect, "actions": semantic, "resources": list(resources)}] if semantic else []
+    if old:
+        converted = legacy.convert(old, f"{where}.actions")
+        for item in converted.policies:
+            if effect == "Deny":
+                item["effect"] = "Deny"
+        result.extend(converted.policies)
+        warnings.append(f"{where}: 6.0 path actions converted to semantic policies")
+        warnings.extend(converted.warnings)
+    return result
+
+
+def _external_roles(value: object) -> list[str] | None:
+    if value is None:
+        return None
+    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+        raise ConfigError("must be a list of IdP group or role names (or null to keep the current mapping)",
+                          field="external_roles", value=value)
+    return sorted({v.strip() for v in value})
+
+
+def pool_role(name: str) -> dict:
+    """OSMO's generated pool role: `osmo-<X>` may use every pool whose name starts with `<X>`."""
+    match = POOL_ROLE_RE.match(name or "")
+    if not match:
+        raise ConfigError("a generated pool role is named osmo-<pool name prefix>, e.g. osmo-team", field="name",
+                          value=name)
+    prefix = match.group(1)
+    return {"name": name, "description": f"Generated Role for pool {prefix}",
+            "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": [f"pool/{prefix}*"]}]}
+
+
+def _string(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"must be a string, not {type(value).__name__}", field=where, value=value)
+    return value
+
+
+def _bool(value: object, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError("must be true or false", field=where, value=value)
+    return value

@@ -1,0 +1,37 @@
+"""`access explain USER POOL`: why a user may or may not use a pool (or do another action on it)."""
+
+from __future__ import annotations
+
+from access import policy
+from access.matching import check_action
+from access.services import users
+from pools.errors import ConfigError
+from portal.commands import PortalCommand
+
+
+class Command(PortalCommand):
+    help = "Explain access decisions."
+
+    def add_arguments(self, parser):
+        verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+        explain = verbs.add_parser("explain", help="which role and policy allow or deny USER on POOL")
+        explain.add_argument("username")
+        explain.add_argument("pool")
+        explain.add_argument("--action", default=policy.POOL_ACTION)
+        explain.add_argument("--format", choices=["text", "json"], default="text")
+
+    def handle(self, *args, **options):
+        if not check_action(options["action"]):
+            raise ConfigError("must look like workflow:Create", field="--action", value=options["action"])
+        result = policy.explain(users.get(options["username"]), options["action"], f"pool/{options['pool']}")
+        if options["format"] == "json":
+            self.emit({"allowed": result.allowed, "because": result.because})
+            return
+        verdict = "ALLOWED" if result.allowed else "DENIED"
+        self.stdout.write(f"{verdict}: {result.principal} {result.action} on {result.resource}")
+        for line in result.because:
+            self.stdout.write(f"  because {line}")
+        self.stdout.write(f"  roles: {', '.join(result.roles)}")
+        if result.listed is not None and result.listed != result.allowed:
+            self.stdout.write(f"  note: the pool {'is' if result.listed else 'is not'} in this user's pool list "
+                              "(a Deny only hides a pool within its own role)")

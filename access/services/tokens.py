@@ -1,0 +1,170 @@
+"""Personal API tokens: create (secret shown once), list, revoke, and verify a presented secret.
+
+A secret is `pp_` + 43 url-safe characters; only its sha256 is stored, with the first characters as a
+recognisable prefix. A token expires (at most `TOKEN_MAX_LIFETIME_DAYS` ahead, default 90) and carries
+a subset of its owner's roles; what it may do is evaluated as (token roles ∩ owner's current roles),
+so it never outgrows its owner.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+import secrets
+from dataclasses import dataclass
+from datetime import UTC, datetime, time, timedelta
+
+from django.conf import settings
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from access.models import APIToken, Role
+from access.policy import DEFAULT_ROLE, principal
+from access.services import audit
+from pools.errors import ConfigError
+from pools.services.revisions import Actor
+from portal.errors import Conflict, NotFound
+
+PREFIX = "pp_"
+NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
+_RELATIVE_RE = re.compile(r"^(\d+)d$")
+_TOUCH_EVERY = timedelta(minutes=1)
+
+
+class TokenInvalid(Exception):
+    """A presented secret is unknown, expired or revoked (the API answers 401)."""
+
+
+@dataclass
+class NewToken:
+    token: APIToken
+    secret: str
+
+    def as_dict(self) -> dict:
+        return {"name": self.token.name, "token": self.secret, "expires": self.token.expires_at.isoformat()}
+
+
+def max_lifetime() -> timedelta:
+    return timedelta(days=getattr(settings, "TOKEN_MAX_LIFETIME_DAYS", 90))
+
+
+def parse_expiry(value: object, now: datetime | None = None) -> datetime:
+    """`None` (the maximum), a date `YYYY-MM-DD` (midnight UTC), an ISO datetime, or `<n>d` from now."""
+    now = now or timezone.now()
+    if value in (None, ""):
+        return now + max_lifetime()
+    if isinstance(value, datetime):
+        expires = value
+    else:
+        text = str(value).strip()
+        relative = _RELATIVE_RE.match(text)
+        try:
+            if relative:
+                expires = now + timedelta(days=int(relative.group(1)))
+            elif len(text) == 10:
+                expires = datetime.combine(datetime.fromisoformat(text).date(), time.min, tzinfo=UTC)
+            else:
+                expires = datetime.fromisoformat(text.replace("Z", "+00:00"))
+        except ValueError:
+            raise ConfigError("must be a date (YYYY-MM-DD), an ISO date-time or a number of days such as 30d",
+                              field="expires_at", value=value) from None
+    if timezone.is_naive(expires):
+        expires = expires.replace(tzinfo=UTC)
+    if expires <= now:
+        raise ConfigError("is in the past", field="expires_at", value=str(value))
+    if expires > now + max_lifetime() + timedelta(minutes=1):
+        raise ConfigError(f"is more than {max_lifetime().days} days ahead (TOKEN_MAX_LIFETIME_DAYS)",
+                          field="expires_at", value=str(value))
+    return expires
+
+
+def create(owner, name: str, *, roles: list[str] | None = None, expires: object = None, issuer=None,
+           actor: Actor | None = None) -> NewToken:
+    """Create a token for `owner`. `roles` must be held by `issuer` (the principal asking: the owner's
+    session, or a token of the owner, whose own subset then bounds the new one); None = all of them."""
+    if not isinstance(name, str) or not NAME_RE.match(name):
+        raise ConfigError("a token name is 1-128 letters, digits, '_', '.', '-' (starting with a letter or digit)",
+                          field="name", value=name)
+    expires_at = parse_expiry(expires)
+    available = [role for role in principal(issuer if issuer is not None else owner).roles if role != DEFAULT_ROLE]
+    wanted = available if roles is None else [r.strip() for r in roles if r and r.strip()]
+    for role in wanted:
+        if role not in available:
+            raise ConfigError(f"you do not hold role {role}; a token can only carry roles its owner holds "
+                              f"({', '.join(available) or 'none'})", field="roles", value=role)
+    secret = PREFIX + secrets.token_urlsafe(32)
+    with transaction.atomic():
+        # A revoked or expired token's name may be reused: the audit trail keeps its history.
+        APIToken.objects.filter(user=owner, name=name).exclude(
+            revoked_at__isnull=True, expires_at__gt=timezone.now()).delete()
+        try:
+            with transaction.atomic():
+                token = APIToken.objects.create(user=owner, name=name, token_hash=digest(secret),
+                                                prefix=secret[:10], expires_at=expires_at)
+        except IntegrityError:
+            raise Conflict(f"{owner.get_username()} already has a token named {name!r}; revoke it first",
+                           field="name", value=name) from None
+        token.roles.set(Role.objects.filter(name__in=wanted))
+        audit.record("token.create", actor or audit.SYSTEM, target=f"user/{owner.get_username()}",
+                     detail={"token": name, "roles": sorted(wanted), "expires": expires_at.isoformat()})
+    return NewToken(token, secret)
+
+
+def tokens_of(owner) -> list[APIToken]:
+    return list(APIToken.objects.filter(user=owner).prefetch_related("roles").order_by("name"))
+
+
+def get(owner, name: str) -> APIToken:
+    try:
+        return APIToken.objects.prefetch_related("roles").get(user=owner, name=name)
+    except APIToken.DoesNotExist:
+        raise NotFound(f"{owner.get_username()} has no token named {name!r}", field="name", value=name) from None
+
+
+def revoke(owner, name: str, actor: Actor | None = None) -> APIToken:
+    with transaction.atomic():
+        token = get(owner, name)
+        if token.revoked_at is None:
+            token.revoked_at = timezone.now()
+            token.save(update_fields=["revoked_at"])
+            audit.record("token.revoke", actor or audit.SYSTEM, target=f"user/{owner.get_username()}",
+                         detail={"token": name})
+    return token
+
+
+def status(token: APIToken, now: datetime | None = None) -> str:
+    if token.revoked_at is not None:
+        return "revoked"
+    return "expired" if token.expires_at <= (now or timezone.now()) else "active"
+
+
+def describe(token: APIToken) -> dict:
+    return {"name": token.name, "prefix": token.prefix, "roles": sorted(r.name for r in token.roles.all()),
+            "created": token.created_at.isoformat(), "expires": token.expires_at.isoformat(),
+            "last_used": token.last_used_at.isoformat() if token.last_used_at else None,
+            "status": status(token)}
+
+
+def digest(secret: str) -> str:
+    return hashlib.sha256(secret.encode()).hexdigest()
+
+
+def verify(secret: str) -> APIToken | None:
+    """The live token for a presented secret; None when it is not a portal token at all (another
+    verifier may know it); TokenInvalid when it is a portal token that cannot be used."""
+    if not secret.startswith(PREFIX):
+        return None
+    token = APIToken.objects.select_related("user").filter(token_hash=digest(secret)).first()
+    if token is None:
+        raise TokenInvalid("unknown token")
+    now = timezone.now()
+    if token.revoked_at is not None:
+        raise TokenInvalid(f"token {token.name} was revoked")
+    if token.expires_at <= now:
+        raise TokenInvalid(f"token {token.name} expired at {token.expires_at:%Y-%m-%d %H:%M} UTC")
+    if not token.user.is_active:
+        raise TokenInvalid(f"the owner of token {token.name} is inactive")
+    if token.last_used_at is None or now - token.last_used_at > _TOUCH_EVERY:
+        APIToken.objects.filter(pk=token.pk).update(last_used_at=now)
+        token.last_used_at = now
+    return token

@@ -1,0 +1,65 @@
+"""Self-service page for personal API tokens (server-rendered; the pool pages are the selfservice app's)."""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.shortcuts import redirect, render, resolve_url
+from django.views.decorators.http import require_http_methods, require_POST
+
+from access import policy
+from access.forms import TokenForm
+from access.services import audit, tokens
+from pools.services.revisions import Actor
+from portal.errors import DomainError
+
+TOKEN_ACTION = "auth:Token"
+
+
+def home(request):
+    """Fallback home page: who you are, your roles, your pools. `/` is normally the selfservice catalog
+    (included first in portal/urls.py); this keeps `access:home` meaningful without it."""
+    context = {"login_url": resolve_url(settings.LOGIN_URL)}
+    if request.user.is_authenticated:
+        context.update(roles=policy.role_names(request), pools=sorted(policy.allowed_pools(request)))
+    return render(request, "access/home.html", context)
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def token_list(request):
+    decision = policy.decide(request, TOKEN_ACTION)
+    own_roles = [name for name in policy.role_names(request) if name != policy.DEFAULT_ROLE]
+    form, created = TokenForm(role_names=own_roles), None
+    if request.method == "POST":
+        if not decision.allowed:
+            audit.denied(request, policy.principal(request), TOKEN_ACTION, "", "page", decision.because)
+            messages.error(request, "Your roles do not allow API tokens (auth:Token).")
+            return redirect("access:tokens")
+        form = TokenForm(request.POST, role_names=own_roles)
+        if form.is_valid():
+            try:
+                created = tokens.create(request.user, form.cleaned_data["name"],
+                                        roles=form.cleaned_data["roles"] or None,
+                                        expires=form.cleaned_data["expires_at"] and
+                                        form.cleaned_data["expires_at"].isoformat(),
+                                        issuer=policy.principal(request), actor=Actor.for_request(request, "page"))
+                form = TokenForm(role_names=own_roles)
+            except DomainError as error:
+                form.add_error(error.field if error.field in form.fields else None, error.reason)
+    return render(request, "access/tokens.html", {
+        "form": form, "created": created, "allowed": decision.allowed,
+        "tokens": [tokens.describe(token) for token in tokens.tokens_of(request.user)],
+    })
+
+
+@login_required
+@require_POST
+def token_revoke(request, name):
+    try:
+        tokens.revoke(request.user, name, Actor.for_request(request, "page"))
+        messages.success(request, f"Token {name} revoked.")
+    except DomainError as error:
+        messages.error(request, str(error))
+    return redirect("access:tokens")

@@ -1,0 +1,62 @@
+"""access.policy: one decision (memoised and not), and "pools this user may use" over 1,000 pools, 20 roles."""
+
+from __future__ import annotations
+
+from bench.django_env import throwaway_database
+from bench.harness import Row, measure
+
+POOLS = 1000
+ROLES = 20
+
+
+def run() -> list[Row]:
+    with throwaway_database():
+        from django.contrib.auth import get_user_model
+        from django.db import connection
+        from django.test.utils import CaptureQueriesContext
+
+        from access import policy
+        from access.models import Role
+        from access.services import roles
+        from pools.models import Backend, Pool
+        from pools.services.revisions import Actor
+
+        actor = Actor(name="bench", source="cli")
+        backend = Backend.objects.create(name="bench-cluster")
+        Pool.objects.bulk_create([Pool(name=f"team{i % 40:02d}-pool-{i:04d}", backend=backend) for i in range(POOLS)])
+        names = []
+        for index in range(ROLES):
+            name = f"osmo-team{index:02d}"
+            roles.set_pool_role(name, actor)
+            Role.objects.filter(name=name).update(policies=[
+                {"effect": "Allow", "actions": ["workflow:*"], "resources": [f"pool/team{index:02d}*"]},
+                {"effect": "Deny", "actions": ["workflow:Delete"], "resources": [f"pool/team{index:02d}-pool-00*"]},
+            ])
+            names.append(name)
+        user = get_user_model().objects.create_user("bench-user")
+        roles.update_user_roles(user, add=[*names, "osmo-user"], actor=actor)
+        resource = "pool/team07-pool-0447"
+
+        warm = policy.Principal(user)
+        warm.decide("workflow:Create", resource)
+        rows = [measure("policy decision, cached (same request)", lambda: warm.decide("workflow:Create", resource),
+                        runs=2000, target="≤ 50 µs")]
+
+        def not_memoised():
+            warm._decisions.clear()
+            return warm.decide("workflow:Create", resource)
+
+        rows.append(measure(f"policy decision, not memoised ({ROLES + 2} roles loaded)", not_memoised, runs=2000,
+                            note="matching only"))
+        rows.append(measure("policy decision, new principal (loads roles)",
+                            lambda: policy.Principal(user).decide("workflow:Create", resource), runs=300,
+                            note="1 query"))
+        expected = len(policy.allowed_pools(warm))
+        with CaptureQueriesContext(connection) as queries:
+            policy.allowed_pools(warm)
+        rows.append(measure(f"pools this user may use ({POOLS} pools, {ROLES} team roles)",
+                            lambda: policy.allowed_pools(warm), runs=200, target="≤ 5 ms",
+                            note=f"{expected} pools, {len(queries)} query"))
+        rows.append(measure(f"pools this user may use, new principal ({POOLS} pools)",
+                            lambda: policy.allowed_pools(policy.Principal(user)), runs=200, note="2 queries"))
+        return rows

@@ -1,0 +1,34 @@
+"""`GET /api/resources?pools=a,b&platforms=x`: nodes and capacity (OSMO's path). Thin: capacity service."""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from pools.api import serializers as s
+from pools.api.views import PoolListView
+from pools.services import capacity
+
+LIST_HELP = "Comma-separated, or repeated (?{0}=a&{0}=b). Empty: all."
+
+
+def _names(request, key: str) -> list[str]:
+    return [name.strip() for value in request.query_params.getlist(key) for name in value.split(",") if name.strip()]
+
+
+class ResourceListView(APIView):
+    # Same access rule as the other pool views (whatever `PoolListView` requires).
+    permission_classes = PoolListView.permission_classes
+
+    @extend_schema(
+        parameters=[OpenApiParameter("pools", str, description=LIST_HELP.format("pools")),
+                    OpenApiParameter("platforms", str, description=LIST_HELP.format("platforms")),
+                    OpenApiParameter("nodes", bool, description="Include per-node rows (default true).")],
+        responses={200: OpenApiTypes.OBJECT, 400: s.ErrorSerializer, 404: s.ErrorSerializer},
+        summary="Nodes of pools with allocatable, used and free resources; totals count each node once")
+    def get(self, request):
+        report = capacity.capacity(_names(request, "pools"), _names(request, "platforms"))
+        with_nodes = request.query_params.get("nodes", "true").lower() not in ("0", "false", "no")
+        return Response(report.as_dict(with_nodes=with_nodes))

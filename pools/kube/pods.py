@@ -1,0 +1,325 @@
+"""Workflow pods in a cluster: create (idempotently), read, delete, list and watch by label, and the plain
+status the workflow lifecycle needs (`pod_state`).
+
+* `create_pod`: POST the manifest as given. A missing namespace is created (once) and the POST
+  repeated. `409 AlreadyExists` is success when the existing pod carries our ownership labels
+  (`OWNER_LABELS`: workflow, task and portal instance): it is read back and returned with
+  `created=False`. Someone else's pod of that name raises `PodConflict` (not transient).
+* `delete_pod`: 404 is success (already gone); returns whether a pod was there.
+* `list_pods` / `PodWatch`: by label selector (the portal's instance label), in one namespace or all;
+  paginated lists; a watch that the server expires (410) raises KubeError with `gone` set: list again.
+* `pod_state`: phase, node, exit code, start/finish times, why it is not scheduled or not running,
+  as plain values (UTC datetimes), from a raw pod dict.
+
+Every failure is a `KubeError` (`pools.kube.errors`): `transient` for network errors, 429 and 5xx.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+
+from pools.kube.connection import KubeClient
+from pools.kube.errors import KubeError, from_exception
+
+INSTANCE_LABEL = "pool-portal/instance"
+WORKFLOW_LABEL = "pool-portal/workflow"
+TASK_LABEL = "pool-portal/task"
+OWNER_LABELS = (WORKFLOW_LABEL, TASK_LABEL, INSTANCE_LABEL)
+MANAGED_BY = {"app.kubernetes.io/managed-by": "pool-portal"}
+TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+PAGE_SIZE = 500
+WATCH_SECONDS = 300
+
+
+class PodConflict(KubeError):
+    """A pod of the name we need exists and is not ours (other labels): retrying will not help."""
+
+    status = 409
+    code = "pod_conflict"
+
+
+@dataclass
+class Created:
+    pod: dict  # the pod as the server returned it (created now, or the one that already existed)
+    created: bool
+
+
+def owner_labels(manifest: dict) -> dict[str, str]:
+    labels = (manifest.get("metadata") or {}).get("labels") or {}
+    return {key: labels.get(key) for key in OWNER_LABELS}
+
+
+def is_owned(pod: dict, manifest: dict) -> bool:
+    """Does `pod` carry the same ownership labels as `manifest` (all of them set)?"""
+    wanted = owner_labels(manifest)
+    return all(wanted.values()) and owner_labels(pod) == wanted
+
+
+def create_pod(kube: KubeClient, namespace: str, manifest: dict) -> Created:
+    name = (manifest.get("metadata") or {}).get("name", "")
+    doing = f"creating pod {namespace}/{name}"
+    for attempt in (1, 2):
+        try:
+            return Created(kube.json(doing, kube.core.create_namespaced_pod, namespace, manifest), True)
+        except KubeError as error:
+            if error.k8s_status == 404 and attempt == 1:  # a POST to the collection: the namespace is missing
+                ensure_namespace(kube, namespace)
+                continue
+            if error.k8s_status != 409:
+                raise
+        existing = read_pod(kube, namespace, name)
+        if existing is None:  # deleted between our POST and GET: try once more, else let the caller retry
+            if attempt == 1:
+                continue
+            raise KubeError(f"{doing}: the pod exists and vanished while being read; try again", k8s_status=409,
+                            transient=True)
+        if not is_owned(existing, manifest):
+            found = {key: value for key, value in owner_labels(existing).items() if value}
+            raise PodConflict(f"{doing}: a pod of that name already exists and is not this task's "
+                              f"(its labels: {json.dumps(found, sort_keys=True) if found else 'none of ours'})",
+                              k8s_status=409, field="pod_name", value=name)
+        return Created(existing, False)
+    raise AssertionError("unreachable")
+
+
+def ensure_namespace(kube: KubeClient, namespace: str) -> bool:
+    """Create `namespace` if it does not exist; True when it was created now."""
+    body = {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": namespace, "labels": dict(MANAGED_BY)}}
+    try:
+        kube.json(f"creating namespace {namespace}", kube.core.create_namespace, body)
+    except KubeError as error:
+        if error.k8s_status == 409:
+            return False
+        raise
+    return True
+
+
+def read_pod(kube: KubeClient, namespace: str, name: str) -> dict | None:
+    try:
+        return kube.json(f"reading pod {namespace}/{name}", kube.core.read_namespaced_pod, name, namespace)
+    except KubeError as error:
+        if error.k8s_status == 404:
+            return None
+        raise
+
+
+def delete_pod(kube: KubeClient, namespace: str, name: str, *, grace_seconds: int | None = None) -> bool:
+    """Delete (background propagation); False when there was no such pod."""
+    body = {"propagationPolicy": "Background"}
+    if grace_seconds is not None:
+        body["gracePeriodSeconds"] = grace_seconds
+    try:
+        kube.json(f"deleting pod {namespace}/{name}", kube.core.delete_namespaced_pod, name, namespace, body=body)
+    except KubeError as error:
+        if error.k8s_status == 404:
+            return False
+        raise
+    return True
+
+
+@dataclass
+class PodList:
+    items: list[dict]
+    resource_version: str
+    listed_at: datetime | None = None  # set by callers that need to know when the listing began
+
+
+def instance_selector(instance: str) -> str:
+    return f"{INSTANCE_LABEL}={instance}"
+
+
+def list_pods(kube: KubeClient, label_selector: str, namespace: str | None = None,
+              page_size: int = PAGE_SIZE) -> PodList:
+    """Every pod matching `label_selector` (in `namespace`, or all), page by page; a 410 mid-list restarts once."""
+    for attempt in (1, 2):
+        try:
+            return _list_once(kube, label_selector, namespace, page_size)
+        except KubeError as error:
+            if not (error.gone and attempt == 1):
+                raise
+    raise AssertionError("unreachable")
+
+
+def _list_once(kube: KubeClient, label_selector: str, namespace: str | None, page_size: int) -> PodList:
+    items: list[dict] = []
+    token, version = None, ""
+    while True:
+        kwargs = {"label_selector": label_selector, "limit": page_size}
+        if token:
+            kwargs["_continue"] = token
+        if namespace:
+            body = kube.json(f"listing pods in {namespace}", kube.core.list_namespaced_pod, namespace, **kwargs)
+        else:
+            body = kube.json("listing pods", kube.core.list_pod_for_all_namespaces, **kwargs)
+        items.extend(body.get("items") or ())
+        metadata = body.get("metadata") or {}
+        version = version or str(metadata.get("resourceVersion") or "")
+        token = metadata.get("continue")
+        if not token:
+            return PodList(items, version)
+
+
+class PodWatch:
+    """One watch request for pods matching `label_selector`, from `resource_version`.
+
+    Iterate for `(event_type, pod)`; BOOKMARKs only advance `resource_version`. The iteration ends when
+    the server closes the stream; resume from `resource_version`. An ERROR event raises KubeError
+    (`gone` for 410: list again). `shutdown()` interrupts a read from another thread.
+    """
+
+    def __init__(self, kube: KubeClient, label_selector: str, resource_version: str, *,
+                 namespace: str | None = None, timeout_seconds: int = WATCH_SECONDS,
+                 on_open: Callable[[], None] | None = None) -> None:
+        self.kube, self.label_selector, self.namespace = kube, label_selector, namespace
+        self.resource_version = resource_version
+        self.timeout_seconds = timeout_seconds
+        self.on_open = on_open
+        self._response = None
+        self._closed = False
+
+    def __iter__(self) -> Iterator[tuple[str, dict]]:
+        kwargs = {"watch": True, "label_selector": self.label_selector, "resource_version": self.resource_version,
+                  "timeout_seconds": self.timeout_seconds, "allow_watch_bookmarks": True,
+                  "_request_timeout": (self.kube.timeout[0], self.timeout_seconds + 30)}
+        if self.namespace:
+            self._response = self.kube.stream("watching pods", self.kube.core.list_namespaced_pod, self.namespace,
+                                              **kwargs)
+        else:
+            self._response = self.kube.stream("watching pods", self.kube.core.list_pod_for_all_namespaces, **kwargs)
+        if self._closed:
+            self._close()
+            return
+        if self.on_open is not None:
+            self.on_open()
+        try:
+            yield from self._events()
+        except KubeError:
+            raise
+        except Exception as error:  # noqa: BLE001 - a broken stream; the caller reconnects
+            if self._closed:
+                return
+            raise from_exception(error, "watching pods") from None
+        finally:
+            self._close()
+
+    def _events(self) -> Iterator[tuple[str, dict]]:
+        from kubernetes.watch.watch import iter_resp_lines
+
+        for line in iter_resp_lines(self._response):
+            if not line or line.isspace():
+                continue
+            event = json.loads(line)
+            kind, obj = event.get("type"), event.get("object") or {}
+            if kind == "ERROR":
+                code = int(obj.get("code") or 0)
+                raise KubeError(f"watching pods: {obj.get('reason', 'Error')}: {obj.get('message', '')}",
+                                k8s_status=code, transient=code != 410 and (code >= 500 or code == 429))
+            version = (obj.get("metadata") or {}).get("resourceVersion")
+            if version:
+                self.resource_version = str(version)
+            if kind != "BOOKMARK":
+                yield kind, obj
+
+    def _close(self) -> None:
+        with contextlib.suppress(Exception):
+            self._response.release_conn()
+            self._response.close()
+
+    def shutdown(self) -> None:
+        self._closed = True
+        response = self._response
+        if response is not None:
+            with contextlib.suppress(Exception):
+                response.shutdown()
+
+
+# ------------------------------------------------------------------------------------------ status
+
+
+@dataclass
+class PodState:
+    """What the lifecycle reads from a pod. Times are aware UTC datetimes or None."""
+
+    namespace: str
+    name: str
+    uid: str = ""
+    labels: dict[str, str] = field(default_factory=dict)
+    phase: str = "Pending"
+    node: str = ""
+    created_at: datetime | None = None
+    deleting: bool = False
+    unschedulable: str = ""  # "Unschedulable: 0/25 nodes are available: ..." while PodScheduled is False
+    waiting: str = ""  # the user container's waiting reason, e.g. "ErrImagePull: ..."
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    exit_code: int | None = None
+    reason: str = ""  # why it ended: the container's terminated reason, or the pod's (Evicted, ...)
+    message: str = ""
+
+    @property
+    def terminal(self) -> bool:
+        return self.phase in TERMINAL_PHASES
+
+    @property
+    def running(self) -> bool:
+        return self.phase == "Running"
+
+
+def pod_state(raw: dict, container: str | None = None) -> PodState:
+    """Plain status of a pod; `container` names the user container (else the first one reporting)."""
+    metadata, spec, status = (raw.get(key) or {} for key in ("metadata", "spec", "status"))
+    state = PodState(namespace=str(metadata.get("namespace") or ""), name=str(metadata.get("name") or ""),
+                     uid=str(metadata.get("uid") or ""), labels=dict(metadata.get("labels") or {}),
+                     phase=str(status.get("phase") or "Pending"), node=str(spec.get("nodeName") or ""),
+                     created_at=parse_time(metadata.get("creationTimestamp")),
+                     deleting=bool(metadata.get("deletionTimestamp")))
+    for condition in status.get("conditions") or ():
+        if isinstance(condition, dict) and condition.get("type") == "PodScheduled" and \
+                condition.get("status") == "False":
+            reason, message = condition.get("reason") or "Unschedulable", condition.get("message") or ""
+            state.unschedulable = f"{reason}: {message}" if message else reason
+    user = _user_container(status.get("containerStatuses") or (), container)
+    states = (user or {}).get("state") or {}
+    running, terminated, waiting = states.get("running"), states.get("terminated"), states.get("waiting")
+    state.started_at = parse_time((running or terminated or {}).get("startedAt")) or parse_time(status.get("startTime"))
+    if state.phase == "Pending":
+        state.started_at = None
+    if waiting and waiting.get("reason") and waiting.get("reason") not in ("ContainerCreating", "PodInitializing"):
+        state.waiting = f"{waiting['reason']}: {waiting.get('message', '')}".rstrip(": ")
+    if terminated:
+        code = terminated.get("exitCode")
+        state.exit_code = int(code) if isinstance(code, int) or str(code).lstrip("-").isdigit() else None
+        state.finished_at = parse_time(terminated.get("finishedAt"))
+        state.reason = str(terminated.get("reason") or "")
+        state.message = str(terminated.get("message") or "")
+    if state.terminal and not state.reason:
+        state.reason, state.message = str(status.get("reason") or ""), str(status.get("message") or "")
+    return state
+
+
+def _user_container(statuses, container: str | None) -> dict | None:
+    statuses = [s for s in statuses if isinstance(s, dict)]
+    if container:
+        for item in statuses:
+            if item.get("name") == container:
+                return item
+    for item in statuses:  # a template may add containers; the first that ended badly speaks for the pod
+        terminated = (item.get("state") or {}).get("terminated") or {}
+        if terminated.get("exitCode"):
+            return item
+    return statuses[0] if statuses else None
+
+
+def parse_time(value: object) -> datetime | None:
+    """RFC 3339 (`2026-01-02T03:04:05Z`, fractions and offsets allowed) -> aware UTC datetime."""
+    if not value or not isinstance(value, str):
+        return None
+    try:
+        parsed = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return parsed.astimezone(UTC) if parsed.tzinfo else parsed.replace(tzinfo=UTC)

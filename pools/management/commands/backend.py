@@ -1,0 +1,73 @@
+"""`backend test NAME`, `backend sync NAME… | --all`, `backend status`: clusters from the command line."""
+
+from __future__ import annotations
+
+from pools.kube.errors import KubeError
+from pools.services import inventory
+from portal.commands import PortalCommand
+
+
+class Command(PortalCommand):
+    help = "Test a backend's connection, sync its node inventory, or show sync status."
+
+    def add_arguments(self, parser):
+        verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+        test = verbs.add_parser("test", help="server version and permissions (list/watch/create…)")
+        test.add_argument("name")
+        test.add_argument("--format", choices=["table", "json"], default="table")
+        sync = verbs.add_parser("sync", help="list nodes and pods now and store the inventory")
+        sync.add_argument("names", nargs="*", metavar="NAME")
+        sync.add_argument("--all", action="store_true", help="every backend with a connection")
+        sync.add_argument("--queue", action="store_true", help="enqueue the Celery task instead of running it")
+        status = verbs.add_parser("status", help="connection, sync status, node count, last error")
+        status.add_argument("--format", choices=["table", "json"], default="table")
+
+    def handle(self, *args, **options):
+        getattr(self, f"do_{options['verb']}")(options)
+
+    def do_test(self, options):
+        report = inventory.check_connection(inventory.get_backend(options["name"]))
+        if options["format"] == "json":
+            self.emit(report.as_dict())
+        else:
+            self.stdout.write("\n".join(report.lines()))
+        if not report.ok:
+            raise KubeError(f"backend {options['name']}: the portal lacks permissions it needs (see above)")
+
+    def do_sync(self, options):
+        names = options["names"]
+        if not names and not options["all"]:
+            raise KubeError("name a backend, or pass --all", field="names")
+        backends = [inventory.get_backend(name) for name in names] if names else inventory.connected_backends()
+        failed = []
+        for backend in backends:
+            if options["queue"]:
+                from pools.tasks import sync_backend
+
+                sync_backend.delay(backend.pk)
+                self.stdout.write(f"backend {backend.name}: sync queued")
+                continue
+            try:
+                result = inventory.sync_backend(backend.pk)
+            except KubeError as error:
+                failed.append(backend.name)
+                self.stderr.write(f"backend {backend.name}: sync failed: {error}")
+                continue
+            self.stdout.write(f"backend {backend.name}: {result.nodes} nodes ({result.created} new, "
+                              f"{result.updated} changed, {result.deleted} gone), {result.pods} pods, "
+                              f"{result.seconds:.2f}s")
+        if failed:
+            raise KubeError(f"sync failed for {', '.join(failed)}; the inventory of each was left as it was")
+
+    def do_status(self, options):
+        rows = inventory.backend_status()
+        if options["format"] == "json":
+            self.emit({"backends": rows})
+            return
+        self.stdout.write(f"{'NAME':<24} {'CONNECTION':<11} {'STATUS':<9} {'ONLINE':<7} {'NODES':>6}  "
+                          f"{'LAST SYNC':<20} LAST ERROR")
+        for row in rows:
+            synced = row["last_sync_at"][:19].replace("T", " ") if row["last_sync_at"] else "-"
+            self.stdout.write(f"{row['name']:<24} {row['connection'] or '-':<11} {row['sync_status']:<9} "
+                              f"{'yes' if row['online'] else 'no':<7} {row['nodes']:>6}  {synced:<20} "
+                              f"{row['last_error'] or ''}")

@@ -1,0 +1,182 @@
+"""Capacity of pools and platforms: allocatable, used and free cpu, memory, GPUs and ephemeral storage.
+
+Per node: allocatable = status.allocatable; used = requests of the non-terminal pods bound to it (portal
+workloads and others); free = allocatable - used, never below zero. A pool or platform sums its member
+nodes; totals count each node once, however many pools or platforms it serves. Unlike OSMO, the
+control sidecar's requests are not subtracted from allocatable (a portal pod's sidecar is in its
+requests once it runs).
+
+Three queries whatever the number of nodes: the names asked for, the memberships, the nodes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db.models import Subquery
+
+from pools.errors import ConfigNotFound
+from pools.models import Node, NodeMembership, Platform, Pool
+from pools.models.inventory import CAPACITY_COLUMNS
+from pools.services.membership import membership_filter, resource_type
+
+UNITS = {"cpu": "millicores", "memory": "bytes", "nvidia.com/gpu": "devices", "ephemeral-storage": "bytes"}
+NODE_COLUMNS = ("pk", "name", "backend__name", "gpu_product", "ready", "unschedulable",
+                *(f"{c}_allocatable" for c in CAPACITY_COLUMNS.values()), *(f"{c}_used" for c in CAPACITY_COLUMNS.values()))
+
+
+@dataclass
+class Figures:
+    """Summed capacity of a set of nodes (scheduler units)."""
+
+    nodes: int = 0
+    allocatable: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CAPACITY_COLUMNS, 0))
+    used: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CAPACITY_COLUMNS, 0))
+    free: dict[str, int] = field(default_factory=lambda: dict.fromkeys(CAPACITY_COLUMNS, 0))
+
+    def add(self, node: NodeFigures) -> None:
+        self.nodes += 1
+        for name in CAPACITY_COLUMNS:
+            self.allocatable[name] += node.allocatable[name]
+            self.used[name] += node.used[name]
+            self.free[name] += node.free[name]
+
+    def as_dict(self) -> dict:
+        return {"nodes": self.nodes, "allocatable": dict(self.allocatable), "used": dict(self.used),
+                "free": dict(self.free)}
+
+
+@dataclass
+class NodeFigures:
+    pk: int
+    name: str
+    backend: str
+    gpu_product: str
+    schedulable: bool
+    allocatable: dict[str, int]
+    used: dict[str, int]
+    free: dict[str, int]
+    pools: dict[str, list[str]] = field(default_factory=dict)  # every pool/platform it serves
+    pool_count: int = 0
+
+    @property
+    def resource_type(self) -> str:
+        return resource_type(self.pool_count)
+
+    def as_dict(self) -> dict:
+        return {"node": self.name, "backend": self.backend, "resource_type": self.resource_type,
+                "gpu_product": self.gpu_product, "schedulable": self.schedulable, "pools": self.pools,
+                "allocatable": self.allocatable, "used": self.used, "free": self.free}
+
+
+@dataclass
+class CapacityReport:
+    pools: dict[str, dict] = field(default_factory=dict)  # name -> {"backend", "figures", "platforms"}
+    total: Figures = field(default_factory=Figures)
+    nodes: list[NodeFigures] = field(default_factory=list)
+
+    def as_dict(self, with_nodes: bool = True) -> dict:
+        data = {
+            "units": dict(UNITS),
+            "pools": {name: {"backend": entry["backend"], **entry["figures"].as_dict(),
+                             "platforms": {p: f.as_dict() for p, f in entry["platforms"].items()}}
+                      for name, entry in self.pools.items()},
+            "total": self.total.as_dict(),
+        }
+        if with_nodes:
+            data["resources"] = [node.as_dict() for node in self.nodes]
+        return data
+
+
+def capacity(pools: list[str] | None = None, platforms: list[str] | None = None) -> CapacityReport:
+    """Capacity of `pools` (all when empty), restricted to `platforms` when given. Unknown names raise."""
+    pools, platforms = _check_names(pools or [], platforms or [])
+    scope = NodeMembership.objects.filter(membership_filter(pools, platforms))
+    # every membership of the nodes in scope (their SHARED/RESERVED type counts all their pools)
+    rows = list(NodeMembership.objects.filter(node_id__in=Subquery(scope.values("node_id")))
+                .values_list("node_id", "pool__name", "platform__name", "pool__backend__name")
+                .order_by("pool__name", "platform__name"))
+    nodes = {row[0]: _node_figures(row) for row in Node.objects.filter(
+        pk__in=Subquery(scope.values("node_id"))).order_by("name").values_list(*NODE_COLUMNS)}
+    def in_scope(pool: str, platform: str) -> bool:
+        return (not pools or pool in pools) and (not platforms or platform in platforms)
+
+    report = CapacityReport()
+    for name in pools or sorted({pool for _, pool, platform, _ in rows if in_scope(pool, platform)}):
+        report.pools[name] = {"backend": "", "figures": Figures(), "platforms": {}}
+    counted: dict[str, set[int]] = {}
+    for node_id, pool, platform, backend in rows:
+        node = nodes[node_id]
+        node.pools.setdefault(pool, []).append(platform)
+        if not in_scope(pool, platform):
+            continue
+        entry = report.pools[pool]
+        entry["backend"] = backend
+        entry["platforms"].setdefault(platform, Figures()).add(node)
+        if node_id not in counted.setdefault(pool, set()):
+            counted[pool].add(node_id)
+            entry["figures"].add(node)
+    for node in nodes.values():
+        node.pool_count = len(node.pools)
+        report.total.add(node)
+        report.nodes.append(node)
+    return report
+
+
+def pool_totals(pool_ids: list[int]) -> dict[int, Figures]:
+    """Per pool, each member node once (for lists of pools): two queries."""
+    rows = NodeMembership.objects.filter(pool_id__in=pool_ids).values_list("pool_id", "node_id").distinct()
+    pairs = list(rows)
+    nodes = {row[0]: _node_figures(row) for row in Node.objects.filter(
+        pk__in=Subquery(NodeMembership.objects.filter(pool_id__in=pool_ids).values("node_id"))
+    ).values_list(*NODE_COLUMNS)}
+    totals = {pk: Figures() for pk in pool_ids}
+    for pool_id, node_id in pairs:
+        totals[pool_id].add(nodes[node_id])
+    return totals
+
+
+def _node_figures(row: tuple) -> NodeFigures:
+    pk, name, backend, gpu_product, ready, unschedulable, *amounts = row
+    count = len(CAPACITY_COLUMNS)
+    allocatable = dict(zip(CAPACITY_COLUMNS, amounts[:count], strict=True))
+    used = dict(zip(CAPACITY_COLUMNS, amounts[count:], strict=True))
+    free = {name_: max(0, allocatable[name_] - used[name_]) for name_ in CAPACITY_COLUMNS}
+    return NodeFigures(pk, name, backend, gpu_product, ready and not unschedulable, allocatable, used, free)
+
+
+def _check_names(pools: list[str], platforms: list[str]) -> tuple[list[str], list[str]]:
+    pools = sorted(dict.fromkeys(p for p in pools if p))
+    platforms = sorted(dict.fromkeys(p for p in platforms if p))
+    if pools:
+        known = set(Pool.objects.filter(name__in=pools).values_list("name", flat=True))
+        missing = [name for name in pools if name not in known]
+        if missing:
+            raise ConfigNotFound(f"no pool named {missing[0]!r}", field="pools", value=missing[0])
+    if platforms:
+        query = Platform.objects.filter(name__in=platforms)
+        if pools:
+            query = query.filter(pool__name__in=pools)
+        known = set(query.values_list("name", flat=True))
+        missing = [name for name in platforms if name not in known]
+        if missing:
+            where = f" in pool{'s' if len(pools) > 1 else ''} {', '.join(pools)}" if pools else ""
+            raise ConfigNotFound(f"no platform named {missing[0]!r}{where}", field="platforms", value=missing[0])
+    return pools, platforms
+
+
+# ------------------------------------------------------------------------------------------ display
+
+
+def show(name: str, amount: int) -> str:
+    """Human figures for tables: cores, GiB, devices."""
+    if name == "cpu":
+        cores = amount / 1000
+        return f"{cores:g}" if amount % 1000 == 0 else f"{cores:.1f}"
+    if name in ("memory", "ephemeral-storage"):
+        return f"{amount / 2**30:.0f}Gi" if amount >= 2**30 or amount == 0 else f"{amount / 2**20:.0f}Mi"
+    return str(amount)
+
+
+def used_of(figures_used: dict[str, int], figures_allocatable: dict[str, int], name: str) -> str:
+    return f"{show(name, figures_used[name])}/{show(name, figures_allocatable[name])}"

@@ -1,0 +1,323 @@
+"""Node inventory use cases: full sync of a backend, watch events, and the backend's sync status.
+
+* `sync_backend(id)`: list every node and pod (paginated), then write in one transaction: bulk upsert
+  of changed nodes, deletion of nodes the complete list lacks, membership of changed nodes, status.
+  If listing fails, nothing is written but the backend is marked degraded with the error and time.
+* `apply_node_event` / `apply_pod_event`: what the watcher (`pools.services.inventory_watch`) does
+  for one watch event, using a `PodIndex` it keeps in memory between events.
+
+Per node we store the summed requests of non-terminal pods bound to it, portal workloads (pods
+labelled `pool-portal/workflow`) and others apart, so the pods themselves need no table.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.db import transaction
+from django.utils import timezone
+
+from pools.kube.connection import KubeClient, connect
+from pools.kube.errors import KubeError
+from pools.kube.inventory import PodRecord, list_nodes, list_pods, node_record, pod_record
+from pools.models import Backend, Node
+from pools.models.inventory import CAPACITY_COLUMNS
+from pools.services import membership
+
+log = logging.getLogger(__name__)
+
+BATCH_SIZE = 500
+NODE_FIELDS = ("labels", "taints", "allocatable", "capacity", "conditions", "unschedulable", "ready",
+               "gpu_product", "resource_version")
+SUM_FIELDS = ("requested_workload", "requested_other", "workload_pods", "other_pods",
+              *(f"{column}_used" for column in CAPACITY_COLUMNS.values()))
+ALLOCATABLE_FIELDS = tuple(f"{column}_allocatable" for column in CAPACITY_COLUMNS.values())
+UPSERT_FIELDS = (*NODE_FIELDS, *ALLOCATABLE_FIELDS, *SUM_FIELDS, "fingerprint", "last_seen")
+
+
+# ------------------------------------------------------------------------------------------ pod sums
+
+
+@dataclass
+class NodeSums:
+    workload: dict[str, int] = field(default_factory=dict)
+    other: dict[str, int] = field(default_factory=dict)
+    workload_pods: int = 0
+    other_pods: int = 0
+
+    def add(self, pod: PodRecord, sign: int) -> None:
+        target = self.workload if pod.workload else self.other
+        for name, amount in pod.requests.items():
+            total = target.get(name, 0) + sign * amount
+            if total:
+                target[name] = total
+            else:
+                target.pop(name, None)
+        if pod.workload:
+            self.workload_pods += sign
+        else:
+            self.other_pods += sign
+
+    def columns(self) -> dict:
+        used = {f"{column}_used": self.workload.get(name, 0) + self.other.get(name, 0)
+                for name, column in CAPACITY_COLUMNS.items()}
+        return {"requested_workload": dict(sorted(self.workload.items())),
+                "requested_other": dict(sorted(self.other.items())),
+                "workload_pods": self.workload_pods, "other_pods": self.other_pods, **used}
+
+
+class PodIndex:
+    """Active pods (bound, not Succeeded/Failed) by key, and their summed requests per node."""
+
+    def __init__(self) -> None:
+        self.pods: dict[str, PodRecord] = {}
+        self.nodes: dict[str, NodeSums] = {}
+
+    @classmethod
+    def build(cls, records: Iterable[PodRecord]) -> PodIndex:
+        index = cls()
+        for record in records:
+            index.put(record)
+        return index
+
+    def put(self, record: PodRecord) -> set[str]:
+        """Apply the pod's current state; return the nodes whose sums changed."""
+        affected = self.remove(record.key)
+        if record.active:
+            self.pods[record.key] = record
+            self.nodes.setdefault(record.node, NodeSums()).add(record, +1)
+            affected.add(record.node)
+        return affected
+
+    def remove(self, key: str) -> set[str]:
+        old = self.pods.pop(key, None)
+        if old is None:
+            return set()
+        sums = self.nodes[old.node]
+        sums.add(old, -1)
+        if not sums.workload_pods and not sums.other_pods:
+            del self.nodes[old.node]
+        return {old.node}
+
+    def columns(self, node: str) -> dict:
+        return (self.nodes.get(node) or NodeSums()).columns()
+
+
+# ------------------------------------------------------------------------------------------ full sync
+
+
+@dataclass
+class SyncResult:
+    backend: str
+    nodes: int
+    pods: int
+    created: int
+    updated: int
+    deleted: int
+    pages: int
+    seconds: float
+    nodes_version: str = ""
+    pods_version: str = ""
+    index: PodIndex | None = field(default=None, repr=False)
+
+    def as_dict(self) -> dict:
+        return {key: value for key, value in vars(self).items() if key != "index"}
+
+
+def sync_backend(backend_id: int, *, kube: KubeClient | None = None) -> SyncResult:
+    """List nodes and pods, then replace the backend's inventory with what was listed (see module doc).
+
+    Raises KubeError (after marking the backend degraded) when the cluster cannot be listed.
+    """
+    backend = Backend.objects.get(pk=backend_id)
+    started = time.perf_counter()
+    try:
+        client = kube or connect(backend)
+        try:
+            nodes = list_nodes(client)
+            pods = list_pods(client)
+        finally:
+            if kube is None:
+                client.close()
+    except KubeError as error:
+        mark_degraded(backend.pk, error)
+        raise
+    index = PodIndex.build(pods.records)
+    with transaction.atomic():
+        created, updated, deleted = write_nodes(backend.pk, nodes.records, index, complete=True)
+        mark_synced(backend.pk)
+    result = SyncResult(backend.name, len(nodes.records), len(pods.records), created, updated, deleted,
+                        nodes.pages + pods.pages, time.perf_counter() - started, nodes.resource_version,
+                        pods.resource_version, index)
+    log.debug("backend %s: synced %d nodes (%d new, %d changed, %d gone) and %d pods in %.2fs", backend.name,
+             result.nodes, created, updated, deleted, result.pods, result.seconds)
+    return result
+
+
+def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, complete: bool) -> tuple[int, int, int]:
+    """Upsert nodes that changed (content or pod sums); with `complete`, delete nodes not in `records`.
+
+    Queries: one read of the stored fingerprints, one upsert per BATCH_SIZE changed nodes, one
+    `last_seen` update, plus membership of the nodes whose labels, taints or cordon changed.
+    """
+    now = timezone.now()
+    names = [record["name"] for record in records]
+    stored_rows = Node.objects.filter(backend_id=backend_id)
+    if not complete:
+        stored_rows = stored_rows.filter(name__in=names)
+    stored = {name: (pk, fingerprint, tuple(values))
+              for pk, name, fingerprint, *values in stored_rows.values_list("pk", "name", "fingerprint", *SUM_FIELDS)}
+    rows, placement_changed, created = [], [], 0
+    for record in records:
+        fingerprint = node_fingerprint(record)
+        sums = index.columns(record["name"])
+        old = stored.get(record["name"])
+        if old is not None and old[1] == fingerprint and old[2] == tuple(sums[key] for key in SUM_FIELDS):
+            continue
+        if old is None or old[1] != fingerprint:
+            placement_changed.append(record["name"])
+        created += old is None
+        units = record["units"]
+        rows.append(Node(
+            backend_id=backend_id, name=record["name"], fingerprint=fingerprint, first_seen=now, last_seen=now,
+            **{key: record[key] for key in NODE_FIELDS},
+            **{f"{column}_allocatable": units.get(name, 0) for name, column in CAPACITY_COLUMNS.items()},
+            **sums))
+    if rows:
+        Node.objects.bulk_create(rows, batch_size=BATCH_SIZE, update_conflicts=True,
+                                 unique_fields=["backend", "name"], update_fields=list(UPSERT_FIELDS))
+    infos = None
+    if placement_changed and len(placement_changed) <= membership.FULL_RECOMPUTE_ABOVE and all(r.pk for r in rows):
+        changed = set(placement_changed)  # the upsert returned the ids: no need to read the nodes back
+        infos = [(row.pk, backend_id, membership.node_info(row.name, row.labels, row.taints, row.unschedulable))
+                 for row in rows if row.name in changed]
+    deleted = 0
+    if complete:
+        listed = set(names)
+        gone = [pk for name, (pk, _, _) in stored.items() if name not in listed]
+        for start in range(0, len(gone), BATCH_SIZE):
+            deleted += Node.objects.filter(pk__in=gone[start:start + BATCH_SIZE]).delete()[1].get("pools.Node", 0)
+        Node.objects.filter(backend_id=backend_id).update(last_seen=now)
+    if placement_changed:
+        membership.recompute_nodes(backend_id, names=placement_changed, infos=infos)
+    return created, len(rows) - created, deleted
+
+
+def node_fingerprint(record: dict) -> str:
+    content = [record[key] for key in ("labels", "taints", "allocatable", "capacity", "conditions",
+                                       "unschedulable")]
+    return hashlib.sha1(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+# ------------------------------------------------------------------------------------------ watch events
+
+
+def apply_node_event(backend_id: int, event_type: str, raw: dict, index: PodIndex) -> None:
+    """ADDED/MODIFIED: upsert (a no-op write when nothing we keep changed); DELETED: remove the node."""
+    record = node_record(raw)
+    with transaction.atomic():  # one commit per event
+        if event_type == "DELETED":
+            Node.objects.filter(backend_id=backend_id, name=record["name"]).delete()
+            return
+        write_nodes(backend_id, [record], index, complete=False)
+
+
+def apply_pod_event(backend_id: int, event_type: str, raw: dict, index: PodIndex) -> set[str]:
+    """Update the in-memory index, then the sums of the (at most two) nodes the pod left or joined."""
+    record = pod_record(raw)
+    affected = index.remove(record.key) if event_type == "DELETED" else index.put(record)
+    write_sums(backend_id, affected, index)
+    return affected
+
+
+def write_sums(backend_id: int, node_names: Iterable[str], index: PodIndex) -> None:
+    with transaction.atomic():
+        for name in node_names:
+            Node.objects.filter(backend_id=backend_id, name=name).update(**index.columns(name))
+
+
+def replace_pods(backend_id: int, index: PodIndex) -> int:
+    """After a pod relist: write the sums of every node whose sums differ from `index`; returns that count."""
+    changed = []
+    for node in Node.objects.filter(backend_id=backend_id).only("pk", "name", *SUM_FIELDS):
+        columns = index.columns(node.name)
+        if any(getattr(node, key) != value for key, value in columns.items()):
+            for key, value in columns.items():
+                setattr(node, key, value)
+            changed.append(node)
+    Node.objects.bulk_update(changed, list(SUM_FIELDS), batch_size=BATCH_SIZE)
+    return len(changed)
+
+
+def replace_nodes(backend_id: int, records: list[dict], index: PodIndex) -> tuple[int, int, int]:
+    """After a node relist: the listed nodes are the complete set."""
+    with transaction.atomic():
+        return write_nodes(backend_id, records, index, complete=True)
+
+
+# ------------------------------------------------------------------------------------------ status
+
+
+def mark_synced(backend_id: int) -> None:
+    Backend.objects.filter(pk=backend_id).update(sync_status=Backend.SyncStatus.OK, online=True,
+                                                 last_sync_at=timezone.now())
+
+
+def mark_online(backend_id: int) -> None:
+    """A watch reconnected: the cluster answers again (the last error stays for the record)."""
+    Backend.objects.filter(pk=backend_id).exclude(sync_status=Backend.SyncStatus.NEVER).update(
+        sync_status=Backend.SyncStatus.OK, online=True)
+
+
+def mark_degraded(backend_id: int, error: Exception) -> None:
+    """Record the failure; the inventory keeps what the last successful sync wrote."""
+    Backend.objects.filter(pk=backend_id).update(sync_status=Backend.SyncStatus.DEGRADED, online=False,
+                                                 last_error=str(error)[:2000], last_error_at=timezone.now())
+    log.warning("backend #%s degraded: %s", backend_id, error)
+
+
+def record_server_version(backend_id: int, version: str) -> None:
+    Backend.objects.filter(pk=backend_id).update(server_version=version[:64])
+
+
+def connected_backends(names: list[str] | None = None):
+    query = Backend.objects.exclude(connection="")
+    if names:
+        query = query.filter(name__in=names)
+    return query.order_by("name")
+
+
+def check_connection(backend: Backend):
+    """'Test connection': server version and permissions (`pools.kube.probe`). Raises KubeError."""
+    from pools.kube.probe import test_connection
+
+    with connect(backend) as kube:
+        report = test_connection(kube, backend.namespace, backend.name)
+    record_server_version(backend.pk, report.version)
+    return report
+
+
+def get_backend(name: str) -> Backend:
+    try:
+        return Backend.objects.get(name=name)
+    except Backend.DoesNotExist:
+        from pools.errors import ConfigNotFound
+
+        raise ConfigNotFound(f"no backend named {name!r}", field="name", value=name) from None
+
+
+def backend_status() -> list[dict]:
+    """One row per backend: connection kind, sync status, node count, last sync and error (no secrets)."""
+    from django.db.models import Count
+
+    rows = Backend.objects.annotate(node_count=Count("nodes")).order_by("name")
+    return [{"name": b.name, "connection": b.connection, "api_url": b.api_url, "sync_status": b.sync_status,
+             "online": b.online, "nodes": b.node_count, "server_version": b.server_version,
+             "last_sync_at": b.last_sync_at.isoformat() if b.last_sync_at else None,
+             "last_error": b.last_error, "last_error_at": b.last_error_at.isoformat() if b.last_error_at else None}
+            for b in rows]

@@ -1,0 +1,244 @@
+"""Keep inventories current between full syncs: list once, then watch nodes and pods (`watch_cluster`).
+
+Per backend: a full sync (`inventory.sync_backend`) gives the inventory, an in-memory `PodIndex` and
+the lists' resourceVersions; then one thread per kind (nodes, pods) watches from that version and puts
+events on one queue. `process()` applies queued events in the caller's thread, so every database write
+happens in one thread, in order.
+
+* A watch that ends (server timeout) reconnects from the last resourceVersion it saw.
+* `410 Gone` (the version was compacted): that kind is listed again (`relist`), then watched from the
+  new list's version. Events queued before are applied first; the relist then overwrites them.
+* Network errors and 5xx: the backend is marked degraded, the stream reconnects with backoff (capped);
+  when it reconnects, the backend is marked online again. A failed relist is retried with backoff.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from django.db import close_old_connections
+
+from pools.kube.connection import KubeClient, connect
+from pools.kube.errors import KubeError
+from pools.kube.inventory import WATCH_SECONDS, WatchStream, list_nodes, list_pods
+from pools.services import inventory
+from pools.services.inventory import PodIndex
+
+log = logging.getLogger(__name__)
+
+BACKOFF_START, BACKOFF_MAX = 1.0, 60.0
+
+
+@dataclass
+class _Stream:
+    """One watched kind of one backend; `version` is None while a relist is pending."""
+
+    backend: _Backend
+    kind: str  # "nodes" | "pods"
+    version: str | None = None
+    wake: threading.Event = field(default_factory=threading.Event)
+    current: WatchStream | None = None
+    thread: threading.Thread | None = None
+    relist_due: float | None = None  # monotonic time of the next relist attempt
+    failures: int = 0
+
+
+@dataclass
+class _Backend:
+    pk: int
+    name: str
+    kube: KubeClient
+    index: PodIndex = field(default_factory=PodIndex)
+    streams: dict[str, _Stream] = field(default_factory=dict)
+    degraded: bool = False
+
+
+class ClusterWatcher:
+    """`start()`, then `process()` in a loop (or `run(stop)`), then `stop()`."""
+
+    def __init__(self, names: list[str] | None = None, *, watch_seconds: int = WATCH_SECONDS,
+                 backoff_max: float = BACKOFF_MAX, client_factory: Callable[..., KubeClient] = connect) -> None:
+        self.names = names
+        self.watch_seconds = watch_seconds
+        self.backoff_max = backoff_max
+        self.client_factory = client_factory
+        self.events: queue.Queue = queue.Queue()
+        self.backends: list[_Backend] = []
+        self.applied = 0
+        self._stopping = threading.Event()
+
+    # ----------------------------------------------------------------------------- lifecycle
+
+    def start(self) -> list[str]:
+        """Sync every backend once, then start its watch threads. Returns one status line per backend."""
+        lines = []
+        for backend in inventory.connected_backends(self.names):
+            state = _Backend(backend.pk, backend.name, self.client_factory(backend))
+            state.streams = {kind: _Stream(state, kind) for kind in ("nodes", "pods")}
+            self.backends.append(state)
+            try:
+                result = inventory.sync_backend(state.pk, kube=state.kube)
+            except KubeError as error:
+                lines.append(f"backend {state.name}: initial sync failed, retrying: {error}")
+                state.degraded = True
+                for stream in state.streams.values():
+                    stream.relist_due = time.monotonic() + BACKOFF_START
+            else:
+                state.index = result.index
+                state.streams["nodes"].version = result.nodes_version
+                state.streams["pods"].version = result.pods_version
+                lines.append(f"backend {state.name}: {result.nodes} nodes, {result.pods} pods; watching")
+            for stream in state.streams.values():
+                stream.thread = threading.Thread(target=self._watch_loop, args=(stream,), daemon=True,
+                                                 name=f"watch-{state.name}-{stream.kind}")
+                stream.thread.start()
+                if stream.version is not None:
+                    stream.wake.set()
+        return lines
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stopping.set()
+        for backend in self.backends:
+            for stream in backend.streams.values():
+                stream.wake.set()
+                if stream.current is not None:
+                    stream.current.shutdown()
+        for backend in self.backends:
+            for stream in backend.streams.values():
+                if stream.thread is not None:
+                    stream.thread.join(timeout)
+            backend.kube.close()
+
+    def run(self, stop: threading.Event) -> None:
+        """The long-running loop of `watch_cluster`."""
+        while not stop.is_set():
+            self.process(timeout=1.0)
+            close_old_connections()
+
+    # ----------------------------------------------------------------------------- applying (caller's thread)
+
+    def process(self, timeout: float = 0.0) -> int:
+        """Apply queued events (waiting up to `timeout` for the first) and run due relists."""
+        applied = 0
+        deadline = time.monotonic() + timeout
+        while True:
+            self._run_due_relists()
+            try:
+                item = self.events.get(timeout=max(0.0, min(deadline - time.monotonic(), 0.2)))
+            except queue.Empty:
+                if time.monotonic() >= deadline:
+                    return applied
+                continue
+            applied += self._apply(item)
+            deadline = time.monotonic()  # after the first item, drain what is already queued
+
+    def process_until(self, predicate: Callable[[], object], timeout: float = 5.0) -> object:
+        """Apply events until `predicate()` is truthy; AssertionError after `timeout` seconds (tests)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = predicate()
+            if result:
+                return result
+            if time.monotonic() > deadline:
+                raise AssertionError(f"condition not met within {timeout}s: {predicate}")
+            self.process(timeout=0.05)
+
+    def _apply(self, item: tuple) -> int:
+        what, stream, *rest = item
+        backend = stream.backend
+        if what == "event":
+            event_type, obj = rest
+            if stream.kind == "nodes":
+                inventory.apply_node_event(backend.pk, event_type, obj, backend.index)
+            else:
+                inventory.apply_pod_event(backend.pk, event_type, obj, backend.index)
+            self.applied += 1
+            return 1
+        if what == "connected" and backend.degraded:
+            backend.degraded = False
+            inventory.mark_online(backend.pk)
+        elif what == "error":
+            backend.degraded = True
+            inventory.mark_degraded(backend.pk, rest[0])
+        elif what == "gone":
+            stream.relist_due = time.monotonic()
+        return 0
+
+    def _run_due_relists(self) -> None:
+        now = time.monotonic()
+        for backend in self.backends:
+            for stream in backend.streams.values():
+                if stream.relist_due is not None and stream.relist_due <= now:
+                    self._relist(stream)
+
+    def _relist(self, stream: _Stream) -> None:
+        backend = stream.backend
+        try:
+            if stream.kind == "nodes":
+                listing = list_nodes(backend.kube)
+                inventory.replace_nodes(backend.pk, listing.records, backend.index)
+            else:
+                listing = list_pods(backend.kube)
+                backend.index = PodIndex.build(listing.records)
+                inventory.replace_pods(backend.pk, backend.index)
+        except KubeError as error:
+            stream.failures += 1
+            stream.relist_due = time.monotonic() + self._backoff(stream.failures)
+            backend.degraded = True
+            inventory.mark_degraded(backend.pk, error)
+            return
+        log.info("backend %s: listed %s again (%d)", backend.name, stream.kind, len(listing.records))
+        stream.failures = 0
+        stream.relist_due = None
+        if all(s.relist_due is None for s in backend.streams.values()):
+            backend.degraded = False
+            inventory.mark_synced(backend.pk)
+        stream.version = listing.resource_version
+        stream.wake.set()
+
+    def _backoff(self, failures: int) -> float:
+        return min(self.backoff_max, BACKOFF_START * 2 ** max(0, failures - 1))
+
+    # ----------------------------------------------------------------------------- watching (one thread per stream)
+
+    def _watch_loop(self, stream: _Stream) -> None:
+        failures = 0
+        while not self._stopping.is_set():
+            stream.wake.wait()
+            if self._stopping.is_set():
+                return
+            if stream.version is None:  # a relist is pending; the applier will wake us
+                stream.wake.clear()
+                continue
+            def opened(stream=stream) -> None:
+                nonlocal failures
+                if failures:  # the cluster answers again
+                    failures = 0
+                    self.events.put(("connected", stream))
+
+            watch = WatchStream(stream.backend.kube, stream.kind, stream.version,
+                                timeout_seconds=self.watch_seconds, on_open=opened)
+            stream.current = watch
+            try:
+                for event_type, obj in watch:
+                    self.events.put(("event", stream, event_type, obj))
+                stream.version = watch.resource_version
+            except KubeError as error:
+                if self._stopping.is_set():
+                    return
+                if error.gone:
+                    stream.version = None
+                    stream.wake.clear()
+                    self.events.put(("gone", stream))
+                    continue
+                failures += 1
+                stream.version = watch.resource_version
+                self.events.put(("error", stream, error))
+                self._stopping.wait(self._backoff(failures))
+            finally:
+                stream.current = None

@@ -1,0 +1,262 @@
+"""Which nodes belong to which (pool, platform), decided by the placement engine and cached in a table.
+
+A node belongs to a platform when the platform's pod could be placed on it, resources aside: the
+engine's `evaluate(..., check_resources=False)` over nodeSelector, required node affinity (unlike
+OSMO, which ignores affinity), taints/tolerations and cordon. The platform's pod is the sample pod the
+engine resolves from `Platform.compiled` (defaults applied, so `{{VARIABLES}}` are substituted),
+reduced to the fields that decide placement; it is parsed once per compiled fingerprint.
+
+Recomputed for the nodes that changed (sync, watch events) and for the platforms whose configuration
+changed (`pools.services.compilation.recompile_pools`). Writes are diffs: unchanged memberships cost
+nothing. Classification (OSMO §6.2): SHARED = several pools, RESERVED = one pool, UNUSED = none.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import OrderedDict
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from django.db.models import Count, Q, QuerySet
+from django.db.models.fields.json import KT
+
+from pools.engine import EngineError, TaskInput, resolve
+from pools.engine.placement import NOT_EVALUATED, NodeInfo, PreparedPod, evaluate, prepare_pod
+from pools.models import Node, NodeMembership, Platform, ResourceType
+
+log = logging.getLogger(__name__)
+
+PLACEMENT_FIELDS = ("nodeSelector", "affinity", "tolerations")
+FULL_RECOMPUTE_ABOVE = 1000  # node names: beyond this, recompute the whole backend (cheaper than a big IN)
+_POD_CACHE: OrderedDict[str, PreparedPod | EngineError] = OrderedDict()
+_POD_CACHE_SIZE = 1024
+
+
+@dataclass
+class Target:
+    """One platform as membership sees it: its pool, backend and parsed pod (or why it has none)."""
+
+    platform_id: int
+    pool_id: int
+    backend_id: int
+    label: str  # pool/platform
+    pod: PreparedPod | None
+    error: str = ""
+
+
+def platform_pod(platform: Platform) -> PreparedPod:
+    """The platform's pod reduced to nodeSelector, affinity and tolerations. Raises EngineError."""
+    from pools.services.compilation import compiled_platform  # compilation calls back into this module
+
+    key = (platform.compiled or {}).get("fingerprint")
+    cached = _POD_CACHE.get(key) if key else None
+    if cached is None:
+        try:
+            cached = _membership_pod(compiled_platform(platform))
+        except EngineError as error:
+            cached = error
+        if key:
+            _POD_CACHE[key] = cached
+            if len(_POD_CACHE) > _POD_CACHE_SIZE:
+                _POD_CACHE.popitem(last=False)
+    if isinstance(cached, EngineError):
+        raise cached
+    return cached
+
+
+def _membership_pod(compiled) -> PreparedPod:
+    try:
+        pod = resolve(compiled, TaskInput(name="membership-check", command=["true"])).pod
+    except EngineError:  # e.g. a required variable without default: fall back to the merged template
+        pod = compiled.merged.body
+    spec = pod.get("spec") if isinstance(pod.get("spec"), dict) else {}
+    return prepare_pod({"spec": {key: spec[key] for key in PLACEMENT_FIELDS if key in spec}})
+
+
+def targets(*, backend_ids: Iterable[int] | None = None, platform_ids: Iterable[int] | None = None) -> list[Target]:
+    """Platforms in scope with their parsed pods. Reads only each compiled config's fingerprint; the
+    (large) compiled JSON is loaded only for a fingerprint not parsed before."""
+    query = Platform.objects.all()
+    if backend_ids is not None:
+        query = query.filter(pool__backend_id__in=list(backend_ids))
+    if platform_ids is not None:
+        query = query.filter(pk__in=list(platform_ids))
+    found = []
+    for pk, pool_id, backend_id, pool_name, name, fingerprint in query.values_list(
+            "pk", "pool_id", "pool__backend_id", "pool__name", "name", KT("compiled__fingerprint")):
+        label = f"{pool_name}/{name}"
+        try:
+            cached = _POD_CACHE.get(fingerprint) if fingerprint else None
+            if cached is None:
+                cached = platform_pod(Platform.objects.select_related("pool").get(pk=pk))
+            elif isinstance(cached, EngineError):
+                raise cached
+            found.append(Target(pk, pool_id, backend_id, label, cached))
+        except EngineError as error:
+            log.warning("platform %s: no membership, its pod cannot be evaluated: %s", label, error)
+            found.append(Target(pk, pool_id, backend_id, label, None, str(error)))
+    return found
+
+
+def node_infos(nodes: QuerySet[Node]) -> list[tuple[int, int, NodeInfo | None]]:
+    """(node id, backend id, NodeInfo or None when the stored node is malformed)."""
+    return [(pk, backend_id, node_info(name, labels, taints, unschedulable))
+            for pk, backend_id, name, labels, taints, unschedulable in nodes.values_list(
+                "pk", "backend_id", "name", "labels", "taints", "unschedulable")]
+
+
+def node_info(name: str, labels: dict, taints: list, unschedulable: bool) -> NodeInfo | None:
+    """What membership looks at (resources aside); None for a node the engine cannot read."""
+    try:
+        return NodeInfo(name=name, labels=labels or {}, taints=taints or [], unschedulable=unschedulable)
+    except EngineError as error:
+        log.warning("node %s: skipped for membership: %s", name, error.reason)
+        return None
+
+
+def _fits(target: Target, info: NodeInfo | None) -> bool:
+    return info is not None and target.pod is not None and evaluate(target.pod, info, check_resources=False).fits
+
+
+def _wanted(infos, found: list[Target]) -> dict[tuple[int, int], int]:
+    by_backend: dict[int, list[Target]] = {}
+    for target in found:
+        by_backend.setdefault(target.backend_id, []).append(target)
+    return {(node_id, target.platform_id): target.pool_id
+            for node_id, backend_id, info in infos for target in by_backend.get(backend_id, ())
+            if _fits(target, info)}
+
+
+def _write(existing: QuerySet[NodeMembership], wanted: dict[tuple[int, int], int]) -> tuple[int, int]:
+    """Make `existing` (the rows in scope) equal `wanted`; returns (added, removed)."""
+    current = {(node_id, platform_id): pk for pk, node_id, platform_id in
+               existing.values_list("pk", "node_id", "platform_id")}
+    stale = [pk for key, pk in current.items() if key not in wanted]
+    fresh = [NodeMembership(node_id=node_id, platform_id=platform_id, pool_id=pool_id)
+             for (node_id, platform_id), pool_id in wanted.items() if (node_id, platform_id) not in current]
+    for start in range(0, len(stale), 1000):
+        NodeMembership.objects.filter(pk__in=stale[start:start + 1000]).delete()
+    NodeMembership.objects.bulk_create(fresh, batch_size=1000)
+    return len(fresh), len(stale)
+
+
+def recompute_nodes(backend_id: int, names: list[str] | None = None, *,
+                    infos: list[tuple[int, int, NodeInfo | None]] | None = None) -> tuple[int, int]:
+    """Membership of the backend's nodes called `names` (all when None) in every platform of the backend.
+
+    `infos` (node id, backend id, NodeInfo) saves reading back nodes the caller has just written.
+    """
+    scope = NodeMembership.objects.filter(node__backend_id=backend_id)
+    if infos is not None:
+        scope = scope.filter(node_id__in=[pk for pk, _, _ in infos])
+    else:
+        nodes = Node.objects.filter(backend_id=backend_id)
+        if names is not None and len(names) <= FULL_RECOMPUTE_ABOVE:
+            nodes = nodes.filter(name__in=names)
+            scope = scope.filter(node__name__in=names)
+        infos = node_infos(nodes)
+    return _write(scope, _wanted(infos, targets(backend_ids=[backend_id])))
+
+
+def recompute_platforms(platform_ids: Iterable[int]) -> tuple[int, int]:
+    """Membership of every node of their backends in these platforms (after a config change)."""
+    platform_ids = list(platform_ids)
+    found = targets(platform_ids=platform_ids)
+    backend_ids = {target.backend_id for target in found}
+    infos = node_infos(Node.objects.filter(backend_id__in=backend_ids)) if backend_ids else []
+    return _write(NodeMembership.objects.filter(platform_id__in=platform_ids), _wanted(infos, found))
+
+
+def recompute_for_pools(pools: QuerySet) -> tuple[int, int]:
+    """Config changed for `pools`: recompute their platforms (a no-op when their backends have no nodes)."""
+    platform_ids = list(Platform.objects.filter(pool__in=pools).values_list("pk", flat=True))
+    if not platform_ids:
+        return (0, 0)
+    if not Node.objects.filter(backend__pools__in=pools).exists() and \
+            not NodeMembership.objects.filter(platform_id__in=platform_ids).exists():
+        return (0, 0)
+    return recompute_platforms(platform_ids)
+
+
+def recompute_backend(backend_id: int) -> tuple[int, int]:
+    return recompute_nodes(backend_id)
+
+
+# ------------------------------------------------------------------------------------------ reading
+
+
+def resource_type(pool_count: int) -> str:
+    if pool_count > 1:
+        return ResourceType.SHARED
+    return ResourceType.RESERVED if pool_count == 1 else ResourceType.UNUSED
+
+
+def with_pool_count(nodes: QuerySet[Node]) -> QuerySet[Node]:
+    """Annotate `pool_count` (distinct pools a node serves): the SHARED/RESERVED/UNUSED classification."""
+    return nodes.annotate(pool_count=Count("memberships__pool", distinct=True))
+
+
+def filter_resource_type(nodes: QuerySet[Node], kind: str) -> QuerySet[Node]:
+    nodes = with_pool_count(nodes)
+    return {ResourceType.SHARED: nodes.filter(pool_count__gt=1),
+            ResourceType.RESERVED: nodes.filter(pool_count=1),
+            ResourceType.UNUSED: nodes.filter(pool_count=0)}.get(kind, nodes)
+
+
+def explain_platform(platform: Platform) -> dict:
+    """Which nodes of the platform's backend belong to it, and for the others, why not.
+
+    `{"members": [names], "others": [{"node", "reasons"}], "error": str, "not_evaluated": [...]}`
+    """
+    result = {"members": [], "others": [], "error": "", "not_evaluated": list(NOT_EVALUATED)}
+    try:
+        pod = platform_pod(platform)
+    except EngineError as error:
+        result["error"] = f"the platform's pod cannot be evaluated: {error}"
+        return result
+    nodes = Node.objects.filter(backend_id=platform.pool.backend_id).order_by("name")
+    for _, _, info in node_infos(nodes):
+        if info is None:
+            continue
+        verdict = evaluate(pod, info, check_resources=False)
+        if verdict.fits:
+            result["members"].append(info.name)
+        else:
+            result["others"].append({"node": info.name, "reasons": list(verdict.reasons)})
+    return result
+
+
+def pools_of_nodes(node_ids: Iterable[int]) -> dict[int, dict[str, list[str]]]:
+    """node id -> {pool name: [platform names]} in one query."""
+    result: dict[int, dict[str, list[str]]] = {}
+    rows = NodeMembership.objects.filter(node_id__in=list(node_ids)).values_list(
+        "node_id", "pool__name", "platform__name").order_by("pool__name", "platform__name")
+    for node_id, pool, platform in rows:
+        result.setdefault(node_id, {}).setdefault(pool, []).append(platform)
+    return result
+
+
+def membership_filter(pools: list[str] | None = None, platforms: list[str] | None = None) -> Q:
+    query = Q()
+    if pools:
+        query &= Q(pool__name__in=pools)
+    if platforms:
+        query &= Q(platform__name__in=platforms)
+    return query
+
+
+def explain_node(node: Node) -> list[dict]:
+    """Every platform of the node's backend: member or not, and why not (`{"platform", "fits", "reasons"}`)."""
+    infos = node_infos(Node.objects.filter(pk=node.pk))
+    info = infos[0][2] if infos else None
+    rows = []
+    for target in sorted(targets(backend_ids=[node.backend_id]), key=lambda t: t.label):
+        if target.pod is None:
+            rows.append({"platform": target.label, "fits": False, "reasons": [target.error]})
+        elif info is None:
+            rows.append({"platform": target.label, "fits": False, "reasons": ["the stored node is malformed"]})
+        else:
+            verdict = evaluate(target.pod, info, check_resources=False)
+            rows.append({"platform": target.label, "fits": verdict.fits, "reasons": list(verdict.reasons)})
+    return rows

@@ -1,0 +1,34 @@
+"""Node-rule inputs (`K8_CPU`, `K8_GPU`, `K8_MEMORY`, `K8_STORAGE`) for platforms, from the node inventory.
+
+As in OSMO, a node offers its allocatable resources minus what pods the portal does not own request
+there: capacity for portal workloads, not what happens to be free this second.
+"""
+
+from __future__ import annotations
+
+from pools.engine import NodeCapacity
+from pools.models import Node, NodeMembership
+
+GPU = "nvidia.com/gpu"
+
+
+def capacities_for(platforms) -> dict[int, list[NodeCapacity] | None]:
+    """Per platform id: its member nodes' capacities; None when its backend has no inventory yet."""
+    platforms = list(platforms)
+    synced = set(Node.objects.filter(backend_id__in={p.pool.backend_id for p in platforms})
+                 .values_list("backend_id", flat=True).distinct())
+    result: dict[int, list[NodeCapacity] | None] = {
+        p.pk: ([] if p.pool.backend_id in synced else None) for p in platforms}
+    rows = NodeMembership.objects.filter(platform_id__in=[p.pk for p in platforms]).values_list(
+        "platform_id", "node__name", "node__cpu_allocatable", "node__gpu_allocatable", "node__memory_allocatable",
+        "node__storage_allocatable", "node__requested_other")
+    for platform_id, name, cpu, gpu, memory, storage, other in rows.order_by("node__name"):
+        other = other or {}
+        result[platform_id].append(NodeCapacity(
+            name,
+            cpu=f"{max(0, cpu - other.get('cpu', 0))}m",
+            gpu=str(max(0, gpu - other.get(GPU, 0))),
+            memory=str(max(0, memory - other.get("memory", 0))),
+            storage=str(max(0, storage - other.get("ephemeral-storage", 0))),
+        ))
+    return result

@@ -1,0 +1,48 @@
+"""Celery tasks of the pools app: thin shells around `pools.services.inventory`.
+
+Tasks take ids, are idempotent (a sync replaces the inventory with what the cluster lists), retry
+transient cluster failures (network, 429, 5xx) with exponential backoff, and never retry a 4xx or a
+configuration error: those are recorded on the backend and reported in the task result.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+
+from pools.kube.errors import KubeError
+from pools.models import Backend
+from pools.services import inventory
+
+log = logging.getLogger(__name__)
+
+MAX_RETRIES = 5
+RESYNC_EXPIRES = 240  # seconds; under the beat period so queued resyncs never pile up
+
+
+def retry_countdown(retries: int) -> int:
+    return min(300, 5 * 2**retries)
+
+
+@shared_task(bind=True, max_retries=MAX_RETRIES, acks_late=True, ignore_result=False)
+def sync_backend(self, backend_id: int) -> dict:
+    """Full inventory sync of one backend."""
+    try:
+        result = inventory.sync_backend(backend_id)
+    except Backend.DoesNotExist:
+        return {"backend_id": backend_id, "ok": False, "error": "no such backend"}
+    except KubeError as error:
+        if error.transient and self.request.retries < self.max_retries:
+            raise self.retry(exc=error, countdown=retry_countdown(self.request.retries)) from None
+        return {"backend_id": backend_id, "ok": False, "error": str(error)}
+    return {"backend_id": backend_id, "ok": True, **result.as_dict()}
+
+
+@shared_task(ignore_result=True)
+def sync_all_backends() -> int:
+    """The periodic full resync: one `sync_backend` per connected backend; returns how many were queued."""
+    ids = list(inventory.connected_backends().values_list("pk", flat=True))
+    for backend_id in ids:
+        sync_backend.apply_async((backend_id,), expires=RESYNC_EXPIRES)
+    return len(ids)

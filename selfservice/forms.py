@@ -1,0 +1,65 @@
+"""Forms of the self-service pages and of the admin decision page. Parsing only: services decide."""
+
+from __future__ import annotations
+
+from django import forms
+from unfold.widgets import UnfoldAdminRadioSelectWidget, UnfoldAdminTextareaWidget, UnfoldAdminTextInputWidget
+
+from selfservice.services.requests import hardware_choices
+
+MONO = {"class": "mono", "spellcheck": "false", "autocomplete": "off", "autocapitalize": "off"}
+
+
+class SpecForm(forms.Form):
+    spec = forms.CharField(widget=forms.Textarea(attrs={**MONO, "rows": 26, "id": "spec-editor"}),
+                           label="Workflow spec (YAML)", strip=False)
+    priority = forms.ChoiceField(choices=[("NORMAL", "normal"), ("HIGH", "high"), ("LOW", "low")],
+                                 initial="NORMAL")
+
+
+class AccessRequestForm(forms.Form):
+    pool = forms.ChoiceField(help_text="Pools you may not use yet.")
+    justification = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=2000,
+                                    help_text="What you will run there, and for which project.")
+
+    def __init__(self, *args, pools: list[str] = (), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["pool"].choices = [(name, name) for name in pools]
+
+
+class PoolRequestForm(forms.Form):
+    team = forms.RegexField(regex=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$", max_length=32,
+                            help_text="Lowercase letters, digits and '-'. The pool is named after it, e.g. "
+                                      "vision-h100, and your team's role osmo-<team> will allow it.",
+                            error_messages={"invalid": "2-32 lowercase letters, digits and '-', starting with a "
+                                                       "letter"})
+    hardware = forms.ChoiceField(help_text="The GPU kinds the portal knows, each copied from an existing platform.")
+    gpus = forms.IntegerField(min_value=0, max_value=100_000, label="Size (GPUs)", initial=8,
+                              help_text="How many GPUs the team needs at most (0 for CPU only).")
+    purpose = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=2000)
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["hardware"].choices = [(c.key, c.label) for c in hardware_choices()]
+
+
+class DecisionForm(forms.Form):
+    """The admin's decision on one request (Unfold widgets: it is rendered in the admin console)."""
+
+    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("deny", "Deny")],
+                                 widget=UnfoldAdminRadioSelectWidget)
+    comment = forms.CharField(widget=UnfoldAdminTextareaWidget(attrs={"rows": 3}), required=False, max_length=2000,
+                              help_text="Shown to the requester. Required when denying.")
+    pool_name = forms.CharField(required=False, max_length=128, widget=UnfoldAdminTextInputWidget,
+                                help_text="Name of the pool to create (pool requests only).")
+
+    def __init__(self, *args, pool_request: bool = False, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not pool_request:
+            del self.fields["pool_name"]
+
+    def clean(self):
+        cleaned = super().clean()
+        if cleaned.get("decision") == "deny" and not (cleaned.get("comment") or "").strip():
+            self.add_error("comment", "Say why, for the requester.")
+        return cleaned

@@ -1,0 +1,204 @@
+"""What the catalog and the pool page show: pools, their platforms, capacity and recent use.
+
+Every pool is listed (so a researcher can ask for access); whether the viewer may *use* a pool comes
+from `access.policy` only. Query cost is constant in the number of pools, platforms and nodes: the
+viewer's roles (1), the usable pools (1), pools with platforms (2), capacity (2), pending requests (1).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+from django.db.models import Count, Prefetch
+from django.utils import timezone
+
+from access import policy
+from pools.errors import ConfigNotFound
+from pools.models import Platform, Pool
+from pools.services import capacity as capacity_service
+from pools.services.capacity import Figures, NodeFigures, show
+from selfservice.models import AccessRequest, RequestStatus
+from workflows.models import FINISHED_TASK, Task, Workflow
+
+GPU = "nvidia.com/gpu"
+CREATE = "workflow:Create"
+
+
+@dataclass
+class Gauge:
+    """free/total of one resource, with the share in use for a bar."""
+
+    free: int
+    total: int
+    name: str = GPU
+
+    @property
+    def used(self) -> int:
+        return max(0, self.total - self.free)
+
+    @property
+    def percent_used(self) -> int:
+        return round(100 * self.used / self.total) if self.total else 0
+
+    @property
+    def percent_free(self) -> int:
+        return 100 - self.percent_used if self.total else 0
+
+    @property
+    def text(self) -> str:
+        return f"{show(self.name, self.free)} free of {show(self.name, self.total)}"
+
+    @classmethod
+    def of(cls, figures: Figures | NodeFigures | None, name: str = GPU) -> Gauge:
+        if figures is None:
+            return cls(0, 0, name)
+        return cls(figures.free[name], figures.allocatable[name], name)
+
+
+@dataclass
+class PlatformCard:
+    name: str
+    description: str
+    default: bool
+    nodes: int
+    gpu: Gauge
+    products: list[str] = field(default_factory=list)
+
+
+@dataclass
+class PoolCard:
+    name: str
+    description: str
+    backend: str
+    maintenance: bool
+    usable: bool
+    requested: bool  # an access request of the viewer is pending
+    platforms: list[PlatformCard]
+    gpu: Gauge
+    nodes: int
+
+    @property
+    def status(self) -> str:
+        return "MAINTENANCE" if self.maintenance else "ONLINE"
+
+
+def catalog(who) -> list[PoolCard]:
+    """Every pool, usable ones first, with per-platform GPU free/total."""
+    subject = policy.principal(who)
+    usable = policy.allowed_pools(subject)
+    pools = list(Pool.objects.select_related("backend").prefetch_related(
+        Prefetch("platforms", queryset=Platform.objects.order_by("name").only("id", "pool_id", "name", "description"))
+    ).order_by("name"))
+    report = capacity_service.capacity()
+    products = _products(report.nodes)
+    pending = set()
+    if subject.user.is_authenticated:
+        pending = set(AccessRequest.objects.filter(requester=subject.user.pk, status=RequestStatus.PENDING)
+                      .values_list("pool_id", flat=True))
+    cards = [_card(pool, report.pools.get(pool.name), products, pool.name in usable, pool.pk in pending)
+             for pool in pools]
+    return sorted(cards, key=lambda card: (not card.usable, card.name))
+
+
+def _card(pool: Pool, entry: dict | None, products: dict, usable: bool, requested: bool) -> PoolCard:
+    figures = entry["figures"] if entry else None
+    per_platform = entry["platforms"] if entry else {}
+    platforms = [
+        PlatformCard(p.name, p.description, p.name == pool.default_platform,
+                     per_platform[p.name].nodes if p.name in per_platform else 0,
+                     Gauge.of(per_platform.get(p.name)), sorted(products.get((pool.name, p.name), ())))
+        for p in pool.platforms.all()
+    ]
+    return PoolCard(pool.name, pool.description, pool.backend.name, pool.enable_maintenance, usable, requested,
+                    platforms, Gauge.of(figures), figures.nodes if figures else 0)
+
+
+def _products(nodes: list[NodeFigures]) -> dict[tuple[str, str], set[str]]:
+    found: dict[tuple[str, str], set[str]] = {}
+    for node in nodes:
+        for pool, platforms in node.pools.items():
+            for platform in platforms:
+                found.setdefault((pool, platform), set()).add(node.gpu_product or "CPU only")
+    return found
+
+
+# --------------------------------------------------------------------------------------- pool page
+
+
+@dataclass
+class NodeRow:
+    name: str
+    gpu_product: str
+    schedulable: bool
+    cpu: Gauge
+    memory: Gauge
+    gpu: Gauge
+
+
+@dataclass
+class PlatformDetail:
+    name: str
+    description: str
+    default: bool
+    nodes: list[NodeRow]
+    cpu: Gauge
+    memory: Gauge
+    gpu: Gauge
+
+
+@dataclass
+class PoolPage:
+    pool: Pool
+    usable: bool
+    submit_allowed: bool
+    submit_because: list[str]
+    requested: bool
+    platforms: list[PlatformDetail]
+    cpu: Gauge
+    memory: Gauge
+    gpu: Gauge
+    nodes: int
+    workflows_24h: int
+    workflows_24h_by_status: dict[str, int]
+    running_tasks: int
+    active_tasks: int
+
+
+def get_pool(name: str) -> Pool:
+    pool = Pool.objects.select_related("backend").filter(name=name).first()
+    if pool is None:
+        raise ConfigNotFound(f"no pool named {name!r}", field="pool", value=name)
+    return pool
+
+
+def pool_page(name: str, who) -> PoolPage:
+    subject = policy.principal(who)
+    pool = get_pool(name)
+    decision = subject.decide(CREATE, f"pool/{pool.name}")
+    report = capacity_service.capacity([pool.name])
+    entry = report.pools.get(pool.name) or {"figures": Figures(), "platforms": {}}
+    by_platform: dict[str, list[NodeRow]] = {}
+    for node in report.nodes:
+        for platform in node.pools.get(pool.name, ()):
+            by_platform.setdefault(platform, []).append(NodeRow(
+                node.name, node.gpu_product, node.schedulable, Gauge.of(node, "cpu"), Gauge.of(node, "memory"),
+                Gauge.of(node)))
+    platforms = []
+    for platform in pool.platforms.order_by("name").only("name", "description"):
+        figures = entry["platforms"].get(platform.name)
+        platforms.append(PlatformDetail(platform.name, platform.description, platform.name == pool.default_platform,
+                                        by_platform.get(platform.name, []), Gauge.of(figures, "cpu"),
+                                        Gauge.of(figures, "memory"), Gauge.of(figures)))
+    since = timezone.now() - timedelta(hours=24)
+    by_status = dict(Workflow.objects.filter(pool=pool, created_at__gte=since).values_list("status")
+                     .annotate(n=Count("pk")).order_by("status"))
+    tasks = Task.objects.filter(workflow__pool=pool).exclude(status__in=FINISHED_TASK).values_list("status")
+    task_counts = dict(tasks.annotate(n=Count("pk")).order_by("status"))
+    requested = subject.user.is_authenticated and AccessRequest.objects.filter(
+        requester=subject.user.pk, pool=pool, status=RequestStatus.PENDING).exists()
+    figures = entry["figures"]
+    return PoolPage(pool, pool.name in policy.allowed_pools(subject), decision.allowed, list(decision.because),
+                    requested, platforms, Gauge.of(figures, "cpu"), Gauge.of(figures, "memory"), Gauge.of(figures),
+                    figures.nodes, sum(by_status.values()), by_status, task_counts.get("RUNNING", 0),
+                    sum(task_counts.values()))

@@ -1,0 +1,34 @@
+"""Small template helpers of the self-service pages."""
+
+from __future__ import annotations
+
+from django import template
+
+from access import policy
+
+register = template.Library()
+
+_STATUS_TONES = {
+    "COMPLETED": "ok", "RUNNING": "run", "WAITING": "wait", "PENDING": "wait", "CANCELLED": "muted",
+    "APPROVED": "ok", "DENIED": "bad", "WITHDRAWN": "muted", "ONLINE": "ok", "MAINTENANCE": "warn",
+}
+
+
+@register.simple_tag(takes_context=True)
+def may_open_admin(context) -> bool:
+    """Show the admin console link? Asked of access.policy (memoised per request: no extra query)."""
+    request = context.get("request")
+    return bool(request and request.user.is_authenticated and policy.admin_access(request).allowed)
+
+
+@register.filter
+def tone(status: str) -> str:
+    """CSS tone of a status badge: FAILED_* are bad, the rest by name."""
+    status = str(status or "")
+    return "bad" if status.startswith("FAILED") else _STATUS_TONES.get(status, "muted")
+
+
+@register.filter
+def availability(percent_free: int) -> str:
+    """Bar colour by how much is free: plenty (green), getting scarce (amber), nearly none (red)."""
+    return "high" if percent_free <= 10 else ("mid" if percent_free <= 40 else "")

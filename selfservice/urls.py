@@ -1,0 +1,18 @@
+from django.urls import path
+
+from selfservice import views
+
+app_name = "selfservice"
+
+urlpatterns = [
+    path("", views.catalog, name="catalog"),
+    path("login/", views.PortalLoginView.as_view(), name="login"),
+    path("pools/<str:name>/", views.pool_detail, name="pool"),
+    path("pools/<str:name>/submit/", views.submit_page, name="submit"),
+    path("pools/<str:name>/submit/preview/", views.preview, name="preview"),
+    path("workflows/", views.workflow_list, name="workflows"),
+    path("workflows/<str:workflow_id>/", views.workflow_detail, name="workflow"),
+    path("workflows/<str:workflow_id>/cancel/", views.workflow_cancel, name="workflow-cancel"),
+    path("requests/", views.requests_page, name="requests"),
+    path("requests/<str:kind>/<int:pk>/withdraw/", views.request_withdraw, name="request-withdraw"),
+]

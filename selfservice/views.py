@@ -1,0 +1,262 @@
+"""Self-service pages (server-rendered; htmx swaps fragments where it helps). Thin: parse, ask the policy
+(through the services, which call `access.policy`), call a service, render. Domain errors are shown on
+the page with their field and reason, never as a server error."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.contrib.auth.views import LoginView
+from django.shortcuts import redirect, render
+from django.urls import reverse
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from access import policy
+from access.services import audit
+from pools.engine.errors import EngineError
+from portal.errors import DomainError, PermissionDenied
+from selfservice.forms import AccessRequestForm, PoolRequestForm, SpecForm
+from selfservice.presenters import describe_error, preview_tasks
+from selfservice.services import catalog as catalog_service
+from selfservice.services import examples
+from selfservice.services import requests as request_service
+from selfservice.services import workflows as workflow_service
+from workflows.services import CREATE, SubmitRequest, submit
+
+ERRORS = (DomainError, EngineError)
+
+
+def _htmx(request) -> bool:
+    return request.headers.get("HX-Request") == "true"
+
+
+class PortalLoginView(LoginView):
+    """Local accounts sign in here; with OIDC configured, a button leads to the identity provider."""
+
+    template_name = "selfservice/login.html"
+    redirect_authenticated_user = True
+
+    def get_context_data(self, **kwargs):
+        from access.oidc import oidc_enabled
+
+        return {**super().get_context_data(**kwargs), "oidc_enabled": oidc_enabled()}
+
+
+# --- catalog and pool pages ------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def catalog(request):
+    cards = catalog_service.catalog(request)
+    return render(request, "selfservice/catalog.html", {
+        "cards": cards, "roles": policy.role_names(request), "usable_count": sum(card.usable for card in cards),
+    })
+
+
+@login_required
+@require_GET
+def pool_detail(request, name):
+    try:
+        page = catalog_service.pool_page(name, request)
+    except DomainError as error:
+        return _error_page(request, error)
+    return render(request, "selfservice/pool.html", {"page": page, "pool": page.pool})
+
+
+# --- submit with preview ----------------------------------------------------------------------------------
+
+
+def _submit_context(request, name):
+    """The pool, if the principal may submit to it; else a rendered 403/404 page (audited)."""
+    try:
+        pool = catalog_service.get_pool(name)
+    except DomainError as error:
+        return None, _error_page(request, error)
+    decision = policy.decide(request, CREATE, f"pool/{pool.name}")
+    if not decision.allowed:
+        subject = policy.principal(request)
+        audit.denied(request, subject, CREATE, f"pool/{pool.name}", "page", decision.because)
+        return None, render(request, "selfservice/forbidden.html", {
+            "pool": pool, "because": decision.because,
+            "message": f"You may not submit workflows to pool {pool.name}."}, status=403)
+    return pool, None
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def submit_page(request, name):
+    pool, refused = _submit_context(request, name)
+    if refused is not None:
+        return refused
+    found = examples.examples_for(pool)
+    chosen = examples.example(pool, request.GET.get("example"))
+    context = {"pool": pool, "examples": found, "chosen": chosen}
+    if request.method == "GET":
+        form = SpecForm(initial={"spec": chosen.text, "priority": "NORMAL"})
+        if _htmx(request) and request.GET.get("example"):
+            return render(request, "selfservice/_editor.html", {**context, "form": form})
+        return render(request, "selfservice/submit.html", {**context, "form": form})
+    form = SpecForm(request.POST)
+    if not form.is_valid():
+        return render(request, "selfservice/submit.html", {**context, "form": form}, status=400)
+    try:
+        result = submit(SubmitRequest(pool.name, form.cleaned_data["spec"], request,
+                                      priority=form.cleaned_data["priority"], source="editor"))
+    except ERRORS as error:
+        view = _audited(request, error, pool)
+        return render(request, "selfservice/submit.html", {**context, "form": form, "error": view},
+                      status=view.status)
+    messages.success(request, f"Workflow {result.workflow_id} submitted to {pool.name}.")
+    return redirect("selfservice:workflow", workflow_id=result.workflow_id)
+
+
+@login_required
+@require_POST
+def preview(request, name):
+    """Dry run: the resolved pod per task with where each value came from, the verdict, the node verdicts."""
+    pool, refused = _submit_context(request, name)
+    if refused is not None:
+        if _htmx(request):  # show the refusal inside the page, not as a swapped-away error
+            return render(request, "selfservice/_preview.html", {"error": describe_error(PermissionDenied(
+                f"You may not submit workflows to pool {name}."))})
+        return refused
+    form = SpecForm(request.POST)
+    context, status = {"pool": pool}, 200
+    if form.is_valid():
+        try:
+            result = submit(SubmitRequest(pool.name, form.cleaned_data["spec"], request, dry_run=True,
+                                          priority=form.cleaned_data["priority"], source="editor"))
+            context.update(tasks=preview_tasks(result.as_dict()), warnings=result.warnings)
+        except ERRORS as error:
+            context["error"] = _audited(request, error, pool)
+            status = context["error"].status
+    else:
+        context["form_errors"] = form.errors
+        status = 400
+    if _htmx(request):
+        return render(request, "selfservice/_preview.html", context)  # htmx only swaps 2xx answers
+    found = examples.examples_for(pool)
+    return render(request, "selfservice/submit.html", {**context, "form": form, "examples": found,
+                                                       "chosen": found[0], "previewed": True}, status=status)
+
+
+def _audited(request, error, pool):
+    if isinstance(error, PermissionDenied):
+        audit.denied(request, policy.principal(request), CREATE, f"pool/{pool.name}", "page", [error.reason])
+    return describe_error(error)
+
+
+# --- my workflows --------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_GET
+def workflow_list(request):
+    rows = workflow_service.workflows_of(request)
+    context = {"workflows": rows, "polling": any(not w.is_finished for w in rows)}
+    if _htmx(request):
+        return render(request, "selfservice/_workflow_rows.html", context)
+    return render(request, "selfservice/workflows.html", context)
+
+
+@login_required
+@require_GET
+def workflow_detail(request, workflow_id):
+    try:
+        workflow = workflow_service.get_workflow(workflow_id, request)
+    except DomainError as error:
+        return _error_page(request, error)
+    context = _workflow_context(request, workflow)
+    if _htmx(request):
+        return render(request, "selfservice/_workflow_status.html", context)
+    return render(request, "selfservice/workflow.html", context)
+
+
+def _workflow_context(request, workflow):
+    return {"workflow": workflow, "tasks": list(workflow.tasks.all()),
+            "events": workflow_service.events_of(workflow),
+            "may_cancel": not workflow.is_finished and workflow_service.may_cancel(workflow, request),
+            "spec_yaml": workflow_service.resolved_spec_yaml(workflow),
+            "pods": [(task, workflow_service.pod_yaml(task)) for task in workflow.tasks.all()]}
+
+
+@login_required
+@require_POST
+def workflow_cancel(request, workflow_id):
+    try:
+        workflow = workflow_service.cancel(workflow_id, request, message=request.POST.get("message", "")[:500])
+        messages.success(request, f"Workflow {workflow.workflow_id}: {workflow.status.lower()}.")
+    except DomainError as error:
+        if error.status == 404:
+            return _error_page(request, error)
+        if isinstance(error, PermissionDenied):
+            audit.denied(request, policy.principal(request), workflow_service.CANCEL, f"workflow/{workflow_id}",
+                         "page", [error.reason])
+        messages.error(request, f"Not cancelled: {error.reason}")
+    return redirect("selfservice:workflow", workflow_id=workflow_id)
+
+
+# --- requests ---------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def requests_page(request):
+    requestable = _requestable_pools(request)
+    access_form = AccessRequestForm(pools=requestable, initial={"pool": request.GET.get("pool")})
+    pool_form = PoolRequestForm()
+    status = 200
+    if request.method == "POST":
+        kind = request.POST.get("kind")
+        try:
+            if kind == "access":
+                access_form = AccessRequestForm(request.POST, pools=requestable)
+                if access_form.is_valid():
+                    made = request_service.request_access(request.user, access_form.cleaned_data["pool"],
+                                                          access_form.cleaned_data["justification"])
+                    messages.success(request, f"Access to {made.pool.name} requested; an administrator decides.")
+                    return redirect(reverse("selfservice:requests") + "#mine")
+            elif kind == "pool":
+                pool_form = PoolRequestForm(request.POST)
+                if pool_form.is_valid():
+                    data = pool_form.cleaned_data
+                    made = request_service.request_pool(request.user, data["team"], data["hardware"], data["gpus"],
+                                                        data["purpose"])
+                    messages.success(request, f"Pool {made.pool_name} requested; an administrator decides.")
+                    return redirect(reverse("selfservice:requests") + "#mine")
+        except DomainError as error:
+            form = access_form if kind == "access" else pool_form
+            form.add_error(error.field if error.field in form.fields else None, error.reason)
+        status = 400
+    access, pools = request_service.requests_of(request.user)
+    return render(request, "selfservice/requests.html", {
+        "access_form": access_form, "pool_form": pool_form, "access_requests": access, "pool_requests": pools,
+        "requestable": requestable, "chosen_pool": request.GET.get("pool", ""),
+    }, status=status)
+
+
+@login_required
+@require_POST
+def request_withdraw(request, kind, pk):
+    try:
+        request_service.withdraw(request.user, kind, pk)
+        messages.success(request, "Request withdrawn.")
+    except DomainError as error:
+        messages.error(request, error.reason)
+    return redirect(reverse("selfservice:requests") + "#mine")
+
+
+def _requestable_pools(request) -> list[str]:
+    from pools.models import Pool
+
+    usable = policy.allowed_pools(request)
+    return [name for name in Pool.objects.order_by("name").values_list("name", flat=True) if name not in usable]
+
+
+# --- errors ---------------------------------------------------------------------------------------------------
+
+
+def _error_page(request, error: DomainError):
+    view = describe_error(error)
+    return render(request, "selfservice/error.html", {"error": view}, status=view.status)

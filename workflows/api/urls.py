@@ -1,0 +1,12 @@
+from django.urls import path
+
+from workflows.api import views
+
+urlpatterns = [
+    path("pool/<str:pool>/workflow", views.SubmitView.as_view(), name="workflow-submit"),
+    path("workflow", views.WorkflowListView.as_view(), name="workflow-list"),
+    path("workflow/<str:workflow_id>", views.WorkflowView.as_view(), name="workflow-detail"),
+    path("workflow/<str:workflow_id>/spec", views.WorkflowSpecView.as_view(), name="workflow-spec"),
+    path("workflow/<str:workflow_id>/events", views.WorkflowEventsView.as_view(), name="workflow-events"),
+    path("workflow/<str:workflow_id>/cancel", views.WorkflowCancelView.as_view(), name="workflow-cancel"),
+]

@@ -1,0 +1,226 @@
+"""Workflow REST API on OSMO's paths. Views only translate HTTP; services decide (docs/workflows-api.md).
+
+    POST /api/pool/{pool}/workflow          submit (dry_run, validation_only, priority)
+    GET  /api/workflow                      list (default: your own)
+    GET  /api/workflow/{id}                 one workflow with its tasks
+    GET  /api/workflow/{id}/spec            the spec as submitted
+    GET  /api/workflow/{id}/events          what happened to its tasks
+    POST /api/workflow/{id}/cancel          cancel (message, force)
+
+Authentication is the project's default (portal tokens, OIDC bearer tokens, sessions). Authorization is
+`access.policy` only: submission needs `workflow:Create` on `pool/<pool>` (the permission class and the
+service both ask); reading, listing and cancelling are decided per workflow (`workflows.queries`,
+`workflows.lifecycle.cancel`). Every error is the JSON envelope `{code, field, value, reason}`.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.core.files.uploadedfile import UploadedFile
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions
+from rest_framework.parsers import BaseParser, FormParser, JSONParser, MultiPartParser
+from rest_framework.permissions import BasePermission
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from access.api.permissions import PolicyPermission
+from pools.api.serializers import ErrorSerializer
+from workflows import lifecycle, queries
+from workflows.api import serializers as s
+from workflows.errors import InvalidSpec
+from workflows.services import SubmitRequest, submit
+from workflows.spec import SpecError
+
+ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
+WORKFLOW_ID = OpenApiParameter("workflow_id", str, OpenApiParameter.PATH, description="e.g. train-resnet-7")
+POOL = OpenApiParameter("pool", str, OpenApiParameter.PATH, description="The pool to run in.")
+EXAMPLE_SPEC = """version: 2
+workflow:
+  name: hello
+  resources: {default: {cpu: 1, memory: 1Gi}}
+  tasks:
+  - {name: say, image: busybox, command: [echo, hello]}
+"""
+
+
+class SignedIn(BasePermission):
+    """Only *who* is asking; what they may see or do is decided per workflow by `access.policy`."""
+
+    def has_permission(self, request, view):
+        if request.user is not None and request.user.is_authenticated:
+            return True
+        raise exceptions.NotAuthenticated()
+
+
+class _TextParser(BaseParser):
+    """A spec sent as raw YAML (or JSON) text; request.data is then a str."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        raw = stream.read(limit + 1) if stream is not None else b""
+        if limit is not None and len(raw) > limit:
+            raise exceptions.ParseError(f"the spec is larger than {limit} bytes")
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise exceptions.ParseError("the spec is not UTF-8 text") from None
+
+
+class YAMLParser(_TextParser):
+    media_type = "application/yaml"
+
+
+class LegacyYAMLParser(_TextParser):
+    media_type = "application/x-yaml"
+
+
+class PlainTextParser(_TextParser):
+    media_type = "text/*"
+
+
+def spec_of(request) -> tuple[str | dict, str]:
+    """(the spec as text or document, a name for error messages) from any accepted body shape."""
+    try:
+        data = request.data
+    except RecursionError:
+        raise exceptions.ParseError("the JSON body is nested too deeply") from None
+    if isinstance(data, str):
+        return data, "request body"
+    if hasattr(data, "keys"):
+        if "file" in data:
+            value = data.get("file")
+            if isinstance(value, UploadedFile):
+                return _read_upload(value), value.name or "file"
+            if isinstance(value, (str, dict)):
+                return value, "file"
+            raise InvalidSpec("must be the workflow spec as YAML or JSON text", field="file",
+                              value=type(value).__name__)
+        if hasattr(data, "getlist"):  # a form without `file`
+            raise InvalidSpec("send the workflow spec in the form field file", field="file")
+        if data:
+            return dict(data), "request body"
+    raise InvalidSpec("send the workflow spec: {\"file\": \"<YAML or JSON text>\"}, the spec document itself, "
+                      "or YAML text with Content-Type application/yaml", field="file",
+                      value=None if not isinstance(data, (list, int, float, bool)) else type(data).__name__)
+
+
+def _read_upload(upload: UploadedFile) -> str:
+    limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 2_621_440
+    if upload.size is not None and upload.size > limit:
+        raise InvalidSpec(f"the spec is larger than {limit} bytes", field="file", value=upload.size)
+    try:
+        return upload.read().decode("utf-8")
+    except UnicodeDecodeError:
+        raise InvalidSpec("the spec is not UTF-8 text", field="file") from None
+
+
+def _query(serializer_class, request) -> dict:
+    serializer = serializer_class(data=request.query_params)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class SubmitView(APIView):
+    permission_classes = [PolicyPermission]
+    parser_classes = [JSONParser, YAMLParser, LegacyYAMLParser, PlainTextParser, MultiPartParser, FormParser]
+    policy_action = "workflow:Create"
+
+    def get_policy_resource(self, request) -> str:
+        return f"pool/{self.kwargs.get('pool', '')}"
+
+    @extend_schema(
+        operation_id="workflow_submit", summary="Submit a workflow to a pool", parameters=[POOL, s.SubmitQuerySerializer],
+        request={"application/json": s.SubmitBodySerializer, "application/yaml": OpenApiTypes.STR,
+                 "text/plain": OpenApiTypes.STR, "multipart/form-data": s.SubmitBodySerializer},
+        responses={200: s.SubmitResultSerializer, **ERRORS,
+                   409: OpenApiResponse(ErrorSerializer, description="pool_in_maintenance")},
+        examples=[OpenApiExample("spec as text", value={"file": EXAMPLE_SPEC}, request_only=True)],
+        description=("Needs `workflow:Create` on `pool/<pool>`. 400 `invalid_spec` (the document: path, value, "
+                     "reason), `invalid` (the engine refused an input), `workflow_invalid` (a task cannot run on "
+                     "its platform; every problem in `problems`); 404 `pool_not_found`; 403 `forbidden`; "
+                     "409 `pool_in_maintenance`."))
+    def post(self, request, pool):
+        options = _query(s.SubmitQuerySerializer, request)
+        spec, source = spec_of(request)
+        try:
+            result = submit(SubmitRequest(pool=pool, spec=spec, who=request, priority=options["priority"],
+                                          dry_run=options["dry_run"], validation_only=options["validation_only"],
+                                          source=source))
+        except SpecError as error:
+            raise InvalidSpec(error.reason, field=error.field, value=error.value) from None
+        except RecursionError:
+            raise InvalidSpec("the spec is nested too deeply") from None
+        return Response(result.as_dict())
+
+
+class WorkflowListView(APIView):
+    permission_classes = [SignedIn]
+
+    @extend_schema(operation_id="workflow_list", summary="List workflows", parameters=[s.ListQuerySerializer],
+                   responses={200: s.WorkflowListSerializer, **ERRORS},
+                   description=("Default: your own workflows, newest first. `users`/`all_users` widen the list to "
+                                "other users' workflows in pools where you hold `workflow:List`."))
+    def get(self, request):
+        options = _query(s.ListQuerySerializer, request)
+        page = queries.list_workflows(request, queries.WorkflowQuery(**options))
+        return Response(s.WorkflowListSerializer(page).data)
+
+
+class WorkflowView(APIView):
+    permission_classes = [SignedIn]
+
+    @extend_schema(operation_id="workflow_retrieve", summary="One workflow with its tasks", parameters=[WORKFLOW_ID],
+                   responses={200: s.WorkflowDetailSerializer, **ERRORS},
+                   description="Yours, or in a pool where you hold `workflow:Read`.")
+    def get(self, request, workflow_id):
+        workflow = queries.visible_workflow(request, workflow_id)
+        workflow.task_rows = list(queries.tasks_of(workflow))
+        workflow.task_count = len(workflow.task_rows)
+        return Response(s.WorkflowDetailSerializer(workflow).data)
+
+
+class WorkflowSpecView(APIView):
+    permission_classes = [SignedIn]
+
+    @extend_schema(operation_id="workflow_spec", summary="The spec as submitted", parameters=[WORKFLOW_ID],
+                   responses={200: s.SpecSerializer, **ERRORS})
+    def get(self, request, workflow_id):
+        workflow = queries.visible_workflow(request, workflow_id)
+        return Response({"workflow_id": workflow.workflow_id, "spec": workflow.spec})
+
+
+class WorkflowEventsView(APIView):
+    permission_classes = [SignedIn]
+
+    @extend_schema(operation_id="workflow_events", summary="What happened to the workflow's tasks",
+                   parameters=[WORKFLOW_ID], responses={200: s.EventListSerializer, **ERRORS},
+                   description=("Oldest first. Kinds: SUBMITTED, CREATED, SCHEDULED, UNSCHEDULABLE, WAITING, RUNNING, "
+                                "EXITED, RESCHEDULED, QUEUE_TIMEOUT, EXEC_TIMEOUT, BACKEND_ERROR, POD_LOST, STOPPED, "
+                                "CANCELLED."))
+    def get(self, request, workflow_id):
+        workflow = queries.visible_workflow(request, workflow_id)
+        events = queries.events_of(workflow)
+        return Response({"workflow_id": workflow.workflow_id, "events": s.EventSerializer(events, many=True).data})
+
+
+class WorkflowCancelView(APIView):
+    permission_classes = [SignedIn]
+
+    @extend_schema(operation_id="workflow_cancel", summary="Cancel a workflow", parameters=[WORKFLOW_ID],
+                   request=s.CancelSerializer,
+                   responses={200: s.WorkflowDetailSerializer, **ERRORS,
+                              409: OpenApiResponse(ErrorSerializer, description="workflow_finished")},
+                   description=("Its submitter, or `workflow:Cancel` on `pool/<pool>`. Unfinished tasks become "
+                                "CANCELLED and their pods are deleted. A finished workflow answers 409 "
+                                "`workflow_finished` unless `force`."))
+    def post(self, request, workflow_id):
+        body = request.data if hasattr(request.data, "keys") else {}
+        data = s.CancelSerializer(data={**request.query_params.dict(), **body})
+        data.is_valid(raise_exception=True)
+        workflow = lifecycle.cancel(workflow_id, request, force=data.validated_data["force"],
+                                    message=data.validated_data["message"])
+        workflow.task_rows = list(queries.tasks_of(workflow))
+        workflow.task_count = len(workflow.task_rows)
+        return Response(s.WorkflowDetailSerializer(workflow).data)

@@ -1,0 +1,178 @@
+"""`workflow submit|list|show|events|cancel`: OSMO's workflow verbs for the operator on the server.
+
+    manage.py workflow submit train.yaml --pool team-a --user alice [--dry-run] [--priority LOW] [--format json]
+    manage.py workflow list [--user alice] [--pool team-a] [--status RUNNING] [--limit 50] [--format json]
+    manage.py workflow show train-resnet-7 [--format json]
+    manage.py workflow events train-resnet-7 [--format json]
+    manage.py workflow cancel train-resnet-7 [--force] [--message "wrong data"]
+
+`submit` acts as `--user` (default: $PORTAL_CLI_USER), with that user's roles: access.policy decides as
+for the API. The other verbs are the operator's view of every workflow (like the config CLI).
+Errors print one line (`error: <field>: <reason> (value: …)`) and exit 1.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import yaml
+
+from portal.commands import PortalCommand
+from portal.docfiles import DocumentError
+from workflows import lifecycle, queries
+from workflows.api import serializers as s
+from workflows.errors import InvalidSpec
+from workflows.services import SubmitRequest, submit
+from workflows.spec import SpecError
+
+
+class Command(PortalCommand):
+    help = "Submit, list, show and cancel workflows."
+
+    def add_arguments(self, parser):
+        verbs = parser.add_subparsers(dest="verb", required=True)
+        sub = verbs.add_parser("submit", help="submit a workflow spec (YAML or JSON) to a pool")
+        sub.add_argument("file", help="the spec file, or - for standard input")
+        sub.add_argument("--pool", "-p", required=True)
+        sub.add_argument("--user", default=os.environ.get("PORTAL_CLI_USER", ""),
+                         help="submit as this user, with their roles (default: $PORTAL_CLI_USER)")
+        sub.add_argument("--priority", default="NORMAL", help="HIGH, NORMAL or LOW")
+        sub.add_argument("--dry-run", action="store_true", help="resolve and show the pods; store nothing")
+        sub.add_argument("--validation-only", action="store_true", help="validate only; store nothing")
+        _format(sub)
+        listing = verbs.add_parser("list", help="workflows, newest first")
+        listing.add_argument("--user", "-u", action="append", default=[], help="submitted by (repeatable)")
+        listing.add_argument("--pool", "-p", action="append", default=[], help="in pool (repeatable)")
+        listing.add_argument("--status", "-s", action="append", default=[], help="with status (repeatable)")
+        listing.add_argument("--limit", type=int, default=50)
+        _format(listing)
+        for verb, text in (("show", "one workflow with its tasks"), ("events", "what happened to its tasks")):
+            one = verbs.add_parser(verb, help=text)
+            one.add_argument("workflow_id")
+            _format(one)
+        cancel = verbs.add_parser("cancel", help="cancel a workflow and delete its pods")
+        cancel.add_argument("workflow_id")
+        cancel.add_argument("--force", action="store_true", help="also for a finished workflow: delete its pods")
+        cancel.add_argument("--message", default="")
+        _format(cancel)
+
+    def handle(self, *args, **options):
+        getattr(self, f"do_{options['verb']}")(options)
+
+    # ------------------------------------------------------------------------------------------ verbs
+
+    def do_submit(self, options):
+        from access.services import users
+
+        if not options["user"]:
+            raise InvalidSpec("name the submitter with --user (or set PORTAL_CLI_USER)", field="--user")
+        text, source = _read(options["file"])
+        try:
+            result = submit(SubmitRequest(pool=options["pool"], spec=text, who=users.get(options["user"]),
+                                          priority=options["priority"], dry_run=options["dry_run"],
+                                          validation_only=options["validation_only"], source=source))
+        except SpecError as error:
+            raise InvalidSpec(error.reason, field=error.field, value=error.value) from None
+        data = result.as_dict()
+        for warning in data["warnings"]:
+            self.warn(warning)
+        if options["format"] != "text":
+            return self.emit(data, options["format"])
+        if data["status"] in ("DRY_RUN", "VALID"):
+            verdict = "valid" if all(task.get("ok", True) for task in data["tasks"]) else "NOT valid"
+            self.stdout.write(f"{options['file']}: {verdict} for pool {data['pool']} ({data['status']}; nothing stored)")
+            for task in data["tasks"]:
+                self.stdout.write(f"- task {task['name']} on platform {task['platform']}")
+                if "pod" in task:
+                    placement = task.get("placement") or {}
+                    self.stdout.write(f"  nodes that fit now: {', '.join(placement.get('fits') or []) or 'none'}")
+                    self.stdout.write("  " + yaml.safe_dump(task["pod"], sort_keys=False).replace("\n", "\n  "))
+            return None
+        self.stdout.write(f"workflow {data['workflow_id']} submitted to pool {data['pool']}: {data['status']}")
+        for task in data["tasks"]:
+            self.stdout.write(f"- task {task['name']} on platform {task['platform']}: pod {task['pod_name']}")
+        return None
+
+    def do_list(self, options):
+        page = queries.list_workflows(None, queries.WorkflowQuery(
+            users=options["user"], pools=options["pool"], statuses=options["status"], all_users=True,
+            limit=options["limit"]))
+        data = s.WorkflowListSerializer(page).data
+        if options["format"] != "text":
+            return self.emit(data, options["format"])
+        rows = [(w["workflow_id"], w["pool"], w["submitted_by"], w["status"], w["task_count"], w["submit_time"])
+                for w in data["workflows"]]
+        self._table(("WORKFLOW", "POOL", "USER", "STATUS", "TASKS", "SUBMITTED"), rows)
+        if data["more_entries"]:
+            self.stdout.write(f"(more than {data['limit']}; use --limit)")
+        return None
+
+    def do_show(self, options):
+        data = _detail(queries.visible_workflow(None, options["workflow_id"]))
+        if options["format"] != "text":
+            return self.emit(data, options["format"])
+        self._detail_text(data)
+        return None
+
+    def do_events(self, options):
+        workflow = queries.visible_workflow(None, options["workflow_id"])
+        events = s.EventSerializer(queries.events_of(workflow), many=True).data
+        if options["format"] != "text":
+            return self.emit({"workflow_id": workflow.workflow_id, "events": events}, options["format"])
+        self._table(("TIME", "TASK", "EVENT", "MESSAGE"), [(e["time"], e["task"], e["kind"], e["message"])
+                                                           for e in events])
+        return None
+
+    def do_cancel(self, options):
+        workflow = lifecycle.cancel(options["workflow_id"], None, force=options["force"], message=options["message"])
+        data = _detail(workflow)
+        if options["format"] != "text":
+            return self.emit(data, options["format"])
+        self.stdout.write(f"workflow {workflow.workflow_id}: {workflow.status}; its pods are being deleted")
+        return None
+
+    # ------------------------------------------------------------------------------------------ output
+
+    def _detail_text(self, data: dict) -> None:
+        for key in ("workflow_id", "pool", "submitted_by", "priority", "status", "submit_time", "start_time",
+                    "end_time", "queue_timeout_seconds", "exec_timeout_seconds", "error"):
+            if data.get(key) not in (None, ""):
+                self.stdout.write(f"{key.replace('_', ' ')}: {data[key]}")
+        for warning in data["warnings"]:
+            self.stdout.write(f"warning: {warning}")
+        self._table(("TASK", "PLATFORM", "STATUS", "RETRY", "POD", "NODE", "EXIT", "ERROR"),
+                    [(t["name"], t["platform"], t["status"], t["retry_id"], t["pod_name"], t["node"] or "-",
+                      "-" if t["exit_code"] is None else t["exit_code"], t["error"] or "")
+                     for t in data["tasks"]])
+
+    def _table(self, headers: tuple, rows: list[tuple]) -> None:
+        cells = [tuple(str(c) for c in row) for row in rows]
+        widths = [max([len(h), *(len(row[i]) for row in cells)]) for i, h in enumerate(headers)]
+        self.stdout.write("  ".join(h.ljust(w) for h, w in zip(headers, widths, strict=True)).rstrip())
+        for row in cells:
+            self.stdout.write("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
+
+
+def _format(parser) -> None:
+    parser.add_argument("--format", choices=["text", "json", "yaml"], default="text")
+
+
+def _detail(workflow) -> dict:
+    workflow.task_rows = list(queries.tasks_of(workflow))
+    workflow.task_count = len(workflow.task_rows)
+    return json.loads(json.dumps(s.WorkflowDetailSerializer(workflow).data, default=str))
+
+
+def _read(name: str) -> tuple[str, str]:
+    if name == "-":
+        return sys.stdin.read(), "<stdin>"
+    path = Path(name)
+    try:
+        return path.read_text(encoding="utf-8"), str(path)
+    except FileNotFoundError:
+        raise DocumentError("file not found", field="file", value=name) from None
+    except (OSError, UnicodeDecodeError) as error:
+        raise DocumentError(f"cannot read file: {error}", field="file", value=name) from None

@@ -1,0 +1,99 @@
+"""Reading workflows, with who may see what decided by `access.policy` (the API, the CLI and pages use it).
+
+* A user always sees the workflows they submitted.
+* Other users' workflows are visible in the pools where the principal holds `workflow:List` (listing)
+  or `workflow:Read` (one workflow, its spec and events), as `access.policy` decides for `pool/<name>`.
+* Listing defaults to the caller's own workflows (OSMO); `users=[…]` or `all_users` widen it, within
+  what the policy lets them see.
+
+`who=None` is the operator on the command line: everything is visible.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from django.db.models import Count, Q, QuerySet
+
+from access import policy
+from portal.errors import PermissionDenied
+from workflows.lifecycle import get_workflow
+from workflows.models import Task, TaskEvent, Workflow
+
+LIST, READ = "workflow:List", "workflow:Read"
+MAX_LIMIT = 1000
+
+
+@dataclass
+class WorkflowQuery:
+    users: list[str] = field(default_factory=list)
+    pools: list[str] = field(default_factory=list)
+    statuses: list[str] = field(default_factory=list)
+    name: str = ""
+    submitted_after: datetime | None = None
+    submitted_before: datetime | None = None
+    all_users: bool = False
+    offset: int = 0
+    limit: int = 20
+    order: str = "desc"
+
+
+@dataclass
+class WorkflowPage:
+    workflows: list[Workflow]
+    more_entries: bool
+    offset: int
+    limit: int
+
+
+def list_workflows(who, query: WorkflowQuery) -> WorkflowPage:
+    """One page of workflows, newest first (or oldest with order=asc). Two queries whatever the page size:
+    the principal's roles (memoised per request) and the page itself (pools_for is a subquery)."""
+    rows = Workflow.objects.select_related("pool", "submitted_by").annotate(task_count=Count("tasks"))
+    if who is not None:
+        principal = policy.principal(who)
+        me = principal.user
+        mine = Q(submitted_by_id=me.pk) if me.is_authenticated else Q(pk__in=[])
+        rows = rows.filter(mine | Q(pool__in=policy.pools_for(principal, LIST).values("pk")))
+        if not query.users and not query.all_users:
+            rows = rows.filter(mine)
+    if query.users:
+        rows = rows.filter(submitted_by__username__in=query.users)
+    if query.pools:
+        rows = rows.filter(pool__name__in=query.pools)
+    if query.statuses:
+        rows = rows.filter(status__in=[s.upper() for s in query.statuses])
+    if query.name:
+        rows = rows.filter(name__icontains=query.name)
+    if query.submitted_after:
+        rows = rows.filter(created_at__gte=query.submitted_after)
+    if query.submitted_before:
+        rows = rows.filter(created_at__lt=query.submitted_before)
+    rows = rows.order_by(*(("created_at", "id") if query.order == "asc" else ("-created_at", "-id")))
+    limit = max(1, min(query.limit, MAX_LIMIT))
+    page = list(rows[query.offset: query.offset + limit + 1])
+    return WorkflowPage(page[:limit], len(page) > limit, query.offset, limit)
+
+
+def visible_workflow(who, workflow_id: str) -> Workflow:
+    """The workflow, if `who` submitted it or may `workflow:Read` its pool; else 404 / 403."""
+    workflow = get_workflow(workflow_id)
+    if who is None:
+        return workflow
+    principal = policy.principal(who)
+    if principal.user.is_authenticated and principal.user.pk == workflow.submitted_by_id:
+        return workflow
+    decision = principal.decide(READ, f"pool/{workflow.pool.name}")
+    if not decision.allowed:
+        raise PermissionDenied(f"{principal.name} may not read workflow {workflow_id}: not its submitter, and "
+                               f"{'; '.join(decision.because)}", field="workflow_id", value=workflow_id)
+    return workflow
+
+
+def tasks_of(workflow: Workflow) -> QuerySet[Task]:
+    return Task.objects.filter(workflow=workflow).order_by("id")
+
+
+def events_of(workflow: Workflow) -> QuerySet[TaskEvent]:
+    return TaskEvent.objects.filter(task__workflow=workflow).select_related("task").order_by("at", "id")

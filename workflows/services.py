@@ -1,0 +1,287 @@
+"""Submitting workflows: authorize, parse, resolve every task with the engine, validate, store, enqueue.
+
+`submit` is the one use case behind the REST API, the CLI and the self-service page. It owns the
+transaction: a workflow and its tasks are stored together, and pod creation is enqueued only once the
+rows are committed.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import uuid
+from dataclasses import dataclass, field
+from datetime import timedelta
+
+import yaml
+from django.conf import settings
+from django.db import connection, transaction
+
+from access import policy
+from pools.engine import WorkflowContext, resolve
+from pools.engine.placement import place
+from pools.models import Pool
+from pools.services.compilation import compiled_platform
+from pools.services.node_rules import capacities_for
+from pools.validators import parse_timeout
+from portal.errors import PermissionDenied
+from workflows.errors import PoolInMaintenance, PoolNotFound, WorkflowInvalid
+from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName
+from workflows.spec import SpecError, WorkflowSpec, effective_timeouts, parse_workflow, substitute_tokens
+
+_CSafeLoader = getattr(yaml, "CSafeLoader", None)
+CREATE = "workflow:Create"
+MAINTENANCE_BYPASS = "pool:Maintenance"  # only roles granting it (osmo-admin's *:*) submit during maintenance
+
+
+@dataclass
+class SubmitRequest:
+    pool: str
+    spec: str | dict
+    who: object  # a request, a user or an access.policy.Principal
+    priority: str = Priority.NORMAL
+    dry_run: bool = False
+    validation_only: bool = False
+    source: str = "workflow.yaml"
+
+
+@dataclass
+class PlannedTask:
+    task: object  # workflows.spec.TaskSpec
+    platform: object  # pools.models.Platform
+    resolution: object  # pools.engine.Resolution
+
+
+@dataclass
+class SubmitResult:
+    workflow_id: str | None
+    status: str
+    pool: str
+    tasks: list[dict] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return {"name": self.workflow_id, "workflow_id": self.workflow_id, "status": self.status,
+                "pool": self.pool, "tasks": self.tasks, "warnings": self.warnings}
+
+
+def submit(request: SubmitRequest) -> SubmitResult:
+    who = policy.principal(request.who)
+    pool = _authorized_pool(request.pool, who)
+    spec = parse_workflow(_document(request.spec), source=request.source, max_tasks=settings.WORKFLOW_MAX_TASKS)
+    document = _json_safe(spec.document)
+    priority = _priority(request.priority)
+    exec_timeout, queue_timeout, timeout_warnings = effective_timeouts(
+        spec, pool_defaults=_pool_timeouts(pool, "default"), pool_maxima=_pool_timeouts(pool, "max"))
+    warnings = [*spec.warnings, *timeout_warnings]
+    if request.dry_run or request.validation_only:
+        plan = _plan(pool, spec, _context(spec.name + "-dry-run", who, priority, spec))
+        tasks = [_dry_run_row(p, with_pod=request.dry_run) for p in plan]
+        status = "DRY_RUN" if request.dry_run else "VALID"
+        return SubmitResult(None, status, pool.name, tasks, warnings + _plan_warnings(plan))
+    with transaction.atomic():
+        workflow_id = _next_id(spec.name)
+        workflow_uuid = uuid.uuid4()
+        spec = substitute_tokens(spec, workflow_id, str(workflow_uuid))
+        plan = _plan(pool, spec, _context(workflow_id, who, priority, spec, workflow_uuid))
+        workflow = Workflow.objects.create(
+            workflow_id=workflow_id, uuid=workflow_uuid, name=spec.name, pool=pool, submitted_by=who.user,
+            priority=priority, spec=document, labels=spec.labels, warnings=warnings + _plan_warnings(plan),
+            exec_timeout_seconds=_seconds(exec_timeout), queue_timeout_seconds=_seconds(queue_timeout))
+        tasks = Task.objects.bulk_create([_task_row(workflow, spec, p, pool) for p in plan])
+        TaskEvent.objects.bulk_create([TaskEvent(task=t, kind="SUBMITTED", message=f"submitted by {who.name}")
+                                       for t in tasks])
+        from workflows import tasks as jobs  # the Celery module imports this one
+
+        # robust: a broker that is down must not turn a stored submission into an error (the reconciler
+        # enqueues PENDING workflows again after WORKFLOW_PENDING_GRACE_SECONDS)
+        transaction.on_commit(lambda: jobs.create_pods.delay(workflow.pk), robust=True)
+    return SubmitResult(workflow_id, str(workflow.status), pool.name,
+                        [{"name": t.name, "platform": t.platform, "pod_name": t.pod_name} for t in tasks],
+                        workflow.warnings)
+
+
+def _document(spec: str | dict) -> str | dict:
+    """What `parse_workflow` gets: YAML text parsed with libyaml when available and the text parses (5-10x
+    faster than the pure Python parser, same result for a valid document; text that does not parse goes
+    on as it is, for errors with line and column), and a document checked for size (YAML aliases can
+    make a small text a huge document)."""
+    if isinstance(spec, str) and _CSafeLoader is not None and spec.lstrip()[:1] not in ("{", "["):
+        try:
+            document = yaml.load(spec, Loader=_CSafeLoader)  # noqa: S506 - the C twin of SafeLoader
+        except yaml.YAMLError:
+            document = None
+        except RecursionError:
+            raise SpecError("the spec is nested too deeply") from None
+        if isinstance(document, dict):
+            spec = document
+    if isinstance(spec, dict):
+        _check_size(spec)
+        _json_safe(spec)
+    return spec
+
+
+MAX_DOCUMENT_NODES = 100_000
+_NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # an escaped NUL, not a literal backslash-u0000
+
+
+def _check_size(document: dict) -> None:
+    """Count values without recursion, stopping at the limit (aliases are counted each time they are used)."""
+    stack, count = [document], 0
+    while stack:
+        item = stack.pop()
+        count += 1
+        if count > MAX_DOCUMENT_NODES:
+            raise SpecError(f"the spec is too large: more than {MAX_DOCUMENT_NODES} values")
+        if isinstance(item, dict):
+            stack.extend(item.values())
+        elif isinstance(item, list):
+            stack.extend(item)
+
+
+def _json_safe(document: dict) -> dict:
+    """The document as it will be stored (JSON): dates become strings; NaN, infinity and NUL are refused
+    (PostgreSQL's jsonb cannot hold them)."""
+    try:
+        text = json.dumps(document, default=str, allow_nan=False)
+    except ValueError:
+        raise SpecError("numbers must be finite: NaN and infinity are not allowed") from None
+    except TypeError as error:
+        raise SpecError(f"the spec cannot be stored as JSON: {error}") from None
+    except RecursionError:
+        raise SpecError("the spec is nested too deeply") from None
+    if "\\u0000" in text and _NUL.search(text):
+        raise SpecError("the spec contains a NUL character (\\u0000), which is not allowed")
+    return json.loads(text)
+
+
+def _authorized_pool(name: str, who) -> Pool:
+    pool = Pool.objects.select_related("backend").filter(name=name).first()
+    if pool is None:
+        raise PoolNotFound(f"no pool named {name!r}", field="pool", value=name)
+    decision = who.decide(CREATE, f"pool/{name}")
+    if not decision.allowed:
+        raise PermissionDenied(f"{who.name} may not submit workflows to pool {name}: {'; '.join(decision.because)}",
+                               field="pool", value=name)
+    if pool.enable_maintenance and not who.decide(MAINTENANCE_BYPASS, f"pool/{name}").allowed:
+        raise PoolInMaintenance(f"pool {name} is in maintenance; only administrators may submit now",
+                                field="pool", value=name)
+    return pool
+
+
+def _priority(value: str) -> str:
+    upper = str(value or Priority.NORMAL).upper()
+    if upper not in Priority.values:
+        raise WorkflowInvalid(f"unknown priority; expected one of {', '.join(Priority.values)}", field="priority",
+                              value=value)
+    return upper
+
+
+def _plan(pool: Pool, spec: WorkflowSpec, ctx: WorkflowContext) -> list[PlannedTask]:
+    """Resolve every task on its platform against the live inventory; refuse with every problem found."""
+    platforms = {p.name: p for p in pool.platforms.all()}
+    for platform in platforms.values():
+        platform.pool = pool
+    chosen = [(task, platforms[spec.platform_of(task, pool.default_platform, set(platforms))])
+              for task in spec.tasks()]
+    nodes = capacities_for({p.pk: p for _, p in chosen}.values())
+    plan, problems = [], []
+    for task, platform in chosen:
+        group_ctx = WorkflowContext(**{**vars(ctx), "group_name": task.group})
+        resolution = resolve(compiled_platform(platform), spec.task_input(task), group_ctx, nodes[platform.pk])
+        plan.append(PlannedTask(task, platform, resolution))
+        problems += [_problem(task, platform.name, p) for p in _failures(resolution.validation)]
+    if problems:
+        first = problems[0]
+        raise WorkflowInvalid(f"{len(problems)} problem{'s' if len(problems) > 1 else ''}; first: task "
+                              f"{first['task']} on {first['platform']}: {first['reason']}",
+                              field=first["field"], value=first["value"], problems=problems)
+    return plan
+
+
+def _failures(validation: dict) -> list[dict]:
+    found = [{"field": "resources", "value": f.get("left"), "reason": f["message"]} for f in validation["static"]]
+    found += [{"field": g["field"], "value": g["value"], "reason": g["reason"]} for g in validation["gates"]]
+    found += [{"field": v["path"], "value": None, "reason": v["reason"]} for v in validation["schema"]]
+    nodes = validation.get("nodes")
+    if nodes and not nodes["passed"]:
+        reason = nodes["error"] or "no node of the platform satisfies the resource rules"
+        details = [f"{node}: {failure['message']}" for node, failure in list(nodes["failures"].items())[:5]]
+        found.append({"field": "resources", "value": None,
+                      "reason": reason + (f" ({'; '.join(details)})" if details else "")})
+    return found
+
+
+def _problem(task, platform: str, failure: dict) -> dict:
+    return {"task": task.name, "platform": platform, "field": f"{task.path}.{failure['field']}",
+            "value": failure["value"], "reason": failure["reason"]}
+
+
+def _plan_warnings(plan: list[PlannedTask]) -> list[str]:
+    return [f"task {p.task.name}: {w}" for p in plan for w in p.resolution.warnings]
+
+
+def _context(workflow_id: str, who, priority: str, spec: WorkflowSpec, workflow_uuid=None) -> WorkflowContext:
+    return WorkflowContext(workflow_id=workflow_id, workflow_uuid=str(workflow_uuid or ""),
+                           submitted_by=who.user.get_username(), priority=priority, labels=dict(spec.labels))
+
+
+def _next_id(name: str) -> str:
+    """`<name>-<n>`: one upsert that increments and returns the per-name counter; the row stays locked
+    until the workflow is committed (PostgreSQL and SQLite ≥ 3.35 both have ON CONFLICT … RETURNING)."""
+    table = connection.ops.quote_name(WorkflowName._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {table} (name, last_number) VALUES (%s, 1) ON CONFLICT (name) "
+                       f"DO UPDATE SET last_number = {table}.last_number + 1 RETURNING last_number", [name])
+        number = cursor.fetchone()[0]
+    return f"{name}-{number}"
+
+
+def _task_row(workflow: Workflow, spec: WorkflowSpec, planned: PlannedTask, pool: Pool) -> Task:
+    pod = planned.resolution.pod
+    return Task(workflow=workflow, name=planned.task.name, group_name=planned.task.group, lead=planned.task.lead,
+                platform=planned.platform.name, pod=pod, pod_name=pod["metadata"]["name"],
+                namespace=pool.backend.namespace, exit_actions=planned.task.exit_actions)
+
+
+def _dry_run_row(planned: PlannedTask, *, with_pod: bool) -> dict:
+    row = {"name": planned.task.name, "platform": planned.platform.name, "ok": planned.resolution.ok}
+    if with_pod:
+        row.update(planned.resolution.to_dict())
+        row["placement"] = _placement(planned)
+    return row
+
+
+def _placement(planned: PlannedTask) -> dict:
+    """Which member nodes would take the pod now (resources included), and why the others would not."""
+    from pools.engine import EngineError
+    from pools.engine.placement import NodeInfo
+    from pools.engine.placement_fit import parse_allocatable, sum_requests
+    from pools.models import Node
+
+    infos = []  # with allocatable, requests and pod count (membership's NodeInfo has none: it ignores resources)
+    for name, labels, taints, unschedulable, allocatable, workload, other, workload_pods, other_pods in (
+            Node.objects.filter(memberships__platform=planned.platform).values_list(
+                "name", "labels", "taints", "unschedulable", "allocatable", "requested_workload", "requested_other",
+                "workload_pods", "other_pods")):
+        try:
+            infos.append(NodeInfo(name=name, labels=labels or {}, taints=taints or [], unschedulable=unschedulable,
+                                  allocatable=parse_allocatable(allocatable or {}, "status.allocatable"),
+                                  requested=sum_requests([workload or {}, other or {}]),
+                                  pod_count=workload_pods + other_pods))
+        except EngineError:
+            continue  # a malformed stored node is no candidate (membership logs it)
+    verdicts = place(planned.resolution.pod, infos)
+    return {"fits": sorted(v.node for v in verdicts if v.fits),
+            "rejected": {v.node: v.reasons for v in verdicts if not v.fits}}
+
+
+def _pool_timeouts(pool: Pool, kind: str) -> dict[str, timedelta | None]:
+    return {f"{name}_timeout": parse_timeout(getattr(pool, f"{kind}_{name}_timeout"), f"{kind}_{name}_timeout")
+            for name in ("exec", "queue")}
+
+
+def _seconds(delta: timedelta | None) -> int | None:
+    # Round up: a 500ms timeout must not become "no time at all".
+    return math.ceil(delta.total_seconds()) if delta is not None else None

@@ -1,0 +1,82 @@
+"""Celery tasks for workflows: thin shells (ids in) around `workflows.lifecycle`, `.reconcile`, `.timeouts`.
+
+* Idempotent: pods have deterministic names, AlreadyExists with our labels is success, every state
+  change is a guarded UPDATE. So messages are acknowledged late (`acks_late`) and re-queued when a
+  worker dies mid-task (`reject_on_worker_lost`): running one twice is harmless.
+* Transient cluster failures (network, timeouts, 429, 5xx) are retried by Celery's autoretry with
+  exponential backoff and jitter, up to `WORKFLOW_CREATE_MAX_RETRIES`; then the tasks still without a
+  pod fail with FAILED_BACKEND_ERROR and the last error. A 4xx is never retried: the lifecycle fails that
+  task with the API's message at once.
+* Periodic ones (beat, `portal/celery.py`) take a lock, so runs never overlap, and expire before the
+  next run is due.
+* In the embedded default (no broker, eager) a retry would raise out of the caller; there the task
+  leaves its work PENDING and the reconciler enqueues it again later.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+
+from pools.kube.errors import KubeError
+from workflows import lifecycle, reconcile, timeouts
+
+log = logging.getLogger(__name__)
+
+
+class TransientClusterError(Exception):
+    """A cluster call failed in a way that retrying may fix (autoretry_for)."""
+
+
+RETRYING = {"autoretry_for": (TransientClusterError,), "retry_backoff": 1,  # up to 1, 2, 4, … s (jittered)
+            "retry_backoff_max": settings.WORKFLOW_CREATE_BACKOFF_MAX, "retry_jitter": True,
+            "max_retries": settings.WORKFLOW_CREATE_MAX_RETRIES, "acks_late": True, "reject_on_worker_lost": True,
+            "ignore_result": True}
+
+
+def _retry_or_give_up(task, error: KubeError, give_up) -> None:
+    if task.request.is_eager:
+        log.warning("%s: %s (no broker: left for the reconciler)", task.name, error)
+        return
+    if task.request.retries >= task.max_retries:
+        give_up(f"gave up after {task.request.retries + 1} attempts: {error}")
+        return
+    raise TransientClusterError(str(error)) from error
+
+
+@shared_task(bind=True, **RETRYING)
+def create_pods(self, workflow_pk: int) -> None:
+    """Create the pods of a workflow's PENDING tasks (submission, and RESCHEDULE exit actions)."""
+    try:
+        lifecycle.create_pods(workflow_pk)
+    except KubeError as error:
+        _retry_or_give_up(self, error, lambda reason: lifecycle.fail_pending(workflow_pk, reason))
+
+
+@shared_task(bind=True, **RETRYING)
+def delete_pods(self, backend_pk: int, targets: list, why: str = "") -> None:
+    """Delete pods `[[namespace, name], …]` of a backend (cancel, timeouts, stop, reschedule). 404 is fine."""
+    try:
+        reconcile.delete_pods(backend_pk, [tuple(target) for target in targets])
+    except KubeError as error:
+        _retry_or_give_up(self, error, lambda reason: log.warning(
+            "deleting %d pod(s) (%s) of backend #%s: %s; the reaper will try again", len(targets), why,
+            backend_pk, reason))
+
+
+@shared_task(ignore_result=True)
+def reconcile_workflows() -> dict:
+    """Read our pods for every unfinished task (what the watcher does, in case it was down)."""
+    return reconcile.run_locked("reconcile", reconcile.reconcile_all)
+
+
+@shared_task(ignore_result=True)
+def enforce_timeouts() -> dict:
+    return reconcile.run_locked("timeouts", timeouts.enforce)
+
+
+@shared_task(ignore_result=True)
+def reap_pods() -> dict:
+    return reconcile.run_locked("reaper", reconcile.reap_all)

@@ -1,0 +1,196 @@
+"""Follow our pods as they change (`manage.py watch_workflows`): list, then watch, per backend.
+
+One thread per backend lists the pods carrying this portal's instance label, then watches them from the
+list's resourceVersion, and puts what it reads on one queue; `process()` applies the queue in the
+caller's thread, so every database write happens in one thread, in order:
+
+* a listing → `reconcile.reconcile_backend` (the same code as the periodic reconciliation);
+* an event → `lifecycle.apply_pod_event`.
+
+A watch that ends (server timeout) resumes from the last resourceVersion; `410 Gone` lists again;
+network errors and 5xx reconnect with capped exponential backoff (resuming, or listing again if the
+version has expired meanwhile). With `periodic_seconds`, the loop also enforces timeouts and runs the
+reaper, for deployments without Celery beat (the embedded default).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from django.db import close_old_connections
+
+from pools.kube import pods
+from pools.kube.connection import KubeClient, connect
+from pools.kube.errors import KubeError
+from pools.models import Backend
+from workflows import lifecycle, reconcile, timeouts
+
+log = logging.getLogger(__name__)
+
+BACKOFF_START, BACKOFF_MAX = 1.0, 60.0
+
+
+@dataclass
+class _Backend:
+    pk: int
+    name: str
+    kube: KubeClient
+    thread: threading.Thread | None = None
+    current: pods.PodWatch | None = None
+    lists: int = 0
+
+
+class WorkflowWatcher:
+    """`start()`, then `process()` in a loop (or `run(stop)`), then `stop()`."""
+
+    def __init__(self, names: list[str] | None = None, *, watch_seconds: int = pods.WATCH_SECONDS,
+                 backoff_max: float = BACKOFF_MAX, client_factory: Callable[..., KubeClient] = connect,
+                 periodic_seconds: float | None = None) -> None:
+        self.names = names
+        self.watch_seconds = watch_seconds
+        self.backoff_max = backoff_max
+        self.client_factory = client_factory
+        self.periodic_seconds = periodic_seconds
+        self.events: queue.Queue = queue.Queue()
+        self.backends: list[_Backend] = []
+        self.applied = 0
+        self.errors = 0
+        self._next_periodic = time.monotonic() + (periodic_seconds or 0)
+        self._stopping = threading.Event()
+
+    def start(self) -> list[str]:
+        lines = []
+        query = Backend.objects.exclude(connection="").order_by("name")
+        if self.names:
+            query = query.filter(name__in=self.names)
+        for backend in query:
+            state = _Backend(backend.pk, backend.name, self.client_factory(backend))
+            state.thread = threading.Thread(target=self._loop, args=(state,), daemon=True,
+                                            name=f"watch-workflows-{backend.name}")
+            self.backends.append(state)
+            lines.append(f"backend {backend.name}: watching pods labelled {pods.instance_selector(lifecycle.instance())}")
+        for state in self.backends:
+            state.thread.start()
+        return lines
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stopping.set()
+        for state in self.backends:
+            if state.current is not None:
+                state.current.shutdown()
+        for state in self.backends:
+            if state.thread is not None:
+                state.thread.join(timeout)
+            state.kube.close()
+
+    def run(self, stop: threading.Event) -> None:
+        while not stop.is_set():
+            self.process(timeout=1.0)
+            close_old_connections()
+
+    # ----------------------------------------------------------------------------- applying (caller's thread)
+
+    def process(self, timeout: float = 0.0) -> int:
+        """Apply queued items (waiting up to `timeout` for the first); run periodic jobs when due."""
+        applied = 0
+        deadline = time.monotonic() + timeout
+        while True:
+            self._periodic()
+            try:
+                item = self.events.get(timeout=max(0.0, min(deadline - time.monotonic(), 0.2)))
+            except queue.Empty:
+                if time.monotonic() >= deadline:
+                    return applied
+                continue
+            try:
+                applied += self._apply(item)
+            except Exception:  # noqa: BLE001 - one bad event must not stop the watcher
+                self.errors += 1
+                log.exception("watch_workflows: applying %s failed", item[0])
+            deadline = time.monotonic()  # after the first item, drain what is already queued
+
+    def process_until(self, predicate: Callable[[], object], timeout: float = 10.0) -> object:
+        """Apply events until `predicate()` is truthy; AssertionError after `timeout` seconds (tests)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            result = predicate()
+            if result:
+                return result
+            if time.monotonic() > deadline:
+                raise AssertionError(f"condition not met within {timeout}s: {predicate}")
+            self.process(timeout=0.05)
+
+    def _apply(self, item: tuple) -> int:
+        what, state, *rest = item
+        if what == "list":
+            reconcile.reconcile_backend(state.pk, rest[0])
+            state.lists += 1
+            return 1
+        if what == "event":
+            event_type, obj = rest
+            lifecycle.apply_pod_event(state.pk, event_type, obj)
+            self.applied += 1
+            return 1
+        if what == "error":
+            self.errors += 1
+            log.warning("watch_workflows: backend %s: %s", state.name, rest[0])
+        return 0
+
+    def _periodic(self) -> None:
+        if not self.periodic_seconds or time.monotonic() < self._next_periodic:
+            return
+        self._next_periodic = time.monotonic() + self.periodic_seconds
+        for name, job in (("timeouts", timeouts.enforce), ("reaper", reconcile.reap_all)):
+            try:
+                reconcile.run_locked(name, job)
+            except Exception:  # noqa: BLE001
+                log.exception("watch_workflows: periodic %s failed", name)
+
+    # ----------------------------------------------------------------------------- reading (one thread per backend)
+
+    def _loop(self, state: _Backend) -> None:
+        selector = pods.instance_selector(lifecycle.instance())
+        version: str | None = None
+        failures = 0
+
+        def opened() -> None:
+            nonlocal failures
+            failures = 0
+
+        while not self._stopping.is_set():
+            try:
+                if version is None:
+                    listing = reconcile.list_ours(state.kube)
+                    self.events.put(("list", state, listing))
+                    version = listing.resource_version
+                    failures = 0
+                watch = pods.PodWatch(state.kube, selector, version, timeout_seconds=self.watch_seconds,
+                                      on_open=opened)
+                state.current = watch
+                for event_type, obj in watch:
+                    self.events.put(("event", state, event_type, obj))
+                version = watch.resource_version
+            except KubeError as error:
+                if self._stopping.is_set():
+                    return
+                if error.gone:
+                    version = None
+                    continue
+                if state.current is not None:  # resume after the last event we saw
+                    version = state.current.resource_version
+                failures += 1
+                self.events.put(("error", state, error))
+                self._stopping.wait(min(self.backoff_max, BACKOFF_START * 2 ** (failures - 1)))
+            except Exception as error:  # noqa: BLE001 - keep watching whatever happens
+                if self._stopping.is_set():
+                    return
+                failures += 1
+                self.events.put(("error", state, error))
+                self._stopping.wait(min(self.backoff_max, BACKOFF_START * 2 ** (failures - 1)))
+            finally:
+                state.current = None
