@@ -19,8 +19,9 @@ def _names(request, key: str) -> list[str]:
 
 
 class ResourceListView(APIView):
-    # Same access rule as the other pool views (whatever `PoolListView` requires).
+    # The same permission classes as the pool list; the action is OSMO's for this path.
     permission_classes = PoolListView.permission_classes
+    policy_action = "resources:Read"
 
     @extend_schema(
         parameters=[OpenApiParameter("pools", str, description=LIST_HELP.format("pools")),

@@ -1,0 +1,6 @@
+"""The cluster adapter: the only code that imports the `kubernetes` client.
+
+`connection` (the one ApiClient factory, per Backend), `errors` (KubeError: one line, transient or not),
+`inventory` (paginated node/pod lists, watch streams, plain records), `probe` ("test connection"),
+`kubeconfig` (checks kubeconfig content without the client), `pods` (workflow pods).
+"""

@@ -64,7 +64,8 @@ def create_pod(kube: KubeClient, namespace: str, manifest: dict) -> Created:
     doing = f"creating pod {namespace}/{name}"
     for attempt in (1, 2):
         try:
-            return Created(kube.json(doing, kube.core.create_namespaced_pod, namespace, manifest), True)
+            return Created(_post_json(kube, doing, "/api/v1/namespaces/{namespace}/pods", {"namespace": namespace},
+                                      manifest), True)
         except KubeError as error:
             if error.k8s_status == 404 and attempt == 1:  # a POST to the collection: the namespace is missing
                 ensure_namespace(kube, namespace)
@@ -84,6 +85,28 @@ def create_pod(kube: KubeClient, namespace: str, manifest: dict) -> Created:
                               k8s_status=409, field="pod_name", value=name)
         return Created(existing, False)
     raise AssertionError("unreachable")
+
+
+def _post_json(kube: KubeClient, doing: str, path: str, path_params: dict, body: dict) -> dict:
+    """POST `body` as JSON exactly as given. The typed client method would first validate the dict against
+    its models and refuse what the API server accepts, e.g. quantities as JSON numbers (`cpu: 0.5`,
+    `nvidia.com/gpu: 1`), which the engine's typed substitution produces."""
+    from kubernetes.client.exceptions import ApiException
+
+    api = kube.api
+    try:
+        method, url, headers, payload, post = api.param_serialize(
+            method="POST", resource_path=path, path_params=path_params, query_params=[],
+            header_params={"Accept": "application/json", "Content-Type": "application/json"}, body=body,
+            auth_settings=["BearerToken"])
+        response = api.call_api(method, url, header_params=headers, body=payload, post_params=post,
+                                _request_timeout=kube.timeout)
+        response.read()
+        if not 200 <= response.status <= 299:
+            raise ApiException.from_response(http_resp=response, body=None, data=None)
+        return json.loads(response.data)
+    except Exception as error:  # noqa: BLE001 - every failure becomes one clean KubeError
+        raise from_exception(error, doing) from None
 
 
 def ensure_namespace(kube: KubeClient, namespace: str) -> bool:

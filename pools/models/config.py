@@ -123,8 +123,10 @@ class Pool(models.Model):
 
     @property
     def status(self) -> str:
-        # Backend heartbeats arrive with the cluster issue; until then a pool is ONLINE unless in maintenance.
-        return "MAINTENANCE" if self.enable_maintenance else "ONLINE"
+        """OSMO's pool status: MAINTENANCE if set; OFFLINE when its cluster's last inventory sync failed."""
+        if self.enable_maintenance:
+            return "MAINTENANCE"
+        return "OFFLINE" if self.backend.sync_status == Backend.SyncStatus.DEGRADED else "ONLINE"
 
 
 class Platform(models.Model):

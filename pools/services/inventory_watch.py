@@ -78,7 +78,12 @@ class ClusterWatcher:
         """Sync every backend once, then start its watch threads. Returns one status line per backend."""
         lines = []
         for backend in inventory.connected_backends(self.names):
-            state = _Backend(backend.pk, backend.name, self.client_factory(backend))
+            try:
+                state = _Backend(backend.pk, backend.name, self.client_factory(backend))
+            except KubeError as error:  # unusable settings: nothing to watch until they are fixed
+                inventory.mark_degraded(backend.pk, error)
+                lines.append(f"not watched: {error}")
+                continue
             state.streams = {kind: _Stream(state, kind) for kind in ("nodes", "pods")}
             self.backends.append(state)
             try:
@@ -214,7 +219,10 @@ class ClusterWatcher:
                 return
             if stream.version is None:  # a relist is pending; the applier will wake us
                 stream.wake.clear()
+                if stream.version is not None:  # it did, between the test and the clear
+                    stream.wake.set()
                 continue
+
             def opened(stream=stream) -> None:
                 nonlocal failures
                 if failures:  # the cluster answers again

@@ -72,15 +72,12 @@ class PoolCard:
     description: str
     backend: str
     maintenance: bool
+    status: str
     usable: bool
     requested: bool  # an access request of the viewer is pending
     platforms: list[PlatformCard]
     gpu: Gauge
     nodes: int
-
-    @property
-    def status(self) -> str:
-        return "MAINTENANCE" if self.maintenance else "ONLINE"
 
 
 def catalog(who) -> list[PoolCard]:
@@ -110,8 +107,8 @@ def _card(pool: Pool, entry: dict | None, products: dict, usable: bool, requeste
                      Gauge.of(per_platform.get(p.name)), sorted(products.get((pool.name, p.name), ())))
         for p in pool.platforms.all()
     ]
-    return PoolCard(pool.name, pool.description, pool.backend.name, pool.enable_maintenance, usable, requested,
-                    platforms, Gauge.of(figures), figures.nodes if figures else 0)
+    return PoolCard(pool.name, pool.description, pool.backend.name, pool.enable_maintenance, pool.status, usable,
+                    requested, platforms, Gauge.of(figures), figures.nodes if figures else 0)
 
 
 def _products(nodes: list[NodeFigures]) -> dict[tuple[str, str], set[str]]:

@@ -10,7 +10,7 @@ register = template.Library()
 
 _STATUS_TONES = {
     "COMPLETED": "ok", "RUNNING": "run", "WAITING": "wait", "PENDING": "wait", "CANCELLED": "muted",
-    "APPROVED": "ok", "DENIED": "bad", "WITHDRAWN": "muted", "ONLINE": "ok", "MAINTENANCE": "warn",
+    "APPROVED": "ok", "DENIED": "bad", "WITHDRAWN": "muted", "ONLINE": "ok", "MAINTENANCE": "warn", "OFFLINE": "bad",
 }
 
 

@@ -146,3 +146,14 @@ def test_seed_demo_is_idempotent(db):
     assert "POOL: 5 objects, 5 changed" in first
     assert "POOL: 5 objects, 0 changed" in second
     assert "login admin" in second
+
+
+def test_pool_status_follows_maintenance_and_the_cluster(demo_pools):
+    from pools.models import Backend, Pool
+
+    Backend.objects.filter(name="dev-cluster-01").update(sync_status=Backend.SyncStatus.DEGRADED)
+    Pool.objects.filter(name="robotics-inference").update(enable_maintenance=True)
+    statuses = {row["name"]: row["status"] for row in json.loads(run("pool", "list", "--format", "json"))["pools"]}
+    assert statuses["team-development"] == "OFFLINE"
+    assert statuses["robotics-inference"] == "MAINTENANCE"
+    assert statuses["robotics-training"] == "ONLINE"

@@ -162,3 +162,38 @@ def test_demo_templates_give_every_demo_platform_member_nodes(demo_pools, kube_s
     empty = [str(p) for p in Platform.objects.select_related("pool") if not p.memberships.exists()]
     assert empty == []
     assert set(TEMPLATES)  # the fixture templates are independent of the demo ones
+
+
+def test_api_resources_for_a_researcher_with_resources_read(synced):
+    from rest_framework.test import APIClient
+
+    from access.services import roles
+    from pools.services.revisions import Actor
+    from tests.factories import UserFactory
+
+    user = UserFactory(username="researcher-1")
+    roles.ensure_builtin_roles()
+    roles.update_user_roles(user, add=["osmo-user"], actor=Actor(name="tester", source="cli"))  # has resources:Read
+    api = APIClient()
+    api.force_authenticate(user)
+    assert api.get("/api/resources", {"pools": "train"}).status_code == 200
+
+
+def test_backend_add_page_with_a_connection(admin_client, db, kube_server):
+    url = reverse("admin:pools_backend_add")
+    assert admin_client.get(url).status_code == 200
+    form = {"name": "new-cluster", "description": "", "namespace": "default", "scheduler_name": "",
+            "dashboard_url": "", "grafana_url": "", "connection": "url", "api_url": kube_server.url,
+            "token": TOKEN, "ca_cert": "", "verify_tls": "on", "kubeconfig": "", "kube_context": ""}
+    response = admin_client.post(url, form)
+    assert response.status_code == 302, response.content.decode()[:2000]
+    backend = Backend.objects.get(name="new-cluster")
+    assert backend.token == TOKEN and backend.connection == "url"
+    snapshot = backend_revision_snapshot("new-cluster")
+    assert snapshot["token"].startswith("<set ") and TOKEN not in str(snapshot)
+
+
+def backend_revision_snapshot(name: str) -> dict:
+    from pools.models import Revision
+
+    return Revision.objects.filter(config_type="BACKEND", name=name).latest("revision").snapshot

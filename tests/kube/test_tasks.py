@@ -30,10 +30,12 @@ def redis_worker(monkeypatch):
     monkeypatch.setitem(app.conf, "task_ignore_result", False)  # the settings ignore results; the ping needs one
     _reset_connections()
     app.loader.import_module("celery.contrib.testing.tasks")  # the worker's ping check needs it
+    app.control.purge()  # messages an earlier, interrupted run left in the test broker
     try:
         with start_worker(app, pool="solo", perform_ping_check=True, shutdown_timeout=10):
             yield app
     finally:
+        app.control.purge()
         monkeypatch.undo()
         _reset_connections()
 

@@ -100,3 +100,15 @@ def test_a_template_change_recomputes_membership(watcher, kube_server):
     configs.apply("POD_TEMPLATE", "a100", {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}},
                   CLI)
     assert members("a100") == {f"l40s-node-{i}" for i in range(4)}
+
+
+def test_a_backend_that_cannot_connect_is_reported_not_fatal(pools_config, backend):
+    Backend.objects.create(name="incluster", connection="in-cluster")
+    watcher = ClusterWatcher(None, watch_seconds=30)
+    try:
+        lines = watcher.start()
+    finally:
+        watcher.stop()
+    assert lines[0].startswith("not watched: backend incluster: not running inside a cluster")
+    assert lines[1] == "backend sim: 25 nodes, 0 pods; watching"
+    assert Backend.objects.get(name="incluster").sync_status == "degraded"

@@ -173,6 +173,6 @@ def _read(name: str) -> tuple[str, str]:
     try:
         return path.read_text(encoding="utf-8"), str(path)
     except FileNotFoundError:
-        raise DocumentError("file not found", field="file", value=name) from None
+        raise DocumentError(f"{name}: file not found", field="file", value=name) from None
     except (OSError, UnicodeDecodeError) as error:
-        raise DocumentError(f"cannot read file: {error}", field="file", value=name) from None
+        raise DocumentError(f"{name}: cannot read file: {error}", field="file", value=name) from None

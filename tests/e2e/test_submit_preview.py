@@ -1,0 +1,62 @@
+"""Submit with preview in a real browser: sign in with a local account, open a pool, edit the YAML,
+Preview (htmx) shows the resolved pod and the node verdict, Submit lands on the workflow page."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from tests.integration.conftest import demo_pools, reference_config  # noqa: F401  (fixtures)
+from tests.selfservice.conftest import PASSWORD, TRAINING, demo_world  # noqa: F401  (fixture)
+from workflows.models import Workflow
+
+CATALOG_SHOT = "/tmp/selfservice-catalog.png"
+PREVIEW_SHOT = "/tmp/selfservice-preview.png"
+
+
+def sign_in(page, base: str, username: str, next_path: str = "/") -> None:
+    page.goto(f"{base}{next_path}")
+    page.wait_for_url(re.compile(r"/login/\?next="))
+    page.fill("#id_username", username)
+    page.fill("#id_password", PASSWORD)
+    page.click("#login-form button[type=submit]")
+    page.wait_for_url(f"{base}{next_path}")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_submit_with_preview(page, live_server, demo_world):  # noqa: F811
+    base = live_server.url
+    sign_in(page, base, "researcher")
+    page.wait_for_selector(f'#pool-{TRAINING}[data-usable="yes"]')
+    page.screenshot(path=CATALOG_SHOT, full_page=True)
+
+    page.click(f"#pool-{TRAINING} h2 a")
+    page.wait_for_url(f"{base}/pools/{TRAINING}/")
+    assert "h100-node-0" in page.text_content("#platform-h100-platform")
+    page.click("#submit-button")
+    page.wait_for_url(f"{base}/pools/{TRAINING}/submit/")
+    page.wait_for_function("() => window.htmx !== undefined")  # vendored htmx loaded from /static/
+
+    spec = page.input_value("#spec-editor")
+    assert "platform: h100-platform" in spec
+    edited = spec.replace("name: hello-robotics-training", "name: browser-check").replace("gpu: 1", "gpu: 2")
+    page.fill("#spec-editor", edited)
+    page.click("#preview-button")
+    verdict = page.wait_for_selector("#verdict-main")
+    assert verdict.get_attribute("data-verdict") == "fits"
+    assert "Would start now: 4 nodes can take it" in verdict.text_content()
+    pod = page.text_content("#pod-main")
+    assert "nvidia.com/gpu" in pod and "template training_h100_template" in pod
+    assert page.url == f"{base}/pools/{TRAINING}/submit/"  # htmx swapped the preview in place
+    page.screenshot(path=PREVIEW_SHOT, full_page=True)
+    assert not Workflow.objects.exists()
+
+    page.click("#submit-workflow")
+    page.wait_for_url(f"{base}/workflows/browser-check-1/")
+    assert page.text_content("h1").strip() == "browser-check-1"
+    page.wait_for_selector("#workflow-status-badge")
+    assert page.is_visible("#task-main")
+    workflow = Workflow.objects.get()
+    assert workflow.workflow_id == "browser-check-1" and workflow.submitted_by.username == "researcher"
+    assert workflow.tasks.get().pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] in (2, "2")
