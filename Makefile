@@ -24,7 +24,7 @@ $(VENV)/.installed: pyproject.toml uv.lock
 dev: $(VENV)/.installed  # Python only: the embedded default needs no test peer
 	@mkdir -p var
 	$(PY) manage.py migrate --noinput -v0
-	$(PY) manage.py seed_demo
+	DEMO_CLUSTER_URL=http://127.0.0.1:$(KUBESIM_PORT) $(PY) manage.py seed_demo
 	@# The simulated cluster (kubesim, demo fleet, simulated kubelet) on loopback, the demo backends'
 	@# api_url (pools/demo/backends.yaml); it and the inventory watcher stop when the dev server stops.
 	@$(PY) -m kubesim --port $(KUBESIM_PORT) --fleet demo --kubelet > var/kubesim.log 2>&1 & KUBESIM=$$!; \

@@ -27,6 +27,10 @@ def demo_documents() -> list[tuple[str, dict]]:
     loaded = {config_type: load_document(DEMO_DIR / filename) for config_type, filename in LOAD_ORDER}
     loaded["POD_TEMPLATE"] = {**default_templates(), **loaded["POD_TEMPLATE"]}
     loaded["RESOURCE_VALIDATION"] = {**default_validations(), **loaded["RESOURCE_VALIDATION"]}
+    cluster_url = os.environ.get("DEMO_CLUSTER_URL")  # `make dev` passes the simulated cluster's address
+    if cluster_url:
+        for body in loaded["BACKEND"].values():
+            body["api_url"] = cluster_url
     return [(config_type, loaded[config_type]) for config_type, _ in LOAD_ORDER]
 
 
