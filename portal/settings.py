@@ -95,6 +95,7 @@ STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
 
 LOGIN_URL = "/login/"  # the self-service sign-in page (local accounts, and SSO when OIDC is on)
+LOGIN_REDIRECT_URL = "/"  # the pool catalog
 
 # --- OIDC sign-in (access/oidc.py, docs/oidc.md) -------------------------------------------------------
 # Off unless OIDC_ISSUER is set (e.g. https://keycloak.example.com/realms/osmo); local accounts always work.

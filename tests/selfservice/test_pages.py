@@ -313,3 +313,11 @@ def test_navigation_links_tokens_and_admin_only_for_admins(demo_world):
     html = demo_world.client(demo_world.researcher).get("/").content.decode()
     assert 'href="/tokens/"' in html and 'href="/admin/"' not in html
     assert 'href="/admin/"' in demo_world.client(demo_world.admin).get("/").content.decode()
+
+
+def test_signing_in_without_next_lands_on_the_catalog(client, db):
+    from tests.factories import UserFactory
+
+    UserFactory(username="newcomer")
+    response = client.post("/login/", {"username": "newcomer", "password": "password"})
+    assert response.status_code == 302 and response["Location"] == "/"
