@@ -59,7 +59,9 @@ def apply(config_type: str, name: str, body: object, actor: Actor, *, descriptio
 
 def apply_many(config_type: str, documents: object, actor: Actor, *, description: str = "",
                tags=()) -> list[ApplyResult]:
-    """Apply a `{name: body, ...}` map; all objects are saved or none is."""
+    """Apply a `{name: body, ...}` map (or OSMO's list form, `[{"name": ..., ...}, ...]`, used for roles);
+    all objects are saved or none is."""
+    documents = _as_map(documents)
     if not isinstance(documents, dict) or not documents:
         raise ConfigError("without a NAME the file must map names to bodies: {\"<name>\": {...}, ...}",
                           field="(document)", value=type(documents).__name__)
@@ -163,6 +165,16 @@ def _get(handler: handlers.Handler, name: str, *, lock: bool = False):
 def _within(error: ConfigError, name: str) -> ConfigError:
     field = f"{name}.{error.field}" if error.field and error.field != "(document)" else name
     return type(error)(error.reason, field=field, value=error.value)
+
+
+def _as_map(documents: object) -> object:
+    if isinstance(documents, list) and documents and all(isinstance(d, dict) and "name" in d for d in documents):
+        names = [d["name"] for d in documents]
+        duplicates = sorted({n for n in names if names.count(n) > 1})
+        if duplicates:
+            raise ConfigError("the list names the same object twice", field="name", value=duplicates[0])
+        return {d["name"]: d for d in documents}
+    return documents
 
 
 def _copy(body: object) -> object:

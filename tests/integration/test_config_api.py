@@ -138,3 +138,15 @@ def test_swagger_ui_is_served_without_any_cdn(admin_client):
     page = admin_client.get("/api/schema/ui/").content.decode()
     assert "swagger-ui" in page
     assert "cdn" not in page.lower() and "https://" not in page
+
+
+def test_collection_put_accepts_osmo_list_form(admin_api, db):
+    roles = [{"name": "osmo-vision", "description": "vision team",
+              "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/vision*"]}]},
+             {"name": "osmo-speech", "description": "speech team",
+              "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/speech*"]}]}]
+    response = admin_api.put("/api/configs/role", {"configs": roles}, format="json")
+    assert response.status_code == 200, response.json()
+    assert {"osmo-vision", "osmo-speech"} <= set(admin_api.get("/api/configs/role").json())
+    twice = admin_api.put("/api/configs/role", {"configs": [roles[0], roles[0]]}, format="json")
+    assert twice.status_code == 400 and twice.json()["value"] == "osmo-vision"
