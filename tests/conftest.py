@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+
 import pytest
 from rest_framework.test import APIClient
 
@@ -24,3 +26,37 @@ def admin_api(admin_user) -> APIClient:
 def admin_client(client, admin_user):
     client.force_login(admin_user)
     return client
+
+
+@pytest.fixture
+def redis_worker(monkeypatch, transactional_db):
+    """A real Celery worker (solo pool, its own thread) consuming from Redis (TEST_BROKER_URL, set by make test)."""
+    from celery.contrib.testing.worker import start_worker
+
+    from portal.celery import app
+
+    broker = os.environ.get("TEST_BROKER_URL")
+    if not broker:
+        pytest.fail("TEST_BROKER_URL is not set: run the suite with `make test`, which points it at Redis")
+    monkeypatch.setitem(app.conf, "task_always_eager", False)
+    monkeypatch.setitem(app.conf, "broker_url", broker)
+    monkeypatch.setitem(app.conf, "result_backend", broker)
+    monkeypatch.setitem(app.conf, "task_ignore_result", False)  # the worker's ping check needs a result
+    _reset_celery_connections(app)
+    app.loader.import_module("celery.contrib.testing.tasks")  # the ping check's task
+    app.control.purge()  # messages an earlier, interrupted run left behind (late acks are re-queued at shutdown)
+    try:
+        with start_worker(app, pool="solo", perform_ping_check=True, shutdown_timeout=10):
+            yield app
+    finally:
+        app.control.purge()
+        monkeypatch.undo()
+        _reset_celery_connections(app)
+
+
+def _reset_celery_connections(app) -> None:
+    """The app caches its broker pool and result backend; make it pick up the patched settings."""
+    app._pool = None
+    app.amqp._producer_pool = None
+    app._backend_cache = None
+    app._local.__dict__.pop("backend", None)

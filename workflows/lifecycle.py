@@ -451,6 +451,8 @@ def _stop(workflow_pk: int, rows: list[dict], reason: str) -> None:
 
 
 def get_workflow(workflow_id: str) -> Workflow:
+    if not workflow_id or "\x00" in workflow_id:  # no id has one (PostgreSQL refuses NUL in text)
+        raise WorkflowNotFound(f"no workflow {workflow_id!r}", field="workflow_id", value=workflow_id)
     workflow = Workflow.objects.select_related("pool", "submitted_by").filter(workflow_id=workflow_id).first()
     if workflow is None:
         raise WorkflowNotFound(f"no workflow {workflow_id!r}", field="workflow_id", value=workflow_id)
@@ -482,14 +484,16 @@ def cancel(workflow_id: str, who=None, *, force: bool = False, message: str = ""
     now = timezone.now()
     with transaction.atomic():
         Workflow.objects.select_for_update().filter(pk=workflow.pk).values_list("pk").first()  # see `_lock`
-        tasks = list(Task.objects.filter(workflow=workflow).order_by("id").only("pk", "status", "namespace", "pod_name"))
+        tasks = list(Task.objects.filter(workflow=workflow).order_by("id").only(
+            "pk", "status", "namespace", "pod_name", "pod_created_at"))
         cancelled = [t for t in tasks if t.status in UNFINISHED]
         Task.objects.filter(pk__in=[t.pk for t in cancelled], status__in=UNFINISHED).update(
             status=TaskStatus.CANCELLED, finished_at=now, error=reason)
         TaskEvent.objects.bulk_create([TaskEvent(task=t, kind="CANCELLED", message=reason) for t in cancelled])
         Workflow.objects.filter(pk=workflow.pk).exclude(status__in=list(FINISHED_WORKFLOW)).update(
             status=WorkflowStatus.CANCELLED, finished_at=now, error=reason)
-        _delete_later(workflow.pool.backend_id, [(t.namespace, t.pod_name) for t in tasks if t.status != PENDING],
-                      "cancelled")
+        # only pods we created or adopted (never someone else's pod that a task collided with)
+        _delete_later(workflow.pool.backend_id, [(t.namespace, t.pod_name) for t in tasks
+                                                 if t.status != PENDING and t.pod_created_at is not None], "cancelled")
     workflow.refresh_from_db()
     return workflow

@@ -173,7 +173,8 @@ def reap_all(*, now=None) -> dict:
 
 
 def reap_backend(backend_id: int, *, now=None, retention: int | None = None) -> int:
-    """Delete our pods whose workflow is unknown or finished more than `retention` seconds ago."""
+    """Delete our pods (in the backend's cluster) whose workflow is unknown, or finished more than `retention`
+    seconds ago."""
     now = now or timezone.now()
     keep = timedelta(seconds=settings.WORKFLOW_POD_RETENTION_SECONDS if retention is None else retention)
     backend = Backend.objects.get(pk=backend_id)
@@ -183,9 +184,14 @@ def reap_backend(backend_id: int, *, now=None, retention: int | None = None) -> 
                 for p in listing.items]
         if not keys:
             return 0
-        known = {(namespace, name): (status, finished_at) for namespace, name, status, finished_at in
-                 Task.objects.filter(workflow__pool__backend_id=backend_id, pod_name__in=[k[1] for k in keys])
-                 .values_list("namespace", "pod_name", "workflow__status", "workflow__finished_at")}
+        # Any backend's task counts: several Backend rows may point at one cluster (e.g. one per namespace),
+        # and each of them lists every pod of this portal there.
+        names = sorted({name for _, name in keys})
+        known = {}
+        for start in range(0, len(names), 500):
+            known.update({(namespace, name): (status, finished_at) for namespace, name, status, finished_at in
+                          Task.objects.filter(pod_name__in=names[start:start + 500]).values_list(
+                              "namespace", "pod_name", "workflow__status", "workflow__finished_at")})
         deleted = 0
         for namespace, name in keys:
             info = known.get((namespace, name))

@@ -157,16 +157,18 @@ def _json_safe(document: dict) -> dict:
 
 
 def _load_pool(name: str) -> Pool | None:
-    """The pool with its backend (id, name, namespace) and its platforms, in one round trip.
+    """The pool with its backend (id, name, namespace, last sync) and its platforms, in one round trip.
 
     Raw SQL on purpose: this runs on every submission, and the two ORM queries it replaces cost ten
     times more CPU to compile than to execute. Rows become real model instances (`Model.from_db`, with
     the fields' converters), so nothing downstream can tell the difference; `pool.loaded_platforms`
     holds the platforms, ordered by name.
     """
+    if "\x00" in name:  # no pool has one (PostgreSQL refuses NUL in text)
+        return None
     pool_fields = [f for f in Pool._meta.concrete_fields]
     platform_fields = [f for f in Platform._meta.concrete_fields]
-    backend_fields = [Backend._meta.get_field(n) for n in ("id", "name", "namespace")]
+    backend_fields = [Backend._meta.get_field(n) for n in ("id", "name", "namespace", "last_sync_at")]
     qn = connection.ops.quote_name
     columns = ([f"p.{qn(f.column)}" for f in pool_fields] + [f"b.{qn(f.column)}" for f in backend_fields]
                + [f"pl.{qn(f.column)}" for f in platform_fields])

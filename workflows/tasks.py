@@ -37,6 +37,9 @@ RETRYING = {"autoretry_for": (TransientClusterError,), "retry_backoff": 1,  # up
 
 
 def _retry_or_give_up(task, error: KubeError, give_up) -> None:
+    if not error.transient:  # a 4xx or unusable connection settings: the same call would fail again
+        give_up(str(error))
+        return
     if task.request.is_eager:
         log.warning("%s: %s (no broker: left for the reconciler)", task.name, error)
         return

@@ -7,7 +7,7 @@ there: capacity for portal workloads, not what happens to be free this second.
 from __future__ import annotations
 
 from pools.engine import NodeCapacity
-from pools.models import Node, NodeMembership
+from pools.models import NodeMembership
 
 GPU = "nvidia.com/gpu"
 
@@ -15,15 +15,16 @@ GPU = "nvidia.com/gpu"
 def capacities_for(platforms) -> dict[int, list[NodeCapacity] | None]:
     """Per platform id: its member nodes' capacities; None when its backend has no inventory yet."""
     platforms = list(platforms)
-    synced = set(Node.objects.filter(backend_id__in={p.pool.backend_id for p in platforms})
-                 .values_list("backend_id", flat=True).distinct())
+    # A backend that has completed a sync has an inventory, even if this platform matches none of its nodes;
+    # a platform with member nodes has one whatever the sync record says.
     result: dict[int, list[NodeCapacity] | None] = {
-        p.pk: ([] if p.pool.backend_id in synced else None) for p in platforms}
+        p.pk: ([] if p.pool.backend.last_sync_at is not None else None) for p in platforms}
     rows = NodeMembership.objects.filter(platform_id__in=[p.pk for p in platforms]).values_list(
         "platform_id", "node__name", "node__cpu_allocatable", "node__gpu_allocatable", "node__memory_allocatable",
         "node__storage_allocatable", "node__requested_other")
     for platform_id, name, cpu, gpu, memory, storage, other in rows.order_by("node__name"):
         other = other or {}
+        result[platform_id] = result[platform_id] or []
         result[platform_id].append(NodeCapacity(
             name,
             cpu=f"{max(0, cpu - other.get('cpu', 0))}m",

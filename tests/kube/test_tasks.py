@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import os
-
 import pytest
-from celery.contrib.testing.worker import start_worker
 
 from pools import tasks
 from pools.models import Backend, Node
@@ -17,35 +14,6 @@ def eager(monkeypatch):
     monkeypatch.setitem(app.conf, "task_always_eager", True)
     # propagating would turn an eager retry into an exception; the worker path is tested below
     monkeypatch.setitem(app.conf, "task_eager_propagates", False)
-
-
-@pytest.fixture
-def redis_worker(monkeypatch):
-    broker = os.environ.get("TEST_BROKER_URL")
-    if not broker:
-        pytest.skip("TEST_BROKER_URL is not set (make test sets it)")
-    monkeypatch.setitem(app.conf, "task_always_eager", False)
-    monkeypatch.setitem(app.conf, "broker_url", broker)
-    monkeypatch.setitem(app.conf, "result_backend", broker)
-    monkeypatch.setitem(app.conf, "task_ignore_result", False)  # the settings ignore results; the ping needs one
-    _reset_connections()
-    app.loader.import_module("celery.contrib.testing.tasks")  # the worker's ping check needs it
-    app.control.purge()  # messages an earlier, interrupted run left in the test broker
-    try:
-        with start_worker(app, pool="solo", perform_ping_check=True, shutdown_timeout=10):
-            yield app
-    finally:
-        app.control.purge()
-        monkeypatch.undo()
-        _reset_connections()
-
-
-def _reset_connections() -> None:
-    """The app caches its broker pool and result backend; make it pick up the patched settings."""
-    app._pool = None  # kombu keeps one pool per broker URL; the app picks the patched URL's
-    app.amqp._producer_pool = None  # eager calls built one for the default broker URL
-    app._backend_cache = None
-    app._local.__dict__.pop("backend", None)
 
 
 def test_sync_task_runs_on_a_real_worker(transactional_db, redis_worker, backend, kube_server):

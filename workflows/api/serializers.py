@@ -20,7 +20,7 @@ class NamesField(serializers.Field):
 
     def to_internal_value(self, data):
         items = data if isinstance(data, list) else [data]
-        if not all(isinstance(item, str) for item in items):
+        if not all(isinstance(item, str) and "\x00" not in item for item in items):
             raise serializers.ValidationError("must be a list of names or a comma-separated string")
         return [part.strip() for item in items for part in item.split(",") if part.strip()]
 

@@ -16,6 +16,7 @@ service both ask); reading, listing and cancelling are decided per workflow (`wo
 from __future__ import annotations
 
 from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.core.files.uploadedfile import UploadedFile
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
@@ -29,7 +30,7 @@ from access.api.permissions import PolicyPermission
 from pools.api.serializers import ErrorSerializer
 from workflows import lifecycle, queries
 from workflows.api import serializers as s
-from workflows.errors import InvalidSpec
+from workflows.errors import InvalidSpec, PoolNotFound
 from workflows.services import SubmitRequest, submit
 from workflows.spec import SpecError
 
@@ -68,6 +69,16 @@ class _TextParser(BaseParser):
             raise exceptions.ParseError("the spec is not UTF-8 text") from None
 
 
+class GuardedJSONParser(JSONParser):
+    """JSON whose nesting would exhaust the recursion limit is a parse error, not a crash."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise exceptions.ParseError("the JSON body is nested too deeply") from None
+
+
 class YAMLParser(_TextParser):
     media_type = "application/yaml"
 
@@ -86,6 +97,9 @@ def spec_of(request) -> tuple[str | dict, str]:
         data = request.data
     except RecursionError:
         raise exceptions.ParseError("the JSON body is nested too deeply") from None
+    except RequestDataTooBig:
+        raise exceptions.ParseError(f"the request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} "
+                                    "bytes") from None
     if isinstance(data, str):
         return data, "request body"
     if hasattr(data, "keys"):
@@ -124,8 +138,14 @@ def _query(serializer_class, request) -> dict:
 
 class SubmitView(APIView):
     permission_classes = [PolicyPermission]
-    parser_classes = [JSONParser, YAMLParser, LegacyYAMLParser, PlainTextParser, MultiPartParser, FormParser]
+    parser_classes = [GuardedJSONParser, YAMLParser, LegacyYAMLParser, PlainTextParser, MultiPartParser, FormParser]
     policy_action = "workflow:Create"
+
+    def initial(self, request, *args, **kwargs):
+        pool = kwargs.get("pool", "")
+        if "\x00" in pool or any(ord(c) < 32 for c in pool):  # before the policy check (which audits refusals)
+            raise PoolNotFound(f"no pool named {pool!r}", field="pool", value=pool)
+        super().initial(request, *args, **kwargs)
 
     def get_policy_resource(self, request) -> str:
         return f"pool/{self.kwargs.get('pool', '')}"

@@ -1,0 +1,278 @@
+"""Workflow submission over HTTP: gunicorn (2 sync workers, 127.0.0.1) against a throwaway PostgreSQL database.
+
+Set-up: a pool with OSMO's default user template and CPU/memory/storage/GPU rules, one platform whose nodes
+come from the simulated demo fleet (25 nodes synced into the inventory, so node rules are evaluated as in
+production), a researcher with a portal API token. Pod creation is enqueued on a Redis database of its own
+(`BENCH_BROKER_URL`, default redis://127.0.0.1:6379/12, purged afterwards): no worker consumes it, so
+the figures are the submission path only (authenticate, authorize, parse, resolve, validate, store, enqueue).
+
+Load: `CLIENTS` threads each POST `/api/pool/bench/workflow` in a closed loop for a bounded number of
+requests (plain http.client, a new connection per request as gunicorn's sync workers close them).
+Reported: median and p99 latency per request, and throughput (submissions/s) in the note. Targets for
+single-task workflows: ≥ 200 submissions/s and p99 ≤ 100 ms. Then the same submission in-process (no
+HTTP) with its query count and the top of its profile, to show where the time goes.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import signal
+import socket
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+from bench.django_env import setup
+from bench.harness import Row
+
+ROOT = Path(__file__).resolve().parent.parent
+CLIENTS = int(os.environ.get("BENCH_CLIENTS", "4"))
+WORKERS = 2
+THREADS = int(os.environ.get("BENCH_THREADS", "1"))  # >1: gthread workers (measured slower here: CPU-bound)
+REQUESTS = {1: int(os.environ.get("BENCH_REQUESTS_1", "1200")), 8: int(os.environ.get("BENCH_REQUESTS_8", "400"))}
+WARMUP = 40
+BROKER = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/12")
+
+
+def spec(name: str, tasks: int) -> str:
+    items = "\n".join(f"  - {{name: t{i}, image: 'nvcr.io/nvidia/pytorch:24.01-py3', command: [python, train.py], "
+                      f"args: [--epochs, '10', --out, '/results/{{{{workflow_id}}}}'], environment: {{SEED: '{i}'}}}}"
+                      for i in range(tasks))
+    return (f"version: 2\nworkflow:\n  name: {name}\n  labels: {{team: bench}}\n"
+            f"  timeout: {{exec_timeout: 2h, queue_timeout: 30m}}\n"
+            f"  resources:\n    default: {{cpu: 2, memory: 4Gi, storage: 10Gi, gpu: 0}}\n  tasks:\n{items}\n")
+
+
+def run() -> list[Row]:
+    if not _redis_answers(BROKER):
+        print(f"bench_workflows: skipped: no Redis at {BROKER} (set BENCH_BROKER_URL)", file=sys.stderr)
+        return [Row("workflow submissions over HTTP", 0.0, 0.0, 0, "≥ 200/s, p99 ≤ 100 ms",
+                    f"skipped: no Redis at {BROKER}")]
+    with throwaway_database():
+        token = _set_up()
+        from django.db import connection
+
+        database_url = _database_url(connection.settings_dict)
+        rows = []
+        with _gunicorn(database_url) as port:
+            for tasks in (1, 8):
+                rows.append(_load(port, token, tasks))
+        rows.extend(_in_process())
+        _purge()
+        return rows
+
+
+# ------------------------------------------------------------------------------------------ set-up
+
+
+@contextlib.contextmanager
+def throwaway_database():
+    """A fresh migrated database of this bench's own (`bench_workflows`), dropped afterwards, so it never
+    collides with a test run or another benchmark running at the same time."""
+    setup()
+    from django.db import connection
+    from django.test.utils import setup_test_environment, teardown_test_environment
+
+    setup_test_environment()
+    old_name = connection.settings_dict["NAME"]
+    connection.settings_dict["TEST"] = {**connection.settings_dict.get("TEST", {}), "NAME": "bench_workflows"}
+    connection.creation.create_test_db(verbosity=0, autoclobber=True)
+    try:
+        yield
+    finally:
+        connection.close()
+        connection.creation.destroy_test_db(old_name, verbosity=0)
+        teardown_test_environment()
+
+
+def _set_up() -> str:
+    from access.services import roles, tokens
+    from kubesim import EmulatorServer
+    from pools.engine import default_templates, default_validations
+    from pools.services import configs, inventory
+    from pools.services.revisions import Actor
+    from tests.factories import RoleFactory, UserFactory
+
+    actor = Actor(name="bench", source="cli")
+    with EmulatorServer(fleet="demo") as server:
+        configs.apply("BACKEND", "bench-cluster", {"description": "bench", "namespace": "bench",
+                                                   "api_url": server.url}, actor)
+        from pools.models import Backend
+
+        backend = Backend.objects.get(name="bench-cluster")
+        configs.apply_many("POD_TEMPLATE", {**default_templates(), "cpu": {
+            "spec": {"nodeSelector": {"hive.openshift.io/machine-pool": "cpu"}}}}, actor)
+        configs.apply_many("RESOURCE_VALIDATION", default_validations(), actor)
+        configs.apply("POOL", "bench", {
+            "backend": "bench-cluster", "default_platform": "cpu",
+            "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
+            "common_pod_template": ["default_user"],
+            "common_resource_validations": ["default_cpu", "default_memory", "default_storage", "default_gpu"],
+            "max_exec_timeout": "8h", "platforms": {"cpu": {"override_pod_template": ["cpu"]}}}, actor)
+        inventory.sync_backend(backend.pk)  # 25 nodes: node rules are checked against the inventory
+    user = UserFactory(username="researcher")
+    RoleFactory(name="osmo-bench", policies=[{"effect": "Allow", "actions": ["workflow:*"],
+                                              "resources": ["pool/bench*"]}])
+    roles.update_user_roles(user, add=["osmo-bench", "osmo-user"], actor=actor)
+    return tokens.create(user, "bench").secret
+
+
+def _database_url(settings_dict: dict) -> str:
+    user = settings_dict.get("USER") or ""
+    password = f":{settings_dict['PASSWORD']}" if settings_dict.get("PASSWORD") else ""
+    host = settings_dict.get("HOST") or "127.0.0.1"
+    port = settings_dict.get("PORT") or 5432
+    return f"postgres://{user}{password}@{host}:{port}/{settings_dict['NAME']}"
+
+
+def _redis_answers(url: str) -> bool:
+    try:
+        import redis
+
+        return bool(redis.Redis.from_url(url, socket_connect_timeout=1).ping())
+    except Exception:  # noqa: BLE001
+        return False
+
+
+def _purge() -> None:
+    with contextlib.suppress(Exception):
+        import redis
+
+        redis.Redis.from_url(BROKER).flushdb()
+
+
+# ------------------------------------------------------------------------------------------ gunicorn
+
+
+@contextlib.contextmanager
+def _gunicorn(database_url: str):
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    env = {**os.environ, "DATABASE_URL": database_url, "CELERY_BROKER_URL": BROKER, "DEBUG": "false",
+           "DATABASE_CONN_MAX_AGE": "600", "LOG_LEVEL": "WARNING", "TEST_DATABASE_NAME": ""}
+    command = [str(Path(sys.executable).parent / "gunicorn"), "portal.wsgi:application", "--workers", str(WORKERS),
+               "--threads", str(THREADS), "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--backlog", "256"]
+    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                               start_new_session=True)
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            if process.poll() is not None:
+                raise RuntimeError(f"gunicorn exited: {process.stderr.read().decode()[-2000:]}")
+            try:
+                with socket.create_connection(("127.0.0.1", port), timeout=0.5):
+                    break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise RuntimeError("gunicorn did not start within 60 s") from None
+                time.sleep(0.1)
+        yield port
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGTERM)
+        try:
+            process.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=10)
+
+
+def _post(port: int, token: str, body: bytes) -> tuple[int, float]:
+    started = time.perf_counter()
+    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        connection.request("POST", "/api/pool/bench/workflow", body=body,
+                           headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        response = connection.getresponse()
+        response.read()
+        return response.status, time.perf_counter() - started
+    finally:
+        connection.close()
+
+
+def _load(port: int, token: str, tasks: int) -> Row:
+    body = json.dumps({"file": spec(f"bench-{tasks}", tasks)}).encode()
+    for _ in range(WARMUP):  # every worker imports, connects and fills its caches first
+        status, _ = _post(port, token, body)
+        if status != 200:
+            raise RuntimeError(f"submission failed with HTTP {status}")
+    total = REQUESTS[tasks]
+    samples: list[float] = []
+    failures: list[int] = []
+    lock = threading.Lock()
+    counter = iter(range(total))
+
+    def client() -> None:
+        while True:
+            with lock:
+                if next(counter, None) is None:
+                    return
+            status, seconds = _post(port, token, body)
+            with lock:
+                samples.append(seconds)
+                if status != 200:
+                    failures.append(status)
+
+    threads = [threading.Thread(target=client) for _ in range(CLIENTS)]
+    started = time.perf_counter()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    wall = time.perf_counter() - started
+    samples.sort()
+    p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))]
+    rate = len(samples) / wall
+    note = f"{rate:.0f} submissions/s, {CLIENTS} clients, {WORKERS} gunicorn workers × {THREADS} threads"
+    if failures:
+        note += f", {len(failures)} failed (HTTP {sorted(set(failures))})"
+    target = "≥ 200/s, p99 ≤ 100 ms" if tasks == 1 else ""
+    return Row(f"submit {tasks}-task workflow over HTTP", statistics.median(samples), p99, len(samples), target,
+               note)
+
+
+# ------------------------------------------------------------------------------------------ in process
+
+
+def _in_process() -> list[Row]:
+    """The same submission without HTTP: its cost, its query count and the top of its profile (stderr)."""
+    import cProfile
+    import io
+    import pstats
+
+    from django.contrib.auth import get_user_model
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from bench.harness import measure
+    from workflows import tasks as jobs
+    from workflows.services import SubmitRequest, submit
+
+    jobs.create_pods.delay = lambda *args, **kwargs: None  # this process has no broker: do not enqueue
+    user = get_user_model().objects.get(username="researcher")
+    rows = []
+    for tasks in (1, 8):
+        text = spec(f"inproc-{tasks}", tasks)
+        with CaptureQueriesContext(connection) as queries:
+            submit(SubmitRequest(pool="bench", spec=text, who=user))
+        rows.append(measure(f"submit {tasks}-task workflow in process (service only)",
+                            lambda text=text: submit(SubmitRequest(pool="bench", spec=text, who=user)),
+                            runs=200 if tasks == 1 else 100, note=f"{len(queries)} queries"))
+    profile = cProfile.Profile()
+    profile.enable()
+    for _ in range(100):
+        submit(SubmitRequest(pool="bench", spec=spec("profiled", 1), who=user))
+    profile.disable()
+    out = io.StringIO()
+    pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(r"work/main/(workflows|pools|access)", 12)
+    print("bench_workflows: where a 1-task submission spends its time (in process, 100 runs, profiled):",
+          file=sys.stderr)
+    print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[-2500:], file=sys.stderr)
+    return rows

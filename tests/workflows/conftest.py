@@ -1,0 +1,163 @@
+"""Fixtures for workflow tests: a simulated cluster (kubesim, demo fleet, fast kubelet) behind a backend,
+a pool whose platforms steer the simulated kubelet through pod annotations, users, and a real Celery
+worker on Redis for the end-to-end tests.
+
+    pool batch (backend sim, namespace wf-jobs, created on first use)
+      platform cpu       default: runs briefly and succeeds
+      platform forever   kubesim/never-finish
+      platform exit3     kubesim/exit-code 3
+      platform parked    kubesim/start-seconds 3600 (bound to a node, never starts)
+      platform nowhere   a nodeSelector no node has (unschedulable)
+    users: alice (osmo-batch: workflow:* on pool/batch*), bob (osmo-user only), carol (osmo-batch)
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+import pytest
+from rest_framework.test import APIClient
+
+from access.services import roles
+from kubesim import EmulatorServer
+from pools.models import Backend, Pool
+from pools.services import configs
+from pools.services.revisions import Actor
+from tests.factories import RoleFactory, UserFactory
+
+CLI = Actor(name="tester", source="cli")
+NAMESPACE = "wf-jobs"
+CPU_SELECTOR = {"hive.openshift.io/machine-pool": "cpu"}
+TEMPLATES = {
+    "cpu": {"spec": {"nodeSelector": CPU_SELECTOR}},
+    "forever": {"metadata": {"annotations": {"kubesim/never-finish": "true"}}},
+    "exit3": {"metadata": {"annotations": {"kubesim/exit-code": "3"}}},
+    "parked": {"metadata": {"annotations": {"kubesim/start-seconds": "3600"}}},
+    "nowhere": {"spec": {"nodeSelector": {"example.com/no-such-label": "x"}}},
+}
+
+
+def spec(name: str = "hello", *, tasks: int = 1, resource: str = "default", platform: str | None = None,
+         exit_actions: dict | None = None, timeout: dict | None = None) -> dict:
+    """A workflow document with `tasks` tasks on one resource entry (optionally an explicit platform)."""
+    resources: dict[str, Any] = {"cpu": 0.1, "memory": "64Mi", "storage": "64Mi"}
+    if platform:
+        resources["platform"] = platform
+    items = []
+    for index in range(tasks):
+        task: dict[str, Any] = {"name": f"t{index}", "image": "busybox:1.36", "command": ["sh", "-c", "echo hi"],
+                                "resource": resource}
+        if exit_actions:
+            task["exitActions"] = exit_actions
+        items.append(task)
+    workflow: dict[str, Any] = {"name": name, "resources": {resource: resources}, "tasks": items}
+    if timeout:
+        workflow["timeout"] = timeout
+    return {"version": 2, "workflow": workflow}
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, interval: float = 0.02) -> Any:
+    """Poll `predicate` until truthy; AssertionError after `timeout` seconds (never a bare sleep)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s")
+        time.sleep(interval)
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings):
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture(autouse=True)
+def portal_instance(settings):
+    settings.PORTAL_INSTANCE = "test-portal"
+    settings.WORKFLOW_MAX_RETRIES_PER_TASK = 2
+    return "test-portal"
+
+
+@pytest.fixture
+def kube_server() -> Iterator[EmulatorServer]:
+    with EmulatorServer(host="127.0.0.1", port=0, fleet="demo",
+                        kubelet={"start_delay": 0.05, "run_seconds": 0.2}) as server:
+        yield server
+        assert not server.emulator.internal_errors, list(server.emulator.internal_errors)
+
+
+@pytest.fixture
+def backend(db, kube_server) -> Backend:
+    configs.apply("BACKEND", "sim", {"description": "simulated", "namespace": NAMESPACE,
+                                     "api_url": kube_server.url}, CLI)
+    return Backend.objects.get(name="sim")
+
+
+@pytest.fixture
+def pool(backend) -> Pool:
+    from pools.engine import default_templates
+
+    # OSMO's default_user template: requests/limits from typed variables, so quantities are JSON numbers
+    # (cpu: 0.1 would be refused by the official client's typed models; the adapter posts raw JSON)
+    configs.apply_many("POD_TEMPLATE", {"default_user": default_templates()["default_user"], **TEMPLATES}, CLI)
+    platforms = {"cpu": {"override_pod_template": ["cpu"]}}
+    for extra in ("forever", "exit3", "parked"):
+        platforms[extra] = {"override_pod_template": ["cpu", extra]}
+    platforms["nowhere"] = {"override_pod_template": ["nowhere"]}
+    configs.apply("POOL", "batch", {
+        "backend": "sim", "default_platform": "cpu", "common_pod_template": ["default_user"],
+        "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
+        "platforms": platforms}, CLI)
+    return Pool.objects.get(name="batch")
+
+
+@pytest.fixture
+def batch_role(db):
+    return RoleFactory(name="osmo-batch", policies=[{"effect": "Allow", "actions": ["workflow:*"],
+                                                     "resources": ["pool/batch*"]}])
+
+
+def _user(name: str, *role_names: str):
+    user = UserFactory(username=name)
+    roles.update_user_roles(user, add=list(role_names), actor=CLI)
+    return user
+
+
+@pytest.fixture
+def alice(batch_role):
+    return _user("alice", "osmo-batch", "osmo-user")
+
+
+@pytest.fixture
+def carol(batch_role):
+    return _user("carol", "osmo-batch", "osmo-user")
+
+
+@pytest.fixture
+def bob(db):
+    return _user("bob", "osmo-user")
+
+
+def api(user=None) -> APIClient:
+    client = APIClient()
+    if user is not None:
+        client.force_authenticate(user)
+    return client
+
+
+# ------------------------------------------------------------------------------------------ Celery on Redis
+
+
+@pytest.fixture
+def watcher(backend):
+    """The pod watcher of `watch_workflows`, applied in the test's thread with `process_until`."""
+    from workflows.watcher import WorkflowWatcher
+
+    instance = WorkflowWatcher(["sim"], watch_seconds=30, backoff_max=0.5)
+    instance.start()
+    yield instance
+    instance.stop()
