@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 def _database_url() -> str:
     settings = connection.settings_dict
     if connection.vendor != "postgresql":
-        pytest.skip("the subprocess reaches the test database through DATABASE_URL (PostgreSQL)")
+        pytest.fail("the subprocess reaches the test database through DATABASE_URL: run with `make test` (PostgreSQL)")
     user = settings["USER"] or "postgres"
     password = f":{settings['PASSWORD']}" if settings["PASSWORD"] else ""
     return f"postgres://{user}{password}@{settings['HOST'] or '127.0.0.1'}:{settings['PORT'] or 5432}/{settings['NAME']}"
