@@ -131,11 +131,11 @@ class PoolListView(APIView):
     policy_action = "pool:List"
 
     @extend_schema(parameters=[OpenApiParameter("all_pools", bool, description="Every pool, not only yours.")],
-                   responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Pools with their platforms")
+                   responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Pools with their platforms and capacity (allocatable, used, free)")
     def get(self, request):
         if request.query_params.get("all_pools", "").lower() in ("1", "true", "yes"):
-            rows = pool_listing.pool_rows()
+            rows = pool_listing.pool_rows_with_capacity()
         else:
             names = policy.allowed_pools(request)
-            rows = pool_listing.pool_rows(sorted(names)) if names else []
+            rows = pool_listing.pool_rows_with_capacity(sorted(names)) if names else []
         return Response({"pools": {row["name"]: row for row in rows}})

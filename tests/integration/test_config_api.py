@@ -150,3 +150,17 @@ def test_collection_put_accepts_osmo_list_form(admin_api, db):
     assert {"osmo-vision", "osmo-speech"} <= set(admin_api.get("/api/configs/role").json())
     twice = admin_api.put("/api/configs/role", {"configs": [roles[0], roles[0]]}, format="json")
     assert twice.status_code == 400 and twice.json()["value"] == "osmo-vision"
+
+
+def test_pool_list_shows_free_capacity_per_pool_and_platform(admin_api, demo_pools):
+    from pools.models import Backend, Node, NodeMembership, Platform
+
+    platform = Platform.objects.get(pool__name="team-development", name="small-gpu")
+    node = Node.objects.create(backend=Backend.objects.get(name="dev-cluster-01"), name="t4-0", ready=True,
+                               gpu_allocatable=4, gpu_used=1, cpu_allocatable=8000, memory_allocatable=2**34)
+    NodeMembership.objects.create(node=node, platform=platform, pool=platform.pool)
+    row = admin_api.get("/api/pool?all_pools=true").json()["pools"]["team-development"]
+    assert row["capacity"]["nodes"] == 1
+    assert row["capacity"]["free"]["nvidia.com/gpu"] == 3
+    assert row["platforms"]["small-gpu"]["capacity"]["allocatable"]["nvidia.com/gpu"] == 4
+    assert row["platforms"]["cpu-only"]["capacity"]["nodes"] == 0
