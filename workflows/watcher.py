@@ -27,6 +27,7 @@ from django.db import close_old_connections
 from pools.kube import pods
 from pools.kube.connection import KubeClient, connect
 from pools.kube.errors import KubeError
+from pools.kube.inventory import WatchStream
 from pools.models import Backend
 from workflows import lifecycle, reconcile, timeouts
 
@@ -41,7 +42,7 @@ class _Backend:
     name: str
     kube: KubeClient
     thread: threading.Thread | None = None
-    current: pods.PodWatch | None = None
+    current: WatchStream | None = None
     lists: int = 0
 
 
@@ -169,7 +170,7 @@ class WorkflowWatcher:
                     self.events.put(("list", state, listing))
                     version = listing.resource_version
                     failures = 0
-                watch = pods.PodWatch(state.kube, selector, version, timeout_seconds=self.watch_seconds,
+                watch = pods.watch_pods(state.kube, selector, version, timeout_seconds=self.watch_seconds,
                                       on_open=opened)
                 state.current = watch
                 for event_type, obj in watch:

@@ -156,28 +156,39 @@ def _no_gc():
 
 
 class WatchStream:
-    """One watch request of `kind` ("nodes" or "pods") from `resource_version`.
+    """One watch request of `kind` ("nodes" or "pods") from `resource_version`, optionally narrowed by a
+    label selector and (pods) a namespace.
 
     Iterate for `(event_type, object)`; BOOKMARK events only advance `resource_version`. The stream
-    ends when the server closes it (timeout); resume from `resource_version`. Errors raise KubeError.
+    ends when the server closes it (timeout); resume from `resource_version`. Errors raise KubeError
+    (`gone` for 410: list again). `shutdown()` interrupts a read from another thread.
     """
 
     def __init__(self, kube: KubeClient, kind: str, resource_version: str, *,
-                 timeout_seconds: int = WATCH_SECONDS, on_open: Callable[[], None] | None = None) -> None:
+                 timeout_seconds: int = WATCH_SECONDS, on_open: Callable[[], None] | None = None,
+                 label_selector: str | None = None, namespace: str | None = None) -> None:
         self.kube, self.kind = kube, kind
         self.resource_version = resource_version
         self.timeout_seconds = timeout_seconds
         self.on_open = on_open
+        self.label_selector, self.namespace = label_selector, namespace
         self._response = None
         self._closed = False
 
+    def _open(self):
+        kwargs = {"watch": True, "resource_version": self.resource_version, "timeout_seconds": self.timeout_seconds,
+                  "allow_watch_bookmarks": True, "_request_timeout": (self.kube.timeout[0], self.timeout_seconds + 30)}
+        if self.label_selector:
+            kwargs["label_selector"] = self.label_selector
+        core, doing = self.kube.core, f"watching {self.kind}"
+        if self.kind == "nodes":
+            return self.kube.stream(doing, core.list_node, **kwargs)
+        if self.namespace:
+            return self.kube.stream(doing, core.list_namespaced_pod, self.namespace, **kwargs)
+        return self.kube.stream(doing, core.list_pod_for_all_namespaces, **kwargs)
+
     def __iter__(self) -> Iterator[tuple[str, dict]]:
-        method = self.kube.core.list_node if self.kind == "nodes" else self.kube.core.list_pod_for_all_namespaces
-        connect_timeout = self.kube.timeout[0]
-        self._response = self.kube.stream(
-            f"watching {self.kind}", method, watch=True, resource_version=self.resource_version,
-            timeout_seconds=self.timeout_seconds, allow_watch_bookmarks=True,
-            _request_timeout=(connect_timeout, self.timeout_seconds + 30))
+        self._response = self._open()
         if self._closed:  # shut down while connecting
             self._response.close()
             return

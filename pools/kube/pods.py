@@ -6,7 +6,7 @@ status the workflow lifecycle needs (`pod_state`).
   (`OWNER_LABELS`: workflow, task and portal instance): it is read back and returned with
   `created=False`. Someone else's pod of that name raises `PodConflict` (not transient).
 * `delete_pod`: 404 is success (already gone); returns whether a pod was there.
-* `list_pods` / `PodWatch`: by label selector (the portal's instance label), in one namespace or all;
+* `list_pods` / `watch_pods`: by label selector (the portal's instance label), in one namespace or all;
   paginated lists; a watch that the server expires (410) raises KubeError with `gone` set: list again.
 * `pod_state`: phase, node, exit code, start/finish times, why it is not scheduled or not running,
   as plain values (UTC datetimes), from a raw pod dict.
@@ -16,14 +16,14 @@ Every failure is a `KubeError` (`pools.kube.errors`): `transient` for network er
 
 from __future__ import annotations
 
-import contextlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from pools.kube.connection import KubeClient
 from pools.kube.errors import KubeError, from_exception
+from pools.kube.inventory import WatchStream
 
 INSTANCE_LABEL = "pool-portal/instance"
 WORKFLOW_LABEL = "pool-portal/workflow"
@@ -186,78 +186,11 @@ def _list_once(kube: KubeClient, label_selector: str, namespace: str | None, pag
             return PodList(items, version)
 
 
-class PodWatch:
-    """One watch request for pods matching `label_selector`, from `resource_version`.
-
-    Iterate for `(event_type, pod)`; BOOKMARKs only advance `resource_version`. The iteration ends when
-    the server closes the stream; resume from `resource_version`. An ERROR event raises KubeError
-    (`gone` for 410: list again). `shutdown()` interrupts a read from another thread.
-    """
-
-    def __init__(self, kube: KubeClient, label_selector: str, resource_version: str, *,
-                 namespace: str | None = None, timeout_seconds: int = WATCH_SECONDS,
-                 on_open: Callable[[], None] | None = None) -> None:
-        self.kube, self.label_selector, self.namespace = kube, label_selector, namespace
-        self.resource_version = resource_version
-        self.timeout_seconds = timeout_seconds
-        self.on_open = on_open
-        self._response = None
-        self._closed = False
-
-    def __iter__(self) -> Iterator[tuple[str, dict]]:
-        kwargs = {"watch": True, "label_selector": self.label_selector, "resource_version": self.resource_version,
-                  "timeout_seconds": self.timeout_seconds, "allow_watch_bookmarks": True,
-                  "_request_timeout": (self.kube.timeout[0], self.timeout_seconds + 30)}
-        if self.namespace:
-            self._response = self.kube.stream("watching pods", self.kube.core.list_namespaced_pod, self.namespace,
-                                              **kwargs)
-        else:
-            self._response = self.kube.stream("watching pods", self.kube.core.list_pod_for_all_namespaces, **kwargs)
-        if self._closed:
-            self._close()
-            return
-        if self.on_open is not None:
-            self.on_open()
-        try:
-            yield from self._events()
-        except KubeError:
-            raise
-        except Exception as error:  # noqa: BLE001 - a broken stream; the caller reconnects
-            if self._closed:
-                return
-            raise from_exception(error, "watching pods") from None
-        finally:
-            self._close()
-
-    def _events(self) -> Iterator[tuple[str, dict]]:
-        from kubernetes.watch.watch import iter_resp_lines
-
-        for line in iter_resp_lines(self._response):
-            if not line or line.isspace():
-                continue
-            event = json.loads(line)
-            kind, obj = event.get("type"), event.get("object") or {}
-            if kind == "ERROR":
-                code = int(obj.get("code") or 0)
-                raise KubeError(f"watching pods: {obj.get('reason', 'Error')}: {obj.get('message', '')}",
-                                k8s_status=code, transient=code != 410 and (code >= 500 or code == 429))
-            version = (obj.get("metadata") or {}).get("resourceVersion")
-            if version:
-                self.resource_version = str(version)
-            if kind != "BOOKMARK":
-                yield kind, obj
-
-    def _close(self) -> None:
-        with contextlib.suppress(Exception):
-            self._response.release_conn()
-            self._response.close()
-
-    def shutdown(self) -> None:
-        self._closed = True
-        response = self._response
-        if response is not None:
-            with contextlib.suppress(Exception):
-                response.shutdown()
+def watch_pods(kube: KubeClient, label_selector: str, resource_version: str, *, namespace: str | None = None,
+                 timeout_seconds: int = WATCH_SECONDS, on_open: Callable[[], None] | None = None) -> WatchStream:
+    """One watch request for pods matching `label_selector` (the inventory's WatchStream, narrowed)."""
+    return WatchStream(kube, "pods", resource_version, timeout_seconds=timeout_seconds, on_open=on_open,
+                       label_selector=label_selector, namespace=namespace)
 
 
 # ------------------------------------------------------------------------------------------ status

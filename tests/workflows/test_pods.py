@@ -101,7 +101,7 @@ def test_watch_sees_our_pods_only_and_410_means_list_again(kube, server):
     listing = pods.list_pods(kube, pods.instance_selector("test-portal"))
     pods.create_pod(kube, "default", manifest())
     server.emulator.create("pods", manifest("foreign", {"app": "x"}), "default")
-    watch = pods.PodWatch(kube, pods.instance_selector("test-portal"), listing.resource_version, timeout_seconds=2)
+    watch = pods.watch_pods(kube, pods.instance_selector("test-portal"), listing.resource_version, timeout_seconds=2)
     seen = []
     for event_type, obj in watch:
         seen.append((event_type, obj["metadata"]["name"], (obj.get("status") or {}).get("phase")))
@@ -111,7 +111,7 @@ def test_watch_sees_our_pods_only_and_410_means_list_again(kube, server):
     assert seen[0][0] == "ADDED" and seen[-1][2] == "Succeeded"
     server.emulator.compact()
     with pytest.raises(KubeError) as caught:
-        list(pods.PodWatch(kube, pods.instance_selector("test-portal"), listing.resource_version, timeout_seconds=2))
+        list(pods.watch_pods(kube, pods.instance_selector("test-portal"), listing.resource_version, timeout_seconds=2))
     assert caught.value.gone
 
 
