@@ -16,19 +16,17 @@ reaper, for deployments without Celery beat (the embedded default).
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass
-
-from django.db import close_old_connections
 
 from pools.kube import pods
 from pools.kube.connection import KubeClient, connect
 from pools.kube.errors import KubeError
 from pools.kube.inventory import WatchStream
 from pools.models import Backend
+from pools.services.event_drain import EventDrain
 from workflows import lifecycle, reconcile, timeouts
 
 log = logging.getLogger(__name__)
@@ -46,7 +44,9 @@ class _Backend:
     lists: int = 0
 
 
-class WorkflowWatcher:
+class WorkflowWatcher(EventDrain):
+    until_timeout = 10.0
+
     """`start()`, then `process()` in a loop (or `run(stop)`), then `stop()`."""
 
     def __init__(self, names: list[str] | None = None, *, watch_seconds: int = pods.WATCH_SECONDS,
@@ -57,12 +57,11 @@ class WorkflowWatcher:
         self.backoff_max = backoff_max
         self.client_factory = client_factory
         self.periodic_seconds = periodic_seconds
-        self.events: queue.Queue = queue.Queue()
         self.backends: list[_Backend] = []
         self.applied = 0
         self.errors = 0
         self._next_periodic = time.monotonic() + (periodic_seconds or 0)
-        self._stopping = threading.Event()
+        super().__init__()
 
     def start(self) -> list[str]:
         lines = []
@@ -89,42 +88,18 @@ class WorkflowWatcher:
                 state.thread.join(timeout)
             state.kube.close()
 
-    def run(self, stop: threading.Event) -> None:
-        while not stop.is_set():
-            self.process(timeout=1.0)
-            close_old_connections()
-
     # ----------------------------------------------------------------------------- applying (caller's thread)
 
-    def process(self, timeout: float = 0.0) -> int:
-        """Apply queued items (waiting up to `timeout` for the first); run periodic jobs when due."""
-        applied = 0
-        deadline = time.monotonic() + timeout
-        while True:
-            self._periodic()
-            try:
-                item = self.events.get(timeout=max(0.0, min(deadline - time.monotonic(), 0.2)))
-            except queue.Empty:
-                if time.monotonic() >= deadline:
-                    return applied
-                continue
-            try:
-                applied += self._apply(item)
-            except Exception:  # noqa: BLE001 - one bad event must not stop the watcher
-                self.errors += 1
-                log.exception("watch_workflows: applying %s failed", item[0])
-            deadline = time.monotonic()  # after the first item, drain what is already queued
+    def _tick(self) -> None:
+        self._periodic()
 
-    def process_until(self, predicate: Callable[[], object], timeout: float = 10.0) -> object:
-        """Apply events until `predicate()` is truthy; AssertionError after `timeout` seconds (tests)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            result = predicate()
-            if result:
-                return result
-            if time.monotonic() > deadline:
-                raise AssertionError(f"condition not met within {timeout}s: {predicate}")
-            self.process(timeout=0.05)
+    def _handle(self, item: tuple) -> int:
+        try:
+            return self._apply(item)
+        except Exception:  # noqa: BLE001 - one bad event must not stop the watcher
+            self.errors += 1
+            log.exception("watch_workflows: applying %s failed", item[0])
+            return 0
 
     def _apply(self, item: tuple) -> int:
         what, state, *rest = item

@@ -15,18 +15,16 @@ happens in one thread, in order.
 from __future__ import annotations
 
 import logging
-import queue
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from django.db import close_old_connections
-
 from pools.kube.connection import KubeClient, connect
 from pools.kube.errors import KubeError
 from pools.kube.inventory import WATCH_SECONDS, WatchStream, list_nodes, list_pods
 from pools.services import inventory
+from pools.services.event_drain import EventDrain
 from pools.services.inventory import PodIndex
 
 log = logging.getLogger(__name__)
@@ -58,7 +56,7 @@ class _Backend:
     degraded: bool = False
 
 
-class ClusterWatcher:
+class ClusterWatcher(EventDrain):
     """`start()`, then `process()` in a loop (or `run(stop)`), then `stop()`."""
 
     def __init__(self, names: list[str] | None = None, *, watch_seconds: int = WATCH_SECONDS,
@@ -67,10 +65,9 @@ class ClusterWatcher:
         self.watch_seconds = watch_seconds
         self.backoff_max = backoff_max
         self.client_factory = client_factory
-        self.events: queue.Queue = queue.Queue()
         self.backends: list[_Backend] = []
         self.applied = 0
-        self._stopping = threading.Event()
+        super().__init__()
 
     # ----------------------------------------------------------------------------- lifecycle
 
@@ -119,39 +116,10 @@ class ClusterWatcher:
                     stream.thread.join(timeout)
             backend.kube.close()
 
-    def run(self, stop: threading.Event) -> None:
-        """The long-running loop of `watch_cluster`."""
-        while not stop.is_set():
-            self.process(timeout=1.0)
-            close_old_connections()
-
     # ----------------------------------------------------------------------------- applying (caller's thread)
 
-    def process(self, timeout: float = 0.0) -> int:
-        """Apply queued events (waiting up to `timeout` for the first) and run due relists."""
-        applied = 0
-        deadline = time.monotonic() + timeout
-        while True:
-            self._run_due_relists()
-            try:
-                item = self.events.get(timeout=max(0.0, min(deadline - time.monotonic(), 0.2)))
-            except queue.Empty:
-                if time.monotonic() >= deadline:
-                    return applied
-                continue
-            applied += self._apply(item)
-            deadline = time.monotonic()  # after the first item, drain what is already queued
-
-    def process_until(self, predicate: Callable[[], object], timeout: float = 5.0) -> object:
-        """Apply events until `predicate()` is truthy; AssertionError after `timeout` seconds (tests)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            result = predicate()
-            if result:
-                return result
-            if time.monotonic() > deadline:
-                raise AssertionError(f"condition not met within {timeout}s: {predicate}")
-            self.process(timeout=0.05)
+    def _tick(self) -> None:
+        self._run_due_relists()
 
     def _apply(self, item: tuple) -> int:
         what, stream, *rest = item

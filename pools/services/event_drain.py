@@ -1,0 +1,64 @@
+"""The loop both long-running watchers share: watch threads queue items, the caller's thread applies them.
+
+Database work then happens in one thread, in order. Subclasses say what a queued item does (`_apply`) and
+what runs between items (`_tick`: relists, periodic jobs).
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+import time
+from collections.abc import Callable
+
+from django.db import close_old_connections
+
+
+class EventDrain:
+    until_timeout = 5.0  # default wait of `process_until`
+
+    def __init__(self) -> None:
+        self.events: queue.Queue = queue.Queue()
+        self._stopping = threading.Event()
+
+    def run(self, stop: threading.Event) -> None:
+        """The long-running loop of the management command."""
+        while not stop.is_set():
+            self.process(timeout=1.0)
+            close_old_connections()
+
+    def process(self, timeout: float = 0.0) -> int:
+        """Apply queued items (waiting up to `timeout` for the first) and run `_tick` between them."""
+        applied = 0
+        deadline = time.monotonic() + timeout
+        while True:
+            self._tick()
+            try:
+                item = self.events.get(timeout=max(0.0, min(deadline - time.monotonic(), 0.2)))
+            except queue.Empty:
+                if time.monotonic() >= deadline:
+                    return applied
+                continue
+            applied += self._handle(item)
+            deadline = time.monotonic()  # after the first item, drain what is already queued
+
+    def process_until(self, predicate: Callable[[], object], timeout: float | None = None) -> object:
+        """Apply items until `predicate()` is truthy; AssertionError after `timeout` seconds (tests)."""
+        timeout = self.until_timeout if timeout is None else timeout
+        deadline = time.monotonic() + timeout
+        while True:
+            result = predicate()
+            if result:
+                return result
+            if time.monotonic() > deadline:
+                raise AssertionError(f"condition not met within {timeout}s: {predicate}")
+            self.process(timeout=0.05)
+
+    def _tick(self) -> None:
+        """Work due between items."""
+
+    def _handle(self, item: tuple) -> int:
+        return self._apply(item)
+
+    def _apply(self, item: tuple) -> int:
+        raise NotImplementedError
