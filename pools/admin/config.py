@@ -143,20 +143,19 @@ class PoolConfigInline(PolicyAdminMixin):
     policy_resource = "config/pool"
 
 
-class PoolTemplateInline(PoolConfigInline, TabularInline):
-    model = PoolTemplate
-    extra = 0
-    fields = ["position", "template"]
-    autocomplete_fields = ["template"]
-    verbose_name_plural = "common pod templates (merged in order)"
+def ordered_reference_inline(model, target: str, label: str) -> type:
+    """An inline editing an ordered list of references (`position` decides merge/check order)."""
+    return type(f"{model.__name__}Inline", (PoolConfigInline, TabularInline), {
+        "model": model, "extra": 0, "fields": ["position", target], "autocomplete_fields": [target],
+        "verbose_name_plural": label, "__module__": __name__})
 
 
-class PoolValidationInline(PoolConfigInline, TabularInline):
-    model = PoolValidation
-    extra = 0
-    fields = ["position", "validation"]
-    autocomplete_fields = ["validation"]
-    verbose_name_plural = "common resource validations (checked in order)"
+PoolTemplateInline = ordered_reference_inline(
+    PoolTemplate, "template", "common pod templates (merged in order)")
+
+
+PoolValidationInline = ordered_reference_inline(
+    PoolValidation, "validation", "common resource validations (checked in order)")
 
 
 class PlatformInline(PoolConfigInline, StackedInline):
@@ -214,20 +213,12 @@ class PoolAdmin(PoolAccessLinkMixin, PoolPreviewMixin, ConfigAdmin):
         return fieldsets
 
 
-class PlatformTemplateInline(PoolConfigInline, TabularInline):
-    model = PlatformTemplate
-    extra = 0
-    fields = ["position", "template"]
-    autocomplete_fields = ["template"]
-    verbose_name_plural = "override pod templates (merged after the pool's, in order)"
+PlatformTemplateInline = ordered_reference_inline(
+    PlatformTemplate, "template", "override pod templates (merged after the pool's, in order)")
 
 
-class PlatformValidationInline(PoolConfigInline, TabularInline):
-    model = PlatformValidation
-    extra = 0
-    fields = ["position", "validation"]
-    autocomplete_fields = ["validation"]
-    verbose_name_plural = "resource validations (after the pool's)"
+PlatformValidationInline = ordered_reference_inline(
+    PlatformValidation, "validation", "resource validations (after the pool's)")
 
 
 @admin.register(Platform)
