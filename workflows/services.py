@@ -19,9 +19,10 @@ from django.conf import settings
 from django.db import connection, transaction
 
 from access import policy
-from pools.engine import WorkflowContext, resolve
-from pools.engine.placement import place
-from pools.models import Backend, Platform, Pool
+from pools.engine import EngineError, WorkflowContext, resolve
+from pools.engine.placement import NodeInfo, place
+from pools.engine.placement_fit import parse_allocatable, sum_requests
+from pools.models import Backend, NodeMembership, Platform, Pool
 from pools.services.compilation import compiled_platform
 from pools.services.node_rules import capacities_for
 from pools.validators import parse_timeout
@@ -77,7 +78,8 @@ def submit(request: SubmitRequest) -> SubmitResult:
     warnings = [*spec.warnings, *timeout_warnings]
     if request.dry_run or request.validation_only:
         plan = _plan(pool, spec, _context(spec.name + "-dry-run", who, priority, spec))
-        tasks = [_dry_run_row(p, with_pod=request.dry_run) for p in plan]
+        candidates = _placement_nodes({p.platform.pk for p in plan}) if request.dry_run else None
+        tasks = [_dry_run_row(p, candidates) for p in plan]
         status = "DRY_RUN" if request.dry_run else "VALID"
         return SubmitResult(None, status, pool.name, tasks, warnings + _plan_warnings(plan))
     with transaction.atomic():
@@ -291,36 +293,32 @@ def _task_row(workflow: Workflow, spec: WorkflowSpec, planned: PlannedTask, pool
                 namespace=pool.backend.namespace, exit_actions=planned.task.exit_actions)
 
 
-def _dry_run_row(planned: PlannedTask, *, with_pod: bool) -> dict:
+def _dry_run_row(planned: PlannedTask, candidates: dict[int, list[NodeInfo]] | None) -> dict:
+    """Validation only (`candidates` None): the verdict. Dry run: the pod, its provenance and placement."""
     row = {"name": planned.task.name, "platform": planned.platform.name, "ok": planned.resolution.ok}
-    if with_pod:
+    if candidates is not None:
         row.update(planned.resolution.to_dict())
-        row["placement"] = _placement(planned)
+        verdicts = place(planned.resolution.pod, candidates.get(planned.platform.pk, []))
+        row["placement"] = {"fits": sorted(v.node for v in verdicts if v.fits),
+                            "rejected": {v.node: v.reasons for v in verdicts if not v.fits}}
     return row
 
 
-def _placement(planned: PlannedTask) -> dict:
-    """Which member nodes would take the pod now (resources included), and why the others would not."""
-    from pools.engine import EngineError
-    from pools.engine.placement import NodeInfo
-    from pools.engine.placement_fit import parse_allocatable, sum_requests
-    from pools.models import Node
-
-    infos = []  # with allocatable, requests and pod count (membership's NodeInfo has none: it ignores resources)
-    for name, labels, taints, unschedulable, allocatable, workload, other, workload_pods, other_pods in (
-            Node.objects.filter(memberships__platform=planned.platform).values_list(
-                "name", "labels", "taints", "unschedulable", "allocatable", "requested_workload", "requested_other",
-                "workload_pods", "other_pods")):
+def _placement_nodes(platform_ids: set[int]) -> dict[int, list[NodeInfo]]:
+    """Member nodes of each platform with allocatable, requests and pod count (one query for all)."""
+    found: dict[int, list[NodeInfo]] = {}
+    rows = NodeMembership.objects.filter(platform_id__in=platform_ids).values_list(
+        "platform_id", "node__name", "node__labels", "node__taints", "node__unschedulable", "node__allocatable",
+        "node__requested_workload", "node__requested_other", "node__workload_pods", "node__other_pods")
+    for platform_id, name, labels, taints, unschedulable, allocatable, workload, other, *pod_counts in rows:
         try:
-            infos.append(NodeInfo(name=name, labels=labels or {}, taints=taints or [], unschedulable=unschedulable,
-                                  allocatable=parse_allocatable(allocatable or {}, "status.allocatable"),
-                                  requested=sum_requests([workload or {}, other or {}]),
-                                  pod_count=workload_pods + other_pods))
+            found.setdefault(platform_id, []).append(NodeInfo(
+                name=name, labels=labels or {}, taints=taints or [], unschedulable=unschedulable,
+                allocatable=parse_allocatable(allocatable or {}, "status.allocatable"),
+                requested=sum_requests([workload or {}, other or {}]), pod_count=sum(pod_counts)))
         except EngineError:
             continue  # a malformed stored node is no candidate (membership logs it)
-    verdicts = place(planned.resolution.pod, infos)
-    return {"fits": sorted(v.node for v in verdicts if v.fits),
-            "rejected": {v.node: v.reasons for v in verdicts if not v.fits}}
+    return found
 
 
 def _pool_timeouts(pool: Pool, kind: str) -> dict[str, timedelta | None]:
