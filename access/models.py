@@ -93,3 +93,15 @@ class AuditEvent(models.Model):
 
     def __str__(self) -> str:
         return f"{self.at:%Y-%m-%d %H:%M:%S} {self.actor_name} {self.action} {self.target} ({self.outcome})"
+
+
+class AccessEpoch(models.Model):
+    """One row whose `value` changes with anything that decides access (see access.epoch)."""
+
+    value = models.BigIntegerField()
+
+    class Meta:
+        verbose_name = "access epoch"
+
+    def __str__(self) -> str:
+        return f"access epoch {self.value}"

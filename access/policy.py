@@ -13,8 +13,9 @@ Semantics are OSMO 6.2's (`access.matching`):
   pool that role B allows (OSMO's `GetAllowedPools`), even though `decide` would refuse a submission
   there. We keep that on purpose, for compatibility; `explain` shows both answers.
 
-Cost: roles and policies are loaded once per principal per request (one query), decisions are memoised
-per principal, so any decision after the first costs no query. `pools_for` is one query whatever the
+Cost: roles and policies are loaded once per principal per request (one query), and cached per process
+while the access epoch stays the same (`access.epoch`: then a request pays one tiny epoch query instead);
+decisions are memoised per principal, so any decision after the first costs no query. `pools_for` is one query whatever the
 number of pools or roles.
 """
 
@@ -26,6 +27,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Q, QuerySet
 
+from access.epoch import EpochCache
 from access.matching import Decision, Rule, evaluate, rules_of, visible_in_role
 from access.models import APIToken, Role
 from pools.models import Pool
@@ -57,10 +59,19 @@ class Principal:
 
     @property
     def roles(self) -> dict[str, tuple[Rule, ...]]:
-        """Role name → its rules. One query, the first time."""
+        """Role name → its rules. One query the first time (none when this process has them cached)."""
         if self._roles is None:
-            self._roles = {name: rules_of(name, policies) for name, policies in _load(self)}
+            self._roles = dict(_RULES.lookup(self._rules_key(), self._load_rules))
         return self._roles
+
+    def _rules_key(self) -> tuple | None:
+        """What the rules depend on: the user and token (None: only the default role applies)."""
+        if not (self.user.is_authenticated and self.user.is_active):
+            return None
+        return (self.user.pk, self.token.pk if self.token is not None else None)
+
+    def _load_rules(self) -> dict[str, tuple[Rule, ...]]:
+        return {name: rules_of(name, policies) for name, policies in _load(self)}
 
     def decide(self, action: str, resource: str = "") -> Decision:
         key = (action, resource)
@@ -71,6 +82,9 @@ class Principal:
 
     def __repr__(self) -> str:
         return f"<Principal {self.name}>"
+
+
+_RULES = EpochCache()  # rules key → role name → rules, per process, while the access epoch holds
 
 
 def _load(who: Principal) -> list[tuple[str, list]]:

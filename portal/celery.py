@@ -6,9 +6,11 @@ import os
 
 from celery import Celery
 
+from portal import broker
 from portal.env import env_int
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
+broker.install()  # redis:// brokers: a transport that reuses its Redis client (portal/broker.py)
 
 app = Celery("portal", task_cls="celery.contrib.django.task:DjangoTask")
 app.config_from_object("django.conf:settings", namespace="CELERY")

@@ -120,6 +120,9 @@ AUTHENTICATION_BACKENDS = [
 
 # --- access: API tokens and the policy entry point (access/policy.py, docs/access.md) ---------------------
 TOKEN_MAX_LIFETIME_DAYS = env_int("TOKEN_MAX_LIFETIME_DAYS", 90)
+# Token lookups and role rules are cached per process, keyed on the access epoch (access.epoch); an entry
+# also expires after this many seconds, the bound for a change made behind Django's back (raw SQL).
+ACCESS_CACHE_SECONDS = env_int("ACCESS_CACHE_SECONDS", 60)
 # Django permission checks (`user.has_perm`) are answered by access.policy too (authenticates nobody).
 AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "access.backends.PolicyPermissionBackend"]
 # --- end access --------------------------------------------------------------------------------------------

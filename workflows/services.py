@@ -16,7 +16,7 @@ from datetime import timedelta
 
 import yaml
 from django.conf import settings
-from django.db import connection, transaction
+from django.db import DEFAULT_DB_ALIAS, connection, transaction
 
 from access import policy
 from pools.engine import EngineError, WorkflowContext, resolve
@@ -27,6 +27,7 @@ from pools.services.compilation import compiled_platform
 from pools.services.node_rules import capacities_for
 from pools.validators import parse_timeout
 from portal.errors import PermissionDenied
+from portal.prepared import PreparedInsert, PreparedQuery
 from workflows.errors import PoolInMaintenance, PoolNotFound, WorkflowInvalid
 from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName
 from workflows.spec import SpecError, WorkflowSpec, effective_timeouts, parse_workflow, substitute_tokens
@@ -87,13 +88,14 @@ def submit(request: SubmitRequest) -> SubmitResult:
         workflow_uuid = uuid.uuid4()
         spec = substitute_tokens(spec, workflow_id, str(workflow_uuid))
         plan = _plan(pool, spec, _context(workflow_id, who, priority, spec, workflow_uuid))
-        workflow = Workflow.objects.create(
+        # Prepared inserts (portal.prepared): `bulk_create` without compiling the SQL each time.
+        [workflow] = _INSERT_WORKFLOW.insert([Workflow(
             workflow_id=workflow_id, uuid=workflow_uuid, name=spec.name, pool=pool, submitted_by=who.user,
             priority=priority, spec=document, labels=spec.labels, warnings=warnings + _plan_warnings(plan),
-            exec_timeout_seconds=_seconds(exec_timeout), queue_timeout_seconds=_seconds(queue_timeout))
-        tasks = Task.objects.bulk_create([_task_row(workflow, spec, p, pool) for p in plan])
-        TaskEvent.objects.bulk_create([TaskEvent(task=t, kind="SUBMITTED", message=f"submitted by {who.name}")
-                                       for t in tasks])
+            exec_timeout_seconds=_seconds(exec_timeout), queue_timeout_seconds=_seconds(queue_timeout))])
+        tasks = _INSERT_TASKS.insert([_task_row(workflow, spec, p, pool) for p in plan])
+        _INSERT_EVENTS.insert([TaskEvent(task=t, kind="SUBMITTED", message=f"submitted by {who.name}")
+                               for t in tasks])
         from workflows import tasks as jobs  # the Celery module imports this one
 
         # robust: a broker that is down must not turn a stored submission into an error (the reconciler
@@ -158,49 +160,34 @@ def _json_safe(document: dict) -> dict:
     return json.loads(text)
 
 
-def _load_pool(name: str) -> Pool | None:
-    """The pool with its backend (id, name, namespace, last sync) and its platforms, in one round trip.
+_POOL_FIELDS = [f.attname for f in Pool._meta.concrete_fields]
+_BACKEND_FIELDS = ["id", "name", "namespace", "last_sync_at"]
+_PLATFORM_FIELDS = [f.attname for f in Platform._meta.concrete_fields]
+# Runs on every submission: compiled once per process (portal.prepared). One row per platform.
+_POOL_ROWS = PreparedQuery(lambda name: Pool.objects.filter(name=name).order_by("platforms__name").values_list(
+    *_POOL_FIELDS, *(f"backend__{n}" for n in _BACKEND_FIELDS), *(f"platforms__{n}" for n in _PLATFORM_FIELDS)))
+_INSERT_WORKFLOW, _INSERT_TASKS, _INSERT_EVENTS = (PreparedInsert(m) for m in (Workflow, Task, TaskEvent))
 
-    Raw SQL on purpose: this runs on every submission, and the two ORM queries it replaces cost ten
-    times more CPU to compile than to execute. Rows become real model instances (`Model.from_db`, with
-    the fields' converters), so nothing downstream can tell the difference; `pool.loaded_platforms`
-    holds the platforms, ordered by name.
-    """
+
+def _load_pool(name: str) -> Pool | None:
+    """The pool with its backend (id, name, namespace, last sync) and its platforms (`pool.loaded_platforms`,
+    ordered by name), in one round trip."""
     if "\x00" in name:  # no pool has one (PostgreSQL refuses NUL in text)
         return None
-    pool_fields = [f for f in Pool._meta.concrete_fields]
-    platform_fields = [f for f in Platform._meta.concrete_fields]
-    backend_fields = [Backend._meta.get_field(n) for n in ("id", "name", "namespace", "last_sync_at")]
-    qn = connection.ops.quote_name
-    columns = ([f"p.{qn(f.column)}" for f in pool_fields] + [f"b.{qn(f.column)}" for f in backend_fields]
-               + [f"pl.{qn(f.column)}" for f in platform_fields])
-    sql = (f"SELECT {', '.join(columns)} FROM {qn(Pool._meta.db_table)} p "
-           f"JOIN {qn(Backend._meta.db_table)} b ON b.{qn('id')} = p.{qn(Pool._meta.get_field('backend').column)} "
-           f"LEFT JOIN {qn(Platform._meta.db_table)} pl ON pl.{qn(Platform._meta.get_field('pool').column)} "
-           f"= p.{qn('id')} WHERE p.{qn('name')} = %s ORDER BY pl.{qn('name')}")
-    with connection.cursor() as cursor:
-        cursor.execute(sql, [name])
-        rows = cursor.fetchall()
+    rows = _POOL_ROWS.rows(name)
     if not rows:
         return None
-    first = rows[0]
-    split = (len(pool_fields), len(pool_fields) + len(backend_fields))
-    pool = _instance(Pool, pool_fields, first[: split[0]])
-    pool.backend = _instance(Backend, backend_fields, first[split[0]: split[1]])
+    split = (len(_POOL_FIELDS), len(_POOL_FIELDS) + len(_BACKEND_FIELDS))
+    pool = Pool.from_db(DEFAULT_DB_ALIAS, _POOL_FIELDS, rows[0][: split[0]])
+    pool.backend = Backend.from_db(DEFAULT_DB_ALIAS, _BACKEND_FIELDS, rows[0][split[0]: split[1]])
     pool.loaded_platforms = []
     for row in rows:
         values = row[split[1]:]
-        if values[0] is not None:
-            platform = _instance(Platform, platform_fields, values)
+        if values[0] is not None:  # a pool without platforms: one row, its platform columns NULL
+            platform = Platform.from_db(DEFAULT_DB_ALIAS, _PLATFORM_FIELDS, values)
             platform.pool = pool
             pool.loaded_platforms.append(platform)
     return pool
-
-
-def _instance(model, fields, values):
-    converted = [f.from_db_value(v, None, connection) if v is not None and hasattr(f, "from_db_value") else v
-                 for f, v in zip(fields, values, strict=True)]
-    return model.from_db(connection.alias, [f.attname for f in fields], converted)
 
 
 def _authorized_pool(name: str, who) -> Pool:

@@ -8,6 +8,7 @@ so it never outgrows its owner.
 
 from __future__ import annotations
 
+import copy
 import hashlib
 import re
 import secrets
@@ -18,6 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from access.epoch import EpochCache
 from access.models import APIToken, Role
 from access.policy import DEFAULT_ROLE, principal
 from access.services import audit
@@ -149,14 +151,21 @@ def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 
 
+_VERIFIED = EpochCache()  # token hash → token with its owner, per process, while the access epoch holds
+
+
 def verify(secret: str) -> APIToken | None:
     """The live token for a presented secret; None when it is not a portal token at all (another
-    verifier may know it); TokenInvalid when it is a portal token that cannot be used."""
+    verifier may know it); TokenInvalid when it is a portal token that cannot be used.
+
+    The token row is cached per process (`access.epoch`): revoking it, changing its roles or its owner
+    moves the epoch on, so the next request anywhere looks it up again. Callers get their own copy."""
     if not secret.startswith(PREFIX):
         return None
-    token = APIToken.objects.select_related("user").filter(token_hash=digest(secret)).first()
-    if token is None:
-        raise TokenInvalid("unknown token")
+    token_hash = digest(secret)
+    cached = _VERIFIED.lookup(token_hash, lambda: _stored(token_hash))
+    token = copy.copy(cached)
+    token.user = copy.copy(cached.user)
     now = timezone.now()
     if token.revoked_at is not None:
         raise TokenInvalid(f"token {token.name} was revoked")
@@ -165,6 +174,13 @@ def verify(secret: str) -> APIToken | None:
     if not token.user.is_active:
         raise TokenInvalid(f"the owner of token {token.name} is inactive")
     if token.last_used_at is None or now - token.last_used_at > _TOUCH_EVERY:
-        APIToken.objects.filter(pk=token.pk).update(last_used_at=now)
-        token.last_used_at = now
+        APIToken.objects.filter(pk=token.pk).update(last_used_at=now)  # not access data: no epoch bump
+        token.last_used_at = cached.last_used_at = now
+    return token
+
+
+def _stored(token_hash: str) -> APIToken:
+    token = APIToken.objects.select_related("user").filter(token_hash=token_hash).first()
+    if token is None:  # raised, not cached: random secrets must not fill the cache
+        raise TokenInvalid("unknown token")
     return token

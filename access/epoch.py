@@ -1,0 +1,103 @@
+"""The access epoch: one number that changes, in the same transaction, with anything that decides
+access: roles and their policies, who holds them, tokens and their roles, a user's active flag
+(`access.signals` bumps it on every such save, delete and membership change, whatever the door).
+
+Per-process caches of token lookups (`access.services.tokens`) and role rules (`access.policy`) are
+keyed on it, so a request that hits them costs one tiny query (the epoch, read once per request)
+instead of two ORM lookups, and a change is seen by every process at its next request. Safety nets:
+- nothing is cached or served from a cache inside a transaction (what it reads might roll back);
+- the epoch is read before what it guards, so an entry is never stamped newer than its data;
+- a missing epoch row (a flushed database) turns the caches off until the next bump writes one, and
+  a fresh row starts at a random value, so entries from before a flush never match again;
+- entries expire after `ACCESS_CACHE_SECONDS` (default 60), whatever happens, so even a change made by
+  hand in SQL is seen within that time.
+"""
+
+from __future__ import annotations
+
+import secrets
+import threading
+import time
+from collections.abc import Callable
+from typing import TypeVar
+
+from django.conf import settings
+from django.core.signals import request_finished, request_started
+from django.db import connection
+
+T = TypeVar("T")
+_local = threading.local()  # the epoch read during the current request (gthread workers: per thread)
+_UNREAD = object()
+
+
+def _table() -> str:
+    from access.models import AccessEpoch
+
+    return connection.ops.quote_name(AccessEpoch._meta.db_table)
+
+
+def current() -> int | None:
+    """The committed epoch (None: no row, caches off). Read once per request, then remembered."""
+    remembered = getattr(_local, "epoch", None)
+    if remembered is not None and remembered is not _UNREAD:
+        return remembered
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT value FROM {_table()} WHERE id = 1")  # noqa: S608 - a model's table name
+        row = cursor.fetchone()
+    value = row[0] if row else None
+    if remembered is _UNREAD:  # inside a request: keep it for the rest of the request
+        _local.epoch = value
+    return value
+
+
+def bump() -> None:
+    """Move the epoch on (in the caller's transaction): every cached access answer becomes stale."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO {_table()} (id, value) VALUES (1, %s) ON CONFLICT (id) "  # noqa: S608
+                       f"DO UPDATE SET value = {_table()}.value + 1", [secrets.randbelow(2**48)])
+    if getattr(_local, "epoch", None) is not None:
+        _local.epoch = _UNREAD
+
+
+def _stamp() -> int | None:
+    """The epoch to key a cache on now; None when caching must not happen (a transaction is open)."""
+    if connection.in_atomic_block:
+        return None
+    return current()
+
+
+class EpochCache:
+    """A bounded per-process cache whose entries hold only while the access epoch stays the same."""
+
+    def __init__(self, size: int = 4096) -> None:
+        self.size = size
+        self._entries: dict = {}
+
+    def lookup(self, key, load: Callable[[], T]) -> T:
+        stamp = _stamp()
+        if stamp is None:
+            return load()
+        now = time.monotonic()
+        entry = self._entries.get(key)
+        if entry is not None and entry[0] == stamp and now - entry[1] < settings.ACCESS_CACHE_SECONDS:
+            return entry[2]
+        value = load()
+        if len(self._entries) >= self.size:
+            self._entries.clear()
+        self._entries[key] = (stamp, now, value)
+        return value
+
+    def clear(self) -> None:
+        self._entries.clear()
+
+
+def _request_started(**kwargs) -> None:
+    _local.epoch = _UNREAD
+
+
+def _request_finished(**kwargs) -> None:
+    _local.epoch = None
+
+
+request_started.connect(_request_started, dispatch_uid="access-epoch-request-started")
+request_finished.connect(_request_finished, dispatch_uid="access-epoch-request-finished")

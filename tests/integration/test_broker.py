@@ -1,0 +1,47 @@
+"""portal.broker: the Redis transport keeps one client per channel and still moves messages (real Redis)."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+from kombu import Connection
+
+from portal.broker import Transport
+from portal.celery import app
+
+
+@pytest.fixture
+def broker_url() -> str:
+    url = os.environ.get("TEST_BROKER_URL")
+    if not url:
+        pytest.fail("TEST_BROKER_URL is not set: run the suite with `make test`, which points it at Redis")
+    return url
+
+
+def test_redis_urls_use_the_portal_transport(broker_url):
+    assert app.conf.broker_transport is None  # chosen by the URL's scheme, not by a setting
+    with Connection(broker_url) as connection:
+        assert isinstance(connection.transport, Transport)
+
+
+def test_one_client_per_channel_and_messages_still_flow(broker_url):
+    with Connection(broker_url) as connection:
+        queue = connection.SimpleQueue("pool-portal-broker-test")
+        try:
+            channel = queue.channel
+            first = channel._create_client()
+            for number in range(3):
+                queue.put({"n": number})
+            assert channel._create_client() is first
+            received = []
+            for _ in range(3):
+                message = queue.get(timeout=5)
+                received.append(message.payload["n"])
+                message.ack()
+            assert received == [0, 1, 2]
+            channel._pool = None  # a new pool (as after a reconnect) gets a new client
+            assert channel._create_client() is not first
+        finally:
+            queue.clear()
+            queue.close()
