@@ -11,8 +11,10 @@ or FAILED_QUEUE_TIMEOUT / FAILED_EXEC_TIMEOUT (`workflows.timeouts`), FAILED_BAC
 refused the pod, or it vanished), CANCELLED. A RESCHEDULE exit action sends the task back to PENDING with
 `retry_id + 1` and a new pod name (`<workflow>-<task>-r<N>`).
 
-A workflow fails fast: when one task ends in a failure, its unfinished siblings are stopped (CANCELLED,
-pods deleted) and the workflow takes the failing task's status. Pods are deleted by the Celery task
+A workflow fails fast: when a task that counts ends in a failure, its unfinished siblings are stopped
+(CANCELLED, pods deleted) and the workflow takes the failing task's status. In a group with
+`ignoreNonleadStatus` (OSMO's default) only the lead counts, and the lead finishing stops the group's
+other tasks (a server beside a client, say); see `settle`. Pods are deleted by the Celery task
 `workflows.tasks.delete_pods`, enqueued after commit; the reaper (`workflows.reconcile.reap`) deletes
 whatever is left.
 """
@@ -376,11 +378,15 @@ def exit_codes(text: object) -> set[int]:
 
 
 def settle(workflow_pk: int) -> str:
-    """Derive the workflow's status from its tasks (and stop the rest when one failed). Returns the status.
+    """Derive the workflow's status from its tasks (and stop what must stop). Returns the status.
 
     PENDING: no pod created yet; WAITING: pods created, none running yet; RUNNING: some task running or
     done while others are not; then COMPLETED (all completed), the first failing task's status, or
     CANCELLED. A finished workflow never changes again.
+
+    Groups (OSMO): in a group with `ignoreNonleadStatus` (the default) only the lead task's outcome
+    counts, and when the lead finishes the group's other tasks are stopped; without it every task of the
+    group counts. A task that counts and fails stops the whole workflow (fail fast).
     """
     with transaction.atomic():
         current = Workflow.objects.select_for_update().filter(pk=workflow_pk).values_list("status", flat=True).first()
@@ -389,16 +395,27 @@ def settle(workflow_pk: int) -> str:
         return _settle(workflow_pk)
 
 
+def _counts(row: dict) -> bool:
+    """Does this task's outcome decide its group's (and so the workflow's)?"""
+    return row["lead"] or not row["ignore_non_lead_status"]
+
+
 def _settle(workflow_pk: int) -> str:
     rows = list(Task.objects.filter(workflow_id=workflow_pk).order_by("id").values(
-        "pk", "name", "status", "started_at", "finished_at", "error", "namespace", "pod_name"))
-    failed = sorted((r for r in rows if r["status"] in FAILURES),
+        "pk", "name", "status", "started_at", "finished_at", "error", "namespace", "pod_name", "group_name", "lead",
+        "ignore_non_lead_status"))
+    counting = [r for r in rows if _counts(r)]
+    failed = sorted((r for r in counting if r["status"] in FAILURES),
                     key=lambda r: (r["finished_at"] or timezone.now(), r["pk"]))
     unfinished = [r for r in rows if r["status"] in UNFINISHED]
     if failed and unfinished:
         _stop(workflow_pk, unfinished, f"stopped: task {failed[0]['name']} ended {failed[0]['status']}")
         return _settle(workflow_pk)
-    status = derive_status([r["status"] for r in rows])
+    if _stop_after_leads(workflow_pk, rows, unfinished):
+        return _settle(workflow_pk)
+    all_finished = not unfinished
+    # Once everything has finished, only the tasks that count decide (a stopped or failed non-lead does not).
+    status = derive_status([r["status"] for r in (counting if all_finished else rows)])
     started = [r["started_at"] for r in rows if r["started_at"]]
     values: dict = {"status": status}
     if started:
@@ -410,6 +427,19 @@ def _settle(workflow_pk: int) -> str:
     Workflow.objects.filter(pk=workflow_pk).exclude(status__in=list(FINISHED_WORKFLOW)).exclude(
         **{key: value for key, value in values.items() if key != "error"}).update(**values)
     return status
+
+
+def _stop_after_leads(workflow_pk: int, rows: list[dict], unfinished: list[dict]) -> bool:
+    """Stop the unfinished tasks of every `ignoreNonleadStatus` group whose lead has finished."""
+    finished_leads = {r["group_name"]: r for r in rows
+                      if r["lead"] and r["ignore_non_lead_status"] and r["status"] in FINISHED_TASK}
+    stopped = False
+    for group, lead in finished_leads.items():
+        rest = [r for r in unfinished if r["group_name"] == group]
+        if rest:
+            _stop(workflow_pk, rest, f"stopped: lead task {lead['name']} of group {group} ended {lead['status']}")
+            stopped = True
+    return stopped
 
 
 def derive_status(statuses: list[str]) -> str:

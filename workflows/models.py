@@ -97,6 +97,9 @@ class Task(models.Model):
     name = models.CharField(max_length=63)
     group_name = models.CharField(max_length=80)
     lead = models.BooleanField(default=False)
+    # The group's `ignoreNonleadStatus` (OSMO, default true): only the lead's outcome decides the group, and
+    # the lead finishing stops the rest of the group; false: every task of the group counts.
+    ignore_non_lead_status = models.BooleanField(default=True)
     platform = models.CharField(max_length=128)
     pod = models.JSONField(default=dict)  # the resolved Pod manifest, exactly as it will be created
     pod_name = models.CharField(max_length=253)

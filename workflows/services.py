@@ -275,7 +275,9 @@ def _next_id(name: str) -> str:
 
 def _task_row(workflow: Workflow, spec: WorkflowSpec, planned: PlannedTask, pool: Pool) -> Task:
     pod = planned.resolution.pod
+    group = next(g for g in spec.groups if g.name == planned.task.group)
     return Task(workflow=workflow, name=planned.task.name, group_name=planned.task.group, lead=planned.task.lead,
+                ignore_non_lead_status=group.ignore_non_lead_status,
                 platform=planned.platform.name, pod=pod, pod_name=pod["metadata"]["name"],
                 namespace=pool.backend.namespace, exit_actions=planned.task.exit_actions)
 

@@ -714,7 +714,7 @@ def test_documented_examples_parse():
     assert train.resources["default"].gpu == 1 and train.exec_timeout == timedelta(hours=8)
     pair = parse_workflow((EXAMPLES / "two-task-group.yaml").read_text(), source="two-task-group.yaml")
     assert [(g.name, [(t.name, t.lead) for t in g.tasks]) for g in pair.groups] == [
-        ("serve-and-test", [("server", True), ("client", False)])]
+        ("serve-and-test", [("server", False), ("client", True)])]
     assert pair.warnings == []
 
 

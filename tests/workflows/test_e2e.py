@@ -55,6 +55,21 @@ def test_submit_runs_to_completion(redis_worker, watcher, kube_server, pool, ali
     assert [e["kind"] for e in body["events"]] == kinds
 
 
+def test_a_group_ends_with_its_lead_and_its_server_pod_is_deleted(redis_worker, watcher, kube_server, pool, alice):
+    """The client/server pattern: the server never exits; the lead client finishing completes the workflow."""
+    yaml_text = ("version: 2\nworkflow:\n  name: clientserver\n"
+                 "  resources:\n    default: {cpu: 100m, memory: 64Mi}\n"
+                 "    server: {cpu: 100m, memory: 64Mi, platform: forever}\n"
+                 "  groups:\n  - name: pair\n    tasks:\n"
+                 "    - {name: client, lead: true, image: busybox:1.36, command: [sh, -c, 'true']}\n"
+                 "    - {name: server, resource: server, image: busybox:1.36, command: [sleep, infinity]}\n")
+    workflow = submit(alice, yaml_text)
+    watcher.process_until(lambda: status_of(workflow) == "COMPLETED", timeout=20)
+    assert dict(workflow.tasks.values_list("name", "status")) == {"client": "COMPLETED", "server": "CANCELLED"}
+    server = workflow.tasks.get(name="server")
+    wait_until(lambda: server.pod_name not in {p["metadata"]["name"] for p in our_pods(kube_server)})
+
+
 def test_cancel_deletes_the_pods(redis_worker, watcher, kube_server, pool, alice):
     workflow = submit(alice, spec("long", tasks=2, platform="forever"))
     watcher.process_until(lambda: status_of(workflow) == "RUNNING", timeout=20)
