@@ -187,6 +187,11 @@ PORTAL_INSTANCE = env_str("PORTAL_INSTANCE", "default")
 WORKFLOW_MAX_RETRIES_PER_TASK = env_int("WORKFLOW_MAX_RETRIES_PER_TASK", 3)  # RESCHEDULE exit actions
 WORKFLOW_CREATE_MAX_RETRIES = env_int("WORKFLOW_CREATE_MAX_RETRIES", 8)  # transient cluster errors, with backoff
 WORKFLOW_CREATE_BACKOFF_MAX = env_int("WORKFLOW_CREATE_BACKOFF_MAX", 300)  # seconds between two attempts, at most
+# Redis redelivers a message nobody acknowledged after this long (a worker killed mid-task: tasks ack late).
+# Longer than any task may run and any retry may wait (a retry waits unacknowledged), or a message would be
+# delivered twice while still in hand; Redis's default is an hour.
+CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int(
+    "CELERY_VISIBILITY_TIMEOUT", max(CELERY_TASK_TIME_LIMIT, WORKFLOW_CREATE_BACKOFF_MAX, 300) + 60)}
 WORKFLOW_PENDING_GRACE_SECONDS = env_int("WORKFLOW_PENDING_GRACE_SECONDS", 120)  # then the reconciler re-enqueues
 WORKFLOW_POD_RETENTION_SECONDS = env_int("WORKFLOW_POD_RETENTION_SECONDS", 300)  # finished workflows' pods, then reaped
 # Beat periods (portal/celery.py): reconciliation of our pods, timeouts, and the reaper.

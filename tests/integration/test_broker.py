@@ -45,3 +45,11 @@ def test_one_client_per_channel_and_messages_still_flow(broker_url):
         finally:
             queue.clear()
             queue.close()
+
+
+def test_a_lost_message_returns_after_the_longest_task_and_retry_wait_not_after_an_hour(settings):
+    from portal.celery import app
+
+    visibility = app.conf.broker_transport_options["visibility_timeout"]
+    longest_wait = max(settings.CELERY_TASK_TIME_LIMIT, settings.WORKFLOW_CREATE_BACKOFF_MAX, 300)
+    assert longest_wait < visibility <= longest_wait + 60 < 3600
