@@ -31,12 +31,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from access import policy
-from pools.engine import k8s_name
+from pools.engine import EngineError, k8s_name
 from pools.engine.resolve import label_value, pod_name
 from pools.kube import pods
 from pools.kube.connection import connect
 from pools.kube.errors import KubeError
-from portal.errors import PermissionDenied
+from portal.errors import DomainError, PermissionDenied
 from workflows.errors import WorkflowFinished, WorkflowNotFound
 from workflows.models import (
     FINISHED_TASK,
@@ -47,6 +47,7 @@ from workflows.models import (
     Workflow,
     WorkflowStatus,
 )
+from workflows.spec import SpecError
 
 log = logging.getLogger(__name__)
 
@@ -338,16 +339,28 @@ def _finish(task: Task, state: pods.PodState) -> bool:
 def _reschedule(task: Task, why: str) -> bool:
     old_name, retry = task.pod_name, task.retry_id + 1
     new_name = pod_name(task.workflow.workflow_id, task.name, retry)
-    pod = copy.deepcopy(task.pod)
-    pod.setdefault("metadata", {})["name"] = new_name
+    pod, note = _retry_pod(task, retry, new_name)
     if not _transition(task, ACTIVE, status=PENDING, retry_id=retry, pod_name=new_name, pod=pod, node="",
                        pod_uid="", exit_code=None, started_at=None, finished_at=None, pod_created_at=None, error=""):
         return False
     _event(task, "RESCHEDULED", f"{why}: retry {retry} of {settings.WORKFLOW_MAX_RETRIES_PER_TASK} as pod "
-                                f"{new_name}")
+                                f"{new_name}{note}")
     _delete_later(_backend_id(task), [(task.namespace, old_name)], "rescheduled")
     _create_later(task.workflow_id)
     return True
+
+
+def _retry_pod(task: Task, retry: int, name: str) -> tuple[dict, str]:
+    """The next attempt's pod (resolved again, with `WF_RETRY_ID` = `retry`) and a note for the event; the
+    first attempt's pod under the new name when the task no longer resolves (its config changed since)."""
+    from workflows.services import resolve_retry  # services import the spec parser and engine; keep it lazy
+
+    try:
+        return resolve_retry(task.workflow, task, retry), ""
+    except (DomainError, SpecError, EngineError) as error:
+        pod = copy.deepcopy(task.pod)
+        pod.setdefault("metadata", {})["name"] = name
+        return pod, f" (with the first attempt's pod: the task no longer resolves: {error})"
 
 
 def exit_action(code: int | None, task_actions: dict | None, pool_actions: dict | None) -> tuple[str, str]:

@@ -106,6 +106,32 @@ def submit(request: SubmitRequest) -> SubmitResult:
                         workflow.warnings)
 
 
+def resolve_retry(workflow: Workflow, task: Task, retry_id: int) -> dict:
+    """The pod of attempt `retry_id` of a task (a RESCHEDULE exit action): the task resolved again from the
+    stored spec on its platform with `WF_RETRY_ID` = `retry_id`, as OSMO renders each attempt's pod afresh.
+    Node rules are not checked again (the workflow was admitted; the scheduler decides). Raises a
+    DomainError, SpecError or EngineError when the task no longer resolves (its pool, platform or
+    templates changed since it was submitted)."""
+    pool = _load_pool(workflow.pool.name)
+    platform = next((p for p in pool.loaded_platforms if p.name == task.platform), None) if pool else None
+    if platform is None:
+        raise WorkflowInvalid(f"platform {task.platform} of pool {workflow.pool.name} no longer exists",
+                              field="platform", value=task.platform)
+    platform.pool = pool
+    spec = parse_workflow(workflow.spec, source=f"{workflow.workflow_id} (stored spec)", max_tasks=10**6)
+    spec = substitute_tokens(spec, workflow.workflow_id, str(workflow.uuid))
+    task_spec = next(t for t in spec.tasks() if t.name == task.name)
+    context = WorkflowContext(
+        workflow_id=workflow.workflow_id, workflow_uuid=str(workflow.uuid),
+        submitted_by=workflow.submitted_by.get_username(), priority=workflow.priority, labels=dict(spec.labels),
+        group_name=task.group_name, retry_id=retry_id)
+    resolution = resolve(compiled_platform(platform), spec.task_input(task_spec), context, None)
+    problems = _failures(resolution.validation)
+    if problems:
+        raise WorkflowInvalid(problems[0]["reason"], field=problems[0]["field"], value=problems[0]["value"])
+    return resolution.pod
+
+
 def _document(spec: str | dict) -> str | dict:
     """What `parse_workflow` gets: YAML text parsed with libyaml when available and the text parses (5-10x
     faster than the pure Python parser, same result for a valid document; text that does not parse goes

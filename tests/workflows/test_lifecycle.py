@@ -11,8 +11,9 @@ from django.utils import timezone
 from pools.kube import pods
 from pools.kube.connection import connect
 from pools.kube.errors import KubeError
+from pools.services import configs
 from portal.errors import PermissionDenied
-from tests.workflows.conftest import NAMESPACE, spec, wait_until
+from tests.workflows.conftest import CLI, NAMESPACE, spec, wait_until
 from workflows import lifecycle, reconcile, timeouts
 from workflows.errors import WorkflowFinished
 from workflows.lifecycle import derive_status, exit_action, exit_codes
@@ -264,6 +265,50 @@ def test_reschedule_recreates_with_the_next_retry_name_up_to_the_limit(submitted
     assert message == (f"exited with code 3; the task's exitActions: RESCHEDULE: retry 1 of 2 as pod "
                        f"{workflow.workflow_id}-t0-r1")
     assert Workflow.objects.get(pk=workflow.pk).status == "FAILED"
+
+
+def _with_template_on_cpu(name: str, body: dict) -> None:
+    """Add a pod template to the `cpu` platform of pool batch (through the config service, as admins do)."""
+    configs.apply("POD_TEMPLATE", name, body, CLI)
+    config = configs.show("POOL", "batch")
+    config["platforms"]["cpu"]["override_pod_template"] = ["cpu", name]
+    configs.apply("POOL", "batch", config, CLI)
+
+
+def test_each_attempt_is_resolved_again_with_its_retry_id(submitted, backend, pool, run_on_commit, deleted_pods):
+    _with_template_on_cpu("attempt", {"spec": {"containers": [
+        {"name": "{{USER_CONTAINER_NAME}}", "env": [{"name": "ATTEMPT", "value": "{{WF_RETRY_ID}}"}]}]}})
+    workflow = submitted(exit_actions={"RESCHEDULE": "3"})
+    task = workflow.tasks.get()
+
+    def attempt(pod: dict) -> str:
+        return next(e["value"] for e in pod["spec"]["containers"][0]["env"] if e["name"] == "ATTEMPT")
+
+    assert attempt(task.pod) == "0"
+    first = task.pod
+    task = _waiting(task)
+    run_on_commit(lifecycle.observe, task, _pod(task, "Failed", exit_code=3))
+    task.refresh_from_db()
+    assert (task.retry_id, attempt(task.pod), task.pod["metadata"]["name"]) == (1, "1", f"{workflow.workflow_id}-t0-r1")
+    assert {k: v for k, v in task.pod["spec"].items() if k != "containers"} == \
+        {k: v for k, v in first["spec"].items() if k != "containers"}
+
+
+def test_a_retry_whose_platform_is_gone_runs_the_first_attempts_pod(submitted, backend, pool, run_on_commit,
+                                                                   deleted_pods):
+    workflow = submitted(exit_actions={"RESCHEDULE": "3"}, platform="exit3")
+    task = _waiting(workflow.tasks.get())
+    first = task.pod
+    config = configs.show("POOL", "batch")
+    del config["platforms"]["exit3"]
+    configs.apply("POOL", "batch", config, CLI)
+    run_on_commit(lifecycle.observe, task, _pod(task, "Failed", exit_code=3))
+    task.refresh_from_db()
+    assert task.retry_id == 1
+    assert task.pod == {**first, "metadata": {**first["metadata"], "name": f"{workflow.workflow_id}-t0-r1"}}
+    message = TaskEvent.objects.get(task=task, kind="RESCHEDULED").message
+    assert message.endswith("(with the first attempt's pod: the task no longer resolves: "
+                            "platform: platform exit3 of pool batch no longer exists (value: 'exit3'))")
 
 
 def test_pool_default_exit_actions_apply(submitted, backend, pool):
