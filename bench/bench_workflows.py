@@ -62,9 +62,9 @@ def run() -> list[Row]:
 
         database_url = _database_url(connection.settings_dict)
         rows = []
-        with _gunicorn(database_url) as port:
+        with _gunicorn(database_url) as (port, server_pid):
             for tasks in (1, 8):
-                rows.append(_load(port, token, tasks))
+                rows.append(_load(port, token, tasks, server_pid))
         rows.extend(_in_process())
         _purge()
         return rows
@@ -161,6 +161,8 @@ def _gunicorn(database_url: str):
            "DATABASE_CONN_MAX_AGE": "600", "LOG_LEVEL": "WARNING", "TEST_DATABASE_NAME": ""}
     command = [str(Path(sys.executable).parent / "gunicorn"), "portal.wsgi:application", "--workers", str(WORKERS),
                "--threads", str(THREADS), "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--backlog", "256"]
+    if Path("/dev/shm").is_dir():  # the workers' heartbeat files on tmpfs, as gunicorn advises for production
+        command += ["--worker-tmp-dir", "/dev/shm"]
     process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
                                start_new_session=True)
     try:
@@ -175,7 +177,7 @@ def _gunicorn(database_url: str):
                 if time.monotonic() > deadline:
                     raise RuntimeError("gunicorn did not start within 60 s") from None
                 time.sleep(0.1)
-        yield port
+        yield port, process.pid
     finally:
         with contextlib.suppress(ProcessLookupError):
             os.killpg(process.pid, signal.SIGTERM)
@@ -199,7 +201,7 @@ def _post(port: int, token: str, body: bytes) -> tuple[int, float]:
         connection.close()
 
 
-def _load(port: int, token: str, tasks: int) -> Row:
+def _load(port: int, token: str, tasks: int, server_pid: int) -> Row:
     """`ROUNDS` rounds of closed-loop load; latency percentiles over all requests, throughput per round
     (the median in the figure, the range in the note: this machine's speed drifts between rounds)."""
     body = json.dumps({"file": spec(f"bench-{tasks}", tasks)}).encode()
@@ -209,16 +211,43 @@ def _load(port: int, token: str, tasks: int) -> Row:
             raise RuntimeError(f"submission failed with HTTP {status}")
     samples: list[float] = []
     failures: list[int] = []
+    before = _cpu_seconds(server_pid)
     rates = [_round(port, token, body, REQUESTS[tasks], samples, failures) for _ in range(ROUNDS)]
+    used = {name: 1000 * (seconds - before.get(name, 0.0)) / len(samples)
+            for name, seconds in _cpu_seconds(server_pid).items()}
     samples.sort()
     p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))]
     note = (f"{statistics.median(rates):.0f} submissions/s (rounds: {', '.join(f'{r:.0f}' for r in rates)}), "
-            f"{CLIENTS} clients, {WORKERS} gunicorn workers × {THREADS} threads")
+            f"{CLIENTS} clients, {WORKERS} gunicorn workers × {THREADS} threads; CPU per submission: "
+            + ", ".join(f"{name} {ms:.1f} ms" for name, ms in used.items()))
     if failures:
         note += f", {len(failures)} failed (HTTP {sorted(set(failures))})"
     target = "≥ 200/s, p99 ≤ 100 ms" if tasks == 1 else ""
     return Row(f"submit {tasks}-task workflow over HTTP", statistics.median(samples), p99, len(samples), target,
                note)
+
+
+def _cpu_seconds(server_pid: int) -> dict[str, float]:
+    """CPU seconds (user + system) used so far by gunicorn (the server and its workers), PostgreSQL's
+    processes and this load generator, from /proc (Linux): what one submission costs, whatever the
+    machine's speed of the moment does to the rate."""
+    tick = os.sysconf("SC_CLK_TCK")
+    used = {"web": 0.0, "PostgreSQL": 0.0}
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            text = (entry / "stat").read_text()
+        except OSError:  # gone meanwhile
+            continue
+        command, fields = text[text.index("(") + 1: text.rindex(")")], text[text.rindex(")") + 2:].split()
+        pid, parent, seconds = int(entry.name), int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
+        if server_pid in (pid, parent):
+            used["web"] += seconds
+        elif command.startswith("postgres"):
+            used["PostgreSQL"] += seconds
+    used["load generator"] = sum(os.times()[:2])
+    return used
 
 
 def _round(port: int, token: str, body: bytes, total: int, samples: list[float], failures: list[int]) -> float:
@@ -268,6 +297,7 @@ def _in_process() -> list[Row]:
     rows = []
     for tasks in (1, 8):
         text = spec(f"inproc-{tasks}", tasks)
+        submit(SubmitRequest(pool="bench", spec=text, who=user))  # the process's caches filled, as in a server
         with CaptureQueriesContext(connection) as queries:
             submit(SubmitRequest(pool="bench", spec=text, who=user))
         rows.append(measure(f"submit {tasks}-task workflow in process (service only)",
