@@ -185,6 +185,10 @@ def _workflow_context(request, workflow):
 @require_POST
 def workflow_cancel(request, workflow_id):
     try:
+        workflow_service.get_workflow(workflow_id, request, with_events=False)
+    except DomainError as error:  # unknown (404), or not yours to see (403): a page, as for GET
+        return _error_page(request, error)
+    try:
         workflow = workflow_service.cancel(workflow_id, request, message=request.POST.get("message", "")[:500])
         messages.success(request, f"Workflow {workflow.workflow_id}: {workflow.status.lower()}.")
     except DomainError as error:

@@ -17,6 +17,7 @@ from datetime import datetime
 from django.db.models import Count, Q, QuerySet
 
 from access import policy
+from access.services import audit
 from portal.errors import PermissionDenied
 from workflows.lifecycle import get_workflow
 from workflows.models import Task, TaskEvent, Workflow
@@ -79,16 +80,24 @@ def list_workflows(who, query: WorkflowQuery) -> WorkflowPage:
 def visible_workflow(who, workflow_id: str) -> Workflow:
     """The workflow, if `who` submitted it or may `workflow:Read` its pool; else 404 / 403."""
     workflow = get_workflow(workflow_id)
-    if who is None:
-        return workflow
+    if who is not None:
+        check_readable(workflow, who, source="api")
+    return workflow
+
+
+def check_readable(workflow: Workflow, who, *, source: str = "") -> None:
+    """The one rule for seeing a workflow (API, CLI and pages): its submitter, or `workflow:Read` on its pool.
+    PermissionDenied (403) saying why not: the workflow exists, and the API has always said so. A refused
+    request (`who` a request, `source` its door) is audited, as every policy refusal is."""
     principal = policy.principal(who)
     if principal.user.is_authenticated and principal.user.pk == workflow.submitted_by_id:
-        return workflow
+        return
     decision = principal.decide(READ, f"pool/{workflow.pool.name}")
     if not decision.allowed:
-        raise PermissionDenied(f"{principal.name} may not read workflow {workflow_id}: not its submitter, and "
-                               f"{'; '.join(decision.because)}", field="workflow_id", value=workflow_id)
-    return workflow
+        if source and hasattr(who, "META"):
+            audit.denied(who, principal, READ, f"workflow/{workflow.workflow_id}", source, decision.because)
+        raise PermissionDenied(f"{principal.name} may not read workflow {workflow.workflow_id}: not its submitter, "
+                               f"and {'; '.join(decision.because)}", field="workflow_id", value=workflow.workflow_id)
 
 
 def tasks_of(workflow: Workflow) -> QuerySet[Task]:

@@ -23,8 +23,8 @@ from access import policy
 from portal.errors import PermissionDenied
 from workflows.errors import WorkflowFinished, WorkflowNotFound
 from workflows.models import FINISHED_TASK, Task, TaskEvent, TaskStatus, Workflow, WorkflowStatus
+from workflows.queries import check_readable
 
-READ = "workflow:Read"
 CANCEL = "workflow:Cancel"
 
 
@@ -40,24 +40,25 @@ def workflows_of(who, limit: int = 200) -> list[Workflow]:
 
 
 def get_workflow(workflow_id: str, who, *, with_events: bool = True) -> Workflow:
-    """The workflow if the principal may see it; otherwise WorkflowNotFound (never reveal that it exists)."""
-    subject = policy.principal(who)
+    """The workflow if the principal may see it (`workflows.queries.check_readable`, as the API): else
+    WorkflowNotFound (404) or PermissionDenied (403, saying why)."""
     tasks = Task.objects.order_by("id")
     if with_events:
         tasks = tasks.prefetch_related(Prefetch("events", queryset=TaskEvent.objects.order_by("at", "id")))
     workflow = (Workflow.objects.select_related("pool", "submitted_by")
                 .prefetch_related(Prefetch("tasks", queryset=tasks)).filter(workflow_id=workflow_id).first())
-    if workflow is None or not may_see(workflow, subject):
-        raise WorkflowNotFound(f"no workflow {workflow_id!r} that you may see", field="workflow_id",
-                               value=workflow_id)
+    if workflow is None:
+        raise WorkflowNotFound(f"no workflow {workflow_id!r}", field="workflow_id", value=workflow_id)
+    check_readable(workflow, who, source="page")
     return workflow
 
 
 def may_see(workflow: Workflow, who) -> bool:
-    subject = policy.principal(who)
-    if subject.user.is_authenticated and workflow.submitted_by_id == subject.user.pk:
-        return True
-    return subject.decide(READ, f"pool/{workflow.pool.name}").allowed
+    try:
+        check_readable(workflow, who)
+    except PermissionDenied:
+        return False
+    return True
 
 
 def may_cancel(workflow: Workflow, who) -> bool:
@@ -84,7 +85,7 @@ def events_of(workflow: Workflow) -> list[tuple[Task, TaskEvent]]:
 def cancel(workflow_id: str, who, message: str = "") -> Workflow:
     """Cancel a workflow the principal may see and cancel; raises a domain error saying why not."""
     subject = policy.principal(who)
-    workflow = get_workflow(workflow_id, subject, with_events=False)  # 404 for what one may not see
+    workflow = get_workflow(workflow_id, subject, with_events=False)  # 404 / 403 for what one may not see
     lifecycle_cancel = _lifecycle_cancel()
     if lifecycle_cancel is not None:
         return lifecycle_cancel(workflow.workflow_id, subject, message=message)

@@ -11,6 +11,7 @@ import re
 import pytest
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
+from rest_framework.test import APIClient
 
 from access.models import AuditEvent
 from pools.models import Pool
@@ -279,11 +280,20 @@ def test_my_workflows_lists_only_my_own(demo_world, submitted):
 
 
 def test_others_cannot_see_or_cancel_a_workflow(demo_world, submitted):
+    """As the API: 403 with the reason for a workflow one may not read (audited), 404 for an unknown one."""
     client = demo_world.client(demo_world.nobody)
-    assert client.get(f"/workflows/{submitted.workflow_id}/").status_code == 404
-    assert client.post(f"/workflows/{submitted.workflow_id}/cancel/").status_code == 404
+    page = client.get(f"/workflows/{submitted.workflow_id}/")
+    assert page.status_code == 403 and b"not its submitter" in page.content
+    assert client.post(f"/workflows/{submitted.workflow_id}/cancel/").status_code == 403
     submitted.refresh_from_db()
     assert submitted.status == WorkflowStatus.PENDING
+    refusals = AuditEvent.objects.filter(action="access.denied", target=f"workflow:Read on workflow/{submitted.workflow_id}")
+    assert set(refusals.values_list("source", flat=True)) == {"page"} and refusals.count() == 2
+    api = APIClient()
+    api.force_authenticate(demo_world.nobody)
+    response = api.get(f"/api/workflow/{submitted.workflow_id}")
+    assert response.status_code == 403 and response.json()["reason"] == page.context["error"].reason
+    assert client.get("/workflows/no-such-1/").status_code == 404
 
 
 def test_the_status_fragment_stops_polling_once_finished(demo_world, submitted):
