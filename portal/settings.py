@@ -16,6 +16,9 @@ VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("DEBUG", False)
 SECRET_KEY = env_str("SECRET_KEY", "")
+# Fernet keys for secrets at rest (backend tokens, kubeconfigs; portal/secrets.py): the first encrypts, all
+# decrypt (rotation). Empty: a key derived from SECRET_KEY.
+FIELD_ENCRYPTION_KEYS = [k for k in env_str("FIELD_ENCRYPTION_KEYS", "").split(",") if k.strip()]
 if not SECRET_KEY:
     # A fixed key is only acceptable for the embedded default; production must set SECRET_KEY.
     SECRET_KEY = "dev-only-insecure-key-set-SECRET_KEY-in-production"

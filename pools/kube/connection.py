@@ -25,6 +25,7 @@ from urllib3.util.retry import Retry
 
 from pools.kube.errors import KubeError, from_exception
 from pools.kube.kubeconfig import KubeconfigError, check_kubeconfig
+from portal.secrets import is_unreadable
 
 if TYPE_CHECKING:
     from kubernetes import client
@@ -57,6 +58,11 @@ def configuration(settings: ConnectionSettings) -> client.Configuration:
     from kubernetes import client
 
     mode = settings.connection
+    for secret in SECRET_FIELDS:
+        if is_unreadable(getattr(settings, secret)):
+            raise KubeError(f"backend {settings.name}: the stored {secret} cannot be decrypted with the configured "
+                            "FIELD_ENCRYPTION_KEYS (or SECRET_KEY, when no key is set): restore the key it was "
+                            "written with, or set the secret again", field=secret)
     if mode == "url":
         if not settings.api_url:
             raise KubeError(f"backend {settings.name}: connection 'url' needs api_url", field="api_url")

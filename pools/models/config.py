@@ -9,13 +9,16 @@ from __future__ import annotations
 
 from django.db import models
 
+from portal.secrets import EncryptedTextField
+
 
 class Backend(models.Model):
     """A Kubernetes cluster that pools run on.
 
     Connection settings are read only by `pools.kube.connection` (the one ApiClient factory). `kubeconfig`
     and `token` are secrets: never displayed back, logged or written into revisions (snapshots show a
-    `<set …>` marker). Sync fields are written by `pools.services.inventory`.
+    `<set …>` marker), and stored encrypted (`portal.secrets`). Sync fields are written by
+    `pools.services.inventory`.
     """
 
     class Connection(models.TextChoices):
@@ -40,10 +43,10 @@ class Backend(models.Model):
     # -- connection
     connection = models.CharField(max_length=16, choices=Connection.choices, blank=True, default="")
     api_url = models.CharField(max_length=2048, blank=True, default="", help_text="e.g. https://api.example:6443")
-    token = models.TextField(blank=True, default="", help_text="Bearer token (secret).")
+    token = EncryptedTextField(blank=True, default="", help_text="Bearer token (secret, stored encrypted).")
     ca_cert = models.TextField(blank=True, default="", help_text="PEM CA bundle; empty uses the system CAs.")
     verify_tls = models.BooleanField(default=True)
-    kubeconfig = models.TextField(blank=True, default="", help_text="kubeconfig content (secret).")
+    kubeconfig = EncryptedTextField(blank=True, default="", help_text="kubeconfig content (secret, stored encrypted).")
     kube_context = models.CharField(max_length=253, blank=True, default="", help_text="kubeconfig context.")
     # -- inventory sync state
     sync_status = models.CharField(max_length=16, choices=SyncStatus.choices, default=SyncStatus.NEVER)

@@ -285,6 +285,22 @@ def record_server_version(backend_id: int, version: str) -> None:
     Backend.objects.filter(pk=backend_id).update(server_version=version[:64])
 
 
+def reencrypt_secrets() -> tuple[int, list[str]]:
+    """Write every backend's secrets again, encrypted with the first key (after a key rotation). Returns the
+    count written and the backends whose secrets no configured key opens (left untouched)."""
+    from portal.secrets import is_unreadable
+
+    count, unreadable = 0, []
+    with transaction.atomic():
+        for backend in Backend.objects.exclude(token="", kubeconfig="").select_for_update():
+            if is_unreadable(backend.token) or is_unreadable(backend.kubeconfig):
+                unreadable.append(backend.name)
+                continue
+            backend.save(update_fields=["token", "kubeconfig"])
+            count += 1
+    return count, unreadable
+
+
 def connected_backends(names: list[str] | None = None):
     query = Backend.objects.exclude(connection="")
     if names:

@@ -1,4 +1,5 @@
-"""`backend test NAME`, `backend sync NAME… | --all`, `backend status`: clusters from the command line."""
+"""`backend test NAME`, `backend sync NAME… | --all`, `backend status`, `backend reencrypt`: clusters from the
+command line."""
 
 from __future__ import annotations
 
@@ -19,6 +20,7 @@ class Command(PortalCommand):
         sync.add_argument("names", nargs="*", metavar="NAME")
         sync.add_argument("--all", action="store_true", help="every backend with a connection")
         sync.add_argument("--queue", action="store_true", help="enqueue the Celery task instead of running it")
+        verbs.add_parser("reencrypt", help="store every backend's secrets again with the first FIELD_ENCRYPTION_KEYS key")
         status = verbs.add_parser("status", help="connection, sync status, node count, last error")
         status.add_argument("--format", choices=["table", "json"], default="table")
 
@@ -58,6 +60,13 @@ class Command(PortalCommand):
                               f"{result.seconds:.2f}s")
         if failed:
             raise KubeError(f"sync failed for {', '.join(failed)}; the inventory of each was left as it was")
+
+    def do_reencrypt(self, options):
+        count, unreadable = inventory.reencrypt_secrets()
+        self.stdout.write(f"{count} backend(s) re-encrypted")
+        if unreadable:
+            raise KubeError(f"no configured key opens the secrets of {', '.join(unreadable)}; they were left as "
+                            "they are", field="FIELD_ENCRYPTION_KEYS")
 
     def do_status(self, options):
         rows = inventory.backend_status()
