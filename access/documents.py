@@ -41,6 +41,17 @@ BUILTIN_ROLES: dict[str, dict] = {
         ],
         "immutable": False,
     },
+    "osmo-backend": {
+        "description": "Backend operators (cluster agents): operate backends, list pools, read backend config.",
+        "policies": [{"effect": "Allow", "actions": ["internal:Operator", "pool:List", "config:Read"],
+                      "resources": ["backend/*", "pool/*", "config/backend"]}],
+        "immutable": True,
+    },
+    "osmo-ctrl": {
+        "description": "Workflow control sidecars: logging and routing.",
+        "policies": [{"effect": "Allow", "actions": ["internal:Logger", "internal:Router"], "resources": ["*"]}],
+        "immutable": True,
+    },
     "osmo-default": {
         "description": "Held implicitly by everyone, signed in or not.",
         "policies": [{"effect": "Allow", "resources": ["*"],

@@ -36,18 +36,45 @@ class BuiltinRole(Conflict):
 
 
 def ensure_builtin_roles() -> list[str]:
-    """Create missing built-in roles (after migrate, and after a test database flush). Existing ones,
-    edited or not, are left alone. Returns the names created."""
-    existing = set(Role.objects.filter(name__in=list(BUILTIN_ROLES)).values_list("name", flat=True))
-    created = []
+    """Create missing built-in roles, and merge the default actions a newer release added into existing ones
+    (after every migrate, and after a test database flush). Returns the names created or changed."""
+    existing = {role.name: role for role in Role.objects.filter(name__in=list(BUILTIN_ROLES))}
+    touched = []
     for name, body in BUILTIN_ROLES.items():
-        if name in existing:
+        role = existing.get(name)
+        if role is None:
+            group, _ = Group.objects.get_or_create(name=name)
+            Role.objects.create(group=group, name=name, description=body["description"],
+                                policies=copy.deepcopy(body["policies"]), immutable=body["immutable"])
+            touched.append(name)
             continue
-        group, _ = Group.objects.get_or_create(name=name)
-        Role.objects.create(group=group, name=name, description=body["description"],
-                            policies=copy.deepcopy(body["policies"]), immutable=body["immutable"])
-        created.append(name)
-    return created
+        merged = merge_default_policies(role.policies, body["policies"])
+        if merged != role.policies:
+            role.policies = merged
+            role.save(update_fields=["policies", "updated_at"])
+            configs.record_admin_save(ConfigType.ROLE, name, audit.SYSTEM,
+                                      description="default actions of this release merged in")
+            touched.append(name)
+    return touched
+
+
+def merge_default_policies(policies: list, defaults: list[dict]) -> list:
+    """OSMO's `merge_default_role_policies`: each default action missing from the role is appended to the
+    role's policy with the same effect and resources (or the default policy is appended whole); what an
+    operator added or kept is never removed. Returns a new list (the same content when nothing is missing)."""
+    merged = copy.deepcopy(list(policies or []))
+    for default in defaults:
+        scope = (default.get("effect", "Allow"), sorted(default.get("resources") or []))
+        target = next((p for p in merged if isinstance(p, dict)
+                       and (p.get("effect", "Allow"), sorted(p.get("resources") or [])) == scope), None)
+        if target is None:
+            merged.append(copy.deepcopy(default))
+            continue
+        actions = list(target.get("actions") or [])
+        missing = [a for a in default.get("actions") or [] if a not in actions]
+        if missing:
+            target["actions"] = actions + missing
+    return merged
 
 
 def save_role(doc: RoleDoc, existing: Role | None) -> Role:
