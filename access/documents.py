@@ -19,7 +19,7 @@ from access import legacy
 from access.matching import ACTION_RE, EFFECTS
 from access.models import SyncMode
 from pools.errors import ConfigError
-from pools.validators import check_name
+from pools.validators import check_name, expect_bool, expect_mapping, expect_str
 
 ROLE_FIELDS = ("name", "description", "policies", "immutable", "sync_mode", "external_roles")
 POOL_ROLE_RE = re.compile(r"^osmo-(.+)$")
@@ -85,18 +85,16 @@ def role_snapshot(role) -> dict:
 
 def parse_role(name: str, body: object) -> RoleDoc:
     check_name(name)
-    if not isinstance(body, dict):
-        raise ConfigError(f"must be a mapping (JSON object), not {type(body).__name__}", field="(document)",
-                          value=body)
+    expect_mapping(body, "")
     unknown = sorted(set(body) - {*ROLE_FIELDS, "force", "actions"})
     if unknown:
         raise ConfigError(f"unknown field; allowed fields are {', '.join(ROLE_FIELDS)} (and force)",
                           field=unknown[0], value=unknown[0])
     if body.get("name", name) != name:
         raise ConfigError(f"does not match the role name {name!r}", field="name", value=body["name"])
-    doc = RoleDoc(name=name, description=_string(body.get("description") or "", "description"),
-                  immutable=_bool(body.get("immutable", False), "immutable"),
-                  force=_bool(body.get("force", False), "force"))
+    doc = RoleDoc(name=name, description=expect_str(body.get("description") or "", "description"),
+                  immutable=expect_bool(body.get("immutable", False), "immutable"),
+                  force=expect_bool(body.get("force", False), "force"))
     sync_mode = body.get("sync_mode") or SyncMode.IMPORT
     if sync_mode not in SyncMode.values:
         raise ConfigError(f"must be one of {', '.join(SyncMode.values)}", field="sync_mode", value=sync_mode)
@@ -183,13 +181,3 @@ def pool_role(name: str) -> dict:
             "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": [f"pool/{prefix}*"]}]}
 
 
-def _string(value: object, where: str) -> str:
-    if not isinstance(value, str):
-        raise ConfigError(f"must be a string, not {type(value).__name__}", field=where, value=value)
-    return value
-
-
-def _bool(value: object, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError("must be true or false", field=where, value=value)
-    return value

@@ -87,9 +87,6 @@ class EpochCache:
         self._entries[key] = (stamp, now, value)
         return value
 
-    def clear(self) -> None:
-        self._entries.clear()
-
 
 def _request_started(**kwargs) -> None:
     _local.epoch = _UNREAD

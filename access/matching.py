@@ -22,17 +22,6 @@ ALLOW, DENY = "Allow", "Deny"
 EFFECTS = (ALLOW, DENY)
 
 
-def action_matches(pattern: str, action: str) -> bool:
-    if pattern in ("*", "*:*") or pattern == action:
-        return True
-    kind, _, verb = pattern.partition(":")
-    if verb == "*":
-        return action.startswith(f"{kind}:")
-    if kind == "*":
-        return action.endswith(f":{verb}")
-    return False
-
-
 def resource_matches(pattern: str, resource: str) -> bool:
     if resource == "" or pattern == resource or pattern == "*":
         return True

@@ -50,7 +50,7 @@ def role_group_goes(sender, instance, origin=None, **kwargs) -> None:
 # per-process caches of token lookups and role rules (access.epoch) are never used past a change.
 
 _User = get_user_model()
-_EPOCH_SENDERS = (Role, Group, APIToken, _User, _User.groups.through, APIToken.roles.through)
+_EPOCH_SENDERS = (Role, Group, APIToken, _User)  # membership rows (m2m) send m2m_changed, below
 _NOT_ACCESS = {"last_login"}  # a login's own save changes nothing that decides access
 
 

@@ -110,3 +110,23 @@ def _check_exit_codes(codes: object, field: str) -> str:
         if high and int(high) < int(low):
             raise ConfigError(f"range '{part}' ends before it starts", field=field, value=codes)
     return text
+
+
+def expect_mapping(value: object, where: str) -> dict:
+    """A document's mapping (JSON object); `where` names it in the error ("(document)" for the whole one)."""
+    if not isinstance(value, dict):
+        raise ConfigError(f"must be a mapping (JSON object), not {type(value).__name__}", field=where or "(document)",
+                          value=value)
+    return dict(value)
+
+
+def expect_str(value: object, where: str) -> str:
+    if not isinstance(value, str):
+        raise ConfigError(f"must be a string, not {type(value).__name__}", field=where, value=value)
+    return value
+
+
+def expect_bool(value: object, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise ConfigError("must be true or false", field=where, value=value)
+    return value

@@ -21,6 +21,7 @@ from selfservice.services import catalog as catalog_service
 from selfservice.services import examples
 from selfservice.services import requests as request_service
 from selfservice.services import workflows as workflow_service
+from workflows import lifecycle
 from workflows.services import CREATE, SubmitRequest, submit
 
 ERRORS = (DomainError, EngineError)
@@ -189,13 +190,13 @@ def workflow_cancel(request, workflow_id):
     except DomainError as error:  # unknown (404), or not yours to see (403): a page, as for GET
         return _error_page(request, error)
     try:
-        workflow = workflow_service.cancel(workflow_id, request, message=request.POST.get("message", "")[:500])
+        workflow = lifecycle.cancel(workflow_id, request, message=request.POST.get("message", "")[:500])
         messages.success(request, f"Workflow {workflow.workflow_id}: {workflow.status.lower()}.")
     except DomainError as error:
         if error.status == 404:
             return _error_page(request, error)
         if isinstance(error, PermissionDenied):
-            audit.denied(request, policy.principal(request), workflow_service.CANCEL, f"workflow/{workflow_id}",
+            audit.denied(request, policy.principal(request), lifecycle.CANCEL, f"workflow/{workflow_id}",
                          "page", [error.reason])
         messages.error(request, f"Not cancelled: {error.reason}")
     return redirect("selfservice:workflow", workflow_id=workflow_id)

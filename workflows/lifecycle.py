@@ -502,6 +502,19 @@ def get_workflow(workflow_id: str) -> Workflow:
     return workflow
 
 
+def cancel_refusal(workflow: Workflow, who) -> str:
+    """Why `who` may not cancel `workflow` ("" when it may): it must be the submitter, or hold
+    `workflow:Cancel` on the workflow's pool."""
+    principal = policy.principal(who)
+    if principal.user.is_authenticated and principal.user.pk == workflow.submitted_by_id:
+        return ""
+    decision = principal.decide(CANCEL, f"pool/{workflow.pool.name}")
+    if decision.allowed:
+        return ""
+    return (f"{principal.name} may not cancel workflow {workflow.workflow_id}: not its submitter, and "
+            f"{'; '.join(decision.because)}")
+
+
 def cancel(workflow_id: str, who=None, *, force: bool = False, message: str = "") -> Workflow:
     """Cancel a workflow: unfinished tasks → CANCELLED, pods deleted (after commit, through Celery).
 
@@ -514,11 +527,9 @@ def cancel(workflow_id: str, who=None, *, force: bool = False, message: str = ""
     if who is not None:
         principal = policy.principal(who)
         by = principal.name
-        own = principal.user.is_authenticated and principal.user.pk == workflow.submitted_by_id
-        decision = principal.decide(CANCEL, f"pool/{workflow.pool.name}")
-        if not own and not decision.allowed:
-            raise PermissionDenied(f"{by} may not cancel workflow {workflow_id}: not its submitter, and "
-                                   f"{'; '.join(decision.because)}", field="workflow_id", value=workflow_id)
+        refusal = cancel_refusal(workflow, principal)
+        if refusal:
+            raise PermissionDenied(refusal, field="workflow_id", value=workflow_id)
     if workflow.is_finished and not force:
         raise WorkflowFinished(f"workflow {workflow_id} has already finished ({workflow.status}); "
                                "cancel with force to delete any pods it left behind",

@@ -28,6 +28,7 @@ from pools.kube import pods
 from pools.kube.connection import connect
 from pools.kube.errors import KubeError
 from pools.models import Backend
+from pools.services import inventory
 from workflows import lifecycle
 from workflows.models import FINISHED_WORKFLOW, Task
 
@@ -162,7 +163,7 @@ def reconcile_backend(backend_id: int, listing: pods.PodList | None = None, *, n
 
 def reap_all(*, now=None) -> dict:
     report = {"backends": 0, "deleted": 0, "errors": []}
-    for backend in Backend.objects.exclude(connection="").order_by("name"):
+    for backend in inventory.connected_backends():
         report["backends"] += 1
         try:
             report["deleted"] += reap_backend(backend.pk, now=now)

@@ -78,7 +78,7 @@ def submit(request: SubmitRequest) -> SubmitResult:
         spec, pool_defaults=_pool_timeouts(pool, "default"), pool_maxima=_pool_timeouts(pool, "max"))
     warnings = [*spec.warnings, *timeout_warnings]
     if request.dry_run or request.validation_only:
-        plan = _plan(pool, spec, _context(spec.name + "-dry-run", who, priority, spec))
+        plan = _plan(pool, spec, _context(spec.name + "-dry-run", who.user.get_username(), priority, spec))
         candidates = _placement_nodes({p.platform.pk for p in plan}) if request.dry_run else None
         tasks = [_dry_run_row(p, candidates) for p in plan]
         status = "DRY_RUN" if request.dry_run else "VALID"
@@ -87,7 +87,7 @@ def submit(request: SubmitRequest) -> SubmitResult:
         workflow_id = _next_id(spec.name)
         workflow_uuid = uuid.uuid4()
         spec = substitute_tokens(spec, workflow_id, str(workflow_uuid))
-        plan = _plan(pool, spec, _context(workflow_id, who, priority, spec, workflow_uuid))
+        plan = _plan(pool, spec, _context(workflow_id, who.user.get_username(), priority, spec, workflow_uuid))
         # Prepared inserts (portal.prepared): `bulk_create` without compiling the SQL each time.
         [workflow] = _INSERT_WORKFLOW.insert([Workflow(
             workflow_id=workflow_id, uuid=workflow_uuid, name=spec.name, pool=pool, submitted_by=who.user,
@@ -117,14 +117,11 @@ def resolve_retry(workflow: Workflow, task: Task, retry_id: int) -> dict:
     if platform is None:
         raise WorkflowInvalid(f"platform {task.platform} of pool {workflow.pool.name} no longer exists",
                               field="platform", value=task.platform)
-    platform.pool = pool
     spec = parse_workflow(workflow.spec, source=f"{workflow.workflow_id} (stored spec)", max_tasks=10**6)
     spec = substitute_tokens(spec, workflow.workflow_id, str(workflow.uuid))
     task_spec = next(t for t in spec.tasks() if t.name == task.name)
-    context = WorkflowContext(
-        workflow_id=workflow.workflow_id, workflow_uuid=str(workflow.uuid),
-        submitted_by=workflow.submitted_by.get_username(), priority=workflow.priority, labels=dict(spec.labels),
-        group_name=task.group_name, retry_id=retry_id)
+    context = _context(workflow.workflow_id, workflow.submitted_by.get_username(), workflow.priority, spec,
+                       workflow.uuid, group_name=task.group_name, retry_id=retry_id)
     resolution = resolve(compiled_platform(platform), spec.task_input(task_spec), context, None)
     problems = _failures(resolution.validation)
     if problems:
@@ -186,9 +183,17 @@ def _json_safe(document: dict) -> dict:
     return json.loads(text)
 
 
-_POOL_FIELDS = [f.attname for f in Pool._meta.concrete_fields]
-_BACKEND_FIELDS = ["id", "name", "namespace", "last_sync_at"]
-_PLATFORM_FIELDS = [f.attname for f in Platform._meta.concrete_fields]
+# What a submission reads of the pool, its backend and its platforms (any other field would load on
+# first access, at one query); the JSON config columns stay in the database: `compiled` has them all.
+def _fields(model, *names: str) -> list[str]:
+    """`names` in the model's field order, which `Model.from_db` expects of a partial row."""
+    return [f.attname for f in model._meta.concrete_fields if f.attname in names]
+
+
+_POOL_FIELDS = _fields(Pool, "id", "name", "backend_id", "default_platform", "enable_maintenance",
+                       "default_exec_timeout", "default_queue_timeout", "max_exec_timeout", "max_queue_timeout")
+_BACKEND_FIELDS = _fields(Backend, "id", "name", "namespace", "last_sync_at")
+_PLATFORM_FIELDS = _fields(Platform, "id", "pool_id", "name", "compiled")
 # Runs on every submission: compiled once per process (portal.prepared). One row per platform.
 _POOL_ROWS = PreparedQuery(lambda name: Pool.objects.filter(name=name).order_by("platforms__name").values_list(
     *_POOL_FIELDS, *(f"backend__{n}" for n in _BACKEND_FIELDS), *(f"platforms__{n}" for n in _PLATFORM_FIELDS)))
@@ -240,10 +245,7 @@ def _priority(value: str) -> str:
 
 def _plan(pool: Pool, spec: WorkflowSpec, ctx: WorkflowContext) -> list[PlannedTask]:
     """Resolve every task on its platform against the live inventory; refuse with every problem found."""
-    loaded = getattr(pool, "loaded_platforms", None)
-    platforms = {p.name: p for p in (loaded if loaded is not None else pool.platforms.all())}
-    for platform in platforms.values():
-        platform.pool = pool
+    platforms = {p.name: p for p in pool.loaded_platforms}  # `_load_pool` linked each to the pool
     chosen = [(task, platforms[spec.platform_of(task, pool.default_platform, set(platforms))])
               for task in spec.tasks()]
     nodes = capacities_for({p.pk: p for _, p in chosen}.values())
@@ -283,9 +285,10 @@ def _plan_warnings(plan: list[PlannedTask]) -> list[str]:
     return [f"task {p.task.name}: {w}" for p in plan for w in p.resolution.warnings]
 
 
-def _context(workflow_id: str, who, priority: str, spec: WorkflowSpec, workflow_uuid=None) -> WorkflowContext:
+def _context(workflow_id: str, submitted_by: str, priority: str, spec: WorkflowSpec, workflow_uuid=None,
+             **more) -> WorkflowContext:
     return WorkflowContext(workflow_id=workflow_id, workflow_uuid=str(workflow_uuid or ""),
-                           submitted_by=who.user.get_username(), priority=priority, labels=dict(spec.labels))
+                           submitted_by=submitted_by, priority=priority, labels=dict(spec.labels), **more)
 
 
 def _next_id(name: str) -> str:

@@ -25,13 +25,12 @@ from pools.kube import pods
 from pools.kube.connection import KubeClient, connect
 from pools.kube.errors import KubeError
 from pools.kube.inventory import WatchStream
-from pools.models import Backend
-from pools.services.event_drain import EventDrain
+from pools.services import inventory
+from pools.services.event_drain import BACKOFF_MAX, EventDrain
 from workflows import lifecycle, reconcile, timeouts
 
 log = logging.getLogger(__name__)
 
-BACKOFF_START, BACKOFF_MAX = 1.0, 60.0
 
 
 @dataclass
@@ -65,10 +64,7 @@ class WorkflowWatcher(EventDrain):
 
     def start(self) -> list[str]:
         lines = []
-        query = Backend.objects.exclude(connection="").order_by("name")
-        if self.names:
-            query = query.filter(name__in=self.names)
-        for backend in query:
+        for backend in inventory.connected_backends(self.names):
             state = _Backend(backend.pk, backend.name, self.client_factory(backend))
             state.thread = threading.Thread(target=self._loop, args=(state,), daemon=True,
                                             name=f"watch-workflows-{backend.name}")
@@ -161,12 +157,12 @@ class WorkflowWatcher(EventDrain):
                     version = state.current.resource_version
                 failures += 1
                 self.events.put(("error", state, error))
-                self._stopping.wait(min(self.backoff_max, BACKOFF_START * 2 ** (failures - 1)))
+                self._stopping.wait(self._backoff(failures))
             except Exception as error:  # noqa: BLE001 - keep watching whatever happens
                 if self._stopping.is_set():
                     return
                 failures += 1
                 self.events.put(("error", state, error))
-                self._stopping.wait(min(self.backoff_max, BACKOFF_START * 2 ** (failures - 1)))
+                self._stopping.wait(self._backoff(failures))
             finally:
                 state.current = None

@@ -3,7 +3,7 @@
 A list of verifiers is tried in order; each takes the presented secret and returns `(user, auth)` when
 it recognises the token, None when the token is not its kind (the next verifier is asked), or raises
 `AuthenticationFailed` when it is its kind but unusable. Portal API tokens (`pp_…`) come first; the
-OIDC access-token verifier is added with `register_verifier` (or appended to `VERIFIERS`).
+OIDC access-token verifier follows.
 A token nobody recognises, and an expired, revoked or unknown portal token, answer 401 with the
 JSON error envelope.
 """
@@ -38,11 +38,6 @@ def verify_oidc_token(secret: str):
 
 
 VERIFIERS: list[Verifier] = [verify_portal_token, verify_oidc_token]
-
-
-def register_verifier(verifier: Verifier) -> None:
-    if verifier not in VERIFIERS:
-        VERIFIERS.append(verifier)
 
 
 class BearerTokenAuthentication(BaseAuthentication):

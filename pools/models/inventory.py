@@ -14,7 +14,6 @@ from django.utils import timezone
 
 from pools.models.config import Backend, Platform, Pool
 
-CAPACITY_RESOURCES = ("cpu", "memory", "nvidia.com/gpu", "ephemeral-storage")
 # resource name -> column suffix
 CAPACITY_COLUMNS = {"cpu": "cpu", "memory": "memory", "nvidia.com/gpu": "gpu", "ephemeral-storage": "storage"}
 
@@ -68,12 +67,6 @@ class Node(models.Model):
     @property
     def schedulable(self) -> bool:
         return self.ready and not self.unschedulable
-
-    def requested(self) -> dict[str, int]:
-        total = dict(self.requested_other)
-        for name, amount in self.requested_workload.items():
-            total[name] = total.get(name, 0) + amount
-        return total
 
 
 class NodeMembership(models.Model):

@@ -10,7 +10,14 @@ import re
 from dataclasses import dataclass, field
 
 from pools.errors import ConfigError
-from pools.validators import check_name, check_timeouts, normalize_exit_actions
+from pools.validators import (
+    check_name,
+    check_timeouts,
+    expect_bool,
+    expect_mapping,
+    expect_str,
+    normalize_exit_actions,
+)
 
 VARIABLE_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 TIMEOUT_FIELDS = ("default_exec_timeout", "default_queue_timeout", "max_exec_timeout", "max_queue_timeout")
@@ -82,7 +89,7 @@ _CONNECTION_FIELDS = ("connection", "api_url", "token", "ca_cert", "verify_tls",
 
 
 def parse_pool(name: str, body: object) -> PoolDoc:
-    body = _mapping(body, "")
+    body = expect_mapping(body, "")
     check_name(name)
     warnings = _drop_read_only(body, _POOL_READ_ONLY, "pool")
     if "action_permissions" in body:
@@ -99,18 +106,18 @@ def parse_pool(name: str, body: object) -> PoolDoc:
     if not body.get("backend"):
         raise ConfigError("a pool needs a backend (the name of the cluster it runs on)", field="backend",
                           value=body.get("backend"))
-    timeouts = {key: _string(body.get(key, ""), key) for key in TIMEOUT_FIELDS}
+    timeouts = {key: expect_str(body.get(key, ""), key) for key in TIMEOUT_FIELDS}
     check_timeouts(timeouts)
     doc = PoolDoc(
         name=name,
-        backend=_string(body["backend"], "backend"),
-        description=_string(body.get("description", ""), "description"),
-        default_platform=_string(body.get("default_platform") or "", "default_platform"),
-        download_type=_string(body.get("download_type") or "", "download_type"),
+        backend=expect_str(body["backend"], "backend"),
+        description=expect_str(body.get("description", ""), "description"),
+        default_platform=expect_str(body.get("default_platform") or "", "default_platform"),
+        download_type=expect_str(body.get("download_type") or "", "download_type"),
         timeouts=timeouts,
         default_exit_actions=normalize_exit_actions(body.get("default_exit_actions")),
         gpu=_parse_gpu_resources(body.get("resources")),
-        enable_maintenance=_bool(body.get("enable_maintenance", False), "enable_maintenance"),
+        enable_maintenance=expect_bool(body.get("enable_maintenance", False), "enable_maintenance"),
         common_default_variables=_variables(body.get("common_default_variables"), "common_default_variables"),
         common_resource_validations=_names(body.get("common_resource_validations"), "common_resource_validations"),
         common_pod_template=_names(body.get("common_pod_template"), "common_pod_template"),
@@ -131,14 +138,14 @@ def _check_default_platform(doc: PoolDoc) -> None:
 
 
 def _platforms(value: object) -> list[PlatformDoc]:
-    platforms = _mapping(value if value is not None else {}, "platforms")
+    platforms = expect_mapping(value if value is not None else {}, "platforms")
     return [_platform(name, body) for name, body in platforms.items()]
 
 
 def _platform(name: str, body: object) -> PlatformDoc:
     where = f"platforms.{name}"
     check_name(name, where)
-    body = _mapping(body if body is not None else {}, where)
+    body = expect_mapping(body if body is not None else {}, where)
     _drop_read_only(body, _PLATFORM_READ_ONLY, "platform")
     allowed = {"description", "host_network_allowed", "privileged_allowed", "default_variables",
                "resource_validations", "override_pod_template", "allowed_mounts"}
@@ -148,9 +155,9 @@ def _platform(name: str, body: object) -> PlatformDoc:
     _reject_unknown(body, allowed, where)
     return PlatformDoc(
         name=name,
-        description=_string(body.get("description", ""), f"{where}.description"),
-        host_network_allowed=_bool(body.get("host_network_allowed", False), f"{where}.host_network_allowed"),
-        privileged_allowed=_bool(body.get("privileged_allowed", False), f"{where}.privileged_allowed"),
+        description=expect_str(body.get("description", ""), f"{where}.description"),
+        host_network_allowed=expect_bool(body.get("host_network_allowed", False), f"{where}.host_network_allowed"),
+        privileged_allowed=expect_bool(body.get("privileged_allowed", False), f"{where}.privileged_allowed"),
         default_variables=_variables(body.get("default_variables"), f"{where}.default_variables"),
         resource_validations=_names(body.get("resource_validations"), f"{where}.resource_validations"),
         override_pod_template=_names(body.get("override_pod_template"), f"{where}.override_pod_template"),
@@ -161,12 +168,12 @@ def _platform(name: str, body: object) -> PlatformDoc:
 def _parse_gpu_resources(value: object) -> dict | None:
     if value in (None, {}):
         return None
-    resources = _mapping(value, "resources")
+    resources = expect_mapping(value, "resources")
     _reject_unknown(resources, {"gpu"}, "resources")
     gpu = resources.get("gpu")
     if gpu is None:
         return None
-    gpu = _mapping(gpu, "resources.gpu")
+    gpu = expect_mapping(gpu, "resources.gpu")
     _reject_unknown(gpu, {"guarantee", "maximum", "weight"}, "resources.gpu")
     result = {}
     for key, default, minimum in (("guarantee", -1, -1), ("maximum", -1, -1), ("weight", 1, 0)):
@@ -184,7 +191,7 @@ def _topology_keys(value: object) -> list[dict]:
     keys = _list(value, "topology_keys")
     for index, item in enumerate(keys):
         where = f"topology_keys[{index}]"
-        item = _mapping(item, where)
+        item = expect_mapping(item, where)
         _reject_unknown(item, {"key", "label"}, where)
         for part in ("key", "label"):
             if not isinstance(item.get(part), str) or not item[part]:
@@ -194,7 +201,7 @@ def _topology_keys(value: object) -> list[dict]:
 
 def parse_backend(name: str, body: object) -> BackendDoc:
     check_name(name)
-    body = _mapping(body if body is not None else {}, "")
+    body = expect_mapping(body if body is not None else {}, "")
     scheduler = body.pop("scheduler_settings", None)
     body.pop("name", None)
     _drop_read_only(body, ("k8s_uid", "k8s_namespace", "version", "last_heartbeat", "created_date", "online",
@@ -203,18 +210,18 @@ def parse_backend(name: str, body: object) -> BackendDoc:
                            *_CONNECTION_FIELDS}, "")
     scheduler_name = body.get("scheduler_name", "")
     if scheduler is not None:
-        scheduler_name = _mapping(scheduler, "scheduler_settings").get("scheduler_name", scheduler_name)
-    namespace = _string(body.get("namespace") or "default", "namespace")
+        scheduler_name = expect_mapping(scheduler, "scheduler_settings").get("scheduler_name", scheduler_name)
+    namespace = expect_str(body.get("namespace") or "default", "namespace")
     if not re.fullmatch(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", namespace) or len(namespace) > 63:
         raise ConfigError("must be a Kubernetes namespace name (lowercase DNS-1123 label, ≤ 63 characters)",
                           field="namespace", value=namespace)
     return BackendDoc(
         name=name,
-        description=_string(body.get("description", ""), "description"),
+        description=expect_str(body.get("description", ""), "description"),
         namespace=namespace,
-        scheduler_name=_string(scheduler_name or "", "scheduler_name"),
-        dashboard_url=_string(body.get("dashboard_url") or "", "dashboard_url"),
-        grafana_url=_string(body.get("grafana_url") or "", "grafana_url"),
+        scheduler_name=expect_str(scheduler_name or "", "scheduler_name"),
+        dashboard_url=expect_str(body.get("dashboard_url") or "", "dashboard_url"),
+        grafana_url=expect_str(body.get("grafana_url") or "", "grafana_url"),
         **_connection(body),
     )
 
@@ -227,11 +234,11 @@ def _connection(body: dict) -> dict:
     """
     values = {key: body.get(key) for key in _CONNECTION_FIELDS if body.get(key) is not None}
     for key in ("connection", "api_url", "ca_cert", "kube_context", "token", "kubeconfig"):
-        values[key] = _string(values.get(key, ""), key).strip()
+        values[key] = expect_str(values.get(key, ""), key).strip()
     for key in ("token", "kubeconfig"):
         if SECRET_MARKER_RE.match(values[key]):
             values[key] = KEEP_SECRET
-    values["verify_tls"] = _bool(values.get("verify_tls", True), "verify_tls")
+    values["verify_tls"] = expect_bool(values.get("verify_tls", True), "verify_tls")
     connection = values["connection"]
     if not connection:
         connection = "kubeconfig" if values["kubeconfig"] else "url" if values["api_url"] else ""
@@ -261,7 +268,7 @@ def _connection(body: dict) -> dict:
 
 def parse_pod_template(name: str, body: object) -> dict:
     check_name(name)
-    body = _mapping(body, "")
+    body = expect_mapping(body, "")
     unknown = sorted(set(body) - set(POD_TEMPLATE_TOP_LEVEL))
     if unknown:
         raise ConfigError(f"a pod template is a partial Pod manifest; allowed top-level fields are "
@@ -277,7 +284,7 @@ def parse_resource_validation(name: str, body: object) -> list[dict]:
     rules = _list(body, "")
     for index, rule in enumerate(rules):
         where = f"[{index}]"
-        rule = _mapping(rule, where)
+        rule = expect_mapping(rule, where)
         _reject_unknown(rule, set(RULE_FIELDS), where)
         for key in RULE_FIELDS:
             if key not in rule:
@@ -293,12 +300,6 @@ def parse_resource_validation(name: str, body: object) -> list[dict]:
 # --- small typed readers -------------------------------------------------------------------------
 
 
-def _mapping(value: object, where: str) -> dict:
-    if not isinstance(value, dict):
-        raise ConfigError(f"must be a mapping (JSON object), not {type(value).__name__}", field=where or "(document)",
-                          value=value)
-    return dict(value)
-
 
 def _list(value: object, where: str) -> list:
     if value is None:
@@ -308,16 +309,6 @@ def _list(value: object, where: str) -> list:
     return list(value)
 
 
-def _string(value: object, where: str) -> str:
-    if not isinstance(value, str):
-        raise ConfigError(f"must be a string, not {type(value).__name__}", field=where, value=value)
-    return value
-
-
-def _bool(value: object, where: str) -> bool:
-    if not isinstance(value, bool):
-        raise ConfigError("must be true or false", field=where, value=value)
-    return value
 
 
 def _names(value: object, where: str) -> list[str]:
@@ -331,7 +322,7 @@ def _names(value: object, where: str) -> list[str]:
 
 
 def _variables(value: object, where: str) -> dict:
-    variables = _mapping(value if value is not None else {}, where)
+    variables = expect_mapping(value if value is not None else {}, where)
     for key, item in variables.items():
         if not VARIABLE_NAME_RE.match(str(key)):
             raise ConfigError("variable names are letters, digits and '_', not starting with a digit",

@@ -13,9 +13,16 @@ from collections.abc import Callable
 
 from django.db import close_old_connections
 
+BACKOFF_START, BACKOFF_MAX = 1.0, 60.0  # seconds before a watch reconnects: doubling, up to the maximum
+
 
 class EventDrain:
     until_timeout = 5.0  # default wait of `process_until`
+    backoff_max = BACKOFF_MAX
+
+    def _backoff(self, failures: int) -> float:
+        """How long a watch thread waits after its `failures`-th failure in a row."""
+        return min(self.backoff_max, BACKOFF_START * 2 ** max(0, failures - 1))
 
     def __init__(self) -> None:
         self.events: queue.Queue = queue.Queue()

@@ -72,8 +72,7 @@ class BackendHandler(Handler):
         return None
 
     def doc_snapshot(self, doc):
-        values = {field: getattr(doc, field) for field in self.FIELDS}
-        return {**values, **{key: snapshots.secret_marker(values[key]) for key in self.SECRETS}}
+        return snapshots.backend_snapshot(doc)  # a BackendDoc has every field a Backend snapshot shows
 
     def save(self, doc, existing, prepared):
         backend = existing or Backend(name=doc.name)

@@ -24,13 +24,10 @@ from pools.kube.connection import KubeClient, connect
 from pools.kube.errors import KubeError
 from pools.kube.inventory import WATCH_SECONDS, WatchStream, list_nodes, list_pods
 from pools.services import inventory
-from pools.services.event_drain import EventDrain
+from pools.services.event_drain import BACKOFF_MAX, BACKOFF_START, EventDrain
 from pools.services.inventory import PodIndex
 
 log = logging.getLogger(__name__)
-
-BACKOFF_START, BACKOFF_MAX = 1.0, 60.0
-
 
 @dataclass
 class _Stream:
@@ -173,9 +170,6 @@ class ClusterWatcher(EventDrain):
             inventory.mark_synced(backend.pk)
         stream.version = listing.resource_version
         stream.wake.set()
-
-    def _backoff(self, failures: int) -> float:
-        return min(self.backoff_max, BACKOFF_START * 2 ** max(0, failures - 1))
 
     # ----------------------------------------------------------------------------- watching (one thread per stream)
 

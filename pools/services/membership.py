@@ -179,10 +179,6 @@ def recompute_for_pools(pools: QuerySet) -> tuple[int, int]:
     return recompute_platforms(platform_ids)
 
 
-def recompute_backend(backend_id: int) -> tuple[int, int]:
-    return recompute_nodes(backend_id)
-
-
 # ------------------------------------------------------------------------------------------ reading
 
 
@@ -224,16 +220,6 @@ def explain_platform(platform: Platform) -> dict:
             result["members"].append(info.name)
         else:
             result["others"].append({"node": info.name, "reasons": list(verdict.reasons)})
-    return result
-
-
-def pools_of_nodes(node_ids: Iterable[int]) -> dict[int, dict[str, list[str]]]:
-    """node id -> {pool name: [platform names]} in one query."""
-    result: dict[int, dict[str, list[str]]] = {}
-    rows = NodeMembership.objects.filter(node_id__in=list(node_ids)).values_list(
-        "node_id", "pool__name", "platform__name").order_by("pool__name", "platform__name")
-    for node_id, pool, platform in rows:
-        result.setdefault(node_id, {}).setdefault(pool, []).append(platform)
     return result
 
 

@@ -118,12 +118,11 @@ def test_a_login_does_not_move_the_epoch_but_deactivating_a_user_does(team_role)
 
 
 def manage(*args: str) -> None:
-    """Run a management command in another process, against this test's database."""
+    """Run a management command in another process, against this test's PostgreSQL database (`make test`)."""
     settings_dict = connection.settings_dict
+    assert connection.vendor == "postgresql", "another process needs a database server to share this one"
     url = (f"postgres://{settings_dict['USER'] or ''}@{settings_dict['HOST'] or '127.0.0.1'}:"
            f"{settings_dict['PORT'] or 5432}/{settings_dict['NAME']}")
-    if connection.vendor != "postgresql":
-        url = f"sqlite:///{settings_dict['NAME']}"
     env = {**os.environ, "DATABASE_URL": url, "TEST_DATABASE_NAME": ""}
     process = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
                              text=True, timeout=60)

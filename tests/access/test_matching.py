@@ -7,7 +7,6 @@ import pytest
 from access.matching import (
     Decision,
     Rule,
-    action_matches,
     evaluate,
     resource_matches,
     rules_of,
@@ -28,7 +27,7 @@ from access.matching import (
     ("pool:*", "poolx:List", False),
 ])
 def test_action_matching(pattern, action, expected):
-    assert action_matches(pattern, action) is expected
+    assert Rule("r", 1, "Allow", (pattern,), ("*",)).matches_action(action) is expected
 
 
 @pytest.mark.parametrize(("pattern", "resource", "expected"), [

@@ -13,7 +13,7 @@ from django.urls import reverse
 from kubesim.fleet import node_manifest
 from pools.models import Backend, Node, Platform, Pool
 from pools.services import inventory
-from tests.kube.conftest import TEMPLATES, running_pod
+from tests.kube.conftest import running_pod
 
 TOKEN = "admin-secret-token"
 
@@ -161,7 +161,6 @@ def test_demo_templates_give_every_demo_platform_member_nodes(demo_pools, kube_s
         inventory.sync_backend(backend.pk)
     empty = [str(p) for p in Platform.objects.select_related("pool") if not p.memberships.exists()]
     assert empty == []
-    assert set(TEMPLATES)  # the fixture templates are independent of the demo ones
 
 
 def test_api_resources_for_a_researcher_with_resources_read(synced):
