@@ -14,11 +14,11 @@ from celery import shared_task
 from pools.kube.errors import KubeError
 from pools.models import Backend
 from pools.services import inventory
+from portal.celery import RESYNC_EXPIRES  # under the beat period, so queued resyncs never pile up
 
 log = logging.getLogger(__name__)
 
 MAX_RETRIES = 5
-RESYNC_EXPIRES = 240  # seconds; under the beat period so queued resyncs never pile up
 
 
 def retry_countdown(retries: int) -> int:

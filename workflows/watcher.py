@@ -65,7 +65,11 @@ class WorkflowWatcher(EventDrain):
     def start(self) -> list[str]:
         lines = []
         for backend in inventory.connected_backends(self.names):
-            state = _Backend(backend.pk, backend.name, self.client_factory(backend))
+            try:
+                state = _Backend(backend.pk, backend.name, self.client_factory(backend))
+            except KubeError as error:  # unusable settings: nothing to watch until they are fixed
+                lines.append(f"not watched: {error}")
+                continue
             state.thread = threading.Thread(target=self._loop, args=(state,), daemon=True,
                                             name=f"watch-workflows-{backend.name}")
             self.backends.append(state)
@@ -88,14 +92,6 @@ class WorkflowWatcher(EventDrain):
 
     def _tick(self) -> None:
         self._periodic()
-
-    def _handle(self, item: tuple) -> int:
-        try:
-            return self._apply(item)
-        except Exception:  # noqa: BLE001 - one bad event must not stop the watcher
-            self.errors += 1
-            log.exception("watch_workflows: applying %s failed", item[0])
-            return 0
 
     def _apply(self, item: tuple) -> int:
         what, state, *rest = item

@@ -6,6 +6,7 @@ what runs between items (`_tick`: relists, periodic jobs).
 
 from __future__ import annotations
 
+import logging
 import queue
 import threading
 import time
@@ -13,12 +14,14 @@ from collections.abc import Callable
 
 from django.db import close_old_connections
 
+log = logging.getLogger(__name__)
 BACKOFF_START, BACKOFF_MAX = 1.0, 60.0  # seconds before a watch reconnects: doubling, up to the maximum
 
 
 class EventDrain:
     until_timeout = 5.0  # default wait of `process_until`
     backoff_max = BACKOFF_MAX
+    errors = 0  # items whose applying failed (logged, skipped)
 
     def _backoff(self, failures: int) -> float:
         """How long a watch thread waits after its `failures`-th failure in a row."""
@@ -65,7 +68,12 @@ class EventDrain:
         """Work due between items."""
 
     def _handle(self, item: tuple) -> int:
-        return self._apply(item)
+        try:
+            return self._apply(item)
+        except Exception:  # noqa: BLE001 - one bad event (or a database hiccup) must not stop the watcher
+            self.errors += 1
+            log.exception("%s: applying %s failed", type(self).__name__, item[0])
+            return 0
 
     def _apply(self, item: tuple) -> int:
         raise NotImplementedError

@@ -163,7 +163,8 @@ class PoolPage:
 
 
 def get_pool(name: str) -> Pool:
-    pool = Pool.objects.select_related("backend").filter(name=name).first()
+    # no pool has a NUL in its name (PostgreSQL refuses NUL in text: it would be a database error)
+    pool = None if "\x00" in name else Pool.objects.select_related("backend").filter(name=name).first()
     if pool is None:
         raise ConfigNotFound(f"no pool named {name!r}", field="pool", value=name)
     return pool

@@ -63,4 +63,4 @@ def test_periodic_resync_queues_connected_backends_with_expiry(eager, backend, k
     assert queued == [((backend.pk,), {"expires": tasks.RESYNC_EXPIRES})]
     schedule = app.conf.beat_schedule["inventory-full-resync"]
     assert schedule["task"] == "pools.tasks.sync_all_backends"
-    assert schedule["options"]["expires"] < schedule["schedule"]
+    assert schedule["options"]["expires"] == tasks.RESYNC_EXPIRES < schedule["schedule"]

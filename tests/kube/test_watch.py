@@ -112,3 +112,13 @@ def test_a_backend_that_cannot_connect_is_reported_not_fatal(pools_config, backe
     assert lines[0].startswith("not watched: backend incluster: not running inside a cluster")
     assert lines[1] == "backend sim: 25 nodes, 0 pods; watching"
     assert Backend.objects.get(name="incluster").sync_status == "degraded"
+
+
+def test_an_event_that_fails_to_apply_is_logged_and_the_watch_goes_on(watcher, kube_server, caplog):
+    """One bad event (here no object at all; in life a database hiccup) must not end `watch_cluster`."""
+    stream = watcher.backends[0].streams["nodes"]
+    watcher.events.put(("event", stream, "MODIFIED", None))
+    watcher.process()
+    assert watcher.errors == 1 and "ClusterWatcher: applying event failed" in caplog.text
+    kube_server.emulator.patch("nodes", "cpu-node-1", {"spec": {"unschedulable": True}})
+    watcher.process_until(lambda: node("cpu-node-1").unschedulable)

@@ -132,6 +132,11 @@ def test_unknown_pool_is_a_404_page(demo_world):
     assert response.status_code == 404 and b"no pool named" in response.content
 
 
+@pytest.mark.parametrize("url", ["/pools/a%00b/", "/pools/a%00b/submit/", "/workflows/a%00b-1/"])
+def test_a_nul_in_a_page_url_is_a_404_not_a_database_error(demo_world, url):
+    assert demo_world.client(demo_world.researcher).get(url).status_code == 404
+
+
 # --- submit page and preview -------------------------------------------------------------------------------
 
 

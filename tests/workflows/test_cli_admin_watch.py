@@ -138,3 +138,17 @@ def test_watch_workflows_command_stops_cleanly_without_backends(db):
     out = StringIO()
     call_command("watch_workflows", "no-such-backend", stdout=out)
     assert "no backend with a connection to watch" in out.getvalue()
+
+
+def test_a_backend_with_unusable_settings_is_reported_and_the_others_are_watched(backend):
+    from pools.models import Backend
+    from workflows.watcher import WorkflowWatcher
+
+    Backend.objects.create(name="incluster", connection="in-cluster")
+    watcher = WorkflowWatcher(None, watch_seconds=30)
+    try:
+        lines = watcher.start()
+    finally:
+        watcher.stop()
+    assert lines[0].startswith("not watched: backend incluster: not running inside a cluster")
+    assert lines[1].startswith("backend sim: watching pods labelled")
