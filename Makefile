@@ -21,6 +21,7 @@ $(VENV)/.installed: pyproject.toml uv.lock
 	$(UV) sync --frozen --inexact --quiet
 	@touch $@
 
+dev: export DEBUG ?= true  # every step uses the development settings (docs/configuration.md)
 dev: $(VENV)/.installed  # Python only: the embedded default needs no test peer
 	@mkdir -p var
 	$(PY) manage.py migrate --noinput -v0
@@ -34,7 +35,7 @@ dev: $(VENV)/.installed  # Python only: the embedded default needs no test peer
 	  || { echo "error: the simulated cluster did not start (port $(KUBESIM_PORT) in use?); see var/kubesim.log" >&2; exit 1; }; \
 	$(PY) manage.py backend sync --all || echo "warning: the initial inventory sync failed (see above)"; \
 	$(PY) manage.py watch_cluster > var/watch_cluster.log 2>&1 & WATCHER=$$!; \
-	DEBUG=$${DEBUG:-true} $(PY) manage.py runserver 127.0.0.1:$(PORT)
+	$(PY) manage.py runserver 127.0.0.1:$(PORT)
 
 # Test peers beyond Python: the OIDC provider (node, tests/oidc) and Debian's chromium for the browser test.
 # Idempotent and quiet: each step runs only when its result is missing or out of date.
@@ -57,11 +58,13 @@ chromium:
 services:
 	@scripts/ensure-services.sh
 
+# Tests and benchmarks load the development settings (DEBUG=true: a key from var/secret_key, no HTTPS
+# redirect); pytest-django still runs each test with DEBUG off. tests/security checks the production ones.
 test: install services
-	DATABASE_URL=$(TEST_DATABASE_URL) TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(PYTEST_ARGS)
+	DEBUG=true DATABASE_URL=$(TEST_DATABASE_URL) TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(PYTEST_ARGS)
 
 bench: install
-	DATABASE_URL=$(TEST_DATABASE_URL) $(PY) bench/run.py $(BENCH)
+	DEBUG=true DATABASE_URL=$(TEST_DATABASE_URL) $(PY) bench/run.py $(BENCH)
 
 lint: install
 	$(VENV)/bin/ruff check .

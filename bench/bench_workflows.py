@@ -157,7 +157,12 @@ def _gunicorn(database_url: str):
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
+    from django.conf import settings
+
+    # Production settings, but plain HTTP on loopback (no HTTPS redirect) and this process's key (the
+    # secrets it stored must stay readable).
     env = {**os.environ, "DATABASE_URL": database_url, "CELERY_BROKER_URL": BROKER, "DEBUG": "false",
+           "SECRET_KEY": settings.SECRET_KEY, "SECURE_SSL_REDIRECT": "false",
            "DATABASE_CONN_MAX_AGE": "600", "LOG_LEVEL": "WARNING", "TEST_DATABASE_NAME": ""}
     command = [str(Path(sys.executable).parent / "gunicorn"), "portal.wsgi:application", "--workers", str(WORKERS),
                "--threads", str(THREADS), "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--backlog", "256"]

@@ -9,19 +9,26 @@ from pathlib import Path
 
 import dj_database_url
 
+from portal import deployment
 from portal.env import env_bool, env_int, env_list, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("DEBUG", False)
-SECRET_KEY = env_str("SECRET_KEY", "")
+# Required in production; in development generated once into var/secret_key (portal/deployment.py).
+SECRET_KEY = deployment.secret_key(VAR_DIR, DEBUG)
 # Fernet keys for secrets at rest (backend tokens, kubeconfigs; portal/secrets.py): the first encrypts, all
 # decrypt (rotation). Empty: a key derived from SECRET_KEY.
 FIELD_ENCRYPTION_KEYS = [k for k in env_str("FIELD_ENCRYPTION_KEYS", "").split(",") if k.strip()]
-if not SECRET_KEY:
-    # A fixed key is only acceptable for the embedded default; production must set SECRET_KEY.
-    SECRET_KEY = "dev-only-insecure-key-set-SECRET_KEY-in-production"
+# HTTPS (docs/configuration.md): on by default when DEBUG is false; each can be turned off by its variable.
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", not DEBUG)
+SECURE_HSTS_SECONDS = deployment.hsts_seconds(DEBUG)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", not DEBUG)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", not DEBUG)
+SESSION_COOKIE_SECURE = env_bool("SESSION_COOKIE_SECURE", not DEBUG)
+CSRF_COOKIE_SECURE = env_bool("CSRF_COOKIE_SECURE", not DEBUG)
+SECURE_PROXY_SSL_HEADER = deployment.proxy_ssl_header()  # e.g. HTTP_X_FORWARDED_PROTO behind a TLS proxy
 ALLOWED_HOSTS = env_list("ALLOWED_HOSTS", ["127.0.0.1", "localhost", "testserver"])
 CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 
@@ -151,6 +158,12 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Three serializers have a `status` choice field; each set gets its own name in the schema.
+    "ENUM_NAME_OVERRIDES": {
+        "WorkflowStatusEnum": "workflows.api.serializers.WORKFLOW_STATUSES",
+        "TaskStatusEnum": "workflows.api.serializers.TASK_STATUSES",
+        "TokenStatusEnum": ["active", "expired", "revoked"],
+    },
 }
 
 # Celery: with no broker configured, tasks run in-process (the embedded default).

@@ -45,12 +45,13 @@ class ConfigAPIView(APIView):
 
 
 class ConfigCollectionView(ConfigAPIView):
-    @extend_schema(parameters=[TYPE_PARAM], responses={200: OpenApiTypes.OBJECT, **ERRORS},
-                   summary="Every object of a config type as {name: body}")
+    @extend_schema(operation_id="configs_list", parameters=[TYPE_PARAM],
+                   responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Every object of a config type as {name: body}")
     def get(self, request, config_type):
         return Response(configs.show(_config_type(config_type)))
 
-    @extend_schema(parameters=[TYPE_PARAM], request=s.ConfigWriteSerializer,
+    @extend_schema(operation_id="configs_update_many", parameters=[TYPE_PARAM],
+                   request=s.ConfigWriteSerializer,
                    responses={200: s.ApplyResultSerializer(many=True), **ERRORS},
                    summary="Create or replace several objects at once (all or nothing)")
     def put(self, request, config_type):

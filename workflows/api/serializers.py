@@ -7,6 +7,10 @@ from rest_framework import serializers
 
 from workflows.models import Priority, TaskStatus, WorkflowStatus
 
+# Named in SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]: two `status` fields, two schema enums.
+WORKFLOW_STATUSES = WorkflowStatus.values
+TASK_STATUSES = TaskStatus.values
+
 
 @extend_schema_field({"type": "array", "items": {"type": "string"}})
 class NamesField(serializers.Field):
@@ -90,7 +94,7 @@ class WorkflowSummarySerializer(serializers.Serializer):
     pool = serializers.CharField(source="pool.name")
     submitted_by = serializers.CharField(source="submitted_by.username")
     priority = serializers.ChoiceField(choices=Priority.values)
-    status = serializers.ChoiceField(choices=WorkflowStatus.values)
+    status = serializers.ChoiceField(choices=WORKFLOW_STATUSES)
     task_count = serializers.IntegerField(required=False)
     submit_time = serializers.DateTimeField(source="created_at")
     start_time = serializers.DateTimeField(source="started_at", allow_null=True)
@@ -109,7 +113,7 @@ class TaskSerializer(serializers.Serializer):
     group = serializers.CharField(source="group_name")
     lead = serializers.BooleanField()
     platform = serializers.CharField()
-    status = serializers.ChoiceField(choices=TaskStatus.values)
+    status = serializers.ChoiceField(choices=TASK_STATUSES)
     retry_id = serializers.IntegerField()
     pod_name = serializers.CharField()
     namespace = serializers.CharField()

@@ -1,0 +1,95 @@
+"""Deployment safety, called from portal/settings.py: the secret key and the HTTPS settings.
+
+Two kinds of run:
+- development: DEBUG=true, or the embedded default (no DATABASE_URL: SQLite under var/). Without
+  SECRET_KEY, a random key is generated once into `var/secret_key` (mode 0600) and reused, so sessions
+  and encrypted secrets survive a restart and no two installations share a key.
+- production: DEBUG=false with DATABASE_URL set. SECRET_KEY is required (a public constant key would
+  let anyone forge sessions and, through FIELD_ENCRYPTION_KEYS' default, decrypt cluster credentials).
+
+The HTTPS settings (SSL redirect, HSTS, secure cookies; in settings.py) are on whenever DEBUG is false;
+each can be turned off by its environment variable. See docs/configuration.md.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+from pathlib import Path
+
+from django.core.exceptions import ImproperlyConfigured
+
+from portal.env import env_int, env_str
+
+SECRET_KEY_FILE = "secret_key"
+HSTS_DEFAULT_SECONDS = 31_536_000  # one year, what `check --deploy` and the HSTS preload list expect
+
+
+def is_embedded_default() -> bool:
+    """The self-contained setup: no external database configured."""
+    return not env_str("DATABASE_URL")
+
+
+def secret_key(var_dir: Path, debug: bool) -> str:
+    """SECRET_KEY from the environment; in development a key kept in var/; in production an error."""
+    key = env_str("SECRET_KEY").strip()
+    if key:
+        return key
+    if debug or is_embedded_default():
+        return _stored_key(var_dir / SECRET_KEY_FILE)
+    raise ImproperlyConfigured(
+        "SECRET_KEY is not set. With DEBUG=false and DATABASE_URL set (a production setup) the portal "
+        "refuses to start without one: it signs sessions and, unless FIELD_ENCRYPTION_KEYS is set, "
+        "encrypts cluster credentials. Generate one with: "
+        "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
+    )
+
+
+def _stored_key(path: Path) -> str:
+    """Read the key at `path`, or create it (0600) once; safe when several processes start together."""
+    with contextlib.suppress(FileNotFoundError):
+        return _read_key(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    draft = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}")
+    descriptor = os.open(draft, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    try:
+        with os.fdopen(descriptor, "w") as handle:
+            handle.write(secrets.token_urlsafe(50) + "\n")
+        with contextlib.suppress(FileExistsError):  # another process won the race: use its key
+            os.link(draft, path)
+    finally:
+        draft.unlink()
+    return _read_key(path)
+
+
+def _read_key(path: Path) -> str:
+    key = path.read_text().strip()
+    if not key:
+        raise ImproperlyConfigured(f"{path} is empty: delete it to generate a new key, or set SECRET_KEY")
+    return key
+
+
+def hsts_seconds(debug: bool) -> int:
+    seconds = env_int("SECURE_HSTS_SECONDS", 0 if debug else HSTS_DEFAULT_SECONDS)
+    if seconds < 0:
+        raise ImproperlyConfigured(f"SECURE_HSTS_SECONDS={seconds}: expected 0 (off) or a number of seconds")
+    return seconds
+
+
+def proxy_ssl_header() -> tuple[str, str] | None:
+    """`SECURE_PROXY_SSL_HEADER=HTTP_X_FORWARDED_PROTO` (value `https`), or `NAME=VALUE` for another value.
+
+    Set it only behind a proxy that always sets (or strips) that header: otherwise a client could claim
+    HTTPS for a plain HTTP request.
+    """
+    raw = env_str("SECURE_PROXY_SSL_HEADER").strip()
+    if not raw:
+        return None
+    name, _, value = raw.partition("=")
+    name, value = name.strip(), (value.strip() or "https")
+    if not name.startswith("HTTP_") or not name[5:].replace("_", "").isalnum() or name != name.upper():
+        raise ImproperlyConfigured(
+            f"SECURE_PROXY_SSL_HEADER={raw!r}: expected a request.META header name such as "
+            "HTTP_X_FORWARDED_PROTO (optionally =VALUE, default https)")
+    return name, value
