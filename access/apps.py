@@ -8,7 +8,9 @@ class AccessConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self):
-        from access import signals
+        from axes.signals import user_locked_out
+
+        from access import signals, throttle
         from access.admin.site import install_policy_admin_site
         from access.services import audit
         from access.services.role_config import RoleHandler
@@ -20,3 +22,4 @@ class AccessConfig(AppConfig):
         post_migrate.connect(signals.ensure_roles_after_migrate, sender=self,
                              dispatch_uid="access-builtin-roles")
         install_policy_admin_site()
+        user_locked_out.connect(throttle.audit_lockout, dispatch_uid="access-audit-lockout")

@@ -5,12 +5,14 @@ The embedded default needs no external service: SQLite under var/, Celery tasks 
 
 from __future__ import annotations
 
+from datetime import timedelta
 from pathlib import Path
 
 import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
 
 from portal import deployment
-from portal.env import env_bool, env_int, env_list, env_str
+from portal.env import env_bool, env_int, env_list, env_networks, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
@@ -45,6 +47,7 @@ INSTALLED_APPS = [
     "drf_spectacular",
     "drf_spectacular_sidecar",
     "django_filters",
+    "axes",  # password sign-in throttling (access/throttle.py)
     "portal",
     "pools",
     "access",
@@ -60,6 +63,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "axes.middleware.AxesMiddleware",  # turns a refused sign-in into the 429 lockout response
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -137,11 +141,35 @@ ACCESS_CACHE_SECONDS = env_int("ACCESS_CACHE_SECONDS", 60)
 AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "access.backends.PolicyPermissionBackend"]
 # --- end access --------------------------------------------------------------------------------------------
 
+# --- sign-in throttling: django-axes (access/throttle.py, docs/access.md) ----------------------------------
+# Failed password sign-ins lock the account and the client address for LOGIN_LOCKOUT_MINUTES. Axes' backend
+# comes first: a locked client is refused before any password is hashed. Sign-ins without a password (OIDC)
+# are neither counted nor refused.
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+LOGIN_LOCKOUT_MINUTES = env_int("LOGIN_LOCKOUT_MINUTES", 15)
+# Proxies whose X-Forwarded-For is believed (addresses or CIDR networks); none: the peer address counts.
+LOGIN_TRUSTED_PROXIES = env_networks("LOGIN_TRUSTED_PROXIES")
+if LOGIN_FAILURE_LIMIT < 1 or LOGIN_LOCKOUT_MINUTES < 1:
+    raise ImproperlyConfigured(f"LOGIN_FAILURE_LIMIT={LOGIN_FAILURE_LIMIT}, LOGIN_LOCKOUT_MINUTES="
+                               f"{LOGIN_LOCKOUT_MINUTES}: both must be 1 or more")
+AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", *AUTHENTICATION_BACKENDS]
+AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
+AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # the announced end of a lockout holds
+AXES_CLIENT_IP_CALLABLE = "access.throttle.client_address"
+AXES_WHITELIST_CALLABLE = "access.throttle.presents_no_password"
+AXES_LOCKOUT_CALLABLE = "access.throttle.lockout_response"
+AXES_ENABLE_ADMIN = False  # the admin shows lockouts on its own page (access/admin/users.py)
+AXES_DISABLE_ACCESS_LOG = True  # no table row per successful sign-in; failures and lockouts are kept
+AXES_VERBOSE = False
+# --- end sign-in throttling --------------------------------------------------------------------------------
+
 REST_FRAMEWORK = {
     "DEFAULT_AUTHENTICATION_CLASSES": [
         "access.api.authentication.BearerTokenAuthentication",  # portal API tokens (pp_…); see its VERIFIERS
         "rest_framework.authentication.SessionAuthentication",
-        "rest_framework.authentication.BasicAuthentication",
+        # No HTTP Basic: a password on every request would be a free password oracle (and a hash per call).
     ],
     # Every view asks access.policy; a view that declares no policy_action is reachable by osmo-admin only.
     "DEFAULT_PERMISSION_CLASSES": ["access.api.permissions.PolicyPermission"],

@@ -1,4 +1,4 @@
-"""Users (with their roles and tokens), API tokens and the audit trail in the admin.
+"""Users (with their roles and tokens), API tokens, the audit trail and failed sign-ins in the admin.
 
 Django's Group admin is removed: a role *is* its group, managed on the Role pages. The user page edits
 roles through `access.services.roles` (audited, tokens follow); superuser / staff flags are not shown
@@ -7,6 +7,7 @@ because they grant nothing here: `osmo-admin` does.
 
 from __future__ import annotations
 
+from axes.models import AccessAttempt
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
@@ -154,3 +155,22 @@ class AuditEventAdmin(PolicyAdminMixin, ModelAdmin):
     @display(description="Outcome", label={"ok": "success", "denied": "danger", "error": "warning"})
     def outcome_badge(self, obj):
         return obj.outcome
+
+
+@admin.register(AccessAttempt)
+class SignInFailureAdmin(PolicyAdminMixin, ModelAdmin):
+    """Failed password sign-ins counted by django-axes (access/throttle.py). Deleting rows unlocks."""
+
+    policy_resource = "config/user"
+    list_display = ["username", "ip_address", "failures_since_start", "attempt_time", "path_info"]
+    search_fields = ["username", "ip_address"]
+    date_hierarchy = "attempt_time"
+    fields = ["username", "ip_address", "user_agent", "failures_since_start", "attempt_time", "path_info"]
+    readonly_fields = fields
+    ordering = ["-attempt_time"]
+
+    def has_add_permission(self, request, *args):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
