@@ -71,8 +71,12 @@ def _within(address, networks) -> bool:
 
 
 def presents_no_password(request: HttpRequest, credentials: dict | None = None) -> bool:
-    """AXES_WHITELIST_CALLABLE: a sign-in without a password (OIDC) is neither counted nor refused."""
-    return credentials is not None and "password" not in credentials
+    """AXES_WHITELIST_CALLABLE: a sign-in without a password (OIDC) is neither counted nor refused.
+
+    Axes' backend passes `password=None` when there is none; the failure signal's credentials have no
+    `password` key then (and a masked, never-None one for a password sign-in).
+    """
+    return credentials is not None and credentials.get("password") is None
 
 
 # --------------------------------------------------------------------------- the refusal

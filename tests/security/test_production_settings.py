@@ -1,0 +1,143 @@
+"""Production settings are secure by default (issue #18 item 6), checked in fresh processes.
+
+Each case imports portal.settings (or runs `manage.py check --deploy`) in a subprocess with a chosen
+environment: the suite's own settings are the development ones (`make test` sets DEBUG=true).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres"  # parsed only: these checks open no connection
+STRONG_KEY = "x9Fq2LmZ7vR4tB8nW1cK6yH3pJ5sD0gA-uE_oI7rT2wQ9zX4cV8bN1mL6kJ3hG5f"
+SETTINGS = ["DEBUG", "SECRET_KEY", "SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS",
+            "SECURE_HSTS_PRELOAD", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_PROXY_SSL_HEADER",
+            "AXES_FAILURE_LIMIT", "LOGIN_LOCKOUT_MINUTES", "LOGIN_TRUSTED_PROXIES"]
+READ_SETTINGS = ("import json; from django.conf import settings; "
+                 f"print(json.dumps({{name: getattr(settings, name) for name in {SETTINGS!r}}}))")
+
+
+def run(args: list[str], var_dir: Path, **env: str) -> subprocess.CompletedProcess:
+    """`args` run from the repository root with a clean portal environment plus `env`."""
+    base = {key: value for key, value in os.environ.items()
+            if key in {"PATH", "HOME", "LANG", "LC_ALL", "SYSTEMROOT", "TMPDIR"}}
+    environment = {**base, "DJANGO_SETTINGS_MODULE": "portal.settings", "PORTAL_VAR_DIR": str(var_dir), **env}
+    return subprocess.run([sys.executable, *args], cwd=ROOT, env=environment, capture_output=True, text=True,
+                          timeout=120)
+
+
+def settings_in(var_dir: Path, **env: str) -> dict:
+    process = run(["-c", f"import django; django.setup(); {READ_SETTINGS}"], var_dir, **env)
+    assert process.returncode == 0, process.stderr[-2000:]
+    return json.loads(process.stdout.strip().splitlines()[-1])
+
+
+def production(**extra: str) -> dict[str, str]:
+    return {"DEBUG": "false", "DATABASE_URL": DATABASE_URL, "SECRET_KEY": STRONG_KEY, **extra}
+
+
+# --------------------------------------------------------------------------- the secret key
+
+
+def test_production_without_a_secret_key_refuses_to_start(tmp_path):
+    env = production()
+    del env["SECRET_KEY"]
+    for args in (["manage.py", "check"], ["-c", "import django; django.setup()"]):
+        process = run(args, tmp_path, **env)
+        assert process.returncode != 0
+        assert "ImproperlyConfigured: SECRET_KEY is not set" in process.stderr
+        assert "token_urlsafe" in process.stderr  # says how to make one
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_a_blank_secret_key_is_no_key(tmp_path):
+    process = run(["manage.py", "check"], tmp_path, **production(SECRET_KEY="   "))
+    assert process.returncode != 0 and "SECRET_KEY is not set" in process.stderr
+
+
+def test_development_generates_a_private_key_once_and_reuses_it(tmp_path):
+    var_dir = tmp_path / "var"  # created when missing
+    first = settings_in(var_dir, DEBUG="true", DATABASE_URL=DATABASE_URL)
+    key_file = var_dir / "secret_key"
+    assert stat.S_IMODE(key_file.stat().st_mode) == 0o600
+    assert first["SECRET_KEY"] == key_file.read_text().strip() and len(first["SECRET_KEY"]) >= 50
+
+    embedded = settings_in(var_dir)  # the embedded default (no DATABASE_URL), DEBUG unset: same key
+    assert embedded["SECRET_KEY"] == first["SECRET_KEY"]
+    assert settings_in(tmp_path / "elsewhere", DEBUG="true")["SECRET_KEY"] != first["SECRET_KEY"]
+
+
+def test_a_key_from_the_environment_wins_and_writes_nothing(tmp_path):
+    assert settings_in(tmp_path, DEBUG="true", SECRET_KEY=STRONG_KEY)["SECRET_KEY"] == STRONG_KEY
+    assert not (tmp_path / "secret_key").exists()
+
+
+# --------------------------------------------------------------------------- HTTPS settings
+
+
+def test_production_turns_the_https_settings_on(tmp_path):
+    values = settings_in(tmp_path, **production())
+    assert values["DEBUG"] is False
+    assert values["SECURE_SSL_REDIRECT"] is True
+    assert values["SECURE_HSTS_SECONDS"] >= 31_536_000
+    assert values["SECURE_HSTS_INCLUDE_SUBDOMAINS"] is True and values["SECURE_HSTS_PRELOAD"] is True
+    assert values["SESSION_COOKIE_SECURE"] is True and values["CSRF_COOKIE_SECURE"] is True
+    assert values["SECURE_PROXY_SSL_HEADER"] is None
+
+
+def test_development_leaves_them_off(tmp_path):
+    values = settings_in(tmp_path, DEBUG="true")
+    assert values["SECURE_SSL_REDIRECT"] is False and values["SECURE_HSTS_SECONDS"] == 0
+    assert values["SESSION_COOKIE_SECURE"] is False and values["CSRF_COOKIE_SECURE"] is False
+
+
+def test_each_https_setting_can_be_overridden(tmp_path):
+    values = settings_in(tmp_path, **production(
+        SECURE_SSL_REDIRECT="false", SECURE_HSTS_SECONDS="3600", SECURE_HSTS_PRELOAD="false",
+        SECURE_HSTS_INCLUDE_SUBDOMAINS="no", SESSION_COOKIE_SECURE="0", CSRF_COOKIE_SECURE="off",
+        SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO", LOGIN_FAILURE_LIMIT="7", LOGIN_LOCKOUT_MINUTES="30",
+        LOGIN_TRUSTED_PROXIES="10.0.0.0/8, 192.168.1.7"))
+    assert values["SECURE_SSL_REDIRECT"] is False and values["SECURE_HSTS_SECONDS"] == 3600
+    assert values["SECURE_HSTS_PRELOAD"] is False and values["SECURE_HSTS_INCLUDE_SUBDOMAINS"] is False
+    assert values["SESSION_COOKIE_SECURE"] is False and values["CSRF_COOKIE_SECURE"] is False
+    assert values["SECURE_PROXY_SSL_HEADER"] == ["HTTP_X_FORWARDED_PROTO", "https"]
+    assert values["AXES_FAILURE_LIMIT"] == 7 and values["LOGIN_LOCKOUT_MINUTES"] == 30
+    assert values["LOGIN_TRUSTED_PROXIES"] == ["10.0.0.0/8", "192.168.1.7/32"]
+
+
+@pytest.mark.parametrize(("name", "value", "message"), [
+    ("SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto", "expected a request.META header name"),
+    ("SECURE_HSTS_SECONDS", "-1", "expected 0 (off) or a number of seconds"),
+    ("SECURE_SSL_REDIRECT", "maybe", "expected one of true/false"),
+    ("LOGIN_TRUSTED_PROXIES", "10.0.0.0/8,proxy.example", "'proxy.example' is not an IP address or network"),
+    ("LOGIN_FAILURE_LIMIT", "0", "both must be 1 or more"),
+])
+def test_bad_values_are_refused_by_name(tmp_path, name, value, message):
+    process = run(["manage.py", "check"], tmp_path, **production(**{name: value}))
+    assert process.returncode != 0
+    assert name in process.stderr and message in process.stderr
+
+
+# --------------------------------------------------------------------------- check --deploy
+
+
+def test_check_deploy_is_clean_in_production(tmp_path):
+    process = run(["manage.py", "check", "--deploy", "--fail-level", "DEBUG"], tmp_path, **production(
+        ALLOWED_HOSTS="portal.example.com"))
+    assert process.returncode == 0, process.stdout + process.stderr
+    assert "System check identified no issues (0 silenced)." in process.stdout
+
+
+def test_check_deploy_reports_production_settings_turned_off(tmp_path):
+    process = run(["manage.py", "check", "--deploy"], tmp_path, **production(
+        SECURE_SSL_REDIRECT="false", SESSION_COOKIE_SECURE="false", SECURE_HSTS_SECONDS="0"))
+    for code in ("security.W004", "security.W008", "security.W012"):  # HSTS, SSL redirect, session cookie
+        assert f"({code})" in process.stderr
