@@ -217,7 +217,8 @@ LOGGING = {
     "disable_existing_loggers": False,
     "handlers": {"console": {"class": "logging.StreamHandler"}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
-    "loggers": {"django.db.backends": {"level": "INFO"}},
+    # axes: failures and lockouts (WARNING) are kept, one INFO line per successful sign-in is not.
+    "loggers": {"django.db.backends": {"level": "INFO"}, "axes": {"level": "WARNING"}},
 }
 
 # Workflows: the most tasks one workflow may have (OSMO's chart uses 100).

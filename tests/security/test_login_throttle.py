@@ -12,6 +12,7 @@ from datetime import timedelta
 import pytest
 from axes.models import AccessAttempt
 from django.db.models import F
+from django.test import Client
 
 from access.models import AuditEvent
 from access.throttle import client_address
@@ -191,3 +192,15 @@ def test_the_defaults_are_five_failures_and_fifteen_minutes():
     assert live.AXES_FAILURE_LIMIT == live.LOGIN_FAILURE_LIMIT == 5
     assert live.AXES_COOLOFF_TIME == timedelta(minutes=live.LOGIN_LOCKOUT_MINUTES) == timedelta(minutes=15)
     assert live.AUTHENTICATION_BACKENDS[0] == "axes.backends.AxesStandaloneBackend"
+
+
+def test_the_admin_lists_failures_and_deleting_them_unlocks(ana, admin_client):
+    client = Client()  # another browser than the admin's
+    lock(client, "/login/")
+    attempt = AccessAttempt.objects.get()
+
+    listing = admin_client.get("/admin/axes/accessattempt/")
+    assert listing.status_code == 200 and "ana" in listing.content.decode()
+    assert admin_client.post(f"/admin/axes/accessattempt/{attempt.pk}/delete/", {"post": "yes"}).status_code == 302
+
+    assert sign_in(client, "/login/", "ana", "ana-right-password").status_code == 302
