@@ -10,6 +10,15 @@ from rest_framework.test import APIClient
 from tests.factories import UserFactory
 
 
+def pytest_configure(config):
+    """The suite runs on the development settings; DEBUG=false would redirect every request to HTTPS."""
+    from django.conf import settings
+
+    if settings.SECURE_SSL_REDIRECT:
+        raise pytest.UsageError("the tests need the development settings: run them with `make test` "
+                                "(it sets DEBUG=true; tests/security checks the production settings)")
+
+
 @pytest.fixture
 def admin_user(db):
     return UserFactory(username="root-admin", is_staff=True, is_superuser=True)
