@@ -314,7 +314,7 @@ class _Builder:
         return builder(self, value)
 
     def integer(self, text: str) -> int:
-        if len(text) > INT_DIGITS_MAX + 2 and sum(c.isalnum() for c in text) > INT_DIGITS_MAX:
+        if len(text) > INT_DIGITS_MAX and sum(c.isalnum() for c in text) > INT_DIGITS_MAX:
             self.fail(f"an integer may have at most {INT_DIGITS_MAX} digits", value=text[:40] + "...")
         try:
             number = _CONSTRUCTOR.construct_yaml_int(ScalarNode(_TAG + "int", text))
