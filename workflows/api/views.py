@@ -61,10 +61,10 @@ class _TextParser(BaseParser):
     """A spec sent as raw YAML (or JSON) text; request.data is then a str."""
 
     def parse(self, stream, media_type=None, parser_context=None):
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        limit = settings.WORKFLOW_SPEC_MAX_BYTES  # refused before reading on, let alone parsing
         raw = stream.read(limit + 1) if stream is not None else b""
-        if limit is not None and len(raw) > limit:
-            raise exceptions.ParseError(f"the spec is larger than {limit} bytes")
+        if len(raw) > limit:
+            raise InvalidSpec(f"the spec is larger than {limit} bytes", value=f"{limit + 1} or more")
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
