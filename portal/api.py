@@ -78,9 +78,13 @@ class SafeJSONParser(JSONParser):
         try:
             document = load_json(text, replace(self.limits(), max_bytes=size_limit), "request body")
         except SafeYAMLError as error:
-            raise exceptions.ParseError(error.reason) from None
+            raise exceptions.ParseError(error.reason) if error.syntax else self.refused(error) from None
         self.check_size(document, len(raw))
         return document
+
+    def refused(self, error: SafeYAMLError) -> Exception:
+        """Hook: what a well-formed body beyond a limit raises (a duplicate key, NaN, too deep)."""
+        return exceptions.ParseError(error.reason)
 
     def check_size(self, document: object, size: int) -> None:
         """Hook: limits that depend on what the body holds."""

@@ -55,9 +55,14 @@ _NO_KEY = object()
 
 
 class SafeYAMLError(DomainError):
-    """A document refused: malformed, or beyond a limit. The reason names `source:line:column`."""
+    """A document refused: malformed (`syntax`), or beyond a limit, or holding a value it may not (a duplicate
+    key, NaN, ...). The reason names `source:line:column` where known, `field` the path in the document."""
 
     code = "malformed_document"
+
+    def __init__(self, reason: str, *, field: str = "", value: object = None, syntax: bool = False) -> None:
+        super().__init__(reason, field=field, value=value)
+        self.syntax = syntax
 
     def __str__(self) -> str:
         return self.reason
@@ -130,9 +135,9 @@ def load_yaml(text: str, limits: Limits = Limits(), source: str = "<input>") -> 
         mark = error.problem_mark or error.context_mark
         where = f"{mark.line + 1}:{mark.column + 1}" if mark else "?"
         problem = error.problem or error.context or "syntax error"
-        raise SafeYAMLError(f"{source}:{where}: invalid YAML: {problem}", value=source) from None
+        raise SafeYAMLError(f"{source}:{where}: invalid YAML: {problem}", value=source, syntax=True) from None
     except yaml.YAMLError as error:
-        raise SafeYAMLError(f"{source}: invalid YAML: {error}", value=source) from None
+        raise SafeYAMLError(f"{source}: invalid YAML: {error}", value=source, syntax=True) from None
     finally:
         parser.dispose()
 
@@ -398,7 +403,7 @@ def load_json(text: str, limits: Limits = Limits(), source: str = "<input>") -> 
         lines = error.doc.splitlines()
         near = lines[error.lineno - 1].strip()[:60] if error.lineno - 1 < len(lines) else ""
         raise SafeYAMLError(f"{source}:{error.lineno}:{error.colno}: invalid JSON: {error.msg} (near {near!r})",
-                            value=source) from None
+                            value=source, syntax=True) from None
     except _JSONRefusal as error:
         raise SafeYAMLError(f"{source}: invalid JSON: {error.reason}", value=error.value) from None
     except RecursionError:

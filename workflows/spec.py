@@ -48,7 +48,7 @@ from workflows.spec_fields import (
 __all__ = [
     "MAX_LABELS", "RESERVED_TASK_NAMES", "SUPPORTED_TOKENS", "UNSUPPORTED_TASK_FIELDS", "WORKFLOW_NAME_MAX",
     "GroupSpec", "ResourceSpec", "SpecError", "TaskSpec", "WorkflowSpec", "effective_timeouts", "parse_workflow",
-    "substitute_tokens",
+    "spec_path", "substitute_tokens",
 ]
 
 SUPPORTED_VERSION = 2
@@ -188,11 +188,11 @@ def parse_workflow(text_or_dict: str | dict, *, source: str = "workflow.yaml", m
             if limits is not None:
                 check_document(document, limits, source)
     except SafeYAMLError as error:  # the reason names source:line:col, the field the document path
-        raise SpecError(error.reason, field=_spec_path(error.field), value=error.value) from None
+        raise SpecError(error.reason, field=spec_path(error.field), value=error.value) from None
     return _Parser(max_tasks).document(document)
 
 
-def _spec_path(path: str) -> str:
+def spec_path(path: str) -> str:
     """Document paths as SpecError names them: relative to `workflow:` (`tasks[0].name`)."""
     if path.startswith("workflow."):
         return path[len("workflow."):]

@@ -29,12 +29,12 @@ from rest_framework.views import APIView
 from access.api.permissions import PolicyPermission
 from pools.api.serializers import ErrorSerializer
 from portal.api import SafeJSONParser
-from portal.safe_yaml import Limits, spec_limits
+from portal.safe_yaml import Limits, SafeYAMLError, spec_limits
 from workflows import lifecycle, queries
 from workflows.api import serializers as s
 from workflows.errors import InvalidSpec, PoolNotFound
 from workflows.services import SubmitRequest, submit
-from workflows.spec import SpecError
+from workflows.spec import SpecError, spec_path
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
 WORKFLOW_ID = OpenApiParameter("workflow_id", str, OpenApiParameter.PATH, description="e.g. train-resnet-7")
@@ -77,6 +77,9 @@ class SpecJSONParser(SafeJSONParser):
 
     def limits(self) -> Limits:
         return spec_limits()
+
+    def refused(self, error: SafeYAMLError) -> Exception:
+        return InvalidSpec(error.reason, field=spec_path(error.field), value=error.value)
 
     def check_size(self, document: object, size: int) -> None:
         limit = settings.WORKFLOW_SPEC_MAX_BYTES
