@@ -5,6 +5,7 @@ Each check raises ConfigError naming the field, the value and the reason.
 
 from __future__ import annotations
 
+import math
 import re
 from datetime import timedelta
 
@@ -20,8 +21,11 @@ _ISO_RE = re.compile(
     r"^P(?:(?P<weeks>\d+)W)?(?:(?P<days>\d+)D)?"
     r"(?:T(?:(?P<hours>\d+)H)?(?:(?P<minutes>\d+)M)?(?:(?P<seconds>\d+(?:\.\d+)?)S)?)?$"
 )
+MAX_TIMEOUT_DAYS = 3650  # ten years: longer is a typo, and would overflow timedelta and PostgreSQL intervals
+MAX_TIMEOUT = timedelta(days=MAX_TIMEOUT_DAYS)
 EXIT_ACTION_KEYS = ("COMPLETE", "FAIL", "RESCHEDULE")
 _EXIT_CODE_MAX = 255
+_DIGITS = re.compile(r"[0-9]+")
 
 
 def check_name(value: object, field: str = "name") -> str:
@@ -45,15 +49,15 @@ def parse_timeout(value: object, field: str) -> timedelta | None:
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         raise ConfigError("must be a duration such as '2h', '30m', '7d' or ISO 8601 'PT2H'", field=field, value=value)
     if isinstance(value, int):
-        return _positive(timedelta(seconds=value), field, value)
+        return timeout_of(value, field, value)
     text = value.strip()
     short = _SHORT_TIMEOUT_RE.match(text)
     if short:
-        return _positive(timedelta(seconds=int(short.group(1)) * _UNIT_SECONDS[short.group(2)]), field, value)
+        return timeout_of(_number(short.group(1)) * _UNIT_SECONDS[short.group(2)], field, value)
     iso = _ISO_RE.match(text)
     if iso and text not in ("P", "PT") and not text.endswith("T"):
-        parts = {k: float(v) for k, v in iso.groupdict().items() if v}
-        return _positive(timedelta(**parts), field, value)
+        parts = {k: _number(v) for k, v in iso.groupdict().items() if v}
+        return timeout_of(sum(amount * _ISO_SECONDS[unit] for unit, amount in parts.items()), field, value)
     raise ConfigError(
         "is not a duration: use <integer><unit> with unit d, h, m, s, ms or us (e.g. '2h'), or ISO 8601 ('PT2H')",
         field=field,
@@ -61,10 +65,23 @@ def parse_timeout(value: object, field: str) -> timedelta | None:
     )
 
 
-def _positive(delta: timedelta, field: str, value: object) -> timedelta:
-    if delta.total_seconds() <= 0:
+_ISO_SECONDS = {"weeks": 604800, "days": 86400, "hours": 3600, "minutes": 60, "seconds": 1}
+
+
+def _number(digits: str) -> float:
+    """A duration's amount; digits beyond any sane timeout only need to compare as large."""
+    return float(digits) if len(digits) <= 30 else math.inf
+
+
+def timeout_of(seconds: float, field: str, value: object) -> timedelta:
+    """`seconds` as a timedelta, if longer than zero and at most MAX_TIMEOUT_DAYS (checked before building the
+    timedelta, which overflows beyond 999999999 days)."""
+    if not seconds > 0:  # also NaN
         raise ConfigError("must be longer than zero", field=field, value=value)
-    return delta
+    if seconds > MAX_TIMEOUT.total_seconds():
+        raise ConfigError(f"is longer than {MAX_TIMEOUT_DAYS} days, the longest timeout allowed", field=field,
+                          value=value)
+    return timedelta(seconds=seconds)
 
 
 def check_timeouts(timeouts: dict[str, object]) -> None:
@@ -100,16 +117,30 @@ def normalize_exit_actions(value: object, field: str = "default_exit_actions") -
 def _check_exit_codes(codes: object, field: str) -> str:
     if isinstance(codes, bool) or not isinstance(codes, (str, int)):
         raise ConfigError("must be a string of exit codes and ranges such as '0,1-10,16'", field=field, value=codes)
+    if isinstance(codes, int) and not 0 <= codes <= _EXIT_CODE_MAX:  # before str(): huge ints cannot be printed
+        raise ConfigError(f"is outside the exit code range 0-{_EXIT_CODE_MAX}", field=field,
+                          value=codes if codes.bit_length() < 64 else f"an integer of {codes.bit_length()} bits")
     text = str(codes).replace(" ", "")
     for part in text.split(","):
         low, _, high = part.partition("-")
-        if not low.isdigit() or (high and not high.isdigit()) or (part.endswith("-")):
-            raise ConfigError(f"'{part}' is not an exit code or a range like '1-10'", field=field, value=codes)
-        if int(low) > _EXIT_CODE_MAX or (high and int(high) > _EXIT_CODE_MAX):
-            raise ConfigError(f"'{part}' is outside the exit code range 0-{_EXIT_CODE_MAX}", field=field, value=codes)
+        if not _DIGITS.fullmatch(low) or (high and not _DIGITS.fullmatch(high)) or (part.endswith("-")):
+            raise ConfigError(f"'{part[:40]}' is not an exit code or a range like '1-10'", field=field,
+                              value=_short(codes))
+        if _code_too_big(low) or (high and _code_too_big(high)):
+            part = part if len(part) <= 40 else part[:37] + "..."
+            raise ConfigError(f"'{part}' is outside the exit code range 0-{_EXIT_CODE_MAX}", field=field,
+                              value=_short(codes))
         if high and int(high) < int(low):
-            raise ConfigError(f"range '{part}' ends before it starts", field=field, value=codes)
+            raise ConfigError(f"range '{part}' ends before it starts", field=field, value=_short(codes))
     return text
+
+
+def _code_too_big(digits: str) -> bool:
+    return len(digits.lstrip("0")) > 3 or int(digits) > _EXIT_CODE_MAX
+
+
+def _short(value: object) -> object:
+    return value if not isinstance(value, str) or len(value) <= 80 else value[:77] + "..."
 
 
 def expect_mapping(value: object, where: str) -> dict:

@@ -5,12 +5,17 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
+from django.conf import settings
 from rest_framework import exceptions, status
+from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
 from rest_framework.views import exception_handler as drf_exception_handler
 
 from pools.engine.errors import EngineError
 from portal.errors import DomainError
+from portal.safe_yaml import Limits, SafeYAMLError, config_limits, load_json
 
 
 def exception_handler(exc, context):
@@ -51,3 +56,35 @@ def _has_mapping_data(context) -> bool:
         return request is not None and hasattr(request.data, "get")
     except exceptions.ParseError:
         return False
+
+
+class SafeJSONParser(JSONParser):
+    """JSON bodies read by `portal.safe_yaml.load_json` within `limits()` (the request size is Django's
+    DATA_UPLOAD_MAX_MEMORY_SIZE): duplicate keys, NaN/Infinity, integers over 4300 digits and nesting beyond
+    the limit are a 400 `parse_error` naming the problem, never a 500."""
+
+    def limits(self) -> Limits:
+        return config_limits()
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        size_limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 2_621_440
+        raw = stream.read(size_limit + 1) if stream is not None else b""
+        if len(raw) > size_limit:
+            raise exceptions.ParseError(f"the request body is larger than {size_limit} bytes")
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            raise exceptions.ParseError("the request body is not UTF-8 text") from None
+        try:
+            document = load_json(text, replace(self.limits(), max_bytes=size_limit), "request body")
+        except SafeYAMLError as error:
+            raise exceptions.ParseError(error.reason) if error.syntax else self.refused(error) from None
+        self.check_size(document, len(raw))
+        return document
+
+    def refused(self, error: SafeYAMLError) -> Exception:
+        """Hook: what a well-formed body beyond a limit raises (a duplicate key, NaN, too deep)."""
+        return exceptions.ParseError(error.reason)
+
+    def check_size(self, document: object, size: int) -> None:
+        """Hook: limits that depend on what the body holds."""

@@ -175,6 +175,9 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["access.api.permissions.PolicyPermission"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "portal.api.exception_handler",
+    # JSON through portal.safe_yaml: duplicate keys, NaN and huge integers refused, CONFIG_DOCUMENT_* limits.
+    "DEFAULT_PARSER_CLASSES": ["portal.api.SafeJSONParser", "rest_framework.parsers.FormParser",
+                               "rest_framework.parsers.MultiPartParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
 }
 SPECTACULAR_SETTINGS = {
@@ -223,6 +226,15 @@ LOGGING = {
 
 # Workflows: the most tasks one workflow may have (OSMO's chart uses 100).
 WORKFLOW_MAX_TASKS = env_int("WORKFLOW_MAX_TASKS", 100)
+# Limits on a submitted spec (portal/safe_yaml.py), checked while it is parsed: bytes before parsing; values
+# (keys included) and nesting counted as aliases and `<<` merge keys would expand them.
+WORKFLOW_SPEC_MAX_BYTES = env_int("WORKFLOW_SPEC_MAX_BYTES", 512 * 1024)
+WORKFLOW_SPEC_MAX_NODES = env_int("WORKFLOW_SPEC_MAX_NODES", 20_000)
+WORKFLOW_SPEC_MAX_DEPTH = env_int("WORKFLOW_SPEC_MAX_DEPTH", 32)
+# The same for config documents (pools, templates, validations, roles, backends; also kubeconfigs).
+CONFIG_DOCUMENT_MAX_BYTES = env_int("CONFIG_DOCUMENT_MAX_BYTES", 4 * 1024 * 1024)
+CONFIG_DOCUMENT_MAX_NODES = env_int("CONFIG_DOCUMENT_MAX_NODES", 200_000)
+CONFIG_DOCUMENT_MAX_DEPTH = env_int("CONFIG_DOCUMENT_MAX_DEPTH", 64)
 
 # --- workflows: pods, status, timeouts, retries (workflows/lifecycle.py, docs/workflows-api.md) ------------
 # Every pod the portal creates carries `pool-portal/instance: <PORTAL_INSTANCE>`; the watcher, the

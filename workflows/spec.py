@@ -23,8 +23,7 @@ from typing import NoReturn
 
 from pools.engine import TaskInput, k8s_name
 from pools.engine.paths import join_index, join_key
-from portal.docfiles import parse_document
-from portal.errors import DomainError
+from portal.safe_yaml import Limits, SafeYAMLError, check_document, load
 from workflows.spec_fields import (
     MAX_LABELS,
     WORKFLOW_NAME_MAX,
@@ -49,7 +48,7 @@ from workflows.spec_fields import (
 __all__ = [
     "MAX_LABELS", "RESERVED_TASK_NAMES", "SUPPORTED_TOKENS", "UNSUPPORTED_TASK_FIELDS", "WORKFLOW_NAME_MAX",
     "GroupSpec", "ResourceSpec", "SpecError", "TaskSpec", "WorkflowSpec", "effective_timeouts", "parse_workflow",
-    "substitute_tokens",
+    "spec_path", "substitute_tokens",
 ]
 
 SUPPORTED_VERSION = 2
@@ -173,16 +172,31 @@ class WorkflowSpec:
 # ---------------------------------------------------------------------------------------------- parsing
 
 
-def parse_workflow(text_or_dict: str | dict, *, source: str = "workflow.yaml", max_tasks: int = 100) -> WorkflowSpec:
-    """Parse an OSMO v2 spec from YAML/JSON text or an already-parsed dict. Raises SpecError."""
-    if isinstance(text_or_dict, str):
-        try:
-            document = parse_document(text_or_dict, source=source)
-        except DomainError as error:  # the reason names source:line:col
-            raise SpecError(error.reason) from None
-    else:
-        document = text_or_dict
+def parse_workflow(text_or_dict: str | dict, *, source: str = "workflow.yaml", max_tasks: int = 100,
+                   limits: Limits | None = None) -> WorkflowSpec:
+    """Parse an OSMO v2 spec from YAML/JSON text or an already-parsed dict. Raises SpecError.
+
+    Text is read by `portal.safe_yaml` within `limits` (default: `Limits()`, the settings' defaults); a dict
+    is checked against `limits` when they are given (a JSON body: depth, values, numbers)."""
+    try:
+        if isinstance(text_or_dict, str):
+            if not text_or_dict.strip():
+                _fail(f"{source}: the spec is empty", "", "")
+            document = load(text_or_dict, limits or Limits(what="spec"), source)
+        else:
+            document = text_or_dict
+            if limits is not None:
+                check_document(document, limits, source)
+    except SafeYAMLError as error:  # the reason names source:line:col, the field the document path
+        raise SpecError(error.reason, field=spec_path(error.field), value=error.value) from None
     return _Parser(max_tasks).document(document)
+
+
+def spec_path(path: str) -> str:
+    """Document paths as SpecError names them: relative to `workflow:` (`tasks[0].name`)."""
+    if path.startswith("workflow."):
+        return path[len("workflow."):]
+    return path[len("workflow"):] if path.startswith("workflow[") else path
 
 
 class _Parser:

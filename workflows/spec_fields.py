@@ -14,14 +14,14 @@ from pools.engine.k8s_syntax import dns1123_label_error, label_value_error, qual
 from pools.engine.paths import join_index, join_key
 from pools.engine.quantity import QuantityError, parse_quantity
 from pools.engine.resolve import LABEL_PREFIX
-from pools.validators import normalize_exit_actions, parse_timeout
+from pools.validators import normalize_exit_actions, parse_timeout, timeout_of
 from portal.errors import DomainError
 
 __all__ = [
     "MAX_LABELS", "TASK_NAME_MAX", "WORKFLOW_NAME_MAX", "SpecError", "check_bool", "check_cpu",
     "check_environment", "check_exit_actions", "check_gpu", "check_labels", "check_node_names", "check_size",
     "check_task_name", "check_unique", "check_volume_mounts", "check_workflow_name", "format_duration",
-    "parse_spec_timeout", "scalar_text", "string_list",
+    "parse_spec_timeout", "reserved_prefix", "scalar_text", "string_list",
 ]
 
 WORKFLOW_NAME_MAX = 40  # ids are `<name>-<n>`; pod names `<id>-<task>` should stay readable within 63
@@ -91,20 +91,15 @@ def parse_spec_timeout(value: object, path: str) -> timedelta | None:
     """OSMO's TimeoutSpec: seconds (int or float), `<int>{d,h,m,s,ms,us}`, ISO 8601 (`PT1H`), or a timedelta."""
     if value is None or value == "":
         return None
-    if isinstance(value, timedelta):
-        delta = value
-    elif isinstance(value, float):
-        if not math.isfinite(value):
-            _fail("must be a finite number of seconds", path, value)
-        delta = timedelta(seconds=value)
-    else:
-        try:
-            return parse_timeout(value, path)  # ints, short units, ISO 8601; refuses zero
-        except DomainError as error:
-            raise SpecError(error.reason, field=error.field, value=error.value) from None
-    if delta <= timedelta(0):
-        _fail("must be longer than zero", path, value)
-    return delta
+    if isinstance(value, float) and not math.isfinite(value):
+        _fail("must be a finite number of seconds", path, value)
+    try:
+        if isinstance(value, timedelta | float):
+            seconds = value.total_seconds() if isinstance(value, timedelta) else value
+            return timeout_of(seconds, path, value)  # refuses zero and more than MAX_TIMEOUT_DAYS
+        return parse_timeout(value, path)  # ints, short units, ISO 8601, with the same bounds
+    except DomainError as error:
+        raise SpecError(error.reason, field=error.field, value=error.value) from None
 
 
 def format_duration(delta: timedelta) -> str:
@@ -196,12 +191,26 @@ def check_labels(data: object) -> dict[str, str]:
             _fail(f"label key {reason}", path, key)
         if key.startswith(LABEL_PREFIX):
             _fail(f"label keys starting with {LABEL_PREFIX} are set by the system", path, key)
+        reserved = reserved_prefix(key)
+        if reserved:
+            _fail(f"the label prefix {reserved} is reserved for Kubernetes (kubernetes.io and k8s.io, with any "
+                  "subdomain); choose your own prefix", path, key)
         text = scalar_text(value, path, "label value")
         reason = label_value_error(text)
         if reason:
             _fail(f"label value {reason}", path, value)
         labels[key] = text
     return labels
+
+
+_RESERVED_DOMAINS = ("kubernetes.io", "k8s.io")
+
+
+def reserved_prefix(key: str) -> str:
+    """The key's prefix (`node.kubernetes.io` of `node.kubernetes.io/x`) when Kubernetes reserves it, else ''."""
+    prefix = key.rpartition("/")[0].lower()
+    reserved = any(prefix == domain or prefix.endswith("." + domain) for domain in _RESERVED_DOMAINS)
+    return f"{prefix}/" if reserved else ""
 
 
 def scalar_text(value: object, path: str, what: str) -> str:

@@ -9,7 +9,10 @@ structural instead:
 - a curated filter set (no `random`, `format`, `center`, `indent`, `wordwrap`, `batch`, ...), `str` methods
   that pad or multiply text are unsafe, `"%"` string formatting and `str.format` are refused;
 - `*`, `**` and `+` on text/lists are checked before they run; `range()` hands out at most MAX_RANGE_ITEMS
-  items per rendered string; a rendered string longer than MAX_OUTPUT_CHARS is an error.
+  items per rendered string; a rendered string longer than MAX_OUTPUT_CHARS is an error;
+- the work is bounded, not only the output (`sandbox_budget`): operators, calls, filters, tests,
+  comparisons, `~` and every printed value pay the weight of their operands from a per-string budget
+  before they run, so `{{ [[[1]*1000]*1000]*30 }}` is refused before it prints 30 million items.
 Rendered text is returned as data: it is never parsed or rendered again.
 """
 
@@ -23,12 +26,14 @@ from dataclasses import dataclass
 
 from jinja2 import StrictUndefined, TemplateSyntaxError, meta, nodes
 from jinja2 import filters as jinja_filters
+from jinja2.compiler import CodeGenerator, operators, optimizeconst
 from jinja2.environment import Template
 from jinja2.exceptions import SecurityError, UndefinedError
 from jinja2.sandbox import ImmutableSandboxedEnvironment
-from jinja2.utils import pass_eval_context
+from jinja2.utils import _PassArg, pass_eval_context
 
 from pools.engine.errors import EngineError
+from pools.engine.sandbox_budget import BudgetExceeded, WorkBudget, repeat_weight, weight
 
 __all__ = ["MAX_OUTPUT_CHARS", "MAX_RANGE_ITEMS", "CompiledString", "SandboxError", "UndefinedVariableError",
            "compile_string", "has_template_syntax", "render_string", "render_context"]
@@ -51,6 +56,12 @@ _FORBIDDEN_NODES = {
 _BARE = re.compile(r"\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}")
 _CONSTANT_NAMES = frozenset({"true", "false", "none", "True", "False", "None"})
 _range_budget: ContextVar[int] = ContextVar("range_budget", default=MAX_RANGE_ITEMS)
+_work: ContextVar[WorkBudget | None] = ContextVar("work_budget", default=None)
+
+
+def _budget() -> WorkBudget:
+    """This render's budget; a fresh one when Jinja folds constants while compiling."""
+    return _work.get() or WorkBudget()
 
 
 class SandboxError(EngineError):
@@ -94,8 +105,45 @@ def _bounded_replace(eval_ctx, s, old, new, count=None):
     return jinja_filters.do_replace(eval_ctx, text, old, new, count)
 
 
+class _BudgetCodeGenerator(CodeGenerator):
+    """Jinja's code generator, with the operands of `~` and of comparisons (`==`, `in`, ...) weighed first:
+    both walk their operands, outside the sandbox's operator hooks."""
+
+    @optimizeconst
+    def visit_Concat(self, node: nodes.Concat, frame) -> None:
+        self.write("str_join((")
+        for arg in node.nodes:
+            self.write("environment.weighed(")
+            self.visit(arg, frame)
+            self.write("), ")
+        self.write("))")
+
+    @optimizeconst
+    def visit_Compare(self, node: nodes.Compare, frame) -> None:
+        self.write("(environment.weighed(")
+        self.visit(node.expr, frame)
+        self.write(")")
+        for operand in node.ops:
+            self.write(f" {operators[operand.op]} environment.weighed(")
+            self.visit(operand.expr, frame)
+            self.write(")")
+        self.write(")")
+
+
 class _Sandbox(ImmutableSandboxedEnvironment):
     intercepted_binops = frozenset({"*", "**", "%", "+"})
+    code_generator_class = _BudgetCodeGenerator
+
+    @staticmethod
+    def weighed(value):
+        _budget().charge(weight(value, _budget().left + 1), "this value")
+        return value
+
+    def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - Jinja's signature
+        owner = getattr(__obj, "__self__", None)
+        what = f"calling {getattr(__obj, '__name__', 'a function')}"
+        _budget().charge_values(what, *args, *kwargs.values(), *(() if owner is None else (owner,)))
+        return super().call(__context, __obj, *args, **kwargs)
 
     def is_safe_attribute(self, obj, attr, value) -> bool:
         if isinstance(obj, str) and attr in _AMPLIFYING_STR_METHODS:
@@ -109,6 +157,7 @@ class _Sandbox(ImmutableSandboxedEnvironment):
         return None
 
     def call_binop(self, context, operator, left, right):
+        _charge_binop(operator, left, right)
         if operator == "*":
             _check_repeat(left, right)
         elif operator == "**":
@@ -118,6 +167,35 @@ class _Sandbox(ImmutableSandboxedEnvironment):
         elif operator == "+" and isinstance(left, (str, list, tuple)) and isinstance(right, (str, list, tuple)):
             _check_sequence_size(len(left) + len(right))
         return super().call_binop(context, operator, left, right)
+
+
+def _charge_binop(operator: str, left: object, right: object) -> None:
+    budget = _budget()
+    if operator == "*":
+        for sequence, times in ((left, right), (right, left)):
+            if isinstance(sequence, (str, list, tuple)) and isinstance(times, int):
+                budget.charge(repeat_weight(sequence, times, budget.left + 1), f"{operator!r} on a sequence")
+                return
+    budget.charge_values(f"{operator!r}", left, right)
+
+
+def _weighing(function):
+    """`function` (a filter or test) charging the weight of the value it is applied to first."""
+    skip = 0 if _PassArg.from_obj(function) is None else 1  # context/eval_ctx come before the value
+
+    @functools.wraps(function)
+    def weighed(*args, **kwargs):
+        if len(args) > skip:
+            _budget().charge(weight(args[skip], _budget().left + 1), f"the filter or test {function.__name__}")
+        return function(*args, **kwargs)
+
+    return weighed
+
+
+def _charge_output(value):
+    """Every printed value pays its weight before it becomes text."""
+    _budget().charge(weight(value, _budget().left + 1), "printing this value")
+    return value
 
 
 def _check_repeat(left: object, right: object) -> None:
@@ -134,12 +212,15 @@ def _check_power(base: object, exponent: object) -> None:
 
 
 def _make_environment() -> _Sandbox:
-    env = _Sandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True, cache_size=0)
+    env = _Sandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True, cache_size=0,
+                   finalize=_charge_output)
     env.globals.clear()
     env.globals.update({"range": _bounded_range, "dict": dict})
     safe = {name: env.filters[name] for name in _SAFE_FILTERS}
     env.filters.clear()
-    env.filters.update(safe, join=_bounded_join, replace=_bounded_replace)
+    env.filters.update({name: _weighing(f) for name, f in
+                        {**safe, "join": _bounded_join, "replace": _bounded_replace}.items()})
+    env.tests.update({name: _weighing(test) for name, test in env.tests.items()})
     return env
 
 
@@ -209,11 +290,13 @@ def render_string(compiled: CompiledString, context: Mapping[str, object]) -> st
         if compiled.bare is None:
             return compiled.source
         return str(_lookup(compiled, context))
-    token = _range_budget.set(MAX_RANGE_ITEMS)
+    token, work = _range_budget.set(MAX_RANGE_ITEMS), _work.set(WorkBudget())
     try:
         return _stream(compiled, context)
     except EngineError:
         raise
+    except BudgetExceeded as error:
+        raise SandboxError(f"unsafe template: {error}", value=compiled.source) from None
     except UndefinedError as error:
         raise _undefined(compiled, context, str(error)) from None
     except SecurityError as error:
@@ -224,6 +307,7 @@ def render_string(compiled: CompiledString, context: Mapping[str, object]) -> st
         raise SandboxError(f"template failed: {type(error).__name__}: {error}", value=compiled.source) from None
     finally:
         _range_budget.reset(token)
+        _work.reset(work)
 
 
 def _stream(compiled: CompiledString, context: Mapping[str, object]) -> str:

@@ -20,11 +20,10 @@ from dataclasses import dataclass, field, fields
 from functools import cached_property
 from typing import TYPE_CHECKING, Any
 
-import yaml
 from urllib3.util.retry import Retry
 
 from pools.kube.errors import KubeError, from_exception
-from pools.kube.kubeconfig import KubeconfigError, check_kubeconfig
+from pools.kube.kubeconfig import KubeconfigError, read_kubeconfig
 from portal.secrets import is_unreadable
 
 if TYPE_CHECKING:
@@ -89,9 +88,9 @@ def _from_kubeconfig(settings: ConnectionSettings) -> client.Configuration:
     from kubernetes.config import ConfigException, load_kube_config_from_dict
 
     try:
-        context = check_kubeconfig(settings.kubeconfig, settings.kube_context)
+        document, context = read_kubeconfig(settings.kubeconfig, settings.kube_context)
         config = client.Configuration()
-        load_kube_config_from_dict(yaml.safe_load(settings.kubeconfig), context=context,
+        load_kube_config_from_dict(document, context=context,
                                    client_configuration=config, persist_config=False)
     except KubeconfigError as error:
         raise KubeError(f"backend {settings.name}: {error}", field="kubeconfig") from None

@@ -7,21 +7,34 @@ binaries and cloud credentials. Use a service-account token (or client certifica
 
 from __future__ import annotations
 
-import yaml
+from portal.safe_yaml import SafeYAMLError, config_limits, load_yaml
 
 
 class KubeconfigError(ValueError):
     pass
 
 
+def parse_kubeconfig(text: str) -> object:
+    """The YAML within the config limits; the error names the line, never the content."""
+    try:
+        return load_yaml(text, config_limits(), "kubeconfig")
+    except SafeYAMLError as error:
+        raise KubeconfigError(f"kubeconfig is not valid YAML ({_without_values(error)})") from None
+
+
+def _without_values(error: SafeYAMLError) -> str:
+    """The reason, cut before any quoted content (a duplicate key's name is content too)."""
+    return error.reason.split("'", 1)[0].split('"', 1)[0].rstrip(" (")
+
+
 def check_kubeconfig(text: str, context: str = "") -> str:
     """Validate `text`; return the context that will be used. Never echoes the content in errors."""
-    try:
-        data = yaml.safe_load(text)
-    except yaml.YAMLError as error:
-        mark = getattr(error, "problem_mark", None)
-        where = f" at line {mark.line + 1}" if mark else ""
-        raise KubeconfigError(f"kubeconfig is not valid YAML{where}") from None
+    return read_kubeconfig(text, context)[1]
+
+
+def read_kubeconfig(text: str, context: str = "") -> tuple[dict, str]:
+    """(the parsed kubeconfig, the context that will be used), checked as `check_kubeconfig` does."""
+    data = parse_kubeconfig(text)
     if not isinstance(data, dict) or not isinstance(data.get("contexts"), list) or not data["contexts"]:
         raise KubeconfigError("kubeconfig must be a mapping with clusters, contexts and users")
     contexts = {c.get("name"): c.get("context") or {} for c in data["contexts"] if isinstance(c, dict)}
@@ -41,4 +54,4 @@ def check_kubeconfig(text: str, context: str = "") -> str:
         if isinstance(user, dict) and user.get(plugin):
             raise KubeconfigError(f"kubeconfig user uses an {plugin} plugin, which would run a program on the "
                                   "portal's host; use a service-account token or client certificates")
-    return chosen
+    return data, chosen

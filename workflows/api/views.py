@@ -21,18 +21,20 @@ from django.core.files.uploadedfile import UploadedFile
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions
-from rest_framework.parsers import BaseParser, FormParser, JSONParser, MultiPartParser
+from rest_framework.parsers import BaseParser, FormParser, MultiPartParser
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access.api.permissions import PolicyPermission
 from pools.api.serializers import ErrorSerializer
+from portal.api import SafeJSONParser
+from portal.safe_yaml import Limits, SafeYAMLError, spec_limits
 from workflows import lifecycle, queries
 from workflows.api import serializers as s
 from workflows.errors import InvalidSpec, PoolNotFound
 from workflows.services import SubmitRequest, submit
-from workflows.spec import SpecError
+from workflows.spec import SpecError, spec_path
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
 WORKFLOW_ID = OpenApiParameter("workflow_id", str, OpenApiParameter.PATH, description="e.g. train-resnet-7")
@@ -59,24 +61,30 @@ class _TextParser(BaseParser):
     """A spec sent as raw YAML (or JSON) text; request.data is then a str."""
 
     def parse(self, stream, media_type=None, parser_context=None):
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        limit = settings.WORKFLOW_SPEC_MAX_BYTES  # refused before reading on, let alone parsing
         raw = stream.read(limit + 1) if stream is not None else b""
-        if limit is not None and len(raw) > limit:
-            raise exceptions.ParseError(f"the spec is larger than {limit} bytes")
+        if len(raw) > limit:
+            raise InvalidSpec(f"the spec is larger than {limit} bytes", value=f"{limit + 1} or more")
         try:
             return raw.decode("utf-8")
         except UnicodeDecodeError:
             raise exceptions.ParseError("the spec is not UTF-8 text") from None
 
 
-class GuardedJSONParser(JSONParser):
-    """JSON whose nesting would exhaust the recursion limit is a parse error, not a crash."""
+class SpecJSONParser(SafeJSONParser):
+    """A JSON body within the spec limits (WORKFLOW_SPEC_*): `{"file": "<text>"}` or the document itself,
+    which then counts against WORKFLOW_SPEC_MAX_BYTES (text in `file` is measured when it is parsed)."""
 
-    def parse(self, stream, media_type=None, parser_context=None):
-        try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError:
-            raise exceptions.ParseError("the JSON body is nested too deeply") from None
+    def limits(self) -> Limits:
+        return spec_limits()
+
+    def refused(self, error: SafeYAMLError) -> Exception:
+        return InvalidSpec(error.reason, field=spec_path(error.field), value=error.value)
+
+    def check_size(self, document: object, size: int) -> None:
+        limit = settings.WORKFLOW_SPEC_MAX_BYTES
+        if not (isinstance(document, dict) and "file" in document) and size > limit:
+            raise InvalidSpec(f"the spec is larger than {limit} bytes", value=size)
 
 
 class YAMLParser(_TextParser):
@@ -138,7 +146,7 @@ def _query(serializer_class, request) -> dict:
 
 class SubmitView(APIView):
     permission_classes = [PolicyPermission]
-    parser_classes = [GuardedJSONParser, YAMLParser, LegacyYAMLParser, PlainTextParser, MultiPartParser, FormParser]
+    parser_classes = [SpecJSONParser, YAMLParser, LegacyYAMLParser, PlainTextParser, MultiPartParser, FormParser]
     policy_action = "workflow:Create"
 
     def initial(self, request, *args, **kwargs):
