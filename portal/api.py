@@ -5,25 +5,48 @@
 
 from __future__ import annotations
 
+from django.db import DataError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
-from rest_framework.views import exception_handler as drf_exception_handler
 
 from pools.engine.errors import EngineError
+from portal.api_guards import database_refusal
 from portal.errors import DomainError
+
+# The largest integer a PostgreSQL `integer` column (and a sane offset or revision number) holds: query
+# parameters are capped here so that a huge number is a 400 naming the field, not a database error.
+MAX_INT = 2_147_483_647
+
+
+class APIRefusal(exceptions.APIException):
+    """A DomainError dressed as DRF's own exception, for code that DRF calls and expects only its own
+    exceptions from: permission classes (the browsable API asks them whether to show a form, and would
+    answer a 500 to any other exception). The response is the DomainError's envelope."""
+
+    def __init__(self, error: DomainError) -> None:
+        super().__init__(error.reason, code=error.code)
+        self.status_code = error.status
+        self.error = error
 
 
 def exception_handler(exc, context):
+    if isinstance(exc, APIRefusal):
+        exc = exc.error
     if isinstance(exc, DomainError):
         return Response(exc.as_dict(), status=exc.status)
+    if isinstance(exc, DataError):  # a bound nobody checked before the database: the client's value, a 400
+        return Response(database_refusal(exc), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, EngineError):
         return Response({"code": "invalid", **exc.as_dict()}, status=status.HTTP_400_BAD_REQUEST)
+    # imported here: rest_framework.views loads the permission classes, which import this module
+    from rest_framework.views import exception_handler as drf_exception_handler
+
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
     if isinstance(exc, exceptions.ValidationError):
         field, reason = _first_error(exc.detail)
-        value = context["request"].data.get(field) if _has_mapping_data(context) and field else None
+        value = _submitted_value(context, field)
         response.data = {"code": "invalid", "field": field, "value": value, "reason": reason}
     else:
         detail = getattr(exc, "detail", str(exc))
@@ -45,9 +68,21 @@ def _first_error(detail, prefix: str = "") -> tuple[str, str]:
     return prefix, str(detail)
 
 
+def _submitted_value(context, field: str):
+    """The value the client sent for `field`: in the body, else in the query string (None if neither)."""
+    request = context.get("request")
+    if not field or request is None:
+        return None
+    if _has_mapping_data(context) and field in request.data:
+        value = request.data.get(field)
+        return value if isinstance(value, (str, int, float, bool, list, dict, type(None))) else type(value).__name__
+    return request.query_params.get(field)
+
+
 def _has_mapping_data(context) -> bool:
     request = context.get("request")
     try:
         return request is not None and hasattr(request.data, "get")
     except exceptions.ParseError:
         return False
+

@@ -43,6 +43,11 @@ class ConfigAPIView(APIView):
 
     permission_classes = [ConfigPermission]
 
+    def initial(self, request, *args, **kwargs):
+        if "config_type" in kwargs:  # an unknown type is a 400 listing the valid ones, before any policy question
+            _config_type(kwargs["config_type"])
+        super().initial(request, *args, **kwargs)
+
 
 class ConfigCollectionView(ConfigAPIView):
     @extend_schema(parameters=[TYPE_PARAM], responses={200: OpenApiTypes.OBJECT, **ERRORS},

@@ -21,17 +21,19 @@ from django.core.files.uploadedfile import UploadedFile
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions
-from rest_framework.parsers import BaseParser, FormParser, JSONParser, MultiPartParser
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from access import policy
 from access.api.permissions import PolicyPermission
 from pools.api.serializers import ErrorSerializer
+from portal.api import APIRefusal
+from portal.parsers import FormParser, JSONParser, MultiPartParser, TextParser
 from workflows import lifecycle, queries
 from workflows.api import serializers as s
 from workflows.errors import InvalidSpec, PoolNotFound
-from workflows.services import SubmitRequest, submit
+from workflows.services import CREATE, SubmitRequest, submit, unknown_pool_for
 from workflows.spec import SpecError
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
@@ -55,39 +57,16 @@ class SignedIn(BasePermission):
         raise exceptions.NotAuthenticated()
 
 
-class _TextParser(BaseParser):
-    """A spec sent as raw YAML (or JSON) text; request.data is then a str."""
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
-        raw = stream.read(limit + 1) if stream is not None else b""
-        if limit is not None and len(raw) > limit:
-            raise exceptions.ParseError(f"the spec is larger than {limit} bytes")
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise exceptions.ParseError("the spec is not UTF-8 text") from None
-
-
-class GuardedJSONParser(JSONParser):
-    """JSON whose nesting would exhaust the recursion limit is a parse error, not a crash."""
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError:
-            raise exceptions.ParseError("the JSON body is nested too deeply") from None
-
-
-class YAMLParser(_TextParser):
+class YAMLParser(TextParser):
     media_type = "application/yaml"
+    what = "the spec"
 
 
-class LegacyYAMLParser(_TextParser):
+class LegacyYAMLParser(YAMLParser):
     media_type = "application/x-yaml"
 
 
-class PlainTextParser(_TextParser):
+class PlainTextParser(YAMLParser):
     media_type = "text/*"
 
 
@@ -136,16 +115,21 @@ def _query(serializer_class, request) -> dict:
     return serializer.validated_data
 
 
-class SubmitView(APIView):
-    permission_classes = [PolicyPermission]
-    parser_classes = [GuardedJSONParser, YAMLParser, LegacyYAMLParser, PlainTextParser, MultiPartParser, FormParser]
-    policy_action = "workflow:Create"
+class SubmitPermission(PolicyPermission):
+    """`workflow:Create` on `pool/<pool>`; an unknown pool is a 404 for whoever may submit somewhere (who
+    may submit nowhere gets the policy's 403 and learns nothing about which pools exist)."""
 
-    def initial(self, request, *args, **kwargs):
-        pool = kwargs.get("pool", "")
-        if "\x00" in pool or any(ord(c) < 32 for c in pool):  # before the policy check (which audits refusals)
-            raise PoolNotFound(f"no pool named {pool!r}", field="pool", value=pool)
-        super().initial(request, *args, **kwargs)
+    def has_permission(self, request, view):
+        pool = view.kwargs.get("pool", "")
+        if not policy.decide(request, CREATE, f"pool/{pool}").allowed and unknown_pool_for(request, pool):
+            raise APIRefusal(PoolNotFound(f"no pool named {pool!r}", field="pool", value=pool))
+        return super().has_permission(request, view)
+
+
+class SubmitView(APIView):
+    permission_classes = [SubmitPermission]
+    parser_classes = [JSONParser, YAMLParser, LegacyYAMLParser, PlainTextParser, MultiPartParser, FormParser]
+    policy_action = CREATE
 
     def get_policy_resource(self, request) -> str:
         return f"pool/{self.kwargs.get('pool', '')}"
@@ -193,7 +177,8 @@ class WorkflowView(APIView):
 
     @extend_schema(operation_id="workflow_retrieve", summary="One workflow with its tasks", parameters=[WORKFLOW_ID],
                    responses={200: s.WorkflowDetailSerializer, **ERRORS},
-                   description="Yours, or in a pool where you hold `workflow:Read`.")
+                   description=("Yours, or in a pool where you hold `workflow:Read`; any other is a 404 "
+                                "`workflow_not_found`, exactly as an unknown id."))
     def get(self, request, workflow_id):
         workflow = queries.visible_workflow(request, workflow_id)
         workflow.task_rows = list(queries.tasks_of(workflow))
@@ -232,13 +217,15 @@ class WorkflowCancelView(APIView):
                    request=s.CancelSerializer,
                    responses={200: s.WorkflowDetailSerializer, **ERRORS,
                               409: OpenApiResponse(ErrorSerializer, description="workflow_finished")},
-                   description=("Its submitter, or `workflow:Cancel` on `pool/<pool>`. Unfinished tasks become "
+                   description=("Its submitter, or `workflow:Cancel` on `pool/<pool>` (a workflow you may not see is a 404, "
+                                "as an unknown one). Unfinished tasks become "
                                 "CANCELLED and their pods are deleted. A finished workflow answers 409 "
                                 "`workflow_finished` unless `force`."))
     def post(self, request, workflow_id):
         body = request.data if hasattr(request.data, "keys") else {}
         data = s.CancelSerializer(data={**request.query_params.dict(), **body})
         data.is_valid(raise_exception=True)
+        queries.visible_workflow(request, workflow_id)  # one you may not see is a 404, as an unknown one
         workflow = lifecycle.cancel(workflow_id, request, force=data.validated_data["force"],
                                     message=data.validated_data["message"])
         workflow.task_rows = list(queries.tasks_of(workflow))
