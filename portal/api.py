@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from django.core.exceptions import SuspiciousOperation
 from django.db import DataError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
@@ -69,20 +70,22 @@ def _first_error(detail, prefix: str = "") -> tuple[str, str]:
 
 
 def _submitted_value(context, field: str):
-    """The value the client sent for `field`: in the body, else in the query string (None if neither)."""
+    """The value the client sent for `field`: in the query string, else in the body (None if neither).
+    Reading the body may fail (it is parsed on first use, maybe only now): then there is no value."""
     request = context.get("request")
     if not field or request is None:
         return None
+    if field in request.query_params:
+        return request.query_params.get(field)
     if _has_mapping_data(context) and field in request.data:
         value = request.data.get(field)
         return value if isinstance(value, (str, int, float, bool, list, dict, type(None))) else type(value).__name__
-    return request.query_params.get(field)
+    return None
 
 
 def _has_mapping_data(context) -> bool:
     request = context.get("request")
     try:
         return request is not None and hasattr(request.data, "get")
-    except exceptions.ParseError:
+    except (exceptions.APIException, DomainError, SuspiciousOperation):
         return False
-

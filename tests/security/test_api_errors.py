@@ -124,6 +124,13 @@ def test_a_nul_in_a_body_is_a_400_naming_where(researcher, admin):
     assert config["field"] == "configs.spec.x"
 
 
+def test_a_bad_query_with_a_bad_body_names_the_query_field(researcher):
+    """Found by the fuzzer: the error handler looked for the field's value in the unread body, whose NUL
+    refusal then escaped as a 500."""
+    body = envelope(researcher.post(f"{SUBMIT}?dry_run=maybe", {"file": "\x00"}, format="json"), 400)
+    assert body["field"] == "dry_run" and body["value"] == "maybe"
+
+
 def test_a_nul_in_a_bearer_token_is_a_401():
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION="Bearer pp_a\x00b")
