@@ -5,30 +5,49 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
-from django.conf import settings
+from django.core.exceptions import SuspiciousOperation
+from django.db import DataError
 from rest_framework import exceptions, status
-from rest_framework.parsers import JSONParser
 from rest_framework.response import Response
-from rest_framework.views import exception_handler as drf_exception_handler
 
 from pools.engine.errors import EngineError
+from portal.api_guards import database_refusal
 from portal.errors import DomainError
-from portal.safe_yaml import Limits, SafeYAMLError, config_limits, load_json
+
+# The largest integer a PostgreSQL `integer` column (and a sane offset or revision number) holds: query
+# parameters are capped here so that a huge number is a 400 naming the field, not a database error.
+MAX_INT = 2_147_483_647
+
+
+class APIRefusal(exceptions.APIException):
+    """A DomainError dressed as DRF's own exception, for code that DRF calls and expects only its own
+    exceptions from: permission classes (the browsable API asks them whether to show a form, and would
+    answer a 500 to any other exception). The response is the DomainError's envelope."""
+
+    def __init__(self, error: DomainError) -> None:
+        super().__init__(error.reason, code=error.code)
+        self.status_code = error.status
+        self.error = error
 
 
 def exception_handler(exc, context):
+    if isinstance(exc, APIRefusal):
+        exc = exc.error
     if isinstance(exc, DomainError):
         return Response(exc.as_dict(), status=exc.status)
+    if isinstance(exc, DataError):  # a bound nobody checked before the database: the client's value, a 400
+        return Response(database_refusal(exc), status=status.HTTP_400_BAD_REQUEST)
     if isinstance(exc, EngineError):
         return Response({"code": "invalid", **exc.as_dict()}, status=status.HTTP_400_BAD_REQUEST)
+    # imported here: rest_framework.views loads the permission classes, which import this module
+    from rest_framework.views import exception_handler as drf_exception_handler
+
     response = drf_exception_handler(exc, context)
     if response is None:
         return None
     if isinstance(exc, exceptions.ValidationError):
         field, reason = _first_error(exc.detail)
-        value = context["request"].data.get(field) if _has_mapping_data(context) and field else None
+        value = _submitted_value(context, field)
         response.data = {"code": "invalid", "field": field, "value": value, "reason": reason}
     else:
         detail = getattr(exc, "detail", str(exc))
@@ -50,41 +69,23 @@ def _first_error(detail, prefix: str = "") -> tuple[str, str]:
     return prefix, str(detail)
 
 
+def _submitted_value(context, field: str):
+    """The value the client sent for `field`: in the query string, else in the body (None if neither).
+    Reading the body may fail (it is parsed on first use, maybe only now): then there is no value."""
+    request = context.get("request")
+    if not field or request is None:
+        return None
+    if field in request.query_params:
+        return request.query_params.get(field)
+    if _has_mapping_data(context) and field in request.data:
+        value = request.data.get(field)
+        return value if isinstance(value, (str, int, float, bool, list, dict, type(None))) else type(value).__name__
+    return None
+
+
 def _has_mapping_data(context) -> bool:
     request = context.get("request")
     try:
         return request is not None and hasattr(request.data, "get")
-    except exceptions.ParseError:
+    except (exceptions.APIException, DomainError, SuspiciousOperation):
         return False
-
-
-class SafeJSONParser(JSONParser):
-    """JSON bodies read by `portal.safe_yaml.load_json` within `limits()` (the request size is Django's
-    DATA_UPLOAD_MAX_MEMORY_SIZE): duplicate keys, NaN/Infinity, integers over 4300 digits and nesting beyond
-    the limit are a 400 `parse_error` naming the problem, never a 500."""
-
-    def limits(self) -> Limits:
-        return config_limits()
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        size_limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 2_621_440
-        raw = stream.read(size_limit + 1) if stream is not None else b""
-        if len(raw) > size_limit:
-            raise exceptions.ParseError(f"the request body is larger than {size_limit} bytes")
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise exceptions.ParseError("the request body is not UTF-8 text") from None
-        try:
-            document = load_json(text, replace(self.limits(), max_bytes=size_limit), "request body")
-        except SafeYAMLError as error:
-            raise exceptions.ParseError(error.reason) if error.syntax else self.refused(error) from None
-        self.check_size(document, len(raw))
-        return document
-
-    def refused(self, error: SafeYAMLError) -> Exception:
-        """Hook: what a well-formed body beyond a limit raises (a duplicate key, NaN, too deep)."""
-        return exceptions.ParseError(error.reason)
-
-    def check_size(self, document: object, size: int) -> None:
-        """Hook: limits that depend on what the body holds."""

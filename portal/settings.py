@@ -56,6 +56,7 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    "portal.api_guards.APIGuardMiddleware",  # first: every error under /api/ leaves as the JSON envelope
     "django.middleware.security.SecurityMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
@@ -175,10 +176,11 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["access.api.permissions.PolicyPermission"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
     "EXCEPTION_HANDLER": "portal.api.exception_handler",
-    # JSON through portal.safe_yaml: duplicate keys, NaN and huge integers refused, CONFIG_DOCUMENT_* limits.
-    "DEFAULT_PARSER_CLASSES": ["portal.api.SafeJSONParser", "rest_framework.parsers.FormParser",
-                               "rest_framework.parsers.MultiPartParser"],
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
+    # DRF's parsers, refusing NUL anywhere in a body (PostgreSQL cannot store it) with a 400; JSON read
+    # through portal.safe_yaml: duplicate keys, NaN and huge integers refused, CONFIG_DOCUMENT_* limits.
+    "DEFAULT_PARSER_CLASSES": ["portal.parsers.JSONParser", "portal.parsers.FormParser",
+                               "portal.parsers.MultiPartParser"],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Pool Portal API",
@@ -218,7 +220,9 @@ UNFOLD = {
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    # a 4xx is the client's mistake: one line, no traceback (portal.log_filters.ClientErrorsOnOneLine)
+    "filters": {"client_errors_one_line": {"()": "portal.log_filters.ClientErrorsOnOneLine"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["client_errors_one_line"]}},
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # axes: failures and lockouts (WARNING) are kept, one INFO line per successful sign-in is not.
     "loggers": {"django.db.backends": {"level": "INFO"}, "axes": {"level": "WARNING"}},

@@ -493,12 +493,17 @@ def _stop(workflow_pk: int, rows: list[dict], reason: str) -> None:
 # ------------------------------------------------------------------------------------------ cancel
 
 
+def missing(workflow_id: str) -> WorkflowNotFound:
+    """The answer for an unknown workflow, and for one the asker may not see (workflows.queries)."""
+    return WorkflowNotFound(f"no workflow {workflow_id!r}", field="workflow_id", value=workflow_id)
+
+
 def get_workflow(workflow_id: str) -> Workflow:
     if not workflow_id or "\x00" in workflow_id:  # no id has one (PostgreSQL refuses NUL in text)
-        raise WorkflowNotFound(f"no workflow {workflow_id!r}", field="workflow_id", value=workflow_id)
+        raise missing(workflow_id)
     workflow = Workflow.objects.select_related("pool", "submitted_by").filter(workflow_id=workflow_id).first()
     if workflow is None:
-        raise WorkflowNotFound(f"no workflow {workflow_id!r}", field="workflow_id", value=workflow_id)
+        raise missing(workflow_id)
     return workflow
 
 

@@ -18,8 +18,7 @@ from django.db.models import Count, Q, QuerySet
 
 from access import policy
 from access.services import audit
-from portal.errors import PermissionDenied
-from workflows.lifecycle import get_workflow
+from workflows.lifecycle import get_workflow, missing
 from workflows.models import Task, TaskEvent, Workflow
 
 LIST, READ = "workflow:List", "workflow:Read"
@@ -78,7 +77,7 @@ def list_workflows(who, query: WorkflowQuery) -> WorkflowPage:
 
 
 def visible_workflow(who, workflow_id: str) -> Workflow:
-    """The workflow, if `who` submitted it or may `workflow:Read` its pool; else 404 / 403."""
+    """The workflow, if `who` submitted it or may `workflow:Read` its pool; else 404 (see check_readable)."""
     workflow = get_workflow(workflow_id)
     if who is not None:
         check_readable(workflow, who, source="api")
@@ -87,8 +86,9 @@ def visible_workflow(who, workflow_id: str) -> Workflow:
 
 def check_readable(workflow: Workflow, who, *, source: str = "") -> None:
     """The one rule for seeing a workflow (API, CLI and pages): its submitter, or `workflow:Read` on its pool.
-    PermissionDenied (403) saying why not: the workflow exists, and the API has always said so. A refused
-    request (`who` a request, `source` its door) is audited, as every policy refusal is."""
+    Anyone else gets exactly the answer for a workflow that does not exist (404 `workflow_not_found`, the
+    same reason): ids are guessable (`<name>-<n>`), and a 403 would confirm that another team runs one.
+    The refusal, with its real reason, goes to the audit log when `who` is a request (`source` its door)."""
     principal = policy.principal(who)
     if principal.user.is_authenticated and principal.user.pk == workflow.submitted_by_id:
         return
@@ -96,8 +96,7 @@ def check_readable(workflow: Workflow, who, *, source: str = "") -> None:
     if not decision.allowed:
         if source and hasattr(who, "META"):
             audit.denied(who, principal, READ, f"workflow/{workflow.workflow_id}", source, decision.because)
-        raise PermissionDenied(f"{principal.name} may not read workflow {workflow.workflow_id}: not its submitter, "
-                               f"and {'; '.join(decision.because)}", field="workflow_id", value=workflow.workflow_id)
+        raise missing(workflow.workflow_id)
 
 
 def tasks_of(workflow: Workflow) -> QuerySet[Task]:

@@ -186,6 +186,12 @@ def _load_pool(name: str) -> Pool | None:
     return pool
 
 
+def unknown_pool_for(who, name: str) -> bool:
+    """Whether `who` is told that pool `name` does not exist: it does not, and `who` may submit to some
+    pool (someone who may submit nowhere is refused by the policy instead, learning nothing)."""
+    return ("\x00" in name or not Pool.objects.filter(name=name).exists()) and policy.pools_for(who, CREATE).exists()
+
+
 def _authorized_pool(name: str, who) -> Pool:
     pool = _load_pool(name)
     if pool is None:

@@ -53,6 +53,8 @@ class BearerTokenAuthentication(BaseAuthentication):
             secret = parts[1].decode()
         except UnicodeDecodeError:
             raise exceptions.AuthenticationFailed("the token contains invalid characters") from None
+        if not secret.isprintable():  # NUL or control characters: no token has them (nor may a query)
+            raise exceptions.AuthenticationFailed("the token contains invalid characters")
         for verifier in VERIFIERS:
             result = verifier(secret)
             if result is not None:

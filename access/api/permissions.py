@@ -19,6 +19,7 @@ from rest_framework.permissions import SAFE_METHODS, BasePermission
 
 from access import policy
 from access.services import audit
+from portal.api import APIRefusal
 from portal.errors import PermissionDenied
 
 
@@ -43,8 +44,8 @@ class PolicyPermission(BasePermission):
         audit.denied(request, who, action, resource, "api", decision.because)
         if not request.user.is_authenticated:
             raise exceptions.NotAuthenticated()
-        raise PermissionDenied(f"{who.name} may not {action} on {resource or '(global)'}: "
-                               f"{'; '.join(decision.because)}", field="resource", value=resource)
+        raise APIRefusal(PermissionDenied(f"{who.name} may not {action} on {resource or '(global)'}: "
+                                          f"{'; '.join(decision.because)}", field="resource", value=resource))
 
 
 class ConfigPermission(PolicyPermission):

@@ -14,6 +14,7 @@ from pools.errors import ConfigError
 from pools.models import ConfigType
 from pools.services import configs, pool_listing, revisions
 from pools.services.revisions import Actor
+from portal.api import APIRefusal
 
 ERRORS = {400: s.ErrorSerializer, 403: s.ErrorSerializer, 404: s.ErrorSerializer, 409: s.ErrorSerializer}
 TYPE_PARAM = OpenApiParameter("config_type", str, OpenApiParameter.PATH,
@@ -42,6 +43,14 @@ class ConfigAPIView(APIView):
     """Config endpoints: `config:Read` / `config:Update` on `config/<type>`, decided by access.policy."""
 
     permission_classes = [ConfigPermission]
+
+    def check_permissions(self, request):
+        if "config_type" in self.kwargs:  # an unknown type is a 400 listing the valid ones, before the policy
+            try:
+                _config_type(self.kwargs["config_type"])
+            except ConfigError as error:
+                raise APIRefusal(error) from None  # DRF's kind: the browsable API renders it too
+        super().check_permissions(request)
 
 
 class ConfigCollectionView(ConfigAPIView):

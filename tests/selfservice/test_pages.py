@@ -285,11 +285,13 @@ def test_my_workflows_lists_only_my_own(demo_world, submitted):
 
 
 def test_others_cannot_see_or_cancel_a_workflow(demo_world, submitted):
-    """As the API: 403 with the reason for a workflow one may not read (audited), 404 for an unknown one."""
+    """As the API: a workflow one may not read answers exactly as an unknown one (404, no existence leak);
+    the refusal is audited with its real reason."""
     client = demo_world.client(demo_world.nobody)
     page = client.get(f"/workflows/{submitted.workflow_id}/")
-    assert page.status_code == 403 and b"not its submitter" in page.content
-    assert client.post(f"/workflows/{submitted.workflow_id}/cancel/").status_code == 403
+    assert page.status_code == 404 and b"not its submitter" not in page.content
+    assert page.context["error"].reason == f"no workflow {submitted.workflow_id!r}"
+    assert client.post(f"/workflows/{submitted.workflow_id}/cancel/").status_code == 404
     submitted.refresh_from_db()
     assert submitted.status == WorkflowStatus.PENDING
     refusals = AuditEvent.objects.filter(action="access.denied", target=f"workflow:Read on workflow/{submitted.workflow_id}")
@@ -297,7 +299,8 @@ def test_others_cannot_see_or_cancel_a_workflow(demo_world, submitted):
     api = APIClient()
     api.force_authenticate(demo_world.nobody)
     response = api.get(f"/api/workflow/{submitted.workflow_id}")
-    assert response.status_code == 403 and response.json()["reason"] == page.context["error"].reason
+    assert response.status_code == 404 and response.json()["reason"] == page.context["error"].reason
+    assert all(event.detail["because"] for event in refusals)  # the audit keeps the real reason
     assert client.get("/workflows/no-such-1/").status_code == 404
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from portal.api import MAX_INT
 from workflows.models import Priority, TaskStatus, WorkflowStatus
 
 # Named in SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]: two `status` fields, two schema enums.
@@ -75,7 +76,7 @@ class ListQuerySerializer(serializers.Serializer):
     name = serializers.CharField(required=False, allow_blank=True, help_text="Part of the workflow name.")
     submitted_after = serializers.DateTimeField(required=False)
     submitted_before = serializers.DateTimeField(required=False)
-    offset = serializers.IntegerField(min_value=0, default=0)
+    offset = serializers.IntegerField(min_value=0, max_value=MAX_INT, default=0)
     limit = serializers.IntegerField(min_value=1, max_value=1000, default=20)
     order = serializers.ChoiceField(choices=["asc", "desc"], default="desc")
 

@@ -3,7 +3,7 @@ from django.urls import path
 from workflows.api import views
 
 urlpatterns = [
-    path("pool/<str:pool>/workflow", views.SubmitView.as_view(), name="workflow-submit"),
+    path("pool/<path:pool>/workflow", views.SubmitView.as_view(), name="workflow-submit"),
     path("workflow", views.WorkflowListView.as_view(), name="workflow-list"),
     path("workflow/<str:workflow_id>", views.WorkflowView.as_view(), name="workflow-detail"),
     path("workflow/<str:workflow_id>/spec", views.WorkflowSpecView.as_view(), name="workflow-spec"),

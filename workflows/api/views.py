@@ -21,19 +21,20 @@ from django.core.files.uploadedfile import UploadedFile
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions
-from rest_framework.parsers import BaseParser, FormParser, MultiPartParser
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from access import policy
 from access.api.permissions import PolicyPermission
 from pools.api.serializers import ErrorSerializer
-from portal.api import SafeJSONParser
+from portal.api import APIRefusal
+from portal.parsers import FormParser, JSONParser, MultiPartParser, TextParser
 from portal.safe_yaml import Limits, SafeYAMLError, spec_limits
 from workflows import lifecycle, queries
 from workflows.api import serializers as s
 from workflows.errors import InvalidSpec, PoolNotFound
-from workflows.services import SubmitRequest, submit
+from workflows.services import CREATE, SubmitRequest, submit, unknown_pool_for
 from workflows.spec import SpecError, spec_path
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
@@ -57,21 +58,7 @@ class SignedIn(BasePermission):
         raise exceptions.NotAuthenticated()
 
 
-class _TextParser(BaseParser):
-    """A spec sent as raw YAML (or JSON) text; request.data is then a str."""
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        limit = settings.WORKFLOW_SPEC_MAX_BYTES  # refused before reading on, let alone parsing
-        raw = stream.read(limit + 1) if stream is not None else b""
-        if len(raw) > limit:
-            raise InvalidSpec(f"the spec is larger than {limit} bytes", value=f"{limit + 1} or more")
-        try:
-            return raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise exceptions.ParseError("the spec is not UTF-8 text") from None
-
-
-class SpecJSONParser(SafeJSONParser):
+class SpecJSONParser(JSONParser):
     """A JSON body within the spec limits (WORKFLOW_SPEC_*): `{"file": "<text>"}` or the document itself,
     which then counts against WORKFLOW_SPEC_MAX_BYTES (text in `file` is measured when it is parsed)."""
 
@@ -87,15 +74,22 @@ class SpecJSONParser(SafeJSONParser):
             raise InvalidSpec(f"the spec is larger than {limit} bytes", value=size)
 
 
-class YAMLParser(_TextParser):
+class YAMLParser(TextParser):
     media_type = "application/yaml"
+    what = "the spec"
+
+    def size_limit(self) -> int:
+        return settings.WORKFLOW_SPEC_MAX_BYTES
+
+    def too_large(self, limit: int) -> Exception:
+        return InvalidSpec(f"the spec is larger than {limit} bytes", value=f"{limit + 1} or more")
 
 
-class LegacyYAMLParser(_TextParser):
+class LegacyYAMLParser(YAMLParser):
     media_type = "application/x-yaml"
 
 
-class PlainTextParser(_TextParser):
+class PlainTextParser(YAMLParser):
     media_type = "text/*"
 
 
@@ -144,16 +138,21 @@ def _query(serializer_class, request) -> dict:
     return serializer.validated_data
 
 
-class SubmitView(APIView):
-    permission_classes = [PolicyPermission]
-    parser_classes = [SpecJSONParser, YAMLParser, LegacyYAMLParser, PlainTextParser, MultiPartParser, FormParser]
-    policy_action = "workflow:Create"
+class SubmitPermission(PolicyPermission):
+    """`workflow:Create` on `pool/<pool>`; an unknown pool is a 404 for whoever may submit somewhere (who
+    may submit nowhere gets the policy's 403 and learns nothing about which pools exist)."""
 
-    def initial(self, request, *args, **kwargs):
-        pool = kwargs.get("pool", "")
-        if "\x00" in pool or any(ord(c) < 32 for c in pool):  # before the policy check (which audits refusals)
-            raise PoolNotFound(f"no pool named {pool!r}", field="pool", value=pool)
-        super().initial(request, *args, **kwargs)
+    def has_permission(self, request, view):
+        pool = view.kwargs.get("pool", "")
+        if not policy.decide(request, CREATE, f"pool/{pool}").allowed and unknown_pool_for(request, pool):
+            raise APIRefusal(PoolNotFound(f"no pool named {pool!r}", field="pool", value=pool))
+        return super().has_permission(request, view)
+
+
+class SubmitView(APIView):
+    permission_classes = [SubmitPermission]
+    parser_classes = [SpecJSONParser, YAMLParser, LegacyYAMLParser, PlainTextParser, MultiPartParser, FormParser]
+    policy_action = CREATE
 
     def get_policy_resource(self, request) -> str:
         return f"pool/{self.kwargs.get('pool', '')}"
@@ -201,7 +200,8 @@ class WorkflowView(APIView):
 
     @extend_schema(operation_id="workflow_retrieve", summary="One workflow with its tasks", parameters=[WORKFLOW_ID],
                    responses={200: s.WorkflowDetailSerializer, **ERRORS},
-                   description="Yours, or in a pool where you hold `workflow:Read`.")
+                   description=("Yours, or in a pool where you hold `workflow:Read`; any other is a 404 "
+                                "`workflow_not_found`, exactly as an unknown id."))
     def get(self, request, workflow_id):
         workflow = queries.visible_workflow(request, workflow_id)
         workflow.task_rows = list(queries.tasks_of(workflow))
@@ -240,13 +240,15 @@ class WorkflowCancelView(APIView):
                    request=s.CancelSerializer,
                    responses={200: s.WorkflowDetailSerializer, **ERRORS,
                               409: OpenApiResponse(ErrorSerializer, description="workflow_finished")},
-                   description=("Its submitter, or `workflow:Cancel` on `pool/<pool>`. Unfinished tasks become "
+                   description=("Its submitter, or `workflow:Cancel` on `pool/<pool>` (a workflow you may not see is a 404, "
+                                "as an unknown one). Unfinished tasks become "
                                 "CANCELLED and their pods are deleted. A finished workflow answers 409 "
                                 "`workflow_finished` unless `force`."))
     def post(self, request, workflow_id):
         body = request.data if hasattr(request.data, "keys") else {}
         data = s.CancelSerializer(data={**request.query_params.dict(), **body})
         data.is_valid(raise_exception=True)
+        queries.visible_workflow(request, workflow_id)  # one you may not see is a 404, as an unknown one
         workflow = lifecycle.cancel(workflow_id, request, force=data.validated_data["force"],
                                     message=data.validated_data["message"])
         workflow.task_rows = list(queries.tasks_of(workflow))
