@@ -162,8 +162,11 @@ class Kubelet:
     @staticmethod
     def _set_condition(status: dict, ctype: str, value: str, reason: str | None = None,
                        message: str | None = None) -> list[dict]:
+        """Set one condition; like the kubelet, keep its lastTransitionTime unless its status changes."""
+        current = next((c for c in status.get("conditions") or () if c.get("type") == ctype), None)
+        since = current.get("lastTransitionTime") if current and current.get("status") == value else None
         cond: dict[str, Any] = {"type": ctype, "status": value, "lastProbeTime": None,
-                                "lastTransitionTime": now_rfc3339()}
+                                "lastTransitionTime": since or now_rfc3339()}
         if reason:
             cond["reason"] = reason
         if message:

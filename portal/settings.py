@@ -89,6 +89,9 @@ DATABASES = {
     "default": dj_database_url.parse(
         env_str("DATABASE_URL", f"sqlite:///{VAR_DIR / 'db.sqlite3'}"),
         conn_max_age=env_int("DATABASE_CONN_MAX_AGE", 0),
+        # Check a reused connection before its first query of a request (or of a watcher's batch): a
+        # connection the server dropped is replaced instead of failing the work.
+        conn_health_checks=env_bool("DATABASE_CONN_HEALTH_CHECKS", True),
     )
 }
 if env_str("TEST_DATABASE_NAME"):

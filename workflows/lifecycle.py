@@ -79,8 +79,18 @@ def container_of(task: Task) -> str:
 # ------------------------------------------------------------------------------------------ helpers
 
 
-def _event(task: Task, kind: str, message: str = "") -> None:
-    TaskEvent.objects.create(task=task, kind=kind, message=message[:4000])
+def _event(task: Task, kind: str, message: str = "", at=None) -> None:
+    """Record what happened to `task`; `at`: when it happened (the cluster's time), else now (the portal's act)."""
+    TaskEvent.objects.create(task=task, kind=kind, message=message[:4000], at=at or timezone.now())
+
+
+def _happened(task: Task, cluster_time):
+    """When the cluster says something happened to `task`'s pod, but never before the task was submitted: the
+    API's times have whole seconds (and a cluster's clock may lag ours), and a pod cannot act before its task
+    exists. Events of the same second then keep the order in which they happened (`TaskEvent` id)."""
+    if cluster_time is None:
+        return None
+    return max(cluster_time, task.created_at) if task.created_at else cluster_time
 
 
 _TASK_FIELDS = ("status", "pod_name", "pod", "retry_id", "node", "pod_uid", "exit_code", "error", "pod_created_at",
@@ -227,7 +237,7 @@ def _record_created(task: Task, outcome: pods.Created) -> bool:
             return False  # another worker recorded it first
         where = f"{task.namespace}/{task.pod_name}"
         _event(task, "CREATED", f"pod {where} created" if outcome.created else
-               f"pod {where} already existed (created by an earlier attempt): adopted")
+               f"pod {where} already existed (created by an earlier attempt): adopted", at=_happened(task, state.created_at))
     if outcome.created:
         return True
     observe(task, outcome.pod)  # an adopted pod may have moved on already
@@ -277,7 +287,8 @@ def observe(task: Task, raw: dict | None, *, deleted: bool = False) -> bool:
         if task.status == PENDING:  # the pod exists, its creation was never recorded (a worker died after the POST)
             if not _transition(task, (PENDING,), status=WAITING, pod_uid=state.uid, pod_created_at=now):
                 return False
-            _event(task, "CREATED", f"pod {task.namespace}/{task.pod_name} found in the cluster: adopted")
+            _event(task, "CREATED", f"pod {task.namespace}/{task.pod_name} found in the cluster: adopted",
+                   at=_happened(task, state.created_at))
             changed = True
         if state.uid and not task.pod_uid:
             Task.objects.filter(pk=task.pk, pod_name=task.pod_name, pod_uid="").update(pod_uid=state.uid)
@@ -285,18 +296,22 @@ def observe(task: Task, raw: dict | None, *, deleted: bool = False) -> bool:
         if state.node and not task.node:
             clear = {"error": ""} if task.status == WAITING else {}
             if _transition(task, ACTIVE, Q(node=""), node=state.node, **clear):
-                _event(task, "SCHEDULED", f"scheduled on node {state.node}")
+                _event(task, "SCHEDULED", f"scheduled on node {state.node}", at=_happened(task, state.scheduled_at or state.started_at))
                 changed = True
         if task.status == WAITING and not state.terminal:
             # why it is not running yet: not scheduled (PodScheduled=False), or its container waits (image pull)
             reason = (state.unschedulable if not state.node else state.waiting)[:4000]
+            # PodScheduled=False dates the first reason; a changed reason (no transition) or a container
+            # waiting (no time in the API) is dated when the portal sees it
+            since = _happened(task, state.unschedulable_since) if not state.node and not task.error else None
             if reason and reason != task.error and _transition(task, (WAITING,), ~Q(error=reason), error=reason):
-                _event(task, "UNSCHEDULABLE" if not state.node else "WAITING", reason)
+                _event(task, "UNSCHEDULABLE" if not state.node else "WAITING", reason, at=since)
                 changed = True
         started = state.running or (state.terminal and state.started_at)
         if task.status == WAITING and started and _transition(task, (WAITING,), status=RUNNING,
-                                                              started_at=state.started_at or now, error=""):
-            _event(task, "RUNNING", f"running on node {task.node or state.node}")
+                                                              started_at=_happened(task, state.started_at) or now,
+                                                              error=""):
+            _event(task, "RUNNING", f"running on node {task.node or state.node}", at=task.started_at)
             changed = True
         if state.terminal:
             changed = _finish(task, state) or changed
@@ -321,22 +336,22 @@ def _finish(task: Task, state: pods.PodState) -> bool:
     limit = settings.WORKFLOW_MAX_RETRIES_PER_TASK
     if action == RESCHEDULE:
         if task.retry_id < limit:
-            return _reschedule(task, f"{describe}; {source}: RESCHEDULE")
+            return _reschedule(task, f"{describe}; {source}: RESCHEDULE", at=_happened(task, state.finished_at))
         action, source = FAIL, f"{source}: RESCHEDULE, but all {limit} retries are used"
     status = TaskStatus.COMPLETED if action == COMPLETE else TaskStatus.FAILED
-    values = {"status": status, "exit_code": code, "finished_at": state.finished_at or timezone.now(),
+    values = {"status": status, "exit_code": code, "finished_at": _happened(task, state.finished_at) or timezone.now(),
               "error": "" if status == TaskStatus.COMPLETED else f"{describe} ({source}: {action})"}
     if not task.started_at and state.started_at:
-        values["started_at"] = state.started_at
+        values["started_at"] = _happened(task, state.started_at)
     if not task.node and state.node:
         values["node"] = state.node
     if not _transition(task, ACTIVE, **values):
         return False
-    _event(task, "EXITED", f"{describe}: {status} ({source}: {action})")
+    _event(task, "EXITED", f"{describe}: {status} ({source}: {action})", at=task.finished_at)
     return True
 
 
-def _reschedule(task: Task, why: str) -> bool:
+def _reschedule(task: Task, why: str, at=None) -> bool:
     old_name, retry = task.pod_name, task.retry_id + 1
     new_name = pod_name(task.workflow.workflow_id, task.name, retry)
     pod, note = _retry_pod(task, retry, new_name)
@@ -344,7 +359,7 @@ def _reschedule(task: Task, why: str) -> bool:
                        pod_uid="", exit_code=None, started_at=None, finished_at=None, pod_created_at=None, error=""):
         return False
     _event(task, "RESCHEDULED", f"{why}: retry {retry} of {settings.WORKFLOW_MAX_RETRIES_PER_TASK} as pod "
-                                f"{new_name}{note}")
+                                f"{new_name}{note}", at=at)
     _delete_later(_backend_id(task), [(task.namespace, old_name)], "rescheduled")
     _create_later(task.workflow_id)
     return True

@@ -11,6 +11,7 @@ import uuid
 
 from django.conf import settings
 from django.db import models
+from django.utils import timezone
 
 
 class WorkflowStatus(models.TextChoices):
@@ -130,10 +131,16 @@ class Task(models.Model):
 
 
 class TaskEvent(models.Model):
-    """What happened to a task, for the user: created, scheduled, started, exited, timeouts, retries."""
+    """What happened to a task, for the user: created, scheduled, started, exited, timeouts, retries.
+
+    `at` is when it happened: for what the cluster reports, the cluster's own time (the pod's creation, its
+    PodScheduled transition, the container's startedAt and finishedAt), however late the portal learns it;
+    for the portal's own acts (submit, cancel, timeouts) the portal's time. `recorded_at` is when the
+    portal wrote the row."""
 
     task = models.ForeignKey(Task, on_delete=models.CASCADE, related_name="events")
-    at = models.DateTimeField(auto_now_add=True, db_index=True)
+    at = models.DateTimeField(default=timezone.now, db_index=True)
+    recorded_at = models.DateTimeField(default=timezone.now)
     kind = models.CharField(max_length=32)
     message = models.TextField(blank=True, default="")
 

@@ -94,7 +94,7 @@ def submit(request: SubmitRequest) -> SubmitResult:
             priority=priority, spec=document, labels=spec.labels, warnings=warnings + _plan_warnings(plan),
             exec_timeout_seconds=_seconds(exec_timeout), queue_timeout_seconds=_seconds(queue_timeout))])
         tasks = _INSERT_TASKS.insert([_task_row(workflow, spec, p, pool) for p in plan])
-        _INSERT_EVENTS.insert([TaskEvent(task=t, kind="SUBMITTED", message=f"submitted by {who.name}")
+        _INSERT_EVENTS.insert([TaskEvent(task=t, kind="SUBMITTED", message=f"submitted by {who.name}", at=t.created_at)
                                for t in tasks])
         from workflows import tasks as jobs  # the Celery module imports this one
 

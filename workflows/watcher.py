@@ -26,7 +26,7 @@ from pools.kube.connection import KubeClient, connect
 from pools.kube.errors import KubeError
 from pools.kube.inventory import WatchStream
 from pools.services import inventory
-from pools.services.event_drain import BACKOFF_MAX, EventDrain
+from pools.services.event_drain import BACKOFF_MAX, DATABASE_ERRORS, EventDrain
 from workflows import lifecycle, reconcile, timeouts
 
 log = logging.getLogger(__name__)
@@ -116,6 +116,8 @@ class WorkflowWatcher(EventDrain):
         for name, job in (("timeouts", timeouts.enforce), ("reaper", reconcile.reap_all)):
             try:
                 reconcile.run_locked(name, job)
+            except DATABASE_ERRORS:
+                raise  # EventDrain reconnects and logs the fault once
             except Exception:  # noqa: BLE001
                 log.exception("watch_workflows: periodic %s failed", name)
 

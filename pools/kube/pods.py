@@ -209,6 +209,8 @@ class PodState:
     created_at: datetime | None = None
     deleting: bool = False
     unschedulable: str = ""  # "Unschedulable: 0/25 nodes are available: ..." while PodScheduled is False
+    unschedulable_since: datetime | None = None  # PodScheduled=False's lastTransitionTime
+    scheduled_at: datetime | None = None  # PodScheduled=True's lastTransitionTime (the binding)
     waiting: str = ""  # the user container's waiting reason, e.g. "ErrImagePull: ..."
     started_at: datetime | None = None
     finished_at: datetime | None = None
@@ -233,11 +235,16 @@ def pod_state(raw: dict, container: str | None = None) -> PodState:
                      phase=str(status.get("phase") or "Pending"), node=str(spec.get("nodeName") or ""),
                      created_at=parse_time(metadata.get("creationTimestamp")),
                      deleting=bool(metadata.get("deletionTimestamp")))
-    for condition in status.get("conditions") or ():
-        if isinstance(condition, dict) and condition.get("type") == "PodScheduled" and \
-                condition.get("status") == "False":
+    conditions = [c for c in status.get("conditions") or () if isinstance(c, dict)]
+    for condition in conditions:
+        if condition.get("type") != "PodScheduled":
+            continue
+        if condition.get("status") == "False":
             reason, message = condition.get("reason") or "Unschedulable", condition.get("message") or ""
             state.unschedulable = f"{reason}: {message}" if message else reason
+            state.unschedulable_since = parse_time(condition.get("lastTransitionTime"))
+        elif condition.get("status") == "True":
+            state.scheduled_at = parse_time(condition.get("lastTransitionTime"))
     user = _user_container(status.get("containerStatuses") or (), container)
     states = (user or {}).get("state") or {}
     running, terminated, waiting = states.get("running"), states.get("terminated"), states.get("waiting")
@@ -254,6 +261,9 @@ def pod_state(raw: dict, container: str | None = None) -> PodState:
         state.message = str(terminated.get("message") or "")
     if state.terminal and not state.reason:
         state.reason, state.message = str(status.get("reason") or ""), str(status.get("message") or "")
+    if state.terminal and state.finished_at is None:  # no container ended (evicted, say): its last transition
+        state.finished_at = max(filter(None, (parse_time(c.get("lastTransitionTime")) for c in conditions)),
+                                default=None)
     return state
 
 

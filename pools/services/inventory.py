@@ -77,6 +77,7 @@ class PodIndex:
     def __init__(self) -> None:
         self.pods: dict[str, PodRecord] = {}
         self.nodes: dict[str, NodeSums] = {}
+        self.unwritten: set[str] = set()  # nodes whose sums changed here but not yet in the database
 
     @classmethod
     def build(cls, records: Iterable[PodRecord]) -> PodIndex:
@@ -228,10 +229,15 @@ def apply_node_event(backend_id: int, event_type: str, raw: dict, index: PodInde
 
 
 def apply_pod_event(backend_id: int, event_type: str, raw: dict, index: PodIndex) -> set[str]:
-    """Update the in-memory index, then the sums of the (at most two) nodes the pod left or joined."""
+    """Update the in-memory index, then the sums of the (at most two) nodes the pod left or joined.
+
+    The nodes stay in `index.unwritten` until their sums are written: applied again after a database error,
+    the event changes nothing more in the index, and the sums it changed are written then."""
     record = pod_record(raw)
     affected = index.remove(record.key) if event_type == "DELETED" else index.put(record)
-    write_sums(backend_id, affected, index)
+    index.unwritten |= affected
+    write_sums(backend_id, sorted(index.unwritten), index)
+    index.unwritten.clear()
     return affected
 
 

@@ -34,4 +34,5 @@ class Command(PortalCommand):
             watcher.run(stop)
         finally:
             watcher.stop()
-            self.stdout.write(f"stopped after {watcher.applied} events")
+            skipped = f"; {watcher.dropped} not applied (see the log)" if watcher.dropped else ""
+            self.stdout.write(f"stopped after {watcher.applied} events{skipped}")

@@ -1,0 +1,122 @@
+"""Event times are the cluster's: a task's events and times say when things happened in the cluster (pod
+creation, the PodScheduled transition, the container's startedAt and finishedAt), not when the portal
+applied them, however late that is; an unchanged observation writes nothing; the simulated kubelet dates
+its conditions the way a kubelet does."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.utils import timezone
+
+from kubesim import EmulatorServer
+from pools.kube.pods import parse_time
+from tests.workflows.conftest import NAMESPACE, spec, wait_until
+from workflows import lifecycle
+from workflows.models import TaskEvent, Workflow
+from workflows.services import SubmitRequest, submit
+from workflows.watcher import WorkflowWatcher
+
+WRITES = ("INSERT", "UPDATE", "DELETE")
+
+
+@pytest.fixture
+def submitted(pool, alice, django_capture_on_commit_callbacks):
+    """A stored workflow whose pods are not created yet (the enqueue after commit is captured, not run)."""
+
+    def make(**kwargs) -> Workflow:
+        with django_capture_on_commit_callbacks(execute=False):
+            result = submit(SubmitRequest(pool="batch", spec=spec(**kwargs), who=alice))
+        return Workflow.objects.get(workflow_id=result.workflow_id)
+
+    return make
+
+
+@pytest.fixture
+def late_watcher(backend):
+    """A watcher that is started but applies nothing until the test calls `process_until`."""
+    watcher = WorkflowWatcher(["sim"], watch_seconds=30, backoff_max=0.5)
+    watcher.start()
+    yield watcher
+    watcher.stop()
+
+
+def _condition(pod: dict, kind: str) -> dict:
+    return next(c for c in pod["status"]["conditions"] if c["type"] == kind)
+
+
+def _finished_pod(kube_server, name: str) -> dict:
+    return wait_until(lambda: (pod := kube_server.emulator.get("pods", name, NAMESPACE)) and
+                      pod["status"].get("phase") == "Succeeded" and pod)
+
+
+@pytest.mark.parametrize("path", ["watch events", "listing"])
+def test_a_watcher_that_catches_up_late_records_when_things_happened(submitted, late_watcher, kube_server, path):
+    if path == "watch events":  # the watch is open: the pod's events queue up, unapplied
+        late_watcher.process_until(lambda: late_watcher.backends[0].lists >= 1)
+    workflow = submitted()
+    lifecycle.create_pods(workflow.pk)
+    task = workflow.tasks.get()
+    pod = _finished_pod(kube_server, task.pod_name)
+    finished = parse_time(pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"])
+    ended = max(finished, task.created_at)  # the API's times have whole seconds; see lifecycle._happened
+    wait_until(lambda: timezone.now() >= ended + timedelta(seconds=1.5))  # the portal is now clearly late
+    late_watcher.process_until(lambda: Workflow.objects.get(pk=workflow.pk).status == "COMPLETED")
+
+    task.refresh_from_db()
+    workflow.refresh_from_db()
+    terminated = pod["status"]["containerStatuses"][0]["state"]["terminated"]
+    started = parse_time(terminated["startedAt"])
+    scheduled = parse_time(_condition(pod, "PodScheduled")["lastTransitionTime"])
+    created = parse_time(pod["metadata"]["creationTimestamp"])
+    at = dict(TaskEvent.objects.filter(task=task).values_list("kind", "at"))
+    assert at["SUBMITTED"] == task.created_at
+    assert at["CREATED"] == max(created, task.created_at)  # whole seconds: never before the submission
+    assert at["SCHEDULED"] == max(scheduled, task.created_at)
+    assert at["RUNNING"] == task.started_at == max(started, task.created_at)
+    assert at["EXITED"] == task.finished_at == max(finished, task.created_at)
+    assert (workflow.started_at, workflow.finished_at) == (task.started_at, task.finished_at)
+    for event in TaskEvent.objects.filter(task=task, kind__in=["RUNNING", "EXITED"]):
+        assert event.recorded_at - event.at >= timedelta(seconds=1), "applied late, dated when it happened"
+
+
+def test_an_unchanged_observation_writes_nothing(submitted, late_watcher, kube_server):
+    workflow = submitted(platform="forever")
+    lifecycle.create_pods(workflow.pk)
+    task = workflow.tasks.get()
+    late_watcher.process_until(lambda: TaskEvent.objects.filter(task=task, kind="RUNNING").exists())
+    pod = kube_server.emulator.get("pods", task.pod_name, NAMESPACE)
+    events = TaskEvent.objects.filter(task=task).count()
+    backend_id = workflow.pool.backend_id
+    with CaptureQueriesContext(connection) as queries:
+        for event_type in ("MODIFIED", "MODIFIED", "ADDED"):
+            assert lifecycle.apply_pod_event(backend_id, event_type, pod) is False
+    writes = [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith(WRITES)]
+    assert writes == []
+    assert TaskEvent.objects.filter(task=task).count() == events
+
+
+def test_the_simulated_kubelet_dates_conditions_like_a_kubelet():
+    """lastTransitionTime changes only when a condition's status does; the times follow the pod's life."""
+    with EmulatorServer(fleet="demo", kubelet={"start_delay": 0.05, "run_seconds": 0.1}) as server:
+        emulator = server.emulator
+        emulator.create("pods", {
+            "metadata": {"name": "late-starter", "annotations": {"kubesim/start-seconds": "1.2"}},
+            "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}],
+                     "nodeSelector": {"hive.openshift.io/machine-pool": "cpu"}}}, "default")
+        bound = wait_until(lambda: (pod := emulator.get("pods", "late-starter", "default"))["spec"].get("nodeName")
+                           and pod)
+        done = wait_until(lambda: (pod := emulator.get("pods", "late-starter", "default"))["status"].get("phase")
+                          == "Succeeded" and pod)
+    scheduled = _condition(bound, "PodScheduled")["lastTransitionTime"]
+    assert _condition(done, "PodScheduled")["lastTransitionTime"] == scheduled  # not re-dated when it started
+    terminated = done["status"]["containerStatuses"][0]["state"]["terminated"]
+    times = [parse_time(value) for value in (done["metadata"]["creationTimestamp"], scheduled,
+                                             done["status"]["startTime"], terminated["startedAt"],
+                                             terminated["finishedAt"])]
+    assert times == sorted(times) and times[1] < times[3]  # started 1.2 s after it was bound
+    assert _condition(done, "Ready")["status"] == "False"
+    assert parse_time(_condition(done, "Ready")["lastTransitionTime"]) == times[4]
