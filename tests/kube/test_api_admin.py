@@ -58,6 +58,21 @@ def test_api_resources_errors_and_permissions(admin_api, client, synced):
     assert client.get("/api/resources").status_code in (401, 403)
 
 
+@pytest.mark.parametrize(("query", "status", "field", "value"), [
+    ("pools=", 400, "pools", ""),
+    ("pools=train,,research", 400, "pools", "train,,research"),
+    ("platforms=", 400, "platforms", ""),
+    ("pools=gh%00ost", 404, "pools", "gh\x00ost"),
+    ("pools=train&platforms=h%00", 404, "platforms", "h\x00"),
+    ("pool=train", 400, "pool", "train"),  # the singular is a typo, not "every pool"
+])
+def test_api_resources_names_a_bad_or_empty_name(admin_api, synced, query, status, field, value):
+    response = admin_api.get(f"/api/resources?{query}")
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert (body["field"], body["value"]) == (field, value) and body["reason"]
+
+
 def test_api_resources_query_count_is_constant(admin_api, synced, kube_server, backend):
     few = queries(admin_api, "/api/resources")
     grow_fleet(kube_server, backend)
