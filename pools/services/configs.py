@@ -96,6 +96,38 @@ def rollback(config_type: str, name: str, revision: int, actor: Actor, *, descri
     return apply(target.config_type, name, target.snapshot, actor, description=description, tags=tags)
 
 
+@dataclass
+class RollbackPlan:
+    """What `rollback` would change, for a confirmation page: a unified diff in the format the object is
+    edited in (YAML for pod templates, JSON otherwise)."""
+
+    config_type: str
+    name: str
+    revision: int
+    fmt: str
+    unified: str
+    deletes: bool
+
+    @property
+    def changes_nothing(self) -> bool:
+        return not self.unified
+
+
+DIFF_FORMATS = {"POD_TEMPLATE": "yaml"}
+
+
+def rollback_plan(config_type: str, name: str, revision: int) -> RollbackPlan:
+    target = revisions.get_revision(revisions.check_type(config_type), name, int(revision))
+    try:
+        now = show(target.config_type, name)
+    except ConfigNotFound:  # deleted since: rolling back re-creates it
+        now = None
+    fmt = DIFF_FORMATS.get(target.config_type, "json")
+    unified = revisions.unified_diff(now, target.snapshot, fmt, f"{name} now" if now is not None else f"{name} (absent)",
+                                     f"{name} r{target.revision}" + (" (deleted)" if target.deleted else ""))
+    return RollbackPlan(target.config_type, name, target.revision, fmt, unified, deletes=target.deleted)
+
+
 def record_admin_save(config_type: str, name: str, actor: Actor, *, description: str = "") -> ApplyResult:
     """The admin saved `name` through its forms; validate it as every other door does, recompute what
     depends on it and record the revision. Raising rolls back the admin's transaction."""

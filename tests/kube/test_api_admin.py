@@ -165,8 +165,37 @@ def test_backend_actions_test_connection_and_sync(admin_client, synced, kube_ser
 
 
 def test_backend_detail_action_buttons(admin_client, synced):
-    response = admin_client.get(reverse("admin:pools_backend_test_connection_detail", args=[synced.pk]), follow=True)
+    url = reverse("admin:pools_backend_test_connection_detail", args=[synced.pk])
+    response = admin_client.post(url, follow=True)
     assert "Kubernetes v1.33.0" in response.content.decode()
+
+
+def test_backend_test_connection_on_get_only_asks_for_confirmation(admin_client, synced):
+    url = reverse("admin:pools_backend_test_connection_detail", args=[synced.pk])
+    Backend.objects.filter(pk=synced.pk).update(server_version="")
+    page = admin_client.get(url)
+    html = page.content.decode()
+    assert page.status_code == 200 and f"Test the connection to {synced.name}?" in html
+    assert '<form method="post"' in html and "csrfmiddlewaretoken" in html and 'id="confirm-submit"' in html
+    assert Backend.objects.get(pk=synced.pk).server_version == ""  # nothing was contacted or recorded
+
+
+def test_backend_sync_on_get_only_asks_and_a_post_without_csrf_is_refused(synced, kube_server, admin_user):
+    from django.test import Client
+
+    kube_server.emulator.delete("nodes", "cpu-node-3")
+    url = reverse("admin:pools_backend_sync_inventory_detail", args=[synced.pk])
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(admin_user)
+    page = browser.get(url)
+    assert page.status_code == 200 and f"Sync the inventory of {synced.name} now?" in page.content.decode()
+    assert Node.objects.filter(name="cpu-node-3").exists()  # GET changed nothing
+    assert browser.post(url).status_code == 403  # no CSRF token: refused, nothing synced
+    assert Node.objects.filter(name="cpu-node-3").exists()
+    token = page.context["csrf_token"]
+    done = browser.post(url, {"csrfmiddlewaretoken": str(token)}, follow=True)
+    assert done.status_code == 200 and "1 gone" in done.content.decode()
+    assert not Node.objects.filter(name="cpu-node-3").exists()
 
 
 def test_demo_templates_give_every_demo_platform_member_nodes(demo_pools, kube_server):
