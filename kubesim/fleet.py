@@ -2,7 +2,8 @@
 
 Pod templates select nodes with the label constants below; keep them in sync with the portal.
 
-Demo machine pools (node names are ``<pool>-node-<i>``; ``MACHINE_POOL_LABEL=<pool>``)::
+Demo machine pools (node names are ``<pool>-node-<i>``; both ``MACHINE_POOL_LABEL=<pool>`` and
+``MACHINEPOOL_LABEL=<pool>``, the label the ROSA machine-pools seed selects on)::
 
     pool         nodes  product (GPU_PRODUCT_LABEL)  gpus/node  arch   instance type        taints
     h100         4      NVIDIA-H100-80GB-HBM3        8          amd64  p5.48xlarge          gpu
@@ -13,9 +14,14 @@ Demo machine pools (node names are ``<pool>-node-<i>``; ``MACHINE_POOL_LABEL=<po
     t4-spot      3      Tesla-T4                     1          amd64  g4dn.xlarge          gpu + spot
     jetson-thor  2      NVIDIA-Jetson-Thor           1          arm64  jetson-agx-thor      gpu
     cpu          4      -                            0          amd64  m6i.8xlarge          -
+    additional   2      -                            0          amd64  m5.xlarge            batch
+    ml-training  2      Tesla-T4                     1          amd64  g4dn.xlarge          gpu + spot
 
 ``gpu`` = ``nvidia.com/gpu=true:NoSchedule`` (GPU_TAINT); ``spot`` = ``spot=true:PreferNoSchedule``
-(SPOT_TAINT), as in the ROSA GPU spot machine-pool seed. The cordoned node also carries the
+(SPOT_TAINT); ``batch`` = ``workload-type=batch:NoSchedule`` (BATCH_TAINT). ``additional`` and
+``ml-training`` are the ROSA machine-pools seed's two pools, with its labels (POOL_LABELS: ``workload-type``
+/ ``team``; ``node-type=gpu`` / ``ml-framework``) so its example Jobs place unchanged
+(docs/examples/placement/rosa-*.yaml). The cordoned node also carries the
 ``node.kubernetes.io/unschedulable:NoSchedule`` taint the node controller adds.
 """
 
@@ -34,6 +40,7 @@ GPU_FAMILY_LABEL = "nvidia.com/gpu.family"
 GPU_PRESENT_LABEL = "nvidia.com/gpu.present"
 GPU_RESOURCE = "nvidia.com/gpu"
 MACHINE_POOL_LABEL = "hive.openshift.io/machine-pool"
+MACHINEPOOL_LABEL = "node.kubernetes.io/machinepool"  # what ROSA's machine-pool docs select on
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 ARCH_LABEL = "kubernetes.io/arch"
 OS_LABEL = "kubernetes.io/os"
@@ -63,9 +70,11 @@ ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 # --------------------------------------------------------------------------- taints
 GPU_TAINT = {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"}
 SPOT_TAINT = {"key": "spot", "value": "true", "effect": "PreferNoSchedule"}
+BATCH_TAINT = {"key": "workload-type", "value": "batch", "effect": "NoSchedule"}
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
 SPOT_TOLERATION = {"key": "spot", "operator": "Equal", "value": "true", "effect": "PreferNoSchedule"}
+BATCH_TOLERATION = {"key": "workload-type", "operator": "Equal", "value": "batch", "effect": "NoSchedule"}
 
 # --------------------------------------------------------------------------- machine pools
 # name: (gpu short name or None, nodes, gpus/node, arch, instance type, cpu, memory GiB, spot)
@@ -78,7 +87,16 @@ MACHINE_POOLS: dict[str, tuple[str | None, int, int, str, str, int, int, bool]] 
     "t4-spot": ("T4", 3, 1, "amd64", "g4dn.xlarge", 4, 16, True),
     "jetson-thor": ("JETSON_THOR", 2, 1, "arm64", "jetson-agx-thor", 14, 128, False),
     "cpu": (None, 4, 0, "amd64", "m6i.8xlarge", 32, 128, False),
+    "additional": (None, 2, 0, "amd64", "m5.xlarge", 4, 16, False),
+    "ml-training": ("T4", 2, 1, "amd64", "g4dn.xlarge", 4, 16, True),
 }
+# The ROSA machine-pools seed's labels and taints beyond the GPU / spot ones every pool gets from its flags.
+POOL_LABELS: dict[str, dict[str, str]] = {
+    "additional": {"workload-type": "batch", "team": "data-engineering"},
+    "ml-training": {"node-type": "gpu", "ml-framework": "pytorch"},
+}
+POOL_TAINTS: dict[str, list[dict[str, str]]] = {"additional": [BATCH_TAINT]}
+POOL_TOLERATIONS: dict[str, list[dict[str, str]]] = {"additional": [BATCH_TOLERATION]}
 CORDONED_NODE = "a100-node-2"
 
 
@@ -90,10 +108,10 @@ def node_manifest(pool: str, index: int, *, name: str | None = None, zone: str |
     zone = zone or ZONES[index % len(ZONES)]
     labels = {
         ARCH_LABEL: arch, OS_LABEL: "linux", HOSTNAME_LABEL: name, INSTANCE_TYPE_LABEL: instance,
-        MACHINE_POOL_LABEL: pool, ZONE_LABEL: zone, REGION_LABEL: REGION, WORKER_ROLE_LABEL: "",
-        CAPACITY_TYPE_LABEL: "spot" if spot else "on-demand",
+        MACHINE_POOL_LABEL: pool, MACHINEPOOL_LABEL: pool, ZONE_LABEL: zone, REGION_LABEL: REGION,
+        WORKER_ROLE_LABEL: "", CAPACITY_TYPE_LABEL: "spot" if spot else "on-demand", **POOL_LABELS.get(pool, {}),
     }
-    taints: list[dict[str, str]] = []
+    taints: list[dict[str, str]] = [dict(taint) for taint in POOL_TAINTS.get(pool, ())]
     capacity = {"cpu": str(cpu), "memory": f"{mem_gib * 1024 * 1024}Ki", "pods": "250" if cpu >= 32 else "110",
                 "ephemeral-storage": "524275692Ki", "hugepages-1Gi": "0", "hugepages-2Mi": "0"}
     allocatable = {"cpu": f"{cpu * 1000 - 500}m", "memory": f"{(mem_gib - 2) * 1024 * 1024}Ki",
@@ -141,7 +159,7 @@ def node_manifest(pool: str, index: int, *, name: str | None = None, zone: str |
 
 
 def demo_fleet() -> list[dict[str, Any]]:
-    """The 25 nodes of MACHINE_POOLS, with exactly one cordoned node (CORDONED_NODE)."""
+    """The 29 nodes of MACHINE_POOLS, with exactly one cordoned node (CORDONED_NODE)."""
     return [node_manifest(pool, i) for pool, spec in MACHINE_POOLS.items() for i in range(spec[1])]
 
 
@@ -149,9 +167,8 @@ def synthetic_fleet(n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[dict
     """``n_nodes`` nodes spread over MACHINE_POOLS (by their demo proportions) and ``n_pods`` pods.
 
     Pods live in namespaces ``team-00`` .. ``team-19`` and target a pool (chosen in proportion to
-    its nodes) by nodeSelector
-    (GPU pods request 1-2 GPUs and tolerate the GPU taint). About 80% are Running and 10%
-    Succeeded, bound to a node of their pool that still has room for their cpu and GPUs (no
+    its nodes) by nodeSelector (GPU pods request 1-2 GPUs and tolerate the GPU taint; every pod tolerates
+    its pool's POOL_TAINTS). About 80% are Running and 10% Succeeded, bound to a node of their pool that still has room for their cpu and GPUs (no
     overcommit); the rest, and those that found no room, are Pending without a node.
     Deterministic for a given seed; 5,000 nodes / 50,000 pods take about a second.
     """
@@ -204,8 +221,9 @@ def synthetic_fleet(n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[dict
             "restartPolicy": "Never", "schedulerName": "default-scheduler",
             "nodeSelector": {MACHINE_POOL_LABEL: pool},
         }
-        if gpu:
-            spec["tolerations"] = [dict(GPU_TOLERATION)]
+        tolerations = ([dict(GPU_TOLERATION)] if gpu else []) + [dict(t) for t in POOL_TOLERATIONS.get(pool, ())]
+        if tolerations:
+            spec["tolerations"] = tolerations
         status: dict[str, Any] = {"phase": phase, "qosClass": "Guaranteed"}
         if node_name:
             spec["nodeName"] = node_name

@@ -13,6 +13,7 @@ import json
 import yaml
 from django import forms
 from django.db import transaction
+from django.template.response import TemplateResponse
 from django.utils.html import format_html
 from unfold.admin import ModelAdmin
 
@@ -75,3 +76,23 @@ class DocumentField(forms.Field):
 def pretty_json(data) -> str:
     return format_html('<pre class="font-mono text-sm whitespace-pre-wrap">{}</pre>',
                        json.dumps(data, indent=2, sort_keys=True))
+
+
+def confirmation_page(admin, request, *, heading: str, explanation: str, confirm_label: str, cancel_url: str,
+                      diff: str | None = None, diff_format: str = "json") -> TemplateResponse:
+    """A GET of an admin action that changes state shows this page; its button POSTs (with the CSRF token)
+    to the same URL, and only that POST acts. `diff` (unified) is shown coloured, line by line."""
+    return TemplateResponse(request, "admin/confirm_action.html", {
+        **admin.admin_site.each_context(request), "title": heading, "heading": heading,
+        "explanation": explanation, "confirm_label": confirm_label, "cancel_url": cancel_url,
+        "diff_lines": None if diff is None else [(_diff_kind(line), line) for line in diff.splitlines()],
+        "diff_format": diff_format, "opts": admin.model._meta,
+    })
+
+
+def _diff_kind(line: str) -> str:
+    if line.startswith(("+++", "---")):
+        return "file"
+    if line.startswith("@@"):
+        return "hunk"
+    return {"+": "add", "-": "del"}.get(line[:1], "same")

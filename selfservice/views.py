@@ -14,7 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from access import policy
 from access.services import audit
 from pools.engine.errors import EngineError
-from portal.errors import DomainError, PermissionDenied
+from portal.errors import DomainError, NotFound, PermissionDenied
 from selfservice.forms import AccessRequestForm, PoolRequestForm, SpecForm
 from selfservice.presenters import describe_error, preview_tasks
 from selfservice.services import catalog as catalog_service
@@ -25,6 +25,7 @@ from workflows import lifecycle
 from workflows.services import CREATE, SubmitRequest, submit
 
 ERRORS = (DomainError, EngineError)
+REQUEST_KINDS = ("access", "pool")
 
 
 def _htmx(request) -> bool:
@@ -69,10 +70,15 @@ def pool_detail(request, name):
 
 
 def _submit_context(request, name):
-    """The pool, if the principal may submit to it; else a rendered 403/404 page (audited)."""
+    """The pool, if the principal may submit to it; else a rendered 403/404 page (audited). An htmx
+    request for an unknown pool gets the preview fragment with the message, as a 404 (base.html has htmx
+    swap 404 answers, so the message shows where the preview would have)."""
     try:
         pool = catalog_service.get_pool(name)
     except DomainError as error:
+        if _htmx(request):
+            return None, render(request, "selfservice/_preview.html", {"error": describe_error(error)},
+                                status=error.status)
         return None, _error_page(request, error)
     decision = policy.decide(request, CREATE, f"pool/{pool.name}")
     if not decision.allowed:
@@ -118,7 +124,7 @@ def preview(request, name):
     """Dry run: the resolved pod per task with where each value came from, the verdict, the node verdicts."""
     pool, refused = _submit_context(request, name)
     if refused is not None:
-        if _htmx(request):  # show the refusal inside the page, not as a swapped-away error
+        if _htmx(request) and refused.status_code == 403:  # the refusal inside the page, not swapped away
             return render(request, "selfservice/_preview.html", {"error": describe_error(PermissionDenied(
                 f"You may not submit workflows to pool {name}."))})
         return refused
@@ -230,6 +236,8 @@ def requests_page(request):
                                                         data["purpose"])
                     messages.success(request, f"Pool {made.pool_name} requested; an administrator decides.")
                     return redirect(reverse("selfservice:requests") + "#mine")
+            else:
+                messages.error(request, str(_unknown_kind(kind or "")))
         except DomainError as error:
             form = access_form if kind == "access" else pool_form
             form.add_error(error.field if error.field in form.fields else None, error.reason)
@@ -239,6 +247,20 @@ def requests_page(request):
         "access_form": access_form, "pool_form": pool_form, "access_requests": access, "pool_requests": pools,
         "requestable": requestable, "chosen_pool": request.GET.get("pool", ""),
     }, status=status)
+
+
+@login_required
+@require_GET
+def requests_of_kind(request, kind):
+    """`/requests/access/` and `/requests/pool/` lead to their form; any other kind is a 404 naming it."""
+    if kind in REQUEST_KINDS:
+        return redirect(reverse("selfservice:requests") + f"#{kind}")
+    return _error_page(request, _unknown_kind(kind))
+
+
+def _unknown_kind(kind: str) -> NotFound:
+    return NotFound(f"there is no {kind!r} request; requests are {' or '.join(REQUEST_KINDS)} requests",
+                    field="kind", value=kind)
 
 
 @login_required

@@ -22,6 +22,7 @@ from pools.models import (
     PoolValidation,
     ResourceValidation,
 )
+from workflows.models import Workflow
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -116,6 +117,21 @@ class PlatformValidationFactory(factory.django.DjangoModelFactory):
     platform = factory.SubFactory(PlatformFactory)
     validation = factory.SubFactory(ResourceValidationFactory)
     position = factory.Sequence(int)
+
+
+# --- workflows ---------------------------------------------------------------------------------------
+
+
+class WorkflowFactory(factory.django.DjangoModelFactory):
+    """A stored workflow (history only: no tasks, no pods). `WorkflowFactory(pool=pool)`."""
+
+    class Meta:
+        model = Workflow
+
+    workflow_id = factory.Sequence(lambda n: f"hello-{n + 1}")
+    name = "hello"
+    pool = factory.SubFactory(PoolFactory)
+    submitted_by = factory.SubFactory(UserFactory)
 
 
 # --- access ------------------------------------------------------------------------------------------

@@ -106,6 +106,12 @@ class PolicyAdminMixin:
     def has_delete_permission(self, request, obj=None):
         return self._may(request, UPDATE, obj)
 
+    def get_deleted_objects(self, objs, request):
+        """Protected objects (workflow history, ...) block a delete whatever one's permissions: show the page
+        that lists them, not Django's "you lack permission to delete workflows", which would mislead."""
+        to_delete, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
+        return to_delete, model_count, set() if protected else perms_needed, protected
+
 
 class PoolAccessLinkMixin:
     """Adds a "who may use this pool" link (to the explain page) to the pool change page."""

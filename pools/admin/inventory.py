@@ -14,6 +14,7 @@ from django import forms
 from django.contrib import admin, messages
 from django.db.models import Count, Prefetch, Q, Subquery
 from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.html import escape, format_html, format_html_join
 from unfold.admin import ModelAdmin
@@ -26,7 +27,7 @@ from pools.kube.errors import KubeError
 from pools.models import Backend, Node, NodeMembership, Platform, Pool, PoolCapacity, ResourceType
 from pools.services import capacity, documents, inventory, membership
 from pools.services.snapshots import secret_marker
-from portal.admin_base import pretty_json
+from portal.admin_base import confirmation_page, pretty_json
 
 RESOURCES = ("nvidia.com/gpu", "cpu", "memory", "ephemeral-storage")
 SHORT = {"nvidia.com/gpu": "GPU", "cpu": "CPU", "memory": "Memory", "ephemeral-storage": "Storage"}
@@ -350,13 +351,31 @@ class BackendInventoryMixin:
 
     @action(description="Test connection", url_path="test-connection", permissions=["change"])
     def test_connection_detail(self, request, object_id):
-        self._test(request, Backend.objects.get(pk=object_id))
-        return HttpResponseRedirect(reverse("admin:pools_backend_change", args=[object_id]))
+        """GET: a confirmation page (the test records the cluster's version); only its POST acts."""
+        backend = get_object_or_404(Backend, pk=object_id)
+        change_url = reverse("admin:pools_backend_change", args=[object_id])
+        if request.method != "POST":
+            return confirmation_page(
+                self, request, heading=f"Test the connection to {backend.name}?",
+                explanation="This contacts the cluster, checks the permissions the portal needs (creating and "
+                            "deleting a probe pod) and records the server version.",
+                confirm_label="Test connection", cancel_url=change_url)
+        self._test(request, backend)
+        return HttpResponseRedirect(change_url)
 
     @action(description="Sync inventory now", url_path="sync-inventory", permissions=["change"])
     def sync_inventory_detail(self, request, object_id):
-        self._sync(request, Backend.objects.get(pk=object_id))
-        return HttpResponseRedirect(reverse("admin:pools_backend_change", args=[object_id]))
+        """GET: a confirmation page; only its POST re-reads the cluster's nodes and pods."""
+        backend = get_object_or_404(Backend, pk=object_id)
+        change_url = reverse("admin:pools_backend_change", args=[object_id])
+        if request.method != "POST":
+            return confirmation_page(
+                self, request, heading=f"Sync the inventory of {backend.name} now?",
+                explanation="This lists the cluster's nodes and pods and rewrites the node inventory, pool "
+                            "membership and capacity from them.",
+                confirm_label="Sync inventory", cancel_url=change_url)
+        self._sync(request, backend)
+        return HttpResponseRedirect(change_url)
 
     def _test(self, request, backend):
         try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from unfold.admin import ModelAdmin
@@ -14,7 +15,7 @@ from access.admin.site import PolicyAdminMixin
 from pools.models import ConfigType, Revision
 from pools.services import configs, revisions
 from pools.services.revisions import Actor
-from portal.admin_base import pretty_json
+from portal.admin_base import confirmation_page, pretty_json
 from portal.errors import DomainError
 
 
@@ -100,13 +101,27 @@ class RevisionAdmin(PolicyAdminMixin, ModelAdmin):
 
     @action(description="Roll back to this revision", url_path="rollback", permissions=["rollback"])
     def roll_back_to_this(self, request, object_id):
-        revision = Revision.objects.get(pk=object_id)
+        """GET: a confirmation page with the diff the rollback would apply; only its POST rolls back."""
+        revision = get_object_or_404(Revision, pk=object_id)
+        change_url = reverse("admin:pools_revision_change", args=[object_id])
+        if request.method != "POST":
+            try:
+                plan = configs.rollback_plan(revision.config_type, revision.name, revision.revision)
+            except DomainError as error:
+                self.message_user(request, f"Cannot roll back: {error}", messages.ERROR)
+                return HttpResponseRedirect(change_url)
+            what = "delete it again" if plan.deletes else "write it back as a new revision"
+            return confirmation_page(
+                self, request, heading=f"Roll {revision.config_type} {revision.name} back to r{revision.revision}?",
+                explanation=f"This makes {revision.name} look as it did at r{revision.revision} and will {what}; "
+                            "history is kept.",
+                confirm_label="Roll back", cancel_url=change_url, diff=plan.unified, diff_format=plan.fmt)
         try:
             result = configs.rollback(revision.config_type, revision.name, revision.revision,
                                       Actor.for_request(request, "admin"))
         except DomainError as error:
             self.message_user(request, f"Not rolled back: {error}", messages.ERROR)
-            return HttpResponseRedirect(reverse("admin:pools_revision_change", args=[object_id]))
+            return HttpResponseRedirect(change_url)
         done = f"as revision {result.revision}" if result.revision else "(already identical)"
         self.message_user(request, f"{revision.config_type} {revision.name} rolled back to r{revision.revision} "
                                    f"{done}", messages.SUCCESS)

@@ -9,13 +9,33 @@ from rest_framework.views import APIView
 
 from pools.api import serializers as s
 from pools.api.views import PoolListView
+from pools.errors import ConfigError
 from pools.services import capacity
 
 LIST_HELP = "Comma-separated, or repeated (?{0}=a&{0}=b). Empty: all."
 
 
+KNOWN_PARAMS = {"pools", "platforms", "nodes", "format"}
+
+
 def _names(request, key: str) -> list[str]:
-    return [name.strip() for value in request.query_params.getlist(key) for name in value.split(",") if name.strip()]
+    """The names given in `?key=`; an empty one (`?pools=`, `?pools=a,,b`) is refused naming the value, so a
+    typo never silently widens the answer to every pool."""
+    names = []
+    for value in request.query_params.getlist(key):
+        parts = [name.strip() for name in value.split(",")]
+        if not all(parts):
+            raise ConfigError(f"an empty {key[:-1]} name; give {key} as name[,name...], or leave {key} out "
+                              f"for all", field=key, value=value)
+        names.extend(parts)
+    return names
+
+
+def _check_params(request) -> None:
+    unknown = sorted(set(request.query_params) - KNOWN_PARAMS)
+    if unknown:
+        raise ConfigError(f"unknown query parameter; expected {', '.join(sorted(KNOWN_PARAMS - {'format'}))}",
+                          field=unknown[0], value=request.query_params.get(unknown[0]))
 
 
 class ResourceListView(APIView):
@@ -30,6 +50,7 @@ class ResourceListView(APIView):
         responses={200: OpenApiTypes.OBJECT, 400: s.ErrorSerializer, 404: s.ErrorSerializer},
         summary="Nodes of pools with allocatable, used and free resources; totals count each node once")
     def get(self, request):
+        _check_params(request)
         report = capacity.capacity(_names(request, "pools"), _names(request, "platforms"))
         with_nodes = request.query_params.get("nodes", "true").lower() not in ("0", "false", "no")
         return Response(report.as_dict(with_nodes=with_nodes))

@@ -149,12 +149,14 @@ def _check_names(pools: list[str], platforms: list[str]) -> tuple[list[str], lis
     pools = sorted(dict.fromkeys(p for p in pools if p))
     platforms = sorted(dict.fromkeys(p for p in platforms if p))
     if pools:
-        known = set(Pool.objects.filter(name__in=pools).values_list("name", flat=True))
+        # PostgreSQL refuses NUL in text: such a name cannot exist, and must not reach the query
+        known = set(Pool.objects.filter(name__in=[p for p in pools if "\x00" not in p]).values_list(
+            "name", flat=True))
         missing = [name for name in pools if name not in known]
         if missing:
             raise ConfigNotFound(f"no pool named {missing[0]!r}", field="pools", value=missing[0])
     if platforms:
-        query = Platform.objects.filter(name__in=platforms)
+        query = Platform.objects.filter(name__in=[p for p in platforms if "\x00" not in p])
         if pools:
             query = query.filter(pool__name__in=pools)
         known = set(query.values_list("name", flat=True))

@@ -9,7 +9,9 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from django.db import transaction
+from django.db import router, transaction
+from django.db.models import Model, ProtectedError, RestrictedError
+from django.db.models.deletion import Collector
 
 from pools.errors import ConfigError, ConfigInUse, ConfigNotFound
 from pools.services import handlers, revisions
@@ -74,11 +76,11 @@ def delete(config_type: str, name: str, actor: Actor, *, description: str = "", 
     handler = handlers.get(revisions.check_type(config_type))
     with transaction.atomic():
         obj = _get(handler, name, lock=True)
-        referrers = handler.referrers(obj)
-        if referrers:
-            raise ConfigInUse(f"is still referenced by {', '.join(referrers)}; remove those references first",
-                              field="name", value=name)
-        obj.delete()
+        _refuse_if_referenced(handler, obj)
+        try:
+            obj.delete()
+        except (ProtectedError, RestrictedError) as error:  # a reference added since the check above
+            raise _in_use(name, describe_protected(_blocking(error))) from None
         return revisions.record(handler.config_type, name, None, actor, description=description, tags=tags,
                                 deleted=True).revision
 
@@ -92,6 +94,38 @@ def rollback(config_type: str, name: str, revision: int, actor: Actor, *, descri
         number = delete(target.config_type, name, actor, description=description, tags=tags)
         return ApplyResult(target.config_type, name, created=False, changed=True, revision=number)
     return apply(target.config_type, name, target.snapshot, actor, description=description, tags=tags)
+
+
+@dataclass
+class RollbackPlan:
+    """What `rollback` would change, for a confirmation page: a unified diff in the format the object is
+    edited in (YAML for pod templates, JSON otherwise)."""
+
+    config_type: str
+    name: str
+    revision: int
+    fmt: str
+    unified: str
+    deletes: bool
+
+    @property
+    def changes_nothing(self) -> bool:
+        return not self.unified
+
+
+DIFF_FORMATS = {"POD_TEMPLATE": "yaml"}
+
+
+def rollback_plan(config_type: str, name: str, revision: int) -> RollbackPlan:
+    target = revisions.get_revision(revisions.check_type(config_type), name, int(revision))
+    try:
+        now = show(target.config_type, name)
+    except ConfigNotFound:  # deleted since: rolling back re-creates it
+        now = None
+    fmt = DIFF_FORMATS.get(target.config_type, "json")
+    unified = revisions.unified_diff(now, target.snapshot, fmt, f"{name} now" if now is not None else f"{name} (absent)",
+                                     f"{name} r{target.revision}" + (" (deleted)" if target.deleted else ""))
+    return RollbackPlan(target.config_type, name, target.revision, fmt, unified, deletes=target.deleted)
 
 
 def record_admin_save(config_type: str, name: str, actor: Actor, *, description: str = "") -> ApplyResult:
@@ -111,7 +145,53 @@ def record_admin_save(config_type: str, name: str, actor: Actor, *, description:
 
 
 def referrers(config_type: str, obj) -> list[str]:
-    return handlers.get(revisions.check_type(config_type)).referrers(obj)
+    """What stops `obj` from being deleted: the type's own references (with the field that refers), then
+    any other PROTECT/RESTRICT relation the database would refuse on (workflow history, ...)."""
+    return _referrers(handlers.get(revisions.check_type(config_type)), obj)
+
+
+def protected_referrers(obj: Model) -> list[str]:
+    """Objects whose PROTECT or RESTRICT foreign keys would make deleting `obj` fail, described per model."""
+    collector = Collector(using=router.db_for_write(type(obj)))
+    try:
+        collector.collect([obj])
+    except (ProtectedError, RestrictedError) as error:
+        return describe_protected(_blocking(error))
+    return []
+
+
+def describe_protected(objects, shown: int = 3) -> list[str]:
+    """`["2 workflows (hello-1, hello-2)"]`: one entry per model, naming the first few objects."""
+    by_model: dict[str, list[str]] = {}
+    for item in objects:
+        meta = item._meta
+        by_model.setdefault(f"{meta.verbose_name}|{meta.verbose_name_plural}", []).append(str(item))
+    described = []
+    for key, names in sorted(by_model.items()):
+        singular, plural = key.split("|")
+        names = sorted(names)
+        listed = ", ".join(names[:shown]) + (", …" if len(names) > shown else "")
+        described.append(f"{len(names)} {singular if len(names) == 1 else plural} ({listed})")
+    return described
+
+
+def _referrers(handler: handlers.Handler, obj: Model) -> list[str]:
+    return handler.referrers(obj) or protected_referrers(obj)
+
+
+def _refuse_if_referenced(handler: handlers.Handler, obj: Model) -> None:
+    found = _referrers(handler, obj)
+    if found:
+        raise _in_use(obj.name, found)
+
+
+def _in_use(name: str, found: list[str]) -> ConfigInUse:
+    return ConfigInUse(f"is still referenced by {', '.join(found)}; it cannot be deleted while they exist",
+                       field="name", value=name)
+
+
+def _blocking(error: ProtectedError | RestrictedError):
+    return error.protected_objects if isinstance(error, ProtectedError) else error.restricted_objects
 
 
 def _apply_batch(handler: handlers.Handler, items: list[tuple[str, object]], actor: Actor, description: str,

@@ -7,6 +7,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+import yaml
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Max
 
@@ -138,6 +139,17 @@ def diff(config_type: str, name: str, first: int, second: int) -> Diff:
         fromfile=f"{name} r{first}", tofile=f"{name} r{second}",
     ))
     return result
+
+
+def unified_diff(old, new, fmt: str, fromfile: str, tofile: str) -> str:
+    """A unified diff of two snapshots rendered as `fmt` ("yaml" or "json"); None is an absent object."""
+    render = _yaml if fmt == "yaml" else _pretty
+    return "".join(difflib.unified_diff(render(old).splitlines(keepends=True), render(new).splitlines(keepends=True),
+                                        fromfile=fromfile, tofile=tofile))
+
+
+def _yaml(snapshot) -> str:
+    return yaml.safe_dump(snapshot, sort_keys=False, allow_unicode=True) if snapshot is not None else ""
 
 
 def check_type(config_type: str) -> str:

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import html as html_lib
 import json
+import re
 
 import pytest
 from django.db import connection
@@ -161,7 +163,54 @@ def test_rollback_from_the_revision_page(admin_client, small_pool):
     first = Revision.objects.get(config_type="POOL", name="small", revision=1)
     page = admin_client.get(reverse("admin:pools_revision_change", args=[first.pk]) + "?compare=2")
     assert b"Comparing r1" in page.content and b"changed" in page.content
-    response = admin_client.get(reverse("admin:pools_revision_roll_back_to_this", args=[first.pk]), follow=True)
+    response = admin_client.post(reverse("admin:pools_revision_roll_back_to_this", args=[first.pk]), follow=True)
     assert response.status_code == 200
     assert configs.show("POOL", "small")["description"] == ""
     assert Revision.objects.filter(config_type="POOL", name="small").count() == 3
+
+
+def _diff_lines(html: str, kind: str) -> list[str]:
+    return [html_lib.unescape(line) for line in re.findall(rf'<span class="diff-{kind}"[^>]*>(.*?)</span>', html)]
+
+
+def test_rollback_on_get_shows_the_json_diff_it_would_apply_and_changes_nothing(admin_client, small_pool):
+    configs.apply("POOL", "small", {**configs.show("POOL", "small"), "description": "changed"}, CLI)
+    first = Revision.objects.get(config_type="POOL", name="small", revision=1)
+    page = admin_client.get(reverse("admin:pools_revision_roll_back_to_this", args=[first.pk]))
+    html = page.content.decode()
+    assert page.status_code == 200 and "Roll POOL small back to r1?" in html
+    assert 'data-format="json"' in html and '<form method="post"' in html and "csrfmiddlewaretoken" in html
+    assert _diff_lines(html, "del") == ['-  "description": "changed",']
+    assert _diff_lines(html, "add") == ['+  "description": "",']
+    assert 'class="diff-add" style="color:#15803d' in html and 'class="diff-del" style="color:#b91c1c' in html
+    assert configs.show("POOL", "small")["description"] == "changed"
+    assert Revision.objects.filter(config_type="POOL", name="small").count() == 2
+
+
+def test_rollback_of_a_pod_template_shows_a_yaml_diff(admin_client, db):
+    configs.apply("POD_TEMPLATE", "gpu", {"spec": {"nodeSelector": {"gpu": "a100"}}}, CLI)
+    configs.apply("POD_TEMPLATE", "gpu", {"spec": {"nodeSelector": {"gpu": "h100"}}}, CLI)
+    first = Revision.objects.get(config_type="POD_TEMPLATE", name="gpu", revision=1)
+    html = admin_client.get(reverse("admin:pools_revision_roll_back_to_this", args=[first.pk])).content.decode()
+    assert 'data-format="yaml"' in html
+    assert _diff_lines(html, "del") == ["-    gpu: h100"] and _diff_lines(html, "add") == ["+    gpu: a100"]
+    assert _diff_lines(html, "file") == ["--- gpu now", "+++ gpu r1"]
+
+
+def test_rollback_post_needs_the_csrf_token(small_pool, admin_user):
+    from django.test import Client
+
+    configs.apply("POOL", "small", {**configs.show("POOL", "small"), "description": "changed"}, CLI)
+    first = Revision.objects.get(config_type="POOL", name="small", revision=1)
+    url = reverse("admin:pools_revision_roll_back_to_this", args=[first.pk])
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(admin_user)
+    token = browser.get(url).context["csrf_token"]
+    assert browser.post(url).status_code == 403
+    assert configs.show("POOL", "small")["description"] == "changed"
+    assert browser.post(url, {"csrfmiddlewaretoken": str(token)}).status_code == 302
+    assert configs.show("POOL", "small")["description"] == ""
+
+
+def test_rollback_of_an_unknown_revision_is_a_404(admin_client, db):
+    assert admin_client.get(reverse("admin:pools_revision_roll_back_to_this", args=[999999])).status_code == 404

@@ -1,6 +1,6 @@
 """Fixtures for the cluster adapter, inventory, membership and capacity, against the kubesim emulator over HTTP.
 
-Every test gets a fresh emulator with the demo fleet (kubesim.fleet: 25 nodes) and a backend `sim`
+Every test gets a fresh emulator with the demo fleet (kubesim.fleet: 29 nodes) and a backend `sim`
 connected to it by API URL, exactly as a real cluster would be. The config below is small and explicit
 so figures can be asserted exactly:
 

@@ -58,6 +58,21 @@ def test_api_resources_errors_and_permissions(admin_api, client, synced):
     assert client.get("/api/resources").status_code in (401, 403)
 
 
+@pytest.mark.parametrize(("query", "status", "field", "value"), [
+    ("pools=", 400, "pools", ""),
+    ("pools=train,,research", 400, "pools", "train,,research"),
+    ("platforms=", 400, "platforms", ""),
+    ("pools=gh%00ost", 404, "pools", "gh\x00ost"),
+    ("pools=train&platforms=h%00", 404, "platforms", "h\x00"),
+    ("pool=train", 400, "pool", "train"),  # the singular is a typo, not "every pool"
+])
+def test_api_resources_names_a_bad_or_empty_name(admin_api, synced, query, status, field, value):
+    response = admin_api.get(f"/api/resources?{query}")
+    assert response.status_code == status, response.content
+    body = response.json()
+    assert (body["field"], body["value"]) == (field, value) and body["reason"]
+
+
 def test_api_resources_query_count_is_constant(admin_api, synced, kube_server, backend):
     few = queries(admin_api, "/api/resources")
     grow_fleet(kube_server, backend)
@@ -78,7 +93,7 @@ def test_node_changelist_filters_and_constant_queries(admin_client, synced, kube
     few = queries(admin_client, url)
     few_filtered = queries(admin_client, f"{url}?pool={train.pk}&type=SHARED")
     grow_fleet(kube_server, backend)
-    assert Node.objects.count() == 85
+    assert Node.objects.count() == 89  # 29 demo nodes + 60 more
     assert queries(admin_client, url) == few
     assert queries(admin_client, f"{url}?pool={train.pk}&type=SHARED") == few_filtered
 
@@ -150,8 +165,37 @@ def test_backend_actions_test_connection_and_sync(admin_client, synced, kube_ser
 
 
 def test_backend_detail_action_buttons(admin_client, synced):
-    response = admin_client.get(reverse("admin:pools_backend_test_connection_detail", args=[synced.pk]), follow=True)
+    url = reverse("admin:pools_backend_test_connection_detail", args=[synced.pk])
+    response = admin_client.post(url, follow=True)
     assert "Kubernetes v1.33.0" in response.content.decode()
+
+
+def test_backend_test_connection_on_get_only_asks_for_confirmation(admin_client, synced):
+    url = reverse("admin:pools_backend_test_connection_detail", args=[synced.pk])
+    Backend.objects.filter(pk=synced.pk).update(server_version="")
+    page = admin_client.get(url)
+    html = page.content.decode()
+    assert page.status_code == 200 and f"Test the connection to {synced.name}?" in html
+    assert '<form method="post"' in html and "csrfmiddlewaretoken" in html and 'id="confirm-submit"' in html
+    assert Backend.objects.get(pk=synced.pk).server_version == ""  # nothing was contacted or recorded
+
+
+def test_backend_sync_on_get_only_asks_and_a_post_without_csrf_is_refused(synced, kube_server, admin_user):
+    from django.test import Client
+
+    kube_server.emulator.delete("nodes", "cpu-node-3")
+    url = reverse("admin:pools_backend_sync_inventory_detail", args=[synced.pk])
+    browser = Client(enforce_csrf_checks=True)
+    browser.force_login(admin_user)
+    page = browser.get(url)
+    assert page.status_code == 200 and f"Sync the inventory of {synced.name} now?" in page.content.decode()
+    assert Node.objects.filter(name="cpu-node-3").exists()  # GET changed nothing
+    assert browser.post(url).status_code == 403  # no CSRF token: refused, nothing synced
+    assert Node.objects.filter(name="cpu-node-3").exists()
+    token = page.context["csrf_token"]
+    done = browser.post(url, {"csrfmiddlewaretoken": str(token)}, follow=True)
+    assert done.status_code == 200 and "1 gone" in done.content.decode()
+    assert not Node.objects.filter(name="cpu-node-3").exists()
 
 
 def test_demo_templates_give_every_demo_platform_member_nodes(demo_pools, kube_server):

@@ -127,9 +127,9 @@ def test_backend_test_without_connection_and_unknown_backend(cli, db):
 
 
 def test_backend_sync_and_status(backend, kube_server):
-    assert "backend sim: 25 nodes (25 new, 0 changed, 0 gone), 0 pods" in run("backend", "sync", "sim")
+    assert "backend sim: 29 nodes (29 new, 0 changed, 0 gone), 0 pods" in run("backend", "sync", "sim")
     status = json.loads(run("backend", "status", "--format", "json"))["backends"]
-    assert status[0]["name"] == "sim" and status[0]["nodes"] == 25 and status[0]["sync_status"] == "ok"
+    assert status[0]["name"] == "sim" and status[0]["nodes"] == 29 and status[0]["sync_status"] == "ok"
     assert "token" not in status[0] and "kubeconfig" not in status[0]
     assert "sim" in run("backend", "status")
 
@@ -138,8 +138,8 @@ def test_backend_sync_all_reports_failures_and_keeps_going(cli, backend, kube_se
     Backend.objects.create(name="broken", connection="url", api_url="http://127.0.0.1:9")
     code, out, err = cli("backend", "sync", "--all")
     assert code == 1
-    assert "backend sim: 25 nodes" in out
+    assert "backend sim: 29 nodes" in out
     assert "backend broken: sync failed: listing nodes: cannot connect" in err
     assert err.strip().splitlines()[-1] == ("error: sync failed for broken; the inventory of each was left as it "
                                             "was")
-    assert Node.objects.filter(backend=backend).count() == 25
+    assert Node.objects.filter(backend=backend).count() == 29

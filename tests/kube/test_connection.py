@@ -52,7 +52,7 @@ def test_kubeconfig_connection_syncs(backend, kube_server):
     configs.apply("BACKEND", "sim", {"namespace": "default", "kubeconfig": kubeconfig(kube_server.url)}, CLI)
     backend.refresh_from_db()
     assert backend.connection == "kubeconfig"
-    assert inventory.sync_backend(backend.pk).nodes == 25
+    assert inventory.sync_backend(backend.pk).nodes == 29
     assert kube_server.emulator._requests[-1].headers["Authorization"] == f"Bearer {TOKEN}"
 
 

@@ -14,8 +14,8 @@ from tests.kube.conftest import running_pod
 def test_full_sync_stores_every_node_with_its_fields(backend, kube_server):
     result = inventory.sync_backend(backend.pk)
 
-    assert (result.nodes, result.created, result.updated, result.deleted) == (25, 25, 0, 0)
-    assert Node.objects.filter(backend=backend).count() == 25
+    assert (result.nodes, result.created, result.updated, result.deleted) == (29, 29, 0, 0)
+    assert Node.objects.filter(backend=backend).count() == 29
     h100 = Node.objects.get(backend=backend, name="h100-node-0")
     assert h100.labels["nvidia.com/gpu.product"] == "NVIDIA-H100-80GB-HBM3"
     assert h100.gpu_product == "NVIDIA-H100-80GB-HBM3"
@@ -43,7 +43,7 @@ def test_lists_are_paginated_with_limit_and_continue(backend, kube_server, monke
     lists = [r for r in kube_server.emulator._requests if r.params.get("limit")]
     assert {r.params["limit"] for r in lists} == {"10"}
     assert sum("continue" in r.params for r in lists) == 4  # 3 node pages + 3 pod pages = 2 firsts, 4 continues
-    assert (result.nodes, result.pods, result.pages) == (25, 25, 6)
+    assert (result.nodes, result.pods, result.pages) == (29, 25, 6)
     assert Node.objects.get(backend=backend, name="cpu-node-0").cpu_used == 2_500
 
 

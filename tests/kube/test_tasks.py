@@ -19,8 +19,8 @@ def eager(monkeypatch):
 def test_sync_task_runs_on_a_real_worker(transactional_db, redis_worker, backend, kube_server):
     result = tasks.sync_backend.delay(backend.pk)
     outcome = result.get(timeout=30)
-    assert outcome["ok"] and outcome["nodes"] == 25
-    assert Node.objects.filter(backend=backend).count() == 25
+    assert outcome["ok"] and outcome["nodes"] == 29
+    assert Node.objects.filter(backend=backend).count() == 29
     assert Backend.objects.get(pk=backend.pk).sync_status == "ok"
 
 
@@ -31,7 +31,7 @@ def node_lists(kube_server) -> int:
 def test_transient_failures_are_retried(eager, backend, kube_server):
     kube_server.emulator.fail_next("list", "nodes", status=503, times=2)
     outcome = tasks.sync_backend.delay(backend.pk).get()
-    assert outcome["ok"] and outcome["nodes"] == 25
+    assert outcome["ok"] and outcome["nodes"] == 29
     assert node_lists(kube_server) == 3
 
 

@@ -16,7 +16,7 @@ from tests.kube.conftest import H100_NODES, running_pod
 @pytest.fixture
 def watcher(pools_config):
     watcher = ClusterWatcher(["sim"], watch_seconds=30, backoff_max=0.05)
-    assert watcher.start() == ["backend sim: 25 nodes, 0 pods; watching"]
+    assert watcher.start() == ["backend sim: 29 nodes, 0 pods; watching"]
     yield watcher
     watcher.stop()
 
@@ -83,7 +83,7 @@ def test_an_outage_marks_the_backend_and_the_watch_recovers(watcher, kube_server
     kube_server.emulator.close_watches()  # streams end; reconnecting now fails
     watcher.process_until(lambda: Backend.objects.get(name="sim").sync_status == "degraded")
     assert "HTTP 503" in Backend.objects.get(name="sim").last_error
-    assert Node.objects.filter(backend__name="sim").count() == 25  # nothing lost
+    assert Node.objects.filter(backend__name="sim").count() == 29  # nothing lost
 
     kube_server.emulator.clear_failures()
     kube_server.emulator.patch("nodes", "cpu-node-0", {"metadata": {"labels": {"back": "online"}}})
@@ -110,7 +110,7 @@ def test_a_backend_that_cannot_connect_is_reported_not_fatal(pools_config, backe
     finally:
         watcher.stop()
     assert lines[0].startswith("not watched: backend incluster: not running inside a cluster")
-    assert lines[1] == "backend sim: 25 nodes, 0 pods; watching"
+    assert lines[1] == "backend sim: 29 nodes, 0 pods; watching"
     assert Backend.objects.get(name="incluster").sync_status == "degraded"
 
 

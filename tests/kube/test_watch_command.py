@@ -33,7 +33,7 @@ def test_watch_cluster_follows_events_and_stops_on_sigterm(transactional_db, bac
                                cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     try:
         first = process.stdout.readline()  # blocks until the initial sync is done (or the process died)
-        assert first == "backend sim: 25 nodes, 0 pods; watching\n", first or process.stderr.read()
+        assert first == "backend sim: 29 nodes, 0 pods; watching\n", first or process.stderr.read()
         kube_server.emulator.patch("nodes", "cpu-node-0", {"metadata": {"labels": {"seen-by": "watcher"}}})
         wait_until(lambda: Node.objects.get(backend=backend, name="cpu-node-0").labels.get("seen-by") == "watcher",
                    timeout=15)

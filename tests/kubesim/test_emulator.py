@@ -139,15 +139,15 @@ def test_pagination_over_a_snapshot(kube_emulator, v1):
     load_fleet(kube_emulator, demo_fleet())
     first = v1.list_node(limit=10)
     assert len(first.items) == 10 and first.metadata._continue
-    assert first.metadata.remaining_item_count == 15
+    assert first.metadata.remaining_item_count == 19
     v1.create_node(_node("zz-added-during-paging"))  # not in the snapshot being paged
     second = v1.list_node(limit=10, _continue=first.metadata._continue)
     third = v1.list_node(limit=10, _continue=second.metadata._continue)
-    assert len(second.items) == 10 and len(third.items) == 5 and not third.metadata._continue
+    assert len(second.items) == 10 and len(third.items) == 9 and not third.metadata._continue
     assert first.metadata.resource_version == second.metadata.resource_version == third.metadata.resource_version
     names = [n.metadata.name for page in (first, second, third) for n in page.items]
-    assert names == sorted(names) and len(set(names)) == 25
-    assert len(v1.list_node().items) == 26
+    assert names == sorted(names) and len(set(names)) == 29
+    assert len(v1.list_node().items) == 30
 
     with pytest.raises(client.ApiException) as exc:
         v1.list_node(limit=5, _continue="not-a-token")
@@ -446,7 +446,7 @@ def test_command_line_serves_the_demo_fleet():
         url = proc.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:")
         with kube_api_client(url) as api:
-            assert len(client.CoreV1Api(api).list_node().items) == 25
+            assert len(client.CoreV1Api(api).list_node().items) == 29
     finally:
         proc.terminate()
         assert proc.wait(timeout=10) == 0

@@ -12,6 +12,7 @@ from kubernetes import client, watch
 from kubesim import EmulatorServer
 from kubesim.fleet import (
     ARCH_LABEL,
+    BATCH_TAINT,
     CORDONED_NODE,
     GPU_COUNT_LABEL,
     GPU_PRODUCT_LABEL,
@@ -22,10 +23,12 @@ from kubesim.fleet import (
     HOSTNAME_LABEL,
     INSTANCE_TYPE_LABEL,
     MACHINE_POOL_LABEL,
+    MACHINEPOOL_LABEL,
     SPOT_TAINT,
     UNSCHEDULABLE_TAINT,
     demo_fleet,
     load_fleet,
+    node_manifest,
     synthetic_fleet,
 )
 from kubesim.kubelet import parse_quantity, pod_requests
@@ -33,13 +36,13 @@ from kubesim.kubelet import parse_quantity, pod_requests
 from .conftest import kube_api_client, wait_until
 
 EXPECTED = {"NVIDIA-H100-80GB-HBM3": 4, "NVIDIA-A100-SXM4-80GB": 3, "NVIDIA-GB200": 2, "NVIDIA-L40S": 4,
-            "NVIDIA-L40": 3, "Tesla-T4": 3, "NVIDIA-Jetson-Thor": 2, None: 4}
+            "NVIDIA-L40": 3, "Tesla-T4": 5, "NVIDIA-Jetson-Thor": 2, None: 6}
 
 
 # --------------------------------------------------------------------------- fleets
 def test_demo_fleet_shape():
     nodes = demo_fleet()
-    assert len(nodes) == 25
+    assert len(nodes) == 29
     per_product = collections.Counter(n["metadata"]["labels"].get(GPU_PRODUCT_LABEL) for n in nodes)
     assert per_product == EXPECTED
     assert set(GPU_PRODUCTS.values()) == {p for p in per_product if p}
@@ -49,7 +52,7 @@ def test_demo_fleet_shape():
         labels, spec, status = node["metadata"]["labels"], node["spec"], node["status"]
         taints = spec.get("taints", [])
         assert labels[HOSTNAME_LABEL] == node["metadata"]["name"]
-        assert labels[MACHINE_POOL_LABEL] and labels[INSTANCE_TYPE_LABEL]
+        assert labels[MACHINE_POOL_LABEL] == labels[MACHINEPOOL_LABEL] and labels[INSTANCE_TYPE_LABEL]
         assert {"cpu", "memory", "ephemeral-storage", "pods"} <= set(status["allocatable"]) <= set(status["capacity"])
         assert any(c["type"] == "Ready" and c["status"] == "True" for c in status["conditions"])
         assert (UNSCHEDULABLE_TAINT in taints) == (node["metadata"]["name"] == CORDONED_NODE)
@@ -58,9 +61,28 @@ def test_demo_fleet_shape():
             assert status["allocatable"][GPU_RESOURCE] == labels[GPU_COUNT_LABEL] == status["capacity"][GPU_RESOURCE]
         else:
             assert GPU_TAINT not in taints and GPU_RESOURCE not in status["allocatable"]
-        assert (SPOT_TAINT in taints) == (labels[MACHINE_POOL_LABEL] == "t4-spot")
+        assert (SPOT_TAINT in taints) == (labels[MACHINE_POOL_LABEL] in ("t4-spot", "ml-training"))
+        assert (BATCH_TAINT in taints) == (labels[MACHINE_POOL_LABEL] == "additional")
         arm = labels.get(GPU_PRODUCT_LABEL) in ("NVIDIA-GB200", "NVIDIA-Jetson-Thor")
         assert labels[ARCH_LABEL] == ("arm64" if arm else "amd64")
+
+
+def test_demo_fleet_has_the_rosa_seed_machine_pools(kube_emulator, v1):
+    """As the ROSA machine-pools seed: `additional` (2 x m5.xlarge, batch taint) and `ml-training`
+    (2 x g4dn.xlarge, one T4 each, gpu + spot taints), selectable by node.kubernetes.io/machinepool."""
+    load_fleet(kube_emulator, demo_fleet())
+    additional = v1.list_node(label_selector=f"{MACHINEPOOL_LABEL}=additional").items
+    training = v1.list_node(label_selector=f"{MACHINEPOOL_LABEL}=ml-training,node-type=gpu").items
+    assert [n.metadata.name for n in additional] == ["additional-node-0", "additional-node-1"]
+    assert [n.metadata.name for n in training] == ["ml-training-node-0", "ml-training-node-1"]
+    for node in additional:
+        assert node.metadata.labels[INSTANCE_TYPE_LABEL] == "m5.xlarge" and node.status.capacity["cpu"] == "4"
+        assert [(t.key, t.value, t.effect) for t in node.spec.taints] == [("workload-type", "batch", "NoSchedule")]
+    for node in training:
+        assert node.metadata.labels[INSTANCE_TYPE_LABEL] == "g4dn.xlarge"
+        assert node.metadata.labels[GPU_PRODUCT_LABEL] == "Tesla-T4" and node.status.allocatable[GPU_RESOURCE] == "1"
+        assert [(t.key, t.value, t.effect) for t in node.spec.taints] == [
+            ("nvidia.com/gpu", "true", "NoSchedule"), ("spot", "true", "PreferNoSchedule")]
 
 
 def test_demo_fleet_served_and_selectable(kube_emulator, v1):
@@ -197,8 +219,9 @@ def test_unschedulable_pods_stay_pending_with_reason(cluster):
     taint = wait_until(lambda: scheduled_condition("no-toleration"))
     assert taint.reason == "Unschedulable"
     # Per node, the first failing filter in the default scheduler's order counts.
-    assert taint.message == ("0/25 nodes are available: 4 node(s) didn't match Pod's node affinity/selector, "
-                             "20 node(s) had untolerated taint {nvidia.com/gpu: true}, "
+    assert taint.message == ("0/29 nodes are available: 4 node(s) didn't match Pod's node affinity/selector, "
+                             "22 node(s) had untolerated taint {nvidia.com/gpu: true}, "
+                             "2 node(s) had untolerated taint {workload-type: batch}, "
                              "1 node(s) were unschedulable.")
     assert "Insufficient nvidia.com/gpu" in wait_until(lambda: scheduled_condition("too-big")).message
     assert "didn't match Pod's node affinity/selector" in wait_until(lambda: scheduled_condition("no-such-gpu")).message
@@ -237,7 +260,7 @@ def test_pending_pod_is_scheduled_when_a_matching_node_appears(cluster):
                                                    "containers": [{"name": "main", "image": "x"}]}}
     v1.create_namespaced_pod("default", pod)
     wait_until(lambda: _condition(v1.read_namespaced_pod("waits", "default"), "PodScheduled"))
-    node = demo_fleet()[-1]
+    node = node_manifest("cpu", 3)
     node["metadata"]["name"] = "new-pool-node-0"
     node["metadata"]["labels"][MACHINE_POOL_LABEL] = "new-pool"
     v1.create_node(node)
@@ -246,7 +269,7 @@ def test_pending_pod_is_scheduled_when_a_matching_node_appears(cluster):
 
 
 def test_kubelet_can_be_enabled_on_a_running_server(kube_emulator, v1):
-    v1.create_node(demo_fleet()[-1])  # a cpu node
+    v1.create_node(node_manifest("cpu", 3))
     v1.create_namespaced_pod("default", {"metadata": {"name": "p"},
                                          "spec": {"containers": [{"name": "c", "image": "x"}]}})
     assert _phase(v1, "p") == "Pending"

@@ -1,7 +1,7 @@
 """Fixtures for the self-service pages: the demo pools on the demo fleet, and people holding roles.
 
 `demo_world`: the seed documents' five pools (tests.integration.conftest) with every backend's node
-inventory written from kubesim's demo fleet (25 nodes per backend, no pods), so capacity, membership
+inventory written from kubesim's demo fleet (29 nodes per backend, no pods), so capacity, membership
 and the preview's node verdicts are real. People:
 
     researcher  osmo-user + osmo-robotics (robotics-* pools)

@@ -168,6 +168,22 @@ def test_a_user_without_a_role_gets_a_403_page_and_the_refusal_is_audited(demo_w
     assert preview.status_code == 200 and b"You may not submit workflows" in preview.content
 
 
+def test_htmx_preview_for_an_unknown_pool_is_a_404_fragment_with_the_message(demo_world):
+    client = demo_world.client(demo_world.researcher)
+    preview = client.post("/pools/no-such-pool/submit/preview/", {"spec": SPEC, "priority": "NORMAL"}, **HX)
+    html = preview.content.decode()
+    assert preview.status_code == 404
+    assert "<html" not in html and 'id="submit-error"' in html and 'data-code="not_found"' in html
+    assert "no pool named &#x27;no-such-pool&#x27;" in html and "You may not submit" not in html
+    page = client.post("/pools/no-such-pool/submit/preview/", {"spec": SPEC, "priority": "NORMAL"})
+    assert page.status_code == 404 and "<html" in page.content.decode()  # without htmx: the whole page
+
+
+def test_htmx_is_told_to_swap_a_404_so_the_message_shows(demo_world):
+    html = demo_world.client(demo_world.researcher).get(f"/pools/{TRAINING}/submit/").content.decode()
+    assert '{"code": "404", "swap": true, "error": false}' in html
+
+
 def test_preview_shows_the_resolved_pod_with_provenance_and_node_verdicts(demo_world):
     response = demo_world.client(demo_world.researcher).post(
         f"/pools/{TRAINING}/submit/preview/", {"spec": SPEC, "priority": "NORMAL"}, **HX)

@@ -242,3 +242,29 @@ def test_a_pool_admin_may_not_see_the_queues(demo_world):
     client = demo_world.client(person("poolie", "pool-admins"))
     assert client.get(reverse("admin:selfservice_accessrequest_changelist")).status_code == 403
     assert client.get(reverse("admin:selfservice_poolrequest_changelist")).status_code == 403
+
+
+@pytest.mark.parametrize("kind", ["access", "pool"])
+def test_requests_of_a_known_kind_lead_to_its_form(demo_world, kind):
+    response = demo_world.client(demo_world.nobody).get(f"/requests/{kind}/")
+    assert response.status_code == 302 and response["Location"] == f"/requests/#{kind}"
+
+
+def test_requests_of_an_unknown_kind_is_a_404_naming_it(demo_world):
+    response = demo_world.client(demo_world.nobody).get("/requests/gpus/")
+    html = response.content.decode()
+    assert response.status_code == 404
+    assert "there is no &#x27;gpus&#x27; request; requests are access or pool requests" in html
+
+
+def test_withdrawing_a_request_of_an_unknown_kind_says_why(demo_world):
+    client = demo_world.client(demo_world.nobody)
+    response = client.post("/requests/gpus/1/withdraw/", follow=True)
+    assert response.status_code == 200 and "requests are access or pool requests" in response.content.decode()
+
+
+def test_posting_a_request_of_an_unknown_kind_says_why(demo_world):
+    response = demo_world.client(demo_world.nobody).post("/requests/", {"kind": "gpus", "pool": TRAINING})
+    html = response.content.decode()
+    assert response.status_code == 400
+    assert "kind: there is no &#x27;gpus&#x27; request; requests are access or pool requests" in html
