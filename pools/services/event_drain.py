@@ -14,6 +14,8 @@ from collections.abc import Callable
 
 from django.db import close_old_connections
 
+from portal.dblock import retry_locked
+
 log = logging.getLogger(__name__)
 BACKOFF_START, BACKOFF_MAX = 1.0, 60.0  # seconds before a watch reconnects: doubling, up to the maximum
 
@@ -68,8 +70,8 @@ class EventDrain:
         """Work due between items."""
 
     def _handle(self, item: tuple) -> int:
-        try:
-            return self._apply(item)
+        try:  # applying is idempotent (guarded updates): a write that lost SQLite's lock is tried again
+            return retry_locked(lambda: self._apply(item), f"{type(self).__name__}: applying {item[0]}")
         except Exception:  # noqa: BLE001 - one bad event (or a database hiccup) must not stop the watcher
             self.errors += 1
             log.exception("%s: applying %s failed", type(self).__name__, item[0])
