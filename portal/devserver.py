@@ -241,8 +241,8 @@ def serve(supervisor: Supervisor, port: int, kubesim_port: int, *, start_timeout
     """Start everything, print the addresses once the web server answers, supervise until stopped."""
     by_name = {child.name: child for child in supervisor.children}
     stop, say = supervisor.stopping, supervisor.say
-    logs = ", ".join(supervisor.shown(c.log_path) for c in supervisor.children)
-    say(f"starting the simulated cluster, the web server, the watchers and the periodic jobs (logs: {logs})")
+    say("starting the simulated cluster, the web server, the watchers and the periodic jobs "
+        f"(logs: {supervisor.shown(supervisor.var_dir)}/<name>.log)")
     kubesim = by_name["kubesim"]
     supervisor.start(kubesim)
     if not wait_for(lambda: accepts(kubesim_port), kubesim, time.monotonic() + start_timeout, stop):

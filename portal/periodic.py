@@ -43,9 +43,9 @@ def jobs_from_schedule(schedule: dict) -> list[Job]:
 
 def run_task(task_name: str):
     """Run one registered Celery task here and now (eagerly), returning its result; errors propagate."""
-    from portal.celery import app
+    from celery.utils.imports import symbol_by_name
 
-    return app.tasks[task_name].apply(throw=True).result
+    return symbol_by_name(task_name).apply(throw=True).result  # by module path: autodiscovery is lazy
 
 
 class PeriodicRunner:
