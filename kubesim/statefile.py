@@ -1,8 +1,8 @@
 """``python -m kubesim --state FILE``: keep the cluster's objects in a JSON file across restarts.
 
-Every change is written (coalesced per loop iteration, atomically through a temporary file); a new
-process loads the file instead of the fleet, so its pods survive the restart and the simulated kubelet
-finishes them (``Kubelet.start`` picks up Pending and Running pods). Watch history is not kept: clients
+Every change is written, atomically through a temporary file: creations and deletions before the API
+answers, other changes coalesced per loop iteration. A new process loads the file instead of the fleet, so
+its pods survive the restart and the simulated kubelet finishes them (``Kubelet.start`` picks up Pending and Running pods). Watch history is not kept: clients
 watching from an older resourceVersion get 410 Expired and list again, as after an etcd compaction.
 """
 
@@ -52,8 +52,8 @@ class StateFile:
 
     def _changed(self, etype: str, rt: ResourceType, old: dict | None, new: dict) -> None:
         loop = self.emulator._loop
-        if loop is None:
-            self.save()
+        if loop is None or etype != "MODIFIED":
+            self.save()  # a new or deleted object is on disk before the client hears of it
         elif not self._pending:
             self._pending = True
             loop.call_soon(self._flush)
