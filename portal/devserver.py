@@ -31,7 +31,7 @@ from pathlib import Path
 from typing import TextIO
 
 BACKOFF_START, BACKOFF_MAX = 1.0, 30.0
-HEALTHY_AFTER = 60.0  # a child that ran this long is healthy again: its next crash restarts it at once (1 s)
+HEALTHY_AFTER = 20.0  # a child that ran this long is healthy again: its next crash restarts it after 1 s
 STOP_GRACE = 10.0
 
 # Defaults for the children in the embedded default (the environment wins): a stored workflow whose pod

@@ -74,6 +74,8 @@ def dev(tmp_path_factory):
         for kind, seconds in TIMES.items():
             print(f"{kind}: " + ", ".join(f"{s:.1f}s" for s in seconds))
     assert "stopped" in console.text and "Traceback" not in console.text
+    for log in var.glob("*.log"):  # the children's logs: no traceback either, crashes and restarts included
+        assert "Traceback" not in log.read_text(), f"{log.name}:\n{log.read_text()[-3000:]}"
     assert not [name for name, pid in pids.items() if alive(pid)], "Ctrl-C stops every child"
 
 
