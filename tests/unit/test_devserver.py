@@ -55,11 +55,11 @@ def test_a_crashed_child_is_reported_in_one_line_and_restarted_with_a_growing_ba
 def test_stop_all_ends_every_child_and_its_group(tmp_path, monkeypatch):
     monkeypatch.setattr(devserver, "STOP_GRACE", 1.0)
     sup, console = supervisor(tmp_path, "import time; time.sleep(60)",
-                              "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('deaf', "
+                              "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('de' + 'af', "
                               "flush=True); time.sleep(60)")
     for child in sup.children:
         sup.start(child)
-    wait_until(lambda: "deaf" in (tmp_path / "child1.log").read_text(), 10, "child1 ignores SIGTERM")
+    wait_until(lambda: "\ndeaf" in (tmp_path / "child1.log").read_text(), 10, "child1 ignores SIGTERM")
     assert set(__import__("json").loads(sup.pids_path.read_text())["children"]) == {"child0", "child1"}
     started = time.monotonic()
     sup.stop_all()  # the second ignores SIGTERM: killed after the grace period
