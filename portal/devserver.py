@@ -37,7 +37,6 @@ STOP_GRACE = 10.0
 # Defaults for the children in the embedded default (the environment wins): a stored workflow whose pod
 # creation was lost (e.g. to a locked database) is picked up within seconds, not minutes.
 DEV_ENVIRONMENT = {
-    "DEBUG": "true",
     "WORKFLOW_RECONCILE_SECONDS": "10",
     "WORKFLOW_PENDING_GRACE_SECONDS": "10",
     "PYTHONUNBUFFERED": "1",
@@ -53,6 +52,7 @@ class Child:
     name: str
     argv: list[str]
     log_path: Path
+    env: dict[str, str] = field(default_factory=dict)  # on top of the supervisor's
     process: subprocess.Popen | None = None
     started_at: float = 0.0
     failures: int = 0  # crashes in a row
@@ -83,7 +83,7 @@ class Supervisor:
             log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(child.argv)}\n".encode())
             log.flush()
             child.process = subprocess.Popen(child.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                             env=self.env, start_new_session=True)  # its own group: we stop it
+                                             env={**self.env, **child.env}, start_new_session=True)  # its own group: we stop it
         child.started_at = time.monotonic()
         child.restart_at = None
         self.write_pids()
@@ -220,8 +220,8 @@ def answers_http(url: str) -> bool:
 
 
 def children(python: str, manage: str, var_dir: Path, port: int, kubesim_port: int) -> list[Child]:
-    def child(name: str, *argv: str) -> Child:
-        return Child(name, [python, *argv], var_dir / f"{name}.log")
+    def child(name: str, *argv: str, **env: str) -> Child:
+        return Child(name, [python, *argv], var_dir / f"{name}.log", env)
 
     return [
         child("kubesim", "-m", "kubesim", "--port", str(kubesim_port), "--fleet", "demo", "--kubelet",
@@ -229,7 +229,7 @@ def children(python: str, manage: str, var_dir: Path, port: int, kubesim_port: i
         child("watch_cluster", manage, "watch_cluster"),
         child("watch_workflows", manage, "watch_workflows"),
         child("periodic", manage, "periodic"),
-        child("web", manage, "runserver", f"127.0.0.1:{port}"),
+        child("web", manage, "runserver", f"127.0.0.1:{port}", DEBUG=os.environ.get("DEBUG", "true")),
     ]
 
 
