@@ -15,6 +15,7 @@ after a grace period). The portal's addresses and the demo logins are printed on
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import errno
 import json
 import os
@@ -82,8 +83,11 @@ class Supervisor:
         with open(child.log_path, "ab") as log:
             log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(child.argv)}\n".encode())
             log.flush()
-            child.process = subprocess.Popen(child.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                             env={**self.env, **child.env}, start_new_session=True)  # its own group: we stop it
+            child.process = subprocess.Popen(
+                child.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                env={**self.env, **child.env},
+                start_new_session=True,  # its own group: Ctrl-C reaches us only, and we stop the group
+                preexec_fn=_die_with_parent)
         child.started_at = time.monotonic()
         child.restart_at = None
         self.write_pids()
@@ -158,6 +162,15 @@ class Supervisor:
             return str(path.relative_to(Path.cwd()))
         except ValueError:
             return str(path)
+
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child, before exec (Linux): SIGTERM when the supervisor dies, even by SIGKILL."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def describe_exit(code: int | None) -> str:
