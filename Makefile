@@ -21,21 +21,12 @@ $(VENV)/.installed: pyproject.toml uv.lock
 	$(UV) sync --frozen --inexact --quiet
 	@touch $@
 
-dev: export DEBUG ?= true  # every step uses the development settings (docs/configuration.md)
 dev: $(VENV)/.installed  # Python only: the embedded default needs no test peer
-	@mkdir -p var
 	$(PY) manage.py migrate --noinput -v0
 	DEMO_CLUSTER_URL=http://127.0.0.1:$(KUBESIM_PORT) $(PY) manage.py seed_demo
-	@# The simulated cluster (kubesim, demo fleet, simulated kubelet) on loopback, the demo backends'
-	@# api_url (pools/demo/backends.yaml); it and the inventory watcher stop when the dev server stops.
-	@$(PY) -m kubesim --port $(KUBESIM_PORT) --fleet demo --kubelet > var/kubesim.log 2>&1 & KUBESIM=$$!; \
-	trap 'kill $$KUBESIM $$WATCHER 2>/dev/null; wait 2>/dev/null' EXIT INT TERM; \
-	for _ in $$(seq 100); do grep -q '^http' var/kubesim.log && break; kill -0 $$KUBESIM 2>/dev/null || break; sleep 0.1; done; \
-	grep -q '^http' var/kubesim.log && echo "simulated cluster: $$(head -1 var/kubesim.log) (log: var/kubesim.log)" \
-	  || { echo "error: the simulated cluster did not start (port $(KUBESIM_PORT) in use?); see var/kubesim.log" >&2; exit 1; }; \
-	$(PY) manage.py backend sync --all || echo "warning: the initial inventory sync failed (see above)"; \
-	$(PY) manage.py watch_cluster > var/watch_cluster.log 2>&1 & WATCHER=$$!; \
-	$(PY) manage.py runserver 127.0.0.1:$(PORT)
+	@# The simulated cluster, the web server, both watchers and the periodic jobs, supervised together
+	@# (portal/devserver.py); Ctrl-C stops them all. Logs: var/*.log.
+	$(PY) manage.py devserver --port $(PORT) --kubesim-port $(KUBESIM_PORT)
 
 # Test peers beyond Python: the OIDC provider (node, tests/oidc) and Debian's chromium for the browser test.
 # Idempotent and quiet: each step runs only when its result is missing or out of date.

@@ -1,4 +1,6 @@
-"""``python -m kubesim --port 8001 [--fleet demo] [--kubelet]``: serve a simulated cluster until killed."""
+"""``python -m kubesim --port 8001 [--fleet demo] [--kubelet] [--state FILE]``: serve a simulated cluster until
+killed. With ``--state``, the objects are saved to FILE on every change and loaded from it at start (instead of
+the fleet), so a restarted cluster keeps its pods and finishes them."""
 
 from __future__ import annotations
 
@@ -7,7 +9,9 @@ import signal
 import sys
 import threading
 
+from .fleet import demo_fleet, load_fleet, synthetic_fleet
 from .server import EmulatorServer
+from .statefile import StateFile
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -22,22 +26,36 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start-delay", type=float, default=1.0, help="kubelet: seconds Pending -> Running")
     parser.add_argument("--run-seconds", type=float, default=5.0, help="kubelet: seconds Running -> Succeeded")
     parser.add_argument("--git-version", default="v1.33.0")
+    parser.add_argument("--state", metavar="FILE", help="save the objects to FILE; load them from it at start")
     args = parser.parse_args(argv)
 
     kubelet = {"start_delay": args.start_delay, "run_seconds": args.run_seconds} if args.kubelet else False
-    server = EmulatorServer(args.host, args.port, fleet="demo" if args.fleet == "demo" else None,
-                            kubelet=kubelet, git_version=args.git_version)
-    if args.synthetic:
-        from .fleet import load_fleet, synthetic_fleet
+    server = EmulatorServer(args.host, args.port, kubelet=kubelet, git_version=args.git_version)
+    state = StateFile(server.emulator, args.state) if args.state else None
+    restored = state is not None and state.exists()
+    if restored:
+        try:
+            state.load()
+        except ValueError as error:  # JSON or format: say which file, the user may delete it
+            print(f"kubesim: cannot load the state file {args.state}: {error} (delete it to start afresh)",
+                  file=sys.stderr)
+            return 2
+    elif args.fleet == "demo":
+        load_fleet(server, demo_fleet())
+    if args.synthetic and not restored:
         n_nodes, n_pods = (int(x) for x in args.synthetic.split(","))
         load_fleet(server, *synthetic_fleet(n_nodes, n_pods))
+    if state is not None:
+        state.save()
+        state.attach()
     done = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
     url = server.start()
     print(url, flush=True)  # first stdout line: the URL, for scripts
-    print(f"kubesim: serving {len(server.emulator.list('nodes'))} nodes; kubelet "
-          f"{'on' if args.kubelet else 'off'}; Ctrl-C to stop", file=sys.stderr, flush=True)
+    print(f"kubesim: serving {len(server.emulator.list('nodes'))} nodes, {len(server.emulator.list('pods'))} pods"
+          f"{f' (restored from {args.state})' if restored else ''}; kubelet {'on' if args.kubelet else 'off'}; "
+          "Ctrl-C to stop", file=sys.stderr, flush=True)
     done.wait()
     server.stop()
     return 0

@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import asyncio
+import calendar
 import collections
 import hashlib
 import logging
@@ -65,7 +66,23 @@ class Kubelet:
         for key, pod in self.emulator._store[PODS].items():
             self.scheduler.account(key, pod)
             self._dirty[key] = None
+            self._resume_running(key, pod)
         self._schedule()
+
+    def _resume_running(self, key: PodKey, pod: dict) -> None:
+        """A pod already Running (state loaded from a file: ``--state``) finishes when it was due to."""
+        status = pod.get("status") or {}
+        annotations = pod["metadata"].get("annotations") or {}
+        if (status.get("phase") != "Running" or key in self._timers
+                or str(annotations.get(NEVER_FINISH_ANNOTATION, "")).lower() == "true"):
+            return
+        started = status.get("startTime") or now_rfc3339()
+        try:
+            elapsed = time.time() - calendar.timegm(time.strptime(started, "%Y-%m-%dT%H:%M:%SZ"))
+        except ValueError:
+            elapsed = 0.0
+        run_for = float(annotations.get(RUN_SECONDS_ANNOTATION, self.run_seconds))
+        self._timers[key] = self._loop.call_later(max(0.0, run_for - elapsed), self._finish, key, started)
 
     def stop(self) -> None:
         self.emulator.remove_listener(self._on_event)

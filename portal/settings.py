@@ -94,6 +94,19 @@ DATABASES = {
         conn_health_checks=env_bool("DATABASE_CONN_HEALTH_CHECKS", True),
     )
 }
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # The embedded default: several processes (web server, watchers, periodic work) share one file. WAL lets
+    # readers run beside the writer; writers wait up to SQLITE_BUSY_TIMEOUT seconds for the lock, and take it
+    # when their transaction begins (IMMEDIATE), so a read-then-write transaction never fails at once with
+    # "database is locked" when it upgrades. Whatever still times out is retried (portal.dblock).
+    DATABASES["default"].setdefault("OPTIONS", {}).update({
+        "timeout": env_int("SQLITE_BUSY_TIMEOUT", 20),
+        "transaction_mode": "IMMEDIATE",
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+    })
+    _sqlite_file = str(DATABASES["default"]["NAME"])
+    if _sqlite_file and _sqlite_file != ":memory:" and not _sqlite_file.startswith("file:"):
+        Path(_sqlite_file).parent.mkdir(parents=True, exist_ok=True)  # `manage.py migrate` on a fresh clone
 if env_str("TEST_DATABASE_NAME"):
     # Lets parallel test runs (several checkouts, CI beside a developer) use separate test databases.
     DATABASES["default"]["TEST"] = {"NAME": env_str("TEST_DATABASE_NAME")}

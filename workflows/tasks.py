@@ -10,7 +10,10 @@
 * Periodic ones (beat, `portal/celery.py`) take a lock, so runs never overlap, and expire before the
   next run is due.
 * In the embedded default (no broker, eager) a retry would raise out of the caller; there the task
-  leaves its work PENDING and the reconciler enqueues it again later.
+  leaves its work PENDING and the reconciler enqueues it again later. Several processes share one SQLite
+  file there: a write that loses the lock is retried (`portal.dblock`), and if it keeps losing, the
+  work is left to the reconciler as well (a PENDING task without a pod is re-enqueued after
+  WORKFLOW_PENDING_GRACE_SECONDS).
 """
 
 from __future__ import annotations
@@ -19,8 +22,10 @@ import logging
 
 from celery import shared_task
 from django.conf import settings
+from django.db import OperationalError
 
 from pools.kube.errors import KubeError
+from portal.dblock import is_locked, retry_locked
 from workflows import lifecycle, reconcile, timeouts
 
 log = logging.getLogger(__name__)
@@ -49,24 +54,40 @@ def _retry_or_give_up(task, error: KubeError, give_up) -> None:
     raise TransientClusterError(str(error)) from error
 
 
+def _locked_in_process(task, error: OperationalError) -> bool:
+    """True when `error` is a locked SQLite database that outlived the retries of an in-process task: it is
+    logged on one line and the reconciler takes the work over. A worker (broker) lets Celery redeliver."""
+    if not (task.request.is_eager and is_locked(error)):
+        return False
+    log.warning("%s: %s (left for the reconciler)", task.name, error)
+    return True
+
+
 @shared_task(bind=True, **RETRYING)
 def create_pods(self, workflow_pk: int) -> None:
     """Create the pods of a workflow's PENDING tasks (submission, and RESCHEDULE exit actions)."""
     try:
-        lifecycle.create_pods(workflow_pk)
+        retry_locked(lambda: lifecycle.create_pods(workflow_pk), f"create pods of workflow #{workflow_pk}")
     except KubeError as error:
         _retry_or_give_up(self, error, lambda reason: lifecycle.fail_pending(workflow_pk, reason))
+    except OperationalError as error:
+        if not _locked_in_process(self, error):
+            raise
 
 
 @shared_task(bind=True, **RETRYING)
 def delete_pods(self, backend_pk: int, targets: list, why: str = "") -> None:
     """Delete pods `[[namespace, name], …]` of a backend (cancel, timeouts, stop, reschedule). 404 is fine."""
     try:
-        reconcile.delete_pods(backend_pk, [tuple(target) for target in targets])
+        retry_locked(lambda: reconcile.delete_pods(backend_pk, [tuple(target) for target in targets]),
+                     f"delete pods of backend #{backend_pk}")
     except KubeError as error:
         _retry_or_give_up(self, error, lambda reason: log.warning(
             "deleting %d pod(s) (%s) of backend #%s: %s; the reaper will try again", len(targets), why,
             backend_pk, reason))
+    except OperationalError as error:
+        if not _locked_in_process(self, error):
+            raise
 
 
 @shared_task(ignore_result=True)

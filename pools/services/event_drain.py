@@ -25,6 +25,7 @@ from typing import TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 
+from portal.dblock import retry_locked
 from portal.faultlog import FaultLog
 
 log = logging.getLogger(__name__)
@@ -168,8 +169,8 @@ class EventDrain:
         """
         failures = 0
         while True:
-            try:
-                result = work()
+            try:  # applying is idempotent (guarded updates): a write that lost SQLite's lock is tried again
+                result = retry_locked(work, type(self).__name__)
             except DATABASE_ERRORS as error:
                 failures += 1
                 close_broken_connections()

@@ -145,7 +145,7 @@ def test_seed_demo_is_idempotent(db):
     second = run("seed_demo")
     assert "POOL: 5 objects, 5 changed" in first
     assert "POOL: 5 objects, 0 changed" in second
-    assert "login admin" in second
+    assert "accounts: admin (platform admin), researcher" in second
 
 
 def test_pool_status_follows_maintenance_and_the_cluster(demo_pools):

@@ -44,10 +44,9 @@ class Command(PortalCommand):
                 results = configs.apply_many(config_type, documents, actor, description="demo data")
                 changed = sum(result.changed for result in results)
                 self.stdout.write(f"{config_type}: {len(results)} objects, {changed} changed")
-            admin_password, researcher_password = self._accounts()
-        self.stdout.write(self.style.SUCCESS(
-            f"Admin console: http://127.0.0.1:{os.environ.get('PORT', '8000')}/admin/  "
-            f"login admin / {admin_password}  (researcher / {researcher_password})"))
+            self._accounts()
+        # `manage.py devserver` prints where to sign in, once the web server answers
+        self.stdout.write(self.style.SUCCESS("demo data loaded; accounts: admin (platform admin), researcher"))
 
     def _accounts(self) -> tuple[str, str]:
         admin_password = os.environ.get("DEMO_ADMIN_PASSWORD", "admin")

@@ -1,0 +1,80 @@
+"""Helpers for tests that run the portal as real processes (`manage.py …`, `make dev`) and talk to it over HTTP."""
+
+from __future__ import annotations
+
+import json
+import random
+import socket
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+REPO = Path(__file__).resolve().parent.parent
+HELLO = REPO / "docs" / "examples" / "workflows" / "hello.yaml"
+
+
+def free_port(low: int = 18000, high: int = 18999) -> int:
+    """A port nobody listens on, in the range set aside for processes tests start."""
+    for _ in range(200):
+        port = random.randint(low, high)
+        with socket.socket() as probe:
+            try:
+                probe.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            return port
+    raise RuntimeError(f"no free port in {low}-{high}")
+
+
+def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"not within {timeout}s: {what}")
+        time.sleep(interval)
+
+
+def manage(env: dict, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, str(REPO / "manage.py"), *args], cwd=REPO, env=env, capture_output=True,
+                          text=True, timeout=timeout)
+
+
+class Api:
+    """The portal's REST API at `base`, as a client with a bearer token (or basic auth) sees it."""
+
+    def __init__(self, base: str, token: str = "", basic: str = "") -> None:
+        self.base, self.token, self.basic = base.rstrip("/"), token, basic
+
+    def call(self, method: str, path: str, body: bytes | None = None, content_type: str = "") -> tuple[int, Any]:
+        request = urllib.request.Request(self.base + path, data=body, method=method)
+        if self.token:
+            request.add_header("Authorization", f"Bearer {self.token}")
+        elif self.basic:
+            import base64
+            request.add_header("Authorization", "Basic " + base64.b64encode(self.basic.encode()).decode())
+        if content_type:
+            request.add_header("Content-Type", content_type)
+        try:
+            with urllib.request.urlopen(request, timeout=60) as answer:  # noqa: S310 - loopback
+                return answer.status, json.loads(answer.read() or b"null")
+        except urllib.error.HTTPError as error:
+            return error.code, error.read().decode(errors="replace")
+
+    def submit(self, pool: str, spec: bytes, priority: str = "") -> str:
+        query = f"?priority={priority}" if priority else ""
+        status, body = self.call("POST", f"/api/pool/{pool}/workflow{query}", spec, "application/yaml")
+        assert status == 200 or status == 201, (status, body)
+        return body["workflow_id"]
+
+    def status(self, workflow_id: str) -> str:
+        status, body = self.call("GET", f"/api/workflow/{workflow_id}")
+        assert status == 200, (status, body)
+        return body["status"]
