@@ -1,11 +1,13 @@
 """Deployment safety, called from portal/settings.py: the secret key and the HTTPS settings.
 
 Two kinds of run:
-- development: DEBUG=true, or the embedded default (no DATABASE_URL: SQLite under var/). Without
-  SECRET_KEY, a random key is generated once into `var/secret_key` (mode 0600) and reused, so sessions
-  and encrypted secrets survive a restart and no two installations share a key.
-- production: DEBUG=false with DATABASE_URL set. SECRET_KEY is required (a public constant key would
-  let anyone forge sessions and, through FIELD_ENCRYPTION_KEYS' default, decrypt cluster credentials).
+- development, or the embedded kind: DEBUG=true, or a SQLite database (the default without
+  DATABASE_URL). Without SECRET_KEY, a random key is generated once into `var/secret_key` (mode 0600)
+  and reused, so sessions and encrypted secrets survive a restart and no two installations share a key.
+  SQLite means one machine, so one key file serves every process.
+- production: DEBUG=false with a database server (PostgreSQL). SECRET_KEY is required: several hosts
+  must share one key, and a public constant key would let anyone forge sessions and, through
+  FIELD_ENCRYPTION_KEYS' default, decrypt cluster credentials.
 
 The HTTPS settings (SSL redirect, HSTS, secure cookies; in settings.py) are on whenever DEBUG is false;
 each can be turned off by its environment variable. See docs/configuration.md.
@@ -27,8 +29,9 @@ HSTS_DEFAULT_SECONDS = 31_536_000  # one year, what `check --deploy` and the HST
 
 
 def is_embedded_default() -> bool:
-    """The self-contained setup: no external database configured."""
-    return not env_str("DATABASE_URL")
+    """The self-contained setup: a SQLite database (the default when DATABASE_URL is unset)."""
+    url = env_str("DATABASE_URL").strip().lower()
+    return not url or url.startswith("sqlite:")
 
 
 def secret_key(var_dir: Path, debug: bool) -> str:
@@ -39,7 +42,7 @@ def secret_key(var_dir: Path, debug: bool) -> str:
     if debug or is_embedded_default():
         return _stored_key(var_dir / SECRET_KEY_FILE)
     raise ImproperlyConfigured(
-        "SECRET_KEY is not set. With DEBUG=false and DATABASE_URL set (a production setup) the portal "
+        "SECRET_KEY is not set. With DEBUG=false and a database server (a production setup) the portal "
         "refuses to start without one: it signs sessions and, unless FIELD_ENCRYPTION_KEYS is set, "
         "encrypts cluster credentials. Generate one with: "
         "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"

@@ -72,6 +72,8 @@ def test_development_generates_a_private_key_once_and_reuses_it(tmp_path):
 
     embedded = settings_in(var_dir)  # the embedded default (no DATABASE_URL), DEBUG unset: same key
     assert embedded["SECRET_KEY"] == first["SECRET_KEY"]
+    sqlite = settings_in(var_dir, DEBUG="false", DATABASE_URL=f"sqlite:///{tmp_path / 'other.sqlite3'}")
+    assert sqlite["SECRET_KEY"] == first["SECRET_KEY"]  # SQLite is one machine: the key file serves
     assert settings_in(tmp_path / "elsewhere", DEBUG="true")["SECRET_KEY"] != first["SECRET_KEY"]
 
 
