@@ -142,19 +142,20 @@ class EventDrain:
                 conn.close_if_unusable_or_obsolete()
 
     def _handle(self, item: tuple) -> int:
-        return self._guarded(lambda: self._apply(item), f"applying {item[0]}") or 0
+        applied = self._guarded(lambda: self._apply(item), f"applying {item[0]}")
+        if applied is None:  # `_apply` returns a count: None is an item given up
+            self.dropped += 1
+        return applied or 0
 
     def _guarded(self, work: Callable[[], T], what: str) -> T | None:
         """`work()` through database faults; anything else it raises is logged (de-duplicated) and skipped."""
         try:
             return self._through_database(work)
         except Halted:
-            self.dropped += 1
             log.warning("%s: stopped while %s waited for the database; the next start lists again",
                         type(self).__name__, what)
         except Exception as error:  # noqa: BLE001 - one bad event (or a bug) must not stop the watcher
             self.errors += 1
-            self.dropped += 1
             key = f"{what} failed ({type(error).__name__}: {error})"[:300]
             self.faults.failed(key, f"{what} failed", ended=f"{what}: no more {type(error).__name__} since",
                                exc_info=True)
