@@ -105,7 +105,7 @@ def test_processes_share_one_sqlite_file_and_lose_nothing(sqlite_env, processes,
         assert {"SUBMITTED", "CREATED"} <= set(events.split(",")), (pod_name, events)
     nodes = dict(rows(database, "SELECT b.name, count(n.id) FROM pools_backend b LEFT JOIN pools_node n "
                                 "ON n.backend_id = b.id GROUP BY b.name"))
-    assert nodes and set(nodes.values()) == {25}, nodes  # watch_cluster and the resync wrote the inventory too
+    assert nodes and set(nodes.values()) == {29}, nodes  # watch_cluster and the resync wrote the inventory too
     for name, (process, _) in started.items():
         assert process.poll() is None, f"{name} exited"
     for name in started:

@@ -48,7 +48,7 @@ def test_killed_cluster_keeps_its_pods_and_finishes_them(tmp_path):
         assert "restored from" in second.stderr.readline()
         with kube_api_client(url) as api:
             nodes = client.CoreV1Api(api).list_node().items
-            assert len(nodes) == 25  # the fleet comes from the file, once
+            assert len(nodes) == 29  # the fleet comes from the file, once
             pod = client.CoreV1Api(api).read_namespaced_pod("survivor", "default")
             assert pod.status.phase in ("Running", "Succeeded") and pod.spec.node_name
         wait_until(lambda: phase(url) == "Succeeded", timeout=10, interval=0.05)
