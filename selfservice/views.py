@@ -96,10 +96,10 @@ def submit_page(request, name):
     pool, refused = _submit_context(request, name)
     if refused is not None:
         return refused
-    found = examples.examples_for(pool)
-    chosen = examples.example(pool, request.GET.get("example"))
-    context = {"pool": pool, "examples": found, "chosen": chosen}
+    found = examples.example_choices(pool)  # the chips; only the chosen example is sized, and only to show it
+    context = {"pool": pool, "examples": found, "chosen": found[0]}
     if request.method == "GET":
+        context["chosen"] = chosen = examples.example(pool, request.GET.get("example"))
         form = SpecForm(initial={"spec": chosen.text, "priority": "NORMAL"})
         if _htmx(request) and request.GET.get("example"):
             return render(request, "selfservice/_editor.html", {**context, "form": form})
@@ -143,7 +143,7 @@ def preview(request, name):
         status = 400
     if _htmx(request):
         return render(request, "selfservice/_preview.html", context)  # htmx only swaps 2xx answers
-    found = examples.examples_for(pool)
+    found = examples.example_choices(pool)
     return render(request, "selfservice/submit.html", {**context, "form": form, "examples": found,
                                                        "chosen": found[0], "previewed": True}, status=status)
 

@@ -32,22 +32,35 @@ class Example:
     text: str
 
 
-def examples_for(pool: Pool) -> list[Example]:
-    platforms = {p.name: p for p in pool.platforms.order_by("name")}
-    default = pool.default_platform if pool.default_platform in platforms else next(iter(platforms), "")
-    order = [default] + [name for name in platforms if name != default] if default else []
-    found = [Example(f"single-{name}", f"One task on {name}" + (" (default)" if name == default else ""),
-                     _single(pool, platforms[name])) for name in order]
-    if default:
-        found.append(Example("group", f"Two tasks in a group on {default}", _group(pool, platforms[default])))
-    if not found:
-        found.append(Example("single", "One task", _single(pool, None)))
-    return found
+def example_choices(pool: Pool) -> list[Example]:
+    """Keys and titles only (the editor's chips; `text` is empty): one query, no sizing, no YAML. A page that
+    answers a submission needs no more, and must not spend the sizing queries before reading the spec."""
+    return [Example(key, title, "") for key, title, _ in _choices(pool)]
 
 
 def example(pool: Pool, key: str | None) -> Example:
-    found = examples_for(pool)
-    return next((e for e in found if e.key == key), found[0])
+    """The example `key` (the first one when unknown) with its text; only that one is sized."""
+    choices = _choices(pool)
+    return _with_text(pool, next((c for c in choices if c[0] == key), choices[0]))
+
+
+def _choices(pool: Pool) -> list[tuple[str, str, tuple]]:
+    """(key, title, (builder, platform)) per example, the default platform's first."""
+    platforms = {p.name: p for p in pool.platforms.order_by("name")}
+    default = pool.default_platform if pool.default_platform in platforms else next(iter(platforms), "")
+    order = [default] + [name for name in platforms if name != default] if default else []
+    found = [(f"single-{name}", f"One task on {name}" + (" (default)" if name == default else ""),
+              (_single, platforms[name])) for name in order]
+    if default:
+        found.append(("group", f"Two tasks in a group on {default}", (_group, platforms[default])))
+    if not found:
+        found.append(("single", "One task", (_single, None)))
+    return found
+
+
+def _with_text(pool: Pool, choice: tuple[str, str, tuple]) -> Example:
+    key, title, (build, platform) = choice
+    return Example(key, title, build(pool, platform))
 
 
 def _resources(pool: Pool, platform) -> dict:
