@@ -9,9 +9,8 @@ from __future__ import annotations
 import copy
 from dataclasses import dataclass, field
 
-from django.db import router, transaction
-from django.db.models import Model, ProtectedError, RestrictedError
-from django.db.models.deletion import Collector
+from django.db import transaction
+from django.db.models import PROTECT, RESTRICT, Model, ProtectedError, RestrictedError
 
 from pools.errors import ConfigError, ConfigInUse, ConfigNotFound
 from pools.services import handlers, revisions
@@ -108,10 +107,6 @@ class RollbackPlan:
     unified: str
     deletes: bool
 
-    @property
-    def changes_nothing(self) -> bool:
-        return not self.unified
-
 
 DIFF_FORMATS = {"POD_TEMPLATE": "yaml"}
 
@@ -123,8 +118,9 @@ def rollback_plan(config_type: str, name: str, revision: int) -> RollbackPlan:
     except ConfigNotFound:  # deleted since: rolling back re-creates it
         now = None
     fmt = DIFF_FORMATS.get(target.config_type, "json")
-    unified = revisions.unified_diff(now, target.snapshot, fmt, f"{name} now" if now is not None else f"{name} (absent)",
-                                     f"{name} r{target.revision}" + (" (deleted)" if target.deleted else ""))
+    before = f"{name} now" if now is not None else f"{name} (absent)"
+    after = f"{name} r{target.revision}" + (" (deleted)" if target.deleted else "")
+    unified = revisions.unified_diff(now, target.snapshot, fmt, before, after)
     return RollbackPlan(target.config_type, name, target.revision, fmt, unified, deletes=target.deleted)
 
 
@@ -150,14 +146,20 @@ def referrers(config_type: str, obj) -> list[str]:
     return _referrers(handlers.get(revisions.check_type(config_type)), obj)
 
 
-def protected_referrers(obj: Model) -> list[str]:
-    """Objects whose PROTECT or RESTRICT foreign keys would make deleting `obj` fail, described per model."""
-    collector = Collector(using=router.db_for_write(type(obj)))
-    try:
-        collector.collect([obj])
-    except (ProtectedError, RestrictedError) as error:
-        return describe_protected(_blocking(error))
-    return []
+def protected_referrers(obj: Model, shown: int = 3) -> list[str]:
+    """Rows whose PROTECT or RESTRICT foreign keys point at `obj` (a pool's workflows, ...), per model: a
+    count and the first few, so a pool with a long history costs two small queries, not a load of it all."""
+    found = []
+    for relation in obj._meta.related_objects:
+        if relation.on_delete not in (PROTECT, RESTRICT) or relation.many_to_many:
+            continue
+        rows = relation.related_model._base_manager.filter(**{relation.field.name: obj})
+        count = rows.count()
+        if count:
+            meta = relation.related_model._meta
+            names = ", ".join(str(row) for row in rows[:shown]) + (", …" if count > shown else "")
+            found.append(f"{count} {meta.verbose_name if count == 1 else meta.verbose_name_plural} ({names})")
+    return found
 
 
 def describe_protected(objects, shown: int = 3) -> list[str]:
