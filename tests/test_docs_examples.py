@@ -5,6 +5,7 @@ cluster and a live server (tests/docs_runner.py)."""
 from __future__ import annotations
 
 import json
+import os
 import re
 import shlex
 from io import StringIO
@@ -67,6 +68,15 @@ def test_workflows_api_page_runs_as_written(demo_site):
     assert statuses["hello-4"] == statuses["hello-5"] == "CANCELLED"  # the two the page cancels, by their ids
     assert "workflow hello-5: CANCELLED" in out  # cancel used the id the submit printed
     assert "pod osmo-workflows/hello-5-say-hello created" in out  # and so did events
+
+
+def test_readme_api_example_runs_in_a_shell_without_the_environment_on_its_path(demo_site):
+    """The README's example activates .venv itself: a new user's terminal has no Django on its PATH."""
+    demo_site.env["PATH"] = os.pathsep.join(
+        entry for entry in demo_site.env["PATH"].split(os.pathsep) if not entry.startswith(str(ROOT)))
+    block = next(block for block in bash_blocks(ROOT / "README.md") if "source .venv/bin/activate" in block)
+    answer = json_documents(demo_site.run([block]))[-1]
+    assert (answer["workflow_id"], answer["status"]) == ("hello-1", "PENDING"), answer
 
 
 def test_access_page_token_example_runs_as_written(demo_site):

@@ -137,7 +137,7 @@ def test_watch_cluster_keeps_node_sums_right_across_lost_connections(transaction
     emulator = kube_server.emulator
     try:
         first = process.stdout.readline()
-        assert first == "backend sim: 25 nodes, 0 pods; watching\n", first or process.stderr.read()
+        assert first == "backend sim: 29 nodes, 0 pods; watching\n", first or process.stderr.read()
         for wave in range(KILLS):
             for number in range(40):
                 emulator.create("pods", _pod(f"w{wave}-{number}", f"cpu-node-{number % 4}",
