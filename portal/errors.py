@@ -23,8 +23,7 @@ class DomainError(Exception):
 
     def __str__(self) -> str:
         where = f"{self.field}: " if self.field else ""
-        repeated = isinstance(self.value, str) and self.value and self.value in self.reason  # e.g. a file name
-        shown = "" if self.value is None or repeated else f" (value: {_short(self.value)})"
+        shown = "" if self.value is None else f" (value: {_short(self.value)})"
         return f"{where}{self.reason}{shown}"
 
     def as_dict(self) -> dict:

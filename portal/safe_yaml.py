@@ -135,9 +135,9 @@ def load_yaml(text: str, limits: Limits = Limits(), source: str = "<input>") -> 
         mark = error.problem_mark or error.context_mark
         where = f"{mark.line + 1}:{mark.column + 1}" if mark else "?"
         problem = error.problem or error.context or "syntax error"
-        raise SafeYAMLError(f"{source}:{where}: invalid YAML: {problem}", value=source, syntax=True) from None
+        raise SafeYAMLError(f"{source}:{where}: invalid YAML: {problem}", syntax=True) from None  # source: named
     except yaml.YAMLError as error:
-        raise SafeYAMLError(f"{source}: invalid YAML: {error}", value=source, syntax=True) from None
+        raise SafeYAMLError(f"{source}: invalid YAML: {error}", syntax=True) from None
     finally:
         parser.dispose()
 
@@ -403,7 +403,7 @@ def load_json(text: str, limits: Limits = Limits(), source: str = "<input>") -> 
         lines = error.doc.splitlines()
         near = lines[error.lineno - 1].strip()[:60] if error.lineno - 1 < len(lines) else ""
         raise SafeYAMLError(f"{source}:{error.lineno}:{error.colno}: invalid JSON: {error.msg} (near {near!r})",
-                            value=source, syntax=True) from None
+                            syntax=True) from None
     except _JSONRefusal as error:
         raise SafeYAMLError(f"{source}: invalid JSON: {error.reason}", value=error.value) from None
     except RecursionError:

@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
+import functools
 import json
 import random
 import socket
 import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from tests import polling
 
 REPO = Path(__file__).resolve().parent.parent
 HELLO = REPO / "docs" / "examples" / "workflows" / "hello.yaml"
@@ -31,15 +32,9 @@ def free_port(low: int = 18000, high: int = 18999) -> int:
     raise RuntimeError(f"no free port in {low}-{high}")
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float, what: str, interval: float = 0.2) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"not within {timeout}s: {what}")
-        time.sleep(interval)
+
+# these tests poll processes over HTTP and SQLite: five times a second is enough
+wait_until = functools.partial(polling.wait_until, interval=0.2)
 
 
 def manage(env: dict, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:

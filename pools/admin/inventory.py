@@ -352,29 +352,27 @@ class BackendInventoryMixin:
     @action(description="Test connection", url_path="test-connection", permissions=["change"])
     def test_connection_detail(self, request, object_id):
         """GET: a confirmation page (the test records the cluster's version); only its POST acts."""
-        backend = get_object_or_404(Backend, pk=object_id)
-        change_url = reverse("admin:pools_backend_change", args=[object_id])
-        if request.method != "POST":
-            return confirmation_page(
-                self, request, heading=f"Test the connection to {backend.name}?",
-                explanation="This contacts the cluster, checks the permissions the portal needs (creating and "
-                            "deleting a probe pod) and records the server version.",
-                confirm_label="Test connection", cancel_url=change_url)
-        self._test(request, backend)
-        return HttpResponseRedirect(change_url)
+        return self._confirmed(
+            request, object_id, self._test, heading="Test the connection to {name}?", confirm_label="Test connection",
+            explanation="This contacts the cluster, checks the permissions the portal needs (creating and deleting "
+                        "a probe pod) and records the server version.")
 
     @action(description="Sync inventory now", url_path="sync-inventory", permissions=["change"])
     def sync_inventory_detail(self, request, object_id):
         """GET: a confirmation page; only its POST re-reads the cluster's nodes and pods."""
+        return self._confirmed(
+            request, object_id, self._sync, heading="Sync the inventory of {name} now?", confirm_label="Sync inventory",
+            explanation="This lists the cluster's nodes and pods and rewrites the node inventory, pool membership "
+                        "and capacity from them.")
+
+    def _confirmed(self, request, object_id, act, *, heading: str, confirm_label: str, explanation: str):
+        """State changes never happen on GET: a GET shows what the POST would do."""
         backend = get_object_or_404(Backend, pk=object_id)
         change_url = reverse("admin:pools_backend_change", args=[object_id])
         if request.method != "POST":
-            return confirmation_page(
-                self, request, heading=f"Sync the inventory of {backend.name} now?",
-                explanation="This lists the cluster's nodes and pods and rewrites the node inventory, pool "
-                            "membership and capacity from them.",
-                confirm_label="Sync inventory", cancel_url=change_url)
-        self._sync(request, backend)
+            return confirmation_page(self, request, heading=heading.format(name=backend.name),
+                                     explanation=explanation, confirm_label=confirm_label, cancel_url=change_url)
+        act(request, backend)
         return HttpResponseRedirect(change_url)
 
     def _test(self, request, backend):

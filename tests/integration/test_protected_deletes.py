@@ -6,12 +6,13 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.core.management import base, load_command_class
+from django.core.management import base
 from django.urls import reverse
 
 from pools.errors import ConfigInUse
 from pools.models import Backend, Pool
 from pools.services import configs
+from tests.clirun import run_as_cli
 from tests.factories import UserFactory, WorkflowFactory
 from tests.integration.conftest import CLI
 from workflows.models import Workflow
@@ -38,16 +39,7 @@ def cli(capsys, monkeypatch):
     """`python manage.py config ...` as a shell runs it: errors become one stderr line and exit code 1."""
     monkeypatch.setattr(base.connections, "close_all", lambda: None)  # keep the test's transaction
 
-    def run(*args) -> tuple[int, str, str]:
-        try:
-            load_command_class("pools", "config").run_from_argv(["manage.py", "config", *args])
-            code = 0
-        except SystemExit as exit_:
-            code = exit_.code
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return run
+    return lambda *args: run_as_cli(capsys, "pools", "config", *args)
 
 
 def test_the_service_names_the_workflows_that_keep_a_pool(used_pool):

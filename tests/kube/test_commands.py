@@ -7,10 +7,11 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import base, call_command, load_command_class
+from django.core.management import base, call_command
 
 from pools.kube.errors import KubeError
 from pools.models import Backend, Node
+from tests.clirun import run_as_cli
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "placement"
 PLACEMENT = ["--pod", str(EXAMPLES / "pod.yaml"), "--nodes", str(EXAMPLES / "nodes.json"),
@@ -28,17 +29,7 @@ def cli(capsys, monkeypatch):
     """Run as `python manage.py NAME ARGS` would: errors become one stderr line and exit code 1."""
     monkeypatch.setattr(base.connections, "close_all", lambda: None)  # keep the test's transaction
 
-    def run_as_cli(name: str, *args) -> tuple[int, str, str]:
-        command = load_command_class("pools", name)
-        try:
-            command.run_from_argv(["manage.py", name, *args])
-            code = 0
-        except SystemExit as exit_:
-            code = exit_.code
-        captured = capsys.readouterr()
-        return code, captured.out, captured.err
-
-    return run_as_cli
+    return lambda name, *args: run_as_cli(capsys, "pools", name, *args)
 
 
 def test_placement_json_is_exactly_nodes_fits_reasons():

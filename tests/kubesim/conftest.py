@@ -2,31 +2,19 @@
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
-from typing import Any
+from collections.abc import Iterator
 
 import pytest
 from kubernetes import client
 
 from kubesim import EmulatorServer
+from tests.polling import wait_until  # noqa: F401  (the tests import it from here)
 
 
 def kube_api_client(url: str) -> client.ApiClient:
     """An official ApiClient pointed at ``url`` (what the portal's client factory does in tests)."""
     return client.ApiClient(client.Configuration(host=url))
 
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 5.0, interval: float = 0.005) -> Any:
-    """Poll ``predicate`` until it returns something truthy; fail after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s: {predicate}")
-        time.sleep(interval)
 
 
 @pytest.fixture

@@ -73,6 +73,7 @@ def test_exit_descriptions():
     assert devserver.describe_exit(1) == "exit code 1"
 
 
+@pytest.mark.django_db  # between jobs the runner checks the database connections (close_old_connections)
 def test_periodic_jobs_are_beats_schedule_and_one_failure_does_not_stop_the_others(caplog):
     from portal.celery import app
 

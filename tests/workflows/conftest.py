@@ -13,8 +13,7 @@ worker on Redis for the end-to-end tests.
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -26,6 +25,7 @@ from pools.models import Backend, Pool
 from pools.services import configs
 from pools.services.revisions import Actor
 from tests.factories import RoleFactory, UserFactory
+from tests.polling import wait_until  # noqa: F401  (the tests import it from here)
 
 CLI = Actor(name="tester", source="cli")
 NAMESPACE = "wf-jobs"
@@ -57,17 +57,6 @@ def spec(name: str = "hello", *, tasks: int = 1, resource: str = "default", plat
         workflow["timeout"] = timeout
     return {"version": 2, "workflow": workflow}
 
-
-def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, interval: float = 0.02) -> Any:
-    """Poll `predicate` until truthy; AssertionError after `timeout` seconds (never a bare sleep)."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s")
-        time.sleep(interval)
 
 
 @pytest.fixture(autouse=True)

@@ -18,7 +18,6 @@ from tests.workflows.conftest import NAMESPACE, spec, wait_until
 from workflows import lifecycle
 from workflows.models import TaskEvent, Workflow
 from workflows.services import SubmitRequest, submit
-from workflows.watcher import WorkflowWatcher
 
 WRITES = ("INSERT", "UPDATE", "DELETE")
 
@@ -35,15 +34,6 @@ def submitted(pool, alice, django_capture_on_commit_callbacks):
     return make
 
 
-@pytest.fixture
-def late_watcher(backend):
-    """A watcher that is started but applies nothing until the test calls `process_until`."""
-    watcher = WorkflowWatcher(["sim"], watch_seconds=30, backoff_max=0.5)
-    watcher.start()
-    yield watcher
-    watcher.stop()
-
-
 def _condition(pod: dict, kind: str) -> dict:
     return next(c for c in pod["status"]["conditions"] if c["type"] == kind)
 
@@ -54,9 +44,9 @@ def _finished_pod(kube_server, name: str) -> dict:
 
 
 @pytest.mark.parametrize("path", ["watch events", "listing"])
-def test_a_watcher_that_catches_up_late_records_when_things_happened(submitted, late_watcher, kube_server, path):
+def test_a_watcher_that_catches_up_late_records_when_things_happened(submitted, watcher, kube_server, path):
     if path == "watch events":  # the watch is open: the pod's events queue up, unapplied
-        late_watcher.process_until(lambda: late_watcher.backends[0].lists >= 1)
+        watcher.process_until(lambda: watcher.backends[0].lists >= 1)
     workflow = submitted()
     lifecycle.create_pods(workflow.pk)
     task = workflow.tasks.get()
@@ -64,7 +54,7 @@ def test_a_watcher_that_catches_up_late_records_when_things_happened(submitted, 
     finished = parse_time(pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"])
     ended = max(finished, task.created_at)  # the API's times have whole seconds; see lifecycle._happened
     wait_until(lambda: timezone.now() >= ended + timedelta(seconds=1.5))  # the portal is now clearly late
-    late_watcher.process_until(lambda: Workflow.objects.get(pk=workflow.pk).status == "COMPLETED")
+    watcher.process_until(lambda: Workflow.objects.get(pk=workflow.pk).status == "COMPLETED")
 
     task.refresh_from_db()
     workflow.refresh_from_db()
@@ -83,11 +73,11 @@ def test_a_watcher_that_catches_up_late_records_when_things_happened(submitted, 
         assert event.recorded_at - event.at >= timedelta(seconds=1), "applied late, dated when it happened"
 
 
-def test_an_unchanged_observation_writes_nothing(submitted, late_watcher, kube_server):
+def test_an_unchanged_observation_writes_nothing(submitted, watcher, kube_server):
     workflow = submitted(platform="forever")
     lifecycle.create_pods(workflow.pk)
     task = workflow.tasks.get()
-    late_watcher.process_until(lambda: TaskEvent.objects.filter(task=task, kind="RUNNING").exists())
+    watcher.process_until(lambda: TaskEvent.objects.filter(task=task, kind="RUNNING").exists())
     pod = kube_server.emulator.get("pods", task.pod_name, NAMESPACE)
     events = TaskEvent.objects.filter(task=task).count()
     backend_id = workflow.pool.backend_id
