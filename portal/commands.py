@@ -16,6 +16,7 @@ from portal.errors import DomainError
 
 
 class PortalCommand(BaseCommand):
+    requires_system_checks = []
     def run_from_argv(self, argv):
         try:
             super().run_from_argv(argv)
