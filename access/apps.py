@@ -11,7 +11,6 @@ class AccessConfig(AppConfig):
         from axes.signals import user_locked_out
 
         from access import signals, throttle
-        from access.admin.site import install_policy_admin_site
         from access.services import audit
         from access.services.role_config import RoleHandler
         from pools.services import handlers, revisions
@@ -21,5 +20,4 @@ class AccessConfig(AppConfig):
             revisions.LISTENERS.append(audit.config_written)
         post_migrate.connect(signals.ensure_roles_after_migrate, sender=self,
                              dispatch_uid="access-builtin-roles")
-        install_policy_admin_site()
         user_locked_out.connect(throttle.audit_lockout, dispatch_uid="access-audit-lockout")

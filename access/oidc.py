@@ -49,6 +49,7 @@ from mozilla_django_oidc.views import (
 
 from access import claims as claim_utils
 from access.models import Identity, Role
+from access.oidc_config import oidc_enabled
 from access.policy import DEFAULT_ROLE  # held implicitly by everyone: it does not count as "a portal role"
 
 logger = logging.getLogger(__name__)
@@ -64,10 +65,6 @@ class OIDCError(Exception):
 
 
 # --------------------------------------------------------------------------- configuration
-
-
-def oidc_enabled() -> bool:
-    return bool(getattr(settings, "OIDC_ISSUER", ""))
 
 
 def _setting(name: str, default: Any) -> Any:

@@ -1,6 +1,10 @@
 """Base for management commands: domain errors become one clean line on stderr and exit code 1.
 
 Under `call_command` (tests, other code) the error propagates unchanged so callers can inspect it.
+
+One-shot verbs (`pool list`, `config show`, ...) skip Django's system checks: the URL check alone imports
+every view, the admin and the API schema generator, most of a CLI call's start-up. `manage.py check`,
+`migrate`, the web server and the long-running commands (`LongRunningCommand`) still run them.
 """
 
 from __future__ import annotations
@@ -16,6 +20,8 @@ from portal.errors import DomainError
 
 
 class PortalCommand(BaseCommand):
+    requires_system_checks = []  # see the module docstring
+
     def run_from_argv(self, argv):
         try:
             super().run_from_argv(argv)
@@ -31,3 +37,9 @@ class PortalCommand(BaseCommand):
 
     def warn(self, message: str) -> None:
         self.stderr.write(f"warning: {message}")
+
+
+class LongRunningCommand(PortalCommand):
+    """A watcher or server: start-up time does not matter, a configuration mistake should stop it at once."""
+
+    requires_system_checks = "__all__"

@@ -37,7 +37,7 @@ CSRF_TRUSTED_ORIGINS = env_list("CSRF_TRUSTED_ORIGINS", [])
 INSTALLED_APPS = [
     "unfold",
     "unfold.contrib.filters",
-    "django.contrib.admin",
+    "portal.apps.AdminConfig",  # django.contrib.admin, its ModelAdmins loaded by the URLconf (portal/apps.py)
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",

@@ -2,6 +2,10 @@ from django.contrib import admin
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from portal.apps import load_admin
+
+load_admin()  # every app's ModelAdmins, on the policy admin site (not at start-up: see portal.apps)
+
 urlpatterns = [
     path("admin/", admin.site.urls),
     path("oidc/", include("access.oidc")),  # sign-in, callback, logout (POST), failure and no-role pages

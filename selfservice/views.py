@@ -12,6 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from access import policy
+from access.oidc_config import oidc_enabled
 from access.services import audit
 from pools.engine.errors import EngineError
 from portal.errors import DomainError, NotFound, PermissionDenied
@@ -39,8 +40,6 @@ class PortalLoginView(LoginView):
     redirect_authenticated_user = True
 
     def get_context_data(self, **kwargs):
-        from access.oidc import oidc_enabled
-
         return {**super().get_context_data(**kwargs), "oidc_enabled": oidc_enabled()}
 
 

@@ -9,7 +9,8 @@
 - The login form accepts any active account (not only is_staff), so researchers sign in here too.
 
 The project keeps Django's default admin site object (every `admin.register` uses it); the policy
-behaviour is installed by giving that object this subclass, in `AccessConfig.ready()`.
+behaviour is installed by giving that object this subclass, in `portal.apps.load_admin()` (before the admin
+modules are imported: by the URLconf, or by the admin system checks).
 """
 
 from __future__ import annotations

@@ -15,6 +15,7 @@ from django.urls import reverse
 from access.models import AuditEvent
 from access.services import roles
 from pools.services import configs
+from portal.apps import load_admin
 from tests.access.conftest import ACTOR, allow, api, holder, role
 from tests.factories import TokenFactory
 
@@ -123,6 +124,7 @@ POOL_ADMIN_MODELS = {"pools.pool", "pools.platform", "pools.revision", "pools.po
 
 
 def _admin_models():
+    load_admin()  # at collection, before any URL is resolved (the URLconf loads the admin otherwise)
     return sorted(f"{model._meta.app_label}.{model._meta.model_name}" for model in admin.site._registry)
 
 

@@ -7,10 +7,10 @@ import signal
 import threading
 
 from pools.services.inventory_watch import ClusterWatcher
-from portal.commands import PortalCommand
+from portal.commands import LongRunningCommand
 
 
-class Command(PortalCommand):
+class Command(LongRunningCommand):
     help = "Keep the node inventory of backends (all connected ones by default) current by watching them."
 
     def add_arguments(self, parser):

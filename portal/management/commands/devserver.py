@@ -11,10 +11,10 @@ from django.conf import settings
 from django.core.management.base import CommandError
 
 from portal import devserver
-from portal.commands import PortalCommand
+from portal.commands import LongRunningCommand
 
 
-class Command(PortalCommand):
+class Command(LongRunningCommand):
     help = ("Run the simulated cluster, the web server, both watchers and the periodic jobs together; restart "
             "any that crashes; stop them all on Ctrl-C. Logs go to the var folder (PORTAL_VAR_DIR).")
 

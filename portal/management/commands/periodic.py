@@ -5,11 +5,11 @@ from __future__ import annotations
 import signal
 import threading
 
-from portal.commands import PortalCommand
+from portal.commands import LongRunningCommand
 from portal.periodic import PeriodicRunner, jobs_from_schedule
 
 
-class Command(PortalCommand):
+class Command(LongRunningCommand):
     help = ("Run the periodic jobs (inventory resync, workflow reconciliation, timeouts, reaper) in-process on "
             "their beat intervals, for deployments without Celery beat (the embedded default, `make dev`).")
 

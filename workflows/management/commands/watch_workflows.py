@@ -5,11 +5,11 @@ from __future__ import annotations
 import signal
 import threading
 
-from portal.commands import PortalCommand
+from portal.commands import LongRunningCommand
 from workflows.watcher import WorkflowWatcher
 
 
-class Command(PortalCommand):
+class Command(LongRunningCommand):
     help = ("Follow the pods of workflows (this portal's instance label) on backends (all connected ones by "
             "default) and update tasks and workflows as they change.")
 
