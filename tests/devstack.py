@@ -43,18 +43,15 @@ def manage(env: dict, *args: str, timeout: float = 180) -> subprocess.CompletedP
 
 
 class Api:
-    """The portal's REST API at `base`, as a client with a bearer token (or basic auth) sees it."""
+    """The portal's REST API at `base`, as a client with a bearer token sees it."""
 
-    def __init__(self, base: str, token: str = "", basic: str = "") -> None:
-        self.base, self.token, self.basic = base.rstrip("/"), token, basic
+    def __init__(self, base: str, token: str = "") -> None:
+        self.base, self.token = base.rstrip("/"), token
 
     def call(self, method: str, path: str, body: bytes | None = None, content_type: str = "") -> tuple[int, Any]:
         request = urllib.request.Request(self.base + path, data=body, method=method)
         if self.token:
             request.add_header("Authorization", f"Bearer {self.token}")
-        elif self.basic:
-            import base64
-            request.add_header("Authorization", "Basic " + base64.b64encode(self.basic.encode()).decode())
         if content_type:
             request.add_header("Content-Type", content_type)
         try:
@@ -62,6 +59,13 @@ class Api:
                 return answer.status, json.loads(answer.read() or b"null")
         except urllib.error.HTTPError as error:
             return error.code, error.read().decode(errors="replace")
+
+    def answers(self, path: str) -> bool:
+        """Does the server answer `GET path` with 200 yet? (A server still starting refuses connections.)"""
+        try:
+            return self.call("GET", path)[0] == 200
+        except urllib.error.URLError:
+            return False
 
     def submit(self, pool: str, spec: bytes, priority: str = "") -> str:
         query = f"?priority={priority}" if priority else ""

@@ -71,7 +71,7 @@ def test_processes_share_one_sqlite_file_and_lose_nothing(sqlite_env, processes,
     created = manage(sqlite_env, "token", "create", "researcher", "ci", "--format", "json")
     assert created.returncode == 0 and "Traceback" not in created.stderr, created.stderr
     api = Api(base, token=json.loads(created.stdout)["token"])
-    wait_until(lambda: api.call("GET", "/api/pool")[0] == 200, 180, "the web server answers")  # a loaded CI machine
+    wait_until(lambda: api.answers("/api/pool"), 180, "the web server answers")  # a loaded CI machine
     spec = HELLO.read_bytes()
 
     def submit_over_http(_: int) -> list[str]:
