@@ -27,6 +27,10 @@ def sign_in(page, base: str, username: str, next_path: str = "/") -> None:
 @pytest.mark.django_db(transaction=True)
 def test_submit_with_preview(page, live_server, demo_world):  # noqa: F811
     base = live_server.url
+    failures = []  # a resource that did not load (the favicon included) or a script error
+    page.on("console", lambda message: message.type == "error" and failures.append(message.text))
+    page.on("requestfinished", lambda request: (response := request.response()) and response.status >= 400
+            and failures.append(f"{response.status} {request.url}"))
     sign_in(page, base, "researcher")
     page.wait_for_selector(f'#pool-{TRAINING}[data-usable="yes"]')
     page.screenshot(path=CATALOG_SHOT, full_page=True)
@@ -60,3 +64,4 @@ def test_submit_with_preview(page, live_server, demo_world):  # noqa: F811
     workflow = Workflow.objects.get()
     assert workflow.workflow_id == "browser-check-1" and workflow.submitted_by.username == "researcher"
     assert workflow.tasks.get().pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] in (2, "2")
+    assert failures == []
