@@ -1,0 +1,114 @@
+"""Every self-service page a researcher sees fits a 390 px phone and a 1440 px desktop: no page-level
+horizontal scroll (tables scroll inside their cards), the top bar collapses into a menu on the phone, no
+script or resource errors. Screenshots of every page at both widths go to var/screenshots/ (printed)."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.conf import settings
+from django.utils import timezone
+
+from tests.e2e.test_submit_preview import sign_in
+from tests.factories import TokenFactory
+from tests.integration.conftest import demo_pools, reference_config  # noqa: F401  (fixtures)
+from tests.selfservice.conftest import OTHER, TRAINING, demo_world  # noqa: F401  (fixture)
+from workflows.models import TaskStatus, Workflow
+
+PHONE, DESKTOP = 390, 1440
+SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
+LONG_NAME = "phone-layout-check-with-a-long-name"
+SPEC = f"""\
+version: 2
+workflow:
+  name: {LONG_NAME}
+  resources:
+    default: {{cpu: 8, gpu: 1, memory: 64Gi, storage: 100Gi}}
+  tasks:
+  - name: train-the-grasping-policy-on-all-cameras
+    image: nvcr.io/nvidia/pytorch:24.01-py3
+    command: [python, train.py, --config, configs/grasping/all-cameras-with-depth-and-proprioception.yaml]
+"""
+
+
+def researcher_history(world) -> Workflow:
+    """What a researcher has after a while: a running workflow with events, two requests, an API token."""
+    client = world.client(world.researcher)
+    submitted = client.post(f"/pools/{TRAINING}/submit/", {"spec": SPEC, "priority": "NORMAL"})
+    assert submitted.status_code == 302, submitted.context and submitted.context.get("error")
+    workflow = Workflow.objects.get()
+    task = workflow.tasks.get()
+    started = timezone.now() - timedelta(minutes=3)
+    task.status, task.node, task.started_at = TaskStatus.RUNNING, "h100-node-0", started
+    task.save(update_fields=["status", "node", "started_at"])
+    task.events.create(kind="scheduled", at=started, message=f"pod {task.pod_name} was scheduled on node h100-node-0")
+    task.events.create(kind="started", at=started, message=f"container main of {task.pod_name} started")
+    assert client.post("/requests/", {"kind": "access", "pool": OTHER,
+                                      "justification": "evaluation runs for the grasping benchmark " * 3}).status_code == 302
+    assert client.post("/requests/", {"kind": "pool", "team": "vision", "hardware": "NVIDIA-H100-80GB-HBM3",
+                                      "gpus": "16", "purpose": "train detectors"}).status_code == 302
+    TokenFactory(user=world.researcher, name="nightly-evaluation-pipeline-on-the-shared-runner")
+    return workflow
+
+
+def page_width(page) -> dict:
+    return page.evaluate("() => ({scroll: document.documentElement.scrollWidth, view: window.innerWidth})")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_every_self_service_page_fits_a_phone_and_a_desktop(page, live_server, demo_world):  # noqa: F811
+    base = live_server.url
+    workflow = researcher_history(demo_world)
+    failures = []  # a resource that did not load or a script error
+    page.on("console", lambda message: message.type == "error" and failures.append(message.text))
+    page.on("requestfinished", lambda request: (response := request.response()) and response.status >= 400
+            and failures.append(f"{response.status} {request.url}"))
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    print(f"screenshots in {SHOTS}")
+    sign_in(page, base, "researcher")
+
+    pages = {
+        "catalog": "/", "pool": f"/pools/{TRAINING}/", "submit": f"/pools/{TRAINING}/submit/",
+        "workflow": f"/workflows/{workflow.workflow_id}/", "workflows": "/workflows/",
+        "requests": f"/requests/?pool={OTHER}", "tokens": "/tokens/",
+    }
+    too_wide = {}
+    for width in (PHONE, DESKTOP):
+        page.set_viewport_size({"width": width, "height": 844 if width == PHONE else 900})
+        for name, path in pages.items():
+            page.goto(f"{base}{path}")
+            if name == "submit":
+                page.wait_for_function("() => window.htmx !== undefined")
+                page.click("#preview-button")
+                page.wait_for_selector("#verdict-main, [id^=verdict-]")
+            if name == "workflow":
+                page.wait_for_selector(f"#task-{workflow.tasks.get().name}")
+            page.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=True)
+            measured = page_width(page)
+            print(f"{name} at {width}: page {measured['scroll']} px wide")
+            if measured["scroll"] > measured["view"]:
+                too_wide[f"{name}@{width}"] = measured["scroll"]
+        assert_navigation(page, base, width)
+    assert too_wide == {}
+    assert failures == []
+
+
+def assert_navigation(page, base: str, width: int) -> None:
+    """Phone: the links hide behind a menu button that opens them; desktop: the links show, no button."""
+    page.goto(f"{base}/")
+    tokens_link = page.locator('.mainnav a[href="/tokens/"]')
+    menu = page.locator("#nav-toggle")
+    if width == PHONE:
+        assert menu.is_visible() and not tokens_link.is_visible()
+        topbar_height = page.evaluate("() => document.querySelector('.topbar').getBoundingClientRect().height")
+        assert topbar_height <= 64  # collapsed, not a tall block of wrapped links
+        menu.click()
+        assert tokens_link.is_visible() and page.locator(".account .username").is_visible()
+        page.screenshot(path=str(SHOTS / f"menu-open-{width}.png"), full_page=True)
+        assert page_width(page)["scroll"] <= width
+        tokens_link.click()
+        page.wait_for_url(f"{base}/tokens/")
+    else:
+        assert not menu.is_visible() and tokens_link.is_visible()
