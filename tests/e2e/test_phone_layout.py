@@ -15,7 +15,7 @@ from tests.e2e.test_submit_preview import sign_in
 from tests.factories import TokenFactory
 from tests.integration.conftest import demo_pools, reference_config  # noqa: F401  (fixtures)
 from tests.selfservice.conftest import OTHER, TRAINING, demo_world  # noqa: F401  (fixture)
-from workflows.models import TaskStatus, Workflow
+from workflows.models import TaskStatus, Workflow, WorkflowStatus
 
 PHONE, DESKTOP = 390, 1440
 SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
@@ -43,6 +43,7 @@ def researcher_history(world) -> Workflow:
     started = timezone.now() - timedelta(minutes=3)
     task.status, task.node, task.started_at = TaskStatus.RUNNING, "h100-node-0", started
     task.save(update_fields=["status", "node", "started_at"])
+    Workflow.objects.filter(pk=workflow.pk).update(status=WorkflowStatus.RUNNING, started_at=started)
     task.events.create(kind="scheduled", at=started, message=f"pod {task.pod_name} was scheduled on node h100-node-0")
     task.events.create(kind="started", at=started, message=f"container main of {task.pod_name} started")
     assert client.post("/requests/", {"kind": "access", "pool": OTHER,
