@@ -11,6 +11,8 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from kubesim import EmulatorServer
+from pools.models import Backend
 from tests.e2e.test_submit_preview import sign_in
 from tests.factories import TokenFactory
 from tests.integration.conftest import demo_pools, reference_config  # noqa: F401  (fixtures)
@@ -33,8 +35,9 @@ workflow:
 """
 
 
-def researcher_history(world) -> Workflow:
+def researcher_history(world, cluster_url: str) -> Workflow:
     """What a researcher has after a while: a running workflow with events, two requests, an API token."""
+    Backend.objects.update(api_url=cluster_url)  # its pod goes to a simulated cluster of this test's own
     client = world.client(world.researcher)
     submitted = client.post(f"/pools/{TRAINING}/submit/", {"spec": SPEC, "priority": "NORMAL"})
     assert submitted.status_code == 302, submitted.context and submitted.context.get("error")
@@ -44,8 +47,8 @@ def researcher_history(world) -> Workflow:
     task.status, task.node, task.started_at = TaskStatus.RUNNING, "h100-node-0", started
     task.save(update_fields=["status", "node", "started_at"])
     Workflow.objects.filter(pk=workflow.pk).update(status=WorkflowStatus.RUNNING, started_at=started)
-    task.events.create(kind="scheduled", at=started, message=f"pod {task.pod_name} was scheduled on node h100-node-0")
-    task.events.create(kind="started", at=started, message=f"container main of {task.pod_name} started")
+    task.events.create(kind="SCHEDULED", at=started, message=f"pod {task.pod_name} was scheduled on node h100-node-0")
+    task.events.create(kind="RUNNING", at=started, message=f"container main of {task.pod_name} started")
     assert client.post("/requests/", {"kind": "access", "pool": OTHER,
                                       "justification": "evaluation runs for the grasping benchmark " * 3}).status_code == 302
     assert client.post("/requests/", {"kind": "pool", "team": "vision", "hardware": "NVIDIA-H100-80GB-HBM3",
@@ -61,7 +64,8 @@ def page_width(page) -> dict:
 @pytest.mark.django_db(transaction=True)
 def test_every_self_service_page_fits_a_phone_and_a_desktop(page, live_server, demo_world):  # noqa: F811
     base = live_server.url
-    workflow = researcher_history(demo_world)
+    with EmulatorServer(host="127.0.0.1", port=0, fleet="demo") as cluster:
+        workflow = researcher_history(demo_world, cluster.url)
     failures = []  # a resource that did not load or a script error
     page.on("console", lambda message: message.type == "error" and failures.append(message.text))
     page.on("requestfinished", lambda request: (response := request.response()) and response.status >= 400
