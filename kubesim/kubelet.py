@@ -73,14 +73,19 @@ class Kubelet:
         """A pod already Running (state loaded from a file: ``--state``) finishes when it was due to."""
         status = pod.get("status") or {}
         annotations = pod["metadata"].get("annotations") or {}
-        if (status.get("phase") != "Running" or key in self._timers
-                or str(annotations.get(NEVER_FINISH_ANNOTATION, "")).lower() == "true"):
+        if status.get("phase") != "Running" or key in self._timers:
             return
         started = status.get("startTime") or now_rfc3339()
         try:
             elapsed = time.time() - calendar.timegm(time.strptime(started, "%Y-%m-%dT%H:%M:%SZ"))
         except ValueError:
             elapsed = 0.0
+        self._finish_later(key, annotations, started, elapsed)
+
+    def _finish_later(self, key: PodKey, annotations: dict, started: str, elapsed: float = 0.0) -> None:
+        """The pod's container exits RUN_SECONDS_ANNOTATION (or run_seconds) after it started."""
+        if str(annotations.get(NEVER_FINISH_ANNOTATION, "")).lower() == "true" or self._loop is None:
+            return
         run_for = float(annotations.get(RUN_SECONDS_ANNOTATION, self.run_seconds))
         self._timers[key] = self._loop.call_later(max(0.0, run_for - elapsed), self._finish, key, started)
 
@@ -226,11 +231,7 @@ class Kubelet:
                                   for c in spec.get("containers") or ()],
         })
         running = self.emulator._commit(self.emulator._types[PODS], pod, {**pod, "status": status}, "status")
-        annotations = meta.get("annotations") or {}
-        if str(annotations.get(NEVER_FINISH_ANNOTATION, "")).lower() == "true" or self._loop is None:
-            return
-        run_for = float(annotations.get(RUN_SECONDS_ANNOTATION, self.run_seconds))
-        self._timers[key] = self._loop.call_later(run_for, self._finish, key, running["status"]["startTime"])
+        self._finish_later(key, meta.get("annotations") or {}, running["status"]["startTime"])
 
     def _finish(self, key: PodKey, started: str) -> None:
         self._timers.pop(key, None)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from portal.safe_yaml import Limits, SafeYAMLError, config_limits, load_json, load_yaml
+from portal.safe_yaml import SafeYAMLError, config_limits, load, load_json
 
 DocumentError = SafeYAMLError  # a document refused: its reason names the file, line and column
 
@@ -23,12 +23,10 @@ def load_document(path: str | Path) -> object:
     return parse_document(text, source=str(path))
 
 
-def parse_document(text: str, source: str = "<input>", limits: Limits | None = None) -> object:
-    """JSON when the text looks like JSON (so JSON errors are reported as such), otherwise YAML."""
-    stripped = text.lstrip()
-    if not stripped:
+def parse_document(text: str, source: str = "<input>") -> object:
+    """JSON when the text looks like JSON (so JSON errors are reported as such) or the file is .json; else YAML."""
+    if not text.strip():
         raise DocumentError(f"{source}: the document is empty", field="--file", value=source)
-    limits = limits or config_limits()
-    if stripped[0] in "{[" or source.endswith(".json"):
-        return load_json(text, limits, source)
-    return load_yaml(text, limits, source)
+    if source.endswith(".json"):
+        return load_json(text, config_limits(), source)
+    return load(text, config_limits(), source)

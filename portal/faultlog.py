@@ -51,9 +51,6 @@ class FaultLog:
         if fault is not None:
             fault.recovered = True
 
-    def is_open(self, key: str) -> bool:
-        return key in self._open
-
     def tick(self) -> None:
         now = time.monotonic()
         for key, fault in list(self._open.items()):

@@ -41,6 +41,18 @@ def refuse_nul(data: object, where: str = "") -> None:
             pending.extend((f"{path}[{index}]", inner) for index, inner in enumerate(value))
 
 
+def read_text(stream, limit: int | None, what: str, too_large=None) -> tuple[str, int]:
+    """(the body as UTF-8 text, its size in bytes); a body over `limit` is refused before reading on, let
+    alone parsing (`too_large(limit)` says how, a ParseError by default)."""
+    raw = stream.read(limit + 1 if limit is not None else -1) if stream is not None else b""
+    if limit is not None and len(raw) > limit:
+        raise too_large(limit) if too_large else exceptions.ParseError(f"{what} is larger than {limit} bytes")
+    try:
+        return raw.decode("utf-8"), len(raw)
+    except UnicodeDecodeError:
+        raise exceptions.ParseError(f"{what} is not UTF-8 text") from None
+
+
 class JSONParser(parsers.JSONParser):
     """JSON bodies read by `portal.safe_yaml.load_json` within `limits()` (the request size is Django's
     DATA_UPLOAD_MAX_MEMORY_SIZE): duplicate keys, NaN/Infinity, integers over 4300 digits, nesting beyond
@@ -51,19 +63,13 @@ class JSONParser(parsers.JSONParser):
 
     def parse(self, stream, media_type=None, parser_context=None):
         size_limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE or 2_621_440
-        raw = stream.read(size_limit + 1) if stream is not None else b""
-        if len(raw) > size_limit:
-            raise exceptions.ParseError(f"the request body is larger than {size_limit} bytes")
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise exceptions.ParseError("the request body is not UTF-8 text") from None
+        text, size = read_text(stream, size_limit, "the request body")
         try:
             document = load_json(text, replace(self.limits(), max_bytes=size_limit), "request body")
         except SafeYAMLError as error:
             raise exceptions.ParseError(error.reason) if error.syntax else self.refused(error) from None
         refuse_nul(document)
-        self.check_size(document, len(raw))
+        self.check_size(document, size)
         return document
 
     def refused(self, error: SafeYAMLError) -> Exception:
@@ -104,13 +110,6 @@ class TextParser(parsers.BaseParser):
         return exceptions.ParseError(f"{self.what} is larger than {limit} bytes")
 
     def parse(self, stream, media_type=None, parser_context=None):
-        limit = self.size_limit()  # refused before reading on, let alone parsing
-        raw = stream.read(limit + 1 if limit is not None else -1) if stream is not None else b""
-        if limit is not None and len(raw) > limit:
-            raise self.too_large(limit)
-        try:
-            text = raw.decode("utf-8")
-        except UnicodeDecodeError:
-            raise exceptions.ParseError(f"{self.what} is not UTF-8 text") from None
+        text, _ = read_text(stream, self.size_limit(), self.what, self.too_large)
         refuse_nul(text)
         return text

@@ -55,40 +55,37 @@ def _retry_or_give_up(task, error: KubeError, give_up) -> None:
     raise TransientClusterError(str(error)) from error
 
 
-def _locked_in_process(task, error: OperationalError) -> bool:
-    """True when `error` is a locked SQLite database that outlived the retries of an in-process task: it is
-    logged on one line and the reconciler takes the work over. A worker (broker) lets Celery redeliver."""
-    if not (task.request.is_eager and is_locked(error)):
-        return False
-    log.warning("%s: %s (left for the reconciler)", task.name, error)
-    return True
+def _in_process(task, work, what: str) -> None:
+    """`work()`, a locked write retried (`portal.dblock`). A lock that outlives the retries of an in-process
+    task is logged on one line and the reconciler takes the work over; a worker (broker) lets Celery
+    redeliver."""
+    try:
+        retry_locked(work, what)
+    except OperationalError as error:
+        if not (task.request.is_eager and is_locked(error)):
+            raise
+        log.warning("%s: %s (left for the reconciler)", task.name, error)
 
 
 @shared_task(bind=True, **RETRYING)
 def create_pods(self, workflow_pk: int) -> None:
     """Create the pods of a workflow's PENDING tasks (submission, and RESCHEDULE exit actions)."""
     try:
-        retry_locked(lambda: lifecycle.create_pods(workflow_pk), f"create pods of workflow #{workflow_pk}")
+        _in_process(self, lambda: lifecycle.create_pods(workflow_pk), f"create pods of workflow #{workflow_pk}")
     except KubeError as error:
         _retry_or_give_up(self, error, lambda reason: lifecycle.fail_pending(workflow_pk, reason))
-    except OperationalError as error:
-        if not _locked_in_process(self, error):
-            raise
 
 
 @shared_task(bind=True, **RETRYING)
 def delete_pods(self, backend_pk: int, targets: list, why: str = "") -> None:
     """Delete pods `[[namespace, name], …]` of a backend (cancel, timeouts, stop, reschedule). 404 is fine."""
     try:
-        retry_locked(lambda: reconcile.delete_pods(backend_pk, [tuple(target) for target in targets]),
-                     f"delete pods of backend #{backend_pk}")
+        _in_process(self, lambda: reconcile.delete_pods(backend_pk, [tuple(target) for target in targets]),
+                    f"delete pods of backend #{backend_pk}")
     except KubeError as error:
         _retry_or_give_up(self, error, lambda reason: log.warning(
             "deleting %d pod(s) (%s) of backend #%s: %s; the reaper will try again", len(targets), why,
             backend_pk, reason))
-    except OperationalError as error:
-        if not _locked_in_process(self, error):
-            raise
 
 
 @shared_task(ignore_result=True)

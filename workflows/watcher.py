@@ -26,7 +26,7 @@ from pools.kube.connection import KubeClient, connect
 from pools.kube.errors import KubeError
 from pools.kube.inventory import WatchStream
 from pools.services import inventory
-from pools.services.event_drain import BACKOFF_MAX, DATABASE_ERRORS, EventDrain
+from pools.services.event_drain import BACKOFF_MAX, EventDrain
 from workflows import lifecycle, reconcile, timeouts
 
 log = logging.getLogger(__name__)
@@ -114,12 +114,9 @@ class WorkflowWatcher(EventDrain):
             return
         self._next_periodic = time.monotonic() + self.periodic_seconds
         for name, job in (("timeouts", timeouts.enforce), ("reaper", reconcile.reap_all)):
-            try:
-                reconcile.run_locked(name, job)
-            except DATABASE_ERRORS:
-                raise  # EventDrain reconnects and logs the fault once
-            except Exception:  # noqa: BLE001
-                log.exception("watch_workflows: periodic %s failed", name)
+            # each job on its own through the drain's guard: reconnects on a lost database, logs a failure
+            # once, and one failing job does not skip the other
+            self._guarded(lambda name=name, job=job: reconcile.run_locked(name, job), f"periodic {name}")
 
     # ----------------------------------------------------------------------------- reading (one thread per backend)
 

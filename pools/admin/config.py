@@ -70,16 +70,16 @@ class ConfigAdmin(PolicyAdminMixin, ServiceBackedAdmin):
     def delete_view(self, request, object_id, extra_context=None):
         obj = self.get_object(request, object_id)
         referrers = configs.referrers(self.config_type, obj) if obj else []
-        if not referrers:
-            try:
-                return super().delete_view(request, object_id, extra_context)
-            except DomainError as error:  # referenced since the check: the service refused
-                self.message_user(request, f"Not deleted: {error}", messages.ERROR)
-                return self.response_post_save_change(request, obj)
-        self.message_user(request, str(ConfigInUse(
-            f"cannot be deleted: still referenced by {', '.join(referrers)}", field="name", value=obj.name)),
-            messages.ERROR)
-        return self.response_post_save_change(request, obj)
+        if referrers:
+            self.message_user(request, str(ConfigInUse(
+                f"cannot be deleted: still referenced by {', '.join(referrers)}", field="name", value=obj.name)),
+                messages.ERROR)
+            return self.response_post_save_change(request, obj)
+        try:
+            return super().delete_view(request, object_id, extra_context)
+        except DomainError as error:  # referenced since the check: the service refused
+            self.message_user(request, f"Not deleted: {error}", messages.ERROR)
+            return self.response_post_save_change(request, obj)
 
     @display(description="History")
     def history(self, obj):

@@ -33,7 +33,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from jinja2.utils import _PassArg, pass_eval_context
 
 from pools.engine.errors import EngineError
-from pools.engine.sandbox_budget import BudgetExceeded, WorkBudget, repeat_weight, weight
+from pools.engine.sandbox_budget import BudgetExceeded, WorkBudget, repeat_weight
 
 __all__ = ["MAX_OUTPUT_CHARS", "MAX_RANGE_ITEMS", "CompiledString", "SandboxError", "UndefinedVariableError",
            "compile_string", "has_template_syntax", "render_string", "render_context"]
@@ -55,13 +55,24 @@ _FORBIDDEN_NODES = {
 }
 _BARE = re.compile(r"\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}")
 _CONSTANT_NAMES = frozenset({"true", "false", "none", "True", "False", "None"})
-_range_budget: ContextVar[int] = ContextVar("range_budget", default=MAX_RANGE_ITEMS)
-_work: ContextVar[WorkBudget | None] = ContextVar("work_budget", default=None)
 
 
-def _budget() -> WorkBudget:
+class _RenderBudget(WorkBudget):
+    """One template string's allowance: units of work, and the items range() may still hand out."""
+
+    __slots__ = ("range_left",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.range_left = MAX_RANGE_ITEMS
+
+
+_work: ContextVar[_RenderBudget | None] = ContextVar("work_budget", default=None)
+
+
+def _budget() -> _RenderBudget:
     """This render's budget; a fresh one when Jinja folds constants while compiling."""
-    return _work.get() or WorkBudget()
+    return _work.get() or _RenderBudget()
 
 
 class SandboxError(EngineError):
@@ -83,10 +94,10 @@ def _check_sequence_size(size: int) -> None:
 
 def _bounded_range(*args: int) -> range:
     items = range(*args)
-    left = _range_budget.get() - len(items)
-    if left < 0:
+    budget = _budget()
+    if budget.range_left < len(items):
         raise _refuse(f"range() may produce at most {MAX_RANGE_ITEMS} items per template string")
-    _range_budget.set(left)
+    budget.range_left -= len(items)
     return items
 
 
@@ -136,7 +147,7 @@ class _Sandbox(ImmutableSandboxedEnvironment):
 
     @staticmethod
     def weighed(value):
-        _budget().charge(weight(value, _budget().left + 1), "this value")
+        _budget().charge_values("this value", value)
         return value
 
     def call(__self, __context, __obj, *args, **kwargs):  # noqa: N805 - Jinja's signature
@@ -169,14 +180,21 @@ class _Sandbox(ImmutableSandboxedEnvironment):
         return super().call_binop(context, operator, left, right)
 
 
+def _repeated(left: object, right: object) -> tuple[object, int] | None:
+    """(sequence, times) when `left * right` repeats a text or list."""
+    for sequence, times in ((left, right), (right, left)):
+        if isinstance(sequence, (str, list, tuple)) and isinstance(times, int):
+            return sequence, times
+    return None
+
+
 def _charge_binop(operator: str, left: object, right: object) -> None:
     budget = _budget()
-    if operator == "*":
-        for sequence, times in ((left, right), (right, left)):
-            if isinstance(sequence, (str, list, tuple)) and isinstance(times, int):
-                budget.charge(repeat_weight(sequence, times, budget.left + 1), f"{operator!r} on a sequence")
-                return
-    budget.charge_values(f"{operator!r}", left, right)
+    repeat = _repeated(left, right) if operator == "*" else None
+    if repeat is not None:
+        budget.charge(repeat_weight(*repeat, budget.left + 1), f"{operator!r} on a sequence")
+    else:
+        budget.charge_values(f"{operator!r}", left, right)
 
 
 def _weighing(function):
@@ -186,7 +204,7 @@ def _weighing(function):
     @functools.wraps(function)
     def weighed(*args, **kwargs):
         if len(args) > skip:
-            _budget().charge(weight(args[skip], _budget().left + 1), f"the filter or test {function.__name__}")
+            _budget().charge_values(f"the filter or test {function.__name__}", args[skip])
         return function(*args, **kwargs)
 
     return weighed
@@ -194,14 +212,15 @@ def _weighing(function):
 
 def _charge_output(value):
     """Every printed value pays its weight before it becomes text."""
-    _budget().charge(weight(value, _budget().left + 1), "printing this value")
+    _budget().charge_values("printing this value", value)
     return value
 
 
 def _check_repeat(left: object, right: object) -> None:
-    for sequence, times in ((left, right), (right, left)):
-        if isinstance(sequence, (str, list, tuple)) and isinstance(times, int):
-            _check_sequence_size(len(sequence) * max(times, 0))
+    repeat = _repeated(left, right)
+    if repeat is not None:
+        sequence, times = repeat
+        _check_sequence_size(len(sequence) * max(times, 0))
 
 
 def _check_power(base: object, exponent: object) -> None:
@@ -290,7 +309,7 @@ def render_string(compiled: CompiledString, context: Mapping[str, object]) -> st
         if compiled.bare is None:
             return compiled.source
         return str(_lookup(compiled, context))
-    token, work = _range_budget.set(MAX_RANGE_ITEMS), _work.set(WorkBudget())
+    work = _work.set(_RenderBudget())
     try:
         return _stream(compiled, context)
     except EngineError:
@@ -306,7 +325,6 @@ def render_string(compiled: CompiledString, context: Mapping[str, object]) -> st
     except Exception as error:  # noqa: BLE001 - any failure inside a template is the template's error
         raise SandboxError(f"template failed: {type(error).__name__}: {error}", value=compiled.source) from None
     finally:
-        _range_budget.reset(token)
         _work.reset(work)
 
 

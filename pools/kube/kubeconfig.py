@@ -14,7 +14,7 @@ class KubeconfigError(ValueError):
     pass
 
 
-def parse_kubeconfig(text: str) -> object:
+def _parse(text: str) -> object:
     """The YAML within the config limits; the error names the line, never the content."""
     try:
         return load_yaml(text, config_limits(), "kubeconfig")
@@ -27,14 +27,9 @@ def _without_values(error: SafeYAMLError) -> str:
     return error.reason.split("'", 1)[0].split('"', 1)[0].rstrip(" (")
 
 
-def check_kubeconfig(text: str, context: str = "") -> str:
-    """Validate `text`; return the context that will be used. Never echoes the content in errors."""
-    return read_kubeconfig(text, context)[1]
-
-
 def read_kubeconfig(text: str, context: str = "") -> tuple[dict, str]:
-    """(the parsed kubeconfig, the context that will be used), checked as `check_kubeconfig` does."""
-    data = parse_kubeconfig(text)
+    """(the parsed kubeconfig, the context that will be used). Never echoes the content in errors."""
+    data = _parse(text)
     if not isinstance(data, dict) or not isinstance(data.get("contexts"), list) or not data["contexts"]:
         raise KubeconfigError("kubeconfig must be a mapping with clusters, contexts and users")
     contexts = {c.get("name"): c.get("context") or {} for c in data["contexts"] if isinstance(c, dict)}

@@ -156,25 +156,23 @@ def protected_referrers(obj: Model, shown: int = 3) -> list[str]:
         rows = relation.related_model._base_manager.filter(**{relation.field.name: obj})
         count = rows.count()
         if count:
-            meta = relation.related_model._meta
-            names = ", ".join(str(row) for row in rows[:shown]) + (", …" if count > shown else "")
-            found.append(f"{count} {meta.verbose_name if count == 1 else meta.verbose_name_plural} ({names})")
+            found.append(_counted(relation.related_model._meta, count, [str(row) for row in rows[:shown]], shown))
     return found
 
 
 def describe_protected(objects, shown: int = 3) -> list[str]:
     """`["2 workflows (hello-1, hello-2)"]`: one entry per model, naming the first few objects."""
-    by_model: dict[str, list[str]] = {}
+    by_model: dict = {}
     for item in objects:
-        meta = item._meta
-        by_model.setdefault(f"{meta.verbose_name}|{meta.verbose_name_plural}", []).append(str(item))
-    described = []
-    for key, names in sorted(by_model.items()):
-        singular, plural = key.split("|")
-        names = sorted(names)
-        listed = ", ".join(names[:shown]) + (", …" if len(names) > shown else "")
-        described.append(f"{len(names)} {singular if len(names) == 1 else plural} ({listed})")
-    return described
+        by_model.setdefault(item._meta, []).append(str(item))
+    return [_counted(meta, len(names), sorted(names), shown)
+            for meta, names in sorted(by_model.items(), key=lambda entry: str(entry[0].verbose_name))]
+
+
+def _counted(meta, count: int, names: list[str], shown: int) -> str:
+    """`2 workflows (hello-1, hello-2)`: the count, the model's name in number, the first `shown` names."""
+    listed = ", ".join(names[:shown]) + (", …" if count > shown else "")
+    return f"{count} {meta.verbose_name if count == 1 else meta.verbose_name_plural} ({listed})"
 
 
 def _referrers(handler: handlers.Handler, obj: Model) -> list[str]:

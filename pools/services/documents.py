@@ -253,10 +253,10 @@ def _connection(body: dict) -> dict:
             raise ConfigError("connection 'kubeconfig' needs the kubeconfig content", field="kubeconfig",
                               value="")
         if values["kubeconfig"] is not KEEP_SECRET:
-            from pools.kube.kubeconfig import KubeconfigError, check_kubeconfig  # YAML only, no client
+            from pools.kube.kubeconfig import KubeconfigError, read_kubeconfig  # YAML only, no client
 
             try:
-                check_kubeconfig(values["kubeconfig"], values["kube_context"])
+                read_kubeconfig(values["kubeconfig"], values["kube_context"])
             except KubeconfigError as error:
                 raise ConfigError(str(error), field="kubeconfig", value="<not shown>") from None
     if values["ca_cert"] and "-----BEGIN CERTIFICATE-----" not in values["ca_cert"]:

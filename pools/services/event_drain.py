@@ -25,7 +25,7 @@ from typing import TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 
-from portal.dblock import retry_locked
+from portal.dblock import is_locked
 from portal.faultlog import FaultLog
 
 log = logging.getLogger(__name__)
@@ -170,15 +170,16 @@ class EventDrain:
         """
         failures = 0
         while True:
-            try:  # applying is idempotent (guarded updates): a write that lost SQLite's lock is tried again
-                result = retry_locked(work, type(self).__name__)
+            try:
+                result = work()
             except DATABASE_ERRORS as error:
                 failures += 1
                 close_broken_connections()
                 self.faults.failed(DATABASE, f"database connection lost ({str(error).strip()}); reconnecting and "
                                              "applying the held events again until they go through",
                                    ended="database connection restored; every held event was applied")
-                if failures >= ITEM_ATTEMPTS and database_answers():
+                # applying is idempotent (guarded updates): a write that lost SQLite's lock waits its turn
+                if failures >= ITEM_ATTEMPTS and not is_locked(error) and database_answers():
                     raise
                 if self._halt.wait(self._database_backoff(failures)) or self._stopping.is_set():
                     raise Halted from error

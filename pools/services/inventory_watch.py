@@ -26,7 +26,6 @@ from pools.kube.inventory import WATCH_SECONDS, WatchStream, list_nodes, list_po
 from pools.services import inventory
 from pools.services.event_drain import BACKOFF_MAX, BACKOFF_START, EventDrain
 from pools.services.inventory import PodIndex
-from portal.dblock import retry_locked
 
 log = logging.getLogger(__name__)
 
@@ -117,7 +116,7 @@ class ClusterWatcher(EventDrain):
     # ----------------------------------------------------------------------------- applying (caller's thread)
 
     def _tick(self) -> None:
-        retry_locked(self._run_due_relists, "watch_cluster: relisting")  # a relist is idempotent
+        self._run_due_relists()  # EventDrain runs _tick through its database guard (locked writes retried)
 
     def _apply(self, item: tuple) -> int:
         what, stream, *rest = item

@@ -134,10 +134,7 @@ def diff(config_type: str, name: str, first: int, second: int) -> Diff:
     old, new = get_revision(config_type, name, first), get_revision(config_type, name, second)
     result = Diff(config_type, name, first, second)
     _walk(old.snapshot, new.snapshot, "", result.changes)
-    result.unified = "".join(difflib.unified_diff(
-        _pretty(old.snapshot).splitlines(keepends=True), _pretty(new.snapshot).splitlines(keepends=True),
-        fromfile=f"{name} r{first}", tofile=f"{name} r{second}",
-    ))
+    result.unified = unified_diff(old.snapshot, new.snapshot, "json", f"{name} r{first}", f"{name} r{second}")
     return result
 
 

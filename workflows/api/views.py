@@ -144,7 +144,7 @@ class SubmitPermission(PolicyPermission):
 
     def has_permission(self, request, view):
         pool = view.kwargs.get("pool", "")
-        if not policy.decide(request, CREATE, f"pool/{pool}").allowed and unknown_pool_for(request, pool):
+        if not policy.decide(request, *self.target(request, view)).allowed and unknown_pool_for(request, pool):
             raise APIRefusal(PoolNotFound(f"no pool named {pool!r}", field="pool", value=pool))
         return super().has_permission(request, view)
 
