@@ -216,8 +216,10 @@ SPECTACULAR_SETTINGS = {
 }
 
 # Celery: with no broker configured, tasks run in-process (the embedded default).
-CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "")
-CELERY_TASK_ALWAYS_EAGER = not CELERY_BROKER_URL
+CELERY_TASK_ALWAYS_EAGER = not env_str("CELERY_BROKER_URL", "")
+# Eager tasks still borrow a producer from the broker connection pool: the in-memory transport keeps that
+# from defaulting to amqp://localhost (and kombu's "No hostname was supplied" on every command's console).
+CELERY_BROKER_URL = env_str("CELERY_BROKER_URL", "") or "memory://localhost/"
 CELERY_TASK_EAGER_PROPAGATES = True
 CELERY_TASK_SERIALIZER = "json"
 CELERY_RESULT_SERIALIZER = "json"
