@@ -17,9 +17,8 @@ from django.template.response import TemplateResponse
 from django.utils.html import format_html
 from unfold.admin import ModelAdmin
 
-from pools.engine.errors import EngineError
 from portal.docfiles import DocumentError, parse_document
-from portal.errors import DomainError
+from portal.errors import PortalError
 
 _PENDING_ERROR = "_portal_admin_error"
 
@@ -31,7 +30,7 @@ class ServiceBackedAdmin(ModelAdmin):
         try:
             with transaction.atomic():
                 return super().changeform_view(request, object_id, form_url, extra_context)
-        except (DomainError, EngineError) as error:
+        except PortalError as error:
             setattr(request, _PENDING_ERROR, error)
             return super().changeform_view(request, object_id, form_url, extra_context)
 

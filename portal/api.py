@@ -10,9 +10,8 @@ from django.db import DataError
 from rest_framework import exceptions, status
 from rest_framework.response import Response
 
-from pools.engine.errors import EngineError
 from portal.api_guards import database_refusal
-from portal.errors import DomainError
+from portal.errors import PortalError
 
 # The largest integer a PostgreSQL `integer` column (and a sane offset or revision number) holds: query
 # parameters are capped here so that a huge number is a 400 naming the field, not a database error.
@@ -20,11 +19,11 @@ MAX_INT = 2_147_483_647
 
 
 class APIRefusal(exceptions.APIException):
-    """A DomainError dressed as DRF's own exception, for code that DRF calls and expects only its own
+    """A PortalError dressed as DRF's own exception, for code that DRF calls and expects only its own
     exceptions from: permission classes (the browsable API asks them whether to show a form, and would
-    answer a 500 to any other exception). The response is the DomainError's envelope."""
+    answer a 500 to any other exception). The response is the error's envelope."""
 
-    def __init__(self, error: DomainError) -> None:
+    def __init__(self, error: PortalError) -> None:
         super().__init__(error.reason, code=error.code)
         self.status_code = error.status
         self.error = error
@@ -33,12 +32,10 @@ class APIRefusal(exceptions.APIException):
 def exception_handler(exc, context):
     if isinstance(exc, APIRefusal):
         exc = exc.error
-    if isinstance(exc, DomainError):
-        return Response(exc.as_dict(), status=exc.status)
+    if isinstance(exc, PortalError):  # a domain or an engine error: the engine's code is "invalid"
+        return Response({"code": exc.code, **exc.details()}, status=exc.status)
     if isinstance(exc, DataError):  # a bound nobody checked before the database: the client's value, a 400
         return Response(database_refusal(exc), status=status.HTTP_400_BAD_REQUEST)
-    if isinstance(exc, EngineError):
-        return Response({"code": "invalid", **exc.as_dict()}, status=status.HTTP_400_BAD_REQUEST)
     # imported here: rest_framework.views loads the permission classes, which import this module
     from rest_framework.views import exception_handler as drf_exception_handler
 
@@ -87,5 +84,5 @@ def _has_mapping_data(context) -> bool:
     request = context.get("request")
     try:
         return request is not None and hasattr(request.data, "get")
-    except (exceptions.APIException, DomainError, SuspiciousOperation):
+    except (exceptions.APIException, PortalError, SuspiciousOperation):
         return False

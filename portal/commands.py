@@ -15,8 +15,7 @@ import sys
 import yaml
 from django.core.management.base import BaseCommand
 
-from pools.engine.errors import EngineError
-from portal.errors import DomainError
+from portal.errors import PortalError
 
 
 class PortalCommand(BaseCommand):
@@ -25,7 +24,7 @@ class PortalCommand(BaseCommand):
     def run_from_argv(self, argv):
         try:
             super().run_from_argv(argv)
-        except (DomainError, EngineError) as error:
+        except PortalError as error:
             sys.stderr.write(f"error: {error}\n")
             sys.exit(1)
 

@@ -14,8 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from access import policy
 from access.oidc_config import oidc_enabled
 from access.services import audit
-from pools.engine.errors import EngineError
-from portal.errors import DomainError, NotFound, PermissionDenied
+from portal.errors import DomainError, NotFound, PermissionDenied, PortalError
 from selfservice.forms import AccessRequestForm, PoolRequestForm, SpecForm
 from selfservice.presenters import describe_error, preview_tasks
 from selfservice.services import catalog as catalog_service
@@ -25,7 +24,6 @@ from selfservice.services import workflows as workflow_service
 from workflows import lifecycle
 from workflows.services import CREATE, SubmitRequest, submit
 
-ERRORS = (DomainError, EngineError)
 REQUEST_KINDS = ("access", "pool")
 
 
@@ -109,7 +107,7 @@ def submit_page(request, name):
     try:
         result = submit(SubmitRequest(pool.name, form.cleaned_data["spec"], request,
                                       priority=form.cleaned_data["priority"], source="editor"))
-    except ERRORS as error:
+    except PortalError as error:
         view = _audited(request, error, pool)
         return render(request, "selfservice/submit.html", {**context, "form": form, "error": view},
                       status=view.status)
@@ -134,7 +132,7 @@ def preview(request, name):
             result = submit(SubmitRequest(pool.name, form.cleaned_data["spec"], request, dry_run=True,
                                           priority=form.cleaned_data["priority"], source="editor"))
             context.update(tasks=preview_tasks(result.as_dict()), warnings=result.warnings)
-        except ERRORS as error:
+        except PortalError as error:
             context["error"] = _audited(request, error, pool)
             status = context["error"].status
     else:

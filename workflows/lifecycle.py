@@ -31,12 +31,12 @@ from django.db.models import Q
 from django.utils import timezone
 
 from access import policy
-from pools.engine import EngineError, k8s_name
+from pools.engine import k8s_name
 from pools.engine.resolve import label_value, pod_name
 from pools.kube import pods
 from pools.kube.connection import connect
 from pools.kube.errors import KubeError
-from portal.errors import DomainError, PermissionDenied
+from portal.errors import PermissionDenied, PortalError
 from workflows.errors import WorkflowFinished, WorkflowNotFound
 from workflows.models import (
     FINISHED_TASK,
@@ -47,7 +47,6 @@ from workflows.models import (
     Workflow,
     WorkflowStatus,
 )
-from workflows.spec import SpecError
 
 log = logging.getLogger(__name__)
 
@@ -372,7 +371,7 @@ def _retry_pod(task: Task, retry: int, name: str) -> tuple[dict, str]:
 
     try:
         return resolve_retry(task.workflow, task, retry), ""
-    except (DomainError, SpecError, EngineError) as error:
+    except PortalError as error:
         pod = copy.deepcopy(task.pod)
         pod.setdefault("metadata", {})["name"] = name
         return pod, f" (with the first attempt's pod: the task no longer resolves: {error})"

@@ -7,10 +7,9 @@ from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
-from pools.engine.errors import EngineError
 from pools.models import Pool
 from pools.services.preview import PreviewRequest, annotated_yaml, parse_assignments, preview
-from portal.errors import DomainError
+from portal.errors import PortalError
 
 
 class PreviewForm(forms.Form):
@@ -61,5 +60,5 @@ class PoolPreviewMixin:
                                      resources={k: data[k] for k in ("cpu", "gpu", "memory", "storage")},
                                      variables=variables)
             return preview(request), None
-        except (DomainError, EngineError) as error:
+        except PortalError as error:
             return None, str(error)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from pools.engine.paths import json_copy
+from portal.paths import json_copy
 
 __all__ = ["OSMO_CTRL_IMAGE", "OSMO_DEFAULT_POOL", "OSMO_DEFAULT_TEMPLATES", "OSMO_DEFAULT_VALIDATIONS",
            "OSMO_DEFAULT_VARIABLES", "default_templates", "default_validations"]

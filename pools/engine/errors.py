@@ -2,24 +2,21 @@
 
 from __future__ import annotations
 
+from portal.errors import PortalError
 
-class EngineError(Exception):
-    """A bad input to the engine. `field` is a dotted path such as `spec.containers[0].resources.limits.cpu`."""
 
-    def __init__(self, reason: str, *, field: str = "", value: object = None) -> None:
-        super().__init__(reason)
-        self.reason = reason
-        self.field = field
-        self.value = value
+class EngineError(PortalError):
+    """A bad input to the engine. `field` is a dotted path such as `spec.containers[0].resources.limits.cpu`.
 
-    def __str__(self) -> str:
-        where = f"{self.field}: " if self.field else ""
-        shown = "" if self.value is None else f" (value: {self.value!r})"
-        return f"{where}{self.reason}{shown}"
+    The engine knows no HTTP codes: its `as_dict` is the plain {field, value, reason} its reports embed."""
+
+    value_limit = None  # the engine's messages show the whole value
+
+    def value_text(self) -> str:
+        return str(self.value)
 
     def as_dict(self) -> dict:
-        value = self.value if isinstance(self.value, (str, int, float, bool, type(None))) else str(self.value)
-        return {"field": self.field, "value": value, "reason": self.reason}
+        return self.details()
 
     def at(self, prefix: str) -> EngineError:
         """Return the same error with `prefix` prepended to its field (for nested validation)."""

@@ -17,7 +17,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from pools.engine.errors import EngineError
-from pools.engine.paths import join_index
+from portal.paths import join_index
 
 __all__ = ["CONTAINER_LISTS", "GateError", "GatePolicy", "HostMount", "check_pod", "check_task_name",
            "container_mount_paths", "host_paths", "normalize_mounts", "parse_volume_mount", "plan_mounts"]

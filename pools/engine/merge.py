@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pools.engine.errors import EngineError
-from pools.engine.paths import chain_to_path, child_origin, iter_leaves, json_copy, origin_tree_from_paths
+from portal.paths import chain_to_path, child_origin, iter_leaves, json_copy, origin_tree_from_paths
 
 __all__ = ["PATCH", "MergeError", "MergedTemplate", "Override", "merge", "merge_templates", "merge_templates_traced",
            "merge_traced", "template_sources"]

@@ -17,9 +17,9 @@ from functools import cached_property
 from pools.engine.errors import EngineError
 from pools.engine.gates import container_mount_paths, host_paths, normalize_mounts
 from pools.engine.merge import MergedTemplate, merge_templates_traced, template_sources
-from pools.engine.paths import json_copy
 from pools.engine.rules import CompiledRules, compile_rules
 from pools.engine.variables import CompiledTemplate, Variable, check_variable_names, layer_defaults
+from portal.paths import json_copy
 
 __all__ = ["JSON_FORMAT", "CompiledPlatform", "Origin", "PlatformConfig", "compile_platform"]
 

@@ -30,11 +30,11 @@ from pools.engine.gates import (
     plan_mounts,
 )
 from pools.engine.merge import merge_traced
-from pools.engine.paths import leaf_origins
 from pools.engine.platform import SYSTEM, TASK, CompiledPlatform, Origin
 from pools.engine.rules import CompiledRules, NodeCapacity, NodeRulesVerdict
 from pools.engine.schema import validate_pod
 from pools.engine.variables import Variable, build_variables, k8s_name, variable_values
+from portal.paths import leaf_origins
 
 __all__ = ["SAMPLE_NODE", "Resolution", "TaskInput", "WorkflowContext", "check_platform", "resolve"]
 

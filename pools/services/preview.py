@@ -11,11 +11,11 @@ from dataclasses import dataclass, field
 import yaml
 
 from pools.engine import TaskInput, WorkflowContext, resolve
-from pools.engine.paths import join_index, join_key
 from pools.errors import ConfigError, ConfigNotFound
 from pools.models import Platform, Pool
 from pools.services.compilation import compiled_platform
 from pools.services.node_rules import capacities_for
+from portal.paths import join_index, join_key
 
 RESOURCE_KEYS = ("cpu", "gpu", "memory", "storage")
 
