@@ -10,15 +10,17 @@ from __future__ import annotations
 import logging
 
 from celery import shared_task
+from django.conf import settings
 
 from pools.kube.errors import KubeError
 from pools.models import Backend
 from pools.services import inventory
-from portal.celery import RESYNC_EXPIRES  # under the beat period, so queued resyncs never pile up
+from portal.celery import app as _celery_app  # noqa: F401  (the app these tasks bind to: `portal` does not load it)
 
 log = logging.getLogger(__name__)
 
 MAX_RETRIES = 5
+RESYNC_EXPIRES = settings.INVENTORY_RESYNC_EXPIRES  # under the beat period (portal/settings.py)
 
 
 def retry_countdown(retries: int) -> int:

@@ -50,6 +50,19 @@ class ServiceBackedAdmin(ModelAdmin):
         return FormWithServiceError
 
 
+class ReadOnlyAdminMixin:
+    """An admin (or inline) that shows rows and never adds, changes or deletes them: services write them."""
+
+    def has_add_permission(self, request, *args):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+
 class DocumentField(forms.Field):
     """A YAML or JSON editor for a document; the cleaned value is the parsed document."""
 

@@ -1,7 +1,7 @@
 """The Celery beat schedule run in-process (`manage.py periodic`), for the embedded default without beat.
 
-Each entry of `portal.celery.app.conf.beat_schedule` (inventory resync, workflow reconciliation, timeouts,
-the reaper) runs once at start and then every `schedule` seconds, one at a time, eagerly in this process.
+Each entry of the beat schedule (`CELERY_BEAT_SCHEDULE` in portal/settings.py: inventory resync, workflow
+reconciliation, timeouts, the reaper) runs once at start and then every `schedule` seconds, one at a time, eagerly in this process.
 A run that fails is logged on one line and runs again at its next turn; a write that lost SQLite's lock
 is retried first (`portal.dblock`).
 """

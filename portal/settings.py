@@ -273,8 +273,27 @@ CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int(
     "CELERY_VISIBILITY_TIMEOUT", max(CELERY_TASK_TIME_LIMIT, WORKFLOW_CREATE_BACKOFF_MAX, 300) + 60)}
 WORKFLOW_PENDING_GRACE_SECONDS = env_int("WORKFLOW_PENDING_GRACE_SECONDS", 120)  # then the reconciler re-enqueues
 WORKFLOW_POD_RETENTION_SECONDS = env_int("WORKFLOW_POD_RETENTION_SECONDS", 300)  # finished workflows' pods, then reaped
-# Beat periods (portal/celery.py): reconciliation of our pods, timeouts, and the reaper.
+# Beat periods (CELERY_BEAT_SCHEDULE below): reconciliation of our pods, timeouts, and the reaper.
 WORKFLOW_RECONCILE_SECONDS = env_int("WORKFLOW_RECONCILE_SECONDS", 60)
 WORKFLOW_TIMEOUT_CHECK_SECONDS = env_int("WORKFLOW_TIMEOUT_CHECK_SECONDS", 30)
 WORKFLOW_REAPER_SECONDS = env_int("WORKFLOW_REAPER_SECONDS", 300)
 # --- end workflows -----------------------------------------------------------------------------------------
+
+# --- Celery beat: the one schedule of periodic jobs, run by `celery beat` or in-process by `manage.py periodic`
+# (portal/periodic.py). Each run expires before the next one is due, so a stalled worker never accumulates a
+# backlog. The full inventory resync keeps what the watcher (`manage.py watch_cluster`) misses; each backend's
+# sync it queues expires as the resync does (pools.tasks), so queued resyncs never pile up.
+INVENTORY_RESYNC_SECONDS = env_int("INVENTORY_RESYNC_SECONDS", 300)
+INVENTORY_RESYNC_EXPIRES = max(1, INVENTORY_RESYNC_SECONDS * 4 // 5)
+
+
+def _every(task: str, seconds: int) -> dict:
+    return {"task": task, "schedule": seconds, "options": {"expires": max(1, seconds * 4 // 5)}}
+
+
+CELERY_BEAT_SCHEDULE = {
+    "inventory-full-resync": _every("pools.tasks.sync_all_backends", INVENTORY_RESYNC_SECONDS),
+    "workflows-reconcile": _every("workflows.tasks.reconcile_workflows", WORKFLOW_RECONCILE_SECONDS),
+    "workflows-timeouts": _every("workflows.tasks.enforce_timeouts", WORKFLOW_TIMEOUT_CHECK_SECONDS),
+    "workflows-reaper": _every("workflows.tasks.reap_pods", WORKFLOW_REAPER_SECONDS),
+}

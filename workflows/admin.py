@@ -12,24 +12,13 @@ from django.utils.html import format_html, format_html_join
 from unfold.admin import ModelAdmin, TabularInline
 
 from access import policy
-from portal.admin_base import pretty_json
+from portal.admin_base import ReadOnlyAdminMixin, pretty_json
 from workflows.models import Task, TaskEvent, Workflow
 
 READ = "workflow:Read"
 
 
-class _ReadOnly:
-    def has_add_permission(self, request, *args):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
-
-
-class TaskInline(_ReadOnly, TabularInline):
+class TaskInline(ReadOnlyAdminMixin, TabularInline):
     model = Task
     extra = 0
     can_delete = False
@@ -43,7 +32,7 @@ class TaskInline(_ReadOnly, TabularInline):
 
 
 @admin.register(Workflow)
-class WorkflowAdmin(_ReadOnly, ModelAdmin):
+class WorkflowAdmin(ReadOnlyAdminMixin, ModelAdmin):
     list_display = ("workflow_id", "pool", "submitted_by", "status", "priority", "created_at", "started_at",
                     "finished_at")
     list_filter = ("status", "pool", "priority")

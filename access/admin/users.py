@@ -26,6 +26,7 @@ from access.models import APIToken, AuditEvent, Role
 from access.policy import DEFAULT_ROLE
 from access.services import roles, tokens
 from pools.services.revisions import Actor
+from portal.admin_base import ReadOnlyAdminMixin
 
 User = get_user_model()
 
@@ -134,7 +135,7 @@ class APITokenAdmin(PolicyAdminMixin, ModelAdmin):
 
 
 @admin.register(AuditEvent)
-class AuditEventAdmin(PolicyAdminMixin, ModelAdmin):
+class AuditEventAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
     policy_resource = "config/audit"
     list_display = ["at", "actor_name", "action", "target", "outcome_badge", "source", "remote_addr"]
     list_filter = ["action", "outcome", "source"]
@@ -142,15 +143,6 @@ class AuditEventAdmin(PolicyAdminMixin, ModelAdmin):
     date_hierarchy = "at"
     fields = ["at", "actor", "actor_name", "action", "target", "outcome", "source", "remote_addr", "detail"]
     readonly_fields = fields
-
-    def has_add_permission(self, request, *args):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @display(description="Outcome", label={"ok": "success", "denied": "danger", "error": "warning"})
     def outcome_badge(self, obj):

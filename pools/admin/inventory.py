@@ -27,7 +27,7 @@ from pools.kube.errors import KubeError
 from pools.models import Backend, Node, NodeMembership, Platform, Pool, PoolCapacity, ResourceType
 from pools.services import capacity, documents, inventory, membership
 from pools.services.snapshots import secret_marker
-from portal.admin_base import confirmation_page, pretty_json
+from portal.admin_base import ReadOnlyAdminMixin, confirmation_page, pretty_json
 
 RESOURCES = ("nvidia.com/gpu", "cpu", "memory", "ephemeral-storage")
 SHORT = {"nvidia.com/gpu": "GPU", "cpu": "CPU", "memory": "Memory", "ephemeral-storage": "Storage"}
@@ -92,17 +92,8 @@ def _used(node_or_figures, name: str) -> str:
     return f"{capacity.show(name, node_or_figures.used[name])} / {capacity.show(name, node_or_figures.allocatable[name])}"
 
 
-class ReadOnlyPolicyAdmin(PolicyAdminMixin, ModelAdmin):
+class ReadOnlyPolicyAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
     """Seen by whoever may read `policy_resource` (access.policy); written only by services."""
-
-    def has_add_permission(self, request, *args):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
 
 @admin.register(Node)

@@ -15,12 +15,12 @@ from access.admin.site import PolicyAdminMixin
 from pools.models import ConfigType, Revision
 from pools.services import configs, revisions
 from pools.services.revisions import Actor
-from portal.admin_base import confirmation_page, pretty_json
+from portal.admin_base import ReadOnlyAdminMixin, confirmation_page, pretty_json
 from portal.errors import DomainError
 
 
 @admin.register(Revision)
-class RevisionAdmin(PolicyAdminMixin, ModelAdmin):
+class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
     """Read-only. Visible per config type: revisions of types the user may read (config:Read on
     config/<type>); rolling back needs config:Update on the revision's type."""
 
@@ -54,15 +54,6 @@ class RevisionAdmin(PolicyAdminMixin, ModelAdmin):
 
     def has_view_permission(self, request, obj=None):
         return obj.config_type in self.readable_types(request) if obj else bool(self.readable_types(request))
-
-    def has_add_permission(self, request):
-        return False
-
-    def has_change_permission(self, request, obj=None):
-        return False
-
-    def has_delete_permission(self, request, obj=None):
-        return False
 
     @display(description="Snapshot")
     def data(self, obj):
