@@ -17,3 +17,17 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = 
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {timeout}s: {what or predicate}")
         time.sleep(interval)
+
+
+def drain_until(drain, predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
+    """Apply a watcher's queued events (an `EventDrain`) in the test's thread until `predicate` holds and
+    return its value; AssertionError after `timeout` seconds. Watch threads only read streams, so the
+    test's transaction sees every write."""
+    deadline = time.monotonic() + timeout
+    while True:
+        result = predicate()
+        if result:
+            return result
+        if time.monotonic() > deadline:
+            raise AssertionError(f"condition not met within {timeout}s: {predicate}")
+        drain.process(timeout=0.05)

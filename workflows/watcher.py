@@ -44,8 +44,6 @@ class _Backend:
 
 
 class WorkflowWatcher(EventDrain):
-    until_timeout = 10.0
-
     """`start()`, then `process()` in a loop (or `run(stop)`), then `stop()`."""
 
     def __init__(self, names: list[str] | None = None, *, watch_seconds: int = pods.WATCH_SECONDS,

@@ -59,7 +59,6 @@ def database_answers() -> bool:
 
 
 class EventDrain:
-    until_timeout = 5.0  # default wait of `process_until`
     backoff_max = BACKOFF_MAX
     check_every = 1.0  # seconds: connections are checked before a batch, at most this often
     database_retry_max = DATABASE_RETRY_MAX
@@ -110,18 +109,6 @@ class EventDrain:
             if self._halt.is_set():
                 return applied
             deadline = time.monotonic()  # after the first item, drain what is already queued
-
-    def process_until(self, predicate: Callable[[], object], timeout: float | None = None) -> object:
-        """Apply items until `predicate()` is truthy; AssertionError after `timeout` seconds (tests)."""
-        timeout = self.until_timeout if timeout is None else timeout
-        deadline = time.monotonic() + timeout
-        while True:
-            result = predicate()
-            if result:
-                return result
-            if time.monotonic() > deadline:
-                raise AssertionError(f"condition not met within {timeout}s: {predicate}")
-            self.process(timeout=0.05)
 
     def _tick(self) -> None:
         """Work due between items."""

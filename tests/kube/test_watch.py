@@ -1,6 +1,6 @@
 """The watcher (`watch_cluster`): events keep the inventory current; 410 relists; outages mark the backend.
 
-Watch threads only read streams; `process_until` applies events in the test's thread, so the normal
+Watch threads only read streams; `drain_until` (tests/polling.py) applies events in the test's thread, so the normal
 transactional `db` fixture works. No sleeps: every wait is a deadline on an observable condition.
 """
 
@@ -11,6 +11,7 @@ import pytest
 from pools.models import Backend, Node, NodeMembership
 from pools.services.inventory_watch import ClusterWatcher
 from tests.kube.conftest import H100_NODES, running_pod
+from tests.polling import drain_until
 
 
 @pytest.fixture
@@ -32,36 +33,36 @@ def members(platform: str) -> set[str]:
 def test_node_events_update_the_inventory_and_membership(watcher, kube_server):
     assert members("cpu") == {f"cpu-node-{i}" for i in range(4)}
     kube_server.emulator.patch("nodes", "cpu-node-0", {"metadata": {"labels": {"hive.openshift.io/machine-pool": "x"}}})
-    watcher.process_until(lambda: "cpu-node-0" not in members("cpu"))
+    drain_until(watcher, lambda: "cpu-node-0" not in members("cpu"))
     assert node("cpu-node-0").labels["hive.openshift.io/machine-pool"] == "x"
 
     kube_server.emulator.patch("nodes", "h100-node-1", {"spec": {"unschedulable": True}})
-    watcher.process_until(lambda: node("h100-node-1").unschedulable)
+    drain_until(watcher, lambda: node("h100-node-1").unschedulable)
     assert members("h100") == set(H100_NODES) - {"h100-node-1"}
 
     new = kube_server.emulator.get("nodes", "cpu-node-3")
     new["metadata"] = {"name": "cpu-node-9", "labels": new["metadata"]["labels"]}
     kube_server.emulator.create("nodes", new)
-    watcher.process_until(lambda: "cpu-node-9" in members("cpu"))
+    drain_until(watcher, lambda: "cpu-node-9" in members("cpu"))
 
     kube_server.emulator.delete("nodes", "cpu-node-9")
-    watcher.process_until(lambda: not Node.objects.filter(name="cpu-node-9").exists())
+    drain_until(watcher, lambda: not Node.objects.filter(name="cpu-node-9").exists())
 
 
 def test_pod_events_update_the_summed_requests(watcher, kube_server):
     kube_server.emulator.load("pods", [running_pod("job", "h100-node-0", cpu="2", gpu=4, workload=True)])
-    watcher.process_until(lambda: node("h100-node-0").gpu_used == 4)
+    drain_until(watcher, lambda: node("h100-node-0").gpu_used == 4)
     assert node("h100-node-0").requested_workload == {"cpu": 2000, "memory": 2**30, "nvidia.com/gpu": 4}
 
     kube_server.emulator.patch("pods", "job", {"status": {"phase": "Succeeded"}}, namespace="team-a",
                                subresource="status")
-    watcher.process_until(lambda: node("h100-node-0").gpu_used == 0)
+    drain_until(watcher, lambda: node("h100-node-0").gpu_used == 0)
     assert node("h100-node-0").workload_pods == 0
 
     kube_server.emulator.load("pods", [running_pod("other", "h100-node-2", cpu="500m")])
-    watcher.process_until(lambda: node("h100-node-2").cpu_used == 500)
+    drain_until(watcher, lambda: node("h100-node-2").cpu_used == 500)
     kube_server.emulator.delete("pods", "other", namespace="team-a")
-    watcher.process_until(lambda: node("h100-node-2").cpu_used == 0)
+    drain_until(watcher, lambda: node("h100-node-2").cpu_used == 0)
 
 
 def test_a_410_gone_watch_relists(watcher, kube_server):
@@ -71,24 +72,24 @@ def test_a_410_gone_watch_relists(watcher, kube_server):
     kube_server.emulator.compact()
     kube_server.emulator.expire_watches()  # open watches get a 410 ERROR event and end
 
-    watcher.process_until(lambda: node("cpu-node-1").labels.get("after") == "compaction"
+    drain_until(watcher, lambda: node("cpu-node-1").labels.get("after") == "compaction"
                           and node("cpu-node-1").cpu_used == 3000)
     # and the new watches work from the relist's version
     kube_server.emulator.patch("nodes", "cpu-node-2", {"metadata": {"labels": {"after": "relist"}}})
-    watcher.process_until(lambda: node("cpu-node-2").labels.get("after") == "relist")
+    drain_until(watcher, lambda: node("cpu-node-2").labels.get("after") == "relist")
 
 
 def test_an_outage_marks_the_backend_and_the_watch_recovers(watcher, kube_server):
     kube_server.emulator.fail_next("watch", "*", status=503, times=None)
     kube_server.emulator.close_watches()  # streams end; reconnecting now fails
-    watcher.process_until(lambda: Backend.objects.get(name="sim").sync_status == "degraded")
+    drain_until(watcher, lambda: Backend.objects.get(name="sim").sync_status == "degraded")
     assert "HTTP 503" in Backend.objects.get(name="sim").last_error
     assert Node.objects.filter(backend__name="sim").count() == 29  # nothing lost
 
     kube_server.emulator.clear_failures()
     kube_server.emulator.patch("nodes", "cpu-node-0", {"metadata": {"labels": {"back": "online"}}})
-    watcher.process_until(lambda: node("cpu-node-0").labels.get("back") == "online", timeout=10)
-    watcher.process_until(lambda: Backend.objects.get(name="sim").online)
+    drain_until(watcher, lambda: node("cpu-node-0").labels.get("back") == "online", timeout=10)
+    drain_until(watcher, lambda: Backend.objects.get(name="sim").online)
     assert Backend.objects.get(name="sim").sync_status == "ok"
 
 
@@ -121,4 +122,4 @@ def test_an_event_that_fails_to_apply_is_logged_and_the_watch_goes_on(watcher, k
     watcher.process()
     assert watcher.errors == 1 and "ClusterWatcher: applying event failed" in caplog.text
     kube_server.emulator.patch("nodes", "cpu-node-1", {"spec": {"unschedulable": True}})
-    watcher.process_until(lambda: node("cpu-node-1").unschedulable)
+    drain_until(watcher, lambda: node("cpu-node-1").unschedulable)

@@ -28,6 +28,7 @@ from django.db import connection
 from kubesim import EmulatorServer
 from pools.models import Backend, Node
 from tests.kube.test_watch_command import _database_url
+from tests.polling import drain_until
 from tests.workflows.conftest import (  # noqa: F401 - fixtures
     alice,
     backend,
@@ -183,13 +184,13 @@ def test_an_event_met_by_a_killed_session_is_applied_after_reconnecting(transact
     submitter = get_user_model().objects.get(username="alice")
     result = submit(SubmitRequest(pool="batch", spec=spec("once", tasks=2), who=submitter))
     workflow = Workflow.objects.get(workflow_id=result.workflow_id)
-    drain.process_until(lambda: TaskEvent.objects.filter(task__workflow=workflow, kind="RUNNING").exists())
+    drain_until(drain, lambda: TaskEvent.objects.filter(task__workflow=workflow, kind="RUNNING").exists())
     drain.check_every = float("inf")
     drain._next_check = float("inf")
     with psycopg.connect(_database_url(), autocommit=True) as admin:
         assert admin.execute(TERMINATE).fetchone()[0] >= 1  # this thread's session: the watcher's
     assert drain.process(timeout=10) >= 1
-    drain.process_until(lambda: Workflow.objects.get(pk=workflow.pk).status == "COMPLETED")
+    drain_until(drain, lambda: Workflow.objects.get(pk=workflow.pk).status == "COMPLETED")
     drain.faults.close()
     assert drain.dropped == 0 and drain.errors == 0
     lost = [r.getMessage() for r in caplog.records if "database connection lost" in r.getMessage()]

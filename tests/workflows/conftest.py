@@ -143,7 +143,7 @@ def api(user=None) -> APIClient:
 
 @pytest.fixture
 def watcher(backend):
-    """The pod watcher of `watch_workflows`, applied in the test's thread with `process_until`."""
+    """The pod watcher of `watch_workflows`, applied in the test's thread with `tests.polling.drain_until`."""
     from workflows.watcher import WorkflowWatcher
 
     instance = WorkflowWatcher(["sim"], watch_seconds=30, backoff_max=0.5)

@@ -13,6 +13,7 @@ import yaml
 from django.core.management import call_command
 
 from portal.errors import DomainError
+from tests.polling import drain_until
 from tests.workflows.conftest import NAMESPACE, spec
 from workflows import lifecycle
 from workflows.models import Task, TaskEvent, Workflow
@@ -119,17 +120,17 @@ def test_admin_lists_and_shows_workflows_read_only(pool, alice, admin_user, admi
 def test_watcher_lists_again_after_410_and_catches_up(transactional_db, watcher, kube_server, pool, alice):
     from workflows.services import SubmitRequest, submit
 
-    watcher.process_until(lambda: watcher.backends[0].lists >= 1)
+    drain_until(watcher, lambda: watcher.backends[0].lists >= 1)
     workflow = Workflow.objects.get(workflow_id=submit(SubmitRequest(
         pool="batch", spec=spec("watched", platform="forever"), who=alice)).workflow_id)  # eager: pod created now
-    watcher.process_until(lambda: Workflow.objects.get(pk=workflow.pk).status == "RUNNING")
+    drain_until(watcher, lambda: Workflow.objects.get(pk=workflow.pk).status == "RUNNING")
     kube_server.emulator.compact()
     kube_server.emulator.expire_watches("pods")  # 410: the watcher must list again
     task = workflow.tasks.get()
     kube_server.emulator.patch("pods", task.pod_name, {"metadata": {"annotations": {"x": "y"}}}, NAMESPACE)
-    watcher.process_until(lambda: watcher.backends[0].lists >= 2)
+    drain_until(watcher, lambda: watcher.backends[0].lists >= 2)
     kube_server.emulator.delete("pods", task.pod_name, NAMESPACE)
-    watcher.process_until(lambda: Task.objects.get(pk=task.pk).status == "FAILED_BACKEND_ERROR")
+    drain_until(watcher, lambda: Task.objects.get(pk=task.pk).status == "FAILED_BACKEND_ERROR")
     assert "was deleted" in Task.objects.get(pk=task.pk).error or "no longer exists" in Task.objects.get(pk=task.pk).error
     assert lifecycle.instance() == "test-portal"
 

@@ -14,6 +14,7 @@ from django.utils import timezone
 
 from kubesim import EmulatorServer
 from pools.kube.pods import parse_time
+from tests.polling import drain_until
 from tests.workflows.conftest import NAMESPACE, spec, wait_until
 from workflows import lifecycle
 from workflows.models import TaskEvent, Workflow
@@ -46,7 +47,7 @@ def _finished_pod(kube_server, name: str) -> dict:
 @pytest.mark.parametrize("path", ["watch events", "listing"])
 def test_a_watcher_that_catches_up_late_records_when_things_happened(submitted, watcher, kube_server, path):
     if path == "watch events":  # the watch is open: the pod's events queue up, unapplied
-        watcher.process_until(lambda: watcher.backends[0].lists >= 1)
+        drain_until(watcher, lambda: watcher.backends[0].lists >= 1)
     workflow = submitted()
     lifecycle.create_pods(workflow.pk)
     task = workflow.tasks.get()
@@ -54,7 +55,7 @@ def test_a_watcher_that_catches_up_late_records_when_things_happened(submitted, 
     finished = parse_time(pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"])
     ended = max(finished, task.created_at)  # the API's times have whole seconds; see lifecycle._happened
     wait_until(lambda: timezone.now() >= ended + timedelta(seconds=1.5))  # the portal is now clearly late
-    watcher.process_until(lambda: Workflow.objects.get(pk=workflow.pk).status == "COMPLETED")
+    drain_until(watcher, lambda: Workflow.objects.get(pk=workflow.pk).status == "COMPLETED")
 
     task.refresh_from_db()
     workflow.refresh_from_db()
@@ -77,7 +78,7 @@ def test_an_unchanged_observation_writes_nothing(submitted, watcher, kube_server
     workflow = submitted(platform="forever")
     lifecycle.create_pods(workflow.pk)
     task = workflow.tasks.get()
-    watcher.process_until(lambda: TaskEvent.objects.filter(task=task, kind="RUNNING").exists())
+    drain_until(watcher, lambda: TaskEvent.objects.filter(task=task, kind="RUNNING").exists())
     pod = kube_server.emulator.get("pods", task.pod_name, NAMESPACE)
     events = TaskEvent.objects.filter(task=task).count()
     backend_id = workflow.pool.backend_id

@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 from django.utils import timezone
 
+from tests.polling import drain_until
 from tests.workflows.conftest import NAMESPACE, api, spec, wait_until
 from workflows import tasks as jobs
 from workflows.models import Task, TaskEvent, Workflow
@@ -44,7 +45,7 @@ def test_submit_runs_to_completion(redis_worker, watcher, kube_server, pool, ali
     assert pod["metadata"]["labels"] == labels
     assert {key: pod["spec"][key] for key in task.pod["spec"]} == task.pod["spec"]  # the merged template, exactly
     assert pod["spec"]["nodeSelector"] == {"hive.openshift.io/machine-pool": "cpu"}
-    watcher.process_until(lambda: status_of(workflow) == "COMPLETED", timeout=20)
+    drain_until(watcher, lambda: status_of(workflow) == "COMPLETED", timeout=20)
     task.refresh_from_db()
     assert (task.status, task.exit_code) == ("COMPLETED", 0) and task.node.startswith("cpu-node-")
     workflow.refresh_from_db()
@@ -64,7 +65,7 @@ def test_a_group_ends_with_its_lead_and_its_server_pod_is_deleted(redis_worker, 
                  "    - {name: client, lead: true, image: busybox:1.36, command: [sh, -c, 'true']}\n"
                  "    - {name: server, resource: server, image: busybox:1.36, command: [sleep, infinity]}\n")
     workflow = submit(alice, yaml_text)
-    watcher.process_until(lambda: status_of(workflow) == "COMPLETED", timeout=20)
+    drain_until(watcher, lambda: status_of(workflow) == "COMPLETED", timeout=20)
     assert dict(workflow.tasks.values_list("name", "status")) == {"client": "COMPLETED", "server": "CANCELLED"}
     server = workflow.tasks.get(name="server")
     wait_until(lambda: server.pod_name not in {p["metadata"]["name"] for p in our_pods(kube_server)})
@@ -72,7 +73,7 @@ def test_a_group_ends_with_its_lead_and_its_server_pod_is_deleted(redis_worker, 
 
 def test_cancel_deletes_the_pods(redis_worker, watcher, kube_server, pool, alice):
     workflow = submit(alice, spec("long", tasks=2, platform="forever"))
-    watcher.process_until(lambda: status_of(workflow) == "RUNNING", timeout=20)
+    drain_until(watcher, lambda: status_of(workflow) == "RUNNING", timeout=20)
     response = api(alice).post(f"/api/workflow/{workflow.workflow_id}/cancel", {"message": "enough"}, format="json")
     assert response.status_code == 200 and response.json()["status"] == "CANCELLED"
     wait_until(lambda: not our_pods(kube_server))
@@ -84,7 +85,7 @@ def test_cancel_deletes_the_pods(redis_worker, watcher, kube_server, pool, alice
 def test_queue_and_exec_timeouts(redis_worker, watcher, kube_server, pool, alice):
     queued = submit(alice, spec("queued", platform="parked", timeout={"queue_timeout": "1s"}))
     running = submit(alice, spec("running", platform="forever", timeout={"exec_timeout": "1s"}))
-    watcher.process_until(lambda: status_of(running) == "RUNNING" and status_of(queued) == "WAITING", timeout=20)
+    drain_until(watcher, lambda: status_of(running) == "RUNNING" and status_of(queued) == "WAITING", timeout=20)
     wait_until(lambda: run(jobs.enforce_timeouts) and
                {status_of(queued), status_of(running)} == {"FAILED_QUEUE_TIMEOUT", "FAILED_EXEC_TIMEOUT"},
                timeout=20, interval=0.25)
@@ -95,7 +96,7 @@ def test_queue_and_exec_timeouts(redis_worker, watcher, kube_server, pool, alice
 def test_exit_actions_fail_or_reschedule(redis_worker, watcher, kube_server, pool, alice):
     failing = submit(alice, spec("failing", platform="exit3"))
     retried = submit(alice, spec("retried", platform="exit3", exit_actions={"RESCHEDULE": "3"}))
-    watcher.process_until(lambda: status_of(failing) == "FAILED" and status_of(retried) == "FAILED", timeout=30)
+    drain_until(watcher, lambda: status_of(failing) == "FAILED" and status_of(retried) == "FAILED", timeout=30)
     assert failing.tasks.get().exit_code == 3
     task = retried.tasks.get()
     assert (task.retry_id, task.pod_name) == (2, f"{retried.workflow_id}-t0-r2")  # the limit is 2 in tests
