@@ -29,7 +29,7 @@ from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render, resolve_url
 from django.utils import timezone
 
-from access.oidc_config import oidc_enabled  # not access.oidc: app loading imports this module
+from access.oidc.configuration import oidc_enabled  # settings only: app loading imports this module
 from access.services import audit
 from pools.services.revisions import Actor
 

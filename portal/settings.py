@@ -128,7 +128,7 @@ STATIC_ROOT = VAR_DIR / "static"
 LOGIN_URL = "/login/"  # the self-service sign-in page (local accounts, and SSO when OIDC is on)
 LOGIN_REDIRECT_URL = "/"  # the pool catalog
 
-# --- OIDC sign-in (access/oidc.py, docs/oidc.md) -------------------------------------------------------
+# --- OIDC sign-in (access/oidc/, docs/oidc.md) -------------------------------------------------------
 # Off unless OIDC_ISSUER is set (e.g. https://keycloak.example.com/realms/osmo); local accounts always work.
 # Endpoints and keys come from the issuer's discovery document, fetched on first use, never at start-up.
 OIDC_ISSUER = env_str("OIDC_ISSUER", "").rstrip("/")
@@ -144,7 +144,7 @@ OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", 10)
 OIDC_BEARER_AUDIENCES = env_list("OIDC_BEARER_AUDIENCES", [])  # more clients whose tokens the API accepts
 OIDC_LOGIN_REDIRECT_URL = env_str("OIDC_LOGIN_REDIRECT_URL", "")  # after sign-in without ?next=; default: home
 AUTHENTICATION_BACKENDS = [
-    "access.oidc.PortalOIDCBackend",  # inert while OIDC_ISSUER is unset
+    "access.oidc.backend.PortalOIDCBackend",  # inert while OIDC_ISSUER is unset
     "django.contrib.auth.backends.ModelBackend",
 ]
 # --- end OIDC ----------------------------------------------------------------------------------------------

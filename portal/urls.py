@@ -8,7 +8,7 @@ load_admin()  # every app's ModelAdmins, on the policy admin site (not at start-
 
 urlpatterns = [
     path("admin/", admin.site.urls),
-    path("oidc/", include("access.oidc")),  # sign-in, callback, logout (POST), failure and no-role pages
+    path("oidc/", include("access.oidc.views")),  # sign-in, callback, logout (POST), failure and no-role pages
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/schema/ui/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-ui"),
     path("api/", include("pools.api.urls")),

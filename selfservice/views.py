@@ -12,7 +12,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from access import policy
-from access.oidc_config import oidc_enabled
+from access.oidc.configuration import oidc_enabled
 from access.services import audit
 from portal.errors import DomainError, NotFound, PermissionDenied, PortalError
 from selfservice.forms import AccessRequestForm, PoolRequestForm, SpecForm

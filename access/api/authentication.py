@@ -30,8 +30,8 @@ def verify_portal_token(secret: str):
 
 
 def verify_oidc_token(secret: str):
-    """A JWT from the configured OIDC issuer (access.oidc): None when OIDC is off or it is not one of ours."""
-    from access.oidc import verify_bearer_token
+    """A JWT from the configured OIDC issuer (access.oidc.bearer): None when OIDC is off or it is not one of ours."""
+    from access.oidc.bearer import verify_bearer_token
 
     user = verify_bearer_token(secret)
     return None if user is None else (user, None)

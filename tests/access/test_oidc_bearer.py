@@ -1,4 +1,4 @@
-"""`access.oidc.verify_bearer_token`: OIDC JWTs for the REST API, checked locally against the IdP's JWKS."""
+"""`access.oidc.bearer.verify_bearer_token`: OIDC JWTs for the REST API, checked locally against the IdP's JWKS."""
 
 from __future__ import annotations
 
@@ -10,9 +10,10 @@ import requests
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 
-import access.oidc
+import access.oidc.backend
+import access.oidc.provider
 from access.models import Identity
-from access.oidc import verify_bearer_token
+from access.oidc.bearer import verify_bearer_token
 from tests.oidc.idp import CLIENT_ID, make_role, new_rsa_key, role_names
 
 pytest_plugins = ["tests.oidc.fixtures"]  # the test IdP: oidc_idp, oidc, login_driver
@@ -116,16 +117,16 @@ def test_no_call_to_the_idp_per_request(oidc, monkeypatch):
     def no_network(*args, **kwargs):
         raise AssertionError("the IdP was called while verifying a bearer token")
 
-    monkeypatch.setattr(access.oidc.requests, "get", no_network)
-    monkeypatch.setattr(access.oidc.requests, "post", no_network)
+    monkeypatch.setattr(access.oidc.provider.requests, "get", no_network)
+    monkeypatch.setattr(access.oidc.provider.requests, "post", no_network)
     for n in range(5):
         assert verify_bearer_token(keycloak_access_token(oidc, sub=f"user-{n}")) is not None
 
 
 def test_roles_are_synced_once_per_token(oidc, monkeypatch):
     calls = []
-    real_sync = access.oidc.sync_roles
-    monkeypatch.setattr(access.oidc, "sync_roles", lambda user, claims: calls.append(user) or real_sync(user, claims))
+    real_sync = access.oidc.backend.sync_roles
+    monkeypatch.setattr(access.oidc.backend, "sync_roles", lambda user, claims: calls.append(user) or real_sync(user, claims))
     token = keycloak_access_token(oidc, sub="kc-uma")
     for _ in range(3):
         assert verify_bearer_token(token) is not None
@@ -150,7 +151,7 @@ def test_unknown_kid_refetches_the_keys_once_then_accepts_a_rotated_key(oidc, mo
             response._content = requests.compat.json.dumps({"keys": keys}).encode()
         return response
 
-    monkeypatch.setattr(access.oidc.requests, "get", idp_after_rotation)
+    monkeypatch.setattr(access.oidc.provider.requests, "get", idp_after_rotation)
 
     token = oidc.mint({"sub": "after-rotation", "aud": CLIENT_ID}, key=rotated, kid="rotated")
     assert verify_bearer_token(token) is not None
@@ -168,7 +169,7 @@ def test_unknown_kid_refetch_is_rate_limited(oidc, monkeypatch):
     assert verify_bearer_token(keycloak_access_token(oidc, sub="warm")) is not None
     jwks_calls = []
     real_get = requests.get
-    monkeypatch.setattr(access.oidc.requests, "get",
+    monkeypatch.setattr(access.oidc.provider.requests, "get",
                         lambda url, *a, **k: jwks_calls.append(url) or real_get(url, *a, **k))
     for n in range(5):
         assert verify_bearer_token(oidc.mint({"sub": "x", "aud": CLIENT_ID}, kid=f"random-{n}")) is None

@@ -16,7 +16,8 @@ import requests
 from django.contrib.auth import SESSION_KEY, get_user_model
 from django.contrib.auth.models import Group
 
-import access.oidc
+import access.oidc.backend
+import access.oidc.provider
 from access.models import AuditEvent, Identity
 from tests.oidc.idp import CLIENT_ID, LoginDriver, b64url_json, make_role, new_rsa_key, role_names
 
@@ -247,7 +248,7 @@ def test_untrustworthy_id_tokens_are_refused(login_driver, oidc, monkeypatch, fo
     """The IdP's real answer, with its ID token swapped for a forged one: refused, no user, no 500."""
     oidc.set_account("admin-victim", groups=["/osmo-team"])
     make_role("osmo-team")
-    real_get_token = access.oidc.PortalOIDCBackend.get_token
+    real_get_token = access.oidc.backend.PortalOIDCBackend.get_token
 
     def forged_get_token(self, payload):
         answer = real_get_token(self, payload)
@@ -255,7 +256,7 @@ def test_untrustworthy_id_tokens_are_refused(login_driver, oidc, monkeypatch, fo
         answer["id_token"] = forge(answer["id_token"], oidc, {k: v for k, v in claims.items() if k != "jti"})
         return answer
 
-    monkeypatch.setattr(access.oidc.PortalOIDCBackend, "get_token", forged_get_token)
+    monkeypatch.setattr(access.oidc.backend.PortalOIDCBackend, "get_token", forged_get_token)
 
     response = login_driver.login("admin-victim")
 
@@ -329,7 +330,7 @@ def test_discovery_is_fetched_lazily_and_cached(login_driver, oidc, monkeypatch)
         fetched.append(url)
         return real_get(url, *args, **kwargs)
 
-    monkeypatch.setattr(access.oidc.requests, "get", counting_get)
+    monkeypatch.setattr(access.oidc.provider.requests, "get", counting_get)
     login_driver.login("olga")
     LoginDriver(login_driver.client.__class__(), oidc).login("olga")
 

@@ -34,7 +34,7 @@ def oidc_idp(tmp_path_factory):
 @pytest.fixture
 def oidc(settings, oidc_idp):
     """The portal signs in through the test IdP; accounts and the portal's OIDC caches start empty."""
-    from access.oidc import clear_caches
+    from access.oidc.bearer import clear_caches
 
     settings.OIDC_ISSUER = oidc_idp.issuer
     settings.OIDC_CLIENT_ID = CLIENT_ID
