@@ -32,8 +32,8 @@ class APIRefusal(exceptions.APIException):
 def exception_handler(exc, context):
     if isinstance(exc, APIRefusal):
         exc = exc.error
-    if isinstance(exc, PortalError):  # a domain or an engine error: the engine's code is "invalid"
-        return Response({"code": exc.code, **exc.details()}, status=exc.status)
+    if isinstance(exc, PortalError):  # a domain or an engine error (the engine's as_dict has no code)
+        return Response({"code": exc.code, **exc.as_dict()}, status=exc.status)
     if isinstance(exc, DataError):  # a bound nobody checked before the database: the client's value, a 400
         return Response(database_refusal(exc), status=status.HTTP_400_BAD_REQUEST)
     # imported here: rest_framework.views loads the permission classes, which import this module

@@ -13,6 +13,7 @@ from django.utils import timezone
 from access.models import APIToken, Role
 from pools.models import (
     Backend,
+    Node,
     Platform,
     PlatformTemplate,
     PlatformValidation,
@@ -22,7 +23,7 @@ from pools.models import (
     PoolValidation,
     ResourceValidation,
 )
-from workflows.models import Workflow
+from workflows.models import Task, Workflow
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -119,6 +120,18 @@ class PlatformValidationFactory(factory.django.DjangoModelFactory):
     position = factory.Sequence(int)
 
 
+class NodeFactory(factory.django.DjangoModelFactory):
+    """A node of a backend's inventory, as a sync would store it. `NodeFactory(backend=b, gpu_allocatable=8)`;
+    pool membership is `NodeMembership`'s (the sync derives it)."""
+
+    class Meta:
+        model = Node
+
+    backend = factory.SubFactory(BackendFactory)
+    name = factory.Sequence(lambda n: f"node-{n:03d}")
+    ready = True
+
+
 # --- workflows ---------------------------------------------------------------------------------------
 
 
@@ -132,6 +145,21 @@ class WorkflowFactory(factory.django.DjangoModelFactory):
     name = "hello"
     pool = factory.SubFactory(PoolFactory)
     submitted_by = factory.SubFactory(UserFactory)
+
+
+class TaskFactory(factory.django.DjangoModelFactory):
+    """A stored task (no pod in any cluster). `TaskFactory(workflow=workflow, status="RUNNING")`."""
+
+    class Meta:
+        model = Task
+
+    workflow = factory.SubFactory(WorkflowFactory)
+    name = factory.Sequence(lambda n: f"task-{n}")
+    group_name = factory.LazyAttribute(lambda task: task.name)
+    lead = True
+    platform = "default"
+    pod_name = factory.LazyAttribute(lambda task: f"{task.workflow.workflow_id}-{task.name}")
+    namespace = "default"
 
 
 # --- access ------------------------------------------------------------------------------------------

@@ -7,15 +7,14 @@ import random
 
 import pytest
 from django.contrib.auth.models import AnonymousUser
-from django.db import connection
 from django.test import RequestFactory
-from django.test.utils import CaptureQueriesContext
 
 from access import policy
 from access.matching import rules_of, visible_in_role
 from access.services import roles
 from tests.access.conftest import ACTOR, OTHER_POOLS, TEAM_POOLS, allow, deny, holder, role
 from tests.factories import PoolFactory, TokenFactory, UserFactory
+from tests.queries import captured_queries
 
 pytestmark = pytest.mark.django_db
 
@@ -142,10 +141,10 @@ def test_a_token_loses_a_role_its_owner_loses_by_any_door(team_role):
 def test_decisions_after_the_first_cost_no_query(seed_pools, team_role):
     user = holder("osmo-team", "osmo-user")
     subject = policy.principal(user)
-    with CaptureQueriesContext(connection) as first:
+    with captured_queries() as first:
         subject.decide("workflow:Create", "pool/team-gpu-pool")
     assert len(first) == 1
-    with CaptureQueriesContext(connection) as later:
+    with captured_queries() as later:
         for name in TEAM_POOLS + OTHER_POOLS:
             subject.decide("workflow:Create", f"pool/{name}")
             subject.decide("workflow:Delete", f"pool/{name}")
@@ -158,7 +157,7 @@ def test_a_request_shares_one_principal():
     request = RequestFactory().get("/")
     request.user = holder("osmo-user")
     assert policy.principal(request) is policy.principal(request)
-    with CaptureQueriesContext(connection) as queries:
+    with captured_queries() as queries:
         policy.decide(request, "pool:List")
         policy.decide(request, "workflow:Read", "pool/x")
         policy.decide(request, "pool:List")
@@ -174,12 +173,12 @@ def test_pools_for_is_one_query_whatever_the_number_of_pools_and_roles():
         PoolFactory(name=f"team{index:02d}-pool")
     subject = policy.principal(user)
     subject.roles  # noqa: B018  (roles loaded once per request, counted elsewhere)
-    with CaptureQueriesContext(connection) as few:
+    with captured_queries() as few:
         assert len(policy.allowed_pools(subject)) == 5
     for index in range(200):
         PoolFactory(name=f"team{index % 20:02d}-bulk-{index}")
     PoolFactory(name="team03-frozen")
-    with CaptureQueriesContext(connection) as many:
+    with captured_queries() as many:
         assert len(policy.allowed_pools(subject)) == 205
     assert len(few) == len(many) == 1
 

@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
+from pools.models import Backend, NodeMembership, Platform
 from pools.services import configs
-from tests.factories import UserFactory
+from tests.factories import NodeFactory, UserFactory
 from tests.integration.conftest import CLI
+from tests.queries import assert_constant_queries
 
 ERROR_KEYS = {"code", "field", "value", "reason"}
 
@@ -91,28 +91,24 @@ def test_history_diff_rollback_endpoints(admin_api, reference_config):
 
 
 def test_pool_list_and_query_count_is_constant(admin_api, demo_pools):
-    with CaptureQueriesContext(connection) as few:
-        response = admin_api.get("/api/pool")
-    assert set(response.json()["pools"]) >= {"robotics-training", "heterogeneous_pool"}
-    for index in range(15):
-        configs.apply("POOL", f"extra-{index}", {"backend": "default", "platforms": {"a": {}, "b": {}}}, CLI)
-    with CaptureQueriesContext(connection) as many:
-        admin_api.get("/api/pool")
-    assert len(many) == len(few)
+    assert set(admin_api.get("/api/pool").json()["pools"]) >= {"robotics-training", "heterogeneous_pool"}
+
+    def add_pools():
+        for index in range(15):
+            configs.apply("POOL", f"extra-{index}", {"backend": "default", "platforms": {"a": {}, "b": {}}}, CLI)
+
+    assert_constant_queries(lambda: admin_api.get("/api/pool"), grow=add_pools)
 
 
 def test_config_collection_query_count_is_constant(admin_api, demo_pools):
-    with CaptureQueriesContext(connection) as few:
-        admin_api.get("/api/configs/pool")
-    for index in range(10):
-        configs.apply("POOL", f"more-{index}", {"backend": "default", "common_pod_template": ["default_user"],
-                                                "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0,
-                                                                             "USER_MEMORY": "1Gi",
-                                                                             "USER_STORAGE": "1Gi"},
-                                                "platforms": {"a": {"override_pod_template": ["a100"]}}}, CLI)
-    with CaptureQueriesContext(connection) as many:
-        admin_api.get("/api/configs/pool")
-    assert len(many) == len(few)
+    def add_pools():
+        for index in range(10):
+            configs.apply("POOL", f"more-{index}", {
+                "backend": "default", "common_pod_template": ["default_user"],
+                "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
+                "platforms": {"a": {"override_pod_template": ["a100"]}}}, CLI)
+
+    assert_constant_queries(lambda: admin_api.get("/api/configs/pool"), grow=add_pools)
 
 
 def test_config_api_is_admin_only_for_now(db):
@@ -153,11 +149,9 @@ def test_collection_put_accepts_osmo_list_form(admin_api, db):
 
 
 def test_pool_list_shows_free_capacity_per_pool_and_platform(admin_api, demo_pools):
-    from pools.models import Backend, Node, NodeMembership, Platform
-
     platform = Platform.objects.get(pool__name="team-development", name="small-gpu")
-    node = Node.objects.create(backend=Backend.objects.get(name="dev-cluster-01"), name="t4-0", ready=True,
-                               gpu_allocatable=4, gpu_used=1, cpu_allocatable=8000, memory_allocatable=2**34)
+    node = NodeFactory(backend=Backend.objects.get(name="dev-cluster-01"), name="t4-0", gpu_allocatable=4, gpu_used=1,
+                       cpu_allocatable=8000, memory_allocatable=2**34)
     NodeMembership.objects.create(node=node, platform=platform, pool=platform.pool)
     row = admin_api.get("/api/pool?all_pools=true").json()["pools"]["team-development"]
     assert row["capacity"]["nodes"] == 1

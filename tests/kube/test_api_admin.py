@@ -6,14 +6,13 @@ Lists keep a constant number of queries whatever the number of nodes (asserted b
 from __future__ import annotations
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from kubesim.fleet import node_manifest
 from pools.models import Backend, Node, Platform, Pool
 from pools.services import inventory
 from tests.kube.conftest import running_pod
+from tests.queries import queries_of
 
 TOKEN = "admin-secret-token"
 
@@ -32,10 +31,11 @@ def grow_fleet(kube_server, backend, extra: int = 30) -> None:
 
 
 def queries(client, url) -> int:
-    with CaptureQueriesContext(connection) as ctx:
+    def page():
         response = client.get(url)
-    assert response.status_code == 200, response.content[:500]
-    return len(ctx)
+        assert response.status_code == 200, response.content[:500]
+
+    return len(queries_of(page))
 
 
 def test_api_resources(admin_api, synced):

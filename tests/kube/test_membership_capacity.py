@@ -7,13 +7,12 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from pools.errors import ConfigNotFound
 from pools.models import Node, NodeMembership, Platform
 from pools.services import capacity, configs, inventory, membership
 from tests.kube.conftest import A100_MEMBERS, CLI, CPU_NODES, H100_NODES, running_pod
+from tests.queries import assert_constant_queries
 
 
 @pytest.fixture
@@ -146,13 +145,9 @@ def test_resource_list_json_and_table(synced):
 
 
 def test_capacity_query_count_is_constant(synced, backend, kube_server):
-    def count() -> int:
-        with CaptureQueriesContext(connection) as ctx:
-            capacity.capacity()
-        return len(ctx)
+    def add_memberships():
+        configs.apply("POOL", "wide", {"backend": "sim", "platforms": {"all": {}, "gpu": {
+            "override_pod_template": ["gpu-toleration"]}}}, CLI)  # every untainted / every node
+        assert NodeMembership.objects.count() > 40
 
-    few = count()
-    configs.apply("POOL", "wide", {"backend": "sim", "platforms": {"all": {}, "gpu": {
-        "override_pod_template": ["gpu-toleration"]}}}, CLI)  # every untainted / every node
-    assert NodeMembership.objects.count() > 40
-    assert count() == few
+    assert_constant_queries(capacity.capacity, grow=add_memberships)

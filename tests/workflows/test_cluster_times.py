@@ -8,13 +8,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
 from kubesim import EmulatorServer
 from pools.kube.pods import parse_time
 from tests.polling import drain_until
+from tests.queries import captured_queries
 from tests.workflows.conftest import NAMESPACE, spec, wait_until
 from workflows import lifecycle
 from workflows.models import TaskEvent, Workflow
@@ -82,10 +81,10 @@ def test_an_unchanged_observation_writes_nothing(submitted, watcher, kube_server
     pod = kube_server.emulator.get("pods", task.pod_name, NAMESPACE)
     events = TaskEvent.objects.filter(task=task).count()
     backend_id = workflow.pool.backend_id
-    with CaptureQueriesContext(connection) as queries:
+    with captured_queries() as queries:
         for event_type in ("MODIFIED", "MODIFIED", "ADDED"):
             assert lifecycle.apply_pod_event(backend_id, event_type, pod) is False
-    writes = [q["sql"] for q in queries.captured_queries if q["sql"].lstrip().upper().startswith(WRITES)]
+    writes = [sql for sql in queries if sql.lstrip().upper().startswith(WRITES)]
     assert writes == []
     assert TaskEvent.objects.filter(task=task).count() == events
 
