@@ -25,14 +25,14 @@ from django.conf import settings
 from django.core.signals import request_finished, request_started
 from django.db import connection
 
+from access.models import AccessEpoch
+
 T = TypeVar("T")
 _local = threading.local()  # the epoch read during the current request (gthread workers: per thread)
 _UNREAD = object()
 
 
 def _table() -> str:
-    from access.models import AccessEpoch
-
     return connection.ops.quote_name(AccessEpoch._meta.db_table)
 
 

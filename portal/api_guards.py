@@ -8,7 +8,7 @@
 - an error response that DRF did not render (Django's 404/405/400/500 pages, a URL no route matches,
   `DisallowedHost`, a body over the size limit, ...) is replaced by the envelope. DRF's responses pass
   as they are: JSON, or the browsable page a browser asked for;
-- a database `DataError` escaping a non-DRF view is a 400 (DRF views: `portal.api.exception_handler`).
+- a database `DataError` escaping a non-DRF view is a 400 (DRF views: `portal.error_responses.exception_handler`).
 
 Their log lines: `portal.log_filters.ClientErrorsOnOneLine`.
 """

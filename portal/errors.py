@@ -2,7 +2,7 @@
 
 Django-free (it imports nothing from Django or any app), so the pure engine (`pools.engine.errors`) and
 the services' domain errors both derive from `PortalError`. Services raise them; the API maps them to JSON
-(see portal.api), admin forms show them on the form, management commands print them on one line and exit
+(portal.error_responses), admin forms show them on the form, management commands print them on one line and exit
 non-zero: each of those catches `PortalError`, never a list of families.
 """
 

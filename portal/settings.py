@@ -191,7 +191,7 @@ REST_FRAMEWORK = {
     # Every view asks access.policy; a view that declares no policy_action is reachable by osmo-admin only.
     "DEFAULT_PERMISSION_CLASSES": ["access.api.permissions.PolicyPermission"],
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
-    "EXCEPTION_HANDLER": "portal.api.exception_handler",
+    "EXCEPTION_HANDLER": "portal.error_responses.exception_handler",
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     # DRF's parsers, refusing NUL anywhere in a body (PostgreSQL cannot store it) with a 400; JSON read
     # through portal.safe_yaml: duplicate keys, NaN and huge integers refused, CONFIG_DOCUMENT_* limits.

@@ -14,6 +14,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from access import policy
 from access.oidc.configuration import oidc_enabled
 from access.services import audit
+from pools.models import Pool
 from portal.errors import DomainError, NotFound, PermissionDenied, PortalError
 from selfservice.forms import AccessRequestForm, PoolRequestForm, SpecForm
 from selfservice.presenters import describe_error, preview_tasks
@@ -272,8 +273,6 @@ def request_withdraw(request, kind, pk):
 
 
 def _requestable_pools(request) -> list[str]:
-    from pools.models import Pool
-
     usable = policy.allowed_pools(request)
     return [name for name in Pool.objects.order_by("name").values_list("name", flat=True) if name not in usable]
 

@@ -37,6 +37,7 @@ from pools.kube import pods
 from pools.kube.connection import connect
 from pools.kube.errors import KubeError
 from portal.errors import PermissionDenied, PortalError
+from workflows import enqueue
 from workflows.errors import WorkflowFinished, WorkflowNotFound
 from workflows.models import (
     FINISHED_TASK,
@@ -47,6 +48,7 @@ from workflows.models import (
     Workflow,
     WorkflowStatus,
 )
+from workflows.services import resolve_retry
 
 log = logging.getLogger(__name__)
 
@@ -125,18 +127,12 @@ def _transition(task: Task, from_statuses, *conditions: Q, **values) -> bool:
 
 def _delete_later(backend_id: int, targets: list[tuple[str, str]], why: str) -> None:
     """Delete pods after commit, through Celery (retried while the cluster is unreachable)."""
-    if not targets:
-        return
-    from workflows import tasks as jobs  # the Celery module imports this one
-
-    payload = [[namespace, name] for namespace, name in targets]
-    transaction.on_commit(lambda: jobs.delete_pods.delay(backend_id, payload, why), robust=True)
+    if targets:
+        enqueue.delete_pods(backend_id, targets, why)
 
 
 def _create_later(workflow_pk: int) -> None:
-    from workflows import tasks as jobs
-
-    transaction.on_commit(lambda: jobs.create_pods.delay(workflow_pk), robust=True)
+    enqueue.create_pods(workflow_pk)
 
 
 def fail_task(task: Task, status: str, reason: str, *, kind: str, from_statuses=UNFINISHED,
@@ -367,8 +363,6 @@ def _reschedule(task: Task, why: str, at=None) -> bool:
 def _retry_pod(task: Task, retry: int, name: str) -> tuple[dict, str]:
     """The next attempt's pod (resolved again, with `WF_RETRY_ID` = `retry`) and a note for the event; the
     first attempt's pod under the new name when the task no longer resolves (its config changed since)."""
-    from workflows.services import resolve_retry  # services import the spec parser and engine; keep it lazy
-
     try:
         return resolve_retry(task.workflow, task, retry), ""
     except PortalError as error:

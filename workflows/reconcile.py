@@ -29,7 +29,7 @@ from pools.kube.connection import connect
 from pools.kube.errors import KubeError
 from pools.models import Backend
 from pools.services import inventory
-from workflows import lifecycle
+from workflows import enqueue, lifecycle
 from workflows.models import FINISHED_WORKFLOW, Task
 
 log = logging.getLogger(__name__)
@@ -151,9 +151,7 @@ def reconcile_backend(backend_id: int, listing: pods.PodList | None = None, *, n
             continue  # created after the listing began: not missing, just not listed
         result["changed"] += lifecycle.observe(task, raw)
     for workflow_pk in sorted(stale):
-        from workflows import tasks as jobs
-
-        jobs.create_pods.delay(workflow_pk)
+        enqueue.create_pods(workflow_pk, after_commit=False)
         result["requeued"] += 1
     return result
 

@@ -28,6 +28,7 @@ from pools.validators import parse_timeout
 from portal.errors import PermissionDenied
 from portal.prepared import PreparedInsert, PreparedQuery
 from portal.safe_yaml import spec_limits
+from workflows import enqueue
 from workflows.errors import PoolInMaintenance, PoolNotFound, WorkflowInvalid
 from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName
 from workflows.spec import SpecError, WorkflowSpec, effective_timeouts, parse_workflow, substitute_tokens
@@ -96,11 +97,7 @@ def submit(request: SubmitRequest) -> SubmitResult:
         tasks = _INSERT_TASKS.insert([_task_row(workflow, spec, p, pool) for p in plan])
         _INSERT_EVENTS.insert([TaskEvent(task=t, kind="SUBMITTED", message=f"submitted by {who.name}", at=t.created_at)
                                for t in tasks])
-        from workflows import tasks as jobs  # the Celery module imports this one
-
-        # robust: a broker that is down must not turn a stored submission into an error (the reconciler
-        # enqueues PENDING workflows again after WORKFLOW_PENDING_GRACE_SECONDS)
-        transaction.on_commit(lambda: jobs.create_pods.delay(workflow.pk), robust=True)
+        enqueue.create_pods(workflow.pk)  # after commit; a broker that is down does not fail the submission
     return SubmitResult(workflow_id, str(workflow.status), pool.name,
                         [{"name": t.name, "platform": t.platform, "pod_name": t.pod_name} for t in tasks],
                         workflow.warnings)

@@ -7,8 +7,9 @@
   exponential backoff and jitter, up to `WORKFLOW_CREATE_MAX_RETRIES`; then the tasks still without a
   pod fail with FAILED_BACKEND_ERROR and the last error. A 4xx is never retried: the lifecycle fails that
   task with the API's message at once.
-* Periodic ones (beat, CELERY_BEAT_SCHEDULE in `portal/settings.py`) take a lock, so runs never overlap, and expire before the
-  next run is due.
+* Periodic ones (beat, CELERY_BEAT_SCHEDULE in `portal/settings.py`) take a lock, so runs never overlap,
+  and expire before the next run is due.
+* The services queue these through `workflows.enqueue`, never by importing this module.
 * In the embedded default (no broker, eager) a retry would raise out of the caller; there the task
   leaves its work PENDING and the reconciler enqueues it again later. Several processes share one SQLite
   file there: a write that loses the lock is retried (`portal.dblock`), and if it keeps losing, the

@@ -18,10 +18,10 @@ import importlib.resources
 import json
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
 
 from pools.engine.errors import EngineError
 from pools.engine.k8s_syntax import format_path, path_join
+from pools.engine.schema_checks import Violation, semantic_violations
 
 __all__ = ["Violation", "supported_versions", "validate_pod"]
 
@@ -40,24 +40,8 @@ _DEFINITIONS_DOCUMENT = "/api/_definitions.json"  # how pod-v1.json refers to _d
 _VERSION = re.compile(r"v?(\d+)\.(\d+)(\.\d+)?")
 
 
-@dataclass(frozen=True)
-class Violation:
-    """One problem in a manifest. `path` is dotted with [index]/[key] parts, e.g. spec.containers[0].name."""
-
-    path: str
-    reason: str
-
-    def as_dict(self) -> dict[str, str]:
-        return {"path": self.path, "reason": self.reason}
-
-    def __str__(self) -> str:
-        return f"{self.path}: {self.reason}" if self.path else self.reason
-
-
 def validate_pod(manifest: dict, version: str = "1.33") -> list[Violation]:
     """Every schema and semantic violation in a Pod manifest (empty list = valid), in a stable order."""
-    from pools.engine.schema_checks import semantic_violations  # local: schema_checks imports Violation
-
     if not isinstance(manifest, dict):
         return [Violation("", f"manifest must be an object, not {type(manifest).__name__}")]
     checker = _checker_for(_schema_version(version))

@@ -8,6 +8,7 @@ these checks simply skip what they cannot read.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from decimal import Decimal
 
 from pools.engine.k8s_syntax import (
@@ -19,9 +20,8 @@ from pools.engine.k8s_syntax import (
     qualified_name_error,
 )
 from pools.engine.quantity import QuantityError, parse_quantity
-from pools.engine.schema import Violation
 
-__all__ = ["semantic_violations"]
+__all__ = ["Violation", "semantic_violations"]
 
 ENUMS = {
     "restartPolicy": ("Always", "OnFailure", "Never"),
@@ -40,6 +40,21 @@ STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
 HUGEPAGES_PREFIX = "hugepages-"
 NODE_NAME_FIELD = "metadata.name"
 INT64 = 2**63
+
+
+@dataclass(frozen=True)
+class Violation:
+    """One problem in a manifest. `path` is dotted with [index]/[key] parts, e.g. spec.containers[0].name."""
+
+    path: str
+    reason: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "reason": self.reason}
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}" if self.path else self.reason
+
 
 
 class _Report(list):

@@ -57,9 +57,6 @@ def recompile_pools(pools: QuerySet[Pool]) -> None:
                 changed.append(platform)
     if changed:
         Platform.objects.bulk_update(changed, ["compiled"], batch_size=500)
-    from pools.services import membership  # membership reads compiled platforms from this module
-
-    membership.recompute_for_pools(pools)  # config changed: which nodes serve which platform may have too
 
 
 def compiled_platform(platform: Platform) -> CompiledPlatform:

@@ -12,7 +12,13 @@ from django.db import models
 
 from pools.errors import ConfigError
 from pools.models import Backend, ConfigType, PodTemplate, Pool, ResourceValidation
-from pools.services import compilation, documents, pool_writer, snapshots
+from pools.services import compilation, documents, membership, pool_writer, snapshots
+
+
+def _recompile(pools) -> None:
+    """Store the pools' resolved config, then which nodes serve their platforms (that may have changed too)."""
+    compilation.recompile_pools(pools)
+    membership.recompute_for_pools(pools)
 
 
 class Handler:
@@ -118,7 +124,7 @@ class _NamedBodyHandler(Handler):
     def after_save(self, objs, prepared):
         direct = {f"{self.ref_field}_refs__{self.ref_field}__in": objs}
         via_platform = {f"platforms__{self.ref_field}_refs__{self.ref_field}__in": objs}
-        compilation.recompile_pools(Pool.objects.filter(models.Q(**direct) | models.Q(**via_platform)).distinct())
+        _recompile(Pool.objects.filter(models.Q(**direct) | models.Q(**via_platform)).distinct())
 
 
 class PodTemplateHandler(_NamedBodyHandler):
@@ -165,7 +171,7 @@ class PoolHandler(Handler):
         return pool_writer.save_pool(doc, existing, prepared)
 
     def after_save(self, objs, prepared):
-        compilation.recompile_pools(Pool.objects.filter(pk__in=[obj.pk for obj in objs]))
+        _recompile(Pool.objects.filter(pk__in=[obj.pk for obj in objs]))
 
 
 HANDLERS: dict[str, Handler] = {

@@ -7,8 +7,8 @@ engine resolves from `Platform.compiled` (defaults applied, so `{{VARIABLES}}` a
 reduced to the fields that decide placement; it is parsed once per compiled fingerprint.
 
 Recomputed for the nodes that changed (sync, watch events) and for the platforms whose configuration
-changed (`pools.services.compilation.recompile_pools`). Writes are diffs: unchanged memberships cost
-nothing. Classification (OSMO §6.2): SHARED = several pools, RESERVED = one pool, UNUSED = none.
+changed (`pools.services.handlers`, after `compilation.recompile_pools`). Writes are diffs: unchanged
+memberships cost nothing. Classification (OSMO §6.2): SHARED = several pools, RESERVED = one pool, UNUSED = none.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ from django.db.models.fields.json import KT
 from pools.engine import EngineError, TaskInput, resolve
 from pools.engine.placement import NOT_EVALUATED, NodeInfo, PreparedPod, evaluate, prepare_pod
 from pools.models import Node, NodeMembership, Platform, ResourceType
+from pools.services.compilation import compiled_platform
 
 log = logging.getLogger(__name__)
 
@@ -47,8 +48,6 @@ class Target:
 
 def platform_pod(platform: Platform) -> PreparedPod:
     """The platform's pod reduced to nodeSelector, affinity and tolerations. Raises EngineError."""
-    from pools.services.compilation import compiled_platform  # compilation calls back into this module
-
     key = (platform.compiled or {}).get("fingerprint")
     cached = _POD_CACHE.get(key) if key else None
     if cached is None:

@@ -20,6 +20,7 @@ from pathlib import Path
 
 import yaml
 
+from access.services import users
 from portal.commands import PortalCommand
 from portal.docfiles import DocumentError
 from workflows import lifecycle, queries
@@ -65,8 +66,6 @@ class Command(PortalCommand):
     # ------------------------------------------------------------------------------------------ verbs
 
     def do_submit(self, options):
-        from access.services import users
-
         if not options["user"]:
             raise InvalidSpec("name the submitter with --user (or set PORTAL_CLI_USER)", field="--user")
         text, source = _read(options["file"])
