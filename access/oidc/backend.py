@@ -54,7 +54,7 @@ class PortalOIDCBackend(OIDCAuthenticationBackend):
             return super().authenticate(request, **kwargs)
         except OIDCError as exc:
             logger.warning("OIDC sign-in refused: %s", exc)
-            self._fail(exc.reason)
+            self._fail(exc.code)
         except (requests.ConnectionError, requests.Timeout) as exc:
             logger.error("OIDC sign-in failed: the provider cannot be reached: %s", exc)
             self._fail("unavailable")
@@ -90,7 +90,7 @@ class PortalOIDCBackend(OIDCAuthenticationBackend):
                 response.raise_for_status()
                 info = response.json()
             except (requests.RequestException, ValueError) as exc:
-                raise OIDCError(f"userinfo failed: {exc}", reason="refused") from exc
+                raise OIDCError(f"userinfo failed: {exc}", code="refused") from exc
             if not isinstance(info, dict) or info.get("sub") != payload.get("sub"):
                 raise OIDCError("userinfo subject differs from the ID token's")
             protected = {"iss", "sub", "aud", "azp", "exp", "iat", "nonce"}
@@ -117,7 +117,7 @@ class PortalOIDCBackend(OIDCAuthenticationBackend):
         for candidate in claim_utils.username_candidates(base):
             if candidate.lower() not in taken:
                 return candidate
-        raise OIDCError(f"no free username near {base!r}", reason="account")
+        raise OIDCError(f"no free username near {base!r}", code="account")
 
     def create_user(self, claims, *, interactive: bool = True):
         for _attempt in range(3):
@@ -139,7 +139,7 @@ class PortalOIDCBackend(OIDCAuthenticationBackend):
             logger.info("OIDC: created user %s for %s", user.username, self.describe_user_by_claims(claims))
             sync_roles(user, claims)
             return user
-        raise OIDCError("could not create a user", reason="account")
+        raise OIDCError("could not create a user", code="account")
 
     def update_user(self, user, claims, *, interactive: bool = True):
         """A returning user: the IdP's profile fields (when sent), last sign-in, roles. The username stays."""

@@ -14,16 +14,19 @@ import requests
 
 from access.oidc.configuration import allowed_algorithms, oidc_enabled, setting
 from access.oidc.configuration import issuer as configured_issuer
+from portal.errors import PortalError
 
 logger = logging.getLogger(__name__)
 
 
-class OIDCError(Exception):
-    """The provider or a token cannot be trusted. The message is for the log, never shown to users."""
+class OIDCError(PortalError):
+    """The provider or a token cannot be trusted. The message is for the log, never shown to users; `code`
+    names the failure page they see instead: token | unavailable | refused | account (views._FAILURES)."""
 
-    def __init__(self, message: str, reason: str = "token"):
-        super().__init__(message)
-        self.reason = reason  # token | unavailable | refused | account
+    status = 403
+
+    def __init__(self, message: str, code: str = "token"):
+        super().__init__(message, code=code)
 
 
 def _get_json(url: str) -> dict[str, Any]:
@@ -32,9 +35,9 @@ def _get_json(url: str) -> dict[str, Any]:
         response.raise_for_status()
         data = response.json()
     except (requests.RequestException, ValueError) as exc:
-        raise OIDCError(f"GET {url} failed: {exc}", reason="unavailable") from exc
+        raise OIDCError(f"GET {url} failed: {exc}", code="unavailable") from exc
     if not isinstance(data, dict):
-        raise OIDCError(f"GET {url}: expected a JSON object", reason="unavailable")
+        raise OIDCError(f"GET {url}: expected a JSON object", code="unavailable")
     return data
 
 
@@ -77,7 +80,7 @@ def forget_provider() -> None:
 def provider_metadata() -> ProviderMetadata:
     """The issuer's discovery document, fetched on first use and cached for OIDC_DISCOVERY_CACHE_SECONDS."""
     if not oidc_enabled():
-        raise OIDCError("OIDC is not configured (OIDC_ISSUER is unset)", reason="unavailable")
+        raise OIDCError("OIDC is not configured (OIDC_ISSUER is unset)", code="unavailable")
     issuer = configured_issuer()
     now = time.monotonic()
     cached = _metadata_cache.get(issuer)
@@ -102,7 +105,7 @@ def provider_metadata() -> ProviderMetadata:
             end_session_endpoint=doc.get("end_session_endpoint") or "",
         )
     except KeyError as exc:
-        raise OIDCError(f"discovery document of {issuer} lacks {exc}", reason="unavailable") from exc
+        raise OIDCError(f"discovery document of {issuer} lacks {exc}", code="unavailable") from exc
     with lock:
         _metadata_cache[issuer] = (now, metadata)
     return metadata

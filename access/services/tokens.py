@@ -25,7 +25,7 @@ from access.policy import DEFAULT_ROLE, principal
 from access.services import audit
 from pools.errors import ConfigError
 from pools.services.revisions import Actor
-from portal.errors import Conflict, NotFound
+from portal.errors import Conflict, DomainError, NotFound
 
 PREFIX = "pp_"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
@@ -33,8 +33,11 @@ _RELATIVE_RE = re.compile(r"^(\d+)d$")
 _TOUCH_EVERY = timedelta(minutes=1)
 
 
-class TokenInvalid(Exception):
+class TokenInvalid(DomainError):
     """A presented secret is unknown, expired or revoked (the API answers 401)."""
+
+    status = 401
+    code = "authentication_failed"
 
 
 @dataclass
