@@ -1,6 +1,7 @@
 """`workflow submit|list|show|events|cancel`: OSMO's workflow verbs for the operator on the server.
 
-    manage.py workflow submit train.yaml --pool team-a --user alice [--dry-run] [--priority LOW] [--format json]
+    manage.py workflow submit train.yaml --pool team-a --user alice [--project vision] [--dry-run] [--priority LOW]
+                                                                    [--format json]
     manage.py workflow list [--user alice] [--pool team-a] [--status RUNNING] [--limit 50] [--format json]
     manage.py workflow show train-resnet-7 [--format json]
     manage.py workflow events train-resnet-7 [--format json]
@@ -40,6 +41,8 @@ class Command(PortalCommand):
         sub.add_argument("--user", default=os.environ.get("PORTAL_CLI_USER", ""),
                          help="submit as this user, with their roles (default: $PORTAL_CLI_USER)")
         sub.add_argument("--priority", default="NORMAL", help="HIGH, NORMAL or LOW")
+        sub.add_argument("--project", default="",
+                         help="the project to charge (default: the user's only project; see docs/teams.md)")
         sub.add_argument("--dry-run", action="store_true", help="resolve and show the pods; store nothing")
         sub.add_argument("--validation-only", action="store_true", help="validate only; store nothing")
         _format(sub)
@@ -72,7 +75,8 @@ class Command(PortalCommand):
         text, source = _read(options["file"])
         try:
             result = submit(SubmitRequest(pool=options["pool"], spec=text, who=users.get(options["user"]),
-                                          priority=options["priority"], dry_run=options["dry_run"],
+                                          priority=options["priority"], project=options["project"],
+                                          dry_run=options["dry_run"],
                                           validation_only=options["validation_only"], source=source))
         except SpecError as error:
             raise InvalidSpec(error.reason, field=error.field, value=error.value) from None
@@ -137,7 +141,7 @@ class Command(PortalCommand):
     # ------------------------------------------------------------------------------------------ output
 
     def _detail_text(self, data: dict) -> None:
-        for key in ("workflow_id", "pool", "submitted_by", "priority", "status", "submit_time", "start_time",
+        for key in ("workflow_id", "pool", "project", "submitted_by", "priority", "status", "submit_time", "start_time",
                     "end_time", "queue_timeout_seconds", "exec_timeout_seconds", "error"):
             if data.get(key) not in (None, ""):
                 self.stdout.write(f"{key.replace('_', ' ')}: {data[key]}")
