@@ -6,6 +6,7 @@
     manage.py workflow show train-resnet-7 [--format json]
     manage.py workflow events train-resnet-7 [--format json]
     manage.py workflow cancel train-resnet-7 [--force] [--message "wrong data"]
+    manage.py workflow charge-projects    # past workflows → their submitter's only project (docs/teams.md)
 
 `submit` acts as `--user` (default: $PORTAL_CLI_USER), with that user's roles: access.policy decides as
 for the API. The other verbs are the operator's view of every workflow (like the config CLI).
@@ -61,9 +62,11 @@ class Command(PortalCommand):
         cancel.add_argument("--force", action="store_true", help="also for a finished workflow: delete its pods")
         cancel.add_argument("--message", default="")
         _format(cancel)
+        verbs.add_parser("charge-projects", help=(
+            "charge workflows without a project to their submitter's only project (after creating projects)"))
 
     def handle(self, *args, **options):
-        getattr(self, f"do_{options['verb']}")(options)
+        getattr(self, f"do_{options['verb'].replace('-', '_')}")(options)
 
     # ------------------------------------------------------------------------------------------ verbs
 
@@ -129,6 +132,16 @@ class Command(PortalCommand):
         self._table(("TIME", "TASK", "EVENT", "MESSAGE"), [(e["time"], e["task"], e["kind"], e["message"])
                                                            for e in events])
         return None
+
+    def do_charge_projects(self, options):
+        from django.contrib.auth import get_user_model
+
+        from teams.models import Project
+        from workflows.charging import charge_unassigned
+        from workflows.models import Workflow
+
+        charged = charge_unassigned(Workflow, Project, get_user_model().groups.through)
+        self.stdout.write(f"{charged} workflow{'' if charged == 1 else 's'} charged to their submitter's project")
 
     def do_cancel(self, options):
         workflow = lifecycle.cancel(options["workflow_id"], None, force=options["force"], message=options["message"])
