@@ -17,15 +17,15 @@ transactions. Decisions (docs/teams.md):
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Count, QuerySet
 
 from access import policy
 from access.documents import BUILTIN_ROLES
 from access.services import audit, roles
-from pools.services.revisions import Actor  # moves to `configs` with the config store (issue #10)
-from pools.validators import check_name  # idem
+from pools.validators import check_name  # moves to `configs` with the config store (issue #10)
 from portal.errors import PermissionDenied
 from teams.errors import (
     DepartmentNotFound,
@@ -37,6 +37,9 @@ from teams.errors import (
 )
 from teams.models import Department, Project, role_name
 
+if TYPE_CHECKING:
+    from pools.services.revisions import Actor  # moves to `configs` with the config store (issue #10)
+
 READ, UPDATE = "config:Read", "config:Update"
 RESOURCE = "config/team"
 NAME_MAX_LENGTH = Project._meta.get_field("name").max_length
@@ -46,9 +49,10 @@ DESCRIPTION_MAX_LENGTH = 2000
 # --- rights --------------------------------------------------------------------------------------------
 
 
-def is_team_admin(who, action: str = READ) -> bool:
-    """`who` None is the operator on the command line."""
-    return who is None or policy.decide(who, action, RESOURCE).allowed
+def is_team_admin(who) -> bool:
+    """May `who` see every department and project (`config:Read` or `config:Update` on `config/team`)?
+    `who` None is the operator on the command line."""
+    return who is None or any(policy.decide(who, action, RESOURCE).allowed for action in (READ, UPDATE))
 
 
 def require_team_admin(who) -> None:
@@ -72,10 +76,13 @@ class ProjectCreated:
 def create_department(name: str, actor: Actor, *, description: str = "", who=None) -> Department:
     require_team_admin(who)
     _check_team_name(name)
+    text = _description(description)
     with transaction.atomic():
-        if Department.objects.filter(name=name).exists():
-            raise TeamExists(f"department {name} already exists", field="name", value=name)
-        department = Department.objects.create(name=name, description=_description(description))
+        try:
+            with transaction.atomic():  # the unique index decides, also between two concurrent creates
+                department = Department.objects.create(name=name, description=text)
+        except IntegrityError:
+            raise _exists("department", name) from None
         audit.record("team.create", actor, target=f"department/{name}")
     return department
 
@@ -86,21 +93,28 @@ def create_project(name: str, department: str, actor: Actor, *, description: str
     added to the role's IdP mapping)."""
     require_team_admin(who)
     _check_team_name(name)
-    groups = _idp_groups(idp_groups)
+    groups, text = _idp_groups(idp_groups), _description(description)
     with transaction.atomic():
         parent = Department.objects.filter(name=department).first()
         if parent is None:
             raise DepartmentNotFound(f"no department named {department!r}; create it first (team create "
                                      "department)", field="department", value=department)
         if Project.objects.filter(name=name).exists():
-            raise TeamExists(f"project {name} already exists", field="name", value=name)
+            raise _exists("project", name)
         role, created = roles.ensure_team_role(role_name(name), actor, external_roles=groups,
                                                description=f"role of project {name}")
-        project = Project.objects.create(name=name, department=parent, role=role,
-                                         description=_description(description))
+        try:
+            with transaction.atomic():  # a concurrent create of the same name: the unique index decides
+                project = Project.objects.create(name=name, department=parent, role=role, description=text)
+        except IntegrityError:
+            raise _exists("project", name) from None
         audit.record("team.create", actor, target=f"project/{name}",
                      detail={"department": department, "role": role.name, "role_created": created})
     return ProjectCreated(project, created)
+
+
+def _exists(kind: str, name: str) -> TeamExists:
+    return TeamExists(f"{kind} {name} already exists", field="name", value=name)
 
 
 def _check_team_name(name: object) -> None:
