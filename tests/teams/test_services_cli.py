@@ -114,3 +114,14 @@ def test_show_and_list(research, vision, speech):
     table = team("list", "departments")
     assert table.splitlines()[1].startswith("research") and "speech, vision" in table
     assert team("list", "--department", "nowhere").splitlines()[1:] == []
+
+
+@pytest.mark.django_db
+def test_a_projects_role_cannot_be_deleted_under_it(vision):
+    from pools.errors import ConfigInUse
+    from pools.services import configs
+
+    with pytest.raises(ConfigInUse) as refused:
+        configs.delete("ROLE", "osmo-vision", CLI)
+    assert "vision" in str(refused.value)
+    assert Role.objects.filter(name="osmo-vision").exists()
