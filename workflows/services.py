@@ -1,8 +1,8 @@
 """Submitting workflows: authorize, parse, resolve every task with the engine, validate, store, enqueue.
 
-`submit` is the one use case behind the REST API, the CLI and the self-service page. It owns the
-transaction: a workflow and its tasks are stored together, and pod creation is enqueued only once the
-rows are committed.
+`submit` is the one use case behind the REST API, the CLI and the self-service page; it records the project
+the workflow is charged to (`teams.services.charged_project`, docs/teams.md). It owns the transaction: a
+workflow and its tasks are stored together, and pod creation is enqueued only once the rows are committed.
 """
 
 from __future__ import annotations
@@ -94,8 +94,8 @@ def submit(request: SubmitRequest) -> SubmitResult:
         plan = _plan(pool, spec, _context(workflow_id, who.user.get_username(), priority, spec, workflow_uuid))
         # Prepared inserts (portal.prepared): `bulk_create` without compiling the SQL each time.
         [workflow] = _INSERT_WORKFLOW.insert([Workflow(
-            workflow_id=workflow_id, uuid=workflow_uuid, name=spec.name, pool=pool, submitted_by=who.user, project=project,
-            priority=priority, spec=document, labels=spec.labels, warnings=warnings + _plan_warnings(plan),
+            workflow_id=workflow_id, uuid=workflow_uuid, name=spec.name, pool=pool, submitted_by=who.user,
+            project=project, priority=priority, spec=document, labels=spec.labels, warnings=warnings + _plan_warnings(plan),
             exec_timeout_seconds=_seconds(exec_timeout), queue_timeout_seconds=_seconds(queue_timeout))])
         tasks = _INSERT_TASKS.insert([_task_row(workflow, spec, p, pool) for p in plan])
         _INSERT_EVENTS.insert([TaskEvent(task=t, kind="SUBMITTED", message=f"submitted by {who.name}", at=t.created_at)

@@ -106,7 +106,8 @@ def ensure_team_role(name: str, actor: Actor, *, external_roles: Iterable[str] =
     `external_roles` (IdP groups) added to its mapping; one ROLE revision when anything changes, none otherwise.
     An existing role's policies are left as they are. Returns (role, created)."""
     existing = Role.objects.filter(name=name).first()
-    wanted = sorted({*(existing.external_roles if existing else []), *(g.strip() for g in external_roles if g.strip())})
+    added = {group.strip() for group in external_roles if group.strip()}
+    wanted = sorted({*(existing.external_roles if existing else []), *added})
     if existing is not None and wanted == sorted(existing.external_roles):
         return existing, False
     body = pool_role(name) if existing is None else role_snapshot(existing)
