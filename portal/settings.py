@@ -51,6 +51,7 @@ INSTALLED_APPS = [
     "portal",
     "pools",
     "access",
+    "teams",  # departments and projects (docs/teams.md)
     "workflows",
     "selfservice",  # self-service pages, access and pool requests (docs/self-service.md)
 ]

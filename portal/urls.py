@@ -13,6 +13,7 @@ urlpatterns = [
     path("api/schema/ui/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-ui"),
     path("api/", include("pools.api.urls")),
     path("api/", include("access.api.urls")),  # /api/auth/access_token[/NAME]
+    path("api/", include("teams.api.urls")),  # /api/teams/departments[/NAME], /api/teams/projects[/NAME]
     path("api/", include("workflows.api.urls")),  # /api/pool/<pool>/workflow, /api/workflow[/<id>[/spec|events|cancel]]
     path("", include("selfservice.urls")),  # self-service pages; its catalog is the home page "/" (before access's)
     path("", include("access.urls")),  # /tokens/ (personal API tokens); its fallback home "/" is shadowed

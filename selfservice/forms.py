@@ -15,6 +15,8 @@ class SpecForm(forms.Form):
                            label="Workflow spec (YAML)", strip=False)
     priority = forms.ChoiceField(choices=[("NORMAL", "normal"), ("HIGH", "high"), ("LOW", "low")],
                                  initial="NORMAL")
+    project = forms.CharField(required=False, max_length=128, strip=True, help_text=(
+        "The project to charge; leave empty for your only project (docs/teams.md)."))
 
 
 class AccessRequestForm(forms.Form):

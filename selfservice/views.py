@@ -107,7 +107,8 @@ def submit_page(request, name):
         return render(request, "selfservice/submit.html", {**context, "form": form}, status=400)
     try:
         result = submit(SubmitRequest(pool.name, form.cleaned_data["spec"], request,
-                                      priority=form.cleaned_data["priority"], source="editor"))
+                                      priority=form.cleaned_data["priority"], project=form.cleaned_data["project"],
+                                          source="editor"))
     except PortalError as error:
         view = _audited(request, error, pool)
         return render(request, "selfservice/submit.html", {**context, "form": form, "error": view},
@@ -131,7 +132,8 @@ def preview(request, name):
     if form.is_valid():
         try:
             result = submit(SubmitRequest(pool.name, form.cleaned_data["spec"], request, dry_run=True,
-                                          priority=form.cleaned_data["priority"], source="editor"))
+                                          priority=form.cleaned_data["priority"], project=form.cleaned_data["project"],
+                                          source="editor"))
             context.update(tasks=preview_tasks(result.as_dict()), warnings=result.warnings)
         except PortalError as error:
             context["error"] = _audited(request, error, pool)

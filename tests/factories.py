@@ -23,6 +23,7 @@ from pools.models import (
     PoolValidation,
     ResourceValidation,
 )
+from teams.models import Department, Project, role_name
 from workflows.models import Task, Workflow
 
 
@@ -202,3 +203,31 @@ class TokenFactory(factory.django.DjangoModelFactory):
     def roles(self, create, extracted, **kwargs):
         if create and extracted:
             self.roles.set(extracted)
+
+
+# --- teams -------------------------------------------------------------------------------------------
+
+
+class DepartmentFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = Department
+        django_get_or_create = ("name",)
+
+    name = factory.Sequence(lambda n: f"department-{n:03d}")
+    description = "test department"
+
+
+class ProjectFactory(factory.django.DjangoModelFactory):
+    """A project with its role `osmo-<name>` (OSMO's generated pool role: workflow:* on pool/<name>*).
+    Members: `user.groups.add(project.role.group)`."""
+
+    class Meta:
+        model = Project
+        django_get_or_create = ("name",)
+
+    name = factory.Sequence(lambda n: f"project-{n:03d}")
+    department = factory.SubFactory(DepartmentFactory)
+    description = "test project"
+    role = factory.LazyAttribute(lambda project: RoleFactory(
+        name=role_name(project.name),
+        policies=[{"effect": "Allow", "actions": ["workflow:*"], "resources": [f"pool/{project.name}*"]}]))

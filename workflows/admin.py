@@ -33,18 +33,19 @@ class TaskInline(ReadOnlyAdminMixin, TabularInline):
 
 @admin.register(Workflow)
 class WorkflowAdmin(ReadOnlyAdminMixin, ModelAdmin):
-    list_display = ("workflow_id", "pool", "submitted_by", "status", "priority", "created_at", "started_at",
-                    "finished_at")
-    list_filter = ("status", "pool", "priority")
+    list_display = ("workflow_id", "pool", "project", "submitted_by", "status", "priority", "created_at",
+                    "started_at", "finished_at")
+    list_filter = ("status", "pool", "project", "priority")
     search_fields = ("workflow_id", "name", "submitted_by__username")
-    list_select_related = ("pool", "submitted_by")
+    list_select_related = ("pool", "submitted_by", "project")
     date_hierarchy = "created_at"
     inlines = [TaskInline]
-    readonly_fields = ("workflow_id", "uuid", "name", "pool", "submitted_by", "priority", "status", "labels_shown",
-                       "exec_timeout_seconds", "queue_timeout_seconds", "warnings_shown", "error", "created_at",
+    readonly_fields = ("workflow_id", "uuid", "name", "pool", "project", "submitted_by", "priority", "status",
+                       "labels_shown", "exec_timeout_seconds", "queue_timeout_seconds", "warnings_shown", "error", "created_at",
                        "started_at", "finished_at", "events", "spec_shown")
     fieldsets = (
-        (None, {"fields": ("workflow_id", "uuid", "name", "pool", "submitted_by", "priority", "status", "error")}),
+        (None, {"fields": ("workflow_id", "uuid", "name", "pool", "project", "submitted_by", "priority", "status",
+                           "error")}),
         ("Times", {"fields": ("created_at", "started_at", "finished_at", "queue_timeout_seconds",
                               "exec_timeout_seconds")}),
         ("Events", {"fields": ("events",)}),

@@ -509,7 +509,8 @@ def missing(workflow_id: str) -> WorkflowNotFound:
 def get_workflow(workflow_id: str) -> Workflow:
     if not workflow_id or "\x00" in workflow_id:  # no id has one (PostgreSQL refuses NUL in text)
         raise missing(workflow_id)
-    workflow = Workflow.objects.select_related("pool", "submitted_by").filter(workflow_id=workflow_id).first()
+    workflow = (Workflow.objects.select_related("pool", "submitted_by", "project").filter(workflow_id=workflow_id)
+                .first())
     if workflow is None:
         raise missing(workflow_id)
     return workflow

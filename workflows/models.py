@@ -68,6 +68,9 @@ class Workflow(models.Model):
     name = models.CharField(max_length=64)
     pool = models.ForeignKey("pools.Pool", on_delete=models.PROTECT, related_name="workflows")
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="workflows")
+    # The project it is charged to (teams.services.charged_project); none when its submitter belonged to none.
+    project = models.ForeignKey("teams.Project", on_delete=models.PROTECT, null=True, blank=True,
+                                related_name="workflows")
     priority = models.CharField(max_length=8, choices=Priority.choices, default=Priority.NORMAL)
     status = models.CharField(max_length=24, choices=WorkflowStatus.choices, default=WorkflowStatus.PENDING,
                               db_index=True)

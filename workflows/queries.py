@@ -50,7 +50,8 @@ class WorkflowPage:
 def list_workflows(who, query: WorkflowQuery) -> WorkflowPage:
     """One page of workflows, newest first (or oldest with order=asc). Two queries whatever the page size:
     the principal's roles (memoised per request) and the page itself (pools_for is a subquery)."""
-    rows = Workflow.objects.select_related("pool", "submitted_by").annotate(task_count=Count("tasks"))
+    rows = Workflow.objects.select_related("pool", "submitted_by", "project").annotate(
+        task_count=Count("tasks"))
     if who is not None:
         principal = policy.principal(who)
         me = principal.user

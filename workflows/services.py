@@ -1,8 +1,8 @@
 """Submitting workflows: authorize, parse, resolve every task with the engine, validate, store, enqueue.
 
-`submit` is the one use case behind the REST API, the CLI and the self-service page. It owns the
-transaction: a workflow and its tasks are stored together, and pod creation is enqueued only once the
-rows are committed.
+`submit` is the one use case behind the REST API, the CLI and the self-service page; it records the project
+the workflow is charged to (`teams.services.charged_project`, docs/teams.md). It owns the transaction: a
+workflow and its tasks are stored together, and pod creation is enqueued only once the rows are committed.
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from pools.validators import parse_timeout
 from portal.errors import PermissionDenied
 from portal.prepared import PreparedInsert, PreparedQuery
 from portal.safe_yaml import spec_limits
+from teams.services import charged_project
 from workflows import enqueue
 from workflows.errors import PoolInMaintenance, PoolNotFound, WorkflowInvalid
 from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName
@@ -46,6 +47,7 @@ class SubmitRequest:
     dry_run: bool = False
     validation_only: bool = False
     source: str = "workflow.yaml"
+    project: str = ""  # the project to charge; empty: the submitter's only project (teams.services)
 
 
 @dataclass
@@ -62,15 +64,17 @@ class SubmitResult:
     pool: str
     tasks: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
+    project: str | None = None
 
     def as_dict(self) -> dict:
         return {"name": self.workflow_id, "workflow_id": self.workflow_id, "status": self.status,
-                "pool": self.pool, "tasks": self.tasks, "warnings": self.warnings}
+                "pool": self.pool, "project": self.project, "tasks": self.tasks, "warnings": self.warnings}
 
 
 def submit(request: SubmitRequest) -> SubmitResult:
     who = policy.principal(request.who)
     pool = _authorized_pool(request.pool, who)
+    project = charged_project(who, request.project)
     spec = parse_workflow(request.spec, source=request.source, max_tasks=settings.WORKFLOW_MAX_TASKS,
                           limits=spec_limits())
     document = _json_safe(spec.document)
@@ -83,7 +87,7 @@ def submit(request: SubmitRequest) -> SubmitResult:
         candidates = _placement_nodes({p.platform.pk for p in plan}) if request.dry_run else None
         tasks = [_dry_run_row(p, candidates) for p in plan]
         status = "DRY_RUN" if request.dry_run else "VALID"
-        return SubmitResult(None, status, pool.name, tasks, warnings + _plan_warnings(plan))
+        return SubmitResult(None, status, pool.name, tasks, warnings + _plan_warnings(plan), _name(project))
     with transaction.atomic():
         workflow_id = _next_id(spec.name)
         workflow_uuid = uuid.uuid4()
@@ -92,7 +96,7 @@ def submit(request: SubmitRequest) -> SubmitResult:
         # Prepared inserts (portal.prepared): `bulk_create` without compiling the SQL each time.
         [workflow] = _INSERT_WORKFLOW.insert([Workflow(
             workflow_id=workflow_id, uuid=workflow_uuid, name=spec.name, pool=pool, submitted_by=who.user,
-            priority=priority, spec=document, labels=spec.labels, warnings=warnings + _plan_warnings(plan),
+            project=project, priority=priority, spec=document, labels=spec.labels, warnings=warnings + _plan_warnings(plan),
             exec_timeout_seconds=_seconds(exec_timeout), queue_timeout_seconds=_seconds(queue_timeout))])
         tasks = _INSERT_TASKS.insert([_task_row(workflow, spec, p, pool) for p in plan])
         _INSERT_EVENTS.insert([TaskEvent(task=t, kind="SUBMITTED", message=f"submitted by {who.name}", at=t.created_at)
@@ -100,7 +104,7 @@ def submit(request: SubmitRequest) -> SubmitResult:
         enqueue.create_pods(workflow.pk)  # after commit; a broker that is down does not fail the submission
     return SubmitResult(workflow_id, str(workflow.status), pool.name,
                         [{"name": t.name, "platform": t.platform, "pod_name": t.pod_name} for t in tasks],
-                        workflow.warnings)
+                        workflow.warnings, _name(project))
 
 
 def resolve_retry(workflow: Workflow, task: Task, retry_id: int) -> dict:
@@ -201,6 +205,10 @@ def _authorized_pool(name: str, who) -> Pool:
         raise PoolInMaintenance(f"pool {name} is in maintenance; only administrators may submit now",
                                 field="pool", value=name)
     return pool
+
+
+def _name(project) -> str | None:
+    return project.name if project is not None else None
 
 
 def _priority(value: str) -> str:

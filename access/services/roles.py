@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from access.documents import ADMIN_POLICIES, BUILTIN_ROLES, RoleDoc, pool_role
+from access.documents import ADMIN_POLICIES, BUILTIN_ROLES, RoleDoc, pool_role, role_snapshot
 from access.models import APIToken, Role, SyncMode
 from access.policy import ADMIN_ROLE, DEFAULT_ROLE
 from access.services import audit
@@ -98,6 +98,21 @@ def save_role(doc: RoleDoc, existing: Role | None) -> Role:
 def set_pool_role(name: str, actor: Actor, *, description: str = "", tags=()) -> configs.ApplyResult:
     """`config set ROLE osmo-<X> pool`: create or replace OSMO's generated role for pools starting with X."""
     return configs.apply(ConfigType.ROLE, name, pool_role(name), actor, description=description, tags=tags)
+
+
+def ensure_team_role(name: str, actor: Actor, *, external_roles: Iterable[str] = (), description: str = "",
+                     ) -> tuple[Role, bool]:
+    """A team's role `osmo-<team>` (teams.services): created as OSMO's generated pool role when missing, and
+    `external_roles` (IdP groups) added to its mapping; one ROLE revision when anything changes, none otherwise.
+    An existing role's policies are left as they are. Returns (role, created)."""
+    existing = Role.objects.filter(name=name).first()
+    added = {group.strip() for group in external_roles if group.strip()}
+    wanted = sorted({*(existing.external_roles if existing else []), *added})
+    if existing is not None and wanted == sorted(existing.external_roles):
+        return existing, False
+    body = pool_role(name) if existing is None else role_snapshot(existing)
+    configs.apply(ConfigType.ROLE, name, {**body, "external_roles": wanted}, actor, description=description)
+    return Role.objects.get(name=name), existing is None
 
 
 def check_deletable(role: Role) -> None:

@@ -38,6 +38,9 @@ class SubmitQuerySerializer(serializers.Serializer):
         "Resolve every task and return the pods (with provenance and placement); store nothing."))
     validation_only = serializers.BooleanField(default=False, help_text="Validate only; store nothing.")
     priority = serializers.CharField(default=Priority.NORMAL, help_text="HIGH, NORMAL or LOW.")
+    project = serializers.CharField(default="", allow_blank=True, max_length=128, help_text=(
+        "The project to charge (docs/teams.md). Empty: your only project; none if you belong to none; "
+        "400 project_required, listing them, if you belong to several."))
 
 
 class SubmitBodySerializer(serializers.Serializer):
@@ -64,6 +67,7 @@ class SubmitResultSerializer(serializers.Serializer):
     workflow_id = serializers.CharField(allow_null=True)
     status = serializers.CharField(help_text="PENDING, or DRY_RUN / VALID when nothing was stored.")
     pool = serializers.CharField()
+    project = serializers.CharField(allow_null=True, help_text="The project charged (null: none).")
     tasks = SubmittedTaskSerializer(many=True)
     warnings = serializers.ListField(child=serializers.CharField())
 
@@ -93,6 +97,8 @@ class WorkflowSummarySerializer(serializers.Serializer):
     workflow_id = serializers.CharField()
     uuid = serializers.UUIDField()
     pool = serializers.CharField(source="pool.name")
+    project = serializers.CharField(source="project.name", allow_null=True, default=None,
+                                    help_text="The project it is charged to (null: none).")
     submitted_by = serializers.CharField(source="submitted_by.username")
     priority = serializers.ChoiceField(choices=Priority.values)
     status = serializers.ChoiceField(choices=WORKFLOW_STATUSES)

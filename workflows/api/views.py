@@ -1,6 +1,6 @@
 """Workflow REST API on OSMO's paths. Views only translate HTTP; services decide (docs/workflows-api.md).
 
-    POST /api/pool/{pool}/workflow          submit (dry_run, validation_only, priority)
+    POST /api/pool/{pool}/workflow          submit (dry_run, validation_only, priority, project)
     GET  /api/workflow                      list (default: your own)
     GET  /api/workflow/{id}                 one workflow with its tasks
     GET  /api/workflow/{id}/spec            the spec as submitted
@@ -167,13 +167,15 @@ class SubmitView(APIView):
         description=("Needs `workflow:Create` on `pool/<pool>`. 400 `invalid_spec` (the document: path, value, "
                      "reason), `invalid` (the engine refused an input), `workflow_invalid` (a task cannot run on "
                      "its platform; every problem in `problems`); 404 `pool_not_found`; 403 `forbidden`; "
-                     "409 `pool_in_maintenance`."))
+                     "409 `pool_in_maintenance`. The project charged: `project`, else your only project "
+                     "(400 `project_required` with `choices` when you belong to several; docs/teams.md)."))
     def post(self, request, pool):
         options = _query(s.SubmitQuerySerializer, request)
         spec, source = spec_of(request)
         try:
             result = submit(SubmitRequest(pool=pool, spec=spec, who=request, priority=options["priority"],
-                                          dry_run=options["dry_run"], validation_only=options["validation_only"],
+                                          project=options["project"], dry_run=options["dry_run"],
+                                          validation_only=options["validation_only"],
                                           source=source))
         except SpecError as error:
             raise InvalidSpec(error.reason, field=error.field, value=error.value) from None

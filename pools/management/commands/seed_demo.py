@@ -35,7 +35,8 @@ def demo_documents() -> list[tuple[str, dict]]:
 
 
 class Command(PortalCommand):
-    help = "Load demo pools, templates, validations, backends, two accounts and their roles (idempotent)."
+    help = ("Load demo pools, templates, validations, backends, two accounts, their roles and the researcher's "
+            "project (idempotent).")
 
     def handle(self, *args, **options):
         actor = Actor(name="seed_demo", source="system")
@@ -45,6 +46,7 @@ class Command(PortalCommand):
                 changed = sum(result.changed for result in results)
                 self.stdout.write(f"{config_type}: {len(results)} objects, {changed} changed")
             self._accounts()
+            self._teams(actor)
         # `manage.py devserver` prints where to sign in, once the web server answers
         self.stdout.write(self.style.SUCCESS("demo data loaded; accounts: admin (platform admin), researcher"))
 
@@ -69,3 +71,14 @@ class Command(PortalCommand):
         roles.update_user_roles(users.objects.get(username="admin"), add=["osmo-admin"], actor=actor)
         roles.update_user_roles(users.objects.get(username="researcher"), add=["osmo-user", "osmo-robotics"],
                                 actor=actor)
+
+    def _teams(self, actor) -> None:
+        """The researcher's team as a project (docs/teams.md): department research, project robotics, whose
+        role osmo-robotics the researcher holds, so their workflows are charged to it."""
+        from teams import services as teams
+        from teams.models import Department, Project
+
+        if not Department.objects.filter(name="research").exists():
+            teams.create_department("research", actor, description="demo data")
+        if not Project.objects.filter(name="robotics").exists():
+            teams.create_project("robotics", "research", actor, description="demo data: the robotics team")

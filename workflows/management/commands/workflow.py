@@ -1,10 +1,12 @@
 """`workflow submit|list|show|events|cancel`: OSMO's workflow verbs for the operator on the server.
 
-    manage.py workflow submit train.yaml --pool team-a --user alice [--dry-run] [--priority LOW] [--format json]
+    manage.py workflow submit train.yaml --pool team-a --user alice [--project vision] [--dry-run] [--priority LOW]
+                                                                    [--format json]
     manage.py workflow list [--user alice] [--pool team-a] [--status RUNNING] [--limit 50] [--format json]
     manage.py workflow show train-resnet-7 [--format json]
     manage.py workflow events train-resnet-7 [--format json]
     manage.py workflow cancel train-resnet-7 [--force] [--message "wrong data"]
+    manage.py workflow charge-projects    # past workflows → their submitter's only project (docs/teams.md)
 
 `submit` acts as `--user` (default: $PORTAL_CLI_USER), with that user's roles: access.policy decides as
 for the API. The other verbs are the operator's view of every workflow (like the config CLI).
@@ -41,6 +43,8 @@ class Command(PortalCommand):
         sub.add_argument("--user", default=os.environ.get("PORTAL_CLI_USER", ""),
                          help="submit as this user, with their roles (default: $PORTAL_CLI_USER)")
         sub.add_argument("--priority", default="NORMAL", help="HIGH, NORMAL or LOW")
+        sub.add_argument("--project", default="",
+                         help="the project to charge (default: the user's only project; see docs/teams.md)")
         sub.add_argument("--dry-run", action="store_true", help="resolve and show the pods; store nothing")
         sub.add_argument("--validation-only", action="store_true", help="validate only; store nothing")
         _format(sub)
@@ -59,9 +63,11 @@ class Command(PortalCommand):
         cancel.add_argument("--force", action="store_true", help="also for a finished workflow: delete its pods")
         cancel.add_argument("--message", default="")
         _format(cancel)
+        verbs.add_parser("charge-projects", help=(
+            "charge workflows without a project to their submitter's only project (after creating projects)"))
 
     def handle(self, *args, **options):
-        getattr(self, f"do_{options['verb']}")(options)
+        getattr(self, f"do_{options['verb'].replace('-', '_')}")(options)
 
     # ------------------------------------------------------------------------------------------ verbs
 
@@ -71,7 +77,8 @@ class Command(PortalCommand):
         text, source = _read(options["file"])
         try:
             result = submit(SubmitRequest(pool=options["pool"], spec=text, who=users.get(options["user"]),
-                                          priority=options["priority"], dry_run=options["dry_run"],
+                                          priority=options["priority"], project=options["project"],
+                                          dry_run=options["dry_run"],
                                           validation_only=options["validation_only"], source=source))
         except SpecError as error:
             raise InvalidSpec(error.reason, field=error.field, value=error.value) from None
@@ -125,6 +132,16 @@ class Command(PortalCommand):
                                                            for e in events])
         return None
 
+    def do_charge_projects(self, options):
+        from django.contrib.auth import get_user_model
+
+        from teams.models import Project
+        from workflows.charging import charge_unassigned
+        from workflows.models import Workflow
+
+        charged = charge_unassigned(Workflow, Project, get_user_model().groups.through)
+        self.stdout.write(f"{charged} workflow{'' if charged == 1 else 's'} charged to their submitter's project")
+
     def do_cancel(self, options):
         workflow = lifecycle.cancel(options["workflow_id"], None, force=options["force"], message=options["message"])
         data = _detail(workflow)
@@ -136,7 +153,7 @@ class Command(PortalCommand):
     # ------------------------------------------------------------------------------------------ output
 
     def _detail_text(self, data: dict) -> None:
-        for key in ("workflow_id", "pool", "submitted_by", "priority", "status", "submit_time", "start_time",
+        for key in ("workflow_id", "pool", "project", "submitted_by", "priority", "status", "submit_time", "start_time",
                     "end_time", "queue_timeout_seconds", "exec_timeout_seconds", "error"):
             if data.get(key) not in (None, ""):
                 self.stdout.write(f"{key.replace('_', ' ')}: {data[key]}")

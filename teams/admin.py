@@ -1,0 +1,121 @@
+"""Admin for departments and projects. Created through `teams.services` (validation, the project's role and
+its revision, audit); once created they are read-only here. Rights: `config:Read` / `config:Update` on
+`config/team` (access.policy), like every config page."""
+
+from __future__ import annotations
+
+from django import forms
+from django.contrib import admin
+from django.db.models import Count
+from django.urls import reverse
+from django.utils.html import format_html, format_html_join
+from unfold.decorators import display
+
+from access.admin.site import PolicyAdminMixin
+from pools.services.revisions import Actor  # moves to `configs` with the config store (issue #10)
+from portal.admin_base import ServiceBackedAdmin
+from teams import services
+from teams.models import Department, Project
+
+
+class _CreateOnly(PolicyAdminMixin, ServiceBackedAdmin):
+    policy_resource = services.RESOURCE
+
+    def has_change_permission(self, request, obj=None):
+        return obj is None and super().has_change_permission(request, obj)
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    def save_related(self, request, form, formsets, change):
+        """Nothing: the service wrote the object whole."""
+
+
+@admin.register(Department)
+class DepartmentAdmin(_CreateOnly):
+    list_display = ["name", "description", "project_count"]
+    search_fields = ["name", "description"]
+    fields = ["name", "description"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_projects=Count("projects"))
+
+    def get_fields(self, request, obj=None):
+        return self.fields if obj is None else [*self.fields, "project_links"]
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else [*self.fields, "project_links"]
+
+    def save_model(self, request, obj, form, change):
+        saved = services.create_department(obj.name, Actor.for_request(request, "admin"),
+                                           description=obj.description, who=request)
+        obj.pk = saved.pk
+
+    @display(description="Projects", ordering="_projects")
+    def project_count(self, obj):
+        return obj._projects
+
+    @display(description="Projects")
+    def project_links(self, obj):
+        return format_html_join(", ", '<a class="underline" href="{}">{}</a>', (
+            (reverse("admin:teams_project_change", args=[p.pk]), p.name)
+            for p in obj.projects.order_by("name").only("pk", "name"))) or "-"
+
+
+class ProjectForm(forms.ModelForm):
+    idp_groups = forms.CharField(required=False, label="IdP groups", help_text=(
+        "IdP group or role names that grant the project's role at sign-in (comma-separated), added to the "
+        "role's external names. The role osmo-<project> is created when missing."))
+
+    class Meta:
+        model = Project
+        fields = ["name", "department", "description"]
+
+    def groups(self) -> list[str]:
+        return [name.strip() for name in (self.cleaned_data.get("idp_groups") or "").split(",") if name.strip()]
+
+
+@admin.register(Project)
+class ProjectAdmin(_CreateOnly):
+    form = ProjectForm
+    list_display = ["name", "department", "role_link", "idp_group_list", "member_count", "description"]
+    list_filter = ["department"]
+    search_fields = ["name", "description", "role__name"]
+    list_select_related = ["department", "role"]
+    readonly_fields = ["name", "department", "description", "role_link", "idp_group_list", "members"]
+
+    def get_queryset(self, request):
+        return super().get_queryset(request).annotate(_members=Count("role__group__user", distinct=True))
+
+    def get_fields(self, request, obj=None):
+        if obj is None:
+            return ["name", "department", "description", "idp_groups"]
+        return self.readonly_fields
+
+    def get_readonly_fields(self, request, obj=None):
+        return [] if obj is None else self.readonly_fields
+
+    def save_model(self, request, obj, form, change):
+        created = services.create_project(obj.name, obj.department.name, Actor.for_request(request, "admin"),
+                                          description=obj.description, idp_groups=form.groups(), who=request)
+        obj.pk, obj.role_id = created.project.pk, created.project.role_id
+        if created.role_created:
+            self.message_user(request, f"Role {created.project.role.name} created (workflow:* on "
+                                       f"pool/{obj.name}*).")
+
+    @display(description="Role", ordering="role__name")
+    def role_link(self, obj):
+        return format_html('<a class="underline" href="{}">{}</a>',
+                           reverse("admin:access_role_change", args=[obj.role_id]), obj.role.name)
+
+    @display(description="IdP groups")
+    def idp_group_list(self, obj):
+        return ", ".join(obj.idp_groups)
+
+    @display(description="Members", ordering="_members")
+    def member_count(self, obj):
+        return obj._members
+
+    @display(description="Members")
+    def members(self, obj):
+        return ", ".join(services.members_of(obj)) or "-"

@@ -1,0 +1,52 @@
+"""Request and response shapes of the teams API (docs/teams.md). Shapes only: `teams.services` validates."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+
+class DepartmentSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    projects = serializers.ListField(child=serializers.CharField(), help_text="Its projects that you may see.")
+    created_at = serializers.DateTimeField()
+
+
+class DepartmentListSerializer(serializers.Serializer):
+    departments = DepartmentSerializer(many=True)
+
+
+class DepartmentCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, help_text="Letters, digits, '_', '.', '-'; starts with a letter.")
+    description = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+
+
+class ProjectSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    department = serializers.CharField()
+    description = serializers.CharField(allow_blank=True)
+    role = serializers.CharField(help_text="The role whose holders are the project's members: osmo-<project>.")
+    idp_groups = serializers.ListField(child=serializers.CharField(), help_text=(
+        "IdP group or role names that grant the role at sign-in: the role's name and its external names."))
+    member_count = serializers.IntegerField()
+    created_at = serializers.DateTimeField()
+
+
+class ProjectDetailSerializer(ProjectSerializer):
+    members = serializers.ListField(child=serializers.CharField(), help_text="Usernames holding the role.")
+
+
+class ProjectListSerializer(serializers.Serializer):
+    projects = ProjectSerializer(many=True)
+
+
+class ProjectCreateSerializer(serializers.Serializer):
+    name = serializers.CharField(max_length=200, help_text="Letters, digits, '_', '.', '-'; starts with a letter.")
+    department = serializers.CharField(max_length=200)
+    description = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
+    idp_groups = serializers.ListField(child=serializers.CharField(max_length=255), required=False, default=list,
+                                       help_text="Added to the role's external names (IdP groups that grant it).")
+
+
+class ProjectCreatedSerializer(ProjectDetailSerializer):
+    role_created = serializers.BooleanField(help_text="Whether the role osmo-<project> was created now.")

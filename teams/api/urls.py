@@ -1,0 +1,10 @@
+from django.urls import path
+
+from teams.api import views
+
+urlpatterns = [
+    path("teams/departments", views.DepartmentCollectionView.as_view(), name="team-department-collection"),
+    path("teams/departments/<str:name>", views.DepartmentView.as_view(), name="team-department"),
+    path("teams/projects", views.ProjectCollectionView.as_view(), name="team-project-collection"),
+    path("teams/projects/<str:name>", views.ProjectView.as_view(), name="team-project"),
+]

@@ -1,0 +1,115 @@
+"""Teams REST API (docs/teams.md). Views only translate HTTP; `teams.services` decides.
+
+    GET  /api/teams/departments          departments you may see, each with its projects you may see
+    POST /api/teams/departments          create one (config:Update on config/team)
+    GET  /api/teams/departments/{name}
+    GET  /api/teams/projects             projects you may see (team admins: all; others: their own)
+    POST /api/teams/projects             create one, and its role osmo-<name> when missing
+    GET  /api/teams/projects/{name}      one project with its members
+
+Reading needs only a signed-in principal: what it sees is filtered by `teams.services` (a project you may
+not see is a 404, exactly as an unknown one). Creating needs `config:Update` on `config/team`.
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework import exceptions, status
+from rest_framework.permissions import SAFE_METHODS
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from access.api.permissions import PolicyPermission
+from pools.api.serializers import ErrorSerializer  # moves to portal.api (issue #10)
+from pools.services.revisions import Actor  # moves to `configs` with the config store (issue #10)
+from teams import services
+from teams.api import serializers as s
+
+ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
+NAME = OpenApiParameter("name", str, OpenApiParameter.PATH)
+
+
+class TeamPermission(PolicyPermission):
+    """Reads: any signed-in principal (the service filters). Writes: `config:Update` on `config/team`."""
+
+    policy_action, policy_resource = services.UPDATE, services.RESOURCE
+
+    def target(self, request, view):
+        return self.policy_action, self.policy_resource
+
+    def has_permission(self, request, view):
+        if request.method in SAFE_METHODS:
+            if request.user is not None and request.user.is_authenticated:
+                return True
+            raise exceptions.NotAuthenticated()
+        return super().has_permission(request, view)
+
+
+def _body(serializer_class, request) -> dict:
+    serializer = serializer_class(data=request.data if hasattr(request.data, "keys") else {})
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+class DepartmentCollectionView(APIView):
+    permission_classes = [TeamPermission]
+
+    @extend_schema(operation_id="team_department_list", summary="Departments you may see",
+                   responses={200: s.DepartmentListSerializer, **ERRORS})
+    def get(self, request):
+        rows = services.describe_departments(services.departments_visible_to(request), request)
+        return Response({"departments": rows})
+
+    @extend_schema(operation_id="team_department_create", summary="Create a department",
+                   request=s.DepartmentCreateSerializer, responses={201: s.DepartmentSerializer, **ERRORS,
+                                                                    409: ErrorSerializer})
+    def post(self, request):
+        data = _body(s.DepartmentCreateSerializer, request)
+        department = services.create_department(data["name"], Actor.for_request(request, "api"),
+                                                description=data["description"], who=request)
+        [row] = services.describe_departments([department], request)
+        return Response(row, status=status.HTTP_201_CREATED)
+
+
+class DepartmentView(APIView):
+    permission_classes = [TeamPermission]
+
+    @extend_schema(operation_id="team_department_retrieve", summary="One department", parameters=[NAME],
+                   responses={200: s.DepartmentSerializer, **ERRORS})
+    def get(self, request, name):
+        [row] = services.describe_departments([services.get_department(name, request)], request)
+        return Response(row)
+
+
+class ProjectCollectionView(APIView):
+    permission_classes = [TeamPermission]
+
+    @extend_schema(operation_id="team_project_list", summary="Projects you may see",
+                   responses={200: s.ProjectListSerializer, **ERRORS},
+                   description=("Team admins (`config:Read` on `config/team`) see every project; everyone else "
+                                "the projects they belong to (whose role they hold)."))
+    def get(self, request):
+        rows = [services.describe_project(p) for p in services.projects_visible_to(request)]
+        return Response(s.ProjectListSerializer({"projects": rows}).data)
+
+    @extend_schema(operation_id="team_project_create", summary="Create a project (and its role when missing)",
+                   request=s.ProjectCreateSerializer,
+                   responses={201: s.ProjectCreatedSerializer, **ERRORS, 409: ErrorSerializer})
+    def post(self, request):
+        data = _body(s.ProjectCreateSerializer, request)
+        created = services.create_project(data["name"], data["department"], Actor.for_request(request, "api"),
+                                          description=data["description"], idp_groups=data["idp_groups"],
+                                          who=request)
+        row = {**services.describe_project(created.project, members=True), "role_created": created.role_created}
+        return Response(s.ProjectCreatedSerializer(row).data, status=status.HTTP_201_CREATED)
+
+
+class ProjectView(APIView):
+    permission_classes = [TeamPermission]
+
+    @extend_schema(operation_id="team_project_retrieve", summary="One project with its members",
+                   parameters=[NAME], responses={200: s.ProjectDetailSerializer, **ERRORS},
+                   description="A project you may not see is a 404 `project_not_found`, as an unknown one.")
+    def get(self, request, name):
+        project = services.get_project(name, request)
+        return Response(s.ProjectDetailSerializer(services.describe_project(project, members=True)).data)

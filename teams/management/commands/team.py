@@ -1,0 +1,107 @@
+"""`team create|show|list`: departments and projects from the command line (docs/teams.md).
+
+    manage.py team create department research [--description "..."]
+    manage.py team create project vision --department research [--idp-group vision-users] [--format json]
+    manage.py team show project vision [--format json]
+    manage.py team show department research [--format json]
+    manage.py team list [projects|departments] [--department research] [--format json]
+
+The operator's view: every department and project. Errors print one line and exit 1.
+"""
+
+from __future__ import annotations
+
+from access.services import audit
+from portal.commands import PortalCommand
+from teams import services
+from teams.errors import TeamInvalid
+
+KINDS = ("department", "project")
+
+
+class Command(PortalCommand):
+    help = "Create, show and list departments and projects (teams)."
+
+    def add_arguments(self, parser):
+        verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+        create = verbs.add_parser("create", help="create a department, or a project (and its role osmo-<name>)")
+        create.add_argument("kind", choices=KINDS)
+        create.add_argument("name")
+        create.add_argument("--department", help="the project's department (projects only)")
+        create.add_argument("--description", default="")
+        create.add_argument("--idp-group", action="append", default=[], dest="idp_groups",
+                            help="an IdP group that grants the project's role (repeatable; projects only)")
+        create.add_argument("--format", choices=["text", "json"], default="text")
+        show = verbs.add_parser("show", help="one department or project")
+        show.add_argument("kind", choices=KINDS)
+        show.add_argument("name")
+        show.add_argument("--format", choices=["text", "json"], default="text")
+        listing = verbs.add_parser("list", help="projects (default) or departments")
+        listing.add_argument("kind", nargs="?", choices=["projects", "departments"], default="projects")
+        listing.add_argument("--department", help="only this department's projects")
+        listing.add_argument("--format", choices=["table", "json"], default="table")
+
+    def handle(self, *args, **options):
+        getattr(self, f"do_{options['verb']}")(options)
+
+    def do_create(self, options):
+        if options["kind"] == "department":
+            department = services.create_department(options["name"], audit.SYSTEM_CLI,
+                                                    description=options["description"])
+            if options["format"] == "text":
+                self.stdout.write(f"department {department.name} created")
+                return None
+            return self._show_department(department, options["format"])
+        if not options["department"]:
+            raise TeamInvalid("a project belongs to a department: name it with --department",
+                                       field="--department")
+        created = services.create_project(options["name"], options["department"], audit.SYSTEM_CLI,
+                                          description=options["description"], idp_groups=options["idp_groups"])
+        project = services.get_project(created.project.name)
+        if options["format"] == "text":
+            action = "created" if created.role_created else "linked (existing)"
+            self.stdout.write(f"project {project.name} created in department {project.department.name}; "
+                              f"role {project.role.name} {action}")
+            return None
+        return self.emit({**services.describe_project(project, members=True), "role_created": created.role_created})
+
+    def do_show(self, options):
+        if options["kind"] == "department":
+            return self._show_department(services.get_department(options["name"]), options["format"])
+        data = services.describe_project(services.get_project(options["name"]), members=True)
+        if options["format"] == "json":
+            return self.emit(data)
+        for key in ("name", "department", "description", "role"):
+            self.stdout.write(f"{key}: {data[key] or '-'}")
+        self.stdout.write(f"idp groups: {', '.join(data['idp_groups'])}")
+        self.stdout.write(f"members ({data['member_count']}): {', '.join(data['members']) or '-'}")
+        return None
+
+    def do_list(self, options):
+        if options["kind"] == "departments":
+            rows = services.describe_departments(services.departments_visible_to(None))
+            if options["format"] == "json":
+                return self.emit({"departments": rows})
+            self.stdout.write(f"{'DEPARTMENT':<24} {'PROJECTS':<40} DESCRIPTION")
+            for row in rows:
+                self.stdout.write(f"{row['name']:<24} {', '.join(row['projects']) or '-':<40} {row['description']}")
+            return None
+        projects = services.projects_visible_to(None)
+        if options["department"]:
+            projects = projects.filter(department__name=options["department"])
+        rows = [services.describe_project(project) for project in projects]
+        if options["format"] == "json":
+            return self.emit({"projects": rows})
+        self.stdout.write(f"{'PROJECT':<24} {'DEPARTMENT':<20} {'ROLE':<28} {'MEMBERS':>7}  IDP GROUPS")
+        for row in rows:
+            self.stdout.write(f"{row['name']:<24} {row['department']:<20} {row['role']:<28} {row['member_count']:>7}  "
+                              f"{', '.join(row['idp_groups'])}")
+        return None
+
+    def _show_department(self, department, fmt: str):
+        [data] = services.describe_departments([department])
+        if fmt == "json":
+            return self.emit(data)
+        self.stdout.write(f"department {data['name']}: {data['description'] or '-'}")
+        self.stdout.write(f"projects: {', '.join(data['projects']) or '-'}")
+        return None

@@ -1,0 +1,56 @@
+"""Teams as first-class objects, after Run:ai's organisation units: a `Department` groups `Project`s.
+
+A project *is* a team in OSMO's sense: its members are the holders of its role `osmo-<project>`
+(shared docs osmo-reference §4.5), and the identity-provider groups that grant that role at sign-in
+are the role's own name plus its `external_roles` (access.models.Role). Both stay on the role, where the
+IdP sync and the policy read them; a project only points at its role, so nothing is stored twice.
+
+Workflows record the project they are charged to (`workflows.models.Workflow.project`). Quotas per
+(project or department, pool) are the next step; they will hang off these two models.
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+ROLE_PREFIX = "osmo-"
+
+
+class Department(models.Model):
+    name = models.CharField(max_length=123, unique=True)
+    description = models.TextField(blank=True, default="")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+        # Wired to per-object (guardian) rights by access.policy later: a department admin manages its projects.
+        permissions = [("manage_department", "Can manage the department and its projects")]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class Project(models.Model):
+    name = models.CharField(max_length=123, unique=True)  # its role `osmo-<name>` fits a 128-character name
+    department = models.ForeignKey(Department, on_delete=models.PROTECT, related_name="projects")
+    description = models.TextField(blank=True, default="")
+    # The role whose holders are the project's members; always named `osmo-<project name>`.
+    role = models.OneToOneField("access.Role", on_delete=models.PROTECT, related_name="project")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    @property
+    def idp_groups(self) -> list[str]:
+        """IdP group or role names that grant membership at sign-in: the role's name and its external names."""
+        return [self.role.name, *self.role.external_roles]
+
+
+def role_name(project_name: str) -> str:
+    return f"{ROLE_PREFIX}{project_name}"

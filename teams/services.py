@@ -1,0 +1,249 @@
+"""Departments and projects: create, read, who belongs, and which project a workflow is charged to.
+
+The one use-case layer behind the CLI (`team`), the REST API (`/api/teams/…`) and the admin; it owns the
+transactions. Decisions (docs/teams.md):
+
+* Membership is the role: the members of project P are the holders of role `osmo-P` (directly, or through
+  their IdP groups at sign-in). Creating a project whose role is missing creates it as OSMO's generated pool
+  role (`config set ROLE osmo-P pool`: `workflow:*` on `pool/P*`), through the ROLE config service, so it
+  has a revision like any role; an existing role is linked as it is (its policies are never rewritten).
+* Rights (`access.policy`, resource `config/team`): `config:Update` creates; `config:Read` sees every
+  department and project; everyone else sees the projects they belong to and those projects' departments.
+* Charging a submission (`charged_project`): the project named in the request (a member's, or anyone's
+  for a team admin), else the submitter's only project, else none; several and none named is an error
+  listing them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from django.db import IntegrityError, transaction
+from django.db.models import Count, QuerySet
+
+from access import policy
+from access.documents import BUILTIN_ROLES
+from access.services import audit, roles
+from pools.validators import check_name  # moves to `configs` with the config store (issue #10)
+from portal.errors import PermissionDenied
+from teams.errors import (
+    DepartmentNotFound,
+    ProjectChoiceRequired,
+    ProjectNotFound,
+    TeamExists,
+    TeamInvalid,
+    UnknownProject,
+)
+from teams.models import Department, Project, role_name
+
+if TYPE_CHECKING:
+    from pools.services.revisions import Actor  # moves to `configs` with the config store (issue #10)
+
+READ, UPDATE = "config:Read", "config:Update"
+RESOURCE = "config/team"
+NAME_MAX_LENGTH = Project._meta.get_field("name").max_length
+DESCRIPTION_MAX_LENGTH = 2000
+
+
+# --- rights --------------------------------------------------------------------------------------------
+
+
+def is_team_admin(who) -> bool:
+    """May `who` see every department and project (`config:Read` or `config:Update` on `config/team`)?
+    `who` None is the operator on the command line."""
+    return who is None or any(policy.decide(who, action, RESOURCE).allowed for action in (READ, UPDATE))
+
+
+def require_team_admin(who) -> None:
+    if who is None:
+        return
+    decision = policy.decide(who, UPDATE, RESOURCE)
+    if not decision.allowed:
+        raise PermissionDenied(f"{policy.principal(who).name} may not create teams: {'; '.join(decision.because)}",
+                               field="", value=RESOURCE)
+
+
+# --- create --------------------------------------------------------------------------------------------
+
+
+@dataclass
+class ProjectCreated:
+    project: Project
+    role_created: bool
+
+
+def create_department(name: str, actor: Actor, *, description: str = "", who=None) -> Department:
+    require_team_admin(who)
+    _check_team_name(name)
+    text = _description(description)
+    with transaction.atomic():
+        try:
+            with transaction.atomic():  # the unique index decides, also between two concurrent creates
+                department = Department.objects.create(name=name, description=text)
+        except IntegrityError:
+            raise _exists("department", name) from None
+        audit.record("team.create", actor, target=f"department/{name}")
+    return department
+
+
+def create_project(name: str, department: str, actor: Actor, *, description: str = "", idp_groups=(),
+                   who=None) -> ProjectCreated:
+    """A project in `department`, linked to role `osmo-<name>` (created when missing; `idp_groups` are
+    added to the role's IdP mapping)."""
+    require_team_admin(who)
+    _check_team_name(name)
+    groups, text = _idp_groups(idp_groups), _description(description)
+    with transaction.atomic():
+        parent = Department.objects.filter(name=department).first()
+        if parent is None:
+            raise DepartmentNotFound(f"no department named {department!r}; create it first (team create "
+                                     "department)", field="department", value=department)
+        if Project.objects.filter(name=name).exists():
+            raise _exists("project", name)
+        role, created = roles.ensure_team_role(role_name(name), actor, external_roles=groups,
+                                               description=f"role of project {name}")
+        try:
+            with transaction.atomic():  # a concurrent create of the same name: the unique index decides
+                project = Project.objects.create(name=name, department=parent, role=role, description=text)
+        except IntegrityError:
+            raise _exists("project", name) from None
+        audit.record("team.create", actor, target=f"project/{name}",
+                     detail={"department": department, "role": role.name, "role_created": created})
+    return ProjectCreated(project, created)
+
+
+def _exists(kind: str, name: str) -> TeamExists:
+    return TeamExists(f"{kind} {name} already exists", field="name", value=name)
+
+
+def _check_team_name(name: object) -> None:
+    check_name(name, "name")
+    if len(name) > NAME_MAX_LENGTH:
+        raise TeamInvalid(f"is longer than {NAME_MAX_LENGTH} characters (its role osmo-<name> must fit 128)",
+                          field="name", value=name)
+    if role_name(name) in BUILTIN_ROLES:
+        raise TeamInvalid(f"names a built-in role ({role_name(name)}); a project's role must be its own",
+                          field="name", value=name)
+
+
+def _description(value: object) -> str:
+    if not isinstance(value, str):
+        raise TeamInvalid("must be text", field="description", value=value)
+    if len(value) > DESCRIPTION_MAX_LENGTH:
+        raise TeamInvalid(f"is longer than {DESCRIPTION_MAX_LENGTH} characters", field="description",
+                          value=value)
+    return value.strip()
+
+
+def _idp_groups(values) -> list[str]:
+    names = []
+    for index, value in enumerate(values or ()):
+        if not isinstance(value, str) or not value.strip() or "\x00" in value or len(value) > 255:
+            raise TeamInvalid("must be an IdP group or role name (1-255 characters)", field=f"idp_groups[{index}]",
+                              value=value)
+        names.append(value.strip())
+    return names
+
+
+# --- read ----------------------------------------------------------------------------------------------
+
+
+def projects_visible_to(who) -> QuerySet[Project]:
+    """Every project for a team admin (or the operator); the projects `who` belongs to otherwise. One query
+    for the page, whatever the number of rows (department and role joined, members counted)."""
+    rows = Project.objects.select_related("department", "role").annotate(
+        member_count=Count("role__group__user", distinct=True)).order_by("name")
+    return rows if is_team_admin(who) else rows.filter(role__name__in=_role_names(who))
+
+
+def departments_visible_to(who) -> QuerySet[Department]:
+    rows = Department.objects.annotate(project_count=Count("projects", distinct=True)).order_by("name")
+    if is_team_admin(who):
+        return rows
+    return rows.filter(pk__in=Project.objects.filter(role__name__in=_role_names(who)).values("department_id"))
+
+
+def get_project(name: str, who=None) -> Project:
+    """The project, if `who` may see it; any other is a 404 exactly as an unknown one (names are guessable)."""
+    project = projects_visible_to(who).filter(name=name).first() if "\x00" not in name else None
+    if project is None:
+        raise ProjectNotFound(f"no project named {name!r}", field="name", value=name)
+    return project
+
+
+def get_department(name: str, who=None) -> Department:
+    department = departments_visible_to(who).filter(name=name).first() if "\x00" not in name else None
+    if department is None:
+        raise DepartmentNotFound(f"no department named {name!r}", field="name", value=name)
+    return department
+
+
+def members_of(project: Project) -> list[str]:
+    return sorted(project.role.group.user_set.values_list("username", flat=True))
+
+
+def describe_project(project: Project, *, members: bool = False) -> dict:
+    data = {"name": project.name, "department": project.department.name, "description": project.description,
+            "role": project.role.name, "idp_groups": project.idp_groups,
+            "member_count": getattr(project, "member_count", None), "created_at": project.created_at}
+    if members:
+        data["members"] = members_of(project)
+        data["member_count"] = len(data["members"])
+    return data
+
+
+def describe_departments(departments, who=None) -> list[dict]:
+    """Each department with the names of its projects that `who` may see (two queries for any number)."""
+    departments = list(departments)
+    names: dict[int, list[str]] = {department.pk: [] for department in departments}
+    visible = projects_visible_to(who).filter(department__in=list(names)).values_list("department_id", "name")
+    for department_id, name in visible:
+        names[department_id].append(name)
+    return [{"name": d.name, "description": d.description, "projects": names[d.pk], "created_at": d.created_at}
+            for d in departments]
+
+
+def _role_names(who) -> list[str]:
+    return list(policy.principal(who).roles)
+
+
+# --- charging workflows --------------------------------------------------------------------------------
+
+
+def member_projects(who) -> list[str]:
+    """Names of the projects `who` belongs to (holds the role of), sorted. One query."""
+    return list(Project.objects.filter(role__name__in=_role_names(who)).order_by("name")
+                .values_list("name", flat=True))
+
+
+def charged_project(who, requested: str = "") -> Project | None:
+    """The project a submission by `who` is charged to (one query):
+
+    * `requested` named: that project; `who` must belong to it, or be a team admin (`config:Update` on
+      `config/team`), who may charge any project.
+    * none named: the only project `who` belongs to; none when `who` belongs to none (teams are optional:
+      a portal without projects works as before); several is a `project_required` error listing them.
+    """
+    principal = policy.principal(who)
+    if requested:
+        project = Project.objects.select_related("role").filter(name=requested).first() \
+            if "\x00" not in requested else None
+        if project is None:
+            raise UnknownProject(f"no project named {requested!r}{_yours(principal)}", field="project",
+                                 value=requested)
+        if project.role.name not in principal.roles and not principal.decide(UPDATE, RESOURCE).allowed:
+            raise PermissionDenied(f"{principal.name} is not a member of project {requested} (its members hold "
+                                   f"role {project.role.name}){_yours(principal)}", field="project", value=requested)
+        return project
+    mine = list(Project.objects.filter(role__name__in=list(principal.roles)).order_by("name").only("pk", "name"))
+    if len(mine) > 1:
+        names = [project.name for project in mine]
+        raise ProjectChoiceRequired(f"you belong to several projects ({', '.join(names)}); name the one to charge "
+                                    "with project=<name>", choices=names)
+    return mine[0] if mine else None
+
+
+def _yours(principal) -> str:
+    names = member_projects(principal)
+    return f"; your projects: {', '.join(names)}" if names else "; you belong to no project"

@@ -1,0 +1,39 @@
+"""docs/teams.md: its examples run as written, in order, against a fresh database, and print what it shows."""
+
+from __future__ import annotations
+
+import json
+import shlex
+from io import StringIO
+
+import pytest
+from django.core.management import call_command
+
+from portal.errors import DomainError
+from tests.docs_runner import transcripts
+from tests.test_docs_examples import ROOT, bash_commands
+
+PAGE = ROOT / "docs" / "teams.md"
+
+
+@pytest.mark.django_db
+def test_teams_page_runs_as_written(monkeypatch):
+    monkeypatch.chdir(ROOT)
+    commands = bash_commands(PAGE)
+    assert len(commands) == 9
+    outputs = {}
+    for args in commands:
+        out = StringIO()
+        call_command(*args, stdout=out, stderr=StringIO())
+        outputs[" ".join(args)] = out.getvalue()
+    page = PAGE.read_text()
+    for command in ("team show project vision", "team list"):
+        for line in outputs[command].splitlines():
+            assert line in page, line  # the page shows the real output
+    assert json.loads(outputs["team list departments --format json"])["departments"][0]["projects"] == [
+        "speech", "vision"]
+    assert json.loads(outputs["config show ROLE osmo-vision"])["external_roles"] == ["vision-researchers"]
+    [transcript] = transcripts(PAGE)
+    with pytest.raises(DomainError) as refused:
+        call_command(*shlex.split(transcript.command)[2:], stdout=StringIO())
+    assert f"error: {refused.value}" == transcript.expected
