@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.core.exceptions import SuspiciousOperation
 from django.db import DataError
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
 from pools.engine.errors import EngineError
@@ -28,6 +28,15 @@ class APIRefusal(exceptions.APIException):
         super().__init__(error.reason, code=error.code)
         self.status_code = error.status
         self.error = error
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The error envelope, for the OpenAPI schema of every app's endpoints."""
+
+    code = serializers.CharField()
+    field = serializers.CharField()
+    value = serializers.JSONField(allow_null=True)
+    reason = serializers.CharField()
 
 
 def exception_handler(exc, context):

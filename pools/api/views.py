@@ -14,9 +14,9 @@ from pools.errors import ConfigError
 from pools.models import ConfigType
 from pools.services import configs, pool_listing, revisions
 from pools.services.revisions import Actor
-from portal.api import APIRefusal
+from portal.api import APIRefusal, ErrorSerializer
 
-ERRORS = {400: s.ErrorSerializer, 403: s.ErrorSerializer, 404: s.ErrorSerializer, 409: s.ErrorSerializer}
+ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
 TYPE_PARAM = OpenApiParameter("config_type", str, OpenApiParameter.PATH,
                               enum=[t.lower() for t in ConfigType.values], description="Config type, lower case.")
 
