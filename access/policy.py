@@ -27,6 +27,7 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AnonymousUser
 from django.db.models import Q, QuerySet
 
+from access import actions
 from access.epoch import EpochCache
 from access.matching import Decision, Rule, evaluate, rules_of, visible_in_role
 from access.models import APIToken, Role
@@ -34,8 +35,8 @@ from pools.models import Pool
 
 DEFAULT_ROLE = "osmo-default"
 ADMIN_ROLE = "osmo-admin"
-POOL_ACTION = "workflow:Create"
-ADMIN_ACTIONS = ("config:Read", "config:Update")
+POOL_ACTION = actions.WORKFLOW_CREATE
+ADMIN_ACTIONS = (actions.CONFIG_READ, actions.CONFIG_UPDATE)
 
 __all__ = ["Decision", "Principal", "admin_access", "allowed_pools", "decide", "explain", "pools_for",
            "principal", "role_names"]
@@ -138,7 +139,7 @@ def admin_access(who) -> Decision:
     Denies are not considered here: they decide each page (`decide(..., "config/<type>")`), not entry.
     """
     subject = principal(who)
-    key = ("admin:Access", "")
+    key = (actions.ADMIN_ACCESS, "")
     cached = subject._decisions.get(key)
     if cached is not None:
         return cached

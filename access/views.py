@@ -8,13 +8,13 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render, resolve_url
 from django.views.decorators.http import require_http_methods, require_POST
 
-from access import policy
+from access import actions, policy
 from access.forms import TokenForm
 from access.services import audit, tokens
 from pools.services.revisions import Actor
 from portal.errors import DomainError
 
-TOKEN_ACTION = "auth:Token"
+TOKEN_ACTION = actions.AUTH_TOKEN
 
 
 def home(request):

@@ -11,11 +11,11 @@ from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 from unfold.admin import ModelAdmin, TabularInline
 
-from access import policy
+from access import actions, policy
 from portal.admin_base import pretty_json
 from workflows.models import Task, TaskEvent, Workflow
 
-READ = "workflow:Read"
+READ = actions.WORKFLOW_READ
 
 
 class _ReadOnly:

@@ -30,7 +30,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from access import policy
+from access import actions, policy
 from pools.engine import EngineError, k8s_name
 from pools.engine.resolve import label_value, pod_name
 from pools.kube import pods
@@ -51,7 +51,7 @@ from workflows.spec import SpecError
 
 log = logging.getLogger(__name__)
 
-CANCEL = "workflow:Cancel"
+CANCEL = actions.WORKFLOW_CANCEL
 PENDING, WAITING, RUNNING = TaskStatus.PENDING, TaskStatus.WAITING, TaskStatus.RUNNING
 UNFINISHED = (PENDING, WAITING, RUNNING)
 ACTIVE = (WAITING, RUNNING)  # a pod exists

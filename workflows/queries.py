@@ -16,12 +16,12 @@ from datetime import datetime
 
 from django.db.models import Count, Q, QuerySet
 
-from access import policy
+from access import actions, policy
 from access.services import audit
 from workflows.lifecycle import get_workflow, missing
 from workflows.models import Task, TaskEvent, Workflow
 
-LIST, READ = "workflow:List", "workflow:Read"
+LIST, READ = actions.WORKFLOW_LIST, actions.WORKFLOW_READ
 MAX_LIMIT = 1000
 
 

@@ -17,7 +17,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, transaction
 
-from access import policy
+from access import actions, policy
 from pools.engine import EngineError, WorkflowContext, resolve
 from pools.engine.placement import NodeInfo, place
 from pools.engine.placement_fit import parse_allocatable, sum_requests
@@ -32,8 +32,8 @@ from workflows.errors import PoolInMaintenance, PoolNotFound, WorkflowInvalid
 from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName
 from workflows.spec import SpecError, WorkflowSpec, effective_timeouts, parse_workflow, substitute_tokens
 
-CREATE = "workflow:Create"
-MAINTENANCE_BYPASS = "pool:Maintenance"  # only roles granting it (osmo-admin's *:*) submit during maintenance
+CREATE = actions.WORKFLOW_CREATE
+MAINTENANCE_BYPASS = actions.POOL_MAINTENANCE  # only roles granting it (osmo-admin's *:*) submit during maintenance
 
 
 @dataclass

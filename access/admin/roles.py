@@ -13,7 +13,7 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from unfold.decorators import display
 
-from access import documents, policy
+from access import actions, documents, policy
 from access.admin.site import PolicyAdminMixin
 from access.documents import BUILTIN_ROLES
 from access.matching import check_action
@@ -154,7 +154,7 @@ class RoleAdmin(PolicyAdminMixin, ServiceBackedAdmin):
 
     def explain_view(self, request):
         """Why can / can't USER use POOL (or do ACTION on it)? Same answer as `manage.py access explain`."""
-        if not (self.has_view_permission(request) and policy.decide(request, "config:Read", "config/user")):
+        if not (self.has_view_permission(request) and policy.decide(request, actions.CONFIG_READ, "config/user")):
             raise PermissionDenied
         username, pool = request.GET.get("user", "").strip(), request.GET.get("pool", "").strip()
         action = request.GET.get("action", "").strip() or policy.POOL_ACTION

@@ -28,10 +28,10 @@ from django.utils.http import url_has_allowed_host_and_scheme
 from unfold.forms import AuthenticationForm
 from unfold.sites import UnfoldAdminSite
 
-from access import policy
+from access import actions, policy
 from access.services import audit
 
-READ, UPDATE = "config:Read", "config:Update"
+READ, UPDATE = actions.CONFIG_READ, actions.CONFIG_UPDATE
 
 
 class PortalLoginForm(AuthenticationForm):
@@ -48,7 +48,7 @@ class PolicyAdminSite(UnfoldAdminSite):
     def login(self, request, extra_context=None):
         """Signed in but not an admin: go to `?next=` when it is a safe page outside the admin, else home."""
         if request.method == "GET" and request.user.is_authenticated and not self.has_permission(request):
-            audit.denied(request, policy.principal(request), "admin:Access", "", "admin",
+            audit.denied(request, policy.principal(request), actions.ADMIN_ACCESS, "", "admin",
                          policy.admin_access(request).because)
             target = request.GET.get(REDIRECT_FIELD_NAME, "")
             safe = url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure())
@@ -63,7 +63,7 @@ class PolicyAdminSite(UnfoldAdminSite):
                 return wrapped(request, *args, **kwargs)
             except PermissionDenied:
                 action, resource, because = getattr(request, "_access_last_denial", (
-                    "admin:View", request.path, ["the admin page refused this request"]))
+                    actions.ADMIN_VIEW, request.path, ["the admin page refused this request"]))
                 audit.denied(request, policy.principal(request), action, resource, "admin", because)
                 raise
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 from rest_framework import exceptions
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from access import policy
+from access import actions, policy
 from access.services import audit
 from portal.api import APIRefusal
 from portal.errors import PermissionDenied
@@ -30,7 +30,7 @@ class PolicyPermission(BasePermission):
         else:
             action = getattr(view, "policy_action", None)
         if action is None:
-            return "api:Call", f"api/{type(view).__name__}"
+            return actions.API_CALL, f"api/{type(view).__name__}"
         if hasattr(view, "get_policy_resource"):
             return action, view.get_policy_resource(request)
         return action, getattr(view, "policy_resource", "")
@@ -50,7 +50,7 @@ class PolicyPermission(BasePermission):
 
 class ConfigPermission(PolicyPermission):
     def target(self, request, view):
-        action = "config:Read" if request.method in SAFE_METHODS else "config:Update"
+        action = actions.CONFIG_READ if request.method in SAFE_METHODS else actions.CONFIG_UPDATE
         return action, f"config/{config_type_of(request, view)}"
 
 

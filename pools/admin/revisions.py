@@ -10,7 +10,7 @@ from django.utils.html import format_html, format_html_join
 from unfold.admin import ModelAdmin
 from unfold.decorators import action, display
 
-from access import policy
+from access import actions, policy
 from access.admin.site import PolicyAdminMixin
 from pools.models import ConfigType, Revision
 from pools.services import configs, revisions
@@ -43,8 +43,8 @@ class RevisionAdmin(PolicyAdminMixin, ModelAdmin):
         return lookup == "name" or super().lookup_allowed(lookup, value, request)
 
     def readable_types(self, request) -> list[str]:
-        return [t for t in ConfigType.values if policy.decide(request, "config:Read", f"config/{t.lower()}")
-                or policy.decide(request, "config:Update", f"config/{t.lower()}")]
+        return [t for t in ConfigType.values if policy.decide(request, actions.CONFIG_READ, f"config/{t.lower()}")
+                or policy.decide(request, actions.CONFIG_UPDATE, f"config/{t.lower()}")]
 
     def get_queryset(self, request):
         return super().get_queryset(request).filter(config_type__in=self.readable_types(request))
@@ -132,4 +132,4 @@ class RevisionAdmin(PolicyAdminMixin, ModelAdmin):
         config_type = Revision.objects.filter(pk=object_id).values_list("config_type", flat=True).first() \
             if object_id else None
         resource = f"config/{config_type.lower()}" if config_type else "config/history"
-        return policy.decide(request, "config:Update", resource).allowed
+        return policy.decide(request, actions.CONFIG_UPDATE, resource).allowed

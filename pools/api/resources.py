@@ -7,6 +7,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from access import actions
 from pools.api.views import PoolListView
 from pools.errors import ConfigError
 from pools.services import capacity
@@ -41,7 +42,7 @@ def _check_params(request) -> None:
 class ResourceListView(APIView):
     # The same permission classes as the pool list; the action is OSMO's for this path.
     permission_classes = PoolListView.permission_classes
-    policy_action = "resources:Read"
+    policy_action = actions.RESOURCES_READ
 
     @extend_schema(
         parameters=[OpenApiParameter("pools", str, description=LIST_HELP.format("pools")),

@@ -7,7 +7,7 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from access import policy
+from access import actions, policy
 from access.api.permissions import ConfigPermission, PolicyPermission
 from pools.api import serializers as s
 from pools.errors import ConfigError
@@ -138,7 +138,7 @@ class PoolListView(APIView):
     `?all_pools=true` (as OSMO)."""
 
     permission_classes = [PolicyPermission]
-    policy_action = "pool:List"
+    policy_action = actions.POOL_LIST
 
     @extend_schema(parameters=[OpenApiParameter("all_pools", bool, description="Every pool, not only yours.")],
                    responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Pools with their platforms and capacity (allocatable, used, free)")

@@ -28,7 +28,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from access import policy
+from access import actions, policy
 from access.matching import evaluate, rules_of
 from access.models import Role
 from access.policy import ADMIN_ROLE, DEFAULT_ROLE
@@ -41,8 +41,8 @@ from pools.validators import check_name
 from portal.errors import Conflict, DomainError, NotFound, PermissionDenied
 from selfservice.models import AccessRequest, PoolRequest, RequestStatus
 
-CREATE = "workflow:Create"
-DECIDE = ("config:Update", "config/request")
+CREATE = actions.WORKFLOW_CREATE
+DECIDE = (actions.CONFIG_UPDATE, "config/request")
 CPU_ONLY = "cpu"
 TEAM_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
 
@@ -180,9 +180,9 @@ class Outcome:
 def may_decide(who, kind: str = "access") -> policy.Decision:
     """May `who` decide requests of this kind? (`access` or `pool`)."""
     subject = policy.principal(who)
-    needed = [DECIDE, ("config:Update", "config/role")]
+    needed = [DECIDE, (actions.CONFIG_UPDATE, "config/role")]
     if kind == "pool":
-        needed.append(("config:Update", "config/pool"))
+        needed.append((actions.CONFIG_UPDATE, "config/pool"))
     for action, resource in needed:
         decision = subject.decide(action, resource)
         if not decision.allowed:
@@ -294,7 +294,7 @@ def role_for_pool(pool: str, actor: Actor, *, team: str = "") -> tuple[Role, boo
         else:
             configs.apply(ConfigType.ROLE, name, {
                 "description": f"Generated for pool {pool} (request approval)",
-                "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": [resource]}],
+                "policies": [{"effect": "Allow", "actions": [actions.WORKFLOW_ALL], "resources": [resource]}],
             }, actor, description=f"access to pool {pool}")
         role = Role.objects.get(name=name)
         if _allows(role, resource):
