@@ -11,9 +11,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from access import policy
+from access import actions, policy
 from access.oidc_config import oidc_enabled
-from access.services import audit
 from pools.engine.errors import EngineError
 from portal.errors import DomainError, NotFound, PermissionDenied
 from selfservice.forms import AccessRequestForm, PoolRequestForm, SpecForm
@@ -79,12 +78,11 @@ def _submit_context(request, name):
             return None, render(request, "selfservice/_preview.html", {"error": describe_error(error)},
                                 status=error.status)
         return None, _error_page(request, error)
-    decision = policy.decide(request, CREATE, f"pool/{pool.name}")
-    if not decision.allowed:
-        subject = policy.principal(request)
-        audit.denied(request, subject, CREATE, f"pool/{pool.name}", "page", decision.because)
+    try:
+        policy.require(request, CREATE, actions.pool(pool.name))  # audits the refusal
+    except policy.PolicyRefusal as refusal:
         return None, render(request, "selfservice/forbidden.html", {
-            "pool": pool, "because": decision.because,
+            "pool": pool, "because": refusal.decision.because,
             "message": f"You may not submit workflows to pool {pool.name}."}, status=403)
     return pool, None
 
@@ -110,7 +108,7 @@ def submit_page(request, name):
         result = submit(SubmitRequest(pool.name, form.cleaned_data["spec"], request,
                                       priority=form.cleaned_data["priority"], source="editor"))
     except ERRORS as error:
-        view = _audited(request, error, pool)
+        view = describe_error(error)
         return render(request, "selfservice/submit.html", {**context, "form": form, "error": view},
                       status=view.status)
     messages.success(request, f"Workflow {result.workflow_id} submitted to {pool.name}.")
@@ -135,7 +133,7 @@ def preview(request, name):
                                           priority=form.cleaned_data["priority"], source="editor"))
             context.update(tasks=preview_tasks(result.as_dict()), warnings=result.warnings)
         except ERRORS as error:
-            context["error"] = _audited(request, error, pool)
+            context["error"] = describe_error(error)
             status = context["error"].status
     else:
         context["form_errors"] = form.errors
@@ -145,12 +143,6 @@ def preview(request, name):
     found = examples.example_choices(pool)
     return render(request, "selfservice/submit.html", {**context, "form": form, "examples": found,
                                                        "chosen": found[0], "previewed": True}, status=status)
-
-
-def _audited(request, error, pool):
-    if isinstance(error, PermissionDenied):
-        audit.denied(request, policy.principal(request), CREATE, f"pool/{pool.name}", "page", [error.reason])
-    return describe_error(error)
 
 
 # --- my workflows --------------------------------------------------------------------------------------------
@@ -200,9 +192,6 @@ def workflow_cancel(request, workflow_id):
     except DomainError as error:
         if error.status == 404:
             return _error_page(request, error)
-        if isinstance(error, PermissionDenied):
-            audit.denied(request, policy.principal(request), lifecycle.CANCEL, f"workflow/{workflow_id}",
-                         "page", [error.reason])
         messages.error(request, f"Not cancelled: {error.reason}")
     return redirect("selfservice:workflow", workflow_id=workflow_id)
 
@@ -241,7 +230,7 @@ def requests_page(request):
             form = access_form if kind == "access" else pool_form
             form.add_error(error.field if error.field in form.fields else None, error.reason)
         status = 400
-    access, pools = request_service.requests_of(request.user)
+    access, pools = request_service.requests_of(request)
     return render(request, "selfservice/requests.html", {
         "access_form": access_form, "pool_form": pool_form, "access_requests": access, "pool_requests": pools,
         "requestable": requestable, "chosen_pool": request.GET.get("pool", ""),
@@ -276,8 +265,8 @@ def request_withdraw(request, kind, pk):
 def _requestable_pools(request) -> list[str]:
     from pools.models import Pool
 
-    usable = policy.allowed_pools(request)
-    return [name for name in Pool.objects.order_by("name").values_list("name", flat=True) if name not in usable]
+    usable = policy.restrict(Pool.objects.all(), request, CREATE).values("pk")
+    return list(Pool.objects.exclude(pk__in=usable).order_by("name").values_list("name", flat=True))
 
 
 # --- errors ---------------------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 events. Nothing is edited here: workflows change through submission, the cluster and cancel.
 
 Who sees what is `access.policy`: the pages need `workflow:Read` on some pool, and the list only shows
-workflows of pools where the admin holds `workflow:Read`.
+workflows of pools where the admin holds `workflow:Read` (and their own): `policy.restrict`.
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ class TaskInline(_ReadOnly, TabularInline):
     readonly_fields = fields
 
     def has_view_permission(self, request, obj=None):
-        return policy.decide(request, READ, "pool/*").allowed
+        return policy.decide(request, READ, actions.ANY_POOL).allowed
 
 
 @admin.register(Workflow)
@@ -63,16 +63,15 @@ class WorkflowAdmin(_ReadOnly, ModelAdmin):
     )
 
     def has_module_permission(self, request):
-        return policy.decide(request, READ, "pool/*").allowed
+        return policy.decide(request, READ, actions.ANY_POOL).allowed
 
     def has_view_permission(self, request, obj=None):
         if obj is not None:
-            return policy.decide(request, READ, f"pool/{obj.pool.name}").allowed
-        return policy.decide(request, READ, "pool/*").allowed
+            return policy.decide(request, READ, obj=obj).allowed
+        return policy.decide(request, READ, actions.ANY_POOL).allowed
 
     def get_queryset(self, request):
-        pools = policy.pools_for(request, READ).values("pk")
-        return super().get_queryset(request).filter(pool__in=pools)
+        return policy.restrict(super().get_queryset(request), request, READ)
 
     @admin.display(description="labels")
     def labels_shown(self, obj):

@@ -4,7 +4,8 @@
   `config:Read` / `config:Update` on some `config/<type>`). Anyone else who is signed in is sent to the
   self-service home page `/`.
 - Each ModelAdmin (`PolicyAdminMixin`): view = `config:Read` (or `config:Update`), add / change /
-  delete = `config:Update`, on the admin's `policy_resource` (`config/pool`, `config/role`, …).
+  delete = `config:Update`, on the admin's `policy_resource` (`config/pool`, `config/role`, …), or an
+  object right on the row (a pool's owners edit that pool); its changelist is `policy.restrict`ed.
 - Every refusal (a 403 from a ModelAdmin, a signed-in user turned away at the door) is audited.
 - The login form accepts any active account (not only is_staff), so researchers sign in here too.
 
@@ -29,6 +30,7 @@ from unfold.forms import AuthenticationForm
 from unfold.sites import UnfoldAdminSite
 
 from access import actions, policy
+from access.resources import PolicyResources
 from access.services import audit
 
 READ, UPDATE = actions.CONFIG_READ, actions.CONFIG_UPDATE
@@ -85,24 +87,35 @@ class PolicyAdminMixin:
     def get_policy_resource(self, request, obj=None) -> str:
         return self.policy_resource
 
-    def _may(self, request, action: str, obj=None) -> bool:
+    def _may(self, request, action: str, obj=None, *, some_row: bool = False) -> bool:
+        """Django asks booleans: decide here, and the site audits the page if it ends up refused. An object
+        right on the row (`obj`), or with `some_row` on any row of the model (module and list pages),
+        allows what no role does; never adding rows."""
         resource = self.get_policy_resource(request, obj)
-        decision = policy.decide(request, action, resource)
+        decision = policy.decide(request, action, resource, obj=self.model if obj is None and some_row else obj)
         if not decision.allowed:  # remembered for the audit event if the page ends up refused
             request._access_last_denial = (action, resource, decision.because)
         return decision.allowed
 
+    def get_queryset(self, request):
+        """Rows of a model that declares its policy resources are the ones the policy lets one see."""
+        queryset = super().get_queryset(request)
+        if isinstance(getattr(self.model, "policy_resources", None), PolicyResources):
+            return policy.restrict(queryset, request, (READ, UPDATE))
+        return queryset
+
     def has_module_permission(self, request):
-        return self._may(request, READ) or self._may(request, UPDATE)
+        return self._may(request, READ, some_row=True) or self._may(request, UPDATE, some_row=True)
 
     def has_view_permission(self, request, obj=None):
-        return self._may(request, READ, obj) or self._may(request, UPDATE, obj)
+        return self._may(request, READ, obj, some_row=True) or self._may(request, UPDATE, obj, some_row=True)
 
     def has_add_permission(self, request, *args):
-        return self._may(request, UPDATE)
+        parent = args[0] if args else None  # an inline is asked with the row it belongs to
+        return self._may(request, UPDATE, parent)
 
     def has_change_permission(self, request, obj=None):
-        return self._may(request, UPDATE, obj)
+        return self._may(request, UPDATE, obj, some_row=True)
 
     def has_delete_permission(self, request, obj=None):
         return self._may(request, UPDATE, obj)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from access.resources import PolicyResources, Scope
 from portal.secrets import EncryptedTextField
 
 
@@ -117,6 +118,9 @@ class Pool(models.Model):
     validations = models.ManyToManyField(ResourceValidation, through="PoolValidation", related_name="pools")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
+
+    # a pool is `pool/<name>` to workflow and pool actions, `config/pool` to config actions (access.policy)
+    policy_resources = PolicyResources(Scope("pool", field="name", lists=True), Scope("config", fixed="pool"))
 
     class Meta:
         ordering = ["name"]

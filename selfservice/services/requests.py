@@ -38,11 +38,11 @@ from pools.models import ConfigType, NodeMembership, Pool
 from pools.services import configs
 from pools.services.revisions import Actor
 from pools.validators import check_name
-from portal.errors import Conflict, DomainError, NotFound, PermissionDenied
+from portal.errors import Conflict, DomainError, NotFound
 from selfservice.models import AccessRequest, PoolRequest, RequestStatus
 
 CREATE = actions.WORKFLOW_CREATE
-DECIDE = (actions.CONFIG_UPDATE, "config/request")
+DECIDE = (actions.CONFIG_UPDATE, actions.config("request"))
 CPU_ONLY = "cpu"
 TEAM_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
 
@@ -92,10 +92,13 @@ def request_pool(user, team: str, hardware: str, gpus: int, purpose: str) -> Poo
     return created
 
 
-def requests_of(user) -> tuple[list[AccessRequest], list[PoolRequest]]:
-    access = list(AccessRequest.objects.filter(requester=user.pk).select_related("pool", "decided_by"))
-    pool = list(PoolRequest.objects.filter(requester=user.pk).select_related("decided_by"))
-    return access, pool
+def requests_of(who) -> tuple[list[AccessRequest], list[PoolRequest]]:
+    """The principal's own requests (requesters read their own requests: `policy.restrict`, owner rows)."""
+    subject = policy.principal(who)
+    access = AccessRequest.objects.filter(requester=subject.user.pk).select_related("pool", "decided_by")
+    pool = PoolRequest.objects.filter(requester=subject.user.pk).select_related("decided_by")
+    return (list(policy.restrict(access, subject, actions.CONFIG_READ)),
+            list(policy.restrict(pool, subject, actions.CONFIG_READ)))
 
 
 def withdraw(user, kind: str, pk: int) -> None:
@@ -180,14 +183,19 @@ class Outcome:
 def may_decide(who, kind: str = "access") -> policy.Decision:
     """May `who` decide requests of this kind? (`access` or `pool`)."""
     subject = policy.principal(who)
-    needed = [DECIDE, (actions.CONFIG_UPDATE, "config/role")]
-    if kind == "pool":
-        needed.append((actions.CONFIG_UPDATE, "config/pool"))
-    for action, resource in needed:
+    for action, resource in _needed(kind):
         decision = subject.decide(action, resource)
         if not decision.allowed:
             return decision
     return subject.decide(*DECIDE)
+
+
+def _needed(kind: str) -> list[tuple[str, str]]:
+    """Deciding a request writes roles (and, approving a pool request, a pool): the decider needs those too."""
+    needed = [DECIDE, (actions.CONFIG_UPDATE, actions.config("role"))]
+    if kind == "pool":
+        needed.append((actions.CONFIG_UPDATE, actions.config("pool")))
+    return needed
 
 
 def approve_access(pk: int, who, comment: str = "", actor: Actor | None = None) -> Outcome:
@@ -245,10 +253,9 @@ def deny(kind: str, pk: int, who, comment: str, actor: Actor | None = None) -> O
 
 def _decider(who, kind: str):
     subject = policy.principal(who)
-    decision = may_decide(subject, kind)
-    if not decision.allowed:
-        raise PermissionDenied(f"{subject.name} may not decide {kind} requests: {'; '.join(decision.because)}",
-                               field="request", value=kind)
+    for action, resource in _needed(kind):
+        policy.require(subject, action, resource, refusal=f"may not decide {kind} requests", field="request",
+                       value=kind)
     return subject
 
 
