@@ -127,6 +127,14 @@ class PolicyAdminMixin:
         return to_delete, model_count, set() if protected else perms_needed, protected
 
 
+def with_field(fieldsets, name: str, obj):
+    """`fieldsets` with the read-only field `name` appended to the first one, on change pages only."""
+    if obj is None:
+        return fieldsets
+    first = (fieldsets[0][0], {**fieldsets[0][1], "fields": [*fieldsets[0][1]["fields"], name]})
+    return [first, *fieldsets[1:]]
+
+
 class PoolAccessLinkMixin:
     """Adds a "who may use this pool" link (to the explain page) to the pool change page."""
 
@@ -134,11 +142,7 @@ class PoolAccessLinkMixin:
         return [*super().get_readonly_fields(request, obj), "who_may_use"]
 
     def get_fieldsets(self, request, obj=None):
-        fieldsets = super().get_fieldsets(request, obj)
-        if obj is None:
-            return fieldsets
-        first = (fieldsets[0][0], {**fieldsets[0][1], "fields": [*fieldsets[0][1]["fields"], "who_may_use"]})
-        return [first, *fieldsets[1:]]
+        return with_field(super().get_fieldsets(request, obj), "who_may_use", obj)
 
     def who_may_use(self, obj):
         if obj is None or obj.pk is None:

@@ -14,6 +14,7 @@ from django.utils.html import format_html
 from unfold.admin import StackedInline, TabularInline
 from unfold.decorators import display
 
+from access.admin.object_rights import ObjectRightsAdminMixin
 from access.admin.site import PolicyAdminMixin, PoolAccessLinkMixin
 from pools.admin.forms import PodTemplateForm, PoolForm, ResourceValidationForm
 from pools.admin.inventory import BackendInventoryMixin, PlatformNodesMixin
@@ -171,7 +172,7 @@ class PlatformInline(PoolConfigInline, StackedInline):
 
 
 @admin.register(Pool)
-class PoolAdmin(PoolAccessLinkMixin, PoolPreviewMixin, ConfigAdmin):
+class PoolAdmin(ObjectRightsAdminMixin, PoolAccessLinkMixin, PoolPreviewMixin, ConfigAdmin):
     config_type = ConfigType.POOL
     form = PoolForm
     list_display = ["name", "backend", "status_badge", "platform_list", "description"]

@@ -151,6 +151,8 @@ class Platform(models.Model):
     # The merged template and rule list, computed when config is saved (never per submission).
     compiled = models.JSONField(default=dict, blank=True, editable=False)
 
+    policy_resources = PolicyResources(Scope("config", fixed="pool"))  # part of its pool's config
+
     class Meta:
         ordering = ["pool__name", "name"]
         constraints = [models.UniqueConstraint(fields=["pool", "name"], name="unique_platform_name_per_pool")]
