@@ -27,7 +27,7 @@ class PolicyPermissionBackend:
         codename = perm.split(".", 1)[1]
         verb, _, model = codename.partition("_")
         action = actions.CONFIG_READ if verb == "view" else actions.CONFIG_UPDATE
-        return policy.decide(_principal(user_obj), action, f"config/{model}").allowed
+        return policy.decide(_principal(user_obj), action, actions.config(model)).allowed
 
     def has_module_perms(self, user_obj, app_label: str) -> bool:
         return user_obj.is_active and policy.admin_access(_principal(user_obj)).allowed

@@ -14,6 +14,7 @@ from django.utils.html import format_html
 from unfold.admin import StackedInline, TabularInline
 from unfold.decorators import display
 
+from access import actions
 from access.admin.object_rights import ObjectRightsAdminMixin
 from access.admin.site import PolicyAdminMixin, PoolAccessLinkMixin
 from pools.admin.forms import PodTemplateForm, PoolForm, ResourceValidationForm
@@ -45,7 +46,7 @@ class ConfigAdmin(PolicyAdminMixin, ServiceBackedAdmin):
     config_type: str
 
     def get_policy_resource(self, request, obj=None) -> str:
-        return f"config/{self.config_type.lower()}"
+        return actions.config(self.config_type)
 
     def get_readonly_fields(self, request, obj=None):
         fields = [*super().get_readonly_fields(request, obj), "history"]

@@ -173,7 +173,7 @@ def get_pool(name: str) -> Pool:
 def pool_page(name: str, who) -> PoolPage:
     subject = policy.principal(who)
     pool = get_pool(name)
-    decision = subject.decide(CREATE, f"pool/{pool.name}")
+    decision = subject.decide(CREATE, actions.pool(pool.name))
     report = capacity_service.capacity([pool.name])
     entry = report.pools.get(pool.name) or {"figures": Figures(), "platforms": {}}
     by_platform: dict[str, list[NodeRow]] = {}

@@ -57,7 +57,7 @@ def request_access(user, pool_name: str, justification: str) -> AccessRequest:
     justification = (justification or "").strip()
     if not justification:
         raise ConfigError("say what you need the pool for", field="justification", value="")
-    if policy.decide(user, CREATE, f"pool/{pool.name}").allowed:
+    if policy.decide(user, CREATE, actions.pool(pool.name)).allowed:
         raise Conflict(f"you may already submit to {pool.name}", field="pool", value=pool.name)
     try:
         with transaction.atomic():
@@ -277,7 +277,7 @@ def _decide(request, status: str, by, comment: str, *, granted_role: str = "", e
 
 def _still_denied(user, pool: str) -> list[str]:
     user = get_user_model().objects.get(pk=user.pk)  # fresh: the grant just changed its roles
-    decision = policy.decide(user, CREATE, f"pool/{pool}")
+    decision = policy.decide(user, CREATE, actions.pool(pool))
     return [] if decision.allowed else [f"{user.get_username()} still may not submit to {pool}: "
                                         f"{'; '.join(decision.because)}"]
 
@@ -290,7 +290,7 @@ def role_for_pool(pool: str, actor: Actor, *, team: str = "") -> tuple[Role, boo
     found = best_role(pool)
     if found is not None:
         return found, False
-    resource = f"pool/{pool}"
+    resource = actions.pool(pool)
     candidates = [f"osmo-{team}"] if team else []
     candidates.append(f"osmo-{pool}")
     for name in candidates:
@@ -312,7 +312,7 @@ def role_for_pool(pool: str, actor: Actor, *, team: str = "") -> tuple[Role, boo
 
 def best_role(pool: str) -> Role | None:
     """The most specific role allowing `workflow:Create` on `pool/<pool>` (not admin, not every pool)."""
-    resource = f"pool/{pool}"
+    resource = actions.pool(pool)
     ranked = []
     for role in Role.objects.exclude(name__in=[ADMIN_ROLE, DEFAULT_ROLE]).only("pk", "name", "policies", "group_id"):
         if not _allows(role, resource):

@@ -25,7 +25,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from access import policy
+from access import actions, policy
 from access.api.permissions import PolicyPermission
 from portal.api import APIRefusal, ErrorSerializer
 from portal.parsers import FormParser, JSONParser, MultiPartParser, TextParser
@@ -154,7 +154,7 @@ class SubmitView(APIView):
     policy_action = CREATE
 
     def get_policy_resource(self, request) -> str:
-        return f"pool/{self.kwargs.get('pool', '')}"
+        return actions.pool(self.kwargs.get("pool", ""))
 
     @extend_schema(
         operation_id="workflow_submit", summary="Submit a workflow to a pool", parameters=[POOL, s.SubmitQuerySerializer],
