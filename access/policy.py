@@ -206,7 +206,9 @@ def role_names(who) -> list[str]:
 
 
 def admin_access(who) -> Decision:
-    """May `who` open the admin console? When some role *allows* a config action on some config type.
+    """May `who` open the admin console? When some role *allows* a config action on some config type, or
+    the user holds an object right to a config action (a pool owner: one more query, once, when no role
+    lets them in).
 
     Denies are not considered here: they decide each page (`decide(..., "config/<type>")`), not entry.
     """

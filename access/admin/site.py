@@ -22,6 +22,7 @@ from django.contrib import admin
 from django.contrib.auth import REDIRECT_FIELD_NAME
 from django.contrib.auth.forms import AuthenticationForm as PlainAuthenticationForm
 from django.core.exceptions import PermissionDenied
+from django.db.models import Model
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
@@ -91,6 +92,8 @@ class PolicyAdminMixin:
         """Django asks booleans: decide here, and the site audits the page if it ends up refused. An object
         right on the row (`obj`), or with `some_row` on any row of the model (module and list pages),
         allows what no role does; never adding rows."""
+        if obj is not None and not isinstance(obj, Model):  # Unfold's action buttons pass the object id
+            obj, some_row = None, False
         resource = self.get_policy_resource(request, obj)
         decision = policy.decide(request, action, resource, obj=self.model if obj is None and some_row else obj)
         if not decision.allowed:  # remembered for the audit event if the page ends up refused

@@ -52,7 +52,7 @@ class RevisionAdmin(PolicyAdminMixin, ModelAdmin):
         return bool(self.readable_types(request))
 
     def has_view_permission(self, request, obj=None):
-        if obj is not None:
+        if isinstance(obj, Revision):
             return self._may(request, actions.CONFIG_READ, obj) or self._may(request, actions.CONFIG_UPDATE, obj)
         return bool(self.readable_types(request))
 

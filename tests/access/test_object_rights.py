@@ -154,3 +154,20 @@ def test_a_grant_is_seen_at_the_next_request(client, pools):
     assert client.get(reverse("admin:pools_pool_changelist")).status_code == 302  # not an admin (yet)
     object_rights.grant(owner_right(), pools[0], "olga", ACTOR)
     assert client.get(reverse("admin:pools_pool_changelist")).status_code == 200
+
+
+def test_an_owners_pool_list_is_constant_queries(client, pools):
+    owner = holder("osmo-user", username="olga")
+    assign_perm("pools.change_pool", owner, pools[0])
+    client.force_login(owner)
+    url = reverse("admin:pools_pool_changelist")
+    client.get(url)  # warm caches (content types, sessions)
+    with CaptureQueriesContext(connection) as few:
+        assert client.get(url).status_code == 200
+    for index in range(6):
+        assign_perm("pools.change_pool", owner, PoolFactory(name=f"vision-extra-{index}"))
+        PoolFactory(name=f"other-{index}")
+    with CaptureQueriesContext(connection) as many:
+        page = client.get(url)
+    assert b"vision-extra-5" in page.content and b"other-5" not in page.content
+    assert len(many) == len(few)
