@@ -11,7 +11,7 @@ hold `osmo-admin` anyway (access.signals), and the admin pages themselves ignore
 
 from __future__ import annotations
 
-from access import policy
+from access import actions, policy
 
 
 class PolicyPermissionBackend:
@@ -26,8 +26,8 @@ class PolicyPermissionBackend:
             return False
         codename = perm.split(".", 1)[1]
         verb, _, model = codename.partition("_")
-        action = "config:Read" if verb == "view" else "config:Update"
-        return policy.decide(_principal(user_obj), action, f"config/{model}").allowed
+        action = actions.CONFIG_READ if verb == "view" else actions.CONFIG_UPDATE
+        return policy.decide(_principal(user_obj), action, actions.config(model)).allowed
 
     def has_module_perms(self, user_obj, app_label: str) -> bool:
         return user_obj.is_active and policy.admin_access(_principal(user_obj)).allowed

@@ -15,7 +15,7 @@ import copy
 import re
 from dataclasses import dataclass, field
 
-from access import legacy
+from access import actions, legacy
 from access.matching import ACTION_RE, EFFECTS
 from access.models import SyncMode
 from pools.errors import ConfigError
@@ -24,7 +24,7 @@ from pools.validators import check_name, expect_bool, expect_mapping, expect_str
 ROLE_FIELDS = ("name", "description", "policies", "immutable", "sync_mode", "external_roles")
 POOL_ROLE_RE = re.compile(r"^osmo-(.+)$")
 
-ADMIN_POLICIES = [{"effect": "Allow", "actions": ["*:*"], "resources": ["*"]}]
+ADMIN_POLICIES = [{"effect": "Allow", "actions": [actions.EVERYTHING], "resources": ["*"]}]
 BUILTIN_ROLES: dict[str, dict] = {
     "osmo-admin": {
         "description": "Administrators: every action on everything (built in, immutable).",
@@ -35,27 +35,31 @@ BUILTIN_ROLES: dict[str, dict] = {
         "description": "Users: list pools and resources, read workflows, manage their profile, tokens and apps.",
         "policies": [
             {"effect": "Allow", "resources": ["*"],
-             "actions": ["app:*", "auth:Token", "credentials:*", "mcp:Access", "pool:List", "profile:Read",
-                         "profile:Update", "resources:Read", "user:List", "workflow:List", "workflow:Read"]},
-            {"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/default"]},
+             "actions": [actions.APP_ALL, actions.AUTH_TOKEN, actions.CREDENTIALS_ALL, actions.MCP_ACCESS,
+                         actions.POOL_LIST, actions.PROFILE_READ, actions.PROFILE_UPDATE, actions.RESOURCES_READ,
+                         actions.USER_LIST, actions.WORKFLOW_LIST, actions.WORKFLOW_READ]},
+            {"effect": "Allow", "actions": [actions.WORKFLOW_ALL], "resources": ["pool/default"]},
         ],
         "immutable": False,
     },
     "osmo-backend": {
         "description": "Backend operators (cluster agents): operate backends, list pools, read backend config.",
-        "policies": [{"effect": "Allow", "actions": ["internal:Operator", "pool:List", "config:Read"],
+        "policies": [{"effect": "Allow",
+                      "actions": [actions.INTERNAL_OPERATOR, actions.POOL_LIST, actions.CONFIG_READ],
                       "resources": ["backend/*", "pool/*", "config/backend"]}],
         "immutable": True,
     },
     "osmo-ctrl": {
         "description": "Workflow control sidecars: logging and routing.",
-        "policies": [{"effect": "Allow", "actions": ["internal:Logger", "internal:Router"], "resources": ["*"]}],
+        "policies": [{"effect": "Allow", "actions": [actions.INTERNAL_LOGGER, actions.INTERNAL_ROUTER],
+                      "resources": ["*"]}],
         "immutable": True,
     },
     "osmo-default": {
         "description": "Held implicitly by everyone, signed in or not.",
         "policies": [{"effect": "Allow", "resources": ["*"],
-                      "actions": ["system:Health", "system:Version", "auth:Login", "auth:Refresh", "profile:*"]}],
+                      "actions": [actions.SYSTEM_HEALTH, actions.SYSTEM_VERSION, actions.AUTH_LOGIN,
+                                  actions.AUTH_REFRESH, actions.PROFILE_ALL]}],
         "immutable": False,
     },
 }
@@ -178,6 +182,6 @@ def pool_role(name: str) -> dict:
                           value=name)
     prefix = match.group(1)
     return {"name": name, "description": f"Generated Role for pool {prefix}",
-            "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": [f"pool/{prefix}*"]}]}
+            "policies": [{"effect": "Allow", "actions": [actions.WORKFLOW_ALL], "resources": [f"pool/{prefix}*"]}]}
 
 

@@ -21,6 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
+from access import actions
 from pools.errors import ConfigError
 
 METHODS = ("get", "post", "put", "patch", "delete", "websocket")
@@ -41,32 +42,32 @@ def _scoped(methods, path, action, scope):
 
 
 REGISTRY = (
-    _scoped(("post",), "/api/pool/{seg}/workflow", "workflow:Create", "pool"),
-    _scoped(("post",), "/api/pool/{seg}/workflow/x/restart", "workflow:Create", "pool"),
-    Endpoint(("get",), "/api/workflow", "workflow:List"),
-    Endpoint(("get",), "/api/task", "workflow:List"),
-    Endpoint(("get",), "/api/tag", "workflow:List"),
-    Endpoint(("get",), "/api/workflow/x", "workflow:Read"),
-    Endpoint(("get",), "/api/workflow/x/logs", "workflow:Read"),
-    Endpoint(("put", "patch"), "/api/workflow/x", "workflow:Update"),
-    Endpoint(("delete",), "/api/workflow/x", "workflow:Delete"),
-    Endpoint(("post",), "/api/workflow/x/cancel", "workflow:Cancel"),
-    Endpoint(("get",), "/api/pool", "pool:List"),
-    Endpoint(("get",), "/api/pool_quota", "pool:List"),
-    Endpoint(("get",), "/api/resources", "resources:Read"),
-    Endpoint(("get",), "/api/resources/x", "resources:Read"),
-    Endpoint(("get",), "/api/profile/settings", "profile:Read"),
-    Endpoint(("put", "post", "patch"), "/api/profile/settings", "profile:Update"),
-    Endpoint(("get",), "/api/users", "user:List"),
-    _scoped(("get",), "/api/configs/{seg}", "config:Read", "config"),
-    _scoped(("get",), "/api/configs/{seg}/x", "config:Read", "config"),
-    _scoped(("put", "patch"), "/api/configs/{seg}", "config:Update", "config"),
-    _scoped(("put", "patch"), "/api/configs/{seg}/x", "config:Update", "config"),
-    Endpoint(("get",), "/api/auth/login", "auth:Login"),
-    Endpoint(("post",), "/api/auth/refresh_token", "auth:Refresh"),
-    Endpoint(("post", "get", "delete"), "/api/auth/access_token/x", "auth:Token"),
-    Endpoint(("get",), "/health", "system:Health"),
-    Endpoint(("get",), "/api/version", "system:Version"),
+    _scoped(("post",), "/api/pool/{seg}/workflow", actions.WORKFLOW_CREATE, "pool"),
+    _scoped(("post",), "/api/pool/{seg}/workflow/x/restart", actions.WORKFLOW_CREATE, "pool"),
+    Endpoint(("get",), "/api/workflow", actions.WORKFLOW_LIST),
+    Endpoint(("get",), "/api/task", actions.WORKFLOW_LIST),
+    Endpoint(("get",), "/api/tag", actions.WORKFLOW_LIST),
+    Endpoint(("get",), "/api/workflow/x", actions.WORKFLOW_READ),
+    Endpoint(("get",), "/api/workflow/x/logs", actions.WORKFLOW_READ),
+    Endpoint(("put", "patch"), "/api/workflow/x", actions.WORKFLOW_UPDATE),
+    Endpoint(("delete",), "/api/workflow/x", actions.WORKFLOW_DELETE),
+    Endpoint(("post",), "/api/workflow/x/cancel", actions.WORKFLOW_CANCEL),
+    Endpoint(("get",), "/api/pool", actions.POOL_LIST),
+    Endpoint(("get",), "/api/pool_quota", actions.POOL_LIST),
+    Endpoint(("get",), "/api/resources", actions.RESOURCES_READ),
+    Endpoint(("get",), "/api/resources/x", actions.RESOURCES_READ),
+    Endpoint(("get",), "/api/profile/settings", actions.PROFILE_READ),
+    Endpoint(("put", "post", "patch"), "/api/profile/settings", actions.PROFILE_UPDATE),
+    Endpoint(("get",), "/api/users", actions.USER_LIST),
+    _scoped(("get",), "/api/configs/{seg}", actions.CONFIG_READ, "config"),
+    _scoped(("get",), "/api/configs/{seg}/x", actions.CONFIG_READ, "config"),
+    _scoped(("put", "patch"), "/api/configs/{seg}", actions.CONFIG_UPDATE, "config"),
+    _scoped(("put", "patch"), "/api/configs/{seg}/x", actions.CONFIG_UPDATE, "config"),
+    Endpoint(("get",), "/api/auth/login", actions.AUTH_LOGIN),
+    Endpoint(("post",), "/api/auth/refresh_token", actions.AUTH_REFRESH),
+    Endpoint(("post", "get", "delete"), "/api/auth/access_token/x", actions.AUTH_TOKEN),
+    Endpoint(("get",), "/health", actions.SYSTEM_HEALTH),
+    Endpoint(("get",), "/api/version", actions.SYSTEM_VERSION),
 )
 _ACTIONS_OF_TYPE: dict[str, set[str]] = defaultdict(set)
 for _endpoint in REGISTRY:
@@ -137,7 +138,7 @@ def _read(item: object, here: str) -> tuple[str, str]:
 
 def _endpoints(glob: str, method: str, here: str, warnings: list[str]) -> set[tuple[str, str]]:
     if glob == "*" and method == "*":
-        return {("*:*", "*")}
+        return {(actions.EVERYTHING, "*")}
     found = set()
     for endpoint in REGISTRY:
         if method != "*" and method not in endpoint.methods:

@@ -5,7 +5,8 @@
 - A user created as a superuser (`createsuperuser`, `create_superuser`, a factory) holds `osmo-admin`:
   the superuser flag itself grants nothing, the role does.
 - Built-in roles cannot be deleted, not even through their group; deleting a role deletes its group.
-- Any change to roles, their holders, tokens or users moves the access epoch on (`access.epoch`).
+- Any change to roles, their holders, tokens, users or object permissions moves the access epoch on
+  (`access.epoch`).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from django.contrib.auth.models import Group
 from django.db import connections
 from django.db.models.signals import m2m_changed, post_delete, post_save, pre_delete
 from django.dispatch import receiver
+from guardian.models import GroupObjectPermission, UserObjectPermission
 
 from access import epoch
 from access.models import APIToken, Role
@@ -50,7 +52,8 @@ def role_group_goes(sender, instance, origin=None, **kwargs) -> None:
 # per-process caches of token lookups and role rules (access.epoch) are never used past a change.
 
 _User = get_user_model()
-_EPOCH_SENDERS = (Role, Group, APIToken, _User)  # membership rows (m2m) send m2m_changed, below
+# guardian's object permission rows too: they are object rights (access.policy.register_object_right)
+_EPOCH_SENDERS = (Role, Group, APIToken, _User, UserObjectPermission, GroupObjectPermission)
 _NOT_ACCESS = {"last_login"}  # a login's own save changes nothing that decides access
 
 

@@ -8,13 +8,13 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render, resolve_url
 from django.views.decorators.http import require_http_methods, require_POST
 
-from access import policy
+from access import actions, policy
 from access.forms import TokenForm
-from access.services import audit, tokens
+from access.services import tokens
 from pools.services.revisions import Actor
-from portal.errors import DomainError
+from portal.errors import DomainError, PermissionDenied
 
-TOKEN_ACTION = "auth:Token"
+TOKEN_ACTION = actions.AUTH_TOKEN
 
 
 def home(request):
@@ -33,9 +33,10 @@ def token_list(request):
     own_roles = [name for name in policy.role_names(request) if name != policy.DEFAULT_ROLE]
     form, created = TokenForm(role_names=own_roles), None
     if request.method == "POST":
-        if not decision.allowed:
-            audit.denied(request, policy.principal(request), TOKEN_ACTION, "", "page", decision.because)
-            messages.error(request, "Your roles do not allow API tokens (auth:Token).")
+        try:
+            policy.require(request, TOKEN_ACTION)  # audits the refusal
+        except PermissionDenied:
+            messages.error(request, f"Your roles do not allow API tokens ({TOKEN_ACTION}).")
             return redirect("access:tokens")
         form = TokenForm(request.POST, role_names=own_roles)
         if form.is_valid():

@@ -4,7 +4,7 @@ exceptions. Every error becomes one JSON envelope in `portal.error_responses`.
 
 from __future__ import annotations
 
-from rest_framework import exceptions
+from rest_framework import exceptions, serializers
 
 from portal.errors import PortalError
 
@@ -22,3 +22,12 @@ class APIRefusal(exceptions.APIException):
         super().__init__(error.reason, code=error.code)
         self.status_code = error.status
         self.error = error
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The error envelope, for the OpenAPI schema of every app's endpoints."""
+
+    code = serializers.CharField()
+    field = serializers.CharField()
+    value = serializers.JSONField(allow_null=True)
+    reason = serializers.CharField()

@@ -48,6 +48,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_filters",
     "axes",  # password sign-in throttling (access/throttle.py)
+    "guardian",  # per-object rights (pool owners), consulted only by access.policy (docs/access.md)
     "portal",
     "pools",
     "access",
@@ -157,6 +158,10 @@ TOKEN_MAX_LIFETIME_DAYS = env_int("TOKEN_MAX_LIFETIME_DAYS", 90)
 ACCESS_CACHE_SECONDS = env_int("ACCESS_CACHE_SECONDS", 60)
 # Django permission checks (`user.has_perm`) are answered by access.policy too (authenticates nobody).
 AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "access.backends.PolicyPermissionBackend"]
+# django-guardian stores per-object rights (a pool's owners); access.policy reads them (register_object_right).
+# Its backend as guardian documents it; no anonymous user row: anonymous visitors hold no object right.
+AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "guardian.backends.ObjectPermissionBackend"]
+ANONYMOUS_USER_NAME = None
 # --- end access --------------------------------------------------------------------------------------------
 
 # --- sign-in throttling: django-axes (access/throttle.py, docs/access.md) ----------------------------------

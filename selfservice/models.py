@@ -9,6 +9,9 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from access import actions
+from access.resources import PolicyResources, Scope
+
 
 class RequestStatus(models.TextChoices):
     PENDING = "PENDING", "pending"
@@ -27,6 +30,10 @@ class _Request(models.Model):
                                    related_name="+")
     comment = models.TextField(blank=True, default="", help_text="The decision's reason, shown to the requester.")
     granted_role = models.CharField(max_length=150, blank=True, default="")
+
+    # the request queues are `config/request` to the policy; requesters read their own requests
+    policy_resources = PolicyResources(Scope("config", fixed="request"), owner="requester",
+                                       owner_actions=(actions.CONFIG_READ,))
 
     class Meta:
         abstract = True

@@ -11,9 +11,8 @@ from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from access import policy
+from access import actions, policy
 from access.oidc.configuration import oidc_enabled
-from access.services import audit
 from pools.models import Pool
 from portal.errors import DomainError, NotFound, PermissionDenied, PortalError
 from selfservice.forms import AccessRequestForm, PoolRequestForm, SpecForm
@@ -78,12 +77,11 @@ def _submit_context(request, name):
             return None, render(request, "selfservice/_preview.html", {"error": describe_error(error)},
                                 status=error.status)
         return None, _error_page(request, error)
-    decision = policy.decide(request, CREATE, f"pool/{pool.name}")
-    if not decision.allowed:
-        subject = policy.principal(request)
-        audit.denied(request, subject, CREATE, f"pool/{pool.name}", "page", decision.because)
+    try:
+        policy.require(request, CREATE, actions.pool(pool.name))  # audits the refusal
+    except policy.PolicyRefusal as refusal:
         return None, render(request, "selfservice/forbidden.html", {
-            "pool": pool, "because": decision.because,
+            "pool": pool, "because": refusal.decision.because,
             "message": f"You may not submit workflows to pool {pool.name}."}, status=403)
     return pool, None
 
@@ -108,9 +106,9 @@ def submit_page(request, name):
     try:
         result = submit(SubmitRequest(pool.name, form.cleaned_data["spec"], request,
                                       priority=form.cleaned_data["priority"], project=form.cleaned_data["project"],
-                                          source="editor"))
+                                      source="editor"))
     except PortalError as error:
-        view = _audited(request, error, pool)
+        view = describe_error(error)
         return render(request, "selfservice/submit.html", {**context, "form": form, "error": view},
                       status=view.status)
     messages.success(request, f"Workflow {result.workflow_id} submitted to {pool.name}.")
@@ -136,7 +134,7 @@ def preview(request, name):
                                           source="editor"))
             context.update(tasks=preview_tasks(result.as_dict()), warnings=result.warnings)
         except PortalError as error:
-            context["error"] = _audited(request, error, pool)
+            context["error"] = describe_error(error)
             status = context["error"].status
     else:
         context["form_errors"] = form.errors
@@ -146,12 +144,6 @@ def preview(request, name):
     found = examples.example_choices(pool)
     return render(request, "selfservice/submit.html", {**context, "form": form, "examples": found,
                                                        "chosen": found[0], "previewed": True}, status=status)
-
-
-def _audited(request, error, pool):
-    if isinstance(error, PermissionDenied):
-        audit.denied(request, policy.principal(request), CREATE, f"pool/{pool.name}", "page", [error.reason])
-    return describe_error(error)
 
 
 # --- my workflows --------------------------------------------------------------------------------------------
@@ -201,9 +193,6 @@ def workflow_cancel(request, workflow_id):
     except DomainError as error:
         if error.status == 404:
             return _error_page(request, error)
-        if isinstance(error, PermissionDenied):
-            audit.denied(request, policy.principal(request), lifecycle.CANCEL, f"workflow/{workflow_id}",
-                         "page", [error.reason])
         messages.error(request, f"Not cancelled: {error.reason}")
     return redirect("selfservice:workflow", workflow_id=workflow_id)
 
@@ -242,7 +231,7 @@ def requests_page(request):
             form = access_form if kind == "access" else pool_form
             form.add_error(error.field if error.field in form.fields else None, error.reason)
         status = 400
-    access, pools = request_service.requests_of(request.user)
+    access, pools = request_service.requests_of(request)
     return render(request, "selfservice/requests.html", {
         "access_form": access_form, "pool_form": pool_form, "access_requests": access, "pool_requests": pools,
         "requestable": requestable, "chosen_pool": request.GET.get("pool", ""),
@@ -275,8 +264,8 @@ def request_withdraw(request, kind, pk):
 
 
 def _requestable_pools(request) -> list[str]:
-    usable = policy.allowed_pools(request)
-    return [name for name in Pool.objects.order_by("name").values_list("name", flat=True) if name not in usable]
+    usable = policy.restrict(Pool.objects.all(), request, CREATE).values("pk")
+    return list(Pool.objects.exclude(pk__in=usable).order_by("name").values_list("name", flat=True))
 
 
 # --- errors ---------------------------------------------------------------------------------------------------

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 from django.db import IntegrityError, transaction
 from django.db.models import Count, QuerySet
 
-from access import policy
+from access import actions, policy
 from access.documents import BUILTIN_ROLES
 from access.services import audit, roles
 from pools.validators import check_name  # moves to `configs` with the config store (issue #10)
@@ -40,8 +40,8 @@ from teams.models import Department, Project, role_name
 if TYPE_CHECKING:
     from pools.services.revisions import Actor  # moves to `configs` with the config store (issue #10)
 
-READ, UPDATE = "config:Read", "config:Update"
-RESOURCE = "config/team"
+READ, UPDATE = actions.CONFIG_READ, actions.CONFIG_UPDATE
+RESOURCE = actions.config("team")
 NAME_MAX_LENGTH = Project._meta.get_field("name").max_length
 DESCRIPTION_MAX_LENGTH = 2000
 
@@ -58,10 +58,7 @@ def is_team_admin(who) -> bool:
 def require_team_admin(who) -> None:
     if who is None:
         return
-    decision = policy.decide(who, UPDATE, RESOURCE)
-    if not decision.allowed:
-        raise PermissionDenied(f"{policy.principal(who).name} may not create teams: {'; '.join(decision.because)}",
-                               field="", value=RESOURCE)
+    policy.require(who, UPDATE, RESOURCE, refusal="may not create teams", field="", value=RESOURCE)
 
 
 # --- create --------------------------------------------------------------------------------------------

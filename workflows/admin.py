@@ -2,7 +2,7 @@
 events. Nothing is edited here: workflows change through submission, the cluster and cancel.
 
 Who sees what is `access.policy`: the pages need `workflow:Read` on some pool, and the list only shows
-workflows of pools where the admin holds `workflow:Read`.
+workflows of pools where the admin holds `workflow:Read` (and their own): `policy.restrict`.
 """
 
 from __future__ import annotations
@@ -11,11 +11,11 @@ from django.contrib import admin
 from django.utils.html import format_html, format_html_join
 from unfold.admin import ModelAdmin, TabularInline
 
-from access import policy
+from access import actions, policy
 from portal.admin_base import ReadOnlyAdminMixin, pretty_json
 from workflows.models import Task, TaskEvent, Workflow
 
-READ = "workflow:Read"
+READ = actions.WORKFLOW_READ
 
 
 class TaskInline(ReadOnlyAdminMixin, TabularInline):
@@ -28,7 +28,7 @@ class TaskInline(ReadOnlyAdminMixin, TabularInline):
     readonly_fields = fields
 
     def has_view_permission(self, request, obj=None):
-        return policy.decide(request, READ, "pool/*").allowed
+        return policy.decide(request, READ, actions.ANY_POOL).allowed
 
 
 @admin.register(Workflow)
@@ -53,16 +53,15 @@ class WorkflowAdmin(ReadOnlyAdminMixin, ModelAdmin):
     )
 
     def has_module_permission(self, request):
-        return policy.decide(request, READ, "pool/*").allowed
+        return policy.decide(request, READ, actions.ANY_POOL).allowed
 
     def has_view_permission(self, request, obj=None):
         if obj is not None:
-            return policy.decide(request, READ, f"pool/{obj.pool.name}").allowed
-        return policy.decide(request, READ, "pool/*").allowed
+            return policy.decide(request, READ, obj=obj).allowed
+        return policy.decide(request, READ, actions.ANY_POOL).allowed
 
     def get_queryset(self, request):
-        pools = policy.pools_for(request, READ).values("pk")
-        return super().get_queryset(request).filter(pool__in=pools)
+        return policy.restrict(super().get_queryset(request), request, READ)
 
     @admin.display(description="labels")
     def labels_shown(self, obj):

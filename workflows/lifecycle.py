@@ -30,13 +30,13 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from access import policy
+from access import actions, policy
 from pools.engine import k8s_name
 from pools.engine.resolve import label_value, pod_name
 from pools.kube import pods
 from pools.kube.connection import connect
 from pools.kube.errors import KubeError
-from portal.errors import PermissionDenied, PortalError
+from portal.errors import PortalError
 from workflows import enqueue
 from workflows.errors import WorkflowFinished, WorkflowNotFound
 from workflows.models import (
@@ -52,7 +52,7 @@ from workflows.services import resolve_retry
 
 log = logging.getLogger(__name__)
 
-CANCEL = "workflow:Cancel"
+CANCEL = actions.WORKFLOW_CANCEL
 PENDING, WAITING, RUNNING = TaskStatus.PENDING, TaskStatus.WAITING, TaskStatus.RUNNING
 UNFINISHED = (PENDING, WAITING, RUNNING)
 ACTIVE = (WAITING, RUNNING)  # a pod exists
@@ -519,14 +519,14 @@ def get_workflow(workflow_id: str) -> Workflow:
 def cancel_refusal(workflow: Workflow, who) -> str:
     """Why `who` may not cancel `workflow` ("" when it may): it must be the submitter, or hold
     `workflow:Cancel` on the workflow's pool."""
-    principal = policy.principal(who)
-    if principal.user.is_authenticated and principal.user.pk == workflow.submitted_by_id:
-        return ""
-    decision = principal.decide(CANCEL, f"pool/{workflow.pool.name}")
+    decision = policy.decide(who, CANCEL, obj=workflow)
     if decision.allowed:
         return ""
-    return (f"{principal.name} may not cancel workflow {workflow.workflow_id}: not its submitter, and "
-            f"{'; '.join(decision.because)}")
+    return f"{policy.principal(who).name} {_cancel_refusal(workflow)}: {'; '.join(decision.because)}"
+
+
+def _cancel_refusal(workflow: Workflow) -> str:
+    return f"may not cancel workflow {workflow.workflow_id} (not its submitter)"
 
 
 def cancel(workflow_id: str, who=None, *, force: bool = False, message: str = "") -> Workflow:
@@ -539,11 +539,9 @@ def cancel(workflow_id: str, who=None, *, force: bool = False, message: str = ""
     workflow = get_workflow(workflow_id)
     by = "the command line"
     if who is not None:
-        principal = policy.principal(who)
-        by = principal.name
-        refusal = cancel_refusal(workflow, principal)
-        if refusal:
-            raise PermissionDenied(refusal, field="workflow_id", value=workflow_id)
+        by = policy.principal(who).name
+        policy.require(who, CANCEL, obj=workflow, target=actions.workflow(workflow_id),
+                       refusal=_cancel_refusal(workflow), field="workflow_id", value=workflow_id)
     if workflow.is_finished and not force:
         raise WorkflowFinished(f"workflow {workflow_id} has already finished ({workflow.status}); "
                                "cancel with force to delete any pods it left behind",

@@ -13,6 +13,9 @@ from django.conf import settings
 from django.db import models
 from django.utils import timezone
 
+from access import actions
+from access.resources import PolicyResources, Scope
+
 
 class WorkflowStatus(models.TextChoices):
     PENDING = "PENDING"  # stored; pods not created yet
@@ -83,6 +86,11 @@ class Workflow(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+
+    # `pool/<its pool>` to the policy; its submitter lists, reads and cancels it whatever their roles
+    policy_resources = PolicyResources(
+        Scope("pool", field="pool__name"), owner="submitted_by",
+        owner_actions=(actions.WORKFLOW_LIST, actions.WORKFLOW_READ, actions.WORKFLOW_CANCEL))
 
     class Meta:
         ordering = ["-created_at", "-id"]

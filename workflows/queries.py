@@ -14,14 +14,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import Count, QuerySet
 
-from access import policy
-from access.services import audit
+from access import actions, policy
+from portal.errors import PermissionDenied
 from workflows.lifecycle import get_workflow, missing
 from workflows.models import Task, TaskEvent, Workflow
 
-LIST, READ = "workflow:List", "workflow:Read"
+LIST, READ = actions.WORKFLOW_LIST, actions.WORKFLOW_READ
 MAX_LIMIT = 1000
 
 
@@ -49,16 +49,15 @@ class WorkflowPage:
 
 def list_workflows(who, query: WorkflowQuery) -> WorkflowPage:
     """One page of workflows, newest first (or oldest with order=asc). Two queries whatever the page size:
-    the principal's roles (memoised per request) and the page itself (pools_for is a subquery)."""
+    the principal's roles (memoised per request) and the page itself (`policy.restrict` adds a filter)."""
     rows = Workflow.objects.select_related("pool", "submitted_by", "project").annotate(
         task_count=Count("tasks"))
     if who is not None:
         principal = policy.principal(who)
-        me = principal.user
-        mine = Q(submitted_by_id=me.pk) if me.is_authenticated else Q(pk__in=[])
-        rows = rows.filter(mine | Q(pool__in=policy.pools_for(principal, LIST).values("pk")))
+        rows = policy.restrict(rows, principal, LIST)  # own workflows, and others' in pools it may list
         if not query.users and not query.all_users:
-            rows = rows.filter(mine)
+            me = principal.user
+            rows = rows.filter(submitted_by_id=me.pk) if me.is_authenticated else rows.none()
     if query.users:
         rows = rows.filter(submitted_by__username__in=query.users)
     if query.pools:
@@ -81,23 +80,19 @@ def visible_workflow(who, workflow_id: str) -> Workflow:
     """The workflow, if `who` submitted it or may `workflow:Read` its pool; else 404 (see check_readable)."""
     workflow = get_workflow(workflow_id)
     if who is not None:
-        check_readable(workflow, who, source="api")
+        check_readable(workflow, who)
     return workflow
 
 
-def check_readable(workflow: Workflow, who, *, source: str = "") -> None:
+def check_readable(workflow: Workflow, who) -> None:
     """The one rule for seeing a workflow (API, CLI and pages): its submitter, or `workflow:Read` on its pool.
     Anyone else gets exactly the answer for a workflow that does not exist (404 `workflow_not_found`, the
     same reason): ids are guessable (`<name>-<n>`), and a 403 would confirm that another team runs one.
-    The refusal, with its real reason, goes to the audit log when `who` is a request (`source` its door)."""
-    principal = policy.principal(who)
-    if principal.user.is_authenticated and principal.user.pk == workflow.submitted_by_id:
-        return
-    decision = principal.decide(READ, f"pool/{workflow.pool.name}")
-    if not decision.allowed:
-        if source and hasattr(who, "META"):
-            audit.denied(who, principal, READ, f"workflow/{workflow.workflow_id}", source, decision.because)
-        raise missing(workflow.workflow_id)
+    The refusal, with its real reason, goes to the audit log when `who` is a request (`policy.require`)."""
+    try:
+        policy.require(who, READ, obj=workflow, target=actions.workflow(workflow.workflow_id))
+    except PermissionDenied:
+        raise missing(workflow.workflow_id) from None
 
 
 def tasks_of(workflow: Workflow) -> QuerySet[Task]:

@@ -17,7 +17,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, transaction
 
-from access import policy
+from access import actions, policy
 from pools.engine import EngineError, WorkflowContext, resolve
 from pools.engine.placement import NodeInfo, place
 from pools.engine.placement_fit import parse_allocatable, sum_requests
@@ -25,7 +25,6 @@ from pools.models import Backend, NodeMembership, Platform, Pool
 from pools.services.compilation import compiled_platform
 from pools.services.node_rules import capacities_for
 from pools.validators import parse_timeout
-from portal.errors import PermissionDenied
 from portal.prepared import PreparedInsert, PreparedQuery
 from portal.safe_yaml import spec_limits
 from teams.services import charged_project
@@ -34,8 +33,8 @@ from workflows.errors import PoolInMaintenance, PoolNotFound, WorkflowInvalid
 from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName
 from workflows.spec import SpecError, WorkflowSpec, effective_timeouts, parse_workflow, substitute_tokens
 
-CREATE = "workflow:Create"
-MAINTENANCE_BYPASS = "pool:Maintenance"  # only roles granting it (osmo-admin's *:*) submit during maintenance
+CREATE = actions.WORKFLOW_CREATE
+MAINTENANCE_BYPASS = actions.POOL_MAINTENANCE  # only roles granting it (osmo-admin's *:*) submit during maintenance
 
 
 @dataclass
@@ -190,18 +189,17 @@ def _load_pool(name: str) -> Pool | None:
 def unknown_pool_for(who, name: str) -> bool:
     """Whether `who` is told that pool `name` does not exist: it does not, and `who` may submit to some
     pool (someone who may submit nowhere is refused by the policy instead, learning nothing)."""
-    return ("\x00" in name or not Pool.objects.filter(name=name).exists()) and policy.pools_for(who, CREATE).exists()
+    return ("\x00" in name or not Pool.objects.filter(name=name).exists()) \
+        and policy.restrict(Pool.objects.all(), who, CREATE).exists()
 
 
 def _authorized_pool(name: str, who) -> Pool:
     pool = _load_pool(name)
     if pool is None:
         raise PoolNotFound(f"no pool named {name!r}", field="pool", value=name)
-    decision = who.decide(CREATE, f"pool/{name}")
-    if not decision.allowed:
-        raise PermissionDenied(f"{who.name} may not submit workflows to pool {name}: {'; '.join(decision.because)}",
-                               field="pool", value=name)
-    if pool.enable_maintenance and not who.decide(MAINTENANCE_BYPASS, f"pool/{name}").allowed:
+    policy.require(who, CREATE, actions.pool(name), refusal=f"may not submit workflows to pool {name}",
+                   field="pool", value=name)
+    if pool.enable_maintenance and not who.decide(MAINTENANCE_BYPASS, actions.pool(name)).allowed:
         raise PoolInMaintenance(f"pool {name} is in maintenance; only administrators may submit now",
                                 field="pool", value=name)
     return pool

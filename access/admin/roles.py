@@ -13,14 +13,14 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from unfold.decorators import display
 
-from access import documents, policy
+from access import actions, documents, policy
 from access.admin.site import PolicyAdminMixin
 from access.documents import BUILTIN_ROLES
 from access.matching import check_action
 from access.models import Role
 from access.services import users
 from pools.errors import ConfigError
-from pools.models import ConfigType, Pool
+from pools.models import ConfigType
 from pools.services import configs
 from pools.services.revisions import Actor
 from portal.admin_base import DocumentField, ServiceBackedAdmin
@@ -154,7 +154,7 @@ class RoleAdmin(PolicyAdminMixin, ServiceBackedAdmin):
 
     def explain_view(self, request):
         """Why can / can't USER use POOL (or do ACTION on it)? Same answer as `manage.py access explain`."""
-        if not (self.has_view_permission(request) and policy.decide(request, "config:Read", "config/user")):
+        if not (self.has_view_permission(request) and policy.decide(request, actions.CONFIG_READ, actions.config("user"))):
             raise PermissionDenied
         username, pool = request.GET.get("user", "").strip(), request.GET.get("pool", "").strip()
         action = request.GET.get("action", "").strip() or policy.POOL_ACTION
@@ -163,11 +163,11 @@ class RoleAdmin(PolicyAdminMixin, ServiceBackedAdmin):
             error = f"{action!r} is not an action such as workflow:Create"
         elif username and pool:
             try:
-                result = policy.explain(users.get(username), action, f"pool/{pool}")
+                result = policy.explain(users.get(username), action, actions.pool(pool))
             except DomainError as problem:
                 error = str(problem)
         context = {**self.admin_site.each_context(request), "title": "Why can / can't a user use a pool?",
                    "opts": self.model._meta, "username": username, "pool": pool, "action": action,
                    "result": result, "error": error,
-                   "pools": Pool.objects.order_by("name").values_list("name", flat=True)}
+                   "pools": policy.resource_names("pool")}
         return TemplateResponse(request, "admin/access/explain.html", context)

@@ -9,7 +9,7 @@
 
 Refusals: anonymous → 401 (`not_authenticated`), otherwise 403 with the envelope
 `{"code": "forbidden", "field": "resource", "value": <resource>, "reason": <who may not do what, why>}`;
-every refusal is audited.
+every refusal is audited (`access.policy.require`).
 """
 
 from __future__ import annotations
@@ -17,8 +17,7 @@ from __future__ import annotations
 from rest_framework import exceptions
 from rest_framework.permissions import SAFE_METHODS, BasePermission
 
-from access import policy
-from access.services import audit
+from access import actions, policy
 from portal.api import APIRefusal
 from portal.errors import PermissionDenied
 
@@ -30,28 +29,26 @@ class PolicyPermission(BasePermission):
         else:
             action = getattr(view, "policy_action", None)
         if action is None:
-            return "api:Call", f"api/{type(view).__name__}"
+            return actions.API_CALL, f"api/{type(view).__name__}"
         if hasattr(view, "get_policy_resource"):
             return action, view.get_policy_resource(request)
         return action, getattr(view, "policy_resource", "")
 
     def has_permission(self, request, view):
         action, resource = self.target(request, view)
-        who = policy.principal(request)
-        decision = who.decide(action, resource)
-        if decision.allowed:
-            return True
-        audit.denied(request, who, action, resource, "api", decision.because)
-        if not request.user.is_authenticated:
-            raise exceptions.NotAuthenticated()
-        raise APIRefusal(PermissionDenied(f"{who.name} may not {action} on {resource or '(global)'}: "
-                                          f"{'; '.join(decision.because)}", field="resource", value=resource))
+        try:
+            policy.require(request, action, resource)  # audits a refusal
+        except PermissionDenied as refusal:
+            if not request.user.is_authenticated:
+                raise exceptions.NotAuthenticated() from None
+            raise APIRefusal(refusal) from None
+        return True
 
 
 class ConfigPermission(PolicyPermission):
     def target(self, request, view):
-        action = "config:Read" if request.method in SAFE_METHODS else "config:Update"
-        return action, f"config/{config_type_of(request, view)}"
+        action = actions.CONFIG_READ if request.method in SAFE_METHODS else actions.CONFIG_UPDATE
+        return action, actions.config(config_type_of(request, view))
 
 
 def config_type_of(request, view) -> str:

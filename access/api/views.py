@@ -10,12 +10,12 @@ from drf_spectacular.utils import extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from access import policy
+from access import actions, policy
 from access.api import serializers as s
 from access.api.permissions import PolicyPermission
 from access.services import tokens
-from pools.api.serializers import ErrorSerializer
 from pools.services.revisions import Actor
+from portal.api import ErrorSerializer
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer,
           409: ErrorSerializer}
@@ -23,7 +23,7 @@ ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404:
 
 class TokenAPIView(APIView):
     permission_classes = [PolicyPermission]
-    policy_action, policy_resource = "auth:Token", ""
+    policy_action, policy_resource = actions.AUTH_TOKEN, ""
 
 
 class TokenCollectionView(TokenAPIView):

@@ -14,6 +14,8 @@ from django.utils.html import format_html
 from unfold.admin import StackedInline, TabularInline
 from unfold.decorators import display
 
+from access import actions
+from access.admin.object_rights import ObjectRightsAdminMixin
 from access.admin.site import PolicyAdminMixin, PoolAccessLinkMixin
 from pools.admin.forms import PodTemplateForm, PoolForm, ResourceValidationForm
 from pools.admin.inventory import BackendInventoryMixin, PlatformNodesMixin
@@ -44,7 +46,7 @@ class ConfigAdmin(PolicyAdminMixin, ServiceBackedAdmin):
     config_type: str
 
     def get_policy_resource(self, request, obj=None) -> str:
-        return f"config/{self.config_type.lower()}"
+        return actions.config(self.config_type)
 
     def get_readonly_fields(self, request, obj=None):
         fields = [*super().get_readonly_fields(request, obj), "history"]
@@ -171,7 +173,7 @@ class PlatformInline(PoolConfigInline, StackedInline):
 
 
 @admin.register(Pool)
-class PoolAdmin(PoolAccessLinkMixin, PoolPreviewMixin, ConfigAdmin):
+class PoolAdmin(ObjectRightsAdminMixin, PoolAccessLinkMixin, PoolPreviewMixin, ConfigAdmin):
     config_type = ConfigType.POOL
     form = PoolForm
     list_display = ["name", "backend", "status_badge", "platform_list", "description"]

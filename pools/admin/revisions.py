@@ -10,7 +10,7 @@ from django.utils.html import format_html, format_html_join
 from unfold.admin import ModelAdmin
 from unfold.decorators import action, display
 
-from access import policy
+from access import actions, policy
 from access.admin.site import PolicyAdminMixin
 from pools.models import ConfigType, Revision
 from pools.services import configs, revisions
@@ -43,17 +43,18 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
         return lookup == "name" or super().lookup_allowed(lookup, value, request)
 
     def readable_types(self, request) -> list[str]:
-        return [t for t in ConfigType.values if policy.decide(request, "config:Read", f"config/{t.lower()}")
-                or policy.decide(request, "config:Update", f"config/{t.lower()}")]
+        return [t for t in ConfigType.values if policy.decide(request, actions.CONFIG_READ, actions.config(t))
+                or policy.decide(request, actions.CONFIG_UPDATE, actions.config(t))]
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).filter(config_type__in=self.readable_types(request))
+    # the list: PolicyAdminMixin.get_queryset (policy.restrict: revisions of the types one may read)
 
     def has_module_permission(self, request):
         return bool(self.readable_types(request))
 
     def has_view_permission(self, request, obj=None):
-        return obj.config_type in self.readable_types(request) if obj else bool(self.readable_types(request))
+        if isinstance(obj, Revision):
+            return self._may(request, actions.CONFIG_READ, obj) or self._may(request, actions.CONFIG_UPDATE, obj)
+        return bool(self.readable_types(request))
 
     @display(description="Snapshot")
     def data(self, obj):
@@ -122,5 +123,5 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
     def has_rollback_permission(self, request, object_id=None):
         config_type = Revision.objects.filter(pk=object_id).values_list("config_type", flat=True).first() \
             if object_id else None
-        resource = f"config/{config_type.lower()}" if config_type else "config/history"
-        return policy.decide(request, "config:Update", resource).allowed
+        resource = actions.config(config_type) if config_type else actions.config("history")
+        return policy.decide(request, actions.CONFIG_UPDATE, resource).allowed

@@ -7,10 +7,11 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from pools.api import serializers as s
+from access import actions
 from pools.api.views import PoolListView
 from pools.errors import ConfigError
 from pools.services import capacity
+from portal.api import ErrorSerializer
 
 LIST_HELP = "Comma-separated, or repeated (?{0}=a&{0}=b). Empty: all."
 
@@ -41,13 +42,13 @@ def _check_params(request) -> None:
 class ResourceListView(APIView):
     # The same permission classes as the pool list; the action is OSMO's for this path.
     permission_classes = PoolListView.permission_classes
-    policy_action = "resources:Read"
+    policy_action = actions.RESOURCES_READ
 
     @extend_schema(
         parameters=[OpenApiParameter("pools", str, description=LIST_HELP.format("pools")),
                     OpenApiParameter("platforms", str, description=LIST_HELP.format("platforms")),
                     OpenApiParameter("nodes", bool, description="Include per-node rows (default true).")],
-        responses={200: OpenApiTypes.OBJECT, 400: s.ErrorSerializer, 404: s.ErrorSerializer},
+        responses={200: OpenApiTypes.OBJECT, 400: ErrorSerializer, 404: ErrorSerializer},
         summary="Nodes of pools with allocatable, used and free resources; totals count each node once")
     def get(self, request):
         _check_params(request)

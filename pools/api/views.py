@@ -7,16 +7,16 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from access import policy
+from access import actions, policy
 from access.api.permissions import ConfigPermission, PolicyPermission
 from pools.api import serializers as s
 from pools.errors import ConfigError
 from pools.models import ConfigType
 from pools.services import configs, pool_listing, revisions
 from pools.services.revisions import Actor
-from portal.api import APIRefusal
+from portal.api import APIRefusal, ErrorSerializer
 
-ERRORS = {400: s.ErrorSerializer, 403: s.ErrorSerializer, 404: s.ErrorSerializer, 409: s.ErrorSerializer}
+ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
 TYPE_PARAM = OpenApiParameter("config_type", str, OpenApiParameter.PATH,
                               enum=[t.lower() for t in ConfigType.values], description="Config type, lower case.")
 
@@ -138,7 +138,7 @@ class PoolListView(APIView):
     `?all_pools=true` (as OSMO)."""
 
     permission_classes = [PolicyPermission]
-    policy_action = "pool:List"
+    policy_action = actions.POOL_LIST
 
     @extend_schema(parameters=[OpenApiParameter("all_pools", bool, description="Every pool, not only yours.")],
                    responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Pools with their platforms and capacity (allocatable, used, free)")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from access.resources import PolicyResources, Scope
 from portal.secrets import EncryptedTextField
 
 
@@ -118,6 +119,9 @@ class Pool(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
+    # a pool is `pool/<name>` to workflow and pool actions, `config/pool` to config actions (access.policy)
+    policy_resources = PolicyResources(Scope("pool", field="name", lists=True), Scope("config", fixed="pool"))
+
     class Meta:
         ordering = ["name"]
 
@@ -146,6 +150,8 @@ class Platform(models.Model):
     validations = models.ManyToManyField(ResourceValidation, through="PlatformValidation", related_name="platforms")
     # The merged template and rule list, computed when config is saved (never per submission).
     compiled = models.JSONField(default=dict, blank=True, editable=False)
+
+    policy_resources = PolicyResources(Scope("config", fixed="pool"))  # part of its pool's config
 
     class Meta:
         ordering = ["pool__name", "name"]

@@ -10,6 +10,8 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
+from access.resources import PolicyResources, Scope
+
 
 class ConfigType(models.TextChoices):
     POOL = "POOL", "Pool"
@@ -30,6 +32,9 @@ class Revision(models.Model):
     description = models.TextField(blank=True, default="")
     tags = models.JSONField(default=list, blank=True)
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    # a revision of a POOL is `config/pool` to the policy (access.policy.restrict filters the history)
+    policy_resources = PolicyResources(Scope("config", field="config_type", lower=True))
 
     class Meta:
         ordering = ["-created_at", "-id"]

@@ -13,7 +13,7 @@ from datetime import timedelta
 from django.db.models import Count, Prefetch
 from django.utils import timezone
 
-from access import policy
+from access import actions, policy
 from pools.errors import ConfigNotFound
 from pools.models import Platform, Pool
 from pools.services import capacity as capacity_service
@@ -22,7 +22,7 @@ from selfservice.models import AccessRequest, RequestStatus
 from workflows.models import FINISHED_TASK, Task, Workflow
 
 GPU = "nvidia.com/gpu"
-CREATE = "workflow:Create"
+CREATE = actions.WORKFLOW_CREATE
 
 
 @dataclass
@@ -173,7 +173,7 @@ def get_pool(name: str) -> Pool:
 def pool_page(name: str, who) -> PoolPage:
     subject = policy.principal(who)
     pool = get_pool(name)
-    decision = subject.decide(CREATE, f"pool/{pool.name}")
+    decision = subject.decide(CREATE, actions.pool(pool.name))
     report = capacity_service.capacity([pool.name])
     entry = report.pools.get(pool.name) or {"figures": Figures(), "platforms": {}}
     by_platform: dict[str, list[NodeRow]] = {}

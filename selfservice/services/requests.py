@@ -28,7 +28,7 @@ from django.db import IntegrityError, transaction
 from django.db.models import Count
 from django.utils import timezone
 
-from access import policy
+from access import actions, policy
 from access.matching import evaluate, rules_of
 from access.models import Role
 from access.policy import ADMIN_ROLE, DEFAULT_ROLE
@@ -38,11 +38,11 @@ from pools.models import ConfigType, NodeMembership, Pool
 from pools.services import configs
 from pools.services.revisions import Actor
 from pools.validators import check_name
-from portal.errors import Conflict, DomainError, NotFound, PermissionDenied
+from portal.errors import Conflict, DomainError, NotFound
 from selfservice.models import AccessRequest, PoolRequest, RequestStatus
 
-CREATE = "workflow:Create"
-DECIDE = ("config:Update", "config/request")
+CREATE = actions.WORKFLOW_CREATE
+DECIDE = (actions.CONFIG_UPDATE, actions.config("request"))
 CPU_ONLY = "cpu"
 TEAM_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
 
@@ -57,7 +57,7 @@ def request_access(user, pool_name: str, justification: str) -> AccessRequest:
     justification = (justification or "").strip()
     if not justification:
         raise ConfigError("say what you need the pool for", field="justification", value="")
-    if policy.decide(user, CREATE, f"pool/{pool.name}").allowed:
+    if policy.decide(user, CREATE, actions.pool(pool.name)).allowed:
         raise Conflict(f"you may already submit to {pool.name}", field="pool", value=pool.name)
     try:
         with transaction.atomic():
@@ -92,10 +92,13 @@ def request_pool(user, team: str, hardware: str, gpus: int, purpose: str) -> Poo
     return created
 
 
-def requests_of(user) -> tuple[list[AccessRequest], list[PoolRequest]]:
-    access = list(AccessRequest.objects.filter(requester=user.pk).select_related("pool", "decided_by"))
-    pool = list(PoolRequest.objects.filter(requester=user.pk).select_related("decided_by"))
-    return access, pool
+def requests_of(who) -> tuple[list[AccessRequest], list[PoolRequest]]:
+    """The principal's own requests (requesters read their own requests: `policy.restrict`, owner rows)."""
+    subject = policy.principal(who)
+    access = AccessRequest.objects.filter(requester=subject.user.pk).select_related("pool", "decided_by")
+    pool = PoolRequest.objects.filter(requester=subject.user.pk).select_related("decided_by")
+    return (list(policy.restrict(access, subject, actions.CONFIG_READ)),
+            list(policy.restrict(pool, subject, actions.CONFIG_READ)))
 
 
 def withdraw(user, kind: str, pk: int) -> None:
@@ -180,14 +183,19 @@ class Outcome:
 def may_decide(who, kind: str = "access") -> policy.Decision:
     """May `who` decide requests of this kind? (`access` or `pool`)."""
     subject = policy.principal(who)
-    needed = [DECIDE, ("config:Update", "config/role")]
-    if kind == "pool":
-        needed.append(("config:Update", "config/pool"))
-    for action, resource in needed:
+    for action, resource in _needed(kind):
         decision = subject.decide(action, resource)
         if not decision.allowed:
             return decision
     return subject.decide(*DECIDE)
+
+
+def _needed(kind: str) -> list[tuple[str, str]]:
+    """Deciding a request writes roles (and, approving a pool request, a pool): the decider needs those too."""
+    needed = [DECIDE, (actions.CONFIG_UPDATE, actions.config("role"))]
+    if kind == "pool":
+        needed.append((actions.CONFIG_UPDATE, actions.config("pool")))
+    return needed
 
 
 def approve_access(pk: int, who, comment: str = "", actor: Actor | None = None) -> Outcome:
@@ -245,10 +253,9 @@ def deny(kind: str, pk: int, who, comment: str, actor: Actor | None = None) -> O
 
 def _decider(who, kind: str):
     subject = policy.principal(who)
-    decision = may_decide(subject, kind)
-    if not decision.allowed:
-        raise PermissionDenied(f"{subject.name} may not decide {kind} requests: {'; '.join(decision.because)}",
-                               field="request", value=kind)
+    for action, resource in _needed(kind):
+        policy.require(subject, action, resource, refusal=f"may not decide {kind} requests", field="request",
+                       value=kind)
     return subject
 
 
@@ -270,7 +277,7 @@ def _decide(request, status: str, by, comment: str, *, granted_role: str = "", e
 
 def _still_denied(user, pool: str) -> list[str]:
     user = get_user_model().objects.get(pk=user.pk)  # fresh: the grant just changed its roles
-    decision = policy.decide(user, CREATE, f"pool/{pool}")
+    decision = policy.decide(user, CREATE, actions.pool(pool))
     return [] if decision.allowed else [f"{user.get_username()} still may not submit to {pool}: "
                                         f"{'; '.join(decision.because)}"]
 
@@ -283,7 +290,7 @@ def role_for_pool(pool: str, actor: Actor, *, team: str = "") -> tuple[Role, boo
     found = best_role(pool)
     if found is not None:
         return found, False
-    resource = f"pool/{pool}"
+    resource = actions.pool(pool)
     candidates = [f"osmo-{team}"] if team else []
     candidates.append(f"osmo-{pool}")
     for name in candidates:
@@ -294,7 +301,7 @@ def role_for_pool(pool: str, actor: Actor, *, team: str = "") -> tuple[Role, boo
         else:
             configs.apply(ConfigType.ROLE, name, {
                 "description": f"Generated for pool {pool} (request approval)",
-                "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": [resource]}],
+                "policies": [{"effect": "Allow", "actions": [actions.WORKFLOW_ALL], "resources": [resource]}],
             }, actor, description=f"access to pool {pool}")
         role = Role.objects.get(name=name)
         if _allows(role, resource):
@@ -305,7 +312,7 @@ def role_for_pool(pool: str, actor: Actor, *, team: str = "") -> tuple[Role, boo
 
 def best_role(pool: str) -> Role | None:
     """The most specific role allowing `workflow:Create` on `pool/<pool>` (not admin, not every pool)."""
-    resource = f"pool/{pool}"
+    resource = actions.pool(pool)
     ranked = []
     for role in Role.objects.exclude(name__in=[ADMIN_ROLE, DEFAULT_ROLE]).only("pk", "name", "policies", "group_id"):
         if not _allows(role, resource):

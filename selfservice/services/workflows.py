@@ -11,7 +11,7 @@ from __future__ import annotations
 import yaml
 from django.db.models import Count, Prefetch, Q, prefetch_related_objects
 
-from access import policy
+from access import actions, policy
 from workflows import lifecycle
 from workflows.models import FINISHED_TASK, Task, TaskEvent, Workflow
 from workflows.queries import check_readable
@@ -22,7 +22,8 @@ def workflows_of(who, limit: int = 200) -> list[Workflow]:
     subject = policy.principal(who)
     if not subject.user.is_authenticated:
         return []
-    return list(Workflow.objects.filter(submitted_by=subject.user.pk).select_related("pool")
+    mine = Workflow.objects.filter(submitted_by=subject.user.pk)
+    return list(policy.restrict(mine, subject, actions.WORKFLOW_LIST).select_related("pool")
                 .annotate(task_count=Count("tasks"),
                           finished_tasks=Count("tasks", filter=Q(tasks__status__in=sorted(FINISHED_TASK))))
                 .order_by("-created_at", "-id")[:limit])
@@ -32,7 +33,7 @@ def get_workflow(workflow_id: str, who, *, with_events: bool = True) -> Workflow
     """The workflow if the principal may see it (`workflows.queries.check_readable`, as the API): else
     WorkflowNotFound (404) or PermissionDenied (403, saying why). Tasks (and their events) prefetched."""
     workflow = lifecycle.get_workflow(workflow_id)
-    check_readable(workflow, who, source="page")
+    check_readable(workflow, who)
     tasks = Task.objects.order_by("id")
     if with_events:
         tasks = tasks.prefetch_related(Prefetch("events", queryset=TaskEvent.objects.order_by("at", "id")))

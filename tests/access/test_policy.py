@@ -144,6 +144,9 @@ def test_decisions_after_the_first_cost_no_query(seed_pools, team_role):
     with captured_queries() as first:
         subject.decide("workflow:Create", "pool/team-gpu-pool")
     assert len(first) == 1
+    with captured_queries() as entry:  # not an admin by role: are they a pool owner?
+        policy.admin_access(subject)
+    assert len(entry) == 1  # the principal's object rights, once
     with captured_queries() as later:
         for name in TEAM_POOLS + OTHER_POOLS:
             subject.decide("workflow:Create", f"pool/{name}")

@@ -25,10 +25,9 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from access import policy
+from access import actions, policy
 from access.api.permissions import PolicyPermission
-from pools.api.serializers import ErrorSerializer
-from portal.api import APIRefusal
+from portal.api import APIRefusal, ErrorSerializer
 from portal.parsers import FormParser, JSONParser, MultiPartParser, TextParser
 from portal.safe_yaml import Limits, SafeYAMLError, spec_limits
 from workflows import lifecycle, queries
@@ -155,7 +154,7 @@ class SubmitView(APIView):
     policy_action = CREATE
 
     def get_policy_resource(self, request) -> str:
-        return f"pool/{self.kwargs.get('pool', '')}"
+        return actions.pool(self.kwargs.get("pool", ""))
 
     @extend_schema(
         operation_id="workflow_submit", summary="Submit a workflow to a pool", parameters=[POOL, s.SubmitQuerySerializer],

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from access import policy
+from access import actions, policy
 from access.matching import check_action
 from access.services import users
 from pools.errors import ConfigError
@@ -23,15 +23,18 @@ class Command(PortalCommand):
     def handle(self, *args, **options):
         if not check_action(options["action"]):
             raise ConfigError("must look like workflow:Create", field="--action", value=options["action"])
-        result = policy.explain(users.get(options["username"]), options["action"], f"pool/{options['pool']}")
+        result = policy.explain(users.get(options["username"]), options["action"], actions.pool(options["pool"]))
         if options["format"] == "json":
-            self.emit({"allowed": result.allowed, "because": result.because})
+            extra = {"object_rights": result.object_rights} if result.object_rights else {}
+            self.emit({"allowed": result.allowed, "because": result.because, **extra})
             return
         verdict = "ALLOWED" if result.allowed else "DENIED"
         self.stdout.write(f"{verdict}: {result.principal} {result.action} on {result.resource}")
         for line in result.because:
             self.stdout.write(f"  because {line}")
         self.stdout.write(f"  roles: {', '.join(result.roles)}")
+        for line in result.object_rights:
+            self.stdout.write(f"  object right: {line}")
         if result.listed is not None and result.listed != result.allowed:
             self.stdout.write(f"  note: the pool {'is' if result.listed else 'is not'} in this user's pool list "
                               "(a Deny only hides a pool within its own role)")
