@@ -50,10 +50,10 @@ app.autodiscover_tasks()
 # Periodic full inventory resync (the watcher, `manage.py watch_cluster`, keeps it current in between).
 # Each run expires before the next one is due, so a stalled worker never accumulates a backlog.
 INVENTORY_RESYNC_SECONDS = env_int("INVENTORY_RESYNC_SECONDS", 300)
-RESYNC_EXPIRES = max(1, INVENTORY_RESYNC_SECONDS * 4 // 5)  # also each backend's sync (pools.tasks)
+RESYNC_EXPIRES = max(1, INVENTORY_RESYNC_SECONDS * 4 // 5)  # also each backend's sync (clusters.tasks)
 app.conf.beat_schedule = {
     "inventory-full-resync": {
-        "task": "pools.tasks.sync_all_backends",
+        "task": "clusters.tasks.sync_all_backends",
         "schedule": INVENTORY_RESYNC_SECONDS,
         "options": {"expires": RESYNC_EXPIRES},
     },

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "django_filters",
     "axes",  # password sign-in throttling (access/throttle.py)
     "portal",
+    "clusters",  # backends, node inventory, the Kubernetes adapter (docs/clusters.md)
     "pools",
     "access",
     "workflows",

@@ -153,7 +153,8 @@ def test_collection_put_accepts_osmo_list_form(admin_api, db):
 
 
 def test_pool_list_shows_free_capacity_per_pool_and_platform(admin_api, demo_pools):
-    from pools.models import Backend, Node, NodeMembership, Platform
+    from clusters.models import Backend, Node
+    from pools.models import NodeMembership, Platform
 
     platform = Platform.objects.get(pool__name="team-development", name="small-gpu")
     node = Node.objects.create(backend=Backend.objects.get(name="dev-cluster-01"), name="t4-0", ready=True,

@@ -9,10 +9,11 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.db import connection
 
-from pools.kube.connection import ConnectionSettings, configuration
-from pools.kube.errors import KubeError
-from pools.models import Backend
-from pools.services import configs, inventory
+from clusters import inventory
+from clusters.kube.connection import ConnectionSettings, configuration
+from clusters.kube.errors import KubeError
+from clusters.models import Backend
+from pools.services import configs
 from pools.services.revisions import Actor
 
 pytestmark = pytest.mark.django_db

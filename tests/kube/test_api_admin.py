@@ -10,9 +10,10 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from clusters import inventory
+from clusters.models import Backend, Node
 from kubesim.fleet import node_manifest
-from pools.models import Backend, Node, Platform, Pool
-from pools.services import inventory
+from pools.models import Platform, Pool
 from tests.kube.conftest import running_pod
 
 TOKEN = "admin-secret-token"

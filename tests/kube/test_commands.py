@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from django.core.management import base, call_command
 
-from pools.kube.errors import KubeError
-from pools.models import Backend, Node
+from clusters.kube.errors import KubeError
+from clusters.models import Backend, Node
 from tests.clirun import run_as_cli
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "placement"

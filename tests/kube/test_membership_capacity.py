@@ -10,9 +10,11 @@ from django.core.management import call_command
 from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
+from clusters import inventory
+from clusters.models import Node
 from pools.errors import ConfigNotFound
-from pools.models import Node, NodeMembership, Platform
-from pools.services import capacity, configs, inventory, membership
+from pools.models import NodeMembership, Platform
+from pools.services import capacity, configs, membership
 from tests.kube.conftest import A100_MEMBERS, CLI, CPU_NODES, H100_NODES, running_pod
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from pools.kube import inventory as kube_inventory
-from pools.kube.errors import KubeError
-from pools.models import Backend, Node
-from pools.services import inventory
+from clusters import inventory
+from clusters.kube import inventory as kube_inventory
+from clusters.kube.errors import KubeError
+from clusters.models import Backend, Node
 from tests.kube.conftest import running_pod
 
 

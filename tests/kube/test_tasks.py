@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from clusters.models import Backend, Node
 from pools import tasks
-from pools.models import Backend, Node
 from portal.celery import app
 
 
@@ -62,5 +62,5 @@ def test_periodic_resync_queues_connected_backends_with_expiry(eager, backend, k
     assert tasks.sync_all_backends() == 1
     assert queued == [((backend.pk,), {"expires": tasks.RESYNC_EXPIRES})]
     schedule = app.conf.beat_schedule["inventory-full-resync"]
-    assert schedule["task"] == "pools.tasks.sync_all_backends"
+    assert schedule["task"] == "clusters.tasks.sync_all_backends"
     assert schedule["options"]["expires"] == tasks.RESYNC_EXPIRES < schedule["schedule"]

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 import pytest
 
-from pools.models import Backend, Node, NodeMembership
-from pools.services.inventory_watch import ClusterWatcher
+from clusters.inventory_watch import ClusterWatcher
+from clusters.models import Backend, Node
+from pools.models import NodeMembership
 from tests.kube.conftest import H100_NODES, running_pod
 
 

@@ -12,8 +12,8 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from django.utils import timezone
 
+from clusters.kube.pods import parse_time
 from kubesim import EmulatorServer
-from pools.kube.pods import parse_time
 from tests.workflows.conftest import NAMESPACE, spec, wait_until
 from workflows import lifecycle
 from workflows.models import TaskEvent, Workflow

@@ -1,0 +1,23 @@
+"""Backend and Node move to the `clusters` app (issue #10): step 1 of 3, rename their tables.
+
+The rows stay where they are: `ALTER TABLE … RENAME` keeps every row, the primary keys and their
+sequences, and the foreign keys that point at the tables (PostgreSQL references tables by identity,
+SQLite ≥ 3.26 rewrites the references), so Pool.backend, NodeMembership.node and workflows' rows need
+no data copy. Step 2 (clusters 0001) declares the models in their new app without touching the
+database; step 3 (pools 0005) points the pools models at them and forgets the old ones, also without
+touching the database.
+"""
+
+from django.db import migrations
+
+
+class Migration(migrations.Migration):
+
+    dependencies = [
+        ('pools', '0003_encrypted_backend_secrets'),
+    ]
+
+    operations = [
+        migrations.AlterModelTable(name='backend', table='clusters_backend'),
+        migrations.AlterModelTable(name='node', table='clusters_node'),
+    ]
