@@ -28,6 +28,7 @@ from clusters.watchloop import BACKOFF_START, BackendWatcher, WatchThread
 
 log = logging.getLogger(__name__)
 
+
 @dataclass
 class _Stream(WatchThread):
     """One watched kind of one backend; `version` is None while a relist is pending."""

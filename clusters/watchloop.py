@@ -275,11 +275,12 @@ class BackendWatcher(EventDrain):
 class WatchCommand(LongRunningCommand):
     """`watch_… [NAME…]`: start the watcher, run it until SIGINT/SIGTERM, stop it and say how many events."""
 
+    names_metavar = "NAME"
     names_help = "backends to watch (default: all connected)"
     watch_seconds_help = "server-side timeout of one watch request; it then reconnects"
 
     def add_arguments(self, parser):
-        parser.add_argument("names", nargs="*", metavar="NAME", help=self.names_help)
+        parser.add_argument("names", nargs="*", metavar=self.names_metavar, help=self.names_help)
         parser.add_argument("--watch-seconds", type=int, default=300, help=self.watch_seconds_help)
 
     def watcher(self, options) -> BackendWatcher:

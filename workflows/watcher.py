@@ -29,7 +29,6 @@ from workflows import lifecycle, reconcile, timeouts
 log = logging.getLogger(__name__)
 
 
-
 @dataclass
 class _Backend(WatchThread):
     pk: int

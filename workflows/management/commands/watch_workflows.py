@@ -9,6 +9,7 @@ from workflows.watcher import WorkflowWatcher
 class Command(WatchCommand):
     help = ("Follow the pods of workflows (this portal's instance label) on backends (all connected ones by "
             "default) and update tasks and workflows as they change.")
+    names_metavar = "BACKEND"
     watch_seconds_help = "server-side timeout of one watch request; it then resumes"
 
     def add_arguments(self, parser):
