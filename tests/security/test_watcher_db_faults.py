@@ -27,7 +27,7 @@ from django.db import connection
 
 from clusters.models import Backend, Node
 from kubesim import EmulatorServer
-from tests.kube.test_watch_command import _database_url
+from tests.clusters.test_watch_command import _database_url
 from tests.workflows.conftest import (  # noqa: F401 - fixtures
     alice,
     backend,

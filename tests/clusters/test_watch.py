@@ -11,7 +11,7 @@ import pytest
 from clusters.inventory_watch import ClusterWatcher
 from clusters.models import Backend, Node
 from pools.models import NodeMembership
-from tests.kube.conftest import H100_NODES, running_pod
+from tests.clusters.conftest import H100_NODES, running_pod
 
 
 @pytest.fixture
@@ -95,7 +95,7 @@ def test_an_outage_marks_the_backend_and_the_watch_recovers(watcher, kube_server
 
 def test_a_template_change_recomputes_membership(watcher, kube_server):
     from pools.services import configs
-    from tests.kube.conftest import CLI
+    from tests.clusters.conftest import CLI
 
     assert members("a100") == {"a100-node-0", "a100-node-1"}
     configs.apply("POD_TEMPLATE", "a100", {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}},

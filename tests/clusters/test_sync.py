@@ -8,7 +8,7 @@ from clusters import inventory
 from clusters.kube import inventory as kube_inventory
 from clusters.kube.errors import KubeError
 from clusters.models import Backend, Node
-from tests.kube.conftest import running_pod
+from tests.clusters.conftest import running_pod
 
 
 def test_full_sync_stores_every_node_with_its_fields(backend, kube_server):

@@ -14,7 +14,7 @@ from clusters import inventory
 from clusters.models import Backend, Node
 from kubesim.fleet import node_manifest
 from pools.models import Platform, Pool
-from tests.kube.conftest import running_pod
+from tests.clusters.conftest import running_pod
 
 TOKEN = "admin-secret-token"
 

@@ -17,7 +17,7 @@ from clusters.models import Backend
 from pools.errors import ConfigError
 from pools.models import Revision
 from pools.services import configs
-from tests.kube.conftest import CLI
+from tests.clusters.conftest import CLI
 
 TOKEN = "s3cret-token-value"
 CA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"

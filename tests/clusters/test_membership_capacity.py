@@ -15,7 +15,7 @@ from clusters.models import Node
 from pools.errors import ConfigNotFound
 from pools.models import NodeMembership, Platform
 from pools.services import capacity, configs, membership
-from tests.kube.conftest import A100_MEMBERS, CLI, CPU_NODES, H100_NODES, running_pod
+from tests.clusters.conftest import A100_MEMBERS, CLI, CPU_NODES, H100_NODES, running_pod
 
 
 @pytest.fixture
