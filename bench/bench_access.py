@@ -18,7 +18,8 @@ def run() -> list[Row]:
         from access import policy
         from access.models import Role
         from access.services import roles
-        from pools.models import Backend, Pool
+        from clusters.models import Backend
+        from pools.models import Pool
         from pools.services.revisions import Actor
 
         actor = Actor(name="bench", source="cli")

@@ -58,9 +58,11 @@ def _run(server) -> list[Row]:
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
+    from clusters import inventory
+    from clusters.models import Backend, Node
     from pools.engine.placement import place, prepare_pod
-    from pools.models import Backend, Node, NodeMembership, Platform
-    from pools.services import configs, inventory, membership
+    from pools.models import NodeMembership, Platform
+    from pools.services import configs, membership
     from pools.services.revisions import Actor
 
     _config(configs, Actor(name="bench", source="cli"), server.url)
@@ -159,6 +161,6 @@ def _run(server) -> list[Row]:
 
 
 def _pods(server):
-    from pools.kube.inventory import pod_record
+    from clusters.kube.inventory import pod_record
 
     return [pod_record(pod) for pod in server.emulator.list("pods")]

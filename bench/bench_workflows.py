@@ -95,9 +95,10 @@ def throwaway_database():
 
 def _set_up() -> str:
     from access.services import roles, tokens
+    from clusters import inventory
     from kubesim import EmulatorServer
     from pools.engine import default_templates, default_validations
-    from pools.services import configs, inventory
+    from pools.services import configs
     from pools.services.revisions import Actor
     from tests.factories import RoleFactory, UserFactory
 
@@ -105,7 +106,7 @@ def _set_up() -> str:
     with EmulatorServer(fleet="demo") as server:
         configs.apply("BACKEND", "bench-cluster", {"description": "bench", "namespace": "bench",
                                                    "api_url": server.url}, actor)
-        from pools.models import Backend
+        from clusters.models import Backend
 
         backend = Backend.objects.get(name="bench-cluster")
         configs.apply_many("POD_TEMPLATE", {**default_templates(), "cpu": {

@@ -7,6 +7,7 @@ class PoolsConfig(AppConfig):
 
     def ready(self) -> None:
         from access import actions, policy
+        from clusters.signals import nodes_changed
         from pools.models import Platform, Pool
 
         # A pool's owners (guardian permission pools.change_pool on that pool) read and edit that pool's
@@ -14,3 +15,11 @@ class PoolsConfig(AppConfig):
         owner = (actions.CONFIG_READ, actions.CONFIG_UPDATE)
         policy.register_object_right(Pool, "pools.change_pool", owner, label="owner")
         policy.register_object_right(Platform, "pools.change_pool", owner, via="pool", label="owner")
+        nodes_changed.connect(recompute_membership, dispatch_uid="pools.membership")
+
+
+def recompute_membership(sender, **kwargs) -> None:
+    """The inventory changed nodes: their membership, in the inventory's transaction (`clusters.signals`)."""
+    from pools.services import membership  # the placement engine: imported when nodes change, not at start-up
+
+    membership.nodes_changed(**kwargs)

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "axes",  # password sign-in throttling (access/throttle.py)
     "guardian",  # per-object rights (pool owners), consulted only by access.policy (docs/access.md)
     "portal",
+    "clusters",  # backends, node inventory, the Kubernetes adapter (docs/clusters.md)
     "pools",
     "access",
     "teams",  # departments and projects (docs/teams.md)
@@ -288,7 +289,7 @@ WORKFLOW_REAPER_SECONDS = env_int("WORKFLOW_REAPER_SECONDS", 300)
 # --- Celery beat: the one schedule of periodic jobs, run by `celery beat` or in-process by `manage.py periodic`
 # (portal/periodic.py). Each run expires before the next one is due, so a stalled worker never accumulates a
 # backlog. The full inventory resync keeps what the watcher (`manage.py watch_cluster`) misses; each backend's
-# sync it queues expires as the resync does (pools.tasks), so queued resyncs never pile up.
+# sync it queues expires as the resync does (clusters.tasks), so queued resyncs never pile up.
 INVENTORY_RESYNC_SECONDS = env_int("INVENTORY_RESYNC_SECONDS", 300)
 INVENTORY_RESYNC_EXPIRES = max(1, INVENTORY_RESYNC_SECONDS * 4 // 5)
 
@@ -298,7 +299,7 @@ def _every(task: str, seconds: int) -> dict:
 
 
 CELERY_BEAT_SCHEDULE = {
-    "inventory-full-resync": _every("pools.tasks.sync_all_backends", INVENTORY_RESYNC_SECONDS),
+    "inventory-full-resync": _every("clusters.tasks.sync_all_backends", INVENTORY_RESYNC_SECONDS),
     "workflows-reconcile": _every("workflows.tasks.reconcile_workflows", WORKFLOW_RECONCILE_SECONDS),
     "workflows-timeouts": _every("workflows.tasks.enforce_timeouts", WORKFLOW_TIMEOUT_CHECK_SECONDS),
     "workflows-reaper": _every("workflows.tasks.reap_pods", WORKFLOW_REAPER_SECONDS),

@@ -11,9 +11,8 @@ from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from access.models import APIToken, Role
+from clusters.models import Backend, Node
 from pools.models import (
-    Backend,
-    Node,
     Platform,
     PlatformTemplate,
     PlatformValidation,

@@ -15,8 +15,8 @@ import pytest
 from django.core.management import call_command
 
 from access.services import roles
+from clusters.models import Backend
 from kubesim import EmulatorServer
-from pools.models import Backend
 from tests.docs_runner import DocsShell, bash_blocks, transcripts
 from workflows.models import Workflow
 

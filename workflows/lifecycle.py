@@ -4,7 +4,7 @@ actions, the workflow's status derived from its tasks, cancel.
 Every state change is a conditional UPDATE (`_transition`: `WHERE pk = … AND pod_name = … AND status IN …`),
 so the same observation applied twice (a watch event and the reconciler, a redelivered Celery message,
 two workers) changes the row and writes its TaskEvent once. Pods have deterministic names and carry
-the portal's ownership labels, so creating one twice finds the first (`pools.kube.pods.create_pod`).
+the portal's ownership labels, so creating one twice finds the first (`clusters.kube.pods.create_pod`).
 
 Task statuses: PENDING (no pod yet) → WAITING (pod created, not running) → RUNNING → COMPLETED / FAILED,
 or FAILED_QUEUE_TIMEOUT / FAILED_EXEC_TIMEOUT (`workflows.timeouts`), FAILED_BACKEND_ERROR (the cluster
@@ -31,11 +31,11 @@ from django.db.models import Q
 from django.utils import timezone
 
 from access import actions, policy
+from clusters.kube import pods
+from clusters.kube.connection import connect
+from clusters.kube.errors import KubeError
 from pools.engine import k8s_name
 from pools.engine.resolve import label_value, pod_name
-from pools.kube import pods
-from pools.kube.connection import connect
-from pools.kube.errors import KubeError
 from portal.errors import PortalError
 from workflows import enqueue
 from workflows.errors import WorkflowFinished, WorkflowNotFound

@@ -24,11 +24,11 @@ from django.core.cache import cache
 from django.db import connection
 from django.utils import timezone
 
-from pools.kube import pods
-from pools.kube.connection import connect
-from pools.kube.errors import KubeError
-from pools.models import Backend
-from pools.services import inventory
+from clusters import inventory
+from clusters.kube import pods
+from clusters.kube.connection import connect
+from clusters.kube.errors import KubeError
+from clusters.models import Backend
 from workflows import enqueue, lifecycle
 from workflows.models import FINISHED_WORKFLOW, Task
 

@@ -18,10 +18,11 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, transaction
 
 from access import actions, policy
+from clusters.models import Backend
 from pools.engine import EngineError, WorkflowContext, resolve
 from pools.engine.placement import NodeInfo, place
 from pools.engine.placement_fit import parse_allocatable, sum_requests
-from pools.models import Backend, NodeMembership, Platform, Pool
+from pools.models import NodeMembership, Platform, Pool
 from pools.services.compilation import compiled_platform
 from pools.services.node_rules import capacities_for
 from pools.validators import parse_timeout

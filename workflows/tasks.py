@@ -25,7 +25,7 @@ from celery import shared_task
 from django.conf import settings
 from django.db import OperationalError
 
-from pools.kube.errors import KubeError
+from clusters.kube.errors import KubeError
 from portal.celery import app as _celery_app  # noqa: F401  (the app these tasks bind to: `portal` does not load it)
 from portal.dblock import is_locked, retry_locked
 from workflows import lifecycle, reconcile, timeouts

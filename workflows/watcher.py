@@ -16,75 +16,45 @@ reaper, for deployments without Celery beat (the embedded default).
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pools.kube import pods
-from pools.kube.connection import KubeClient, connect
-from pools.kube.errors import KubeError
-from pools.kube.inventory import WatchStream
-from pools.services import inventory
-from pools.services.event_drain import BACKOFF_MAX, EventDrain
+from clusters.kube import pods
+from clusters.kube.connection import KubeClient
+from clusters.kube.errors import KubeError
+from clusters.watchloop import BackendWatcher, WatchThread
 from workflows import lifecycle, reconcile, timeouts
 
 log = logging.getLogger(__name__)
 
 
-
 @dataclass
-class _Backend:
+class _Backend(WatchThread):
     pk: int
     name: str
     kube: KubeClient
-    thread: threading.Thread | None = None
-    current: WatchStream | None = None
     lists: int = 0
 
 
-class WorkflowWatcher(EventDrain):
-    """`start()`, then `process()` in a loop (or `run(stop)`), then `stop()`."""
+class WorkflowWatcher(BackendWatcher):
+    """`start()`, then `process()` in a loop (or `run(stop)`), then `stop()` (clusters.watchloop)."""
 
     def __init__(self, names: list[str] | None = None, *, watch_seconds: int = pods.WATCH_SECONDS,
-                 backoff_max: float = BACKOFF_MAX, client_factory: Callable[..., KubeClient] = connect,
-                 periodic_seconds: float | None = None) -> None:
-        self.names = names
-        self.watch_seconds = watch_seconds
-        self.backoff_max = backoff_max
-        self.client_factory = client_factory
+                 periodic_seconds: float | None = None, **options) -> None:
+        super().__init__(names, watch_seconds=watch_seconds, **options)
         self.periodic_seconds = periodic_seconds
-        self.backends: list[_Backend] = []
-        self.applied = 0
         self.errors = 0
         self._next_periodic = time.monotonic() + (periodic_seconds or 0)
-        super().__init__()
 
-    def start(self) -> list[str]:
-        lines = []
-        for backend in inventory.connected_backends(self.names):
-            try:
-                state = _Backend(backend.pk, backend.name, self.client_factory(backend))
-            except KubeError as error:  # unusable settings: nothing to watch until they are fixed
-                lines.append(f"not watched: {error}")
-                continue
-            state.thread = threading.Thread(target=self._loop, args=(state,), daemon=True,
-                                            name=f"watch-workflows-{backend.name}")
-            self.backends.append(state)
-            lines.append(f"backend {backend.name}: watching pods labelled {pods.instance_selector(lifecycle.instance())}")
-        for state in self.backends:
-            state.thread.start()
-        return lines
+    def _watch(self, backend, kube: KubeClient) -> list[str]:
+        state = _Backend(pk=backend.pk, name=backend.name, kube=kube)
+        self.backends.append(state)
+        self._spawn(state, lambda: self._loop(state), f"watch-workflows-{backend.name}")
+        return [f"backend {backend.name}: watching pods labelled {pods.instance_selector(lifecycle.instance())}"]
 
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stopping.set()
-        for state in self.backends:
-            if state.current is not None:
-                state.current.shutdown()
-        for state in self.backends:
-            if state.thread is not None:
-                state.thread.join(timeout)
-            state.kube.close()
+    def _watch_threads(self) -> Iterable[WatchThread]:
+        return self.backends
 
     # ----------------------------------------------------------------------------- applying (caller's thread)
 
@@ -149,13 +119,11 @@ class WorkflowWatcher(EventDrain):
                 if state.current is not None:  # resume after the last event we saw
                     version = state.current.resource_version
                 failures += 1
-                self.events.put(("error", state, error))
-                self._stopping.wait(self._backoff(failures))
+                self._failed(("error", state, error), failures)
             except Exception as error:  # noqa: BLE001 - keep watching whatever happens
                 if self._stopping.is_set():
                     return
                 failures += 1
-                self.events.put(("error", state, error))
-                self._stopping.wait(self._backoff(failures))
+                self._failed(("error", state, error), failures)
             finally:
                 state.current = None

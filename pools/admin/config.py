@@ -17,12 +17,13 @@ from unfold.decorators import display
 from access import actions
 from access.admin.object_rights import ObjectRightsAdminMixin
 from access.admin.site import PolicyAdminMixin, PoolAccessLinkMixin
+from clusters.admin import BackendInventoryMixin
+from clusters.models import Backend
 from pools.admin.forms import PodTemplateForm, PoolForm, ResourceValidationForm
-from pools.admin.inventory import BackendInventoryMixin, PlatformNodesMixin
+from pools.admin.inventory import BackendForm, PlatformNodesMixin
 from pools.admin.preview import PoolPreviewMixin
 from pools.errors import ConfigInUse
 from pools.models import (
-    Backend,
     ConfigType,
     Platform,
     PlatformTemplate,
@@ -93,7 +94,8 @@ class ConfigAdmin(PolicyAdminMixin, ServiceBackedAdmin):
 
 
 @admin.register(Backend)
-class BackendAdmin(BackendInventoryMixin, ConfigAdmin):  # connection form, sync status, test/sync actions
+class BackendAdmin(BackendInventoryMixin, ConfigAdmin):  # sync status, test/sync actions (clusters.admin)
+    form = BackendForm  # connection settings with write-only secrets
     config_type = ConfigType.BACKEND
     list_display = ["name", "description", "namespace", "connection", "sync_badge", "node_count", "pool_count"]
     list_filter = ["sync_status", "connection"]

@@ -1,36 +1,32 @@
-"""Admin for the node inventory and capacity, and the cluster parts of the backend and platform pages.
+"""Admin for what joins the node inventory (`clusters.admin`) to pools: membership and capacity.
 
-* Nodes: a read-only list with filters (backend, pool, platform, GPU product, schedulable, type) whose
-  query count does not grow with rows; the node page says which platforms it serves and why not others.
+* Nodes: `clusters.admin.NodeAdmin` registered again with pool, platform and type filters and columns
+  (query count still constant in rows); the node page says which platforms it serves and why not others.
 * Pool capacity: the pools as capacity figures (each node once), with per-platform figures on its page.
-* `BackendInventoryMixin` (used by BackendAdmin): connection form with write-only secrets, sync status,
-  and the "test connection" / "sync inventory now" actions.
+* `BackendForm` (used by BackendAdmin): the connection form with write-only secrets, validated as the
+  BACKEND document is.
 * `PlatformNodesMixin` (used by PlatformAdmin): "which nodes, and why not the others".
 """
 
 from __future__ import annotations
 
 from django import forms
-from django.contrib import admin, messages
-from django.db.models import Count, Prefetch, Q, Subquery
-from django.http import HttpResponseRedirect
-from django.shortcuts import get_object_or_404
+from django.contrib import admin
+from django.db.models import Prefetch, Subquery
 from django.urls import reverse
 from django.utils.html import escape, format_html, format_html_join
-from unfold.admin import ModelAdmin
-from unfold.decorators import action, display
+from unfold.decorators import display
 from unfold.widgets import UnfoldAdminPasswordWidget, UnfoldAdminTextareaWidget
 
-from access.admin.site import PolicyAdminMixin
+from clusters.admin import RESOURCES, SHORT, ReadOnlyPolicyAdmin, SchedulableFilter
+from clusters.admin import NodeAdmin as ClusterNodeAdmin
+from clusters.models import Backend, Node
+from clusters.units import used_of_allocatable
 from pools.errors import ConfigError
-from pools.kube.errors import KubeError
-from pools.models import Backend, Node, NodeMembership, Platform, Pool, PoolCapacity, ResourceType
-from pools.services import capacity, documents, inventory, membership
+from pools.models import NodeMembership, Platform, Pool, PoolCapacity, ResourceType
+from pools.services import capacity, documents, membership
 from pools.services.snapshots import secret_marker
-from portal.admin_base import ReadOnlyAdminMixin, confirmation_page, pretty_json
 
-RESOURCES = ("nvidia.com/gpu", "cpu", "memory", "ephemeral-storage")
-SHORT = {"nvidia.com/gpu": "GPU", "cpu": "CPU", "memory": "Memory", "ephemeral-storage": "Storage"}
 MAX_EXPLAINED = 300  # non-member rows shown on a platform page
 
 
@@ -63,17 +59,6 @@ class PlatformFilter(_IdFilter):
         return [(p.pk, str(p)) for p in Platform.objects.select_related("pool").only("name", "pool__name")]
 
 
-class SchedulableFilter(admin.SimpleListFilter):
-    title, parameter_name = "schedulable", "schedulable"
-
-    def lookups(self, request, model_admin):
-        return [("yes", "Ready and not cordoned"), ("no", "Not ready or cordoned")]
-
-    def queryset(self, request, queryset):
-        ok = Q(ready=True, unschedulable=False)
-        return {"yes": queryset.filter(ok), "no": queryset.exclude(ok)}.get(self.value(), queryset)
-
-
 class ResourceTypeFilter(admin.SimpleListFilter):
     title, parameter_name = "type", "type"
 
@@ -84,65 +69,30 @@ class ResourceTypeFilter(admin.SimpleListFilter):
         return membership.filter_resource_type(queryset, self.value()) if self.value() else queryset
 
 
-def _used(node_or_figures, name: str) -> str:
-    if isinstance(node_or_figures, Node):
-        column = {"nvidia.com/gpu": "gpu", "ephemeral-storage": "storage"}.get(name, name)
-        used, allocatable = getattr(node_or_figures, f"{column}_used"), getattr(node_or_figures, f"{column}_allocatable")
-        return f"{capacity.show(name, used)} / {capacity.show(name, allocatable)}"
-    return f"{capacity.show(name, node_or_figures.used[name])} / {capacity.show(name, node_or_figures.allocatable[name])}"
+def _used(figures, name: str) -> str:
+    return used_of_allocatable(name, figures.used[name], figures.allocatable[name])
 
 
-class ReadOnlyPolicyAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
-    """Seen by whoever may read `policy_resource` (access.policy); written only by services."""
+admin.site.unregister(Node)  # clusters' NodeAdmin, replaced by the one that knows pools
 
 
 @admin.register(Node)
-class NodeAdmin(ReadOnlyPolicyAdmin):
-    policy_resource = "config/backend"
+class NodeAdmin(ClusterNodeAdmin):
     list_display = ["name", "backend", "gpu_product", "type_badge", "schedulable_badge", "gpus", "cpus", "memory",
                     "pool_list", "last_seen"]
     list_filter = ["backend", PoolFilter, PlatformFilter, "gpu_product", SchedulableFilter, ResourceTypeFilter]
-    search_fields = ["name", "gpu_product"]
-    list_select_related = ["backend"]
-    list_per_page = 100
-    fieldsets = [
-        (None, {"fields": ["name", "backend", "gpu_product", "ready", "unschedulable", "first_seen", "last_seen",
-                           "resource_version"]}),
-        ("Pools and platforms", {"fields": ["platform_verdicts"]}),
-        ("Resources", {"fields": ["resource_table", "requested_workload", "requested_other", "workload_pods",
-                                  "other_pods"]}),
-        ("As reported", {"fields": ["labels_json", "taints_json", "conditions_json", "allocatable_json",
-                                    "capacity_json"]}),
-    ]
+    fieldsets = [ClusterNodeAdmin.fieldsets[0], ("Pools and platforms", {"fields": ["platform_verdicts"]}),
+                 *ClusterNodeAdmin.fieldsets[1:]]
 
     def get_queryset(self, request):
         members = NodeMembership.objects.select_related("pool", "platform").order_by("pool__name", "platform__name")
         return membership.with_pool_count(super().get_queryset(request)).prefetch_related(
             Prefetch("memberships", queryset=members))
 
-    def get_readonly_fields(self, request, obj=None):
-        return [field for fieldset in self.fieldsets for field in fieldset[1]["fields"]]
-
     @display(description="Type", ordering="pool_count",
              label={ResourceType.SHARED: "info", ResourceType.RESERVED: "success", ResourceType.UNUSED: "warning"})
     def type_badge(self, obj):
         return membership.resource_type(obj.pool_count)
-
-    @display(description="Schedulable", label={"yes": "success", "cordoned": "warning", "not ready": "danger"})
-    def schedulable_badge(self, obj):
-        return "not ready" if not obj.ready else "cordoned" if obj.unschedulable else "yes"
-
-    @display(description="GPU used / alloc", ordering="gpu_allocatable")
-    def gpus(self, obj):
-        return _used(obj, "nvidia.com/gpu")
-
-    @display(description="CPU used / alloc", ordering="cpu_allocatable")
-    def cpus(self, obj):
-        return _used(obj, "cpu")
-
-    @display(description="Memory used / alloc", ordering="memory_allocatable")
-    def memory(self, obj):
-        return _used(obj, "memory")
 
     @display(description="Pools / platforms")
     def pool_list(self, obj):
@@ -157,30 +107,6 @@ class NodeAdmin(ReadOnlyPolicyAdmin):
             "", '<tr><td class="pr-4 align-top">{}</td><td class="pr-4 align-top">{}</td><td>{}</td></tr>',
             ((row["platform"], "member" if row["fits"] else "not a member", "; ".join(row["reasons"]) or "-")
              for row in rows)))
-
-    @display(description="Used / allocatable")
-    def resource_table(self, obj):
-        return format_html_join(", ", "{}: {}", ((SHORT[name], _used(obj, name)) for name in RESOURCES))
-
-    @display(description="Labels")
-    def labels_json(self, obj):
-        return pretty_json(obj.labels)
-
-    @display(description="Taints")
-    def taints_json(self, obj):
-        return pretty_json(obj.taints)
-
-    @display(description="Conditions")
-    def conditions_json(self, obj):
-        return pretty_json(obj.conditions)
-
-    @display(description="Allocatable")
-    def allocatable_json(self, obj):
-        return pretty_json(obj.allocatable)
-
-    @display(description="Capacity")
-    def capacity_json(self, obj):
-        return pretty_json(obj.capacity)
 
 
 # ------------------------------------------------------------------------------------------ pool capacity
@@ -242,11 +168,11 @@ class PoolCapacityAdmin(ReadOnlyPolicyAdmin):
 
     @display(description="Nodes")
     def nodes_link(self, obj):
-        url = reverse("admin:pools_node_changelist")
+        url = reverse("admin:clusters_node_changelist")
         return format_html('<a class="underline" href="{}?pool={}">Nodes of {}</a>', url, obj.pk, obj.name)
 
 
-# ------------------------------------------------------------------------------------------ backends
+# ------------------------------------------------------------------------------------------ backend form
 
 
 class BackendForm(forms.ModelForm):
@@ -284,106 +210,6 @@ class BackendForm(forms.ModelForm):
             field = error.field if error.field in self.fields else None
             self.add_error(field, error.reason if field else str(error))
         return cleaned
-
-
-class BackendInventoryMixin:
-    """Connection form, sync status and cluster actions for BackendAdmin (see pools.admin.config)."""
-
-    form = BackendForm
-    actions = ["test_connection", "sync_inventory"]
-    actions_detail = ["test_connection_detail", "sync_inventory_detail"]
-    STATUS_FIELDS = ["sync_badge", "online", "last_sync_at", "last_error", "last_error_at", "server_version",
-                     "nodes_link"]
-    fieldsets = [
-        (None, {"fields": ["name", "description", "namespace", "scheduler_name", "dashboard_url", "grafana_url",
-                           "history"]}),
-        ("Connection", {"fields": ["connection", "api_url", "token", "ca_cert", "verify_tls", "kubeconfig",
-                                   "kube_context", "clear_secrets"]}),
-        ("Inventory", {"fields": STATUS_FIELDS}),
-    ]
-
-    def get_fieldsets(self, request, obj=None):
-        if obj is None:
-            return [(None, {"fields": [f for f in self.fieldsets[0][1]["fields"] if f != "history"]}),
-                    self.fieldsets[1]]
-        return self.fieldsets
-
-    def get_readonly_fields(self, request, obj=None):
-        return [*super().get_readonly_fields(request, obj), *self.STATUS_FIELDS]
-
-    def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_nodes=Count("nodes", distinct=True))
-
-    @display(description="Sync", label={"ok": "success", "degraded": "danger", "never": "warning"})
-    def sync_badge(self, obj):
-        return obj.sync_status
-
-    @display(description="Nodes", ordering="_nodes")
-    def node_count(self, obj):
-        return obj._nodes
-
-    @display(description="Nodes")
-    def nodes_link(self, obj):
-        if obj is None or obj.pk is None:
-            return "-"
-        url = reverse("admin:pools_node_changelist")
-        return format_html('<a class="underline" href="{}?backend__id__exact={}">{} nodes</a>', url, obj.pk,
-                           obj.nodes.count())
-
-    @admin.action(description="Test connection (version and permissions)", permissions=["change"])
-    def test_connection(self, request, queryset):
-        for backend in queryset:
-            self._test(request, backend)
-
-    @admin.action(description="Sync inventory now", permissions=["change"])
-    def sync_inventory(self, request, queryset):
-        for backend in queryset:
-            self._sync(request, backend)
-
-    @action(description="Test connection", url_path="test-connection", permissions=["change"])
-    def test_connection_detail(self, request, object_id):
-        """GET: a confirmation page (the test records the cluster's version); only its POST acts."""
-        return self._confirmed(
-            request, object_id, self._test, heading="Test the connection to {name}?", confirm_label="Test connection",
-            explanation="This contacts the cluster, checks the permissions the portal needs (creating and deleting "
-                        "a probe pod) and records the server version.")
-
-    @action(description="Sync inventory now", url_path="sync-inventory", permissions=["change"])
-    def sync_inventory_detail(self, request, object_id):
-        """GET: a confirmation page; only its POST re-reads the cluster's nodes and pods."""
-        return self._confirmed(
-            request, object_id, self._sync, heading="Sync the inventory of {name} now?", confirm_label="Sync inventory",
-            explanation="This lists the cluster's nodes and pods and rewrites the node inventory, pool membership "
-                        "and capacity from them.")
-
-    def _confirmed(self, request, object_id, act, *, heading: str, confirm_label: str, explanation: str):
-        """State changes never happen on GET: a GET shows what the POST would do."""
-        backend = get_object_or_404(Backend, pk=object_id)
-        change_url = reverse("admin:pools_backend_change", args=[object_id])
-        if request.method != "POST":
-            return confirmation_page(self, request, heading=heading.format(name=backend.name),
-                                     explanation=explanation, confirm_label=confirm_label, cancel_url=change_url)
-        act(request, backend)
-        return HttpResponseRedirect(change_url)
-
-    def _test(self, request, backend):
-        try:
-            report = inventory.check_connection(backend)
-        except KubeError as error:
-            self.message_user(request, f"{backend.name}: {error}", messages.ERROR)
-            return
-        level = messages.SUCCESS if report.ok else messages.WARNING
-        self.message_user(request, format_html("<br>".join(["{}"] * len(report.lines())), *report.lines()), level)
-
-    def _sync(self, request, backend):
-        try:
-            result = inventory.sync_backend(backend.pk)
-        except KubeError as error:
-            self.message_user(request, f"{backend.name}: sync failed, inventory left as it was: {error}",
-                              messages.ERROR)
-            return
-        self.message_user(request, f"{backend.name}: {result.nodes} nodes ({result.created} new, {result.updated} "
-                                   f"changed, {result.deleted} gone), {result.pods} pods", messages.SUCCESS)
 
 
 # ------------------------------------------------------------------------------------------ platforms

@@ -1,5 +1,4 @@
 from pools.models.config import (
-    Backend,
     Platform,
     PlatformTemplate,
     PlatformValidation,
@@ -9,13 +8,11 @@ from pools.models.config import (
     PoolValidation,
     ResourceValidation,
 )
-from pools.models.inventory import Node, NodeMembership, PoolCapacity, ResourceType
+from pools.models.inventory import NodeMembership, PoolCapacity, ResourceType
 from pools.models.revision import ConfigType, Revision
 
 __all__ = [
-    "Backend",
     "ConfigType",
-    "Node",
     "NodeMembership",
     "Platform",
     "PlatformTemplate",

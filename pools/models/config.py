@@ -10,63 +10,7 @@ from __future__ import annotations
 from django.db import models
 
 from access.resources import PolicyResources, Scope
-from portal.secrets import EncryptedTextField
-
-
-class Backend(models.Model):
-    """A Kubernetes cluster that pools run on.
-
-    Connection settings are read only by `pools.kube.connection` (the one ApiClient factory). `kubeconfig`
-    and `token` are secrets: never displayed back, logged or written into revisions (snapshots show a
-    `<set …>` marker), and stored encrypted (`portal.secrets`). Sync fields are written by
-    `pools.services.inventory`.
-    """
-
-    class Connection(models.TextChoices):
-        NONE = "", "not connected"
-        KUBECONFIG = "kubeconfig", "kubeconfig"
-        IN_CLUSTER = "in-cluster", "in-cluster service account"
-        URL = "url", "API URL (+ token, CA)"
-
-    class SyncStatus(models.TextChoices):
-        NEVER = "never", "never synced"
-        OK = "ok", "ok"
-        DEGRADED = "degraded", "degraded"
-
-    name = models.CharField(max_length=128, unique=True)
-    description = models.TextField(blank=True, default="")
-    namespace = models.CharField(max_length=63, default="default", help_text="Namespace for workload pods.")
-    scheduler_name = models.CharField(
-        max_length=253, blank=True, default="", help_text="Pod schedulerName; empty uses the cluster default."
-    )
-    dashboard_url = models.URLField(blank=True, default="")
-    grafana_url = models.URLField(blank=True, default="")
-    # -- connection
-    connection = models.CharField(max_length=16, choices=Connection.choices, blank=True, default="")
-    api_url = models.CharField(max_length=2048, blank=True, default="", help_text="e.g. https://api.example:6443")
-    token = EncryptedTextField(blank=True, default="", help_text="Bearer token (secret, stored encrypted).")
-    ca_cert = models.TextField(blank=True, default="", help_text="PEM CA bundle; empty uses the system CAs.")
-    verify_tls = models.BooleanField(default=True)
-    kubeconfig = EncryptedTextField(blank=True, default="", help_text="kubeconfig content (secret, stored encrypted).")
-    kube_context = models.CharField(max_length=253, blank=True, default="", help_text="kubeconfig context.")
-    # -- inventory sync state
-    sync_status = models.CharField(max_length=16, choices=SyncStatus.choices, default=SyncStatus.NEVER)
-    online = models.BooleanField(default=False)
-    last_sync_at = models.DateTimeField(null=True, blank=True, help_text="Last successful full sync.")
-    last_error = models.TextField(blank=True, default="")
-    last_error_at = models.DateTimeField(null=True, blank=True)
-    server_version = models.CharField(max_length=64, blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True)
-    updated_at = models.DateTimeField(auto_now=True)
-
-    class Meta:
-        ordering = ["name"]
-
-    def __str__(self) -> str:
-        return self.name
-
-    def __repr__(self) -> str:  # never the secrets
-        return f"<Backend {self.name} connection={self.connection or 'none'}>"
+from clusters.models import Backend
 
 
 class PodTemplate(models.Model):
@@ -148,6 +92,8 @@ class Platform(models.Model):
     allowed_mounts = models.JSONField(default=list, blank=True)
     templates = models.ManyToManyField(PodTemplate, through="PlatformTemplate", related_name="platforms")
     validations = models.ManyToManyField(ResourceValidation, through="PlatformValidation", related_name="platforms")
+    # The inventory's nodes this platform's pods can be placed on (`pools.services.membership`).
+    nodes = models.ManyToManyField("clusters.Node", through="NodeMembership", related_name="platforms")
     # The merged template and rule list, computed when config is saved (never per submission).
     compiled = models.JSONField(default=dict, blank=True, editable=False)
 

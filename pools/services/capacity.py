@@ -15,9 +15,10 @@ from dataclasses import dataclass, field
 
 from django.db.models import Subquery
 
+from clusters.models import CAPACITY_COLUMNS, Node
+from clusters.units import show
 from pools.errors import ConfigNotFound
-from pools.models import Node, NodeMembership, Platform, Pool
-from pools.models.inventory import CAPACITY_COLUMNS
+from pools.models import NodeMembership, Platform, Pool
 from pools.services.membership import membership_filter, resource_type
 
 UNITS = {"cpu": "millicores", "memory": "bytes", "nvidia.com/gpu": "devices", "ephemeral-storage": "bytes"}
@@ -168,16 +169,6 @@ def _check_names(pools: list[str], platforms: list[str]) -> tuple[list[str], lis
 
 
 # ------------------------------------------------------------------------------------------ display
-
-
-def show(name: str, amount: int) -> str:
-    """Human figures for tables: cores, GiB, devices."""
-    if name == "cpu":
-        cores = amount / 1000
-        return f"{cores:g}" if amount % 1000 == 0 else f"{cores:.1f}"
-    if name in ("memory", "ephemeral-storage"):
-        return f"{amount / 2**30:.0f}Gi" if amount >= 2**30 or amount == 0 else f"{amount / 2**20:.0f}Mi"
-    return str(amount)
 
 
 def used_of(figures_used: dict[str, int], figures_allocatable: dict[str, int], name: str) -> str:

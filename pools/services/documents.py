@@ -253,7 +253,7 @@ def _connection(body: dict) -> dict:
             raise ConfigError("connection 'kubeconfig' needs the kubeconfig content", field="kubeconfig",
                               value="")
         if values["kubeconfig"] is not KEEP_SECRET:
-            from pools.kube.kubeconfig import KubeconfigError, read_kubeconfig  # YAML only, no client
+            from clusters.kube.kubeconfig import KubeconfigError, read_kubeconfig  # YAML only, no client
 
             try:
                 read_kubeconfig(values["kubeconfig"], values["kube_context"])

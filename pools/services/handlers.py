@@ -10,8 +10,9 @@ from __future__ import annotations
 
 from django.db import models
 
+from clusters.models import Backend
 from pools.errors import ConfigError
-from pools.models import Backend, ConfigType, PodTemplate, Pool, ResourceValidation
+from pools.models import ConfigType, PodTemplate, Pool, ResourceValidation
 from pools.services import compilation, documents, membership, pool_writer, snapshots
 
 

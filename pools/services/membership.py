@@ -6,9 +6,10 @@ OSMO, which ignores affinity), taints/tolerations and cordon. The platform's pod
 engine resolves from `Platform.compiled` (defaults applied, so `{{VARIABLES}}` are substituted),
 reduced to the fields that decide placement; it is parsed once per compiled fingerprint.
 
-Recomputed for the nodes that changed (sync, watch events) and for the platforms whose configuration
-changed (`pools.services.handlers`, after `compilation.recompile_pools`). Writes are diffs: unchanged
-memberships cost nothing. Classification (OSMO §6.2): SHARED = several pools, RESERVED = one pool, UNUSED = none.
+Recomputed for the nodes that changed (sync, watch events: `clusters.signals.nodes_changed`) and for the
+platforms whose configuration changed (`pools.services.handlers`, after `compilation.recompile_pools`).
+Writes are diffs: unchanged memberships cost nothing. Classification (OSMO §6.2): SHARED = several pools,
+RESERVED = one pool, UNUSED = none.
 """
 
 from __future__ import annotations
@@ -21,9 +22,11 @@ from dataclasses import dataclass
 from django.db.models import Count, Q, QuerySet
 from django.db.models.fields.json import KT
 
+from clusters.models import Node
+from clusters.signals import ALL
 from pools.engine import EngineError, TaskInput, resolve
 from pools.engine.placement import NOT_EVALUATED, NodeInfo, PreparedPod, evaluate, prepare_pod
-from pools.models import Node, NodeMembership, Platform, ResourceType
+from pools.models import NodeMembership, Platform, ResourceType
 from pools.services.compilation import compiled_platform
 
 log = logging.getLogger(__name__)
@@ -156,6 +159,17 @@ def recompute_nodes(backend_id: int, names: list[str] | None = None, *,
             scope = scope.filter(node__name__in=names)
         infos = node_infos(nodes)
     return _write(scope, _wanted(infos, targets(backend_ids=[backend_id])))
+
+
+def nodes_changed(*, backend_id: int, names: list[str] | str, nodes: list[Node] | None = None, **_) -> tuple[int, int]:
+    """`clusters.signals.nodes_changed`: membership of those nodes; `nodes`, just written, are not read back."""
+    if names == ALL:
+        return recompute_nodes(backend_id)
+    infos = None
+    if nodes is not None and len(names) <= FULL_RECOMPUTE_ABOVE:
+        infos = [(node.pk, backend_id, node_info(node.name, node.labels, node.taints, node.unschedulable))
+                 for node in nodes]
+    return recompute_nodes(backend_id, names=names, infos=infos)
 
 
 def recompute_platforms(platform_ids: Iterable[int]) -> tuple[int, int]:

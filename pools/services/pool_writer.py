@@ -9,9 +9,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from clusters.models import Backend
 from pools.errors import ConfigError
 from pools.models import (
-    Backend,
     Platform,
     PlatformTemplate,
     PlatformValidation,

@@ -8,7 +8,8 @@ import hmac
 from django.conf import settings
 from django.db.models import Prefetch, QuerySet
 
-from pools.models import Backend, Platform, PodTemplate, Pool, ResourceValidation
+from clusters.models import Backend
+from pools.models import Platform, PodTemplate, Pool, ResourceValidation
 
 
 def pools_for_snapshot() -> QuerySet[Pool]:

@@ -14,10 +14,11 @@ from django.db.models import Count, Prefetch
 from django.utils import timezone
 
 from access import actions, policy
+from clusters.units import show
 from pools.errors import ConfigNotFound
 from pools.models import Platform, Pool
 from pools.services import capacity as capacity_service
-from pools.services.capacity import Figures, NodeFigures, show
+from pools.services.capacity import Figures, NodeFigures
 from selfservice.models import AccessRequest, RequestStatus
 from workflows.models import FINISHED_TASK, Task, Workflow
 

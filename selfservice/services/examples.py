@@ -16,9 +16,10 @@ from dataclasses import dataclass
 import yaml
 from django.db.models import Max
 
+from clusters.models import Node
 from pools.engine.errors import EngineError
 from pools.engine.quantity import parse_quantity
-from pools.models import Node, Pool
+from pools.models import Pool
 
 IMAGE = "nvcr.io/nvidia/pytorch:24.01-py3"
 RESOURCE_VARIABLES = (("cpu", "USER_CPU", 1), ("gpu", "USER_GPU", 0), ("memory", "USER_MEMORY", "4Gi"),

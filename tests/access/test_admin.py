@@ -47,9 +47,9 @@ def test_a_config_role_gets_the_console_with_only_its_types(client):
     client.force_login(holder("template-editors"))
     index = client.get(reverse("admin:index"))
     assert index.status_code == 200
-    assert b"/admin/pools/podtemplate/" in index.content and b"/admin/pools/backend/" not in index.content
+    assert b"/admin/pools/podtemplate/" in index.content and b"/admin/clusters/backend/" not in index.content
     assert client.get(reverse("admin:pools_podtemplate_add")).status_code == 200
-    assert client.get(reverse("admin:pools_backend_changelist")).status_code == 403
+    assert client.get(reverse("admin:clusters_backend_changelist")).status_code == 403
 
 
 def test_a_deny_removes_one_type_from_a_config_role(client):

@@ -11,8 +11,8 @@ import pytest
 from django.conf import settings
 from django.utils import timezone
 
+from clusters.models import Backend
 from kubesim import EmulatorServer
-from pools.models import Backend
 from tests.e2e.test_submit_preview import sign_in
 from tests.factories import TokenFactory
 from tests.integration.conftest import demo_pools, reference_config  # noqa: F401  (fixtures)

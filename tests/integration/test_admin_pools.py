@@ -14,14 +14,15 @@ from pools.services import configs
 from tests.integration.conftest import CLI
 from tests.queries import assert_constant_queries
 
-CHANGELISTS = ["pool", "platform", "podtemplate", "resourcevalidation", "backend", "revision"]
+CHANGELISTS = ["pools_pool", "pools_platform", "pools_podtemplate", "pools_resourcevalidation", "clusters_backend",
+               "pools_revision"]
 
 
 @pytest.mark.parametrize("model", CHANGELISTS)
 def test_changelists_and_add_pages_render(admin_client, demo_pools, model):
-    assert admin_client.get(reverse(f"admin:pools_{model}_changelist")).status_code == 200
-    if model != "revision":
-        assert admin_client.get(reverse(f"admin:pools_{model}_add")).status_code == 200
+    assert admin_client.get(reverse(f"admin:{model}_changelist")).status_code == 200
+    if model != "pools_revision":
+        assert admin_client.get(reverse(f"admin:{model}_add")).status_code == 200
 
 
 def test_change_pages_render(admin_client, demo_pools):

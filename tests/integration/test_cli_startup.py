@@ -94,8 +94,8 @@ import django
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 django.setup()
 from workflows import tasks as workflow_tasks
-apps = [workflow_tasks.create_pods.app]  # before pools.tasks is imported: it imports portal.celery too
-from pools import tasks as inventory_tasks
+apps = [workflow_tasks.create_pods.app]  # before clusters.tasks is imported: it imports portal.celery too
+from clusters import tasks as inventory_tasks
 apps.append(inventory_tasks.sync_backend.app)
 json.dump([[app.main, app.conf.task_always_eager] for app in apps], open(sys.argv[1], "w"))
 """

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from rest_framework.test import APIClient
 
-from pools.models import Backend, NodeMembership, Platform
+from clusters.models import Backend
+from pools.models import NodeMembership, Platform
 from pools.services import configs
 from tests.factories import NodeFactory, UserFactory
 from tests.integration.conftest import CLI

@@ -149,7 +149,8 @@ def test_seed_demo_is_idempotent(db):
 
 
 def test_pool_status_follows_maintenance_and_the_cluster(demo_pools):
-    from pools.models import Backend, Pool
+    from clusters.models import Backend
+    from pools.models import Pool
 
     Backend.objects.filter(name="dev-cluster-01").update(sync_status=Backend.SyncStatus.DEGRADED)
     Pool.objects.filter(name="robotics-inference").update(enable_maintenance=True)

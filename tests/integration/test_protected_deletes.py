@@ -9,8 +9,9 @@ import pytest
 from django.core.management import base
 from django.urls import reverse
 
+from clusters.models import Backend
 from pools.errors import ConfigInUse
-from pools.models import Backend, Pool
+from pools.models import Pool
 from pools.services import configs
 from tests.clirun import run_as_cli
 from tests.factories import UserFactory, WorkflowFactory

@@ -9,10 +9,11 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.db import connection
 
-from pools.kube.connection import ConnectionSettings, configuration
-from pools.kube.errors import KubeError
-from pools.models import Backend
-from pools.services import configs, inventory
+from clusters import inventory
+from clusters.kube.connection import ConnectionSettings, configuration
+from clusters.kube.errors import KubeError
+from clusters.models import Backend
+from pools.services import configs
 from pools.services.revisions import Actor
 
 pytestmark = pytest.mark.django_db
@@ -23,7 +24,7 @@ KUBECONFIG = "apiVersion: v1\nkind: Config\nclusters: []\n"
 
 def stored(name: str) -> tuple[str, str]:
     with connection.cursor() as cursor:
-        cursor.execute("SELECT token, kubeconfig FROM pools_backend WHERE name = %s", [name])
+        cursor.execute("SELECT token, kubeconfig FROM clusters_backend WHERE name = %s", [name])
         return cursor.fetchone()
 
 
@@ -74,7 +75,7 @@ def test_a_secret_no_key_opens_is_refused_and_kept(backend, settings):
 
 def test_plain_text_from_before_encryption_is_read_then_encrypted(backend):
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE pools_backend SET token = %s, kubeconfig = %s WHERE id = %s",
+        cursor.execute("UPDATE clusters_backend SET token = %s, kubeconfig = %s WHERE id = %s",
                        [TOKEN, KUBECONFIG, backend.pk])
     assert (Backend.objects.get(pk=backend.pk).token, Backend.objects.get(pk=backend.pk).kubeconfig) == (
         TOKEN, KUBECONFIG)

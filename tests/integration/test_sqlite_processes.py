@@ -104,7 +104,7 @@ def test_processes_share_one_sqlite_file_and_lose_nothing(sqlite_env, processes,
     assert len(kinds) == total
     for pod_name, events in kinds:
         assert {"SUBMITTED", "CREATED"} <= set(events.split(",")), (pod_name, events)
-    nodes = dict(rows(database, "SELECT b.name, count(n.id) FROM pools_backend b LEFT JOIN pools_node n "
+    nodes = dict(rows(database, "SELECT b.name, count(n.id) FROM clusters_backend b LEFT JOIN clusters_node n "
                                 "ON n.backend_id = b.id GROUP BY b.name"))
     assert nodes and set(nodes.values()) == {29}, nodes  # watch_cluster and the resync wrote the inventory too
     for name, (process, _) in started.items():

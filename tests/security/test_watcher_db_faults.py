@@ -25,9 +25,9 @@ import pytest
 from django.contrib.auth import get_user_model
 from django.db import connection
 
+from clusters.models import Backend, Node
 from kubesim import EmulatorServer
-from pools.models import Backend, Node
-from tests.kube.test_watch_command import _database_url
+from tests.clusters.test_watch_command import _database_url
 from tests.polling import drain_until
 from tests.workflows.conftest import (  # noqa: F401 - fixtures
     alice,

@@ -20,8 +20,9 @@ import pytest
 from rest_framework.test import APIClient
 
 from access.services import roles
+from clusters.models import Backend
 from kubesim import EmulatorServer
-from pools.models import Backend, Pool
+from pools.models import Pool
 from pools.services import configs
 from pools.services.revisions import Actor
 from tests.factories import RoleFactory, UserFactory

@@ -142,7 +142,7 @@ def test_watch_workflows_command_stops_cleanly_without_backends(db):
 
 
 def test_a_backend_with_unusable_settings_is_reported_and_the_others_are_watched(backend):
-    from pools.models import Backend
+    from clusters.models import Backend
     from workflows.watcher import WorkflowWatcher
 
     Backend.objects.create(name="incluster", connection="in-cluster")

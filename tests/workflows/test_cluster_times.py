@@ -10,8 +10,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from clusters.kube.pods import parse_time
 from kubesim import EmulatorServer
-from pools.kube.pods import parse_time
 from tests.polling import drain_until
 from tests.queries import captured_queries
 from tests.workflows.conftest import NAMESPACE, spec, wait_until

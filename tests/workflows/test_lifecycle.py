@@ -8,9 +8,9 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
-from pools.kube import pods
-from pools.kube.connection import connect
-from pools.kube.errors import KubeError
+from clusters.kube import pods
+from clusters.kube.connection import connect
+from clusters.kube.errors import KubeError
 from pools.services import configs
 from portal.errors import PermissionDenied
 from tests.workflows.conftest import CLI, NAMESPACE, spec, wait_until
@@ -541,7 +541,7 @@ def test_reaper_deletes_orphans_and_old_finished_pods_only(submitted, kube_serve
 def test_a_second_backend_on_the_same_cluster_reaps_nothing_of_the_first(submitted, kube_server, backend,
                                                                            run_on_commit):
     """Backend rows may share a cluster (say one per namespace): each lists every pod of this portal there."""
-    from pools.models import Backend
+    from clusters.models import Backend
     from pools.services import configs
     from tests.workflows.conftest import CLI
 

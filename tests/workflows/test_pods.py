@@ -1,4 +1,4 @@
-"""`pools.kube.pods` against the simulated cluster over HTTP: idempotent create, ownership, namespaces, delete,
+"""`clusters.kube.pods` against the simulated cluster over HTTP: idempotent create, ownership, namespaces, delete,
 list and watch by label, and the plain status the lifecycle reads."""
 
 from __future__ import annotations
@@ -7,10 +7,10 @@ from datetime import UTC, datetime
 
 import pytest
 
+from clusters.kube import pods
+from clusters.kube.connection import ConnectionSettings, connect
+from clusters.kube.errors import KubeError
 from kubesim import EmulatorServer
-from pools.kube import pods
-from pools.kube.connection import ConnectionSettings, connect
-from pools.kube.errors import KubeError
 
 OURS = {pods.WORKFLOW_LABEL: "wf-1", pods.TASK_LABEL: "t0", pods.INSTANCE_LABEL: "test-portal"}
 

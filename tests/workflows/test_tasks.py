@@ -6,7 +6,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from pools.kube.errors import KubeError
+from clusters.kube.errors import KubeError
 from workflows import tasks as jobs
 
 

@@ -1,8 +1,11 @@
-"""Celery tasks of the pools app: thin shells around `pools.services.inventory`.
+"""Celery tasks of the clusters app: thin shells around `clusters.inventory`.
 
 Tasks take ids, are idempotent (a sync replaces the inventory with what the cluster lists), retry
 transient cluster failures (network, 429, 5xx) with exponential backoff, and never retry a 4xx or a
 configuration error: those are recorded on the backend and reported in the task result.
+
+The tasks were `pools.tasks.*` before issue #10; those names stay registered (`LEGACY_NAMES`) so messages
+queued before an upgrade still run.
 """
 
 from __future__ import annotations
@@ -12,23 +15,25 @@ import logging
 from celery import shared_task
 from django.conf import settings
 
-from pools.kube.errors import KubeError
-from pools.models import Backend
-from pools.services import inventory
+from clusters import inventory
+from clusters.kube.errors import KubeError
+from clusters.models import Backend
 from portal.celery import app as _celery_app  # noqa: F401  (the app these tasks bind to: `portal` does not load it)
 
 log = logging.getLogger(__name__)
 
 MAX_RETRIES = 5
-RESYNC_EXPIRES = settings.INVENTORY_RESYNC_EXPIRES  # under the beat period (portal/settings.py)
+RESYNC_EXPIRES = settings.INVENTORY_RESYNC_EXPIRES  # under the beat period, so queued resyncs never pile up
 
 
 def retry_countdown(retries: int) -> int:
     return min(300, 5 * 2**retries)
 
 
-@shared_task(bind=True, max_retries=MAX_RETRIES, acks_late=True, ignore_result=False)
-def sync_backend(self, backend_id: int) -> dict:
+SYNC_OPTIONS = {"bind": True, "max_retries": MAX_RETRIES, "acks_late": True, "ignore_result": False}
+
+
+def _sync_backend(self, backend_id: int) -> dict:
     """Full inventory sync of one backend."""
     try:
         result = inventory.sync_backend(backend_id)
@@ -41,10 +46,18 @@ def sync_backend(self, backend_id: int) -> dict:
     return {"backend_id": backend_id, "ok": True, **result.as_dict()}
 
 
-@shared_task(ignore_result=True)
-def sync_all_backends() -> int:
+def _sync_all_backends() -> int:
     """The periodic full resync: one `sync_backend` per connected backend; returns how many were queued."""
     ids = list(inventory.connected_backends().values_list("pk", flat=True))
     for backend_id in ids:
         sync_backend.apply_async((backend_id,), expires=RESYNC_EXPIRES)
     return len(ids)
+
+
+sync_backend = shared_task(name="clusters.tasks.sync_backend", **SYNC_OPTIONS)(_sync_backend)
+sync_all_backends = shared_task(name="clusters.tasks.sync_all_backends", ignore_result=True)(_sync_all_backends)
+LEGACY_NAMES = {  # the same tasks under their names before the move (messages already queued)
+    "pools.tasks.sync_backend": shared_task(name="pools.tasks.sync_backend", **SYNC_OPTIONS)(_sync_backend),
+    "pools.tasks.sync_all_backends": shared_task(name="pools.tasks.sync_all_backends",
+                                                 ignore_result=True)(_sync_all_backends),
+}

@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 
 from kubernetes import client
 
-from pools.kube.connection import KubeClient
-from pools.kube.errors import KubeError, from_exception
+from clusters.kube.connection import KubeClient
+from clusters.kube.errors import KubeError, from_exception
 
 PROBE_LABEL = "pool-portal/probe"
 CLUSTER_CHECKS = (("list", "nodes"), ("watch", "nodes"), ("list", "pods"), ("watch", "pods"))

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import pytest
 
-from pools.models import Backend, Node, NodeMembership
-from pools.services.inventory_watch import ClusterWatcher
-from tests.kube.conftest import H100_NODES, running_pod
+from clusters.inventory_watch import ClusterWatcher
+from clusters.models import Backend, Node
+from pools.models import NodeMembership
+from tests.clusters.conftest import H100_NODES, running_pod
 from tests.polling import drain_until
 
 
@@ -95,7 +96,7 @@ def test_an_outage_marks_the_backend_and_the_watch_recovers(watcher, kube_server
 
 def test_a_template_change_recomputes_membership(watcher, kube_server):
     from pools.services import configs
-    from tests.kube.conftest import CLI
+    from tests.clusters.conftest import CLI
 
     assert members("a100") == {"a100-node-0", "a100-node-1"}
     configs.apply("POD_TEMPLATE", "a100", {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}},

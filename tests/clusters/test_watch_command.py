@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from django.db import connection
 
-from pools.models import Node
+from clusters.models import Node
 from tests.kubesim.conftest import wait_until
 
 ROOT = Path(__file__).resolve().parents[2]

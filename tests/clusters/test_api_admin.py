@@ -8,10 +8,11 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from clusters import inventory
+from clusters.models import Backend, Node
 from kubesim.fleet import node_manifest
-from pools.models import Backend, Node, Platform, Pool
-from pools.services import inventory
-from tests.kube.conftest import running_pod
+from pools.models import Platform, Pool
+from tests.clusters.conftest import running_pod
 from tests.queries import queries_of
 
 TOKEN = "admin-secret-token"
@@ -80,7 +81,7 @@ def test_api_resources_query_count_is_constant(admin_api, synced, kube_server, b
 
 
 def test_node_changelist_filters_and_constant_queries(admin_client, synced, kube_server, backend):
-    url = reverse("admin:pools_node_changelist")
+    url = reverse("admin:clusters_node_changelist")
     train = Pool.objects.get(name="train")
     h100 = Platform.objects.get(name="h100")
     for query in ("", f"?pool={train.pk}", f"?platform={h100.pk}", "?gpu_product=NVIDIA-H100-80GB-HBM3",
@@ -100,7 +101,7 @@ def test_node_changelist_filters_and_constant_queries(admin_client, synced, kube
 
 def test_node_page_explains_every_platform(admin_client, synced):
     node = Node.objects.get(name="a100-node-2")
-    page = admin_client.get(reverse("admin:pools_node_change", args=[node.pk])).content.decode()
+    page = admin_client.get(reverse("admin:clusters_node_change", args=[node.pk])).content.decode()
     assert "node is cordoned (unschedulable)" in page
     assert "train/h100" in page and "not a member" in page
 
@@ -127,7 +128,7 @@ def test_platform_page_lists_nodes_and_why_not(admin_client, synced):
 
 def test_backend_page_never_renders_secrets_and_keeps_them(admin_client, synced, kube_server):
     Backend.objects.filter(pk=synced.pk).update(token=TOKEN)
-    url = reverse("admin:pools_backend_change", args=[synced.pk])
+    url = reverse("admin:clusters_backend_change", args=[synced.pk])
     page = admin_client.get(url).content.decode()
     assert TOKEN not in page and "Stored (&lt;set " in page
     form = {"description": "changed", "namespace": "default", "scheduler_name": "", "dashboard_url": "",
@@ -142,14 +143,14 @@ def test_backend_page_never_renders_secrets_and_keeps_them(admin_client, synced,
 
 
 def test_backend_form_refuses_bad_connection(admin_client, synced):
-    url = reverse("admin:pools_backend_change", args=[synced.pk])
+    url = reverse("admin:clusters_backend_change", args=[synced.pk])
     form = {"description": "", "namespace": "default", "connection": "url", "api_url": "", "verify_tls": "on"}
     page = admin_client.post(url, form).content.decode()
     assert "connection &#x27;url&#x27; needs api_url" in page or "connection 'url' needs api_url" in page
 
 
 def test_backend_actions_test_connection_and_sync(admin_client, synced, kube_server):
-    changelist = reverse("admin:pools_backend_changelist")
+    changelist = reverse("admin:clusters_backend_changelist")
     response = admin_client.post(changelist, {"action": "test_connection", "_selected_action": [synced.pk]},
                                  follow=True)
     page = response.content.decode()
@@ -160,18 +161,18 @@ def test_backend_actions_test_connection_and_sync(admin_client, synced, kube_ser
     assert "sync failed, inventory left as it was: listing nodes: HTTP 503" in response.content.decode()
     listed = admin_client.get(changelist).content.decode()
     assert "degraded" in listed
-    detail = admin_client.get(reverse("admin:pools_backend_change", args=[synced.pk])).content.decode()
+    detail = admin_client.get(reverse("admin:clusters_backend_change", args=[synced.pk])).content.decode()
     assert "listing nodes: HTTP 503" in detail  # last error with its time
 
 
 def test_backend_detail_action_buttons(admin_client, synced):
-    url = reverse("admin:pools_backend_test_connection_detail", args=[synced.pk])
+    url = reverse("admin:clusters_backend_test_connection_detail", args=[synced.pk])
     response = admin_client.post(url, follow=True)
     assert "Kubernetes v1.33.0" in response.content.decode()
 
 
 def test_backend_test_connection_on_get_only_asks_for_confirmation(admin_client, synced):
-    url = reverse("admin:pools_backend_test_connection_detail", args=[synced.pk])
+    url = reverse("admin:clusters_backend_test_connection_detail", args=[synced.pk])
     Backend.objects.filter(pk=synced.pk).update(server_version="")
     page = admin_client.get(url)
     html = page.content.decode()
@@ -184,7 +185,7 @@ def test_backend_sync_on_get_only_asks_and_a_post_without_csrf_is_refused(synced
     from django.test import Client
 
     kube_server.emulator.delete("nodes", "cpu-node-3")
-    url = reverse("admin:pools_backend_sync_inventory_detail", args=[synced.pk])
+    url = reverse("admin:clusters_backend_sync_inventory_detail", args=[synced.pk])
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(admin_user)
     page = browser.get(url)
@@ -223,7 +224,7 @@ def test_api_resources_for_a_researcher_with_resources_read(synced):
 
 
 def test_backend_add_page_with_a_connection(admin_client, db, kube_server):
-    url = reverse("admin:pools_backend_add")
+    url = reverse("admin:clusters_backend_add")
     assert admin_client.get(url).status_code == 200
     form = {"name": "new-cluster", "description": "", "namespace": "default", "scheduler_name": "",
             "dashboard_url": "", "grafana_url": "", "connection": "url", "api_url": kube_server.url,

@@ -11,7 +11,7 @@ status the workflow lifecycle needs (`pod_state`).
 * `pod_state`: phase, node, exit code, start/finish times, why it is not scheduled or not running,
   as plain values (UTC datetimes), from a raw pod dict.
 
-Every failure is a `KubeError` (`pools.kube.errors`): `transient` for network errors, 429 and 5xx.
+Every failure is a `KubeError` (`clusters.kube.errors`): `transient` for network errors, 429 and 5xx.
 """
 
 from __future__ import annotations
@@ -21,9 +21,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
-from pools.kube.connection import KubeClient
-from pools.kube.errors import KubeError, from_exception
-from pools.kube.inventory import WatchStream
+from clusters.kube.connection import KubeClient
+from clusters.kube.errors import KubeError, from_exception
+from clusters.kube.inventory import WatchStream
 
 INSTANCE_LABEL = "pool-portal/instance"
 WORKFLOW_LABEL = "pool-portal/workflow"

@@ -7,10 +7,10 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
-from django.core.management import base, call_command
+from django.core.management import base, call_command, get_commands
 
-from pools.kube.errors import KubeError
-from pools.models import Backend, Node
+from clusters.kube.errors import KubeError
+from clusters.models import Backend, Node
 from tests.clirun import run_as_cli
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "placement"
@@ -29,7 +29,7 @@ def cli(capsys, monkeypatch):
     """Run as `python manage.py NAME ARGS` would: errors become one stderr line and exit code 1."""
     monkeypatch.setattr(base.connections, "close_all", lambda: None)  # keep the test's transaction
 
-    return lambda name, *args: run_as_cli(capsys, "pools", name, *args)
+    return lambda name, *args: run_as_cli(capsys, get_commands()[name], name, *args)  # pools or clusters
 
 
 def test_placement_json_is_exactly_nodes_fits_reasons():

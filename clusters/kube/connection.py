@@ -2,7 +2,7 @@
 
 Three ways to connect (Backend.connection):
 * `url`: API URL + bearer token + CA bundle (PEM, kept in memory, no temp file) + verify_tls;
-* `kubeconfig`: the content of a kubeconfig (checked by `pools.kube.kubeconfig`), optional context;
+* `kubeconfig`: the content of a kubeconfig (checked by `clusters.kube.kubeconfig`), optional context;
 * `in-cluster`: the pod's service account (token and CA under /var/run/secrets/kubernetes.io/...).
 
 Nothing here runs at import time: no `load_kube_config()`, no client built until `connect()` is called,
@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING, Any
 
 from urllib3.util.retry import Retry
 
-from pools.kube.errors import KubeError, from_exception
-from pools.kube.kubeconfig import KubeconfigError, read_kubeconfig
+from clusters.kube.errors import KubeError, from_exception
+from clusters.kube.kubeconfig import KubeconfigError, read_kubeconfig
 from portal.secrets import is_unreadable
 
 if TYPE_CHECKING:

@@ -3,8 +3,8 @@ command line."""
 
 from __future__ import annotations
 
-from pools.kube.errors import KubeError
-from pools.services import inventory
+from clusters import inventory
+from clusters.kube.errors import KubeError
 from portal.commands import PortalCommand
 
 
@@ -44,7 +44,7 @@ class Command(PortalCommand):
         failed = []
         for backend in backends:
             if options["queue"]:
-                from pools.tasks import sync_backend
+                from clusters.tasks import sync_backend
 
                 sync_backend.delay(backend.pk)
                 self.stdout.write(f"backend {backend.name}: sync queued")

@@ -1,9 +1,10 @@
 """Node inventory use cases: full sync of a backend, watch events, and the backend's sync status.
 
 * `sync_backend(id)`: list every node and pod (paginated), then write in one transaction: bulk upsert
-  of changed nodes, deletion of nodes the complete list lacks, membership of changed nodes, status.
+  of changed nodes, deletion of nodes the complete list lacks, `clusters.signals.nodes_changed` for the
+  changed nodes (pools recomputes their membership in the same transaction), status.
   If listing fails, nothing is written but the backend is marked degraded with the error and time.
-* `apply_node_event` / `apply_pod_event`: what the watcher (`pools.services.inventory_watch`) does
+* `apply_node_event` / `apply_pod_event`: what the watcher (`clusters.inventory_watch`) does
   for one watch event, using a `PodIndex` it keeps in memory between events.
 
 Per node we store the summed requests of non-terminal pods bound to it, portal workloads (pods
@@ -22,12 +23,12 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
-from pools.kube.connection import KubeClient, connect
-from pools.kube.errors import KubeError
-from pools.kube.inventory import PodRecord, list_nodes, list_pods, node_record, pod_record
-from pools.models import Backend, Node
-from pools.models.inventory import CAPACITY_COLUMNS
-from pools.services import membership
+from clusters.kube.connection import KubeClient, connect
+from clusters.kube.errors import KubeError
+from clusters.kube.inventory import PodRecord, list_nodes, list_pods, node_record, pod_record
+from clusters.models import CAPACITY_COLUMNS, Backend, Node
+from clusters.signals import nodes_changed
+from portal.errors import NotFound
 
 log = logging.getLogger(__name__)
 
@@ -164,7 +165,8 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
     """Upsert nodes that changed (content or pod sums); with `complete`, delete nodes not in `records`.
 
     Queries: one read of the stored fingerprints, one upsert per BATCH_SIZE changed nodes, one
-    `last_seen` update, plus membership of the nodes whose labels, taints or cordon changed.
+    `last_seen` update, plus what `nodes_changed` receivers do for the nodes whose labels, taints or cordon
+    changed (pools: their membership).
     """
     now = timezone.now()
     names = [record["name"] for record in records]
@@ -192,20 +194,17 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
     if rows:
         Node.objects.bulk_create(rows, batch_size=BATCH_SIZE, update_conflicts=True,
                                  unique_fields=["backend", "name"], update_fields=list(UPSERT_FIELDS))
-    infos = None
-    if placement_changed and len(placement_changed) <= membership.FULL_RECOMPUTE_ABOVE and all(r.pk for r in rows):
-        changed = set(placement_changed)  # the upsert returned the ids: no need to read the nodes back
-        infos = [(row.pk, backend_id, membership.node_info(row.name, row.labels, row.taints, row.unschedulable))
-                 for row in rows if row.name in changed]
     deleted = 0
     if complete:
         listed = set(names)
         gone = [pk for name, (pk, _, _) in stored.items() if name not in listed]
         for start in range(0, len(gone), BATCH_SIZE):
-            deleted += Node.objects.filter(pk__in=gone[start:start + BATCH_SIZE]).delete()[1].get("pools.Node", 0)
+            deleted += Node.objects.filter(pk__in=gone[start:start + BATCH_SIZE]).delete()[1].get("clusters.Node", 0)
         Node.objects.filter(backend_id=backend_id).update(last_seen=now)
-    if placement_changed:
-        membership.recompute_nodes(backend_id, names=placement_changed, infos=infos)
+    if placement_changed:  # in this transaction: what depends on placement (membership) commits with the nodes
+        changed = set(placement_changed)
+        written = [row for row in rows if row.name in changed] if all(row.pk for row in rows) else None
+        nodes_changed.send(sender=Node, backend_id=backend_id, names=placement_changed, nodes=written)
     return created, len(rows) - created, deleted
 
 
@@ -315,8 +314,8 @@ def connected_backends(names: list[str] | None = None):
 
 
 def check_connection(backend: Backend):
-    """'Test connection': server version and permissions (`pools.kube.probe`). Raises KubeError."""
-    from pools.kube.probe import test_connection
+    """'Test connection': server version and permissions (`clusters.kube.probe`). Raises KubeError."""
+    from clusters.kube.probe import test_connection
 
     with connect(backend) as kube:
         report = test_connection(kube, backend.namespace, backend.name)
@@ -328,9 +327,7 @@ def get_backend(name: str) -> Backend:
     try:
         return Backend.objects.get(name=name)
     except Backend.DoesNotExist:
-        from pools.errors import ConfigNotFound
-
-        raise ConfigNotFound(f"no backend named {name!r}", field="name", value=name) from None
+        raise NotFound(f"no backend named {name!r}", field="name", value=name) from None
 
 
 def backend_status() -> list[dict]:

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from django.core.management import call_command
 
-from pools.models import Backend
-from pools.services import inventory
+from clusters import inventory
+from clusters.models import Backend
 from tests.test_docs_examples import bash_commands
 
 ROOT = Path(__file__).resolve().parents[2]

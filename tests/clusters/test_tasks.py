@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pools import tasks
-from pools.models import Backend, Node
+from clusters import tasks
+from clusters.models import Backend, Node
 from portal.celery import app
 
 
@@ -62,5 +62,12 @@ def test_periodic_resync_queues_connected_backends_with_expiry(eager, backend, k
     assert tasks.sync_all_backends() == 1
     assert queued == [((backend.pk,), {"expires": tasks.RESYNC_EXPIRES})]
     schedule = app.conf.beat_schedule["inventory-full-resync"]
-    assert schedule["task"] == "pools.tasks.sync_all_backends"
+    assert schedule["task"] == "clusters.tasks.sync_all_backends"
     assert schedule["options"]["expires"] == tasks.RESYNC_EXPIRES < schedule["schedule"]
+
+
+def test_messages_queued_under_the_names_before_the_move_still_run(eager, backend, kube_server):
+    """The tasks were `pools.tasks.*` before the clusters app (issue #10): a message sent by name still runs."""
+    outcome = app.tasks["pools.tasks.sync_backend"].delay(backend.pk).get()
+    assert outcome["ok"] and Node.objects.filter(backend=backend).count() == 29
+    assert app.tasks["pools.tasks.sync_all_backends"].name == "pools.tasks.sync_all_backends"

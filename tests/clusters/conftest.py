@@ -15,8 +15,8 @@ from collections.abc import Iterator
 
 import pytest
 
+from clusters.models import Backend
 from kubesim import EmulatorServer
-from pools.models import Backend
 from pools.services import configs
 from pools.services.revisions import Actor
 

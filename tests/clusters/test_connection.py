@@ -10,12 +10,14 @@ import pytest
 import yaml
 from django.core.management import call_command
 
+from clusters import inventory
+from clusters.kube.connection import ConnectionSettings, configuration, connect
+from clusters.kube.errors import KubeError
+from clusters.models import Backend
 from pools.errors import ConfigError
-from pools.kube.connection import ConnectionSettings, configuration, connect
-from pools.kube.errors import KubeError
-from pools.models import Backend, Revision
-from pools.services import configs, inventory
-from tests.kube.conftest import CLI
+from pools.models import Revision
+from pools.services import configs
+from tests.clusters.conftest import CLI
 
 TOKEN = "s3cret-token-value"
 CA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"

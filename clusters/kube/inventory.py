@@ -19,10 +19,10 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
+from clusters.kube.connection import KubeClient
+from clusters.kube.errors import KubeError, from_exception
 from pools.engine.errors import EngineError
 from pools.engine.placement_fit import parse_allocatable, pod_requests
-from pools.kube.connection import KubeClient
-from pools.kube.errors import KubeError, from_exception
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,10 @@
-"""The loop both long-running watchers share: watch threads queue items, the caller's thread applies them.
+"""What both long-running watchers share (`watch_cluster`: clusters.inventory_watch; `watch_workflows`:
+workflows.watcher): watch threads queue items, the caller's thread applies them.
 
-Database work then happens in one thread, in order. Subclasses say what a queued item does (`_apply`) and
-what runs between items (`_tick`: relists, periodic jobs).
+Database work then happens in one thread, in order. `EventDrain` is the loop: subclasses say what a queued
+item does (`_apply`) and what runs between items (`_tick`: relists, periodic jobs). `BackendWatcher` adds
+the backends: connect each one (`start`), one thread per watched stream (`WatchThread`), the backoff
+between failed watches, and `stop`. `WatchCommand` is the management command around a `BackendWatcher`.
 
 The database may go away under the loop (a restart, a failover, connections terminated by an operator).
 Before each batch (at most every `check_every` seconds) the loop drops connections that are unusable or
@@ -18,13 +21,18 @@ from __future__ import annotations
 
 import logging
 import queue
+import signal
 import threading
 import time
-from collections.abc import Callable
-from typing import TypeVar
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 
+from clusters.kube.connection import KubeClient, connect
+from clusters.kube.errors import KubeError
+from portal.commands import LongRunningCommand
 from portal.dblock import is_locked
 from portal.faultlog import FaultLog
 
@@ -173,3 +181,115 @@ class EventDrain:
                 continue
             self.faults.succeeded(DATABASE)
             return result
+
+
+# ------------------------------------------------------------------------------------------ backends
+
+
+@dataclass(kw_only=True)
+class WatchThread:
+    """One watch thread: the stream it reads now (shut down to stop it) and its wake-up event."""
+
+    thread: threading.Thread | None = None
+    current: Any = None  # the open clusters.kube.inventory.WatchStream, if any
+    wake: threading.Event = field(default_factory=threading.Event)
+
+
+class BackendWatcher(EventDrain):
+    """`start()`, then `process()` in a loop (or `run(stop)`), then `stop()`.
+
+    Subclasses implement `_watch(backend, kube)`: record the backend's state in `self.backends` (an
+    object with `kube`), start its threads with `_spawn`, return status lines; and `_watch_threads()`.
+    """
+
+    def __init__(self, names: list[str] | None = None, *, watch_seconds: int, backoff_max: float = BACKOFF_MAX,
+                 client_factory: Callable[..., KubeClient] = connect) -> None:
+        self.names = names
+        self.watch_seconds = watch_seconds
+        self.backoff_max = backoff_max
+        self.client_factory = client_factory
+        self.backends: list = []
+        self.applied = 0
+        super().__init__()
+
+    def start(self) -> list[str]:
+        """Connect to every connected backend (or those named) and start watching it; one line per backend."""
+        from clusters import inventory  # the inventory's models: imported once Django is set up
+
+        lines = []
+        for backend in inventory.connected_backends(self.names):
+            try:
+                kube = self.client_factory(backend)
+            except KubeError as error:  # unusable settings: nothing to watch until they are fixed
+                self._not_watched(backend, error)
+                lines.append(f"not watched: {error}")
+                continue
+            lines.extend(self._watch(backend, kube))
+        return lines
+
+    def stop(self, timeout: float = 5.0) -> None:
+        self._stopping.set()
+        watched = list(self._watch_threads())
+        for stream in watched:
+            stream.wake.set()
+            if stream.current is not None:
+                stream.current.shutdown()
+        for stream in watched:
+            if stream.thread is not None:
+                stream.thread.join(timeout)
+        for backend in self.backends:
+            backend.kube.close()
+
+    def _spawn(self, watched: WatchThread, target: Callable[[], None], name: str) -> None:
+        watched.thread = threading.Thread(target=target, daemon=True, name=name)
+        watched.thread.start()
+
+    def _failed(self, item: tuple, failures: int) -> None:
+        """A watch failed for the `failures`-th time in a row: queue `item` (the error), wait the backoff."""
+        self.events.put(item)
+        self._stopping.wait(self._backoff(failures))
+
+    def _not_watched(self, backend, error: KubeError) -> None:
+        """The backend's connection settings are unusable."""
+
+    def _watch(self, backend, kube: KubeClient) -> list[str]:
+        raise NotImplementedError
+
+    def _watch_threads(self) -> Iterable[WatchThread]:
+        raise NotImplementedError
+
+
+class WatchCommand(LongRunningCommand):
+    """`watch_… [NAME…]`: start the watcher, run it until SIGINT/SIGTERM, stop it and say how many events."""
+
+    names_metavar = "NAME"
+    names_help = "backends to watch (default: all connected)"
+    watch_seconds_help = "server-side timeout of one watch request; it then reconnects"
+
+    def add_arguments(self, parser):
+        parser.add_argument("names", nargs="*", metavar=self.names_metavar, help=self.names_help)
+        parser.add_argument("--watch-seconds", type=int, default=300, help=self.watch_seconds_help)
+
+    def watcher(self, options) -> BackendWatcher:
+        raise NotImplementedError
+
+    def started(self, watcher: BackendWatcher) -> None:
+        """After `start()`, before the loop."""
+
+    def handle(self, *args, **options):
+        stop = threading.Event()
+        for sig in (signal.SIGINT, signal.SIGTERM):
+            signal.signal(sig, lambda *_: stop.set())
+        watcher = self.watcher(options)
+        try:
+            for line in watcher.start():
+                self.stdout.write(line)
+            self.started(watcher)
+            if not watcher.backends:
+                self.stdout.write("no backend with a connection to watch")
+                return
+            watcher.run(stop)
+        finally:
+            watcher.stop()
+            skipped = f"; {watcher.dropped} not applied (see the log)" if watcher.dropped else ""
+            self.stdout.write(f"stopped after {watcher.applied} events{skipped}")

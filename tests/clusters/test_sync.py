@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from pools.kube import inventory as kube_inventory
-from pools.kube.errors import KubeError
-from pools.models import Backend, Node
-from pools.services import inventory
-from tests.kube.conftest import running_pod
+from clusters import inventory
+from clusters.kube import inventory as kube_inventory
+from clusters.kube.errors import KubeError
+from clusters.models import Backend, Node
+from tests.clusters.conftest import running_pod
 from tests.queries import captured_queries
 
 

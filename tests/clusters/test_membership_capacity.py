@@ -8,10 +8,12 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from clusters import inventory
+from clusters.models import Node
 from pools.errors import ConfigNotFound
-from pools.models import Node, NodeMembership, Platform
-from pools.services import capacity, configs, inventory, membership
-from tests.kube.conftest import A100_MEMBERS, CLI, CPU_NODES, H100_NODES, running_pod
+from pools.models import NodeMembership, Platform
+from pools.services import capacity, configs, membership
+from tests.clusters.conftest import A100_MEMBERS, CLI, CPU_NODES, H100_NODES, running_pod
 from tests.queries import assert_constant_queries
 
 

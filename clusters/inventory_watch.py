@@ -15,30 +15,27 @@ happens in one thread, in order.
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from pools.kube.connection import KubeClient, connect
-from pools.kube.errors import KubeError
-from pools.kube.inventory import WATCH_SECONDS, WatchStream, list_nodes, list_pods
-from pools.services import inventory
-from pools.services.event_drain import BACKOFF_MAX, BACKOFF_START, EventDrain
-from pools.services.inventory import PodIndex
+from clusters import inventory
+from clusters.inventory import PodIndex
+from clusters.kube.connection import KubeClient
+from clusters.kube.errors import KubeError
+from clusters.kube.inventory import WATCH_SECONDS, WatchStream, list_nodes, list_pods
+from clusters.watchloop import BACKOFF_START, BackendWatcher, WatchThread
 
 log = logging.getLogger(__name__)
 
+
 @dataclass
-class _Stream:
+class _Stream(WatchThread):
     """One watched kind of one backend; `version` is None while a relist is pending."""
 
     backend: _Backend
     kind: str  # "nodes" | "pods"
     version: str | None = None
-    wake: threading.Event = field(default_factory=threading.Event)
-    current: WatchStream | None = None
-    thread: threading.Thread | None = None
     relist_due: float | None = None  # monotonic time of the next relist attempt
     failures: int = 0
 
@@ -53,65 +50,42 @@ class _Backend:
     degraded: bool = False
 
 
-class ClusterWatcher(EventDrain):
-    """`start()`, then `process()` in a loop (or `run(stop)`), then `stop()`."""
+class ClusterWatcher(BackendWatcher):
+    """`start()`, then `process()` in a loop (or `run(stop)`), then `stop()` (clusters.watchloop)."""
 
-    def __init__(self, names: list[str] | None = None, *, watch_seconds: int = WATCH_SECONDS,
-                 backoff_max: float = BACKOFF_MAX, client_factory: Callable[..., KubeClient] = connect) -> None:
-        self.names = names
-        self.watch_seconds = watch_seconds
-        self.backoff_max = backoff_max
-        self.client_factory = client_factory
-        self.backends: list[_Backend] = []
-        self.applied = 0
-        super().__init__()
+    def __init__(self, names: list[str] | None = None, *, watch_seconds: int = WATCH_SECONDS, **options) -> None:
+        super().__init__(names, watch_seconds=watch_seconds, **options)
 
     # ----------------------------------------------------------------------------- lifecycle
 
-    def start(self) -> list[str]:
-        """Sync every backend once, then start its watch threads. Returns one status line per backend."""
-        lines = []
-        for backend in inventory.connected_backends(self.names):
-            try:
-                state = _Backend(backend.pk, backend.name, self.client_factory(backend))
-            except KubeError as error:  # unusable settings: nothing to watch until they are fixed
-                inventory.mark_degraded(backend.pk, error)
-                lines.append(f"not watched: {error}")
-                continue
-            state.streams = {kind: _Stream(state, kind) for kind in ("nodes", "pods")}
-            self.backends.append(state)
-            try:
-                result = inventory.sync_backend(state.pk, kube=state.kube)
-            except KubeError as error:
-                lines.append(f"backend {state.name}: initial sync failed, retrying: {error}")
-                state.degraded = True
-                for stream in state.streams.values():
-                    stream.relist_due = time.monotonic() + BACKOFF_START
-            else:
-                state.index = result.index
-                state.streams["nodes"].version = result.nodes_version
-                state.streams["pods"].version = result.pods_version
-                lines.append(f"backend {state.name}: {result.nodes} nodes, {result.pods} pods; watching")
-            for stream in state.streams.values():
-                stream.thread = threading.Thread(target=self._watch_loop, args=(stream,), daemon=True,
-                                                 name=f"watch-{state.name}-{stream.kind}")
-                stream.thread.start()
-                if stream.version is not None:
-                    stream.wake.set()
-        return lines
+    def _not_watched(self, backend, error: KubeError) -> None:
+        inventory.mark_degraded(backend.pk, error)
 
-    def stop(self, timeout: float = 5.0) -> None:
-        self._stopping.set()
-        for backend in self.backends:
-            for stream in backend.streams.values():
+    def _watch(self, backend, kube: KubeClient) -> list[str]:
+        """Sync the backend once, then start its watch threads."""
+        state = _Backend(backend.pk, backend.name, kube)
+        state.streams = {kind: _Stream(backend=state, kind=kind) for kind in ("nodes", "pods")}
+        self.backends.append(state)
+        try:
+            result = inventory.sync_backend(state.pk, kube=state.kube)
+        except KubeError as error:
+            line = f"backend {state.name}: initial sync failed, retrying: {error}"
+            state.degraded = True
+            for stream in state.streams.values():
+                stream.relist_due = time.monotonic() + BACKOFF_START
+        else:
+            state.index = result.index
+            state.streams["nodes"].version = result.nodes_version
+            state.streams["pods"].version = result.pods_version
+            line = f"backend {state.name}: {result.nodes} nodes, {result.pods} pods; watching"
+        for stream in state.streams.values():
+            self._spawn(stream, lambda stream=stream: self._watch_loop(stream), f"watch-{state.name}-{stream.kind}")
+            if stream.version is not None:
                 stream.wake.set()
-                if stream.current is not None:
-                    stream.current.shutdown()
-        for backend in self.backends:
-            for stream in backend.streams.values():
-                if stream.thread is not None:
-                    stream.thread.join(timeout)
-            backend.kube.close()
+        return [line]
+
+    def _watch_threads(self) -> Iterable[WatchThread]:
+        return [stream for backend in self.backends for stream in backend.streams.values()]
 
     # ----------------------------------------------------------------------------- applying (caller's thread)
 
@@ -208,7 +182,6 @@ class ClusterWatcher(EventDrain):
                     continue
                 failures += 1
                 stream.version = watch.resource_version
-                self.events.put(("error", stream, error))
-                self._stopping.wait(self._backoff(failures))
+                self._failed(("error", stream, error), failures)
             finally:
                 stream.current = None

@@ -1,0 +1,14 @@
+"""What the inventory tells the apps above it; clusters itself knows none of them (docs/clusters.md).
+
+`nodes_changed`: sent by `clusters.inventory` right after it wrote nodes whose labels, taints or cordon
+may have changed, inside the writing transaction (a receiver's writes commit or roll back with the
+nodes). Arguments: `backend_id`; `names`, the node names, or `ALL` for every node of the backend;
+`nodes`, the `Node` rows just written when their ids are known (a receiver need not read them back),
+else None. Deleted nodes are not announced: rows that reference them go with them (CASCADE).
+"""
+
+from django.dispatch import Signal
+
+ALL = "all"
+
+nodes_changed = Signal()
