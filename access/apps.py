@@ -12,10 +12,8 @@ class AccessConfig(AppConfig):
 
         from access import signals, throttle
         from access.services import audit
-        from access.services.role_config import RoleHandler
-        from pools.services import handlers, revisions
+        from configs import revisions
 
-        handlers.register(RoleHandler())  # ROLE joins `config update|show|delete` and /api/configs/role
         if audit.config_written not in revisions.LISTENERS:
             revisions.LISTENERS.append(audit.config_written)
         post_migrate.connect(signals.ensure_roles_after_migrate, sender=self,

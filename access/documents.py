@@ -18,8 +18,8 @@ from dataclasses import dataclass, field
 from access import legacy
 from access.matching import ACTION_RE, EFFECTS
 from access.models import SyncMode
-from pools.errors import ConfigError
-from pools.validators import check_name, expect_bool, expect_mapping, expect_str
+from configs.errors import ConfigError
+from configs.validators import check_name, expect_bool, expect_mapping, expect_str
 
 ROLE_FIELDS = ("name", "description", "policies", "immutable", "sync_mode", "external_roles")
 POOL_ROLE_RE = re.compile(r"^osmo-(.+)$")

@@ -21,7 +21,7 @@ from collections import defaultdict
 from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
-from pools.errors import ConfigError
+from configs.errors import ConfigError
 
 METHODS = ("get", "post", "put", "patch", "delete", "websocket")
 _WILDCARD = re.compile(r"[*?\[]")

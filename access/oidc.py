@@ -566,7 +566,7 @@ class PortalCallbackView(OIDCAuthenticationCallbackView):
 
 def _audit_login(request: HttpRequest, user, *, outcome: str, detail: dict[str, Any]) -> None:
     from access.services import audit
-    from pools.services.revisions import Actor
+    from configs.revisions import Actor
 
     name = user.get_username() if user is not None else "anonymous"
     actor = Actor(name=name, user=user, source="oidc", remote_addr=audit.client_address(request))

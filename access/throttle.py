@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from access.oidc_config import oidc_enabled  # not access.oidc: app loading imports this module
 from access.services import audit
-from pools.services.revisions import Actor
+from configs.revisions import Actor
 
 # --------------------------------------------------------------------------- who is signing in, from where
 

@@ -18,8 +18,8 @@ def run() -> list[Row]:
         from access import policy
         from access.models import Role
         from access.services import roles
+        from configs.revisions import Actor
         from pools.models import Backend, Pool
-        from pools.services.revisions import Actor
 
         actor = Actor(name="bench", source="cli")
         backend = Backend.objects.create(name="bench-cluster")

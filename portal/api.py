@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from django.core.exceptions import SuspiciousOperation
 from django.db import DataError
-from rest_framework import exceptions, status
+from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 
 from pools.engine.errors import EngineError
@@ -17,6 +17,15 @@ from portal.errors import DomainError
 # The largest integer a PostgreSQL `integer` column (and a sane offset or revision number) holds: query
 # parameters are capped here so that a huge number is a 400 naming the field, not a database error.
 MAX_INT = 2_147_483_647
+
+
+class ErrorSerializer(serializers.Serializer):
+    """The error envelope, for API schemas."""
+
+    code = serializers.CharField()
+    field = serializers.CharField()
+    value = serializers.JSONField(allow_null=True)
+    reason = serializers.CharField()
 
 
 class APIRefusal(exceptions.APIException):

@@ -49,6 +49,7 @@ INSTALLED_APPS = [
     "django_filters",
     "axes",  # password sign-in throttling (access/throttle.py)
     "portal",
+    "configs",  # the config store: types, revisions, the one write path (below access and pools)
     "pools",
     "access",
     "workflows",

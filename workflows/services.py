@@ -18,13 +18,13 @@ from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, transaction
 
 from access import policy
+from configs.validators import parse_timeout
 from pools.engine import EngineError, WorkflowContext, resolve
 from pools.engine.placement import NodeInfo, place
 from pools.engine.placement_fit import parse_allocatable, sum_requests
 from pools.models import Backend, NodeMembership, Platform, Pool
 from pools.services.compilation import compiled_platform
 from pools.services.node_rules import capacities_for
-from pools.validators import parse_timeout
 from portal.errors import PermissionDenied
 from portal.prepared import PreparedInsert, PreparedQuery
 from portal.safe_yaml import spec_limits

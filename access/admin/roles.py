@@ -19,10 +19,11 @@ from access.documents import BUILTIN_ROLES
 from access.matching import check_action
 from access.models import Role
 from access.services import users
-from pools.errors import ConfigError
-from pools.models import ConfigType, Pool
-from pools.services import configs
-from pools.services.revisions import Actor
+from configs import store
+from configs.errors import ConfigError
+from configs.models import ConfigType
+from configs.revisions import Actor
+from pools.models import Pool
 from portal.admin_base import DocumentField, ServiceBackedAdmin
 from portal.errors import DomainError
 
@@ -97,7 +98,7 @@ class RoleAdmin(PolicyAdminMixin, ServiceBackedAdmin):
         return (obj is None or obj.name not in BUILTIN_ROLES) and super().has_delete_permission(request, obj)
 
     def save_model(self, request, obj, form, change):
-        result = configs.apply(ConfigType.ROLE, obj.name, form.body(), Actor.for_request(request, "admin"))
+        result = store.apply(ConfigType.ROLE, obj.name, form.body(), Actor.for_request(request, "admin"))
         for warning in result.warnings:
             self.message_user(request, warning, messages.WARNING)
         saved = Role.objects.get(name=obj.name)
@@ -107,7 +108,7 @@ class RoleAdmin(PolicyAdminMixin, ServiceBackedAdmin):
         """Nothing: the role was written whole by the config service."""
 
     def delete_model(self, request, obj):
-        configs.delete(ConfigType.ROLE, obj.name, Actor.for_request(request, "admin"))
+        store.delete(ConfigType.ROLE, obj.name, Actor.for_request(request, "admin"))
 
     def delete_queryset(self, request, queryset):
         for obj in queryset:
@@ -139,7 +140,7 @@ class RoleAdmin(PolicyAdminMixin, ServiceBackedAdmin):
     @display(description="History")
     def history(self, obj):
         return format_html('<a class="underline" href="{}?config_type__exact=ROLE&name={}">Revisions of {}</a>',
-                           reverse("admin:pools_revision_changelist"), obj.name, obj.name)
+                           reverse("admin:configs_revision_changelist"), obj.name, obj.name)
 
     @display(description="Access")
     def explain(self, obj):

@@ -19,10 +19,10 @@ from access.documents import ADMIN_POLICIES, BUILTIN_ROLES, RoleDoc, pool_role
 from access.models import APIToken, Role, SyncMode
 from access.policy import ADMIN_ROLE, DEFAULT_ROLE
 from access.services import audit
-from pools.errors import ConfigError
-from pools.models import ConfigType
-from pools.services import configs
-from pools.services.revisions import Actor
+from configs import store
+from configs.errors import ConfigError
+from configs.models import ConfigType
+from configs.revisions import Actor
 from portal.errors import Conflict
 
 IDP_SYNC = Actor(name="idp-sync", source="oidc")
@@ -52,7 +52,7 @@ def ensure_builtin_roles() -> list[str]:
         if merged != role.policies:
             role.policies = merged
             role.save(update_fields=["policies", "updated_at"])
-            configs.record_admin_save(ConfigType.ROLE, name, audit.SYSTEM,
+            store.record_admin_save(ConfigType.ROLE, name, audit.SYSTEM,
                                       description="default actions of this release merged in")
             touched.append(name)
     return touched
@@ -95,9 +95,9 @@ def save_role(doc: RoleDoc, existing: Role | None) -> Role:
     return role
 
 
-def set_pool_role(name: str, actor: Actor, *, description: str = "", tags=()) -> configs.ApplyResult:
+def set_pool_role(name: str, actor: Actor, *, description: str = "", tags=()) -> store.ApplyResult:
     """`config set ROLE osmo-<X> pool`: create or replace OSMO's generated role for pools starting with X."""
-    return configs.apply(ConfigType.ROLE, name, pool_role(name), actor, description=description, tags=tags)
+    return store.apply(ConfigType.ROLE, name, pool_role(name), actor, description=description, tags=tags)
 
 
 def check_deletable(role: Role) -> None:

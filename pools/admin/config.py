@@ -1,6 +1,6 @@
 """Admin for backends, pod templates, resource validations, pools and platforms.
 
-Saves go through `pools.services.configs` (validation as every door, recompute, revision); see
+Saves go through `configs.store` (validation as every door, recompute, revision); see
 `portal.admin_base.ServiceBackedAdmin` for how a refused save is shown.
 """
 
@@ -15,13 +15,15 @@ from unfold.admin import StackedInline, TabularInline
 from unfold.decorators import display
 
 from access.admin.site import PolicyAdminMixin, PoolAccessLinkMixin
+from configs import store
+from configs.errors import ConfigInUse
+from configs.models import ConfigType
+from configs.revisions import Actor
 from pools.admin.forms import PodTemplateForm, PoolForm, ResourceValidationForm
 from pools.admin.inventory import BackendInventoryMixin, PlatformNodesMixin
 from pools.admin.preview import PoolPreviewMixin
-from pools.errors import ConfigInUse
 from pools.models import (
     Backend,
-    ConfigType,
     Platform,
     PlatformTemplate,
     PlatformValidation,
@@ -31,8 +33,6 @@ from pools.models import (
     PoolValidation,
     ResourceValidation,
 )
-from pools.services import configs
-from pools.services.revisions import Actor
 from portal.admin_base import ServiceBackedAdmin, pretty_json
 from portal.errors import DomainError
 
@@ -52,7 +52,7 @@ class ConfigAdmin(PolicyAdminMixin, ServiceBackedAdmin):
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
-        result = configs.record_admin_save(self.config_type, self.config_name(form.instance),
+        result = store.record_admin_save(self.config_type, self.config_name(form.instance),
                                            Actor.for_request(request, "admin"))
         for warning in result.warnings:
             self.message_user(request, warning, messages.WARNING)
@@ -61,7 +61,7 @@ class ConfigAdmin(PolicyAdminMixin, ServiceBackedAdmin):
         return obj.name
 
     def delete_model(self, request, obj):
-        configs.delete(self.config_type, obj.name, Actor.for_request(request, "admin"))
+        store.delete(self.config_type, obj.name, Actor.for_request(request, "admin"))
 
     def delete_queryset(self, request, queryset):
         for obj in queryset:
@@ -69,7 +69,7 @@ class ConfigAdmin(PolicyAdminMixin, ServiceBackedAdmin):
 
     def delete_view(self, request, object_id, extra_context=None):
         obj = self.get_object(request, object_id)
-        referrers = configs.referrers(self.config_type, obj) if obj else []
+        referrers = store.referrers(self.config_type, obj) if obj else []
         if referrers:
             self.message_user(request, str(ConfigInUse(
                 f"cannot be deleted: still referenced by {', '.join(referrers)}", field="name", value=obj.name)),
@@ -85,7 +85,7 @@ class ConfigAdmin(PolicyAdminMixin, ServiceBackedAdmin):
     def history(self, obj):
         if obj is None or obj.pk is None:
             return "-"
-        url = reverse("admin:pools_revision_changelist")
+        url = reverse("admin:configs_revision_changelist")
         return format_html('<a href="{}?config_type__exact={}&name={}">Revisions of {}</a>', url,
                            self.config_type, obj.name, obj.name)
 
@@ -251,13 +251,13 @@ class PlatformAdmin(PlatformNodesMixin, PolicyAdminMixin, ServiceBackedAdmin):
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
-        configs.record_admin_save(ConfigType.POOL, form.instance.pool.name, Actor.for_request(request, "admin"),
+        store.record_admin_save(ConfigType.POOL, form.instance.pool.name, Actor.for_request(request, "admin"),
                                   description=f"platform {form.instance.name}")
 
     def delete_model(self, request, obj):
         pool_name = obj.pool.name
         super().delete_model(request, obj)
-        configs.record_admin_save(ConfigType.POOL, pool_name, Actor.for_request(request, "admin"),
+        store.record_admin_save(ConfigType.POOL, pool_name, Actor.for_request(request, "admin"),
                                   description=f"deleted platform {obj.name}")
 
     def delete_view(self, request, object_id, extra_context=None):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from django import forms
 
-from pools.errors import ConfigError
+from configs.errors import ConfigError
+from configs.validators import check_name, check_timeouts, normalize_exit_actions, parse_timeout
 from pools.models import PodTemplate, Pool, ResourceValidation
 from pools.services import documents
-from pools.validators import check_name, check_timeouts, normalize_exit_actions, parse_timeout
 from portal.admin_base import DocumentField
 
 

@@ -22,7 +22,7 @@ from unfold.decorators import action, display
 from unfold.widgets import UnfoldAdminPasswordWidget, UnfoldAdminTextareaWidget
 
 from access.admin.site import PolicyAdminMixin
-from pools.errors import ConfigError
+from configs.errors import ConfigError
 from pools.kube.errors import KubeError
 from pools.models import Backend, Node, NodeMembership, Platform, Pool, PoolCapacity, ResourceType
 from pools.services import capacity, documents, inventory, membership

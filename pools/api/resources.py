@@ -7,10 +7,10 @@ from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from pools.api import serializers as s
+from configs.errors import ConfigError
 from pools.api.views import PoolListView
-from pools.errors import ConfigError
 from pools.services import capacity
+from portal.api import ErrorSerializer
 
 LIST_HELP = "Comma-separated, or repeated (?{0}=a&{0}=b). Empty: all."
 
@@ -47,7 +47,7 @@ class ResourceListView(APIView):
         parameters=[OpenApiParameter("pools", str, description=LIST_HELP.format("pools")),
                     OpenApiParameter("platforms", str, description=LIST_HELP.format("platforms")),
                     OpenApiParameter("nodes", bool, description="Include per-node rows (default true).")],
-        responses={200: OpenApiTypes.OBJECT, 400: s.ErrorSerializer, 404: s.ErrorSerializer},
+        responses={200: OpenApiTypes.OBJECT, 400: ErrorSerializer, 404: ErrorSerializer},
         summary="Nodes of pools with allocatable, used and free resources; totals count each node once")
     def get(self, request):
         _check_params(request)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from pools.models import ConfigType
+from configs.models import ConfigType
 from portal.api import MAX_INT
 
 
@@ -61,10 +61,3 @@ class ApplyResultSerializer(serializers.Serializer):
     changed = serializers.BooleanField()
     revision = serializers.IntegerField(allow_null=True)
     warnings = serializers.ListField(child=serializers.CharField())
-
-
-class ErrorSerializer(serializers.Serializer):
-    code = serializers.CharField()
-    field = serializers.CharField()
-    value = serializers.JSONField(allow_null=True)
-    reason = serializers.CharField()

@@ -10,11 +10,9 @@ from pools.models.config import (
     ResourceValidation,
 )
 from pools.models.inventory import Node, NodeMembership, PoolCapacity, ResourceType
-from pools.models.revision import ConfigType, Revision
 
 __all__ = [
     "Backend",
-    "ConfigType",
     "Node",
     "NodeMembership",
     "Platform",
@@ -27,5 +25,4 @@ __all__ = [
     "PoolValidation",
     "ResourceType",
     "ResourceValidation",
-    "Revision",
 ]

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from django.db.models import Subquery
 
-from pools.errors import ConfigNotFound
+from configs.errors import ConfigNotFound
 from pools.models import Node, NodeMembership, Platform, Pool
 from pools.models.inventory import CAPACITY_COLUMNS
 from pools.services.membership import membership_filter, resource_type

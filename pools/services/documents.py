@@ -1,7 +1,7 @@
 """Parse and validate configuration documents in OSMO's JSON shapes (shared docs osmo-reference §1).
 
 Pure functions: they check shape and values and return plain dataclasses; whether referenced names
-exist is checked by `pools.services.configs`, which has the database.
+exist is checked by `configs.store`, which has the database.
 """
 
 from __future__ import annotations
@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from pools.errors import ConfigError
-from pools.validators import (
+from configs.errors import ConfigError
+from configs.validators import (
     check_name,
     check_timeouts,
     expect_bool,

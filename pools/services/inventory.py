@@ -328,7 +328,7 @@ def get_backend(name: str) -> Backend:
     try:
         return Backend.objects.get(name=name)
     except Backend.DoesNotExist:
-        from pools.errors import ConfigNotFound
+        from configs.errors import ConfigNotFound
 
         raise ConfigNotFound(f"no backend named {name!r}", field="name", value=name) from None
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pools.errors import ConfigError
+from configs.errors import ConfigError
 from pools.models import (
     Backend,
     Platform,

@@ -14,7 +14,7 @@ from django.db.models import Count, Prefetch
 from django.utils import timezone
 
 from access import policy
-from pools.errors import ConfigNotFound
+from configs.errors import ConfigNotFound
 from pools.models import Platform, Pool
 from pools.services import capacity as capacity_service
 from pools.services.capacity import Figures, NodeFigures, show

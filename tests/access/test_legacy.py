@@ -6,7 +6,7 @@ import pytest
 
 from access.documents import parse_role
 from access.legacy import convert
-from pools.errors import ConfigError
+from configs.errors import ConfigError
 
 
 def one(path: str, method: str = "*") -> list[dict]:

@@ -7,7 +7,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 from rest_framework.test import APIClient
 
-from pools.services import configs
+from configs import store
 from tests.factories import UserFactory
 from tests.integration.conftest import CLI
 
@@ -60,7 +60,7 @@ def test_backend_post_as_osmo_does(admin_api, db):
      "revision"),
 ])
 def test_errors_are_json_with_field_value_reason(admin_api, demo_pools, method, path, body, status, field):
-    configs.apply("POOL", "hetero", {"backend": "default", "common_pod_template": ["a100"]}, CLI)
+    store.apply("POOL", "hetero", {"backend": "default", "common_pod_template": ["a100"]}, CLI)
     response = getattr(admin_api, method)(path, body, format="json")
     assert response.status_code == status, response.content
     payload = response.json()
@@ -76,8 +76,8 @@ def test_malformed_json_body_is_a_400_not_a_500(admin_api, db):
 
 
 def test_history_diff_rollback_endpoints(admin_api, reference_config):
-    configs.apply("POOL", "h", {"backend": "default", "description": "one"}, CLI)
-    configs.apply("POOL", "h", {"backend": "default", "description": "two"}, CLI)
+    store.apply("POOL", "h", {"backend": "default", "description": "one"}, CLI)
+    store.apply("POOL", "h", {"backend": "default", "description": "two"}, CLI)
     history = admin_api.get("/api/configs/history?config_types=POOL&name=h").json()["configs"]
     assert [h["revision"] for h in history] == [2, 1] and "data" not in history[0]
     with_data = admin_api.get("/api/configs/history?name=h&omit_data=false&limit=1").json()["configs"]
@@ -95,7 +95,7 @@ def test_pool_list_and_query_count_is_constant(admin_api, demo_pools):
         response = admin_api.get("/api/pool")
     assert set(response.json()["pools"]) >= {"robotics-training", "heterogeneous_pool"}
     for index in range(15):
-        configs.apply("POOL", f"extra-{index}", {"backend": "default", "platforms": {"a": {}, "b": {}}}, CLI)
+        store.apply("POOL", f"extra-{index}", {"backend": "default", "platforms": {"a": {}, "b": {}}}, CLI)
     with CaptureQueriesContext(connection) as many:
         admin_api.get("/api/pool")
     assert len(many) == len(few)
@@ -105,7 +105,7 @@ def test_config_collection_query_count_is_constant(admin_api, demo_pools):
     with CaptureQueriesContext(connection) as few:
         admin_api.get("/api/configs/pool")
     for index in range(10):
-        configs.apply("POOL", f"more-{index}", {"backend": "default", "common_pod_template": ["default_user"],
+        store.apply("POOL", f"more-{index}", {"backend": "default", "common_pod_template": ["default_user"],
                                                 "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0,
                                                                              "USER_MEMORY": "1Gi",
                                                                              "USER_STORAGE": "1Gi"},

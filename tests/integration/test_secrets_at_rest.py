@@ -9,11 +9,12 @@ from django.core.exceptions import ImproperlyConfigured
 from django.core.management import call_command
 from django.db import connection
 
+from configs import store
+from configs.revisions import Actor
 from pools.kube.connection import ConnectionSettings, configuration
 from pools.kube.errors import KubeError
 from pools.models import Backend
-from pools.services import configs, inventory
-from pools.services.revisions import Actor
+from pools.services import inventory
 
 pytestmark = pytest.mark.django_db
 CLI = Actor(name="tester", source="cli")
@@ -29,7 +30,7 @@ def stored(name: str) -> tuple[str, str]:
 
 @pytest.fixture
 def backend() -> Backend:
-    configs.apply("BACKEND", "gpu-cluster", {"namespace": "jobs", "connection": "url",
+    store.apply("BACKEND", "gpu-cluster", {"namespace": "jobs", "connection": "url",
                                              "api_url": "https://127.0.0.1:6443", "token": TOKEN}, CLI)
     return Backend.objects.get(name="gpu-cluster")
 

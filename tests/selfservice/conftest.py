@@ -18,11 +18,11 @@ from django.contrib.auth import get_user_model
 from django.test import Client
 
 from access.services import roles
+from configs.revisions import Actor
 from kubesim.fleet import demo_fleet
 from pools.kube.inventory import node_record, pod_record
 from pools.models import Backend
 from pools.services.inventory import PodIndex, write_nodes
-from pools.services.revisions import Actor
 from tests.integration.conftest import demo_pools, reference_config  # noqa: F401  (fixtures used below)
 
 ACTOR = Actor(name="tester", source="cli")

@@ -4,9 +4,9 @@ from datetime import timedelta
 
 import pytest
 
-from pools.errors import ConfigError
+from configs.errors import ConfigError
+from configs.validators import check_name, check_timeouts, normalize_exit_actions, parse_timeout
 from pools.services import documents
-from pools.validators import check_name, check_timeouts, normalize_exit_actions, parse_timeout
 
 
 @pytest.mark.parametrize("name", ["a", "pool1", "team-gpu_pool.v2", "heterogeneous_pool", "A1"])

@@ -27,8 +27,7 @@ from rest_framework.views import APIView
 
 from access import policy
 from access.api.permissions import PolicyPermission
-from pools.api.serializers import ErrorSerializer
-from portal.api import APIRefusal
+from portal.api import APIRefusal, ErrorSerializer
 from portal.parsers import FormParser, JSONParser, MultiPartParser, TextParser
 from portal.safe_yaml import Limits, SafeYAMLError, spec_limits
 from workflows import lifecycle, queries

@@ -1,6 +1,6 @@
 """ROLE as a config type: `config update|show|delete|history|diff|rollback ROLE`, `/api/configs/role[/NAME]`
-and the admin all write roles through `pools.services.configs`, so roles get history like every config.
-Registered from `AccessConfig.ready()`.
+and the admin all write roles through `configs.store`, so roles get history like every config.
+Discovered by `configs.registry.autodiscover`.
 """
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ from __future__ import annotations
 from access import documents
 from access.models import Role
 from access.services import roles
-from pools.models import ConfigType
-from pools.services.handlers import Handler
+from configs.models import ConfigType
+from configs.registry import Handler
 
 
 class RoleHandler(Handler):
@@ -42,3 +42,6 @@ class RoleHandler(Handler):
 
     def after_save(self, objs, prepared):
         """Nothing to recompute: principals load their roles' policies afresh on every request."""
+
+
+CONFIG_TYPES = [RoleHandler()]

@@ -36,7 +36,8 @@ class Revision(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["config_type", "name", "revision"], name="unique_revision_number"),
         ]
-        indexes = [models.Index(fields=["config_type", "name", "-revision"])]
+        indexes = [models.Index(fields=["config_type", "name", "-revision"], name="pools_revis_config__5dad4f_idx")]
+        db_table = "pools_revision"  # the table predates this app (moved from pools without copying rows)
 
     def __str__(self) -> str:
         return f"{self.config_type} {self.name} r{self.revision}"

@@ -9,7 +9,7 @@ import math
 import re
 from datetime import timedelta
 
-from pools.errors import ConfigError
+from configs.errors import ConfigError
 
 # OSMO's CONFIG_NAME_REGEX (src/lib/utils/common.py).
 CONFIG_NAME_RE = re.compile(r"^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$")

@@ -1,50 +1,17 @@
-"""One handler per config type: how to parse, save, snapshot and find referrers of its objects.
+"""POOL, POD_TEMPLATE, RESOURCE_VALIDATION and BACKEND: the config types the pools app owns.
 
-`pools.services.configs` drives them in batches: `prepare` loads what a batch refers to once,
-`doc_snapshot` says what an object will look like once saved (so unchanged documents cost no writes),
-`save` writes one object, `after_save` recomputes what depends on the saved objects. Other apps
-register their own types (ROLE) with `register`.
+Discovered by `configs` at start-up (`configs.registry.autodiscover`). BACKEND lives here until its model
+moves to the clusters app.
 """
 
 from __future__ import annotations
 
 from django.db import models
 
-from pools.errors import ConfigError
-from pools.models import Backend, ConfigType, PodTemplate, Pool, ResourceValidation
+from configs.models import ConfigType
+from configs.registry import Handler
+from pools.models import Backend, PodTemplate, Pool, ResourceValidation
 from pools.services import compilation, documents, pool_writer, snapshots
-
-
-class Handler:
-    config_type: str
-    model: type[models.Model]
-
-    def parse(self, name: str, body: object):
-        raise NotImplementedError
-
-    def doc_snapshot(self, doc):
-        raise NotImplementedError
-
-    def save(self, doc, existing: models.Model | None, prepared) -> models.Model:
-        raise NotImplementedError
-
-    def snapshot(self, obj: models.Model):
-        raise NotImplementedError
-
-    def prepare(self, docs: list) -> object:
-        return None
-
-    def queryset(self) -> models.QuerySet:
-        return self.model.objects.all()
-
-    def referrers(self, obj: models.Model) -> list[str]:
-        return []
-
-    def warnings(self, doc) -> list[str]:
-        return getattr(doc, "warnings", [])
-
-    def after_save(self, objs: list[models.Model], prepared) -> None:
-        """Recompute what depends on `objs`; raising here rolls the whole write back."""
 
 
 class BackendHandler(Handler):
@@ -168,19 +135,4 @@ class PoolHandler(Handler):
         compilation.recompile_pools(Pool.objects.filter(pk__in=[obj.pk for obj in objs]))
 
 
-HANDLERS: dict[str, Handler] = {
-    handler.config_type: handler
-    for handler in (BackendHandler(), PodTemplateHandler(), ResourceValidationHandler(), PoolHandler())
-}
-
-
-def register(handler: Handler) -> None:
-    HANDLERS[handler.config_type] = handler
-
-
-def get(config_type: str) -> Handler:
-    try:
-        return HANDLERS[config_type]
-    except KeyError:
-        raise ConfigError(f"config type {config_type} is not available", field="config_type",
-                          value=config_type) from None
+CONFIG_TYPES = [BackendHandler(), PodTemplateHandler(), ResourceValidationHandler(), PoolHandler()]
