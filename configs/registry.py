@@ -15,6 +15,7 @@ from django.db import models
 from django.utils.module_loading import module_has_submodule
 
 from configs.errors import ConfigError
+from configs.schema import Schema
 
 
 class Handler:
@@ -47,6 +48,31 @@ class Handler:
 
     def after_save(self, objs: list[models.Model], prepared) -> None:
         """Recompute what depends on `objs`; raising here rolls the whole write back."""
+
+
+class SchemaHandler(Handler):
+    """A handler whose parsing, snapshots and row writes derive from the type's `configs.schema.Schema`."""
+
+    schema: Schema
+
+    @property
+    def config_type(self) -> str:
+        return self.schema.config_type
+
+    def parse(self, name, body):
+        return self.schema.parse(name, body)
+
+    def doc_snapshot(self, doc):
+        return self.schema.snapshot(doc)
+
+    def snapshot(self, obj):
+        return self.schema.snapshot(obj)
+
+    def save(self, doc, existing, prepared):
+        obj = existing or self.model(name=doc.name)
+        self.schema.write(doc, obj)
+        obj.save()
+        return obj
 
 
 HANDLERS: dict[str, Handler] = {}

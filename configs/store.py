@@ -124,22 +124,6 @@ def rollback_plan(config_type: str, name: str, revision: int) -> RollbackPlan:
     return RollbackPlan(target.config_type, name, target.revision, fmt, unified, deletes=target.deleted)
 
 
-def record_admin_save(config_type: str, name: str, actor: Actor, *, description: str = "") -> ApplyResult:
-    """The admin saved `name` through its forms; validate it as every other door does, recompute what
-    depends on it and record the revision. Raising rolls back the admin's transaction."""
-    handler = registry.get(revisions.check_type(config_type))
-    obj = _get(handler, name)
-    snapshot = handler.snapshot(obj)
-    doc = handler.parse(name, _copy(snapshot))
-    handler.after_save([obj], handler.prepare([doc]))
-    if snapshot == revisions.latest_snapshot(handler.config_type, name):
-        return ApplyResult(handler.config_type, name, created=False, changed=False, revision=None,
-                           warnings=handler.warnings(doc))
-    record = revisions.record(handler.config_type, name, snapshot, actor, description=description)
-    return ApplyResult(handler.config_type, name, created=record.revision == 1, changed=True,
-                       revision=record.revision, warnings=handler.warnings(doc))
-
-
 def referrers(config_type: str, obj) -> list[str]:
     """What stops `obj` from being deleted: the type's own references (with the field that refers), then
     any other PROTECT/RESTRICT relation the database would refuse on (workflow history, ...)."""

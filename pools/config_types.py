@@ -1,4 +1,7 @@
-"""POOL, POD_TEMPLATE, RESOURCE_VALIDATION and BACKEND: the config types the pools app owns.
+"""POOL, POD_TEMPLATE, RESOURCE_VALIDATION and BACKEND: the config types the pools app owns, each described
+once (OSMO JSON name, kind, default, model attribute, checks). Parsing, snapshots, diffs, writes and the
+admin forms derive from these descriptions (see configs.schema); the handlers add what is particular to a
+type: loading referenced objects once per batch, recomputing pools, naming referrers.
 
 Discovered by `configs` at start-up (`configs.registry.autodiscover`). BACKEND lives here until its model
 moves to the clusters app.
@@ -6,75 +9,233 @@ moves to the clusters app.
 
 from __future__ import annotations
 
+import re
+
 from django.db import models
 
+from configs.errors import ConfigError
+from configs.kinds import (
+    KEEP_SECRET,
+    Bool,
+    Children,
+    ExitActions,
+    Group,
+    Int,
+    Kind,
+    Mounts,
+    OrderedRefs,
+    Records,
+    Reference,
+    Secret,
+    Text,
+    Timeout,
+    Unsupported,
+    Variables,
+    reject_unknown,
+)
 from configs.models import ConfigType
-from configs.registry import Handler
+from configs.registry import SchemaHandler
+from configs.schema import Field, Schema
+from configs.validators import check_timeouts, expect_list, expect_mapping
 from pools.models import Backend, PodTemplate, Pool, ResourceValidation
-from pools.services import compilation, documents, pool_writer, snapshots
+from pools.services import compilation, pool_writer
+from pools.services.snapshots import pools_for_snapshot
+
+TIMEOUT_FIELDS = ("default_exec_timeout", "default_queue_timeout", "max_exec_timeout", "max_queue_timeout")
+POD_TEMPLATE_TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec")
+RULE_FIELDS = ("operator", "left_operand", "right_operand", "assert_message")
+RULE_OPERATORS = ("GT", "GE", "LT", "LE", "EQ", "NE")
+CONNECTIONS = ("", "kubeconfig", "in-cluster", "url")
+SECRET_FIELDS = ("token", "kubeconfig")
 
 
-class BackendHandler(Handler):
-    config_type = ConfigType.BACKEND
-    model = Backend
-    FIELDS = ("description", "namespace", "scheduler_name", "dashboard_url", "grafana_url", "connection",
-              "api_url", "token", "ca_cert", "verify_tls", "kubeconfig", "kube_context")
-    SECRETS = ("token", "kubeconfig")
+class PodManifest(Kind):
+    """A pod template: a partial Pod manifest."""
 
-    def parse(self, name, body):
-        return documents.parse_backend(name, body)
+    def parse(self, value, where):
+        body = expect_mapping(value, where)
+        unknown = sorted(set(body) - set(POD_TEMPLATE_TOP_LEVEL))
+        if unknown:
+            raise ConfigError(f"a pod template is a partial Pod manifest; allowed top-level fields are "
+                              f"{', '.join(POD_TEMPLATE_TOP_LEVEL)}", field=unknown[0], value=unknown[0])
+        for key in ("metadata", "spec"):
+            if key in body and not isinstance(body[key], dict):
+                raise ConfigError("must be a mapping", field=key, value=body[key])
+        return body
+
+
+class Rules(Kind):
+    """A resource validation: `[{operator, left_operand, right_operand, assert_message}, ...]`."""
+
+    def parse(self, value, where):
+        rules = expect_list(value, where)
+        for index, rule in enumerate(rules):
+            at = f"{where}[{index}]"
+            rule = expect_mapping(rule, at)
+            reject_unknown(rule, set(RULE_FIELDS), at)
+            for key in RULE_FIELDS:
+                if key not in rule:
+                    raise ConfigError("is required", field=f"{at}.{key}", value=None)
+                if isinstance(rule[key], bool) or not isinstance(rule[key], (str, int, float)):
+                    raise ConfigError("must be a string or number", field=f"{at}.{key}", value=rule[key])
+            if str(rule["operator"]).upper() not in RULE_OPERATORS:
+                raise ConfigError(f"unknown operator; expected one of {', '.join(RULE_OPERATORS)}",
+                                  field=f"{at}.operator", value=rule["operator"])
+        return [{**rule, "operator": str(rule["operator"]).upper()} for rule in rules]
+
+
+def _templates() -> OrderedRefs:
+    return OrderedRefs("template_refs", "template", ConfigType.POD_TEMPLATE, "pod template")
+
+
+def _validations() -> OrderedRefs:
+    return OrderedRefs("validation_refs", "validation", ConfigType.RESOURCE_VALIDATION, "resource validation")
+
+
+def _gpu_within_maximum(gpu: dict, where: str) -> None:
+    if gpu["maximum"] != -1 and gpu["guarantee"] > gpu["maximum"]:
+        raise ConfigError(f"is larger than {where}.maximum ({gpu['maximum']})", field=f"{where}.guarantee",
+                          value=gpu["guarantee"])
+
+
+def _timeouts_in_order(doc) -> None:
+    check_timeouts({key: getattr(doc, key) for key in TIMEOUT_FIELDS})
+
+
+def _default_platform_is_a_platform(doc) -> None:
+    names = [platform.name for platform in doc.platforms]
+    if doc.default_platform and doc.default_platform not in names:
+        raise ConfigError(f"is not a platform of this pool (platforms: {', '.join(names) or 'none'})",
+                          field="default_platform", value=doc.default_platform)
+
+
+PLATFORM = Schema(
+    ConfigType.POOL, kind_label="platform", empty_body=True, warn_computed=False,
+    computed=("default_mounts", "labels", "tolerations", "parsed_pod_template", "parsed_resource_validations",
+              "parsed_pod_template_for_accounting"),
+    renamed={"override_resource_validations": "resource_validations"},
+    fields=(
+        Field("description", Text()),
+        Field("host_network_allowed", Bool(), default=False),
+        Field("privileged_allowed", Bool(), default=False),
+        Field("default_variables", Variables(), default={}),
+        Field("resource_validations", _validations(), default=[]),
+        Field("override_pod_template", _templates(), default=[]),
+        Field("allowed_mounts", Mounts(), default=[]),
+    ),
+)
+
+POOL = Schema(
+    ConfigType.POOL, kind_label="pool", name_in_body=True,
+    computed=("status", "parsed_pod_template", "parsed_resource_validations", "parsed_group_templates",
+              "parsed_pod_template_for_accounting", "last_heartbeat"),
+    retired={"action_permissions": "action_permissions was removed in OSMO 6.2 and is ignored; grant workflow "
+                                   "actions with roles"},
+    fields=(
+        Field("description", Text()),
+        Field("backend", Reference(), required="a pool needs a backend (the name of the cluster it runs on)"),
+        Field("default_platform", Text(shown_empty_as_null=True), or_default=True),
+        Field("download_type", Text(shown_empty_as_null=True), or_default=True),
+        *(Field(key, Timeout()) for key in TIMEOUT_FIELDS),
+        Field("default_exit_actions", ExitActions(), default={}),
+        Field("resources", Group([Field("gpu", Group([
+            Field("guarantee", Int(-1), default=-1, attr="gpu_guarantee", help="-1 = no guarantee"),
+            Field("maximum", Int(-1), default=-1, attr="gpu_maximum", help="-1 = unlimited"),
+            Field("weight", Int(0), default=1, attr="gpu_weight"),
+        ], nullable=True, checks=[_gpu_within_maximum]), attr=None, default=None)]), attr=None, default=None),
+        Field("enable_maintenance", Bool(), default=False),
+        Field("common_default_variables", Variables(), default={}),
+        Field("common_resource_validations", _validations(), default=[]),
+        Field("common_pod_template", _templates(), default=[]),
+        Field("common_group_templates", Unsupported("group templates are not supported yet; leave this list empty"),
+              attr=None, default=[]),
+        Field("topology_keys", Records("key", "label"), default=[]),
+        Field("platforms", Children(PLATFORM), default=[]),
+    ),
+    checks=(_timeouts_in_order, _default_platform_is_a_platform),
+)
+
+
+def _check_connection(doc) -> None:
+    """Connection settings (shared docs design §3: kubeconfig content, in-cluster, or URL + token + CA);
+    an empty `connection` is inferred from what is given."""
+    if not doc.connection:
+        doc.connection = "kubeconfig" if doc.kubeconfig else "url" if doc.api_url else ""
+    if doc.connection not in CONNECTIONS:
+        raise ConfigError(f"unknown connection; expected one of {', '.join(c for c in CONNECTIONS if c)} "
+                          "(or leave it empty)", field="connection", value=doc.connection)
+    if doc.connection == "url" and not re.match(r"^https?://[^\s/]+", doc.api_url):
+        raise ConfigError("connection 'url' needs api_url, the API server URL (https://host:port)",
+                          field="api_url", value=doc.api_url)
+    if doc.connection == "kubeconfig":
+        if not doc.kubeconfig:
+            raise ConfigError("connection 'kubeconfig' needs the kubeconfig content", field="kubeconfig", value="")
+        if doc.kubeconfig is not KEEP_SECRET:
+            from pools.kube.kubeconfig import KubeconfigError, read_kubeconfig  # YAML only, no client
+
+            try:
+                read_kubeconfig(doc.kubeconfig, doc.kube_context)
+            except KubeconfigError as error:
+                raise ConfigError(str(error), field="kubeconfig", value="<not shown>") from None
+    if doc.ca_cert and "-----BEGIN CERTIFICATE-----" not in doc.ca_cert:
+        raise ConfigError("must be PEM certificates (-----BEGIN CERTIFICATE-----)", field="ca_cert",
+                          value=doc.ca_cert[:40])
+
+
+BACKEND = Schema(
+    ConfigType.BACKEND, kind_label="backend", empty_body=True, warn_computed=False,
+    computed=("name", "k8s_uid", "k8s_namespace", "version", "last_heartbeat", "created_date", "online",
+              "router_address", "tests", "node_conditions"),
+    fields=(
+        Field("description", Text()),
+        Field("namespace", Text(pattern=r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", max_length=63, message=(
+            "must be a Kubernetes namespace name (lowercase DNS-1123 label, ≤ 63 characters)")),
+            default="default", or_default=True, help="Namespace for workload pods."),
+        Field("scheduler_name", Text(), also_from="scheduler_settings", or_default=True),
+        Field("dashboard_url", Text(), or_default=True),
+        Field("grafana_url", Text(), or_default=True),
+        Field("connection", Text(strip=True), nullable=True),
+        Field("api_url", Text(strip=True), nullable=True),
+        Field("token", Secret(), nullable=True),
+        Field("ca_cert", Text(strip=True), nullable=True),
+        Field("verify_tls", Bool(), default=True, nullable=True),
+        Field("kubeconfig", Secret(), nullable=True),
+        Field("kube_context", Text(strip=True), nullable=True),
+    ),
+    checks=(_check_connection,),
+)
+
+POD_TEMPLATE = Schema(ConfigType.POD_TEMPLATE, body=Field("body", PodManifest()))
+RESOURCE_VALIDATION = Schema(ConfigType.RESOURCE_VALIDATION, body=Field("rules", Rules()))
+
+
+class BackendHandler(SchemaHandler):
+    schema, model = BACKEND, Backend
 
     def prepare(self, docs):
         """A `<set …>` marker keeps the stored secret: put the stored value in the document."""
-        keep = [doc for doc in docs if any(getattr(doc, key) is documents.KEEP_SECRET for key in self.SECRETS)]
+        keep = [doc for doc in docs if any(getattr(doc, key) is KEEP_SECRET for key in SECRET_FIELDS)]
         stored = {b.name: b for b in Backend.objects.filter(name__in=[doc.name for doc in keep]).only(
-            "name", *self.SECRETS)} if keep else {}
+            "name", *SECRET_FIELDS)} if keep else {}
         for doc in keep:
-            for key in self.SECRETS:
-                if getattr(doc, key) is documents.KEEP_SECRET:
+            for key in SECRET_FIELDS:
+                if getattr(doc, key) is KEEP_SECRET:
                     current = getattr(stored[doc.name], key) if doc.name in stored else ""
                     if not current:
                         doc.warnings.append(f"{key}: the <set> marker keeps a stored value, but none is stored")
                     setattr(doc, key, current)
         return None
 
-    def doc_snapshot(self, doc):
-        return snapshots.backend_snapshot(doc)  # a BackendDoc has every field a Backend snapshot shows
-
-    def save(self, doc, existing, prepared):
-        backend = existing or Backend(name=doc.name)
-        for field in self.FIELDS:
-            setattr(backend, field, getattr(doc, field))
-        backend.save()
-        return backend
-
-    def snapshot(self, obj):
-        return snapshots.backend_snapshot(obj)
-
     def referrers(self, obj):
         return [f"pool {name}" for name in obj.pools.order_by("name").values_list("name", flat=True)]
 
 
-class _NamedBodyHandler(Handler):
-    """Pod templates and resource validations: a name and a body; pools that use them are recompiled."""
+class _ReferencedHandler(SchemaHandler):
+    """Pod templates and resource validations: pools that use them are recompiled after a write."""
 
-    body_field: str
     ref_field: str
     pool_field: str
     platform_field: str
-
-    def doc_snapshot(self, doc):
-        return doc[1]
-
-    def save(self, doc, existing, prepared):
-        name, body = doc
-        obj = existing or self.model(name=name)
-        setattr(obj, self.body_field, body)
-        obj.save()
-        return obj
-
-    def snapshot(self, obj):
-        return getattr(obj, self.body_field)
 
     def referrers(self, obj):
         pools = [f"pool {ref.pool.name} ({self.pool_field})" for ref in obj.pool_refs.select_related("pool")]
@@ -88,41 +249,21 @@ class _NamedBodyHandler(Handler):
         compilation.recompile_pools(Pool.objects.filter(models.Q(**direct) | models.Q(**via_platform)).distinct())
 
 
-class PodTemplateHandler(_NamedBodyHandler):
-    config_type = ConfigType.POD_TEMPLATE
-    model = PodTemplate
-    body_field, ref_field = "body", "template"
-    pool_field, platform_field = "common_pod_template", "override_pod_template"
-
-    def parse(self, name, body):
-        return (name, documents.parse_pod_template(name, body))
+class PodTemplateHandler(_ReferencedHandler):
+    schema, model = POD_TEMPLATE, PodTemplate
+    ref_field, pool_field, platform_field = "template", "common_pod_template", "override_pod_template"
 
 
-class ResourceValidationHandler(_NamedBodyHandler):
-    config_type = ConfigType.RESOURCE_VALIDATION
-    model = ResourceValidation
-    body_field, ref_field = "rules", "validation"
-    pool_field, platform_field = "common_resource_validations", "resource_validations"
-
-    def parse(self, name, body):
-        return (name, documents.parse_resource_validation(name, body))
+class ResourceValidationHandler(_ReferencedHandler):
+    schema, model = RESOURCE_VALIDATION, ResourceValidation
+    ref_field, pool_field, platform_field = "validation", "common_resource_validations", "resource_validations"
 
 
-class PoolHandler(Handler):
-    config_type = ConfigType.POOL
-    model = Pool
-
-    def parse(self, name, body):
-        return documents.parse_pool(name, body)
+class PoolHandler(SchemaHandler):
+    schema, model = POOL, Pool
 
     def queryset(self):
-        return snapshots.pools_for_snapshot()
-
-    def snapshot(self, obj):
-        return snapshots.pool_snapshot(obj)
-
-    def doc_snapshot(self, doc):
-        return snapshots.pool_doc_snapshot(doc)
+        return pools_for_snapshot()
 
     def prepare(self, docs):
         return pool_writer.References.load(docs)

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from access.documents import ADMIN_POLICIES, BUILTIN_ROLES, RoleDoc, pool_role
+from access.documents import ADMIN_POLICIES, BUILTIN_ROLES, RoleDoc, pool_role, role_snapshot
 from access.models import APIToken, Role, SyncMode
 from access.policy import ADMIN_ROLE, DEFAULT_ROLE
 from access.services import audit
@@ -50,10 +50,8 @@ def ensure_builtin_roles() -> list[str]:
             continue
         merged = merge_default_policies(role.policies, body["policies"])
         if merged != role.policies:
-            role.policies = merged
-            role.save(update_fields=["policies", "updated_at"])
-            store.record_admin_save(ConfigType.ROLE, name, audit.SYSTEM,
-                                      description="default actions of this release merged in")
+            store.apply(ConfigType.ROLE, name, {**role_snapshot(role), "policies": merged, "force": True},
+                        audit.SYSTEM, description="default actions of this release merged in")
             touched.append(name)
     return touched
 

@@ -1,7 +1,8 @@
 """Admin for backends, pod templates, resource validations, pools and platforms.
 
-Saves go through `configs.store` (validation as every door, recompute, revision); see
-`portal.admin_base.ServiceBackedAdmin` for how a refused save is shown.
+Saves go through `configs.store.apply` like the CLI's and the API's (configs.admin.SchemaAdminMixin turns
+the form and its inlines into the OSMO document); see `portal.admin_base.ServiceBackedAdmin` for how a
+refused save is shown.
 """
 
 from __future__ import annotations
@@ -16,12 +17,14 @@ from unfold.decorators import display
 
 from access.admin.site import PolicyAdminMixin, PoolAccessLinkMixin
 from configs import store
+from configs.admin import SchemaAdminMixin, apply_formset
 from configs.errors import ConfigInUse
 from configs.models import ConfigType
 from configs.revisions import Actor
 from pools.admin.forms import PodTemplateForm, PoolForm, ResourceValidationForm
 from pools.admin.inventory import BackendInventoryMixin, PlatformNodesMixin
 from pools.admin.preview import PoolPreviewMixin
+from pools.config_types import PLATFORM
 from pools.models import (
     Backend,
     Platform,
@@ -37,7 +40,7 @@ from portal.admin_base import ServiceBackedAdmin, pretty_json
 from portal.errors import DomainError
 
 
-class ConfigAdmin(PolicyAdminMixin, ServiceBackedAdmin):
+class ConfigAdmin(PolicyAdminMixin, SchemaAdminMixin, ServiceBackedAdmin):
     """Common behaviour: names are fixed once created, saves record revisions, deletes check referrers.
     Permissions: access.policy, config:Read / config:Update on config/<type>."""
 
@@ -49,16 +52,6 @@ class ConfigAdmin(PolicyAdminMixin, ServiceBackedAdmin):
     def get_readonly_fields(self, request, obj=None):
         fields = [*super().get_readonly_fields(request, obj), "history"]
         return [*fields, "name"] if obj else fields
-
-    def save_related(self, request, form, formsets, change):
-        super().save_related(request, form, formsets, change)
-        result = store.record_admin_save(self.config_type, self.config_name(form.instance),
-                                           Actor.for_request(request, "admin"))
-        for warning in result.warnings:
-            self.message_user(request, warning, messages.WARNING)
-
-    def config_name(self, obj) -> str:
-        return obj.name
 
     def delete_model(self, request, obj):
         store.delete(self.config_type, obj.name, Actor.for_request(request, "admin"))
@@ -226,8 +219,11 @@ PlatformValidationInline = ordered_reference_inline(
 
 
 @admin.register(Platform)
-class PlatformAdmin(PlatformNodesMixin, PolicyAdminMixin, ServiceBackedAdmin):
+class PlatformAdmin(PlatformNodesMixin, PolicyAdminMixin, SchemaAdminMixin, ServiceBackedAdmin):
+    """A platform is part of its pool's document: saving one writes the pool (one POOL revision)."""
+
     policy_resource = "config/pool"
+    config_type = ConfigType.POOL
     list_display = ["name", "pool", "description", "host_network_allowed", "privileged_allowed"]
     list_filter = ["pool", "privileged_allowed", "host_network_allowed"]
     search_fields = ["name", "pool__name", "description"]
@@ -249,16 +245,32 @@ class PlatformAdmin(PlatformNodesMixin, PolicyAdminMixin, ServiceBackedAdmin):
         return format_html('<a class="underline" href="{}?platform={}">Preview a task on {}</a>', url, obj.name,
                            obj.name)
 
-    def save_related(self, request, form, formsets, change):
-        super().save_related(request, form, formsets, change)
-        store.record_admin_save(ConfigType.POOL, form.instance.pool.name, Actor.for_request(request, "admin"),
-                                  description=f"platform {form.instance.name}")
+    def config_name(self, form) -> str:
+        return (form.instance.pool if form.instance.pk else form.cleaned_data["pool"]).name
+
+    def config_description(self, form) -> str:
+        return f"platform {form.instance.name if form.instance.pk else form.cleaned_data['name']}"
+
+    def config_body(self, form, formsets, change):
+        """The pool's document with this platform as the form and its inlines say."""
+        body = store.show(ConfigType.POOL, self.config_name(form))
+        name = form.instance.name if change else form.cleaned_data["name"]
+        current = body["platforms"].get(name) if change else None
+        platform = PLATFORM.body_from_form(form.cleaned_data, current)
+        for formset in formsets:
+            apply_formset(PLATFORM, platform, formset, current)
+        body["platforms"][name] = platform
+        return body
+
+    def saved_pk(self, form) -> int:
+        name = form.instance.name if form.instance.pk else form.cleaned_data["name"]
+        return Platform.objects.values_list("pk", flat=True).get(pool__name=self.config_name(form), name=name)
 
     def delete_model(self, request, obj):
-        pool_name = obj.pool.name
-        super().delete_model(request, obj)
-        store.record_admin_save(ConfigType.POOL, pool_name, Actor.for_request(request, "admin"),
-                                  description=f"deleted platform {obj.name}")
+        body = store.show(ConfigType.POOL, obj.pool.name)
+        body["platforms"].pop(obj.name, None)
+        store.apply(ConfigType.POOL, obj.pool.name, body, Actor.for_request(request, "admin"),
+                    description=f"deleted platform {obj.name}")
 
     def delete_view(self, request, object_id, extra_context=None):
         try:

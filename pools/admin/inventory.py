@@ -23,10 +23,11 @@ from unfold.widgets import UnfoldAdminPasswordWidget, UnfoldAdminTextareaWidget
 
 from access.admin.site import PolicyAdminMixin
 from configs.errors import ConfigError
+from configs.kinds import secret_marker
+from pools.config_types import BACKEND, SECRET_FIELDS
 from pools.kube.errors import KubeError
 from pools.models import Backend, Node, NodeMembership, Platform, Pool, PoolCapacity, ResourceType
-from pools.services import capacity, documents, inventory, membership
-from pools.services.snapshots import secret_marker
+from pools.services import capacity, inventory, membership
 from portal.admin_base import confirmation_page, pretty_json
 
 RESOURCES = ("nvidia.com/gpu", "cpu", "memory", "ephemeral-storage")
@@ -272,7 +273,7 @@ class BackendForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for key in documents.SECRET_FIELDS:
+        for key in SECRET_FIELDS:
             if key not in self.fields:
                 continue
             self.initial[key] = ""  # never sent to the browser
@@ -282,13 +283,13 @@ class BackendForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        for key in documents.SECRET_FIELDS:
+        for key in SECRET_FIELDS:
             if key in self.fields and not cleaned.get(key):
                 cleaned[key] = "" if cleaned.get("clear_secrets") else getattr(self.instance, key, "")
         body = {key: cleaned[key] for key in ("namespace", "connection", "api_url", "token", "ca_cert",
                                               "verify_tls", "kubeconfig", "kube_context") if key in cleaned}
         try:
-            documents.parse_backend(cleaned.get("name") or self.instance.name or "backend", body)
+            BACKEND.parse(cleaned.get("name") or self.instance.name or "backend", body)
         except ConfigError as error:
             field = error.field if error.field in self.fields else None
             self.add_error(field, error.reason if field else str(error))
