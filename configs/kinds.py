@@ -31,6 +31,10 @@ class Kind:
     def parse(self, value: object, where: str) -> object:
         return value
 
+    def parse_noting(self, value: object, where: str, warnings: list[str]) -> object:
+        """`parse`, for kinds that also have something to say about an accepted value (`warnings`)."""
+        return self.parse(value, where)
+
     def show(self, value: object) -> object:
         return value
 

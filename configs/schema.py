@@ -46,7 +46,8 @@ class Field:
     `attr`: the model attribute ("" = the OSMO name; None = not stored). `nullable`: null reads as the
     default (None = the kind decides). `or_default`: any empty value reads as the default.
     `required`: the reason given when the value is missing or empty. `also_from`: a mapping key whose
-    same-named entry wins (OSMO's `scheduler_settings.scheduler_name`).
+    same-named entry wins (OSMO's `scheduler_settings.scheduler_name`). `write_only`: read into the Doc
+    for the handler (ROLE's `force`), never stored or shown.
     """
 
     name: str
@@ -57,13 +58,14 @@ class Field:
     or_default: bool = False
     required: str = ""
     also_from: str = ""
+    write_only: bool = False
     help: str = ""
 
     @property
     def target(self) -> str | None:
         return self.name if self.attr == "" else self.attr
 
-    def read_body(self, body: dict, where: str) -> object:
+    def read_body(self, body: dict, where: str, warnings: list[str] | None = None) -> object:
         value = body.get(self.name, MISSING)
         if self.also_from and body.get(self.also_from) is not None:
             extra = expect_mapping(body[self.also_from], self.also_from)
@@ -73,7 +75,7 @@ class Field:
         nullable = self.kind.nullable if self.nullable is None else self.nullable
         if value is MISSING or (value is None and nullable) or (self.or_default and not value):
             return copy.deepcopy(self.default)
-        return self.kind.parse(value, _at(where, self.name))
+        return self.kind.parse_noting(value, _at(where, self.name), [] if warnings is None else warnings)
 
 
 @dataclass(frozen=True)
@@ -108,10 +110,13 @@ class Schema:
             setattr(doc, self.body.target, self.body.kind.parse(body, where))
             return doc
         body = expect_mapping(body if body is not None or not self.empty_body else {}, where)
+        if self.name_in_body and body.get("name", name) != name:
+            raise ConfigError(f"does not match the {self.kind_label} name {name!r}", field=_at(where, "name"),
+                              value=body["name"])
         doc.warnings.extend(self._drop_ignored(body))
         self._reject_unknown(body, where)
         for item in self.fields:
-            _assign(doc, item, item.read_body(body, where))
+            _assign(doc, item, item.read_body(body, where, doc.warnings))
         for check in self.checks:
             check(doc)
         return doc
@@ -142,14 +147,15 @@ class Schema:
             return self.body.kind.show(getattr(source, self.body.target))
         shown = {"name": source.name} if self.name_in_body else {}
         for item in self.fields:
-            shown[item.name] = _show(source, item)
+            if not item.write_only:
+                shown[item.name] = _show(source, item)
         return shown
 
     # --- model ---------------------------------------------------------------------------------------
 
     def row_fields(self) -> list[Field]:
         """Fields stored in the row's own columns (groups flattened)."""
-        return [item for item in self.leaves() if item.target and item.kind.on_row]
+        return [item for item in self.leaves() if item.target and item.kind.on_row and not item.write_only]
 
     def leaves(self) -> list[Field]:
         """Every field, with a group's fields in place of the group."""
@@ -167,7 +173,8 @@ class Schema:
 
     def form_fields(self) -> list[str]:
         """The admin form's model fields: the row's columns and the foreign keys set by name."""
-        return [item.target for item in self.leaves() if item.target and (item.kind.on_row or item.kind.on_form)]
+        return [item.target for item in self.leaves()
+                if item.target and not item.write_only and (item.kind.on_row or item.kind.on_form)]
 
     def body_from_form(self, cleaned: dict, base: dict | None = None) -> object:
         """An admin form's values as an OSMO document (over `base`, the current snapshot, if any)."""

@@ -13,8 +13,9 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from unfold.decorators import display
 
-from access import documents, policy
+from access import policy
 from access.admin.site import PolicyAdminMixin
+from access.config_types import ROLE
 from access.documents import BUILTIN_ROLES
 from access.matching import check_action
 from access.models import Role
@@ -55,18 +56,14 @@ class RoleForm(forms.ModelForm):
         name = cleaned.get("name") or self.instance.name
         if name and not self.errors:
             try:
-                self.document = documents.parse_role(name, self.body())
+                self.document = ROLE.parse(name, self.body())
             except ConfigError as error:
                 field = error.field.split("[")[0].split(".")[0]
                 self.add_error(field if field in self.fields else None, str(error))
         return cleaned
 
     def body(self) -> dict:
-        data = self.cleaned_data
-        return {"description": data.get("description", ""), "policies": data.get("policies") or [],
-                "immutable": data.get("immutable", False), "sync_mode": data.get("sync_mode"),
-                "external_roles": [n.strip() for n in (data.get("external_roles") or "").split(",") if n.strip()],
-                "force": data.get("force", False)}
+        return ROLE.body_from_form(self.cleaned_data)
 
 
 @admin.register(Role)

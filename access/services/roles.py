@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from access.documents import ADMIN_POLICIES, BUILTIN_ROLES, RoleDoc, pool_role, role_snapshot
+from access.documents import ADMIN_POLICIES, BUILTIN_ROLES, pool_role
 from access.models import APIToken, Role, SyncMode
 from access.policy import ADMIN_ROLE, DEFAULT_ROLE
 from access.services import audit
@@ -50,8 +50,9 @@ def ensure_builtin_roles() -> list[str]:
             continue
         merged = merge_default_policies(role.policies, body["policies"])
         if merged != role.policies:
-            store.apply(ConfigType.ROLE, name, {**role_snapshot(role), "policies": merged, "force": True},
-                        audit.SYSTEM, description="default actions of this release merged in")
+            document = {**store.show(ConfigType.ROLE, name), "policies": merged, "force": True}
+            store.apply(ConfigType.ROLE, name, document, audit.SYSTEM,
+                        description="default actions of this release merged in")
             touched.append(name)
     return touched
 
@@ -75,8 +76,9 @@ def merge_default_policies(policies: list, defaults: list[dict]) -> list:
     return merged
 
 
-def save_role(doc: RoleDoc, existing: Role | None) -> Role:
-    """Write one role definition (the ROLE config handler's save); refuses illegal changes."""
+def save_role(doc, existing: Role | None) -> Role:
+    """Write one role definition (the ROLE config handler's save, `doc` parsed by access.config_types.ROLE);
+    refuses illegal changes."""
     if doc.name == ADMIN_ROLE and (doc.policies != ADMIN_POLICIES or not doc.immutable):
         raise BuiltinRole(f"Role {ADMIN_ROLE} is built in: it always allows *:* on * and stays immutable",
                           field="policies", value=doc.name)

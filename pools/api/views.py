@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -13,6 +13,7 @@ from configs import revisions, store
 from configs.errors import ConfigError
 from configs.models import ConfigType
 from configs.revisions import Actor
+from configs.serializers import body_serializers
 from pools.api import serializers as s
 from pools.services import pool_listing
 from portal.api import APIRefusal, ErrorSerializer
@@ -20,6 +21,12 @@ from portal.api import APIRefusal, ErrorSerializer
 ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
 TYPE_PARAM = OpenApiParameter("config_type", str, OpenApiParameter.PATH,
                               enum=[t.lower() for t in ConfigType.values], description="Config type, lower case.")
+
+
+def config_body() -> PolymorphicProxySerializer:
+    """A config body: the shape of its type, derived from the type's description (configs.serializers)."""
+    return PolymorphicProxySerializer(component_name="ConfigBody", resource_type_field_name=None,
+                                      serializers=list(body_serializers().values()))
 
 
 def _config_type(value: str) -> str:
@@ -72,7 +79,7 @@ class ConfigCollectionView(ConfigAPIView):
 
 
 class ConfigObjectView(ConfigAPIView):
-    @extend_schema(parameters=[TYPE_PARAM], responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    @extend_schema(parameters=[TYPE_PARAM], responses={200: config_body(), **ERRORS},
                    summary="One object's body")
     def get(self, request, config_type, name):
         return Response(store.show(_config_type(config_type), name))

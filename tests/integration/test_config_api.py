@@ -134,6 +134,17 @@ def test_openapi_schema_lists_the_config_paths(admin_client):
         assert path in paths
 
 
+def test_openapi_schema_shows_each_config_body_as_its_description_says(admin_client):
+    schemas = admin_client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["components"]["schemas"]
+    pool = schemas["PoolBody"]["properties"]
+    assert pool["enable_maintenance"] == {"type": "boolean", "default": False}
+    assert pool["platforms"]["additionalProperties"]["$ref"] == "#/components/schemas/PoolBodyPlatforms"
+    assert schemas["PoolBodyResourcesGpu"]["properties"]["maximum"]["description"] == "-1 = unlimited"
+    assert schemas["BackendBody"]["properties"]["namespace"]["default"] == "default"
+    assert "force" not in schemas["RoleBody"]["properties"] or schemas["RoleBody"]["properties"]["force"].get(
+        "writeOnly")
+
+
 def test_swagger_ui_is_served_without_any_cdn(admin_client):
     page = admin_client.get("/api/schema/ui/").content.decode()
     assert "swagger-ui" in page
