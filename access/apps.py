@@ -11,9 +11,11 @@ class AccessConfig(AppConfig):
         from axes.signals import user_locked_out
 
         from access import signals, throttle
+        from access.config_types import CONFIG_TYPES
         from access.services import audit
-        from configs import revisions
+        from configs import registry, revisions
 
+        registry.register(*CONFIG_TYPES)  # ROLE
         if audit.config_written not in revisions.LISTENERS:
             revisions.LISTENERS.append(audit.config_written)
         post_migrate.connect(signals.ensure_roles_after_migrate, sender=self,

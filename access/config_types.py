@@ -1,6 +1,6 @@
 """ROLE as a config type, described once: `config update|show|delete|history|diff|rollback ROLE`,
 `/api/configs/role[/NAME]` and the admin all write roles through `configs.store`, so roles get history
-like every config. Discovered by `configs.registry.autodiscover`.
+like every config. Registered by `AccessConfig.ready()`.
 
 The shape, as `config show ROLE` prints it and `config update ROLE` reads it:
 

@@ -8,6 +8,7 @@ Mixed into each app's ModelAdmin (with its permission mixin); registers nothing.
 from __future__ import annotations
 
 from django.contrib import messages
+from django.contrib.admin.utils import flatten_fieldsets
 
 from configs import registry, store
 from configs.kinds import Children, OrderedRefs
@@ -18,9 +19,19 @@ from configs.schema import Schema
 class SchemaAdminMixin:
     config_type: str
 
+    form_schema: Schema | None = None  # the schema the page's own form edits, if not the type's
+
     @property
     def schema(self) -> Schema:
         return registry.get(self.config_type).schema
+
+    def get_fieldsets(self, request, obj=None):
+        """The page's fieldsets, plus any described field they do not place (a newly described field shows
+        up without touching the admin)."""
+        fieldsets = super().get_fieldsets(request, obj)
+        placed = set(flatten_fieldsets(fieldsets))
+        missing = [name for name in (self.form_schema or self.schema).form_fields() if name not in placed]
+        return [*fieldsets, ("More", {"fields": missing})] if missing else fieldsets
 
     def save_model(self, request, obj, form, change):
         """Nothing yet: `save_related` writes the object with its inlines, through the config service."""

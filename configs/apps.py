@@ -8,7 +8,3 @@ class ConfigsConfig(AppConfig):
     verbose_name = "Configuration"
     default_auto_field = "django.db.models.BigAutoField"
 
-    def ready(self):
-        from configs import registry
-
-        registry.autodiscover()  # each app's `<app>.config_types` declares the config types it owns

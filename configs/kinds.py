@@ -7,6 +7,8 @@ import hashlib
 import hmac
 import re
 
+from django.db import models
+
 from configs.errors import ConfigError
 from configs.validators import (
     check_name,
@@ -44,6 +46,10 @@ class Kind:
     def from_form(self, value: object) -> object:
         return value
 
+    def column(self, field) -> models.Field:
+        """The model column of a field the model does not declare itself (see Schema.add_columns)."""
+        raise TypeError(f"{type(self).__name__} has no column of its own; declare {field.name} on the model")
+
 
 class Text(Kind):
     def __init__(self, *, strip: bool = False, pattern: str = "", message: str = "", max_length: int = 0,
@@ -61,10 +67,42 @@ class Text(Kind):
     def show(self, value):
         return (value or None) if self.shown_empty_as_null else value
 
+    def column(self, field):
+        if self.max_length:
+            return models.CharField(max_length=self.max_length, blank=True, default=field.default, help_text=field.help)
+        return models.TextField(blank=True, default=field.default, help_text=field.help)
+
+
+class ListKind(Kind):
+    """A JSON list; null reads as the default, a snapshot gets a copy."""
+
+    nullable = True
+
+    def show(self, value):
+        return list(value)
+
+    def column(self, field):
+        return models.JSONField(default=list, blank=True, help_text=field.help)
+
+
+class MappingKind(Kind):
+    """A JSON object; null reads as the default, a snapshot gets a copy."""
+
+    nullable = True
+
+    def show(self, value):
+        return dict(value)
+
+    def column(self, field):
+        return models.JSONField(default=dict, blank=True, help_text=field.help)
+
 
 class Bool(Kind):
     def parse(self, value, where):
         return expect_bool(value, where)
+
+    def column(self, field):
+        return models.BooleanField(default=field.default, help_text=field.help)
 
 
 class Int(Kind):
@@ -76,6 +114,9 @@ class Int(Kind):
             raise ConfigError(f"must be an integer ≥ {self.minimum}", field=where, value=value)
         return value
 
+    def column(self, field):
+        return models.IntegerField(null=True, blank=True, help_text=field.help)
+
 
 class Choice(Kind):
     def __init__(self, values, reason: str) -> None:
@@ -86,6 +127,10 @@ class Choice(Kind):
             raise ConfigError(self.reason, field=where, value=value)
         return value
 
+    def column(self, field):
+        return models.CharField(max_length=max(map(len, self.values)), choices=[(v, v) for v in self.values],
+                                default=field.default, help_text=field.help)
+
 
 class Timeout(Kind):
     """A duration as OSMO writes it ('2h', 'PT2H'); stored as written, checked here."""
@@ -94,21 +139,17 @@ class Timeout(Kind):
         parse_timeout(expect_str(value, where), where)
         return value
 
+    def column(self, field):
+        return models.CharField(max_length=32, blank=True, default="", help_text=field.help)
 
-class ExitActions(Kind):
-    nullable = True
 
+class ExitActions(MappingKind):
     def parse(self, value, where):
         return normalize_exit_actions(value, where)
 
-    def show(self, value):
-        return dict(value)
 
-
-class Variables(Kind):
+class Variables(MappingKind):
     """Default variables: `{NAME: value}`, names like identifiers, values scalars or lists."""
-
-    nullable = True
 
     def parse(self, value, where):
         variables = expect_mapping(value, where)
@@ -121,14 +162,9 @@ class Variables(Kind):
                                   value=item)
         return variables
 
-    def show(self, value):
-        return dict(value)
 
-
-class Names(Kind):
+class Names(ListKind):
     """An ordered list of config object names, each at most once."""
-
-    nullable = True
 
     def parse(self, value, where):
         names = expect_list(value, where)
@@ -138,9 +174,6 @@ class Names(Kind):
         if duplicates:
             raise ConfigError("lists the same name twice", field=where, value=duplicates[0])
         return names
-
-    def show(self, value):
-        return list(value)
 
 
 class OrderedRefs(Names):
@@ -175,9 +208,7 @@ class Reference(Kind):
         return getattr(value, "name", value)
 
 
-class Mounts(Kind):
-    nullable = True
-
+class Mounts(ListKind):
     def parse(self, value, where):
         mounts = expect_list(value, where)
         for index, mount in enumerate(mounts):
@@ -186,14 +217,9 @@ class Mounts(Kind):
                                   value=mount)
         return mounts
 
-    def show(self, value):
-        return list(value)
 
-
-class Records(Kind):
+class Records(ListKind):
     """A list of mappings with exactly these keys, each a non-empty string."""
-
-    nullable = True
 
     def __init__(self, *keys: str) -> None:
         self.keys = keys
@@ -208,9 +234,6 @@ class Records(Kind):
                 if not isinstance(item.get(part), str) or not item[part]:
                     raise ConfigError("is required (a non-empty string)", field=f"{at}.{part}", value=item.get(part))
         return records
-
-    def show(self, value):
-        return list(value)
 
 
 class Secret(Text):

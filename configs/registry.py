@@ -2,17 +2,13 @@
 
 `configs.store` drives them in batches: `prepare` loads what a batch refers to once,
 `doc_snapshot` says what an object will look like once saved (so unchanged documents cost no writes),
-`save` writes one object, `after_save` recomputes what depends on the saved objects. Each app declares
-its types in `<app>.config_types`, found by `autodiscover`.
+`save` writes one object, `after_save` recomputes what depends on the saved objects. Each app describes
+its types in `<app>.config_types` and registers their handlers in its AppConfig.ready().
 """
 
 from __future__ import annotations
 
-from importlib import import_module
-
-from django.apps import apps
 from django.db import models
-from django.utils.module_loading import module_has_submodule
 
 from configs.errors import ConfigError
 from configs.schema import Schema
@@ -78,16 +74,10 @@ class SchemaHandler(Handler):
 HANDLERS: dict[str, Handler] = {}
 
 
-def register(handler: Handler) -> None:
-    HANDLERS[handler.config_type] = handler
-
-
-def autodiscover() -> None:
-    """Register the handlers each installed app declares in `<app>.config_types` (CONFIG_TYPES)."""
-    for app in apps.get_app_configs():
-        if module_has_submodule(app.module, "config_types"):
-            for handler in import_module(f"{app.name}.config_types").CONFIG_TYPES:
-                register(handler)
+def register(*handlers: Handler) -> None:
+    """Each app registers the handlers of the types it owns from its AppConfig.ready()."""
+    for handler in handlers:
+        HANDLERS[handler.config_type] = handler
 
 
 def get(config_type: str) -> Handler:

@@ -8,7 +8,9 @@ where it lives on the model. From one description come:
 - `snapshot(source)`: a model object *or* a Doc → OSMO JSON (revisions, `config show`, diffs, and the
   "would this write change anything" comparison, which is why both sources must give the same shape),
 - `write(doc, obj)`: copy the row's own columns from a Doc to a model object,
-- `form_fields()` / `body_from_form(...)`: the admin form's fields, and its values back as a document.
+- `form_fields()` / `body_from_form(...)`: the admin form's fields, and its values back as a document,
+- `add_columns(model)`: the model columns of described fields the model does not declare itself,
+- the API's body serializers (configs.serializers).
 
 Kinds for values that are not columns of the row (a foreign key by name, ordered reference lists, child
 objects) read both a Doc and a model object; the owning app writes them (see pools.pool_writer).
@@ -160,6 +162,14 @@ class Schema:
     def leaves(self) -> list[Field]:
         """Every field, with a group's fields in place of the group."""
         return _leaves([self.body] if self.body else self.fields)
+
+    def add_columns(self, model) -> None:
+        """Give `model` a column for each described row field it does not declare itself (a new field
+        needs only its description and a migration); declared columns keep their own definitions."""
+        declared = {field.name for field in [*model._meta.local_fields, *model._meta.local_many_to_many]}
+        for item in self.row_fields():
+            if item.target not in declared:
+                model.add_to_class(item.target, item.kind.column(item))
 
     def write(self, doc: Doc, obj) -> list[str]:
         """Copy the row's columns from `doc` to `obj`; returns the attributes that changed."""

@@ -159,8 +159,7 @@ class PlatformInline(PoolConfigInline, StackedInline):
     model = Platform
     extra = 0
     show_change_link = True
-    fields = ["name", "description", "host_network_allowed", "privileged_allowed", "default_variables",
-              "allowed_mounts"]
+    fields = ["name", *PLATFORM.form_fields()]
 
 
 @admin.register(Pool)
@@ -223,7 +222,7 @@ class PlatformAdmin(PlatformNodesMixin, PolicyAdminMixin, SchemaAdminMixin, Serv
     """A platform is part of its pool's document: saving one writes the pool (one POOL revision)."""
 
     policy_resource = "config/pool"
-    config_type = ConfigType.POOL
+    config_type, form_schema = ConfigType.POOL, PLATFORM
     list_display = ["name", "pool", "description", "host_network_allowed", "privileged_allowed"]
     list_filter = ["pool", "privileged_allowed", "host_network_allowed"]
     search_fields = ["name", "pool__name", "description"]

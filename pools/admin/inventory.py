@@ -268,8 +268,7 @@ class BackendForm(forms.ModelForm):
 
     class Meta:
         model = Backend
-        fields = ["name", "description", "namespace", "scheduler_name", "dashboard_url", "grafana_url", "connection",
-                  "api_url", "token", "ca_cert", "verify_tls", "kubeconfig", "kube_context"]
+        fields = ["name", *BACKEND.form_fields()]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from django.db import models
 
+from pools.config_types import BACKEND, PLATFORM, POOL
 from portal.secrets import EncryptedTextField
 
 
@@ -205,3 +206,8 @@ class PlatformValidation(_OrderedReference):
 
     def __str__(self) -> str:
         return f"{self.position}: {self.validation_id}"
+
+
+# Described fields the models above do not declare get their columns from the descriptions.
+for _model, _schema in ((Backend, BACKEND), (Pool, POOL), (Platform, PLATFORM)):
+    _schema.add_columns(_model)

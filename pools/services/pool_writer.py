@@ -13,7 +13,7 @@ from configs.errors import ConfigError
 from configs.kinds import OrderedRefs
 from configs.models import ConfigType
 from configs.schema import Doc
-from pools import config_types  # the POOL and PLATFORM descriptions (that module imports this one)
+from pools.config_types import PLATFORM, POOL
 from pools.models import (
     Backend,
     Platform,
@@ -63,18 +63,18 @@ class References:
 
 def reference_fields(doc: Doc):
     """(field, names, kind) of every ordered reference list in a pool document, its platforms' included."""
-    for field in config_types.POOL.leaves():
+    for field in POOL.leaves():
         if isinstance(field.kind, OrderedRefs):
             yield field.name, getattr(doc, field.target), field.kind
     for platform in doc.platforms:
-        for field in config_types.PLATFORM.leaves():
+        for field in PLATFORM.leaves():
             if isinstance(field.kind, OrderedRefs):
                 yield f"platforms.{platform.name}.{field.name}", getattr(platform, field.target), field.kind
 
 
 def save_pool(doc: Doc, existing: Pool | None, refs: References) -> Pool:
     pool = existing or Pool(name=doc.name)
-    config_types.POOL.write(doc, pool)
+    POOL.write(doc, pool)
     pool.backend = refs.backends[doc.backend]
     pool.save()
     _sync_refs(PoolTemplate, {pool.pk: _current(existing, "template_refs", "template_id")},
@@ -96,7 +96,7 @@ def _save_platforms(pool: Pool, existing: Pool | None, docs: list[Doc], refs: Re
     by_name = {**current, **{p.name: p for p in new}}
     for doc in docs:
         platform = by_name[doc.name]
-        changed = config_types.PLATFORM.write(doc, platform)
+        changed = PLATFORM.write(doc, platform)
         if changed and doc.name in current:
             platform.save(update_fields=changed)
     Platform.objects.bulk_create(new)
