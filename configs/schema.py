@@ -102,6 +102,7 @@ class Schema:
     checks: tuple[Callable[[Doc], None], ...] = ()
     name_in_body: bool = False
     empty_body: bool = False
+    edit_format: str = "json"  # how people edit it (diffs shown before a rollback use it): "json" or "yaml"
 
     # --- OSMO JSON in ------------------------------------------------------------------------------
 

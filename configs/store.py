@@ -46,7 +46,7 @@ def unwrap(config_type: str, name: str, body: object) -> object:
         if body["name"] != name:
             raise ConfigError(f"does not match the name given on the command line ({name})", field="name",
                               value=body["name"])
-        if revisions.check_type(config_type) != "POOL":
+        if not registry.get(revisions.check_type(config_type)).schema.name_in_body:
             body = {k: v for k, v in body.items() if k != "name"}
     return body
 
@@ -108,16 +108,13 @@ class RollbackPlan:
     deletes: bool
 
 
-DIFF_FORMATS = {"POD_TEMPLATE": "yaml"}
-
-
 def rollback_plan(config_type: str, name: str, revision: int) -> RollbackPlan:
     target = revisions.get_revision(revisions.check_type(config_type), name, int(revision))
     try:
         now = show(target.config_type, name)
     except ConfigNotFound:  # deleted since: rolling back re-creates it
         now = None
-    fmt = DIFF_FORMATS.get(target.config_type, "json")
+    fmt = registry.get(target.config_type).schema.edit_format
     before = f"{name} now" if now is not None else f"{name} (absent)"
     after = f"{name} r{target.revision}" + (" (deleted)" if target.deleted else "")
     unified = revisions.unified_diff(now, target.snapshot, fmt, before, after)

@@ -200,5 +200,5 @@ BACKEND = Schema(
     checks=(_check_connection,),
 )
 
-POD_TEMPLATE = Schema(ConfigType.POD_TEMPLATE, body=Field("body", PodManifest()))
+POD_TEMPLATE = Schema(ConfigType.POD_TEMPLATE, body=Field("body", PodManifest()), edit_format="yaml")
 RESOURCE_VALIDATION = Schema(ConfigType.RESOURCE_VALIDATION, body=Field("rules", Rules()))
