@@ -73,28 +73,25 @@ class Text(Kind):
         return models.TextField(blank=True, default=field.default, help_text=field.help)
 
 
-class ListKind(Kind):
-    """A JSON list; null reads as the default, a snapshot gets a copy."""
+class CollectionKind(Kind):
+    """A JSON list or object (`empty`: list or dict); null reads as the default, a snapshot gets a copy."""
 
     nullable = True
+    empty: type = list
 
     def show(self, value):
-        return list(value)
+        return self.empty(value)
 
     def column(self, field):
-        return models.JSONField(default=list, blank=True, help_text=field.help)
+        return models.JSONField(default=self.empty, blank=True, help_text=field.help)
 
 
-class MappingKind(Kind):
-    """A JSON object; null reads as the default, a snapshot gets a copy."""
+class ListKind(CollectionKind):
+    empty = list
 
-    nullable = True
 
-    def show(self, value):
-        return dict(value)
-
-    def column(self, field):
-        return models.JSONField(default=dict, blank=True, help_text=field.help)
+class MappingKind(CollectionKind):
+    empty = dict
 
 
 class Bool(Kind):
