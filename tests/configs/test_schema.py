@@ -71,6 +71,9 @@ def test_described_fields_a_model_does_not_declare_get_columns():
         class Meta:
             app_label = "configs"
 
+        def __str__(self) -> str:
+            return self.name
+
     THING.add_columns(Thing)
     fields = {field.name: field for field in Thing._meta.local_fields}
     assert isinstance(fields["description"], models.TextField) and fields["description"].default == ""
