@@ -11,11 +11,11 @@ class AccessConfig(AppConfig):
         from axes.signals import user_locked_out
 
         from access import signals, throttle
+        from access.config_types import CONFIG_TYPES
         from access.services import audit
-        from access.services.role_config import RoleHandler
-        from pools.services import handlers, revisions
+        from configs import registry, revisions
 
-        handlers.register(RoleHandler())  # ROLE joins `config update|show|delete` and /api/configs/role
+        registry.register(*CONFIG_TYPES)  # ROLE
         if audit.config_written not in revisions.LISTENERS:
             revisions.LISTENERS.append(audit.config_written)
         post_migrate.connect(signals.ensure_roles_after_migrate, sender=self,

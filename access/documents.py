@@ -1,4 +1,5 @@
-"""ROLE documents in OSMO's JSON shape: parse, validate, convert the 6.0 format, and the built-in roles.
+"""ROLE documents in OSMO's JSON shape: the value kinds of a role's fields (policies, 6.0 actions, external
+roles; the ROLE description itself is in access.config_types), and the built-in roles.
 
 Pure functions (no database). The shape, as `config show ROLE` prints it and `config update ROLE` reads it:
 
@@ -13,15 +14,12 @@ from __future__ import annotations
 
 import copy
 import re
-from dataclasses import dataclass, field
 
 from access import actions, legacy
 from access.matching import ACTION_RE, EFFECTS
-from access.models import SyncMode
-from pools.errors import ConfigError
-from pools.validators import check_name, expect_bool, expect_mapping, expect_str
+from configs.errors import ConfigError
+from configs.kinds import Kind
 
-ROLE_FIELDS = ("name", "description", "policies", "immutable", "sync_mode", "external_roles")
 POOL_ROLE_RE = re.compile(r"^osmo-(.+)$")
 
 ADMIN_POLICIES = [{"effect": "Allow", "actions": [actions.EVERYTHING], "resources": ["*"]}]
@@ -65,59 +63,48 @@ BUILTIN_ROLES: dict[str, dict] = {
 }
 
 
-@dataclass
-class RoleDoc:
-    name: str
-    description: str = ""
-    policies: list[dict] = field(default_factory=list)
-    immutable: bool = False
-    sync_mode: str = SyncMode.IMPORT
-    external_roles: list[str] | None = None  # None: keep the existing mapping (new role: none)
-    force: bool = False
-    warnings: list[str] = field(default_factory=list)
+class Policies(Kind):
+    """`[{"effect", "actions", "resources"}, ...]`; 6.0 path actions inside a policy are converted."""
 
-    def snapshot(self) -> dict:
-        return {"name": self.name, "description": self.description, "policies": copy.deepcopy(self.policies),
-                "immutable": self.immutable, "sync_mode": self.sync_mode,
-                "external_roles": list(self.external_roles or [])}
+    nullable = True
+
+    def parse_noting(self, value, where, warnings):
+        if not isinstance(value, list):
+            raise ConfigError("must be a list of policies", field=where, value=value)
+        return [item for index, policy in enumerate(value) for item in _policy(policy, f"{where}[{index}]", warnings)]
+
+    def show(self, value):
+        return copy.deepcopy(value)
 
 
-def role_snapshot(role) -> dict:
-    return {"name": role.name, "description": role.description, "policies": copy.deepcopy(role.policies),
-            "immutable": role.immutable, "sync_mode": role.sync_mode, "external_roles": list(role.external_roles)}
+class LegacyActions(Kind):
+    """The seed documents' 6.0 role: `actions` at the top level, converted to policies (see `ROLE`)."""
+
+    def parse_noting(self, value, where, warnings):
+        if not isinstance(value, list):
+            raise ConfigError("must be a list of 6.0 actions", field=where, value=value)
+        converted = legacy.convert(value, where)
+        warnings.append("converted from the OSMO 6.0 format (path globs) to semantic policies")
+        warnings.extend(converted.warnings)
+        return converted.policies
 
 
-def parse_role(name: str, body: object) -> RoleDoc:
-    check_name(name)
-    expect_mapping(body, "")
-    unknown = sorted(set(body) - {*ROLE_FIELDS, "force", "actions"})
-    if unknown:
-        raise ConfigError(f"unknown field; allowed fields are {', '.join(ROLE_FIELDS)} (and force)",
-                          field=unknown[0], value=unknown[0])
-    if body.get("name", name) != name:
-        raise ConfigError(f"does not match the role name {name!r}", field="name", value=body["name"])
-    doc = RoleDoc(name=name, description=expect_str(body.get("description") or "", "description"),
-                  immutable=expect_bool(body.get("immutable", False), "immutable"),
-                  force=expect_bool(body.get("force", False), "force"))
-    sync_mode = body.get("sync_mode") or SyncMode.IMPORT
-    if sync_mode not in SyncMode.values:
-        raise ConfigError(f"must be one of {', '.join(SyncMode.values)}", field="sync_mode", value=sync_mode)
-    doc.sync_mode = sync_mode
-    doc.external_roles = _external_roles(body.get("external_roles"))
-    policies = body.get("policies")
-    if policies is not None and not isinstance(policies, list):
-        raise ConfigError("must be a list of policies", field="policies", value=policies)
-    for index, policy in enumerate(policies or []):
-        doc.policies.extend(_policy(policy, f"policies[{index}]", doc.warnings))
-    if "actions" in body:  # the seed documents' 6.0 role: actions at the top level
-        actions = body["actions"]
-        if not isinstance(actions, list):
-            raise ConfigError("must be a list of 6.0 actions", field="actions", value=actions)
-        converted = legacy.convert(actions, "actions")
-        doc.policies.extend(converted.policies)
-        doc.warnings.append("converted from the OSMO 6.0 format (path globs) to semantic policies")
-        doc.warnings.extend(converted.warnings)
-    return doc
+class ExternalRoles(Kind):
+    """IdP group or role names granting the role; null keeps the current mapping (new role: none)."""
+
+    nullable = True
+
+    def parse(self, value, where):
+        if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
+            raise ConfigError("must be a list of IdP group or role names (or null to keep the current mapping)",
+                              field=where, value=value)
+        return sorted({v.strip() for v in value})
+
+    def show(self, value):
+        return list(value or [])
+
+    def from_form(self, value):
+        return [name.strip() for name in (value or "").split(",") if name.strip()]
 
 
 def _policy(policy: object, where: str, warnings: list[str]) -> list[dict]:
@@ -163,15 +150,6 @@ def _policy(policy: object, where: str, warnings: list[str]) -> list[dict]:
         warnings.append(f"{where}: 6.0 path actions converted to semantic policies")
         warnings.extend(converted.warnings)
     return result
-
-
-def _external_roles(value: object) -> list[str] | None:
-    if value is None:
-        return None
-    if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-        raise ConfigError("must be a list of IdP group or role names (or null to keep the current mapping)",
-                          field="external_roles", value=value)
-    return sorted({v.strip() for v in value})
 
 
 def pool_role(name: str) -> dict:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from fnmatch import fnmatchcase
 
 from access import actions
-from pools.errors import ConfigError
+from configs.errors import ConfigError
 
 METHODS = ("get", "post", "put", "patch", "delete", "websocket")
 _WILDCARD = re.compile(r"[*?\[]")

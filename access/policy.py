@@ -10,7 +10,7 @@ The entry points:
 - `decide(who, action, resource, obj=None)`: a Decision with its reasons (never raises);
 - `require(...)`: `decide`, and a refusal is audited and raised as `PermissionDenied` (the doors use it);
 - `restrict(queryset, who, action)`: the rows a principal may see (every filtered list of pools,
-  workflows, configs, revisions and requests); the model declares its resources (`access.resources`);
+  workflows, configs, revisions and requests); the model declares its resources (`portal.resources`);
 - `register_object_right(model, codename, actions)`: per-object rights (django-guardian permissions,
   consulted here and nowhere else), e.g. a pool's owners may read and update that pool's config.
 
@@ -44,8 +44,8 @@ from access import actions
 from access.epoch import EpochCache
 from access.matching import Decision, Rule, evaluate, resource_matches, rules_of, visible_in_role
 from access.models import APIToken, Role
-from access.resources import PolicyResources, Scope
 from portal.errors import PermissionDenied
+from portal.resources import PolicyResources, Scope
 
 DEFAULT_ROLE = "osmo-default"
 ADMIN_ROLE = "osmo-admin"
@@ -242,7 +242,7 @@ def restrict(queryset: QuerySet, who, action: str | Iterable[str]) -> QuerySet:
     lists of pools, workflows, configs, revisions and requests. One query, whatever the number of rows or
     roles (the principal's rules are loaded once; object rights, when the model has some, once more).
 
-    The model declares its resources (`access.resources`). Visibility is OSMO's `GetAllowedPools`: the
+    The model declares its resources (`portal.resources`). Visibility is OSMO's `GetAllowedPools`: the
     union over roles of (that role's Allows minus that role's Denies); plus the rows the principal owns
     (for the model's owner actions) and the rows an object right gives them (`register_object_right`).
     """
@@ -284,7 +284,7 @@ def allowed_pools(who, action: str = POOL_ACTION) -> set[str]:
 def _declared(model) -> PolicyResources:
     declared = getattr(model, "policy_resources", None)
     if not isinstance(declared, PolicyResources):
-        raise TypeError(f"{model.__name__} declares no policy_resources (access.resources.PolicyResources)")
+        raise TypeError(f"{model.__name__} declares no policy_resources (portal.resources.PolicyResources)")
     return declared
 
 

@@ -31,7 +31,7 @@ from django.utils import timezone
 
 from access.oidc.configuration import oidc_enabled  # settings only: app loading imports this module
 from access.services import audit
-from pools.services.revisions import Actor
+from configs.revisions import Actor
 
 # --------------------------------------------------------------------------- who is signing in, from where
 

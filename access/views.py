@@ -11,7 +11,7 @@ from django.views.decorators.http import require_http_methods, require_POST
 from access import actions, policy
 from access.forms import TokenForm
 from access.services import tokens
-from pools.services.revisions import Actor
+from configs.revisions import Actor
 from portal.errors import DomainError, PermissionDenied
 
 TOKEN_ACTION = actions.AUTH_TOKEN

@@ -19,8 +19,8 @@ def run() -> list[Row]:
         from access.models import Role
         from access.services import roles
         from clusters.models import Backend
+        from configs.revisions import Actor
         from pools.models import Pool
-        from pools.services.revisions import Actor
 
         actor = Actor(name="bench", source="cli")
         backend = Backend.objects.create(name="bench-cluster")

@@ -30,14 +30,14 @@ def _pool_file(count: int) -> dict:
     }
 
 
-def _reference_config(configs, actor) -> None:
+def _reference_config(store, actor) -> None:
     from pools.engine import default_templates, default_validations
 
-    configs.apply("BACKEND", "bench-cluster", {"description": "bench"}, actor)
-    configs.apply_many("POD_TEMPLATE", default_templates(), actor)
-    configs.apply("POD_TEMPLATE", "a100", {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "A100"}}}, actor)
-    configs.apply("POD_TEMPLATE", "h100", {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "H100"}}}, actor)
-    configs.apply_many("RESOURCE_VALIDATION", default_validations(), actor)
+    store.apply("BACKEND", "bench-cluster", {"description": "bench"}, actor)
+    store.apply_many("POD_TEMPLATE", default_templates(), actor)
+    store.apply("POD_TEMPLATE", "a100", {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "A100"}}}, actor)
+    store.apply("POD_TEMPLATE", "h100", {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "H100"}}}, actor)
+    store.apply_many("RESOURCE_VALIDATION", default_validations(), actor)
 
 
 def run() -> list[Row]:
@@ -47,18 +47,18 @@ def run() -> list[Row]:
         from django.test import Client
         from django.test.utils import CaptureQueriesContext
 
+        from configs import store
+        from configs.revisions import Actor
         from pools.models import Pool
-        from pools.services import configs
-        from pools.services.revisions import Actor
 
         actor = Actor(name="bench", source="cli")
-        _reference_config(configs, actor)
+        _reference_config(store, actor)
         document = _pool_file(POOLS)
 
         def fresh_import():
             Pool.objects.all().delete()
             start = time.perf_counter()
-            configs.apply_many("POOL", document, actor)
+            store.apply_many("POOL", document, actor)
             return time.perf_counter() - start
 
         imports = sorted(fresh_import() for _ in range(3))
@@ -66,7 +66,7 @@ def run() -> list[Row]:
         rows = [Row(f"config import: {POOLS}-pool file (create)", median_import, imports[-1], 3,
                     note=f"{POOLS / median_import:.0f} pools/s")]
         unchanged = measure(f"config import: {POOLS}-pool file (unchanged)",
-                            lambda: configs.apply_many("POOL", document, actor), runs=3, warmup=0)
+                            lambda: store.apply_many("POOL", document, actor), runs=3, warmup=0)
         unchanged.note = f"{POOLS / unchanged.median_s:.0f} pools/s"
         rows.append(unchanged)
 

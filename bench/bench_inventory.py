@@ -22,8 +22,8 @@ NODES, PODS, PLATFORMS = 5_000, 50_000, 20
 MACHINE_POOLS = ("h100", "a100", "gb200", "l40s", "l40", "t4-spot", "jetson-thor", "cpu")
 
 
-def _config(configs, actor, url: str) -> None:
-    configs.apply("BACKEND", "bench", {"api_url": url, "namespace": "default"}, actor)
+def _config(store, actor, url: str) -> None:
+    store.apply("BACKEND", "bench", {"api_url": url, "namespace": "default"}, actor)
     templates = {"gpu": {"spec": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists",
                                                    "effect": "NoSchedule"}]}}}
     templates.update({f"mp-{name}": {"spec": {"nodeSelector": {"hive.openshift.io/machine-pool": name}}}
@@ -31,14 +31,14 @@ def _config(configs, actor, url: str) -> None:
     templates["zone-a"] = {"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In",
                                                      "values": ["us-east-1a"]}]}]}}}}}
-    configs.apply_many("POD_TEMPLATE", templates, actor)
+    store.apply_many("POD_TEMPLATE", templates, actor)
     pools = {}
     for i in range(PLATFORMS // 2):  # 10 pools x 2 platforms, overlapping machine pools (SHARED nodes)
         first, second = MACHINE_POOLS[i % 8], MACHINE_POOLS[(i + 3) % 8]
         pools[f"team-{i:02d}"] = {"backend": "bench", "common_pod_template": ["gpu"], "platforms": {
             first: {"override_pod_template": [f"mp-{first}"]},
             f"{second}-zone-a": {"override_pod_template": [f"mp-{second}", "zone-a"]}}}
-    configs.apply_many("POOL", pools, actor)
+    store.apply_many("POOL", pools, actor)
 
 
 def run() -> list[Row]:
@@ -60,12 +60,13 @@ def _run(server) -> list[Row]:
 
     from clusters import inventory
     from clusters.models import Backend, Node
+    from configs import store
+    from configs.revisions import Actor
     from pools.engine.placement import place, prepare_pod
     from pools.models import NodeMembership, Platform
-    from pools.services import configs, membership
-    from pools.services.revisions import Actor
+    from pools.services import membership
 
-    _config(configs, Actor(name="bench", source="cli"), server.url)
+    _config(store, Actor(name="bench", source="cli"), server.url)
     backend = Backend.objects.get(name="bench")
     rows = []
 

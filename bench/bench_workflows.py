@@ -96,23 +96,23 @@ def throwaway_database():
 def _set_up() -> str:
     from access.services import roles, tokens
     from clusters import inventory
+    from configs import store
+    from configs.revisions import Actor
     from kubesim import EmulatorServer
     from pools.engine import default_templates, default_validations
-    from pools.services import configs
-    from pools.services.revisions import Actor
     from tests.factories import RoleFactory, UserFactory
 
     actor = Actor(name="bench", source="cli")
     with EmulatorServer(fleet="demo") as server:
-        configs.apply("BACKEND", "bench-cluster", {"description": "bench", "namespace": "bench",
+        store.apply("BACKEND", "bench-cluster", {"description": "bench", "namespace": "bench",
                                                    "api_url": server.url}, actor)
         from clusters.models import Backend
 
         backend = Backend.objects.get(name="bench-cluster")
-        configs.apply_many("POD_TEMPLATE", {**default_templates(), "cpu": {
+        store.apply_many("POD_TEMPLATE", {**default_templates(), "cpu": {
             "spec": {"nodeSelector": {"hive.openshift.io/machine-pool": "cpu"}}}}, actor)
-        configs.apply_many("RESOURCE_VALIDATION", default_validations(), actor)
-        configs.apply("POOL", "bench", {
+        store.apply_many("RESOURCE_VALIDATION", default_validations(), actor)
+        store.apply("POOL", "bench", {
             "backend": "bench-cluster", "default_platform": "cpu",
             "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
             "common_pod_template": ["default_user"],

@@ -15,6 +15,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
+from clusters.config_types import BACKEND
 from portal.secrets import EncryptedTextField
 
 # resource name -> column suffix
@@ -117,3 +118,7 @@ class Node(models.Model):
     @property
     def schedulable(self) -> bool:
         return self.ready and not self.unschedulable
+
+
+# Described fields the model above does not declare get their columns from the description.
+BACKEND.add_columns(Backend)

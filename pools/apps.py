@@ -8,7 +8,9 @@ class PoolsConfig(AppConfig):
     def ready(self) -> None:
         from access import actions, policy
         from clusters.signals import nodes_changed
+        from configs import registry
         from pools.models import Platform, Pool
+        from pools.services.config_handlers import CONFIG_TYPES
 
         # A pool's owners (guardian permission pools.change_pool on that pool) read and edit that pool's
         # config, and only that pool's, without an admin role (granted on the pool's admin page).
@@ -16,6 +18,7 @@ class PoolsConfig(AppConfig):
         policy.register_object_right(Pool, "pools.change_pool", owner, label="owner")
         policy.register_object_right(Platform, "pools.change_pool", owner, via="pool", label="owner")
         nodes_changed.connect(recompute_membership, dispatch_uid="pools.membership")
+        registry.register(*CONFIG_TYPES)  # POOL, POD_TEMPLATE, RESOURCE_VALIDATION
 
 
 def recompute_membership(sender, **kwargs) -> None:

@@ -13,6 +13,15 @@ from portal.errors import PortalError
 MAX_INT = 2_147_483_647
 
 
+class ErrorSerializer(serializers.Serializer):
+    """The error envelope, for API schemas."""
+
+    code = serializers.CharField()
+    field = serializers.CharField()
+    value = serializers.JSONField(allow_null=True)
+    reason = serializers.CharField()
+
+
 class APIRefusal(exceptions.APIException):
     """A PortalError dressed as DRF's own exception, for code that DRF calls and expects only its own
     exceptions from: permission classes (the browsable API asks them whether to show a form, and would
@@ -23,11 +32,3 @@ class APIRefusal(exceptions.APIException):
         self.status_code = error.status
         self.error = error
 
-
-class ErrorSerializer(serializers.Serializer):
-    """The error envelope, for the OpenAPI schema of every app's endpoints."""
-
-    code = serializers.CharField()
-    field = serializers.CharField()
-    value = serializers.JSONField(allow_null=True)
-    reason = serializers.CharField()

@@ -50,6 +50,7 @@ INSTALLED_APPS = [
     "axes",  # password sign-in throttling (access/throttle.py)
     "guardian",  # per-object rights (pool owners), consulted only by access.policy (docs/access.md)
     "portal",
+    "configs",  # the config store: types, revisions, the one write path (below access and pools)
     "clusters",  # backends, node inventory, the Kubernetes adapter (docs/clusters.md)
     "pools",
     "access",

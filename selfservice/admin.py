@@ -23,7 +23,7 @@ from unfold.decorators import action, display
 from unfold.widgets import UnfoldAdminTextareaWidget
 
 from access.admin.site import PolicyAdminMixin
-from pools.services.revisions import Actor
+from configs.revisions import Actor
 from portal.errors import DomainError
 from selfservice.forms import DecisionForm
 from selfservice.models import AccessRequest, PoolRequest, RequestStatus

@@ -10,7 +10,7 @@ from django.conf import settings
 from django.db import models
 
 from access import actions
-from access.resources import PolicyResources, Scope
+from portal.resources import PolicyResources, Scope
 
 
 class RequestStatus(models.TextChoices):

@@ -12,7 +12,7 @@ from django.utils.html import format_html, format_html_join
 from unfold.decorators import display
 
 from access.admin.site import PolicyAdminMixin
-from pools.services.revisions import Actor  # moves to `configs` with the config store (issue #10)
+from configs.revisions import Actor  # moves to `configs` with the config store (issue #10)
 from portal.admin_base import ServiceBackedAdmin
 from teams import services
 from teams.models import Department, Project

@@ -25,7 +25,7 @@ from django.db.models import Count, QuerySet
 from access import actions, policy
 from access.documents import BUILTIN_ROLES
 from access.services import audit, roles
-from pools.validators import check_name  # moves to `configs` with the config store (issue #10)
+from configs.validators import check_name  # moves to `configs` with the config store (issue #10)
 from portal.errors import PermissionDenied
 from teams.errors import (
     DepartmentNotFound,
@@ -38,7 +38,7 @@ from teams.errors import (
 from teams.models import Department, Project, role_name
 
 if TYPE_CHECKING:
-    from pools.services.revisions import Actor  # moves to `configs` with the config store (issue #10)
+    from configs.revisions import Actor  # moves to `configs` with the config store (issue #10)
 
 READ, UPDATE = actions.CONFIG_READ, actions.CONFIG_UPDATE
 RESOURCE = actions.config("team")

@@ -14,7 +14,7 @@ from django.db import models
 from django.utils import timezone
 
 from access import actions
-from access.resources import PolicyResources, Scope
+from portal.resources import PolicyResources, Scope
 
 
 class WorkflowStatus(models.TextChoices):

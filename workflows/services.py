@@ -19,13 +19,13 @@ from django.db import DEFAULT_DB_ALIAS, connection, transaction
 
 from access import actions, policy
 from clusters.models import Backend
+from configs.validators import parse_timeout
 from pools.engine import EngineError, WorkflowContext, resolve
 from pools.engine.placement import NodeInfo, place
 from pools.engine.placement_fit import parse_allocatable, sum_requests
 from pools.models import NodeMembership, Platform, Pool
 from pools.services.compilation import compiled_platform
 from pools.services.node_rules import capacities_for
-from pools.validators import parse_timeout
 from portal.prepared import PreparedInsert, PreparedQuery
 from portal.safe_yaml import spec_limits
 from teams.services import charged_project

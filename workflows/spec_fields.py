@@ -9,11 +9,11 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import NoReturn
 
+from configs.validators import normalize_exit_actions, parse_timeout, timeout_of
 from pools.engine import EngineError, k8s_name, parse_volume_mount
 from pools.engine.k8s_syntax import dns1123_label_error, label_value_error, qualified_name_error
 from pools.engine.quantity import QuantityError, parse_quantity
 from pools.engine.resolve import LABEL_PREFIX
-from pools.validators import normalize_exit_actions, parse_timeout, timeout_of
 from portal.errors import DomainError
 from portal.paths import join_index, join_key
 

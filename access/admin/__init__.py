@@ -1,1 +1,1 @@
-from access.admin import roles, users  # noqa: F401  (registers the admin classes)
+from access.admin import revisions, roles, users  # noqa: F401  (registers the admin classes)

@@ -18,7 +18,7 @@ from django.views.decorators.http import require_http_methods
 from access import actions, policy
 from access.admin.site import with_field
 from access.services import object_rights
-from pools.services.revisions import Actor
+from configs.revisions import Actor
 from portal.errors import DomainError
 
 

@@ -13,16 +13,17 @@ from django.urls import path, reverse
 from django.utils.html import format_html, format_html_join
 from unfold.decorators import display
 
-from access import actions, documents, policy
+from access import actions, policy
 from access.admin.site import PolicyAdminMixin
+from access.config_types import ROLE
 from access.documents import BUILTIN_ROLES
 from access.matching import check_action
 from access.models import Role
 from access.services import users
-from pools.errors import ConfigError
-from pools.models import ConfigType
-from pools.services import configs
-from pools.services.revisions import Actor
+from configs import store
+from configs.errors import ConfigError
+from configs.models import ConfigType
+from configs.revisions import Actor
 from portal.admin_base import DocumentField, ServiceBackedAdmin
 from portal.errors import DomainError
 
@@ -54,18 +55,14 @@ class RoleForm(forms.ModelForm):
         name = cleaned.get("name") or self.instance.name
         if name and not self.errors:
             try:
-                self.document = documents.parse_role(name, self.body())
+                self.document = ROLE.parse(name, self.body())
             except ConfigError as error:
                 field = error.field.split("[")[0].split(".")[0]
                 self.add_error(field if field in self.fields else None, str(error))
         return cleaned
 
     def body(self) -> dict:
-        data = self.cleaned_data
-        return {"description": data.get("description", ""), "policies": data.get("policies") or [],
-                "immutable": data.get("immutable", False), "sync_mode": data.get("sync_mode"),
-                "external_roles": [n.strip() for n in (data.get("external_roles") or "").split(",") if n.strip()],
-                "force": data.get("force", False)}
+        return ROLE.body_from_form(self.cleaned_data)
 
 
 @admin.register(Role)
@@ -97,7 +94,7 @@ class RoleAdmin(PolicyAdminMixin, ServiceBackedAdmin):
         return (obj is None or obj.name not in BUILTIN_ROLES) and super().has_delete_permission(request, obj)
 
     def save_model(self, request, obj, form, change):
-        result = configs.apply(ConfigType.ROLE, obj.name, form.body(), Actor.for_request(request, "admin"))
+        result = store.apply(ConfigType.ROLE, obj.name, form.body(), Actor.for_request(request, "admin"))
         for warning in result.warnings:
             self.message_user(request, warning, messages.WARNING)
         saved = Role.objects.get(name=obj.name)
@@ -107,7 +104,7 @@ class RoleAdmin(PolicyAdminMixin, ServiceBackedAdmin):
         """Nothing: the role was written whole by the config service."""
 
     def delete_model(self, request, obj):
-        configs.delete(ConfigType.ROLE, obj.name, Actor.for_request(request, "admin"))
+        store.delete(ConfigType.ROLE, obj.name, Actor.for_request(request, "admin"))
 
     def delete_queryset(self, request, queryset):
         for obj in queryset:
@@ -139,7 +136,7 @@ class RoleAdmin(PolicyAdminMixin, ServiceBackedAdmin):
     @display(description="History")
     def history(self, obj):
         return format_html('<a class="underline" href="{}?config_type__exact=ROLE&name={}">Revisions of {}</a>',
-                           reverse("admin:pools_revision_changelist"), obj.name, obj.name)
+                           reverse("admin:configs_revision_changelist"), obj.name, obj.name)
 
     @display(description="Access")
     def explain(self, obj):

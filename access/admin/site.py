@@ -31,8 +31,8 @@ from unfold.forms import AuthenticationForm
 from unfold.sites import UnfoldAdminSite
 
 from access import actions, policy
-from access.resources import PolicyResources
 from access.services import audit
+from portal.resources import PolicyResources
 
 READ, UPDATE = actions.CONFIG_READ, actions.CONFIG_UPDATE
 

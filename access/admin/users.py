@@ -25,7 +25,7 @@ from access.admin.site import PolicyAdminMixin
 from access.models import APIToken, AuditEvent, Role
 from access.policy import DEFAULT_ROLE
 from access.services import roles, tokens
-from pools.services.revisions import Actor
+from configs.revisions import Actor
 from portal.admin_base import ReadOnlyAdminMixin
 
 User = get_user_model()

@@ -14,7 +14,7 @@ from access import actions, policy
 from access.api import serializers as s
 from access.api.permissions import PolicyPermission
 from access.services import tokens
-from pools.services.revisions import Actor
+from configs.revisions import Actor
 from portal.api import ErrorSerializer
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer,

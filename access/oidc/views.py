@@ -24,7 +24,7 @@ from access.oidc.configuration import client_id, oidc_enabled, setting
 from access.oidc.provider import OIDCError, provider_metadata
 from access.oidc.roles import holds_portal_role
 from access.services import audit
-from pools.services.revisions import Actor
+from configs.revisions import Actor
 
 logger = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """The audit trail: who did what, when, through which door and from where.
 
-Recorded: every config write (a listener on `pools.services.revisions`, so every door is covered in
+Recorded: every config write (a listener on `configs.revisions`, so every door is covered in
 one place), role grants and revocations (manual and IdP sync), token creation and revocation, and
 every request refused by `access.policy` on the API, the admin and the self-service pages.
 Events are written in the caller's transaction: a write that rolls back leaves no event behind.
@@ -9,7 +9,7 @@ Events are written in the caller's transaction: a write that rolls back leaves n
 from __future__ import annotations
 
 from access.models import AuditEvent
-from pools.services.revisions import Actor
+from configs.revisions import Actor
 
 SYSTEM = Actor(name="system", source="system")
 SYSTEM_CLI = Actor(name="system", source="cli")
@@ -54,7 +54,7 @@ def denied(request, who, action: str, resource: str, source: str, because: list[
 
 
 def config_written(config_type: str, revisions: list, actor: Actor) -> None:
-    """`pools.services.revisions` listener: one event per written object."""
+    """`configs.revisions` listener: one event per written object."""
     record_all([
         event("config.delete" if revision.deleted else "config.update", actor,
               target=f"{config_type} {revision.name}",

@@ -15,14 +15,14 @@ from dataclasses import dataclass, field
 from django.contrib.auth.models import Group
 from django.db import transaction
 
-from access.documents import ADMIN_POLICIES, BUILTIN_ROLES, RoleDoc, pool_role, role_snapshot
+from access.documents import ADMIN_POLICIES, BUILTIN_ROLES, pool_role
 from access.models import APIToken, Role, SyncMode
 from access.policy import ADMIN_ROLE, DEFAULT_ROLE
 from access.services import audit
-from pools.errors import ConfigError
-from pools.models import ConfigType
-from pools.services import configs
-from pools.services.revisions import Actor
+from configs import store
+from configs.errors import ConfigError
+from configs.models import ConfigType
+from configs.revisions import Actor
 from portal.errors import Conflict
 
 IDP_SYNC = Actor(name="idp-sync", source="oidc")
@@ -50,10 +50,9 @@ def ensure_builtin_roles() -> list[str]:
             continue
         merged = merge_default_policies(role.policies, body["policies"])
         if merged != role.policies:
-            role.policies = merged
-            role.save(update_fields=["policies", "updated_at"])
-            configs.record_admin_save(ConfigType.ROLE, name, audit.SYSTEM,
-                                      description="default actions of this release merged in")
+            document = {**store.show(ConfigType.ROLE, name), "policies": merged, "force": True}
+            store.apply(ConfigType.ROLE, name, document, audit.SYSTEM,
+                        description="default actions of this release merged in")
             touched.append(name)
     return touched
 
@@ -77,8 +76,9 @@ def merge_default_policies(policies: list, defaults: list[dict]) -> list:
     return merged
 
 
-def save_role(doc: RoleDoc, existing: Role | None) -> Role:
-    """Write one role definition (the ROLE config handler's save); refuses illegal changes."""
+def save_role(doc, existing: Role | None) -> Role:
+    """Write one role definition (the ROLE config handler's save, `doc` parsed by access.config_types.ROLE);
+    refuses illegal changes."""
     if doc.name == ADMIN_ROLE and (doc.policies != ADMIN_POLICIES or not doc.immutable):
         raise BuiltinRole(f"Role {ADMIN_ROLE} is built in: it always allows *:* on * and stays immutable",
                           field="policies", value=doc.name)
@@ -95,9 +95,9 @@ def save_role(doc: RoleDoc, existing: Role | None) -> Role:
     return role
 
 
-def set_pool_role(name: str, actor: Actor, *, description: str = "", tags=()) -> configs.ApplyResult:
+def set_pool_role(name: str, actor: Actor, *, description: str = "", tags=()) -> store.ApplyResult:
     """`config set ROLE osmo-<X> pool`: create or replace OSMO's generated role for pools starting with X."""
-    return configs.apply(ConfigType.ROLE, name, pool_role(name), actor, description=description, tags=tags)
+    return store.apply(ConfigType.ROLE, name, pool_role(name), actor, description=description, tags=tags)
 
 
 def ensure_team_role(name: str, actor: Actor, *, external_roles: Iterable[str] = (), description: str = "",
@@ -110,8 +110,8 @@ def ensure_team_role(name: str, actor: Actor, *, external_roles: Iterable[str] =
     wanted = sorted({*(existing.external_roles if existing else []), *added})
     if existing is not None and wanted == sorted(existing.external_roles):
         return existing, False
-    body = pool_role(name) if existing is None else role_snapshot(existing)
-    configs.apply(ConfigType.ROLE, name, {**body, "external_roles": wanted}, actor, description=description)
+    body = pool_role(name) if existing is None else store.show(ConfigType.ROLE, name)
+    store.apply(ConfigType.ROLE, name, {**body, "external_roles": wanted}, actor, description=description)
     return Role.objects.get(name=name), existing is None
 
 

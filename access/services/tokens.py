@@ -23,8 +23,8 @@ from access.epoch import EpochCache
 from access.models import APIToken, Role
 from access.policy import DEFAULT_ROLE, principal
 from access.services import audit
-from pools.errors import ConfigError
-from pools.services.revisions import Actor
+from configs.errors import ConfigError
+from configs.revisions import Actor
 from portal.errors import Conflict, DomainError, NotFound
 
 PREFIX = "pp_"

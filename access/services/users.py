@@ -6,8 +6,8 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from access.services import audit, roles, tokens
-from pools.errors import ConfigError
-from pools.services.revisions import Actor
+from configs.errors import ConfigError
+from configs.revisions import Actor
 from portal.errors import Conflict, NotFound
 
 

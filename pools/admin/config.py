@@ -1,7 +1,8 @@
 """Admin for backends, pod templates, resource validations, pools and platforms.
 
-Saves go through `pools.services.configs` (validation as every door, recompute, revision); see
-`portal.admin_base.ServiceBackedAdmin` for how a refused save is shown.
+Saves go through `configs.store.apply` like the CLI's and the API's (configs.admin.SchemaAdminMixin turns
+the form and its inlines into the OSMO document); see `portal.admin_base.ServiceBackedAdmin` for how a
+refused save is shown.
 """
 
 from __future__ import annotations
@@ -19,12 +20,16 @@ from access.admin.object_rights import ObjectRightsAdminMixin
 from access.admin.site import PolicyAdminMixin, PoolAccessLinkMixin
 from clusters.admin import BackendInventoryMixin
 from clusters.models import Backend
+from configs import store
+from configs.admin import SchemaAdminMixin, apply_formset
+from configs.errors import ConfigInUse
+from configs.models import ConfigType
+from configs.revisions import Actor
 from pools.admin.forms import PodTemplateForm, PoolForm, ResourceValidationForm
 from pools.admin.inventory import BackendForm, PlatformNodesMixin
 from pools.admin.preview import PoolPreviewMixin
-from pools.errors import ConfigInUse
+from pools.config_types import PLATFORM
 from pools.models import (
-    ConfigType,
     Platform,
     PlatformTemplate,
     PlatformValidation,
@@ -34,13 +39,11 @@ from pools.models import (
     PoolValidation,
     ResourceValidation,
 )
-from pools.services import configs
-from pools.services.revisions import Actor
 from portal.admin_base import ServiceBackedAdmin, pretty_json
 from portal.errors import DomainError
 
 
-class ConfigAdmin(PolicyAdminMixin, ServiceBackedAdmin):
+class ConfigAdmin(PolicyAdminMixin, SchemaAdminMixin, ServiceBackedAdmin):
     """Common behaviour: names are fixed once created, saves record revisions, deletes check referrers.
     Permissions: access.policy, config:Read / config:Update on config/<type>."""
 
@@ -53,18 +56,8 @@ class ConfigAdmin(PolicyAdminMixin, ServiceBackedAdmin):
         fields = [*super().get_readonly_fields(request, obj), "history"]
         return [*fields, "name"] if obj else fields
 
-    def save_related(self, request, form, formsets, change):
-        super().save_related(request, form, formsets, change)
-        result = configs.record_admin_save(self.config_type, self.config_name(form.instance),
-                                           Actor.for_request(request, "admin"))
-        for warning in result.warnings:
-            self.message_user(request, warning, messages.WARNING)
-
-    def config_name(self, obj) -> str:
-        return obj.name
-
     def delete_model(self, request, obj):
-        configs.delete(self.config_type, obj.name, Actor.for_request(request, "admin"))
+        store.delete(self.config_type, obj.name, Actor.for_request(request, "admin"))
 
     def delete_queryset(self, request, queryset):
         for obj in queryset:
@@ -72,7 +65,7 @@ class ConfigAdmin(PolicyAdminMixin, ServiceBackedAdmin):
 
     def delete_view(self, request, object_id, extra_context=None):
         obj = self.get_object(request, object_id)
-        referrers = configs.referrers(self.config_type, obj) if obj else []
+        referrers = store.referrers(self.config_type, obj) if obj else []
         if referrers:
             self.message_user(request, str(ConfigInUse(
                 f"cannot be deleted: still referenced by {', '.join(referrers)}", field="name", value=obj.name)),
@@ -88,7 +81,7 @@ class ConfigAdmin(PolicyAdminMixin, ServiceBackedAdmin):
     def history(self, obj):
         if obj is None or obj.pk is None:
             return "-"
-        url = reverse("admin:pools_revision_changelist")
+        url = reverse("admin:configs_revision_changelist")
         return format_html('<a href="{}?config_type__exact={}&name={}">Revisions of {}</a>', url,
                            self.config_type, obj.name, obj.name)
 
@@ -170,8 +163,7 @@ class PlatformInline(PoolConfigInline, StackedInline):
     model = Platform
     extra = 0
     show_change_link = True
-    fields = ["name", "description", "host_network_allowed", "privileged_allowed", "default_variables",
-              "allowed_mounts"]
+    fields = ["name", *PLATFORM.form_fields()]
 
 
 @admin.register(Pool)
@@ -230,8 +222,11 @@ PlatformValidationInline = ordered_reference_inline(
 
 
 @admin.register(Platform)
-class PlatformAdmin(PlatformNodesMixin, PolicyAdminMixin, ServiceBackedAdmin):
+class PlatformAdmin(PlatformNodesMixin, PolicyAdminMixin, SchemaAdminMixin, ServiceBackedAdmin):
+    """A platform is part of its pool's document: saving one writes the pool (one POOL revision)."""
+
     policy_resource = "config/pool"
+    config_type, form_schema = ConfigType.POOL, PLATFORM
     list_display = ["name", "pool", "description", "host_network_allowed", "privileged_allowed"]
     list_filter = ["pool", "privileged_allowed", "host_network_allowed"]
     search_fields = ["name", "pool__name", "description"]
@@ -253,16 +248,32 @@ class PlatformAdmin(PlatformNodesMixin, PolicyAdminMixin, ServiceBackedAdmin):
         return format_html('<a class="underline" href="{}?platform={}">Preview a task on {}</a>', url, obj.name,
                            obj.name)
 
-    def save_related(self, request, form, formsets, change):
-        super().save_related(request, form, formsets, change)
-        configs.record_admin_save(ConfigType.POOL, form.instance.pool.name, Actor.for_request(request, "admin"),
-                                  description=f"platform {form.instance.name}")
+    def config_name(self, form) -> str:
+        return (form.instance.pool if form.instance.pk else form.cleaned_data["pool"]).name
+
+    def config_description(self, form) -> str:
+        return f"platform {form.instance.name if form.instance.pk else form.cleaned_data['name']}"
+
+    def config_body(self, form, formsets, change):
+        """The pool's document with this platform as the form and its inlines say."""
+        body = store.show(ConfigType.POOL, self.config_name(form))
+        name = form.instance.name if change else form.cleaned_data["name"]
+        current = body["platforms"].get(name) if change else None
+        platform = PLATFORM.body_from_form(form.cleaned_data, current)
+        for formset in formsets:
+            apply_formset(PLATFORM, platform, formset, current)
+        body["platforms"][name] = platform
+        return body
+
+    def saved_pk(self, form) -> int:
+        name = form.instance.name if form.instance.pk else form.cleaned_data["name"]
+        return Platform.objects.values_list("pk", flat=True).get(pool__name=self.config_name(form), name=name)
 
     def delete_model(self, request, obj):
-        pool_name = obj.pool.name
-        super().delete_model(request, obj)
-        configs.record_admin_save(ConfigType.POOL, pool_name, Actor.for_request(request, "admin"),
-                                  description=f"deleted platform {obj.name}")
+        body = store.show(ConfigType.POOL, obj.pool.name)
+        body["platforms"].pop(obj.name, None)
+        store.apply(ConfigType.POOL, obj.pool.name, body, Actor.for_request(request, "admin"),
+                    description=f"deleted platform {obj.name}")
 
     def delete_view(self, request, object_id, extra_context=None):
         try:

@@ -1,85 +1,53 @@
-"""Admin forms: field-level checks reuse the validators every other door uses, so errors read the same."""
+"""Admin forms, derived from the config types' descriptions (pools.config_types): their fields, and each
+field checked as every door checks it, so errors read the same. Whole-document and cross-field checks run
+when the config service saves (portal.admin_base.ServiceBackedAdmin shows what it refuses)."""
 
 from __future__ import annotations
 
 from django import forms
 
-from pools.errors import ConfigError
+from configs.errors import ConfigError
+from configs.schema import Schema
+from configs.validators import check_name
+from pools.config_types import POD_TEMPLATE, POOL, RESOURCE_VALIDATION
 from pools.models import PodTemplate, Pool, ResourceValidation
-from pools.services import documents
-from pools.validators import check_name, check_timeouts, normalize_exit_actions, parse_timeout
 from portal.admin_base import DocumentField
 
 
-def _as_validation_error(call, *args):
-    try:
-        return call(*args)
-    except ConfigError as error:
-        raise forms.ValidationError(str(error)) from None
+class SchemaForm(forms.ModelForm):
+    """A ModelForm on a config type: `schema` names its fields and checks each one."""
 
+    schema: Schema
 
-class NamedForm(forms.ModelForm):
     def clean_name(self):
-        return _as_validation_error(check_name, self.cleaned_data["name"])
-
-
-class PodTemplateForm(NamedForm):
-    body = DocumentField(help_text="A partial Pod manifest in YAML or JSON, e.g. spec.nodeSelector and "
-                                   "spec.tolerations. Use {{USER_CPU}}-style variables.")
-
-    class Meta:
-        model = PodTemplate
-        fields = ["name", "body"]
+        try:
+            return check_name(self.cleaned_data["name"])
+        except ConfigError as error:
+            raise forms.ValidationError(str(error)) from None
 
     def clean(self):
         cleaned = super().clean()
-        if "body" in cleaned and cleaned.get("name"):
+        for field in self.schema.leaves():
+            value = cleaned.get(field.target)
+            if field.target not in self.fields or field.target in self.errors or value is None:
+                continue
             try:
-                cleaned["body"] = documents.parse_pod_template(cleaned["name"], cleaned["body"])
+                field.kind.parse(field.kind.from_form(value), field.target)
             except ConfigError as error:
-                self.add_error("body", str(error))
+                self.add_error(field.target, error.reason if error.field == field.target else str(error))
         return cleaned
 
 
-class ResourceValidationForm(NamedForm):
-    rules = DocumentField(help_text="A list of rules: operator (GT GE LT LE EQ NE), left_operand, right_operand, "
-                                    "assert_message. Example: {{USER_GPU}} LE {{K8_GPU}}.")
-
-    class Meta:
-        model = ResourceValidation
-        fields = ["name", "rules"]
-
-    def clean(self):
-        cleaned = super().clean()
-        if "rules" in cleaned and cleaned.get("name"):
-            try:
-                cleaned["rules"] = documents.parse_resource_validation(cleaned["name"], cleaned["rules"])
-            except ConfigError as error:
-                self.add_error("rules", str(error))
-        return cleaned
+def schema_form(schema: Schema, model, **declared) -> type[SchemaForm]:
+    meta = type("Meta", (), {"model": model, "fields": ["name", *schema.form_fields()]})
+    return type(f"{model.__name__}Form", (SchemaForm,), {"schema": schema, "Meta": meta, "__module__": __name__,
+                                                         **declared})
 
 
-class PoolForm(NamedForm):
-    class Meta:
-        model = Pool
-        fields = ["name", "description", "backend", "default_platform", "enable_maintenance",
-                  "common_default_variables", "default_exec_timeout", "max_exec_timeout", "default_queue_timeout",
-                  "max_queue_timeout", "default_exit_actions", "download_type", "gpu_guarantee", "gpu_maximum",
-                  "gpu_weight", "topology_keys"]
-
-    def clean(self):
-        cleaned = super().clean()
-        for key in documents.TIMEOUT_FIELDS:
-            try:
-                parse_timeout(cleaned.get(key), key)
-            except ConfigError as error:
-                self.add_error(key, error.reason)
-        if not self.errors:
-            try:
-                check_timeouts({key: cleaned.get(key, "") for key in documents.TIMEOUT_FIELDS})
-            except ConfigError as error:
-                self.add_error(error.field, error.reason)
-        return cleaned
-
-    def clean_default_exit_actions(self):
-        return _as_validation_error(normalize_exit_actions, self.cleaned_data.get("default_exit_actions"))
+PodTemplateForm = schema_form(POD_TEMPLATE, PodTemplate, body=DocumentField(
+    help_text="A partial Pod manifest in YAML or JSON, e.g. spec.nodeSelector and spec.tolerations. Use "
+              "{{USER_CPU}}-style variables."))
+ResourceValidationForm = schema_form(RESOURCE_VALIDATION, ResourceValidation, rules=DocumentField(
+    help_text="A list of rules: operator (GT GE LT LE EQ NE), left_operand, right_operand, assert_message. "
+              "Example: {{USER_GPU}} LE {{K8_GPU}}."))
+PoolForm = schema_form(POOL, Pool)

@@ -20,12 +20,14 @@ from unfold.widgets import UnfoldAdminPasswordWidget, UnfoldAdminTextareaWidget
 
 from clusters.admin import RESOURCES, SHORT, ReadOnlyPolicyAdmin, SchedulableFilter
 from clusters.admin import NodeAdmin as ClusterNodeAdmin
+from clusters.config_types import BACKEND
+from clusters.kube.connection import SECRET_FIELDS
 from clusters.models import Backend, Node
 from clusters.units import used_of_allocatable
-from pools.errors import ConfigError
+from configs.errors import ConfigError
+from configs.kinds import secret_marker
 from pools.models import NodeMembership, Platform, Pool, PoolCapacity, ResourceType
-from pools.services import capacity, documents, membership
-from pools.services.snapshots import secret_marker
+from pools.services import capacity, membership
 
 MAX_EXPLAINED = 300  # non-member rows shown on a platform page
 
@@ -184,12 +186,11 @@ class BackendForm(forms.ModelForm):
 
     class Meta:
         model = Backend
-        fields = ["name", "description", "namespace", "scheduler_name", "dashboard_url", "grafana_url", "connection",
-                  "api_url", "token", "ca_cert", "verify_tls", "kubeconfig", "kube_context"]
+        fields = ["name", *BACKEND.form_fields()]
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for key in documents.SECRET_FIELDS:
+        for key in SECRET_FIELDS:
             if key not in self.fields:
                 continue
             self.initial[key] = ""  # never sent to the browser
@@ -199,13 +200,13 @@ class BackendForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        for key in documents.SECRET_FIELDS:
+        for key in SECRET_FIELDS:
             if key in self.fields and not cleaned.get(key):
                 cleaned[key] = "" if cleaned.get("clear_secrets") else getattr(self.instance, key, "")
         body = {key: cleaned[key] for key in ("namespace", "connection", "api_url", "token", "ca_cert",
                                               "verify_tls", "kubeconfig", "kube_context") if key in cleaned}
         try:
-            documents.parse_backend(cleaned.get("name") or self.instance.name or "backend", body)
+            BACKEND.parse(cleaned.get("name") or self.instance.name or "backend", body)
         except ConfigError as error:
             field = error.field if error.field in self.fields else None
             self.add_error(field, error.reason if field else str(error))

@@ -8,8 +8,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access import actions
+from configs.errors import ConfigError
 from pools.api.views import PoolListView
-from pools.errors import ConfigError
 from pools.services import capacity
 from portal.api import ErrorSerializer
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from pools.models import ConfigType
+from configs.models import ConfigType
 from portal.api import MAX_INT
 
 

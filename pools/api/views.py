@@ -1,24 +1,32 @@
-"""Config REST API on OSMO's paths. Views only translate HTTP; `pools.services.configs` does the work."""
+"""Config REST API on OSMO's paths. Views only translate HTTP; `configs.store` does the work."""
 
 from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access import actions, policy
 from access.api.permissions import ConfigPermission, PolicyPermission
+from configs import revisions, store
+from configs.errors import ConfigError
+from configs.models import ConfigType
+from configs.revisions import Actor
+from configs.serializers import body_serializers
 from pools.api import serializers as s
-from pools.errors import ConfigError
-from pools.models import ConfigType
-from pools.services import configs, pool_listing, revisions
-from pools.services.revisions import Actor
+from pools.services import pool_listing
 from portal.api import APIRefusal, ErrorSerializer
 
 ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
 TYPE_PARAM = OpenApiParameter("config_type", str, OpenApiParameter.PATH,
                               enum=[t.lower() for t in ConfigType.values], description="Config type, lower case.")
+
+
+def config_body() -> PolymorphicProxySerializer:
+    """A config body: the shape of its type, derived from the type's description (configs.serializers)."""
+    return PolymorphicProxySerializer(component_name="ConfigBody", resource_type_field_name=None,
+                                      serializers=list(body_serializers().values()))
 
 
 def _config_type(value: str) -> str:
@@ -57,7 +65,7 @@ class ConfigCollectionView(ConfigAPIView):
     @extend_schema(operation_id="configs_list", parameters=[TYPE_PARAM],
                    responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Every object of a config type as {name: body}")
     def get(self, request, config_type):
-        return Response(configs.show(_config_type(config_type)))
+        return Response(store.show(_config_type(config_type)))
 
     @extend_schema(operation_id="configs_update_many", parameters=[TYPE_PARAM],
                    request=s.ConfigWriteSerializer,
@@ -65,16 +73,16 @@ class ConfigCollectionView(ConfigAPIView):
                    summary="Create or replace several objects at once (all or nothing)")
     def put(self, request, config_type):
         data = _valid(s.ConfigWriteSerializer, request.data)
-        results = configs.apply_many(_config_type(config_type), data["configs"], _actor(request),
+        results = store.apply_many(_config_type(config_type), data["configs"], _actor(request),
                                      description=data["description"], tags=data["tags"])
         return Response([r.as_dict() for r in results])
 
 
 class ConfigObjectView(ConfigAPIView):
-    @extend_schema(parameters=[TYPE_PARAM], responses={200: OpenApiTypes.OBJECT, **ERRORS},
+    @extend_schema(parameters=[TYPE_PARAM], responses={200: config_body(), **ERRORS},
                    summary="One object's body")
     def get(self, request, config_type, name):
-        return Response(configs.show(_config_type(config_type), name))
+        return Response(store.show(_config_type(config_type), name))
 
     @extend_schema(parameters=[TYPE_PARAM], request=s.ConfigWriteSerializer,
                    responses={200: s.ApplyResultSerializer, 201: s.ApplyResultSerializer, **ERRORS},
@@ -82,8 +90,8 @@ class ConfigObjectView(ConfigAPIView):
     def put(self, request, config_type, name):
         kind = _config_type(config_type)
         data = _valid(s.ConfigWriteSerializer, request.data)
-        body = configs.unwrap(kind, name, data["configs"])
-        result = configs.apply(kind, name, body, _actor(request), description=data["description"],
+        body = store.unwrap(kind, name, data["configs"])
+        result = store.apply(kind, name, body, _actor(request), description=data["description"],
                                tags=data["tags"])
         return Response(result.as_dict(), status=201 if result.created else 200)
 
@@ -97,7 +105,7 @@ class ConfigObjectView(ConfigAPIView):
                    responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Delete one object")
     def delete(self, request, config_type, name):
         data = _valid(s.ConfigDeleteSerializer, request.data or {})
-        number = configs.delete(_config_type(config_type), name, _actor(request),
+        number = store.delete(_config_type(config_type), name, _actor(request),
                                 description=data["description"], tags=data["tags"])
         return Response({"config_type": _config_type(config_type), "name": name, "revision": number,
                          "deleted": True})
@@ -128,7 +136,7 @@ class RollbackView(ConfigAPIView):
                    summary="Restore an object to a revision (written as a new revision)")
     def post(self, request):
         data = _valid(s.RollbackSerializer, request.data)
-        result = configs.rollback(data["config_type"], data["name"], data["revision"], _actor(request),
+        result = store.rollback(data["config_type"], data["name"], data["revision"], _actor(request),
                                   description=data["description"], tags=data["tags"])
         return Response(result.as_dict())
 

@@ -9,10 +9,8 @@ from pools.models.config import (
     ResourceValidation,
 )
 from pools.models.inventory import NodeMembership, PoolCapacity, ResourceType
-from pools.models.revision import ConfigType, Revision
 
 __all__ = [
-    "ConfigType",
     "NodeMembership",
     "Platform",
     "PlatformTemplate",
@@ -24,5 +22,4 @@ __all__ = [
     "PoolValidation",
     "ResourceType",
     "ResourceValidation",
-    "Revision",
 ]

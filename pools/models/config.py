@@ -9,8 +9,9 @@ from __future__ import annotations
 
 from django.db import models
 
-from access.resources import PolicyResources, Scope
 from clusters.models import Backend
+from pools.config_types import PLATFORM, POOL
+from portal.resources import PolicyResources, Scope
 
 
 class PodTemplate(models.Model):
@@ -157,3 +158,8 @@ class PlatformValidation(_OrderedReference):
 
     def __str__(self) -> str:
         return f"{self.position}: {self.validation_id}"
+
+
+# Described fields the models above do not declare get their columns from the descriptions.
+for _model, _schema in ((Pool, POOL), (Platform, PLATFORM)):
+    _schema.add_columns(_model)

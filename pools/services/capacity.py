@@ -17,7 +17,7 @@ from django.db.models import Subquery
 
 from clusters.models import CAPACITY_COLUMNS, Node
 from clusters.units import show
-from pools.errors import ConfigNotFound
+from configs.errors import ConfigNotFound
 from pools.models import NodeMembership, Platform, Pool
 from pools.services.membership import membership_filter, resource_type
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from django.db.models import QuerySet
 
+from configs.errors import ConfigError
 from pools.engine import CompiledPlatform, EngineError, PlatformConfig, check_platform, compile_platform
-from pools.errors import ConfigError
 from pools.models import Platform, Pool
 from pools.services.snapshots import pools_for_snapshot
 

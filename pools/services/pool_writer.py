@@ -10,7 +10,11 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusters.models import Backend
-from pools.errors import ConfigError
+from configs.errors import ConfigError
+from configs.kinds import OrderedRefs
+from configs.models import ConfigType
+from configs.schema import Doc
+from pools.config_types import PLATFORM, POOL
 from pools.models import (
     Platform,
     PlatformTemplate,
@@ -21,9 +25,6 @@ from pools.models import (
     PoolValidation,
     ResourceValidation,
 )
-from pools.services.documents import PlatformDoc, PoolDoc
-
-PLATFORM_FIELDS = ("description", "host_network_allowed", "privileged_allowed", "default_variables", "allowed_mounts")
 
 
 @dataclass
@@ -33,50 +34,48 @@ class References:
     validations: dict[str, ResourceValidation]
 
     @classmethod
-    def load(cls, docs: list[PoolDoc]) -> References:
+    def load(cls, docs: list[Doc]) -> References:
+        wanted = {ConfigType.POD_TEMPLATE: set(), ConfigType.RESOURCE_VALIDATION: set()}
+        for doc in docs:
+            for _, names, kind in reference_fields(doc):
+                wanted[kind.config_type].update(names)
         return cls(
             backends={b.name: b for b in Backend.objects.filter(name__in={d.backend for d in docs})},
-            templates={t.name: t for t in PodTemplate.objects.filter(
-                name__in={n for d in docs for n in template_names(d)})},
+            templates={t.name: t for t in PodTemplate.objects.filter(name__in=wanted[ConfigType.POD_TEMPLATE])},
             validations={v.name: v for v in ResourceValidation.objects.filter(
-                name__in={n for d in docs for n in validation_names(d)})},
+                name__in=wanted[ConfigType.RESOURCE_VALIDATION])},
         )
 
-    def check(self, doc: PoolDoc) -> None:
+    def check(self, doc: Doc) -> None:
         """Name the exact field and every unknown name in it, so one run shows what to create."""
         if doc.backend not in self.backends:
             raise ConfigError(f"unknown backend; create it first with `config update BACKEND {doc.backend}`",
                               field="backend", value=doc.backend)
-        for field, names, found, kind in _reference_fields(doc, self):
+        for field, names, kind in reference_fields(doc):
+            found = self.templates if kind.config_type == ConfigType.POD_TEMPLATE else self.validations
             missing = [name for name in names if name not in found]
             if missing:
-                type_name = "POD_TEMPLATE" if kind == "pod template" else "RESOURCE_VALIDATION"
                 plural = len(missing) > 1
-                raise ConfigError(f"unknown {kind}{'s' if plural else ''} {', '.join(missing)}; create "
-                                  f"{'them' if plural else 'it'} first with `config update {type_name}`",
+                raise ConfigError(f"unknown {kind.label}{'s' if plural else ''} {', '.join(missing)}; create "
+                                  f"{'them' if plural else 'it'} first with `config update {kind.config_type}`",
                                   field=field, value=missing[0] if not plural else missing)
 
 
-def template_names(doc: PoolDoc) -> list[str]:
-    return doc.common_pod_template + [n for p in doc.platforms for n in p.override_pod_template]
-
-
-def validation_names(doc: PoolDoc) -> list[str]:
-    return doc.common_resource_validations + [n for p in doc.platforms for n in p.resource_validations]
-
-
-def _reference_fields(doc: PoolDoc, refs: References):
-    yield "common_pod_template", doc.common_pod_template, refs.templates, "pod template"
-    yield "common_resource_validations", doc.common_resource_validations, refs.validations, "resource validation"
+def reference_fields(doc: Doc):
+    """(field, names, kind) of every ordered reference list in a pool document, its platforms' included."""
+    for field in POOL.leaves():
+        if isinstance(field.kind, OrderedRefs):
+            yield field.name, getattr(doc, field.target), field.kind
     for platform in doc.platforms:
-        where = f"platforms.{platform.name}"
-        yield f"{where}.override_pod_template", platform.override_pod_template, refs.templates, "pod template"
-        yield f"{where}.resource_validations", platform.resource_validations, refs.validations, "resource validation"
+        for field in PLATFORM.leaves():
+            if isinstance(field.kind, OrderedRefs):
+                yield f"platforms.{platform.name}.{field.name}", getattr(platform, field.target), field.kind
 
 
-def save_pool(doc: PoolDoc, existing: Pool | None, refs: References) -> Pool:
+def save_pool(doc: Doc, existing: Pool | None, refs: References) -> Pool:
     pool = existing or Pool(name=doc.name)
-    _copy_pool_fields(doc, pool, refs.backends[doc.backend])
+    POOL.write(doc, pool)
+    pool.backend = refs.backends[doc.backend]
     pool.save()
     _sync_refs(PoolTemplate, {pool.pk: _current(existing, "template_refs", "template_id")},
                {pool.pk: [refs.templates[n].pk for n in doc.common_pod_template]}, "pool_id", "template_id")
@@ -87,22 +86,7 @@ def save_pool(doc: PoolDoc, existing: Pool | None, refs: References) -> Pool:
     return pool
 
 
-def _copy_pool_fields(doc: PoolDoc, pool: Pool, backend: Backend) -> None:
-    pool.backend = backend
-    pool.description = doc.description
-    pool.default_platform = doc.default_platform
-    pool.download_type = doc.download_type
-    for key, value in doc.timeouts.items():
-        setattr(pool, key, value)
-    pool.default_exit_actions = doc.default_exit_actions
-    gpu = doc.gpu or {}
-    pool.gpu_guarantee, pool.gpu_maximum, pool.gpu_weight = gpu.get("guarantee"), gpu.get("maximum"), gpu.get("weight")
-    pool.enable_maintenance = doc.enable_maintenance
-    pool.common_default_variables = doc.common_default_variables
-    pool.topology_keys = doc.topology_keys
-
-
-def _save_platforms(pool: Pool, existing: Pool | None, docs: list[PlatformDoc], refs: References) -> None:
+def _save_platforms(pool: Pool, existing: Pool | None, docs: list[Doc], refs: References) -> None:
     current = {p.name: p for p in existing.platforms.all()} if existing else {}
     wanted = {doc.name for doc in docs}
     removed = [p.pk for name, p in current.items() if name not in wanted]
@@ -112,9 +96,7 @@ def _save_platforms(pool: Pool, existing: Pool | None, docs: list[PlatformDoc], 
     by_name = {**current, **{p.name: p for p in new}}
     for doc in docs:
         platform = by_name[doc.name]
-        changed = [f for f in PLATFORM_FIELDS if getattr(platform, f) != getattr(doc, f)]
-        for field in changed:
-            setattr(platform, field, getattr(doc, field))
+        changed = PLATFORM.write(doc, platform)
         if changed and doc.name in current:
             platform.save(update_fields=changed)
     Platform.objects.bulk_create(new)

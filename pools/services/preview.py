@@ -10,8 +10,8 @@ from dataclasses import dataclass, field
 
 import yaml
 
+from configs.errors import ConfigError, ConfigNotFound
 from pools.engine import TaskInput, WorkflowContext, resolve
-from pools.errors import ConfigError, ConfigNotFound
 from pools.models import Platform, Pool
 from pools.services.compilation import compiled_platform
 from pools.services.node_rules import capacities_for

@@ -15,7 +15,7 @@ from django.utils import timezone
 
 from access import actions, policy
 from clusters.units import show
-from pools.errors import ConfigNotFound
+from configs.errors import ConfigNotFound
 from pools.models import Platform, Pool
 from pools.services import capacity as capacity_service
 from pools.services.capacity import Figures, NodeFigures

@@ -10,7 +10,7 @@ pool, on `config/pool`. `osmo-admin` holds all of it.
   with `workflow:*` on `pool/<pool>` (through the ROLE config service: validated, versioned, audited).
 - Approving a **pool request** copies the template platform of the chosen hardware (its pool's
   settings and that one platform) into a new pool `<team>-<hardware>`, with a GPU quota of the size
-  asked, through `pools.services.configs.apply`; then grants the role for it (an existing one, the
+  asked, through `configs.store.apply`; then grants the role for it (an existing one, the
   team's generated `osmo-<team>` — OSMO's prefix rule — or `osmo-<pool>`).
 
 Every decision is one transaction and leaves an audit event (`request.approve` / `request.deny`); role
@@ -33,11 +33,12 @@ from access.matching import evaluate, rules_of
 from access.models import Role
 from access.policy import ADMIN_ROLE, DEFAULT_ROLE
 from access.services import audit, roles
-from pools.errors import ConfigError
-from pools.models import ConfigType, NodeMembership, Pool
-from pools.services import configs
-from pools.services.revisions import Actor
-from pools.validators import check_name
+from configs import store
+from configs.errors import ConfigError
+from configs.models import ConfigType
+from configs.revisions import Actor
+from configs.validators import check_name
+from pools.models import NodeMembership, Pool
 from portal.errors import Conflict, DomainError, NotFound
 from selfservice.models import AccessRequest, PoolRequest, RequestStatus
 
@@ -222,7 +223,7 @@ def approve_pool(pk: int, who, comment: str = "", pool_name: str = "", actor: Ac
         if Pool.objects.filter(name=name).exists():
             raise Conflict(f"a pool named {name} exists already; choose another name", field="pool_name", value=name)
         body = pool_document(request, name)
-        configs.apply(ConfigType.POOL, name, body, actor, description=f"pool request #{request.pk} of "
+        store.apply(ConfigType.POOL, name, body, actor, description=f"pool request #{request.pk} of "
                       f"{request.requester.get_username()} (team {request.team})")
         role, created = role_for_pool(name, actor, team=request.team)
         roles.update_user_roles(request.requester, add=[role.name], actor=actor)
@@ -299,7 +300,7 @@ def role_for_pool(pool: str, actor: Actor, *, team: str = "") -> tuple[Role, boo
         if name == f"osmo-{team}":
             roles.set_pool_role(name, actor, description=f"team {team}, for pool {pool}")
         else:
-            configs.apply(ConfigType.ROLE, name, {
+            store.apply(ConfigType.ROLE, name, {
                 "description": f"Generated for pool {pool} (request approval)",
                 "policies": [{"effect": "Allow", "actions": [actions.WORKFLOW_ALL], "resources": [resource]}],
             }, actor, description=f"access to pool {pool}")
@@ -342,7 +343,7 @@ def pool_document(request: PoolRequest, name: str) -> dict:
     """The new pool: the template pool's settings with only the template platform, sized by the request."""
     template_pool, _, template_platform = (request.template or "").partition("/")
     try:
-        body = copy.deepcopy(configs.show(ConfigType.POOL, template_pool))
+        body = copy.deepcopy(store.show(ConfigType.POOL, template_pool))
     except DomainError:
         raise Conflict(f"the template pool {template_pool!r} no longer exists; the hardware kind cannot be "
                        "copied", field="template", value=request.template) from None

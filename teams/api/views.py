@@ -20,7 +20,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access.api.permissions import PolicyPermission
-from pools.services.revisions import Actor  # moves to `configs` with the config store (issue #10)
+from configs.revisions import Actor  # moves to `configs` with the config store (issue #10)
 from portal.api import ErrorSerializer
 from teams import services
 from teams.api import serializers as s

@@ -9,7 +9,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from access.services import roles
-from pools.services.revisions import Actor
+from configs.revisions import Actor
 from tests.factories import PoolFactory, RoleFactory, UserFactory
 
 ACTOR = Actor(name="tester", source="cli")

@@ -8,7 +8,7 @@ from django.urls import reverse
 
 from access.models import APIToken, AuditEvent, Role
 from access.services import roles
-from pools.models import Revision
+from configs.models import Revision
 from tests.access.conftest import ACTOR, allow, deny, holder, role
 from tests.factories import PoolFactory, TokenFactory, UserFactory
 from tests.queries import assert_constant_queries
@@ -173,16 +173,16 @@ def test_token_admin_revokes(admin_login):
 
 
 def test_revision_list_shows_only_readable_types(client):
-    from pools.services import configs
+    from configs import store
 
-    configs.apply("POD_TEMPLATE", "t", {"spec": {}}, ACTOR)
-    configs.apply("BACKEND", "c", {}, ACTOR)
+    store.apply("POD_TEMPLATE", "t", {"spec": {}}, ACTOR)
+    store.apply("BACKEND", "c", {}, ACTOR)
     role("backend-readers", allow(["config:Read"], ["config/backend"]))
     client.force_login(holder("backend-readers"))
-    page = client.get(reverse("admin:pools_revision_changelist"))
+    page = client.get(reverse("admin:configs_revision_changelist"))
     assert [r.config_type for r in page.context["cl"].result_list] == ["BACKEND"]
     revision = Revision.objects.get(config_type="POD_TEMPLATE")
-    hidden = client.get(reverse("admin:pools_revision_change", args=[revision.pk]))
+    hidden = client.get(reverse("admin:configs_revision_change", args=[revision.pk]))
     assert (hidden.status_code, hidden["Location"]) == (302, "/admin/")  # as if it did not exist
 
 

@@ -9,8 +9,8 @@ import pytest
 from django.core.management import call_command
 
 from access.models import AuditEvent
-from pools.errors import ConfigError
-from pools.services import configs
+from configs import store
+from configs.errors import ConfigError
 from tests.access.conftest import ACTOR, allow, api, deny, holder, role
 from tests.factories import PoolFactory
 
@@ -18,7 +18,7 @@ pytestmark = pytest.mark.django_db
 
 
 def test_config_writes_are_audited_with_door_and_address():
-    configs.apply("BACKEND", "c1", {}, ACTOR)
+    store.apply("BACKEND", "c1", {}, ACTOR)
     admin = holder("osmo-admin", username="ada")
     client = api(admin)
     assert client.put("/api/configs/pod_template/t1", {"configs": {"spec": {}}}, format="json").status_code == 201
@@ -34,16 +34,16 @@ def test_config_writes_are_audited_with_door_and_address():
 
 
 def test_batch_writes_audit_each_object_and_failed_writes_leave_nothing():
-    configs.apply_many("POD_TEMPLATE", {"a": {"spec": {}}, "b": {"spec": {}}}, ACTOR)
+    store.apply_many("POD_TEMPLATE", {"a": {"spec": {}}, "b": {"spec": {}}}, ACTOR)
     assert AuditEvent.objects.filter(action="config.update").count() == 2
     with pytest.raises(ConfigError):
-        configs.apply_many("POD_TEMPLATE", {"c": {"spec": {}}, "d": {"spek": {}}}, ACTOR)
+        store.apply_many("POD_TEMPLATE", {"c": {"spec": {}}, "d": {"spek": {}}}, ACTOR)
     assert AuditEvent.objects.filter(action="config.update").count() == 2
 
 
 def test_unchanged_writes_are_not_audited():
-    configs.apply("POD_TEMPLATE", "a", {"spec": {}}, ACTOR)
-    configs.apply("POD_TEMPLATE", "a", {"spec": {}}, ACTOR)
+    store.apply("POD_TEMPLATE", "a", {"spec": {}}, ACTOR)
+    store.apply("POD_TEMPLATE", "a", {"spec": {}}, ACTOR)
     assert AuditEvent.objects.filter(action="config.update").count() == 1
 
 

@@ -11,7 +11,7 @@ from access.matching import evaluate, rules_of
 from access.models import Role
 from access.services import roles
 from access.services.roles import merge_default_policies
-from pools.models import Revision
+from configs.models import Revision
 
 pytestmark = pytest.mark.django_db
 USER_ACTIONS = BUILTIN_ROLES["osmo-user"]["policies"][0]["actions"]

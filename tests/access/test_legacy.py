@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from access.documents import parse_role
+from access.config_types import ROLE
 from access.legacy import convert
-from pools.errors import ConfigError
+from configs.errors import ConfigError
 
 
 def one(path: str, method: str = "*") -> list[dict]:
@@ -71,7 +71,7 @@ def test_malformed_legacy_actions_name_the_field(item, field):
 
 
 def test_the_seed_legacy_role_imports_with_a_warning(seed_role):
-    doc = parse_role("osmo-shared", seed_role)
+    doc = ROLE.parse("osmo-shared", seed_role)
     assert doc.policies == [{"effect": "Allow", "actions": ["workflow:Create"],
                              "resources": ["pool/shared_simulation_training_pool*"]}]
     assert doc.description == "Role for shared simulation training pool"
@@ -80,7 +80,7 @@ def test_the_seed_legacy_role_imports_with_a_warning(seed_role):
 
 
 def test_legacy_actions_inside_policies_are_converted_too():
-    doc = parse_role("r", {"policies": [{"actions": [{"base": "http", "path": "!/api/pool/x*", "method": "post"},
+    doc = ROLE.parse("r", {"policies": [{"actions": [{"base": "http", "path": "!/api/pool/x*", "method": "post"},
                                                      "workflow:Read"], "resources": ["*"]}]})
     assert doc.policies == [{"effect": "Allow", "actions": ["workflow:Read"], "resources": ["*"]},
                             {"effect": "Deny", "actions": ["workflow:Create"], "resources": ["pool/x*"]}]

@@ -14,7 +14,7 @@ from django.urls import reverse
 
 from access.models import AuditEvent
 from access.services import roles
-from pools.services import configs
+from configs import store
 from portal.apps import load_admin
 from tests.access.conftest import ACTOR, allow, api, holder, role
 from tests.factories import TokenFactory
@@ -27,10 +27,10 @@ ENVELOPE = {"code", "field", "value", "reason"}
 
 @pytest.fixture
 def world(db):
-    configs.apply("BACKEND", "cluster-a", {}, ACTOR)
-    configs.apply("POD_TEMPLATE", "unused", {"spec": {}}, ACTOR)
+    store.apply("BACKEND", "cluster-a", {}, ACTOR)
+    store.apply("POD_TEMPLATE", "unused", {"spec": {}}, ACTOR)
     for name in ("teamcluster01", "other-pool", "default"):
-        configs.apply("POOL", name, {"backend": "cluster-a"}, ACTOR)
+        store.apply("POOL", name, {"backend": "cluster-a"}, ACTOR)
     roles.set_pool_role("osmo-team", ACTOR)
     roles.set_pool_role("osmo-other", ACTOR)
     role("pool-admins", allow(["config:*"], ["config/pool"]))
@@ -120,7 +120,7 @@ def test_a_403_says_who_may_not_do_what_and_why(world):
 
 # --- admin pages --------------------------------------------------------------------------------------
 
-POOL_ADMIN_MODELS = {"pools.pool", "pools.platform", "pools.revision", "pools.poolcapacity"}
+POOL_ADMIN_MODELS = {"pools.pool", "pools.platform", "configs.revision", "pools.poolcapacity"}
 
 
 def _admin_models():

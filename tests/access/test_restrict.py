@@ -10,10 +10,11 @@ from django.test.utils import CaptureQueriesContext
 
 from access import actions, policy
 from access.models import AuditEvent
-from access.resources import PolicyResources, Scope
-from pools.models import Pool, Revision
-from pools.services import configs
+from configs import store
+from configs.models import Revision
+from pools.models import Pool
 from portal.errors import PermissionDenied
+from portal.resources import PolicyResources, Scope
 from selfservice.models import AccessRequest
 from tests.access.conftest import ACTOR, allow, deny, holder, role
 from tests.factories import PoolFactory, UserFactory, WorkflowFactory
@@ -53,8 +54,8 @@ def test_a_deny_hides_rows_only_within_its_own_role():
 
 
 def test_revisions_are_restricted_by_config_type():
-    configs.apply("POD_TEMPLATE", "tiny", {"spec": {}}, ACTOR)
-    configs.apply("RESOURCE_VALIDATION", "cpu", [{"left_operand": "1", "operator": "LE", "right_operand": "2",
+    store.apply("POD_TEMPLATE", "tiny", {"spec": {}}, ACTOR)
+    store.apply("RESOURCE_VALIDATION", "cpu", [{"left_operand": "1", "operator": "LE", "right_operand": "2",
                                                   "assert_message": "never"}], ACTOR)
     role("template-readers", allow([actions.CONFIG_READ], ["config/pod_template"]))
     reader = holder("template-readers")

@@ -14,9 +14,9 @@ from django.db import transaction
 from access.models import AuditEvent, Role
 from access.services import roles
 from access.services.roles import BuiltinRole, sync_roles_from_claims
-from pools.errors import ConfigError
-from pools.models import Revision
-from pools.services import configs
+from configs import store
+from configs.errors import ConfigError
+from configs.models import Revision
 from tests.access.conftest import ACTOR, SEEDS, allow, api, holder, role
 from tests.factories import TokenFactory, UserFactory
 
@@ -34,7 +34,7 @@ def test_builtin_roles_exist_after_migrate():
     assert {"osmo-admin", "osmo-user", "osmo-default"} <= set(Role.objects.values_list("name", flat=True))
     admin = Role.objects.get(name="osmo-admin")
     assert admin.immutable and admin.policies == [{"effect": "Allow", "actions": ["*:*"], "resources": ["*"]}]
-    user = configs.show("ROLE", "osmo-user")
+    user = store.show("ROLE", "osmo-user")
     assert "auth:Token" in user["policies"][0]["actions"]
     assert user["policies"][1] == {"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/default"]}
 
@@ -42,7 +42,7 @@ def test_builtin_roles_exist_after_migrate():
 @pytest.mark.parametrize("name", ["osmo-admin", "osmo-user", "osmo-default"])
 def test_builtin_roles_cannot_be_deleted_by_any_door(name):
     with pytest.raises(BuiltinRole):
-        configs.delete("ROLE", name, ACTOR)
+        store.delete("ROLE", name, ACTOR)
     with pytest.raises(BuiltinRole), transaction.atomic():
         Group.objects.get(name=name).delete()
     assert Role.objects.filter(name=name).exists()
@@ -50,7 +50,7 @@ def test_builtin_roles_cannot_be_deleted_by_any_door(name):
 
 def test_osmo_admin_stays_admin_even_with_force():
     with pytest.raises(BuiltinRole):
-        configs.apply("ROLE", "osmo-admin", {"policies": [allow(["pool:List"])], "immutable": True, "force": True},
+        store.apply("ROLE", "osmo-admin", {"policies": [allow(["pool:List"])], "immutable": True, "force": True},
                       ACTOR)
 
 
@@ -74,30 +74,30 @@ def test_config_update_show_history_delete_round_trip(tmp_path):
 
 
 def test_rollback_restores_a_role():
-    configs.apply("ROLE", "r", {"policies": [allow(["pool:List"])]}, ACTOR)
-    configs.apply("ROLE", "r", {"policies": [allow(["workflow:*"], ["pool/x*"])]}, ACTOR)
-    configs.rollback("ROLE", "r", 1, ACTOR)
+    store.apply("ROLE", "r", {"policies": [allow(["pool:List"])]}, ACTOR)
+    store.apply("ROLE", "r", {"policies": [allow(["workflow:*"], ["pool/x*"])]}, ACTOR)
+    store.rollback("ROLE", "r", 1, ACTOR)
     assert Role.objects.get(name="r").policies == [allow(["pool:List"])]
 
 
 def test_external_roles_null_keeps_the_mapping_empty_list_clears_it():
-    configs.apply("ROLE", "r", {"external_roles": ["idp-a"]}, ACTOR)
-    configs.apply("ROLE", "r", {"description": "x"}, ACTOR)
+    store.apply("ROLE", "r", {"external_roles": ["idp-a"]}, ACTOR)
+    store.apply("ROLE", "r", {"description": "x"}, ACTOR)
     assert Role.objects.get(name="r").external_roles == ["idp-a"]
-    configs.apply("ROLE", "r", {"description": "x", "external_roles": []}, ACTOR)
+    store.apply("ROLE", "r", {"description": "x", "external_roles": []}, ACTOR)
     assert Role.objects.get(name="r").external_roles == []
 
 
 def test_immutable_roles_refuse_policy_changes_unless_forced():
-    configs.apply("ROLE", "locked", {"policies": [allow(["pool:List"])], "immutable": True}, ACTOR)
+    store.apply("ROLE", "locked", {"policies": [allow(["pool:List"])], "immutable": True}, ACTOR)
     with pytest.raises(ConfigError) as error:
-        configs.apply("ROLE", "locked", {"policies": [allow(["*:*"])], "immutable": True}, ACTOR)
+        store.apply("ROLE", "locked", {"policies": [allow(["*:*"])], "immutable": True}, ACTOR)
     assert error.value.field == "policies" and "Role locked is immutable" in error.value.reason
     with pytest.raises(ConfigError):
-        configs.apply("ROLE", "locked", {"policies": [allow(["pool:List"])], "immutable": False}, ACTOR)
-    configs.apply("ROLE", "locked", {"description": "new words", "policies": [allow(["pool:List"])],
+        store.apply("ROLE", "locked", {"policies": [allow(["pool:List"])], "immutable": False}, ACTOR)
+    store.apply("ROLE", "locked", {"description": "new words", "policies": [allow(["pool:List"])],
                                      "immutable": True}, ACTOR)  # description only: fine
-    configs.apply("ROLE", "locked", {"policies": [allow(["*:*"])], "immutable": True, "force": True}, ACTOR)
+    store.apply("ROLE", "locked", {"policies": [allow(["*:*"])], "immutable": True, "force": True}, ACTOR)
     assert Role.objects.get(name="locked").policies == [allow(["*:*"])]
 
 
@@ -114,13 +114,13 @@ def test_immutable_roles_refuse_policy_changes_unless_forced():
 ])
 def test_invalid_role_documents_name_the_field(body, field):
     with pytest.raises(ConfigError) as error:
-        configs.apply("ROLE", "r", body, ACTOR)
+        store.apply("ROLE", "r", body, ACTOR)
     assert error.value.field == field
 
 
 def test_config_set_role_pool_generates_osmos_pool_role():
     assert run("config", "set", "ROLE", "osmo-team", "pool") == "ROLE osmo-team created (revision 1)\n"
-    assert configs.show("ROLE", "osmo-team") == {
+    assert store.show("ROLE", "osmo-team") == {
         "name": "osmo-team", "description": "Generated Role for pool team",
         "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/team*"]}],
         "immutable": False, "sync_mode": "import", "external_roles": []}
@@ -189,7 +189,7 @@ def test_sync_import_adds_and_never_removes():
 
 
 def test_sync_force_adds_and_removes_and_external_names_map():
-    configs.apply("ROLE", "gpu-users", {"sync_mode": "force", "external_roles": ["/corp/gpu", "gpu-realm-role"]},
+    store.apply("ROLE", "gpu-users", {"sync_mode": "force", "external_roles": ["/corp/gpu", "gpu-realm-role"]},
                   ACTOR)
     user = UserFactory()
     assert sync_roles_from_claims(user, {"gpu-realm-role"}).added == ["gpu-users"]
@@ -202,7 +202,7 @@ def test_sync_force_adds_and_removes_and_external_names_map():
 
 
 def test_sync_ignore_never_touches_the_role():
-    configs.apply("ROLE", "manual", {"sync_mode": "ignore"}, ACTOR)
+    store.apply("ROLE", "manual", {"sync_mode": "ignore"}, ACTOR)
     user = holder("manual")
     other = UserFactory()
     assert sync_roles_from_claims(user, set()).removed == []

@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from access.models import APIToken, AuditEvent
 from access.services import roles, tokens
-from pools.errors import ConfigError
+from configs.errors import ConfigError
 from tests.access.conftest import ACTOR, api, holder
 from tests.factories import TokenFactory
 

@@ -16,9 +16,9 @@ from collections.abc import Iterator
 import pytest
 
 from clusters.models import Backend
+from configs import store
+from configs.revisions import Actor
 from kubesim import EmulatorServer
-from pools.services import configs
-from pools.services.revisions import Actor
 
 CLI = Actor(name="tester", source="cli")
 GPU_TOLERATION = {"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}
@@ -42,15 +42,15 @@ def kube_server() -> Iterator[EmulatorServer]:
 
 @pytest.fixture
 def backend(db, kube_server) -> Backend:
-    configs.apply("BACKEND", "sim", {"description": "simulated", "namespace": "default",
+    store.apply("BACKEND", "sim", {"description": "simulated", "namespace": "default",
                                      "api_url": kube_server.url}, CLI)
     return Backend.objects.get(name="sim")
 
 
 @pytest.fixture
 def pools_config(backend) -> None:
-    configs.apply_many("POD_TEMPLATE", TEMPLATES, CLI)
-    configs.apply_many("POOL", {
+    store.apply_many("POD_TEMPLATE", TEMPLATES, CLI)
+    store.apply_many("POOL", {
         "train": {"backend": "sim", "common_pod_template": ["gpu-toleration"],
                   "platforms": {"h100": {"override_pod_template": ["h100"]},
                                 "a100": {"override_pod_template": ["a100"]}}},

@@ -212,7 +212,7 @@ def test_api_resources_for_a_researcher_with_resources_read(synced):
     from rest_framework.test import APIClient
 
     from access.services import roles
-    from pools.services.revisions import Actor
+    from configs.revisions import Actor
     from tests.factories import UserFactory
 
     user = UserFactory(username="researcher-1")
@@ -238,6 +238,6 @@ def test_backend_add_page_with_a_connection(admin_client, db, kube_server):
 
 
 def backend_revision_snapshot(name: str) -> dict:
-    from pools.models import Revision
+    from configs.models import Revision
 
     return Revision.objects.filter(config_type="BACKEND", name=name).latest("revision").snapshot

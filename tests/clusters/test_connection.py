@@ -14,9 +14,9 @@ from clusters import inventory
 from clusters.kube.connection import ConnectionSettings, configuration, connect
 from clusters.kube.errors import KubeError
 from clusters.models import Backend
-from pools.errors import ConfigError
-from pools.models import Revision
-from pools.services import configs
+from configs import store
+from configs.errors import ConfigError
+from configs.models import Revision
 from tests.clusters.conftest import CLI
 
 TOKEN = "s3cret-token-value"
@@ -33,7 +33,7 @@ def kubeconfig(server: str, *, user: dict | None = None) -> str:
 
 
 def test_url_connection_sends_the_token_and_sets_timeouts(backend, kube_server):
-    configs.apply("BACKEND", "sim", {"namespace": "default", "api_url": kube_server.url, "token": TOKEN}, CLI)
+    store.apply("BACKEND", "sim", {"namespace": "default", "api_url": kube_server.url, "token": TOKEN}, CLI)
     backend.refresh_from_db()
     kube_server.emulator.clear_request_log()
     with connect(backend) as kube:
@@ -51,7 +51,7 @@ def test_ca_and_tls_settings_reach_the_client_configuration():
 
 
 def test_kubeconfig_connection_syncs(backend, kube_server):
-    configs.apply("BACKEND", "sim", {"namespace": "default", "kubeconfig": kubeconfig(kube_server.url)}, CLI)
+    store.apply("BACKEND", "sim", {"namespace": "default", "kubeconfig": kubeconfig(kube_server.url)}, CLI)
     backend.refresh_from_db()
     assert backend.connection == "kubeconfig"
     assert inventory.sync_backend(backend.pk).nodes == 29
@@ -70,7 +70,7 @@ def test_kubeconfig_connection_syncs(backend, kube_server):
 ])
 def test_bad_connection_settings_are_refused_with_the_field(db, body, field, reason):
     with pytest.raises(ConfigError) as caught:
-        configs.apply("BACKEND", "c", body, CLI)
+        store.apply("BACKEND", "c", body, CLI)
     assert caught.value.field == field and reason in caught.value.reason
     assert TOKEN not in str(caught.value)
 
@@ -83,8 +83,8 @@ def test_in_cluster_outside_a_cluster_is_a_clean_error(db):
 
 
 def test_secrets_are_never_shown_and_markers_round_trip(backend, kube_server):
-    configs.apply("BACKEND", "sim", {"namespace": "default", "api_url": kube_server.url, "token": TOKEN}, CLI)
-    shown = configs.show("BACKEND", "sim")
+    store.apply("BACKEND", "sim", {"namespace": "default", "api_url": kube_server.url, "token": TOKEN}, CLI)
+    shown = store.show("BACKEND", "sim")
     assert shown["token"].startswith("<set ") and TOKEN not in json.dumps(shown)
     out = StringIO()
     call_command("config", "show", "BACKEND", "sim", stdout=out)
@@ -92,24 +92,24 @@ def test_secrets_are_never_shown_and_markers_round_trip(backend, kube_server):
 
     # what was shown applies back unchanged: no write, no revision, the token is kept
     revisions = Revision.objects.count()
-    assert not configs.apply("BACKEND", "sim", shown, CLI).changed
+    assert not store.apply("BACKEND", "sim", shown, CLI).changed
     assert Revision.objects.count() == revisions
     assert Backend.objects.get(name="sim").token == TOKEN
-    assert not configs.apply("BACKEND", "sim", {**shown, "token": "<set>"}, CLI).changed
+    assert not store.apply("BACKEND", "sim", {**shown, "token": "<set>"}, CLI).changed
 
     # a new token is a change, recorded with a new marker, never the value
-    result = configs.apply("BACKEND", "sim", {**shown, "token": "another-token"}, CLI)
+    result = store.apply("BACKEND", "sim", {**shown, "token": "another-token"}, CLI)
     assert result.changed
     assert Backend.objects.get(name="sim").token == "another-token"
     snapshots = json.dumps(list(Revision.objects.filter(config_type="BACKEND").values_list("snapshot", flat=True)))
     assert TOKEN not in snapshots and "another-token" not in snapshots
-    assert configs.show("BACKEND", "sim")["token"] != shown["token"]
+    assert store.show("BACKEND", "sim")["token"] != shown["token"]
 
     # secrets are not versioned: rolling back to a revision that had one keeps the stored value,
     # rolling back to one without a secret removes it
-    configs.rollback("BACKEND", "sim", 2, CLI)
+    store.rollback("BACKEND", "sim", 2, CLI)
     assert Backend.objects.get(name="sim").token == "another-token"
-    configs.rollback("BACKEND", "sim", 1, CLI)
+    store.rollback("BACKEND", "sim", 1, CLI)
     assert Backend.objects.get(name="sim").token == ""
 
 

@@ -10,9 +10,10 @@ from django.core.management import call_command
 
 from clusters import inventory
 from clusters.models import Node
-from pools.errors import ConfigNotFound
+from configs import store
+from configs.errors import ConfigNotFound
 from pools.models import NodeMembership, Platform
-from pools.services import capacity, configs, membership
+from pools.services import capacity, membership
 from tests.clusters.conftest import A100_MEMBERS, CLI, CPU_NODES, H100_NODES, running_pod
 from tests.queries import assert_constant_queries
 
@@ -49,7 +50,7 @@ def test_membership_follows_selectors_taints_and_cordon(synced):
 
 
 def test_platform_without_toleration_gets_no_tainted_node(synced):
-    configs.apply("POOL", "batch", {"backend": "sim", "platforms": {
+    store.apply("POOL", "batch", {"backend": "sim", "platforms": {
         "cpu": {"override_pod_template": ["cpu"]}, "h100-no-toleration": {"override_pod_template": ["h100"]}}}, CLI)
     assert members("h100-no-toleration") == set()
     explained = membership.explain_platform(Platform.objects.get(name="h100-no-toleration"))
@@ -60,8 +61,8 @@ def test_required_node_affinity_counts_unlike_osmo(synced):
     zone_a = {"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
         "nodeSelectorTerms": [{"matchExpressions": [
             {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]}]}]}}}}}
-    configs.apply("POD_TEMPLATE", "zone-a", zone_a, CLI)
-    configs.apply("POOL", "batch", {"backend": "sim", "platforms": {
+    store.apply("POD_TEMPLATE", "zone-a", zone_a, CLI)
+    store.apply("POOL", "batch", {"backend": "sim", "platforms": {
         "cpu": {"override_pod_template": ["cpu", "zone-a"]}}}, CLI)
     # demo nodes are spread over zones by index: cpu-node-0 and cpu-node-3 are in us-east-1a
     assert members("cpu") == {"cpu-node-0", "cpu-node-3"}
@@ -75,10 +76,10 @@ def test_membership_changes_when_labels_change(synced, kube_server):
 
 
 def test_membership_changes_when_templates_change(synced):
-    configs.apply("POD_TEMPLATE", "cpu", {"spec": {"nodeSelector": {"topology.kubernetes.io/zone": "us-east-1b"}}},
+    store.apply("POD_TEMPLATE", "cpu", {"spec": {"nodeSelector": {"topology.kubernetes.io/zone": "us-east-1b"}}},
                   CLI)
     assert members("cpu") == {"cpu-node-1"}  # the other nodes of that zone are GPU-tainted
-    configs.apply("POOL", "batch", {"backend": "sim", "platforms": {}}, CLI)  # platform removed
+    store.apply("POOL", "batch", {"backend": "sim", "platforms": {}}, CLI)  # platform removed
     assert not NodeMembership.objects.filter(pool__name="batch").exists()
 
 
@@ -148,7 +149,7 @@ def test_resource_list_json_and_table(synced):
 
 def test_capacity_query_count_is_constant(synced, backend, kube_server):
     def add_memberships():
-        configs.apply("POOL", "wide", {"backend": "sim", "platforms": {"all": {}, "gpu": {
+        store.apply("POOL", "wide", {"backend": "sim", "platforms": {"all": {}, "gpu": {
             "override_pod_template": ["gpu-toleration"]}}}, CLI)  # every untainted / every node
         assert NodeMembership.objects.count() > 40
 

@@ -95,11 +95,11 @@ def test_an_outage_marks_the_backend_and_the_watch_recovers(watcher, kube_server
 
 
 def test_a_template_change_recomputes_membership(watcher, kube_server):
-    from pools.services import configs
+    from configs import store
     from tests.clusters.conftest import CLI
 
     assert members("a100") == {"a100-node-0", "a100-node-1"}
-    configs.apply("POD_TEMPLATE", "a100", {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}},
+    store.apply("POD_TEMPLATE", "a100", {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}},
                   CLI)
     assert members("a100") == {f"l40s-node-{i}" for i in range(4)}
 

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from configs import store
+from configs.revisions import Actor
 from pools.management.commands.seed_demo import demo_documents
-from pools.services import configs
-from pools.services.revisions import Actor
 
 CLI = Actor(name="tester", source="cli")
 
@@ -16,9 +16,9 @@ def reference_config(db):
     """Backends, pod templates and validations the seed documents' pools refer to (from the demo data)."""
     for config_type, documents in demo_documents():
         if config_type != "POOL":
-            configs.apply_many(config_type, documents, CLI)
+            store.apply_many(config_type, documents, CLI)
 
 
 @pytest.fixture
 def demo_pools(reference_config):
-    configs.apply_many("POOL", dict(demo_documents())["POOL"], CLI)
+    store.apply_many("POOL", dict(demo_documents())["POOL"], CLI)

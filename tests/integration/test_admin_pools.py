@@ -9,19 +9,20 @@ import re
 import pytest
 from django.urls import reverse
 
-from pools.models import Platform, PodTemplate, Pool, Revision
-from pools.services import configs
+from configs import store
+from configs.models import Revision
+from pools.models import Platform, PodTemplate, Pool
 from tests.integration.conftest import CLI
 from tests.queries import assert_constant_queries
 
 CHANGELISTS = ["pools_pool", "pools_platform", "pools_podtemplate", "pools_resourcevalidation", "clusters_backend",
-               "pools_revision"]
+               "configs_revision"]
 
 
 @pytest.mark.parametrize("model", CHANGELISTS)
 def test_changelists_and_add_pages_render(admin_client, demo_pools, model):
     assert admin_client.get(reverse(f"admin:{model}_changelist")).status_code == 200
-    if model != "pools_revision":
+    if model != "configs_revision":
         assert admin_client.get(reverse(f"admin:{model}_add")).status_code == 200
 
 
@@ -33,19 +34,19 @@ def test_change_pages_render(admin_client, demo_pools):
     platform = pool.platforms.get(name="a100-platform")
     assert admin_client.get(reverse("admin:pools_platform_change", args=[platform.pk])).status_code == 200
     revision = Revision.objects.filter(config_type="POOL").first()
-    page = admin_client.get(reverse("admin:pools_revision_change", args=[revision.pk]))
+    page = admin_client.get(reverse("admin:configs_revision_change", args=[revision.pk]))
     assert page.status_code == 200 and b"First revision." in page.content
 
 
-@pytest.mark.parametrize("model", ["pool", "podtemplate", "revision", "platform"])
+@pytest.mark.parametrize("model", ["pools_pool", "pools_podtemplate", "configs_revision", "pools_platform"])
 def test_changelist_query_count_does_not_grow_with_rows(admin_client, demo_pools, model):
-    url = reverse(f"admin:pools_{model}_changelist")
+    url = reverse(f"admin:{model}_changelist")
     admin_client.get(url)
 
     def add_rows():
         for index in range(12):
-            configs.apply("POD_TEMPLATE", f"t{index}", {"spec": {}}, CLI)
-            configs.apply("POOL", f"bulk-{index}", {"backend": "default", "common_pod_template": [f"t{index}"],
+            store.apply("POD_TEMPLATE", f"t{index}", {"spec": {}}, CLI)
+            store.apply("POOL", f"bulk-{index}", {"backend": "default", "common_pod_template": [f"t{index}"],
                                                     "platforms": {"a": {}, "b": {}}}, CLI)
 
     assert_constant_queries(lambda: admin_client.get(url), grow=add_rows)
@@ -107,7 +108,7 @@ def _pool_post(pool: Pool, **overrides) -> dict:
 
 @pytest.fixture
 def small_pool(reference_config):
-    configs.apply("POOL", "small", {"backend": "default", "default_platform": "a",
+    store.apply("POOL", "small", {"backend": "default", "default_platform": "a",
                                     "common_default_variables": VARIABLES,
                                     "common_pod_template": ["default_user"], "platforms": {"a": {}, "b": {}}}, CLI)
     return Pool.objects.get(name="small")
@@ -118,7 +119,7 @@ def test_pool_save_with_inlines_records_one_revision(admin_client, small_pool):
     response = admin_client.post(url, _pool_post(small_pool, description="edited in admin",
                                                  default_exec_timeout="2h", max_exec_timeout="4h"))
     assert response.status_code == 302, response.context["adminform"].form.errors if response.context else ""
-    shown = configs.show("POOL", "small")
+    shown = store.show("POOL", "small")
     assert shown["description"] == "edited in admin" and shown["default_exec_timeout"] == "2h"
     latest = Revision.objects.filter(config_type="POOL", name="small").order_by("-revision").first()
     assert latest.revision == 2 and latest.author_name == "root-admin (admin)"
@@ -145,7 +146,7 @@ def test_a_save_the_service_refuses_is_rolled_back_and_shown(admin_client, small
     form = response.context["adminform"].form
     assert "is not a platform of this pool" in form.errors["default_platform"][0]
     assert set(Platform.objects.filter(pool=small_pool).values_list("name", flat=True)) == {"a", "b"}
-    assert configs.show("POOL", "small")["description"] == ""
+    assert store.show("POOL", "small")["description"] == ""
     assert Revision.objects.filter(config_type="POOL", name="small").count() == 1
 
 
@@ -158,13 +159,13 @@ def test_deleting_a_referenced_template_in_the_admin_is_refused(admin_client, sm
 
 
 def test_rollback_from_the_revision_page(admin_client, small_pool):
-    configs.apply("POOL", "small", {**configs.show("POOL", "small"), "description": "changed"}, CLI)
+    store.apply("POOL", "small", {**store.show("POOL", "small"), "description": "changed"}, CLI)
     first = Revision.objects.get(config_type="POOL", name="small", revision=1)
-    page = admin_client.get(reverse("admin:pools_revision_change", args=[first.pk]) + "?compare=2")
+    page = admin_client.get(reverse("admin:configs_revision_change", args=[first.pk]) + "?compare=2")
     assert b"Comparing r1" in page.content and b"changed" in page.content
-    response = admin_client.post(reverse("admin:pools_revision_roll_back_to_this", args=[first.pk]), follow=True)
+    response = admin_client.post(reverse("admin:configs_revision_roll_back_to_this", args=[first.pk]), follow=True)
     assert response.status_code == 200
-    assert configs.show("POOL", "small")["description"] == ""
+    assert store.show("POOL", "small")["description"] == ""
     assert Revision.objects.filter(config_type="POOL", name="small").count() == 3
 
 
@@ -173,24 +174,24 @@ def _diff_lines(html: str, kind: str) -> list[str]:
 
 
 def test_rollback_on_get_shows_the_json_diff_it_would_apply_and_changes_nothing(admin_client, small_pool):
-    configs.apply("POOL", "small", {**configs.show("POOL", "small"), "description": "changed"}, CLI)
+    store.apply("POOL", "small", {**store.show("POOL", "small"), "description": "changed"}, CLI)
     first = Revision.objects.get(config_type="POOL", name="small", revision=1)
-    page = admin_client.get(reverse("admin:pools_revision_roll_back_to_this", args=[first.pk]))
+    page = admin_client.get(reverse("admin:configs_revision_roll_back_to_this", args=[first.pk]))
     html = page.content.decode()
     assert page.status_code == 200 and "Roll POOL small back to r1?" in html
     assert 'data-format="json"' in html and '<form method="post"' in html and "csrfmiddlewaretoken" in html
     assert _diff_lines(html, "del") == ['-  "description": "changed",']
     assert _diff_lines(html, "add") == ['+  "description": "",']
     assert 'class="diff-add" style="color:#15803d' in html and 'class="diff-del" style="color:#b91c1c' in html
-    assert configs.show("POOL", "small")["description"] == "changed"
+    assert store.show("POOL", "small")["description"] == "changed"
     assert Revision.objects.filter(config_type="POOL", name="small").count() == 2
 
 
 def test_rollback_of_a_pod_template_shows_a_yaml_diff(admin_client, db):
-    configs.apply("POD_TEMPLATE", "gpu", {"spec": {"nodeSelector": {"gpu": "a100"}}}, CLI)
-    configs.apply("POD_TEMPLATE", "gpu", {"spec": {"nodeSelector": {"gpu": "h100"}}}, CLI)
+    store.apply("POD_TEMPLATE", "gpu", {"spec": {"nodeSelector": {"gpu": "a100"}}}, CLI)
+    store.apply("POD_TEMPLATE", "gpu", {"spec": {"nodeSelector": {"gpu": "h100"}}}, CLI)
     first = Revision.objects.get(config_type="POD_TEMPLATE", name="gpu", revision=1)
-    html = admin_client.get(reverse("admin:pools_revision_roll_back_to_this", args=[first.pk])).content.decode()
+    html = admin_client.get(reverse("admin:configs_revision_roll_back_to_this", args=[first.pk])).content.decode()
     assert 'data-format="yaml"' in html
     assert _diff_lines(html, "del") == ["-    gpu: h100"] and _diff_lines(html, "add") == ["+    gpu: a100"]
     assert _diff_lines(html, "file") == ["--- gpu now", "+++ gpu r1"]
@@ -199,17 +200,17 @@ def test_rollback_of_a_pod_template_shows_a_yaml_diff(admin_client, db):
 def test_rollback_post_needs_the_csrf_token(small_pool, admin_user):
     from django.test import Client
 
-    configs.apply("POOL", "small", {**configs.show("POOL", "small"), "description": "changed"}, CLI)
+    store.apply("POOL", "small", {**store.show("POOL", "small"), "description": "changed"}, CLI)
     first = Revision.objects.get(config_type="POOL", name="small", revision=1)
-    url = reverse("admin:pools_revision_roll_back_to_this", args=[first.pk])
+    url = reverse("admin:configs_revision_roll_back_to_this", args=[first.pk])
     browser = Client(enforce_csrf_checks=True)
     browser.force_login(admin_user)
     token = browser.get(url).context["csrf_token"]
     assert browser.post(url).status_code == 403
-    assert configs.show("POOL", "small")["description"] == "changed"
+    assert store.show("POOL", "small")["description"] == "changed"
     assert browser.post(url, {"csrfmiddlewaretoken": str(token)}).status_code == 302
-    assert configs.show("POOL", "small")["description"] == ""
+    assert store.show("POOL", "small")["description"] == ""
 
 
 def test_rollback_of_an_unknown_revision_is_a_404(admin_client, db):
-    assert admin_client.get(reverse("admin:pools_revision_roll_back_to_this", args=[999999])).status_code == 404
+    assert admin_client.get(reverse("admin:configs_revision_roll_back_to_this", args=[999999])).status_code == 404

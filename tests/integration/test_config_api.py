@@ -6,8 +6,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from clusters.models import Backend
+from configs import store
 from pools.models import NodeMembership, Platform
-from pools.services import configs
 from tests.factories import NodeFactory, UserFactory
 from tests.integration.conftest import CLI
 from tests.queries import assert_constant_queries
@@ -61,7 +61,7 @@ def test_backend_post_as_osmo_does(admin_api, db):
      "revision"),
 ])
 def test_errors_are_json_with_field_value_reason(admin_api, demo_pools, method, path, body, status, field):
-    configs.apply("POOL", "hetero", {"backend": "default", "common_pod_template": ["a100"]}, CLI)
+    store.apply("POOL", "hetero", {"backend": "default", "common_pod_template": ["a100"]}, CLI)
     response = getattr(admin_api, method)(path, body, format="json")
     assert response.status_code == status, response.content
     payload = response.json()
@@ -77,8 +77,8 @@ def test_malformed_json_body_is_a_400_not_a_500(admin_api, db):
 
 
 def test_history_diff_rollback_endpoints(admin_api, reference_config):
-    configs.apply("POOL", "h", {"backend": "default", "description": "one"}, CLI)
-    configs.apply("POOL", "h", {"backend": "default", "description": "two"}, CLI)
+    store.apply("POOL", "h", {"backend": "default", "description": "one"}, CLI)
+    store.apply("POOL", "h", {"backend": "default", "description": "two"}, CLI)
     history = admin_api.get("/api/configs/history?config_types=POOL&name=h").json()["configs"]
     assert [h["revision"] for h in history] == [2, 1] and "data" not in history[0]
     with_data = admin_api.get("/api/configs/history?name=h&omit_data=false&limit=1").json()["configs"]
@@ -96,7 +96,7 @@ def test_pool_list_and_query_count_is_constant(admin_api, demo_pools):
 
     def add_pools():
         for index in range(15):
-            configs.apply("POOL", f"extra-{index}", {"backend": "default", "platforms": {"a": {}, "b": {}}}, CLI)
+            store.apply("POOL", f"extra-{index}", {"backend": "default", "platforms": {"a": {}, "b": {}}}, CLI)
 
     assert_constant_queries(lambda: admin_api.get("/api/pool"), grow=add_pools)
 
@@ -104,7 +104,7 @@ def test_pool_list_and_query_count_is_constant(admin_api, demo_pools):
 def test_config_collection_query_count_is_constant(admin_api, demo_pools):
     def add_pools():
         for index in range(10):
-            configs.apply("POOL", f"more-{index}", {
+            store.apply("POOL", f"more-{index}", {
                 "backend": "default", "common_pod_template": ["default_user"],
                 "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
                 "platforms": {"a": {"override_pod_template": ["a100"]}}}, CLI)
@@ -129,6 +129,17 @@ def test_openapi_schema_lists_the_config_paths(admin_client):
     for path in ("/api/configs/{config_type}/{name}", "/api/configs/history", "/api/configs/diff",
                  "/api/configs/history/rollback", "/api/pool"):
         assert path in paths
+
+
+def test_openapi_schema_shows_each_config_body_as_its_description_says(admin_client):
+    schemas = admin_client.get("/api/schema/", HTTP_ACCEPT="application/json").json()["components"]["schemas"]
+    pool = schemas["PoolBody"]["properties"]
+    assert pool["enable_maintenance"] == {"type": "boolean", "default": False}
+    assert pool["platforms"]["additionalProperties"]["$ref"] == "#/components/schemas/PoolBodyPlatforms"
+    assert schemas["PoolBodyResourcesGpu"]["properties"]["maximum"]["description"] == "-1 = unlimited"
+    assert schemas["BackendBody"]["properties"]["namespace"]["default"] == "default"
+    assert "force" not in schemas["RoleBody"]["properties"] or schemas["RoleBody"]["properties"]["force"].get(
+        "writeOnly")
 
 
 def test_swagger_ui_is_served_without_any_cdn(admin_client):

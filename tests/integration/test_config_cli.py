@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from django.core.management import call_command
 
-from pools.errors import ConfigError, ConfigInUse
-from pools.services import configs
+from configs import store
+from configs.errors import ConfigError, ConfigInUse
 from portal.docfiles import DocumentError
 
 SEEDS = Path(__file__).resolve().parents[1] / "fixtures" / "seeds"
@@ -33,7 +33,7 @@ def test_seed_pool_maps_import_unchanged(reference_config, filename):
     document = json.loads((SEEDS / filename).read_text())
     assert "created" in run("config", "update", "POOL", "--file", str(SEEDS / filename))
     name = next(iter(document))
-    shown = configs.show("POOL", name)
+    shown = store.show("POOL", name)
     for key, value in document[name].items():
         if key == "platforms":
             for platform, body in value.items():
@@ -48,12 +48,12 @@ def test_seed_pool_maps_import_unchanged(reference_config, filename):
                                                  "shared_simulation_training_pool")])
 def test_seed_named_pool_files_with_a_name_field_import(reference_config, filename, name):
     assert f"POOL {name} created" in run("config", "update", "POOL", name, "--file", str(SEEDS / filename))
-    assert configs.show("POOL", name)["default_platform"] == "l40s_platform"
+    assert store.show("POOL", name)["default_platform"] == "l40s_platform"
 
 
 def test_seed_pod_template_file_with_a_name_wrapper_imports(db):
     run("config", "update", "POD_TEMPLATE", "l40s", "--file", str(SEEDS / "l40s_pod_template.json"))
-    assert configs.show("POD_TEMPLATE", "l40s") == {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}}
+    assert store.show("POD_TEMPLATE", "l40s") == {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}}
 
 
 @pytest.mark.parametrize(("filename", "where"), [
@@ -87,7 +87,7 @@ def test_yaml_files_and_yaml_errors(db, tmp_path):
     good = tmp_path / "t.yaml"
     good.write_text("gpu:\n  spec:\n    tolerations:\n      - {key: nvidia.com/gpu, operator: Exists}\n")
     run("config", "update", "POD_TEMPLATE", "--file", str(good))
-    assert configs.show("POD_TEMPLATE", "gpu")["spec"]["tolerations"][0]["operator"] == "Exists"
+    assert store.show("POD_TEMPLATE", "gpu")["spec"]["tolerations"][0]["operator"] == "Exists"
     bad = tmp_path / "bad.yaml"
     bad.write_text("gpu:\n  spec: [\n    a: b\n")
     with pytest.raises(DocumentError) as caught:
@@ -125,7 +125,7 @@ def test_history_diff_rollback_and_delete_verbs(reference_config, tmp_path):
     diff = run("config", "diff", "POOL", "p", "1", "2")
     assert '-  "description": "one",' in diff and '+  "description": "two",' in diff
     assert "revision 3" in run("config", "rollback", "POOL", "p", "1")
-    assert configs.show("POOL", "p")["description"] == "one"
+    assert store.show("POOL", "p")["description"] == "one"
     with pytest.raises(ConfigInUse):
         run("config", "delete", "BACKEND", "default")
     assert "deleted (revision 4)" in run("config", "delete", "POOL", "p")

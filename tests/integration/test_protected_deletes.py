@@ -10,9 +10,9 @@ from django.core.management import base
 from django.urls import reverse
 
 from clusters.models import Backend
-from pools.errors import ConfigInUse
+from configs import store
+from configs.errors import ConfigInUse
 from pools.models import Pool
-from pools.services import configs
 from tests.clirun import run_as_cli
 from tests.factories import UserFactory, WorkflowFactory
 from tests.integration.conftest import CLI
@@ -28,7 +28,7 @@ def _text(response) -> str:
 
 @pytest.fixture
 def used_pool(reference_config):
-    configs.apply("POOL", "busy", POOL, CLI)
+    store.apply("POOL", "busy", POOL, CLI)
     pool = Pool.objects.get(name="busy")
     for _ in range(4):
         WorkflowFactory(pool=pool)
@@ -45,7 +45,7 @@ def cli(capsys, monkeypatch):
 
 def test_the_service_names_the_workflows_that_keep_a_pool(used_pool):
     with pytest.raises(ConfigInUse) as caught:
-        configs.delete("POOL", "busy", CLI)
+        store.delete("POOL", "busy", CLI)
     assert caught.value.code == "in_use" and caught.value.status == 409
     assert caught.value.reason.startswith("is still referenced by 4 workflows (hello-")
     assert ", …)" in caught.value.reason  # three named, the rest counted
@@ -53,8 +53,8 @@ def test_the_service_names_the_workflows_that_keep_a_pool(used_pool):
 
 
 def test_a_pool_without_history_is_deleted(used_pool):
-    configs.apply("POOL", "idle", POOL, CLI)
-    configs.delete("POOL", "idle", CLI)
+    store.apply("POOL", "idle", POOL, CLI)
+    store.delete("POOL", "idle", CLI)
     assert not Pool.objects.filter(name="idle").exists()
 
 
@@ -82,9 +82,9 @@ def test_api_delete_answers_409_in_use_in_the_error_shape(used_pool, admin_api):
 
 
 def test_api_rollback_to_a_deleted_revision_is_refused_the_same_way(used_pool, admin_api):
-    configs.apply("POOL", "gone", POOL, CLI)
-    configs.delete("POOL", "gone", CLI)
-    configs.apply("POOL", "gone", POOL, CLI)  # revision 3
+    store.apply("POOL", "gone", POOL, CLI)
+    store.delete("POOL", "gone", CLI)
+    store.apply("POOL", "gone", POOL, CLI)  # revision 3
     WorkflowFactory(pool=Pool.objects.get(name="gone"))
     response = admin_api.post("/api/configs/history/rollback", {"config_type": "POOL", "name": "gone", "revision": 2},
                               format="json")
@@ -96,7 +96,7 @@ def test_api_rollback_to_a_deleted_revision_is_refused_the_same_way(used_pool, a
 def test_api_refuses_every_referenced_config_type(used_pool, admin_api, config_type):
     name = {"pod_template": "default_user", "resource_validation": "default_cpu", "backend": "default"}[config_type]
     if config_type == "resource_validation":
-        configs.apply("POOL", "checked", {**POOL, "common_resource_validations": [name]}, CLI)
+        store.apply("POOL", "checked", {**POOL, "common_resource_validations": [name]}, CLI)
     response = admin_api.delete(f"/api/configs/{config_type}/{name}")
     assert response.status_code == 409, response.json()
     assert response.json()["code"] == "in_use" and "pool " in response.json()["reason"]

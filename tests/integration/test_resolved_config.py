@@ -10,11 +10,11 @@ import yaml
 from django.core.management import call_command
 from django.urls import reverse
 
+from configs import store
+from configs.errors import ConfigError, ConfigNotFound
 from pools.engine import CompiledPlatform
 from pools.engine.errors import EngineError
-from pools.errors import ConfigError, ConfigNotFound
 from pools.models import Platform, Pool
-from pools.services import configs
 from tests.integration.conftest import CLI
 
 SMALL = {"backend": "default", "default_platform": "a100_platform",
@@ -33,7 +33,7 @@ def preview_json(*args) -> dict:
 
 
 def test_every_platform_is_compiled_when_the_pool_is_saved(reference_config):
-    configs.apply("POOL", "small", SMALL, CLI)
+    store.apply("POOL", "small", SMALL, CLI)
     platform = Platform.objects.get(pool__name="small", name="a100_platform")
     compiled = CompiledPlatform.from_json(platform.compiled)
     assert compiled.node_selector == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
@@ -46,8 +46,8 @@ def test_demo_pools_all_compile(demo_pools):
 
 
 def test_changing_a_template_recompiles_every_pool_that_uses_it(reference_config):
-    configs.apply("POOL", "small", SMALL, CLI)
-    configs.apply("POD_TEMPLATE", "a100", {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "A100-NEW"}}}, CLI)
+    store.apply("POOL", "small", SMALL, CLI)
+    store.apply("POD_TEMPLATE", "a100", {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "A100-NEW"}}}, CLI)
     platform = Platform.objects.get(pool__name="small", name="a100_platform")
     assert CompiledPlatform.from_json(platform.compiled).node_selector == {"nvidia.com/gpu.product": "A100-NEW"}
 
@@ -62,26 +62,26 @@ def test_changing_a_template_recompiles_every_pool_that_uses_it(reference_config
 ])
 def test_a_template_that_cannot_make_a_valid_pod_is_refused_with_its_path(reference_config, template, field_part,
                                                                            reason_part):
-    configs.apply("POOL", "small", SMALL, CLI)
+    store.apply("POOL", "small", SMALL, CLI)
     with pytest.raises(ConfigError) as caught:
-        configs.apply("POD_TEMPLATE", "a100", template, CLI)
+        store.apply("POD_TEMPLATE", "a100", template, CLI)
     assert field_part in caught.value.field, caught.value
     assert reason_part in str(caught.value)
     assert caught.value.reason.startswith("platform a100_platform:")
-    assert configs.show("POD_TEMPLATE", "a100")["spec"]["nodeSelector"]  # the old template is intact
+    assert store.show("POD_TEMPLATE", "a100")["spec"]["nodeSelector"]  # the old template is intact
 
 
 def test_a_rule_that_cannot_evaluate_is_refused(reference_config):
-    configs.apply("RESOURCE_VALIDATION", "odd", [{"operator": "LE", "left_operand": "{{K8_MEMORY}} * 0.8",
+    store.apply("RESOURCE_VALIDATION", "odd", [{"operator": "LE", "left_operand": "{{K8_MEMORY}} * 0.8",
                                                   "right_operand": "{{USER_MEMORY}}", "assert_message": "m"}], CLI)
     with pytest.raises(ConfigError) as caught:
-        configs.apply("POOL", "small", {**SMALL, "common_resource_validations": ["odd"]}, CLI)
+        store.apply("POOL", "small", {**SMALL, "common_resource_validations": ["odd"]}, CLI)
     assert caught.value.field.startswith("platforms.")
     assert not Pool.objects.filter(name="small").exists()
 
 
 def test_preview_cli_json_has_pod_provenance_warnings_validation(reference_config):
-    configs.apply("POOL", "small", SMALL, CLI)
+    store.apply("POOL", "small", SMALL, CLI)
     result = preview_json("small", "--gpu", "2", "--cpu", "500m", "--memory", "3Gi", "--task", "train")
     assert {"pod", "provenance", "warnings", "validation"} <= set(result)
     container = result["pod"]["spec"]["containers"][0]
@@ -95,10 +95,10 @@ def test_preview_cli_json_has_pod_provenance_warnings_validation(reference_confi
 
 
 def test_preview_uses_platform_defaults_and_set_variables(reference_config):
-    configs.apply("POD_TEMPLATE", "team_label", {"metadata": {"labels": {"team": "{{TEAM}}"}}}, CLI)
+    store.apply("POD_TEMPLATE", "team_label", {"metadata": {"labels": {"team": "{{TEAM}}"}}}, CLI)
     pool = {**SMALL, "common_pod_template": ["default_user", "team_label"],
             "common_default_variables": {**SMALL["common_default_variables"], "TEAM": "robotics"}}
-    configs.apply("POOL", "small", pool, CLI)
+    store.apply("POOL", "small", pool, CLI)
     result = preview_json("small", "--platform", "l40s_platform", "--cpu", "3", "--set", "TEAM=vision")
     limits = result["pod"]["spec"]["containers"][0]["resources"]["limits"]
     assert str(limits["memory"]) == "8Gi" and str(limits["cpu"]) == "3"
@@ -109,7 +109,7 @@ def test_preview_uses_platform_defaults_and_set_variables(reference_config):
 
 
 def test_preview_yaml_format(reference_config):
-    configs.apply("POOL", "small", SMALL, CLI)
+    store.apply("POOL", "small", SMALL, CLI)
     out = StringIO()
     call_command("pool", "preview", "small", "--format", "yaml", stdout=out)
     assert yaml.safe_load(out.getvalue())["pod"]["kind"] == "Pod"
@@ -122,7 +122,7 @@ def test_preview_yaml_format(reference_config):
     (["small", "--set", "oops"], ConfigError, "--set"),
 ])
 def test_preview_errors_are_clean(reference_config, args, error, field):
-    configs.apply("POOL", "small", SMALL, CLI)
+    store.apply("POOL", "small", SMALL, CLI)
     with pytest.raises(error) as caught:
         preview_json(*args)
     if field:
@@ -131,16 +131,16 @@ def test_preview_errors_are_clean(reference_config, args, error, field):
 
 
 def test_preview_refuses_a_gpu_request_the_rules_forbid(reference_config):
-    configs.apply("RESOURCE_VALIDATION", "max2", [{"operator": "LE", "left_operand": "{{USER_GPU}}",
+    store.apply("RESOURCE_VALIDATION", "max2", [{"operator": "LE", "left_operand": "{{USER_GPU}}",
                                                    "right_operand": "2", "assert_message": "at most 2 GPUs"}], CLI)
-    configs.apply("POOL", "small", {**SMALL, "common_resource_validations": ["max2"]}, CLI)
+    store.apply("POOL", "small", {**SMALL, "common_resource_validations": ["max2"]}, CLI)
     result = preview_json("small", "--gpu", "4")
     assert result["validation"]["ok"] is False
     assert result["validation"]["static"][0]["message"] == "at most 2 GPUs"
 
 
 def test_admin_preview_page_shows_yaml_with_provenance_and_verdict(admin_client, reference_config):
-    configs.apply("POOL", "small", SMALL, CLI)
+    store.apply("POOL", "small", SMALL, CLI)
     pool = Pool.objects.get(name="small")
     url = reverse("admin:pools_pool_preview", args=[pool.pk])
     assert admin_client.get(url).status_code == 200

@@ -13,8 +13,8 @@ from clusters import inventory
 from clusters.kube.connection import ConnectionSettings, configuration
 from clusters.kube.errors import KubeError
 from clusters.models import Backend
-from pools.services import configs
-from pools.services.revisions import Actor
+from configs import store
+from configs.revisions import Actor
 
 pytestmark = pytest.mark.django_db
 CLI = Actor(name="tester", source="cli")
@@ -30,7 +30,7 @@ def stored(name: str) -> tuple[str, str]:
 
 @pytest.fixture
 def backend() -> Backend:
-    configs.apply("BACKEND", "gpu-cluster", {"namespace": "jobs", "connection": "url",
+    store.apply("BACKEND", "gpu-cluster", {"namespace": "jobs", "connection": "url",
                                              "api_url": "https://127.0.0.1:6443", "token": TOKEN}, CLI)
     return Backend.objects.get(name="gpu-cluster")
 

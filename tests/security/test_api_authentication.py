@@ -12,7 +12,7 @@ import pytest
 from rest_framework.test import APIClient
 
 from access.services import roles, tokens
-from pools.services.revisions import Actor
+from configs.revisions import Actor
 from tests.factories import UserFactory
 from tests.security.passwords import use_counting_hasher
 

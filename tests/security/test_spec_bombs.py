@@ -15,7 +15,7 @@ import pytest
 from django.test import Client
 
 from access.services import roles
-from pools.services import configs
+from configs import store
 from tests.factories import UserFactory
 from tests.workflows.conftest import CLI, api
 from workflows.models import Workflow
@@ -104,8 +104,8 @@ def test_a_template_expression_that_would_print_30_million_items_is_refused_in_u
     roles.ensure_builtin_roles()
     admin = UserFactory(username="platform-admin")
     roles.update_user_roles(admin, add=["osmo-admin"], actor=CLI)
-    configs.apply("POD_TEMPLATE", "expensive", {"metadata": {"labels": {"x": "{{ [[[1]*1000]*1000]*30 }}"}}}, CLI)
-    body = configs.show("POOL", "batch")
+    store.apply("POD_TEMPLATE", "expensive", {"metadata": {"labels": {"x": "{{ [[[1]*1000]*1000]*30 }}"}}}, CLI)
+    body = store.show("POOL", "batch")
     body["platforms"]["cpu"]["override_pod_template"] = ["cpu", "expensive"]
     client = api(admin)
     response, seconds = fastest(lambda: client.put("/api/configs/pool/batch", {"configs": body}, format="json"))

@@ -21,8 +21,8 @@ from access.services import roles
 from clusters.inventory import PodIndex, write_nodes
 from clusters.kube.inventory import node_record, pod_record
 from clusters.models import Backend
+from configs.revisions import Actor
 from kubesim.fleet import demo_fleet
-from pools.services.revisions import Actor
 from tests.integration.conftest import demo_pools, reference_config  # noqa: F401  (fixtures used below)
 
 ACTOR = Actor(name="tester", source="cli")

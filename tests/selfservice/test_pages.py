@@ -12,8 +12,8 @@ import pytest
 from rest_framework.test import APIClient
 
 from access.models import AuditEvent
+from configs import store
 from pools.models import Pool
-from pools.services import configs
 from tests.queries import assert_constant_queries
 from tests.selfservice.conftest import ACTOR, OTHER, TRAINING, load_fleet
 from workflows.models import Task, TaskStatus, Workflow, WorkflowStatus
@@ -94,7 +94,7 @@ def test_catalog_query_count_is_constant_in_pools_and_platforms(demo_world):
 
     def add_pools():
         for n in range(6):
-            configs.apply("POOL", f"robotics-extra-{n}", {
+            store.apply("POOL", f"robotics-extra-{n}", {
                 "backend": "gpu-cluster-01", "common_pod_template": ["default_amd64"],
                 "common_default_variables": {"USER_CPU": 1, "USER_GPU": 1, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
                 "platforms": {f"p{i}": {"override_pod_template": ["training_h100_template"]} for i in range(3)}},

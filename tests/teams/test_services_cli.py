@@ -11,7 +11,7 @@ from django.core.management import call_command
 
 from access.models import AuditEvent, Role
 from access.services import roles
-from pools.models import Revision
+from configs.models import Revision
 from portal.errors import DomainError
 from teams import services
 from teams.errors import DepartmentNotFound, TeamExists, TeamInvalid
@@ -118,10 +118,10 @@ def test_show_and_list(research, vision, speech):
 
 @pytest.mark.django_db
 def test_a_projects_role_cannot_be_deleted_under_it(vision):
-    from pools.errors import ConfigInUse
-    from pools.services import configs
+    from configs import store
+    from configs.errors import ConfigInUse
 
     with pytest.raises(ConfigInUse) as refused:
-        configs.delete("ROLE", "osmo-vision", CLI)
+        store.delete("ROLE", "osmo-vision", CLI)
     assert "vision" in str(refused.value)
     assert Role.objects.filter(name="osmo-vision").exists()

@@ -4,9 +4,10 @@ from datetime import timedelta
 
 import pytest
 
-from pools.errors import ConfigError
-from pools.services import documents
-from pools.validators import check_name, check_timeouts, normalize_exit_actions, parse_timeout
+from clusters.config_types import BACKEND
+from configs.errors import ConfigError
+from configs.validators import check_name, check_timeouts, normalize_exit_actions, parse_timeout
+from pools.config_types import POD_TEMPLATE, POOL, RESOURCE_VALIDATION
 
 
 @pytest.mark.parametrize("name", ["a", "pool1", "team-gpu_pool.v2", "heterogeneous_pool", "A1"])
@@ -74,12 +75,12 @@ def _pool(**overrides):
 
 
 def test_pool_document_parses_every_osmo_field():
-    doc = documents.parse_pool("p1", _pool(
+    doc = POOL.parse("p1", _pool(
         description="d", default_exec_timeout="1h", max_exec_timeout="2h", default_exit_actions={"fail": "1"},
         resources={"gpu": {"guarantee": 4, "maximum": 8, "weight": 2}}, enable_maintenance=True,
         common_default_variables={"USER_CPU": 2}, common_resource_validations=["v"], common_pod_template=["t"],
         topology_keys=[{"key": "rack", "label": "topology.kubernetes.io/rack"}]))
-    assert doc.gpu == {"guarantee": 4, "maximum": 8, "weight": 2}
+    assert (doc.gpu_guarantee, doc.gpu_maximum, doc.gpu_weight) == (4, 8, 2)
     assert doc.default_exit_actions == {"FAIL": "1"}
     assert [p.name for p in doc.platforms] == ["a", "b"]
     assert doc.platforms[1].override_pod_template == ["t1"]
@@ -103,13 +104,13 @@ def test_pool_document_parses_every_osmo_field():
 ])
 def test_pool_document_errors_name_the_field(overrides, field, reason_part):
     with pytest.raises(ConfigError) as caught:
-        documents.parse_pool("p1", _pool(**overrides))
+        POOL.parse("p1", _pool(**overrides))
     assert caught.value.field == field
     assert reason_part in caught.value.reason
 
 
 def test_osmo_computed_fields_are_ignored_with_a_warning():
-    doc = documents.parse_pool("p1", _pool(status="ONLINE", action_permissions={"execute": "POOL"}))
+    doc = POOL.parse("p1", _pool(status="ONLINE", action_permissions={"execute": "POOL"}))
     assert any("status" in w for w in doc.warnings)
     assert any("action_permissions" in w for w in doc.warnings)
 
@@ -119,7 +120,7 @@ def test_osmo_computed_fields_are_ignored_with_a_warning():
 ])
 def test_pod_template_must_be_a_partial_pod(body, field):
     with pytest.raises(ConfigError) as caught:
-        documents.parse_pod_template("t", body)
+        POD_TEMPLATE.parse("t", body)
     assert caught.value.field == field
 
 
@@ -131,20 +132,20 @@ def test_pod_template_must_be_a_partial_pod(body, field):
 ])
 def test_rule_shape_errors_name_the_rule(rules, field):
     with pytest.raises(ConfigError) as caught:
-        documents.parse_resource_validation("v", rules)
+        RESOURCE_VALIDATION.parse("v", rules)
     assert caught.value.field == field
 
 
 def test_rule_operators_are_case_insensitive_and_ne_is_accepted():
-    rules = documents.parse_resource_validation("v", [
-        {"operator": "ne", "left_operand": "{{USER_GPU}}", "right_operand": "3", "assert_message": "not 3"}])
+    rules = RESOURCE_VALIDATION.parse("v", [
+        {"operator": "ne", "left_operand": "{{USER_GPU}}", "right_operand": "3", "assert_message": "not 3"}]).rules
     assert rules[0]["operator"] == "NE"
 
 
 def test_backend_accepts_osmo_scheduler_settings():
-    doc = documents.parse_backend("c1", {"description": "x", "scheduler_settings": {"scheduler_name": "kai"},
+    doc = BACKEND.parse("c1", {"description": "x", "scheduler_settings": {"scheduler_name": "kai"},
                                          "online": True})
     assert doc.scheduler_name == "kai"
     with pytest.raises(ConfigError) as caught:
-        documents.parse_backend("c1", {"namespace": "Bad_NS"})
+        BACKEND.parse("c1", {"namespace": "Bad_NS"})
     assert caught.value.field == "namespace"

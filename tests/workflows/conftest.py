@@ -21,10 +21,10 @@ from rest_framework.test import APIClient
 
 from access.services import roles
 from clusters.models import Backend
+from configs import store
+from configs.revisions import Actor
 from kubesim import EmulatorServer
 from pools.models import Pool
-from pools.services import configs
-from pools.services.revisions import Actor
 from tests.factories import RoleFactory, UserFactory
 from tests.polling import wait_until  # noqa: F401  (the tests import it from here)
 
@@ -82,7 +82,7 @@ def kube_server() -> Iterator[EmulatorServer]:
 
 @pytest.fixture
 def backend(db, kube_server) -> Backend:
-    configs.apply("BACKEND", "sim", {"description": "simulated", "namespace": NAMESPACE,
+    store.apply("BACKEND", "sim", {"description": "simulated", "namespace": NAMESPACE,
                                      "api_url": kube_server.url}, CLI)
     return Backend.objects.get(name="sim")
 
@@ -93,12 +93,12 @@ def pool(backend) -> Pool:
 
     # OSMO's default_user template: requests/limits from typed variables, so quantities are JSON numbers
     # (cpu: 0.1 would be refused by the official client's typed models; the adapter posts raw JSON)
-    configs.apply_many("POD_TEMPLATE", {"default_user": default_templates()["default_user"], **TEMPLATES}, CLI)
+    store.apply_many("POD_TEMPLATE", {"default_user": default_templates()["default_user"], **TEMPLATES}, CLI)
     platforms = {"cpu": {"override_pod_template": ["cpu"]}}
     for extra in ("forever", "exit3", "parked"):
         platforms[extra] = {"override_pod_template": ["cpu", extra]}
     platforms["nowhere"] = {"override_pod_template": ["nowhere"]}
-    configs.apply("POOL", "batch", {
+    store.apply("POOL", "batch", {
         "backend": "sim", "default_platform": "cpu", "common_pod_template": ["default_user"],
         "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
         "platforms": platforms}, CLI)

@@ -11,7 +11,7 @@ from django.utils import timezone
 from clusters.kube import pods
 from clusters.kube.connection import connect
 from clusters.kube.errors import KubeError
-from pools.services import configs
+from configs import store
 from portal.errors import PermissionDenied
 from tests.workflows.conftest import CLI, NAMESPACE, spec, wait_until
 from workflows import lifecycle, reconcile, timeouts
@@ -269,10 +269,10 @@ def test_reschedule_recreates_with_the_next_retry_name_up_to_the_limit(submitted
 
 def _with_template_on_cpu(name: str, body: dict) -> None:
     """Add a pod template to the `cpu` platform of pool batch (through the config service, as admins do)."""
-    configs.apply("POD_TEMPLATE", name, body, CLI)
-    config = configs.show("POOL", "batch")
+    store.apply("POD_TEMPLATE", name, body, CLI)
+    config = store.show("POOL", "batch")
     config["platforms"]["cpu"]["override_pod_template"] = ["cpu", name]
-    configs.apply("POOL", "batch", config, CLI)
+    store.apply("POOL", "batch", config, CLI)
 
 
 def test_each_attempt_is_resolved_again_with_its_retry_id(submitted, backend, pool, run_on_commit, deleted_pods):
@@ -299,9 +299,9 @@ def test_a_retry_whose_platform_is_gone_runs_the_first_attempts_pod(submitted, b
     workflow = submitted(exit_actions={"RESCHEDULE": "3"}, platform="exit3")
     task = _waiting(workflow.tasks.get())
     first = task.pod
-    config = configs.show("POOL", "batch")
+    config = store.show("POOL", "batch")
     del config["platforms"]["exit3"]
-    configs.apply("POOL", "batch", config, CLI)
+    store.apply("POOL", "batch", config, CLI)
     run_on_commit(lifecycle.observe, task, _pod(task, "Failed", exit_code=3))
     task.refresh_from_db()
     assert task.retry_id == 1
@@ -542,10 +542,10 @@ def test_a_second_backend_on_the_same_cluster_reaps_nothing_of_the_first(submitt
                                                                            run_on_commit):
     """Backend rows may share a cluster (say one per namespace): each lists every pod of this portal there."""
     from clusters.models import Backend
-    from pools.services import configs
+    from configs import store
     from tests.workflows.conftest import CLI
 
-    configs.apply("BACKEND", "sim-team-b", {"namespace": "team-b", "api_url": kube_server.url}, CLI)
+    store.apply("BACKEND", "sim-team-b", {"namespace": "team-b", "api_url": kube_server.url}, CLI)
     twin = Backend.objects.get(name="sim-team-b")
     workflow = submitted(platform="forever")
     lifecycle.create_pods(workflow.pk)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from access import actions, policy
 from access.matching import check_action
 from access.services import users
-from pools.errors import ConfigError
+from configs.errors import ConfigError
 from portal.commands import PortalCommand
 
 

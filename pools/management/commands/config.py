@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pools.errors import ConfigError
-from pools.models import ConfigType
-from pools.services import configs, revisions
-from pools.services.revisions import Actor
+from configs import revisions, store
+from configs.errors import ConfigError
+from configs.models import ConfigType
+from configs.revisions import Actor
 from portal.commands import PortalCommand
 from portal.docfiles import load_document
 
@@ -62,10 +62,10 @@ class Command(PortalCommand):
         document = load_document(options["file"])
         actor, described = Actor.of(None, "cli"), _described(options)
         if options["name"]:
-            body = configs.unwrap(options["type"], options["name"], document)
-            results = [configs.apply(options["type"], options["name"], body, actor, **described)]
+            body = store.unwrap(options["type"], options["name"], document)
+            results = [store.apply(options["type"], options["name"], body, actor, **described)]
         else:
-            results = configs.apply_many(options["type"], document, actor, **described)
+            results = store.apply_many(options["type"], document, actor, **described)
         for result in results:
             for warning in result.warnings:
                 self.warn(f"{result.name}: {warning}")
@@ -74,10 +74,10 @@ class Command(PortalCommand):
             self.stdout.write(f"{result.config_type} {result.name} {state}{revision}")
 
     def do_show(self, options):
-        self.emit(configs.show(options["type"], options["name"]), options["format"])
+        self.emit(store.show(options["type"], options["name"]), options["format"])
 
     def do_delete(self, options):
-        number = configs.delete(options["type"], options["name"], Actor.of(None, "cli"), **_described(options))
+        number = store.delete(options["type"], options["name"], Actor.of(None, "cli"), **_described(options))
         self.stdout.write(f"{options['type']} {options['name']} deleted (revision {number})")
 
     def do_history(self, options):
@@ -100,7 +100,7 @@ class Command(PortalCommand):
             self.stdout.write(result.unified or "no differences", ending="" if result.unified else "\n")
 
     def do_rollback(self, options):
-        result = configs.rollback(options["type"], options["name"], options["revision"], Actor.of(None, "cli"),
+        result = store.rollback(options["type"], options["name"], options["revision"], Actor.of(None, "cli"),
                                   **_described(options))
         state = f"revision {result.revision}" if result.revision else "already identical, nothing written"
         self.stdout.write(f"{result.config_type} {result.name} rolled back to r{options['revision']} ({state})")
@@ -112,8 +112,8 @@ class Command(PortalCommand):
         if options["kind"] == "pool":
             result = roles.set_pool_role(options["name"], actor, **described)
         elif options["file"]:
-            body = configs.unwrap(options["type"], options["name"], load_document(options["file"]))
-            result = configs.apply(options["type"], options["name"], body, actor, **described)
+            body = store.unwrap(options["type"], options["name"], load_document(options["file"]))
+            result = store.apply(options["type"], options["name"], body, actor, **described)
         else:
             raise ConfigError("say what to set: `pool` (generated pool role) or --file", field="kind", value=None)
         for warning in result.warnings:

@@ -11,9 +11,9 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from configs import store
+from configs.revisions import Actor
 from pools.engine import default_templates, default_validations
-from pools.services import configs
-from pools.services.revisions import Actor
 from portal.commands import PortalCommand
 from portal.docfiles import load_document
 
@@ -42,7 +42,7 @@ class Command(PortalCommand):
         actor = Actor(name="seed_demo", source="system")
         with transaction.atomic():
             for config_type, documents in demo_documents():
-                results = configs.apply_many(config_type, documents, actor, description="demo data")
+                results = store.apply_many(config_type, documents, actor, description="demo data")
                 changed = sum(result.changed for result in results)
                 self.stdout.write(f"{config_type}: {len(results)} objects, {changed} changed")
             self._accounts()

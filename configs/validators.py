@@ -9,7 +9,7 @@ import math
 import re
 from datetime import timedelta
 
-from pools.errors import ConfigError
+from configs.errors import ConfigError
 
 # OSMO's CONFIG_NAME_REGEX (src/lib/utils/common.py).
 CONFIG_NAME_RE = re.compile(r"^[a-zA-Z]([a-zA-Z0-9_.-]*[a-zA-Z0-9])?$")
@@ -161,3 +161,12 @@ def expect_bool(value: object, where: str) -> bool:
     if not isinstance(value, bool):
         raise ConfigError("must be true or false", field=where, value=value)
     return value
+
+
+def expect_list(value: object, where: str) -> list:
+    """A list (JSON array); null is an empty one."""
+    if value is None:
+        return []
+    if not isinstance(value, list):
+        raise ConfigError(f"must be a list, not {type(value).__name__}", field=where or "(document)", value=value)
+    return list(value)

@@ -12,9 +12,9 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import PROTECT, RESTRICT, Model, ProtectedError, RestrictedError
 
-from pools.errors import ConfigError, ConfigInUse, ConfigNotFound
-from pools.services import handlers, revisions
-from pools.services.revisions import Actor
+from configs import registry, revisions
+from configs.errors import ConfigError, ConfigInUse, ConfigNotFound
+from configs.revisions import Actor
 
 
 @dataclass
@@ -32,7 +32,7 @@ class ApplyResult:
 
 def show(config_type: str, name: str | None = None):
     """One object's body, or `{name: body}` for every object of the type (the shapes `apply` reads)."""
-    handler = handlers.get(revisions.check_type(config_type))
+    handler = registry.get(revisions.check_type(config_type))
     if name is None:
         return {obj.name: handler.snapshot(obj) for obj in handler.queryset().order_by("name")}
     return handler.snapshot(_get(handler, name))
@@ -46,14 +46,14 @@ def unwrap(config_type: str, name: str, body: object) -> object:
         if body["name"] != name:
             raise ConfigError(f"does not match the name given on the command line ({name})", field="name",
                               value=body["name"])
-        if revisions.check_type(config_type) != "POOL":
+        if not registry.get(revisions.check_type(config_type)).schema.name_in_body:
             body = {k: v for k, v in body.items() if k != "name"}
     return body
 
 
 def apply(config_type: str, name: str, body: object, actor: Actor, *, description: str = "",
           tags=()) -> ApplyResult:
-    handler = handlers.get(revisions.check_type(config_type))
+    handler = registry.get(revisions.check_type(config_type))
     with transaction.atomic():
         return _apply_batch(handler, [(name, body)], actor, description, tags)[0]
 
@@ -66,13 +66,13 @@ def apply_many(config_type: str, documents: object, actor: Actor, *, description
     if not isinstance(documents, dict) or not documents:
         raise ConfigError("without a NAME the file must map names to bodies: {\"<name>\": {...}, ...}",
                           field="(document)", value=type(documents).__name__)
-    handler = handlers.get(revisions.check_type(config_type))
+    handler = registry.get(revisions.check_type(config_type))
     with transaction.atomic():
         return _apply_batch(handler, list(documents.items()), actor, description, tags, qualify=True)
 
 
 def delete(config_type: str, name: str, actor: Actor, *, description: str = "", tags=()) -> int:
-    handler = handlers.get(revisions.check_type(config_type))
+    handler = registry.get(revisions.check_type(config_type))
     with transaction.atomic():
         obj = _get(handler, name, lock=True)
         _refuse_if_referenced(handler, obj)
@@ -108,42 +108,23 @@ class RollbackPlan:
     deletes: bool
 
 
-DIFF_FORMATS = {"POD_TEMPLATE": "yaml"}
-
-
 def rollback_plan(config_type: str, name: str, revision: int) -> RollbackPlan:
     target = revisions.get_revision(revisions.check_type(config_type), name, int(revision))
     try:
         now = show(target.config_type, name)
     except ConfigNotFound:  # deleted since: rolling back re-creates it
         now = None
-    fmt = DIFF_FORMATS.get(target.config_type, "json")
+    fmt = registry.get(target.config_type).schema.edit_format
     before = f"{name} now" if now is not None else f"{name} (absent)"
     after = f"{name} r{target.revision}" + (" (deleted)" if target.deleted else "")
     unified = revisions.unified_diff(now, target.snapshot, fmt, before, after)
     return RollbackPlan(target.config_type, name, target.revision, fmt, unified, deletes=target.deleted)
 
 
-def record_admin_save(config_type: str, name: str, actor: Actor, *, description: str = "") -> ApplyResult:
-    """The admin saved `name` through its forms; validate it as every other door does, recompute what
-    depends on it and record the revision. Raising rolls back the admin's transaction."""
-    handler = handlers.get(revisions.check_type(config_type))
-    obj = _get(handler, name)
-    snapshot = handler.snapshot(obj)
-    doc = handler.parse(name, _copy(snapshot))
-    handler.after_save([obj], handler.prepare([doc]))
-    if snapshot == revisions.latest_snapshot(handler.config_type, name):
-        return ApplyResult(handler.config_type, name, created=False, changed=False, revision=None,
-                           warnings=handler.warnings(doc))
-    record = revisions.record(handler.config_type, name, snapshot, actor, description=description)
-    return ApplyResult(handler.config_type, name, created=record.revision == 1, changed=True,
-                       revision=record.revision, warnings=handler.warnings(doc))
-
-
 def referrers(config_type: str, obj) -> list[str]:
     """What stops `obj` from being deleted: the type's own references (with the field that refers), then
     any other PROTECT/RESTRICT relation the database would refuse on (workflow history, ...)."""
-    return _referrers(handlers.get(revisions.check_type(config_type)), obj)
+    return _referrers(registry.get(revisions.check_type(config_type)), obj)
 
 
 def protected_referrers(obj: Model, shown: int = 3) -> list[str]:
@@ -175,11 +156,11 @@ def _counted(meta, count: int, names: list[str], shown: int) -> str:
     return f"{count} {meta.verbose_name if count == 1 else meta.verbose_name_plural} ({listed})"
 
 
-def _referrers(handler: handlers.Handler, obj: Model) -> list[str]:
+def _referrers(handler: registry.Handler, obj: Model) -> list[str]:
     return handler.referrers(obj) or protected_referrers(obj)
 
 
-def _refuse_if_referenced(handler: handlers.Handler, obj: Model) -> None:
+def _refuse_if_referenced(handler: registry.Handler, obj: Model) -> None:
     found = _referrers(handler, obj)
     if found:
         raise _in_use(obj.name, found)
@@ -194,7 +175,7 @@ def _blocking(error: ProtectedError | RestrictedError):
     return error.protected_objects if isinstance(error, ProtectedError) else error.restricted_objects
 
 
-def _apply_batch(handler: handlers.Handler, items: list[tuple[str, object]], actor: Actor, description: str,
+def _apply_batch(handler: registry.Handler, items: list[tuple[str, object]], actor: Actor, description: str,
                  tags, *, qualify: bool = False) -> list[ApplyResult]:
     """Parse everything first, load what the batch refers to once, write only what changed."""
     docs = []
@@ -227,12 +208,12 @@ def _apply_batch(handler: handlers.Handler, items: list[tuple[str, object]], act
     return results
 
 
-def _locked(handler: handlers.Handler):
+def _locked(handler: registry.Handler):
     """Existing objects, row-locked so concurrent writers of the same names queue up."""
     return handler.queryset().select_for_update(of=("self",))
 
 
-def _get(handler: handlers.Handler, name: str, *, lock: bool = False):
+def _get(handler: registry.Handler, name: str, *, lock: bool = False):
     query = handler.queryset()
     if lock:
         query = handler.model.objects.select_for_update()

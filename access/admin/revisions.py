@@ -12,9 +12,9 @@ from unfold.decorators import action, display
 
 from access import actions, policy
 from access.admin.site import PolicyAdminMixin
-from pools.models import ConfigType, Revision
-from pools.services import configs, revisions
-from pools.services.revisions import Actor
+from configs import revisions, store
+from configs.models import ConfigType, Revision
+from configs.revisions import Actor
 from portal.admin_base import ReadOnlyAdminMixin, confirmation_page, pretty_json
 from portal.errors import DomainError
 
@@ -95,10 +95,10 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
     def roll_back_to_this(self, request, object_id):
         """GET: a confirmation page with the diff the rollback would apply; only its POST rolls back."""
         revision = get_object_or_404(Revision, pk=object_id)
-        change_url = reverse("admin:pools_revision_change", args=[object_id])
+        change_url = reverse("admin:configs_revision_change", args=[object_id])
         if request.method != "POST":
             try:
-                plan = configs.rollback_plan(revision.config_type, revision.name, revision.revision)
+                plan = store.rollback_plan(revision.config_type, revision.name, revision.revision)
             except DomainError as error:
                 self.message_user(request, f"Cannot roll back: {error}", messages.ERROR)
                 return HttpResponseRedirect(change_url)
@@ -109,7 +109,7 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
                             "history is kept.",
                 confirm_label="Roll back", cancel_url=change_url, diff=plan.unified, diff_format=plan.fmt)
         try:
-            result = configs.rollback(revision.config_type, revision.name, revision.revision,
+            result = store.rollback(revision.config_type, revision.name, revision.revision,
                                       Actor.for_request(request, "admin"))
         except DomainError as error:
             self.message_user(request, f"Not rolled back: {error}", messages.ERROR)
@@ -117,7 +117,7 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
         done = f"as revision {result.revision}" if result.revision else "(already identical)"
         self.message_user(request, f"{revision.config_type} {revision.name} rolled back to r{revision.revision} "
                                    f"{done}", messages.SUCCESS)
-        return HttpResponseRedirect(reverse("admin:pools_revision_changelist")
+        return HttpResponseRedirect(reverse("admin:configs_revision_changelist")
                                     + f"?config_type__exact={revision.config_type}&name={revision.name}")
 
     def has_rollback_permission(self, request, object_id=None):

@@ -10,7 +10,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db import models
 
-from access.resources import PolicyResources, Scope
+from portal.resources import PolicyResources, Scope
 
 
 class ConfigType(models.TextChoices):
@@ -41,7 +41,8 @@ class Revision(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["config_type", "name", "revision"], name="unique_revision_number"),
         ]
-        indexes = [models.Index(fields=["config_type", "name", "-revision"])]
+        indexes = [models.Index(fields=["config_type", "name", "-revision"], name="pools_revis_config__5dad4f_idx")]
+        db_table = "pools_revision"  # the table predates this app (moved from pools without copying rows)
 
     def __str__(self) -> str:
         return f"{self.config_type} {self.name} r{self.revision}"

@@ -11,8 +11,8 @@ import yaml
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Max
 
-from pools.errors import ConfigError, ConfigNotFound
-from pools.models import ConfigType, Revision
+from configs.errors import ConfigError, ConfigNotFound
+from configs.models import ConfigType, Revision
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,78 @@
+"""Admin pages write configs the way the CLI and the API do: the form and its inlines become an OSMO
+document (derived from the type's schema) that `configs.store.apply` parses, validates, saves and records
+as one revision. The admin never saves a config model itself.
+
+Mixed into each app's ModelAdmin (with its permission mixin); registers nothing.
+"""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.contrib.admin.utils import flatten_fieldsets
+
+from configs import registry, store
+from configs.kinds import Children, OrderedRefs
+from configs.revisions import Actor
+from configs.schema import Schema
+
+
+class SchemaAdminMixin:
+    config_type: str
+
+    form_schema: Schema | None = None  # the schema the page's own form edits, if not the type's
+
+    @property
+    def schema(self) -> Schema:
+        return registry.get(self.config_type).schema
+
+    def get_fieldsets(self, request, obj=None):
+        """The page's fieldsets, plus any described field they do not place (a newly described field shows
+        up without touching the admin)."""
+        fieldsets = super().get_fieldsets(request, obj)
+        placed = set(flatten_fieldsets(fieldsets))
+        missing = [name for name in (self.form_schema or self.schema).form_fields() if name not in placed]
+        return [*fieldsets, ("More", {"fields": missing})] if missing else fieldsets
+
+    def save_model(self, request, obj, form, change):
+        """Nothing yet: `save_related` writes the object with its inlines, through the config service."""
+
+    def save_related(self, request, form, formsets, change):
+        name = self.config_name(form)
+        result = store.apply(self.config_type, name, self.config_body(form, formsets, change),
+                             Actor.for_request(request, "admin"), description=self.config_description(form))
+        for warning in result.warnings:
+            self.message_user(request, warning, messages.WARNING)
+        form.instance.pk = self.saved_pk(form)
+        for formset in formsets:  # the change message reads what the formsets would have saved
+            formset.new_objects, formset.changed_objects, formset.deleted_objects = [], [], []
+
+    def config_name(self, form) -> str:
+        return form.instance.name if form.instance.pk else form.cleaned_data["name"]
+
+    def config_description(self, form) -> str:
+        return ""
+
+    def config_body(self, form, formsets, change) -> object:
+        base = store.show(self.config_type, form.instance.name) if change else None
+        body = self.schema.body_from_form(form.cleaned_data, base)
+        for formset in formsets:
+            apply_formset(self.schema, body, formset, base)
+        return body
+
+    def saved_pk(self, form) -> int:
+        return self.model._default_manager.values_list("pk", flat=True).get(name=self.config_name(form))
+
+
+def apply_formset(schema: Schema, body: dict, formset, base: dict | None) -> None:
+    """Put an inline's rows into `body`: an ordered reference list, or named child objects. The schema
+    field is the one whose relation the inline edits."""
+    relation = formset.fk.remote_field.get_accessor_name()
+    rows = [form for form in formset.forms if form.cleaned_data and not form.cleaned_data.get("DELETE")]
+    for field in schema.leaves():
+        if isinstance(field.kind, OrderedRefs) and field.kind.relation == relation:
+            ordered = sorted((form.cleaned_data for form in rows), key=lambda row: row.get("position") or 0)
+            body[field.name] = [row[field.kind.target].name for row in ordered]
+        elif isinstance(field.kind, Children) and field.target == relation:
+            current = (base or {}).get(field.name) or {}
+            body[field.name] = {form.cleaned_data["name"]: field.kind.schema.body_from_form(
+                form.cleaned_data, current.get(form.initial.get("name"))) for form in rows}

@@ -1,0 +1,88 @@
+"""One handler per config type: how to parse, save, snapshot and find referrers of its objects.
+
+`configs.store` drives them in batches: `prepare` loads what a batch refers to once,
+`doc_snapshot` says what an object will look like once saved (so unchanged documents cost no writes),
+`save` writes one object, `after_save` recomputes what depends on the saved objects. Each app describes
+its types in `<app>.config_types` and registers their handlers in its AppConfig.ready().
+"""
+
+from __future__ import annotations
+
+from django.db import models
+
+from configs.errors import ConfigError
+from configs.schema import Schema
+
+
+class Handler:
+    config_type: str
+    model: type[models.Model]
+
+    def parse(self, name: str, body: object):
+        raise NotImplementedError
+
+    def doc_snapshot(self, doc):
+        raise NotImplementedError
+
+    def save(self, doc, existing: models.Model | None, prepared) -> models.Model:
+        raise NotImplementedError
+
+    def snapshot(self, obj: models.Model):
+        raise NotImplementedError
+
+    def prepare(self, docs: list) -> object:
+        return None
+
+    def queryset(self) -> models.QuerySet:
+        return self.model.objects.all()
+
+    def referrers(self, obj: models.Model) -> list[str]:
+        return []
+
+    def warnings(self, doc) -> list[str]:
+        return getattr(doc, "warnings", [])
+
+    def after_save(self, objs: list[models.Model], prepared) -> None:
+        """Recompute what depends on `objs`; raising here rolls the whole write back."""
+
+
+class SchemaHandler(Handler):
+    """A handler whose parsing, snapshots and row writes derive from the type's `configs.schema.Schema`."""
+
+    schema: Schema
+
+    @property
+    def config_type(self) -> str:
+        return self.schema.config_type
+
+    def parse(self, name, body):
+        return self.schema.parse(name, body)
+
+    def doc_snapshot(self, doc):
+        return self.schema.snapshot(doc)
+
+    def snapshot(self, obj):
+        return self.schema.snapshot(obj)
+
+    def save(self, doc, existing, prepared):
+        obj = existing or self.model(name=doc.name)
+        self.schema.write(doc, obj)
+        obj.save()
+        return obj
+
+
+HANDLERS: dict[str, Handler] = {}
+
+
+def register(*handlers: Handler) -> None:
+    """Each app registers the handlers of the types it owns from its AppConfig.ready()."""
+    for handler in handlers:
+        HANDLERS[handler.config_type] = handler
+
+
+def get(config_type: str) -> Handler:
+    try:
+        return HANDLERS[config_type]
+    except KeyError:
+        raise ConfigError(f"config type {config_type} is not available", field="config_type",
+                          value=config_type) from None

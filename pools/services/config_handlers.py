@@ -1,0 +1,67 @@
+"""The handlers of the pools app's config types: what is particular to each beyond its description
+(pools.config_types): secrets kept across a shown document, references loaded once per batch, pools
+recompiled after a write, referrers named before a delete. Registered by `PoolsConfig.ready()`."""
+
+from __future__ import annotations
+
+from django.db import models
+
+from configs.registry import SchemaHandler
+from pools.config_types import POD_TEMPLATE, POOL, RESOURCE_VALIDATION
+from pools.models import PodTemplate, Pool, ResourceValidation
+from pools.services import compilation, membership, pool_writer
+from pools.services.snapshots import pools_for_snapshot
+
+
+def _recompile(pools) -> None:
+    """Store the pools' resolved config, then which nodes serve their platforms (that may have changed too)."""
+    compilation.recompile_pools(pools)
+    membership.recompute_for_pools(pools)
+
+class _ReferencedHandler(SchemaHandler):
+    """Pod templates and resource validations: pools that use them are recompiled after a write."""
+
+    ref_field: str
+    pool_field: str
+    platform_field: str
+
+    def referrers(self, obj):
+        pools = [f"pool {ref.pool.name} ({self.pool_field})" for ref in obj.pool_refs.select_related("pool")]
+        platforms = [f"platform {ref.platform} ({self.platform_field})"
+                     for ref in obj.platform_refs.select_related("platform__pool")]
+        return sorted(pools) + sorted(platforms)
+
+    def after_save(self, objs, prepared):
+        direct = {f"{self.ref_field}_refs__{self.ref_field}__in": objs}
+        via_platform = {f"platforms__{self.ref_field}_refs__{self.ref_field}__in": objs}
+        _recompile(Pool.objects.filter(models.Q(**direct) | models.Q(**via_platform)).distinct())
+
+
+class PodTemplateHandler(_ReferencedHandler):
+    schema, model = POD_TEMPLATE, PodTemplate
+    ref_field, pool_field, platform_field = "template", "common_pod_template", "override_pod_template"
+
+
+class ResourceValidationHandler(_ReferencedHandler):
+    schema, model = RESOURCE_VALIDATION, ResourceValidation
+    ref_field, pool_field, platform_field = "validation", "common_resource_validations", "resource_validations"
+
+
+class PoolHandler(SchemaHandler):
+    schema, model = POOL, Pool
+
+    def queryset(self):
+        return pools_for_snapshot()
+
+    def prepare(self, docs):
+        return pool_writer.References.load(docs)
+
+    def save(self, doc, existing, prepared):
+        prepared.check(doc)
+        return pool_writer.save_pool(doc, existing, prepared)
+
+    def after_save(self, objs, prepared):
+        _recompile(Pool.objects.filter(pk__in=[obj.pk for obj in objs]))
+
+
+CONFIG_TYPES = [PodTemplateHandler(), ResourceValidationHandler(), PoolHandler()]

@@ -1,0 +1,29 @@
+"""The layering of docs/architecture.md holds: no app imports one above it (tests/architecture/import_graph)."""
+
+from tests.architecture import import_graph
+
+
+def test_no_app_imports_one_above_it():
+    assert import_graph.violations() == []
+
+
+def test_the_checker_sees_an_upward_import(tmp_path, monkeypatch):
+    # A file in a lower app importing a higher one is reported, with its line.
+    (tmp_path / "access").mkdir()
+    (tmp_path / "access" / "bad.py").write_text("def f():\n    from workflows.models import Workflow\n")
+    monkeypatch.setattr(import_graph, "ROOT", tmp_path)
+    monkeypatch.setattr(import_graph, "APPS", ("access", "workflows"))
+    assert import_graph.violations() == [
+        "access/bad.py:2: access.bad imports workflows.models: access is below workflows",
+    ]
+
+
+def test_the_engine_stays_pure(tmp_path, monkeypatch):
+    (tmp_path / "pools" / "engine").mkdir(parents=True)
+    (tmp_path / "pools" / "engine" / "x.py").write_text("import django.db\nfrom pools.models import Pool\n")
+    monkeypatch.setattr(import_graph, "ROOT", tmp_path)
+    monkeypatch.setattr(import_graph, "APPS", ("pools",))
+    assert [v.split(": ", 2)[2] for v in import_graph.violations()] == [
+        "the engine and the Django-free foundation import no framework",
+        "the engine may import only itself and the Django-free foundation",
+    ]
