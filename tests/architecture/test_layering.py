@@ -27,3 +27,10 @@ def test_the_engine_stays_pure(tmp_path, monkeypatch):
         "the engine and the Django-free foundation import no framework",
         "the engine may import only itself and the Django-free foundation",
     ]
+
+
+def test_docs_architecture_shows_the_graph_the_code_has(capsys):
+    page = (import_graph.ROOT / "docs" / "architecture.md").read_text()
+    shown = page.split("$ python -m tests.architecture.import_graph\n", 1)[1].split("```", 1)[0]
+    import_graph.main()
+    assert shown == capsys.readouterr().out
