@@ -7,8 +7,10 @@ from collections.abc import Callable
 from typing import Any
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "", interval: float = 0.02) -> Any:
-    """Poll `predicate` until it returns something truthy and return that; AssertionError after `timeout` s."""
+def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "", interval: float = 0.02,
+               step: Callable[[], Any] | None = None) -> Any:
+    """Poll `predicate` until it returns something truthy and return that; AssertionError after `timeout` s.
+    Between two polls: `step()` when given (work that may make the predicate true), else a short sleep."""
     deadline = time.monotonic() + timeout
     while True:
         result = predicate()
@@ -16,18 +18,14 @@ def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = 
             return result
         if time.monotonic() > deadline:
             raise AssertionError(f"not within {timeout}s: {what or predicate}")
-        time.sleep(interval)
+        if step is not None:
+            step()
+        else:
+            time.sleep(interval)
 
 
 def drain_until(drain, predicate: Callable[[], Any], timeout: float = 10.0) -> Any:
     """Apply a watcher's queued events (an `EventDrain`) in the test's thread until `predicate` holds and
     return its value; AssertionError after `timeout` seconds. Watch threads only read streams, so the
     test's transaction sees every write."""
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError(f"condition not met within {timeout}s: {predicate}")
-        drain.process(timeout=0.05)
+    return wait_until(predicate, timeout, step=lambda: drain.process(timeout=0.05))
