@@ -35,7 +35,7 @@ def test_workflows_are_charged_to_the_submitters_only_project(before):
     user_model, group = apps.get_model("auth", "User"), apps.get_model("auth", "Group")
     role, department = apps.get_model("access", "Role"), apps.get_model("teams", "Department")
     project, workflow = apps.get_model("teams", "Project"), apps.get_model("workflows", "Workflow")
-    backend = apps.get_model("pools", "Backend").objects.create(name="old-cluster")
+    backend = apps.get_model("clusters", "Backend").objects.create(name="old-cluster")
     pool = apps.get_model("pools", "Pool").objects.create(name="old-pool", backend=backend)
     research = department.objects.create(name="research")
     projects = {}
