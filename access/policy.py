@@ -503,12 +503,15 @@ class Explanation:
 def explain(who, action: str, resource: str) -> Explanation:
     """`decide` with its reasons, plus, for a pool, whether the pool is *listed* for the principal and
     which roles list it (the two can differ: see the module docstring), and the object rights the
-    principal holds on it (a pool owner may edit that pool's config without an admin role)."""
+    principal holds on it (a pool owner may edit that pool's config without an admin role; a department's
+    admin, `department/<name>`, may create projects in it). When an object right grants `action` on the
+    named row, the verdict is the row's decision (`decide(..., obj=row)`), as the doors ask it."""
     subject = principal(who)
-    decision = subject.decide(action, resource)
+    kind, _, name = resource.partition("/")
+    row = _row_with_right(kind, name, action)
+    decision = decide(subject, action, obj=row) if row is not None else subject.decide(action, resource)
     result = Explanation(subject.name, action, resource, sorted(subject.roles), decision.allowed,
                          list(decision.because))
-    kind, _, name = resource.partition("/")
     if kind == "pool" and name and not resource.endswith("/*"):
         listing = [role for role, rules in sorted(subject.roles.items())
                    if visible_in_role(rules, action, resource)]
@@ -517,6 +520,17 @@ def explain(who, action: str, resource: str) -> Explanation:
                                  for role in listing]
     result.object_rights = _object_reasons(subject, kind, name)
     return result
+
+
+def _row_with_right(kind: str, name: str, action: str):
+    """The row named `<kind>/<name>` when some object right on its model grants `action`, else None."""
+    try:
+        model, scope = _listing_model(kind)
+    except LookupError:
+        return None
+    if not name or not any(action in right.actions for right in object_rights_of(model)):
+        return None
+    return model.objects.filter(**{scope.field: name}).first()
 
 
 def _object_reasons(subject: Principal, kind: str, name: str) -> list[str]:

@@ -1,6 +1,7 @@
 """Admin for departments and projects. Created through `teams.services` (validation, the project's role and
 its revision, audit); once created they are read-only here. Rights: `config:Read` / `config:Update` on
-`config/team` (access.policy), like every config page."""
+`config/team` (access.policy), like every config page; a department's admins (object right, appointed on
+the department's page by a team admin) see that department and its projects and add projects to it."""
 
 from __future__ import annotations
 
@@ -11,8 +12,9 @@ from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from unfold.decorators import display
 
+from access.admin.object_rights import ObjectRightsAdminMixin
 from access.admin.site import PolicyAdminMixin
-from configs.revisions import Actor  # moves to `configs` with the config store (issue #10)
+from configs.revisions import Actor
 from portal.admin_base import ServiceBackedAdmin
 from teams import services
 from teams.models import Department, Project
@@ -32,7 +34,7 @@ class _CreateOnly(PolicyAdminMixin, ServiceBackedAdmin):
 
 
 @admin.register(Department)
-class DepartmentAdmin(_CreateOnly):
+class DepartmentAdmin(ObjectRightsAdminMixin, _CreateOnly):
     list_display = ["name", "description", "project_count"]
     search_fields = ["name", "description"]
     fields = ["name", "description"]
@@ -44,7 +46,7 @@ class DepartmentAdmin(_CreateOnly):
         return self.fields if obj is None else [*self.fields, "project_links"]
 
     def get_readonly_fields(self, request, obj=None):
-        return [] if obj is None else [*self.fields, "project_links"]
+        return [] if obj is None else [*self.fields, "project_links", *super().get_readonly_fields(request, obj)]
 
     def save_model(self, request, obj, form, change):
         saved = services.create_department(obj.name, Actor.for_request(request, "admin"),
@@ -91,6 +93,18 @@ class ProjectAdmin(_CreateOnly):
         if obj is None:
             return ["name", "department", "description", "idp_groups"]
         return self.readonly_fields
+
+    def has_add_permission(self, request, *args):
+        """A team admin, or an admin of some department (the form then offers only theirs)."""
+        decision = services.may_create_projects(request)
+        if not decision.allowed:  # remembered for the audit event if the page ends up refused
+            request._access_last_denial = (services.UPDATE, services.RESOURCE, decision.because)
+        return decision.allowed
+
+    def formfield_for_foreignkey(self, db_field, request, **kwargs):
+        if db_field.name == "department":
+            kwargs["queryset"] = services.departments_open_to_projects(request)
+        return super().formfield_for_foreignkey(db_field, request, **kwargs)
 
     def get_readonly_fields(self, request, obj=None):
         return [] if obj is None else self.readonly_fields

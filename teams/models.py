@@ -13,10 +13,16 @@ from __future__ import annotations
 
 from django.db import models
 
+from portal.resources import PolicyResources, Scope
+
 ROLE_PREFIX = "osmo-"
 
 
 class Department(models.Model):
+    # Teams are one config type to the policy (`config/team`); a department is also the `department/<name>`
+    # resource, so `access explain USER department/NAME` finds its object rights (department admins).
+    policy_resources = PolicyResources(Scope("config", fixed="team"), Scope("department", field="name", lists=True))
+
     name = models.CharField(max_length=123, unique=True)
     description = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -24,7 +30,7 @@ class Department(models.Model):
 
     class Meta:
         ordering = ["name"]
-        # Wired to per-object (guardian) rights by access.policy later: a department admin manages its projects.
+        # Held per department (guardian): its admins (registered in `TeamsConfig.ready`, read by access.policy).
         permissions = [("manage_department", "Can manage the department and its projects")]
 
     def __str__(self) -> str:
@@ -32,6 +38,8 @@ class Department(models.Model):
 
 
 class Project(models.Model):
+    policy_resources = PolicyResources(Scope("config", fixed="team"))
+
     name = models.CharField(max_length=123, unique=True)  # its role `osmo-<name>` fits a 128-character name
     department = models.ForeignKey(Department, on_delete=models.PROTECT, related_name="projects")
     description = models.TextField(blank=True, default="")

@@ -9,6 +9,8 @@ transactions. Decisions (docs/teams.md):
   has a revision like any role; an existing role is linked as it is (its policies are never rewritten).
 * Rights (`access.policy`, resource `config/team`): `config:Update` creates; `config:Read` sees every
   department and project; everyone else sees the projects they belong to and those projects' departments.
+  A department's **admins** (object right `teams.manage_department`, registered in `TeamsConfig.ready`)
+  see that department and its projects and create projects in it; appointing them takes a team admin.
 * Charging a submission (`charged_project`): the project named in the request (a member's, or anyone's
   for a team admin), else the submitter's only project, else none; several and none named is an error
   listing them.
@@ -24,8 +26,8 @@ from django.db.models import Count, QuerySet
 
 from access import actions, policy
 from access.documents import BUILTIN_ROLES
-from access.services import audit, roles
-from configs.validators import check_name  # moves to `configs` with the config store (issue #10)
+from access.services import audit, object_rights, roles
+from configs.validators import check_name
 from portal.errors import PermissionDenied
 from teams.errors import (
     DepartmentNotFound,
@@ -38,7 +40,7 @@ from teams.errors import (
 from teams.models import Department, Project, role_name
 
 if TYPE_CHECKING:
-    from configs.revisions import Actor  # moves to `configs` with the config store (issue #10)
+    from configs.revisions import Actor
 
 READ, UPDATE = actions.CONFIG_READ, actions.CONFIG_UPDATE
 RESOURCE = actions.config("team")
@@ -49,16 +51,30 @@ DESCRIPTION_MAX_LENGTH = 2000
 # --- rights --------------------------------------------------------------------------------------------
 
 
-def is_team_admin(who) -> bool:
-    """May `who` see every department and project (`config:Read` or `config:Update` on `config/team`)?
-    `who` None is the operator on the command line."""
-    return who is None or any(policy.decide(who, action, RESOURCE).allowed for action in (READ, UPDATE))
-
-
-def require_team_admin(who) -> None:
+def require_team_admin(who, refusal: str = "may not create teams") -> None:
+    """A team admin through a role: an object right (a department admin) never passes here."""
     if who is None:
         return
-    policy.require(who, UPDATE, RESOURCE, refusal="may not create teams", field="", value=RESOURCE)
+    policy.require(who, UPDATE, RESOURCE, refusal=refusal, field="", value=RESOURCE)
+
+
+def may_create_projects(who) -> policy.Decision:
+    """In some department: a team admin, or an admin of some department (the admin's add button)."""
+    return policy.decide(who, UPDATE, RESOURCE, obj=Department)
+
+
+def departments_open_to_projects(who) -> QuerySet[Department]:
+    """The departments `who` may create projects in (all, for a team admin): one query."""
+    return policy.restrict(Department.objects.order_by("name"), who, UPDATE) if who is not None \
+        else Department.objects.order_by("name")
+
+
+def _require_project_creation(who, department: Department) -> None:
+    """A team admin, or an admin of `department` (decided by the policy, a refusal audited)."""
+    if who is not None:
+        policy.require(who, UPDATE, RESOURCE, obj=department, target=f"department/{department.name}",
+                       refusal=f"may not create projects in department {department.name} (it takes a team "
+                               "admin or an admin of that department)", field="department", value=department.name)
 
 
 # --- create --------------------------------------------------------------------------------------------
@@ -88,14 +104,17 @@ def create_project(name: str, department: str, actor: Actor, *, description: str
                    who=None) -> ProjectCreated:
     """A project in `department`, linked to role `osmo-<name>` (created when missing; `idp_groups` are
     added to the role's IdP mapping)."""
-    require_team_admin(who)
+    if who is not None:  # neither a team admin nor any department's admin: refused before any lookup
+        policy.require(who, UPDATE, RESOURCE, obj=Department, refusal="may not create projects", field="",
+                       value=RESOURCE)
     _check_team_name(name)
     groups, text = _idp_groups(idp_groups), _description(description)
+    parent = Department.objects.filter(name=department).first() if "\x00" not in str(department) else None
+    if parent is None:
+        raise DepartmentNotFound(f"no department named {department!r}; create it first (team create "
+                                 "department)", field="department", value=department)
+    _require_project_creation(who, parent)  # outside the transaction: the refusal's audit event stays
     with transaction.atomic():
-        parent = Department.objects.filter(name=department).first()
-        if parent is None:
-            raise DepartmentNotFound(f"no department named {department!r}; create it first (team create "
-                                     "department)", field="department", value=department)
         if Project.objects.filter(name=name).exists():
             raise _exists("project", name)
         role, created = roles.ensure_team_role(role_name(name), actor, external_roles=groups,
@@ -147,18 +166,28 @@ def _idp_groups(values) -> list[str]:
 
 
 def projects_visible_to(who) -> QuerySet[Project]:
-    """Every project for a team admin (or the operator); the projects `who` belongs to otherwise. One query
-    for the page, whatever the number of rows (department and role joined, members counted)."""
-    rows = Project.objects.select_related("department", "role").annotate(
+    """Every project for a team admin (or the operator); otherwise the projects `who` belongs to and those of
+    the departments `who` administers (`policy.restrict`). One query for the page, whatever the number of
+    rows (department and role joined, members counted)."""
+    rows = _visible(Project.objects.all(), who, Project.objects.filter(role__name__in=_role_names(who)))
+    return rows.select_related("department", "role").annotate(
         member_count=Count("role__group__user", distinct=True)).order_by("name")
-    return rows if is_team_admin(who) else rows.filter(role__name__in=_role_names(who))
 
 
 def departments_visible_to(who) -> QuerySet[Department]:
-    rows = Department.objects.annotate(project_count=Count("projects", distinct=True)).order_by("name")
-    if is_team_admin(who):
+    """Every department for a team admin; otherwise the departments of `who`'s projects and those `who`
+    administers. One query."""
+    mine = Department.objects.filter(
+        pk__in=Project.objects.filter(role__name__in=_role_names(who)).values("department_id"))
+    return _visible(Department.objects.all(), who, mine).annotate(
+        project_count=Count("projects", distinct=True)).order_by("name")
+
+
+def _visible(rows: QuerySet, who, as_member: QuerySet) -> QuerySet:
+    """What the policy lets `who` see of `rows` (roles, object rights), plus what membership shows."""
+    if who is None:
         return rows
-    return rows.filter(pk__in=Project.objects.filter(role__name__in=_role_names(who)).values("department_id"))
+    return policy.restrict(rows, who, (READ, UPDATE)) | as_member
 
 
 def get_project(name: str, who=None) -> Project:
@@ -202,7 +231,40 @@ def describe_departments(departments, who=None) -> list[dict]:
 
 
 def _role_names(who) -> list[str]:
-    return list(policy.principal(who).roles)
+    return list(policy.principal(who).roles) if who is not None else []
+
+
+# --- department admins ---------------------------------------------------------------------------------
+
+
+def admin_right() -> policy.ObjectRight:
+    """The object right of a department's admins (registered by `TeamsConfig.ready`)."""
+    return next(right for right in policy.object_rights_of(Department) if not right.via)
+
+
+def department_admins(name: str, who=None) -> list[str]:
+    """Usernames of the department's admins: for team admins and the department's own admins."""
+    department = get_department(name, who)
+    if who is not None:
+        policy.require(who, READ, RESOURCE, obj=department, target=f"department/{department.name}",
+                       refusal=f"may not list the admins of department {department.name}", field="department",
+                       value=department.name)
+    return [user.get_username() for user in object_rights.holders(admin_right(), department)]
+
+
+def add_department_admin(name: str, username: str, actor: Actor, *, who=None) -> list[str]:
+    """Make `username` an admin of the department (audited; a team admin's act, never an admin's)."""
+    require_team_admin(who, "may not appoint department admins")
+    department = get_department(name)
+    object_rights.grant(admin_right(), department, username, actor)
+    return department_admins(name)
+
+
+def remove_department_admin(name: str, username: str, actor: Actor, *, who=None) -> list[str]:
+    require_team_admin(who, "may not remove department admins")
+    department = get_department(name)
+    object_rights.revoke_username(admin_right(), department, username, actor)
+    return department_admins(name)
 
 
 # --- charging workflows --------------------------------------------------------------------------------

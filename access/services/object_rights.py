@@ -36,6 +36,19 @@ def revoke(right: ObjectRight, obj, user_id: int, actor) -> None:
     user = get_user_model().objects.filter(pk=user_id).first()
     if user is None or user not in holders(right, obj):
         raise Conflict(f"that user is not {right.label or 'a holder'} of {obj}", field="user", value=user_id)
+    _remove(right, obj, user, actor)
+
+
+def revoke_username(right: ObjectRight, obj, username: str, actor) -> None:
+    """`revoke`, naming the user (the command line and the REST API)."""
+    user = users.get(username)
+    if user not in holders(right, obj):
+        raise Conflict(f"{username} is not {right.label or 'a holder'} of {obj}", field="username",
+                       value=username)
+    _remove(right, obj, user, actor)
+
+
+def _remove(right: ObjectRight, obj, user, actor) -> None:
     with transaction.atomic():
         remove_perm(right.codename, user, obj)
         audit.record("access.object_right.revoke", actor, target=_target(right, obj, user))

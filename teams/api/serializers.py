@@ -50,3 +50,12 @@ class ProjectCreateSerializer(serializers.Serializer):
 
 class ProjectCreatedSerializer(ProjectDetailSerializer):
     role_created = serializers.BooleanField(help_text="Whether the role osmo-<project> was created now.")
+
+
+class DepartmentAdminsSerializer(serializers.Serializer):
+    department = serializers.CharField()
+    admins = serializers.ListField(child=serializers.CharField(), help_text="Usernames of the department's admins.")
+
+
+class DepartmentAdminAddSerializer(serializers.Serializer):
+    username = serializers.CharField(max_length=150)

@@ -3,8 +3,12 @@
     GET  /api/teams/departments          departments you may see, each with its projects you may see
     POST /api/teams/departments          create one (config:Update on config/team)
     GET  /api/teams/departments/{name}
+    GET  /api/teams/departments/{name}/admins            its admins (team admins and its own admins)
+    POST /api/teams/departments/{name}/admins            {"username"}: appoint one (config:Update on config/team)
+    DELETE /api/teams/departments/{name}/admins/{user}   remove one (config:Update on config/team)
     GET  /api/teams/projects             projects you may see (team admins: all; others: their own)
-    POST /api/teams/projects             create one, and its role osmo-<name> when missing
+    POST /api/teams/projects             create one, and its role osmo-<name> when missing (a team admin,
+                                         or an admin of its department: the service decides)
     GET  /api/teams/projects/{name}      one project with its members
 
 Reading needs only a signed-in principal: what it sees is filtered by `teams.services` (a project you may
@@ -20,7 +24,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from access.api.permissions import PolicyPermission
-from configs.revisions import Actor  # moves to `configs` with the config store (issue #10)
+from configs.revisions import Actor
 from portal.api import ErrorSerializer
 from teams import services
 from teams.api import serializers as s
@@ -30,7 +34,9 @@ NAME = OpenApiParameter("name", str, OpenApiParameter.PATH)
 
 
 class TeamPermission(PolicyPermission):
-    """Reads: any signed-in principal (the service filters). Writes: `config:Update` on `config/team`."""
+    """Reads: any signed-in principal (the service filters). Writes: `config:Update` on `config/team`, unless
+    the view says the service decides (`service_decides`: creating a project, which a department's admins
+    may do in their department)."""
 
     policy_action, policy_resource = services.UPDATE, services.RESOURCE
 
@@ -38,7 +44,7 @@ class TeamPermission(PolicyPermission):
         return self.policy_action, self.policy_resource
 
     def has_permission(self, request, view):
-        if request.method in SAFE_METHODS:
+        if request.method in SAFE_METHODS or getattr(view, "service_decides", False):
             if request.user is not None and request.user.is_authenticated:
                 return True
             raise exceptions.NotAuthenticated()
@@ -81,8 +87,38 @@ class DepartmentView(APIView):
         return Response(row)
 
 
+class DepartmentAdminsView(APIView):
+    permission_classes = [TeamPermission]
+
+    @extend_schema(operation_id="team_department_admins", summary="The department's admins", parameters=[NAME],
+                   responses={200: s.DepartmentAdminsSerializer, **ERRORS})
+    def get(self, request, name):
+        return Response({"department": name, "admins": services.department_admins(name, request)})
+
+    @extend_schema(operation_id="team_department_admin_add", summary="Appoint a department admin",
+                   parameters=[NAME], request=s.DepartmentAdminAddSerializer,
+                   responses={201: s.DepartmentAdminsSerializer, **ERRORS, 409: ErrorSerializer})
+    def post(self, request, name):
+        data = _body(s.DepartmentAdminAddSerializer, request)
+        admins = services.add_department_admin(name, data["username"], Actor.for_request(request, "api"),
+                                               who=request)
+        return Response({"department": name, "admins": admins}, status=status.HTTP_201_CREATED)
+
+
+class DepartmentAdminView(APIView):
+    permission_classes = [TeamPermission]
+
+    @extend_schema(operation_id="team_department_admin_remove", summary="Remove a department admin",
+                   parameters=[NAME, OpenApiParameter("username", str, OpenApiParameter.PATH)],
+                   responses={204: None, **ERRORS, 409: ErrorSerializer})
+    def delete(self, request, name, username):
+        services.remove_department_admin(name, username, Actor.for_request(request, "api"), who=request)
+        return Response(status=status.HTTP_204_NO_CONTENT)
+
+
 class ProjectCollectionView(APIView):
     permission_classes = [TeamPermission]
+    service_decides = True  # creating: a team admin, or an admin of the project's department
 
     @extend_schema(operation_id="team_project_list", summary="Projects you may see",
                    responses={200: s.ProjectListSerializer, **ERRORS},

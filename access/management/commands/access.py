@@ -1,4 +1,7 @@
-"""`access explain USER POOL`: why a user may or may not use a pool (or do another action on it)."""
+"""`access explain USER POOL`: why a user may or may not use a pool (or do another action on it).
+
+`POOL` may also be a resource `<kind>/<name>` of a model that lists its rows, e.g. `department/research`
+(with `--action config:Update`: may the user create projects there, as the department's admin?)."""
 
 from __future__ import annotations
 
@@ -16,14 +19,16 @@ class Command(PortalCommand):
         verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
         explain = verbs.add_parser("explain", help="which role and policy allow or deny USER on POOL")
         explain.add_argument("username")
-        explain.add_argument("pool")
+        explain.add_argument("pool", help="a pool name, or a resource such as department/research")
         explain.add_argument("--action", default=policy.POOL_ACTION)
         explain.add_argument("--format", choices=["text", "json"], default="text")
 
     def handle(self, *args, **options):
         if not check_action(options["action"]):
             raise ConfigError("must look like workflow:Create", field="--action", value=options["action"])
-        result = policy.explain(users.get(options["username"]), options["action"], actions.pool(options["pool"]))
+        target = options["pool"]
+        resource = target if "/" in target else actions.pool(target)
+        result = policy.explain(users.get(options["username"]), options["action"], resource)
         if options["format"] == "json":
             extra = {"object_rights": result.object_rights} if result.object_rights else {}
             self.emit({"allowed": result.allowed, "because": result.because, **extra})

@@ -5,6 +5,8 @@
     manage.py team show project vision [--format json]
     manage.py team show department research [--format json]
     manage.py team list [projects|departments] [--department research] [--format json]
+    manage.py team admins add|remove DEPARTMENT USER [--format json]
+    manage.py team admins list DEPARTMENT [--format json]
 
 The operator's view: every department and project. Errors print one line and exit 1.
 """
@@ -40,6 +42,11 @@ class Command(PortalCommand):
         listing.add_argument("kind", nargs="?", choices=["projects", "departments"], default="projects")
         listing.add_argument("--department", help="only this department's projects")
         listing.add_argument("--format", choices=["table", "json"], default="table")
+        admins = verbs.add_parser("admins", help="a department's admins: add, remove or list them")
+        admins.add_argument("operation", choices=["add", "remove", "list"])
+        admins.add_argument("department")
+        admins.add_argument("username", nargs="?", help="the user to add or remove")
+        admins.add_argument("--format", choices=["text", "json"], default="text")
 
     def handle(self, *args, **options):
         getattr(self, f"do_{options['verb']}")(options)
@@ -96,6 +103,25 @@ class Command(PortalCommand):
         for row in rows:
             self.stdout.write(f"{row['name']:<24} {row['department']:<20} {row['role']:<28} {row['member_count']:>7}  "
                               f"{', '.join(row['idp_groups'])}")
+        return None
+
+    def do_admins(self, options):
+        operation, department, username = options["operation"], options["department"], options["username"]
+        if operation == "list":
+            names = services.department_admins(department)
+        elif not username:
+            raise TeamInvalid(f"name the user to {operation}: team admins {operation} {department} USER",
+                              field="USER")
+        elif operation == "add":
+            names = services.add_department_admin(department, username, audit.SYSTEM_CLI)
+        else:
+            names = services.remove_department_admin(department, username, audit.SYSTEM_CLI)
+        if options["format"] == "json":
+            return self.emit({"department": department, "admins": names})
+        if operation != "list":
+            done = "is now" if operation == "add" else "is no longer"
+            self.stdout.write(f"{username} {done} an admin of department {department}")
+        self.stdout.write(f"admins of department {department}: {', '.join(names) or '-'}")
         return None
 
     def _show_department(self, department, fmt: str):
