@@ -44,6 +44,7 @@ from access import actions
 from access.epoch import EpochCache
 from access.matching import Decision, Rule, evaluate, resource_matches, rules_of, visible_in_role
 from access.models import APIToken, Role
+from access.services import audit
 from portal.errors import PermissionDenied
 from portal.resources import PolicyResources, Scope
 
@@ -473,8 +474,6 @@ def require(who, action: str, resource: str = "", *, obj=None, target: str = "",
     target = target or resource or (_resource_of(obj, action) if obj is not None and not isinstance(obj, type)
                                     else "")
     if subject.request is not None:
-        from access.services import audit  # the audit service sits on top of the policy
-
         audit.denied(subject.request, subject, action, target, subject.door, decision.because)
     refusal = refusal or f"may not {action} on {target or '(global)'}"
     raise PolicyRefusal(f"{subject.name} {refusal}: {'; '.join(decision.because)}", decision, field=field,

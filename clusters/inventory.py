@@ -21,6 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.db import transaction
+from django.db.models import Count
 from django.utils import timezone
 
 from clusters.kube.connection import KubeClient, connect
@@ -29,6 +30,7 @@ from clusters.kube.inventory import PodRecord, list_nodes, list_pods, node_recor
 from clusters.models import CAPACITY_COLUMNS, Backend, Node
 from clusters.signals import nodes_changed
 from portal.errors import NotFound
+from portal.secrets import is_unreadable
 
 log = logging.getLogger(__name__)
 
@@ -293,7 +295,6 @@ def record_server_version(backend_id: int, version: str) -> None:
 def reencrypt_secrets() -> tuple[int, list[str]]:
     """Write every backend's secrets again, encrypted with the first key (after a key rotation). Returns the
     count written and the backends whose secrets no configured key opens (left untouched)."""
-    from portal.secrets import is_unreadable
 
     count, unreadable = 0, []
     with transaction.atomic():
@@ -332,7 +333,6 @@ def get_backend(name: str) -> Backend:
 
 def backend_status() -> list[dict]:
     """One row per backend: connection kind, sync status, node count, last sync and error (no secrets)."""
-    from django.db.models import Count
 
     rows = Backend.objects.annotate(node_count=Count("nodes")).order_by("name")
     return [{"name": b.name, "connection": b.connection, "api_url": b.api_url, "sync_status": b.sync_status,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from access.services import roles
 from configs import revisions, store
 from configs.errors import ConfigError
 from configs.models import ConfigType
@@ -106,8 +107,6 @@ class Command(PortalCommand):
         self.stdout.write(f"{result.config_type} {result.name} rolled back to r{options['revision']} ({state})")
 
     def do_set(self, options):
-        from access.services import roles  # the ROLE config type belongs to the access app
-
         actor, described = Actor.of(None, "cli"), _described(options)
         if options["kind"] == "pool":
             result = roles.set_pool_role(options["name"], actor, **described)

@@ -11,11 +11,14 @@ from pathlib import Path
 from django.contrib.auth import get_user_model
 from django.db import transaction
 
+from access.services import roles
 from configs import store
 from configs.revisions import Actor
 from pools.engine import default_templates, default_validations
 from portal.commands import PortalCommand
 from portal.docfiles import load_document
+from teams import services as teams
+from teams.models import Department, Project
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
 LOAD_ORDER = (("BACKEND", "backends.yaml"), ("POD_TEMPLATE", "pod_templates.yaml"),
@@ -63,8 +66,6 @@ class Command(PortalCommand):
 
     def _roles(self, users) -> None:
         """admin holds osmo-admin; researcher holds osmo-user and the robotics team role (robotics-* pools)."""
-        from access.services import roles  # roles belong to the access app
-
         actor = Actor(name="seed_demo", source="system")
         roles.ensure_builtin_roles()
         roles.set_pool_role("osmo-robotics", actor, description="demo data")
@@ -75,9 +76,6 @@ class Command(PortalCommand):
     def _teams(self, actor) -> None:
         """The researcher's team as a project (docs/teams.md): department research, project robotics, whose
         role osmo-robotics the researcher holds, so their workflows are charged to it."""
-        from teams import services as teams
-        from teams.models import Department, Project
-
         if not Department.objects.filter(name="research").exists():
             teams.create_department("research", actor, description="demo data")
         if not Project.objects.filter(name="robotics").exists():

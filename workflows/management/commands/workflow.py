@@ -21,13 +21,17 @@ import sys
 from pathlib import Path
 
 import yaml
+from django.contrib.auth import get_user_model
 
 from access.services import users
 from portal.commands import PortalCommand
 from portal.docfiles import DocumentError
+from teams.models import Project
 from workflows import lifecycle, queries
 from workflows.api import serializers as s
+from workflows.charging import charge_unassigned
 from workflows.errors import InvalidSpec
+from workflows.models import Workflow
 from workflows.services import SubmitRequest, submit
 from workflows.spec import SpecError
 
@@ -133,12 +137,6 @@ class Command(PortalCommand):
         return None
 
     def do_charge_projects(self, options):
-        from django.contrib.auth import get_user_model
-
-        from teams.models import Project
-        from workflows.charging import charge_unassigned
-        from workflows.models import Workflow
-
         charged = charge_unassigned(Workflow, Project, get_user_model().groups.through)
         self.stdout.write(f"{charged} workflow{'' if charged == 1 else 's'} charged to their submitter's project")
 
