@@ -8,6 +8,7 @@ from io import StringIO
 
 import pytest
 from django.core.management import call_command
+from django.db import connections
 
 from access.models import AuditEvent, Role
 from access.services import roles
@@ -16,6 +17,7 @@ from portal.errors import DomainError
 from teams import services
 from teams.errors import DepartmentNotFound, TeamExists, TeamInvalid
 from teams.models import Project
+from tests.clirun import run_as_cli
 from tests.factories import RoleFactory, UserFactory
 from tests.teams.conftest import CLI, member
 
@@ -93,14 +95,11 @@ def test_unknown_department_duplicates_and_bad_groups(research, vision):
 
 
 @pytest.mark.django_db
-def test_cli_errors_are_one_line(research, capsys):
-    from django.core.management import ManagementUtility
-
-    with pytest.raises(SystemExit) as done:
-        ManagementUtility(["manage.py", "team", "create", "project", "nlp"]).execute()
-    assert done.value.code == 1
-    assert capsys.readouterr().err.strip() == "error: --department: a project belongs to a department: name it " \
-                                              "with --department"
+def test_cli_errors_are_one_line(research, capsys, monkeypatch):
+    monkeypatch.setattr(connections, "close_all", lambda: None)  # run_from_argv closes them; the test needs its own
+    code, out, err = run_as_cli(capsys, "teams", "team", "create", "project", "nlp")
+    assert (code, out) == (1, "")
+    assert err.strip() == "error: --department: a project belongs to a department: name it with --department"
 
 
 @pytest.mark.django_db
