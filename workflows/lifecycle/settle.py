@@ -1,4 +1,5 @@
-"""A workflow's status derived from its tasks, and what must stop when a task that counts has ended."""
+"""A workflow's status derived from its tasks, and what must stop when a task that counts has ended; `fail_task`
+ends one task with a failure and settles its workflow."""
 
 from __future__ import annotations
 
