@@ -266,7 +266,7 @@ CONFIG_DOCUMENT_MAX_BYTES = env_int("CONFIG_DOCUMENT_MAX_BYTES", 4 * 1024 * 1024
 CONFIG_DOCUMENT_MAX_NODES = env_int("CONFIG_DOCUMENT_MAX_NODES", 200_000)
 CONFIG_DOCUMENT_MAX_DEPTH = env_int("CONFIG_DOCUMENT_MAX_DEPTH", 64)
 
-# --- workflows: pods, status, timeouts, retries (workflows/lifecycle.py, docs/workflows-api.md) ------------
+# --- workflows: pods, status, timeouts, retries (workflows/lifecycle/, docs/workflows-api.md) ------------
 # Every pod the portal creates carries `pool-portal/instance: <PORTAL_INSTANCE>`; the watcher, the
 # reconciler and the reaper only look at (and only delete) pods with this portal's value, so several
 # portals (production, staging, a developer's laptop) can share one cluster. Use a valid label value.

@@ -21,7 +21,7 @@ from selfservice.services import catalog as catalog_service
 from selfservice.services import examples
 from selfservice.services import requests as request_service
 from selfservice.services import workflows as workflow_service
-from workflows import lifecycle
+from workflows.lifecycle.cancel import cancel
 from workflows.services import CREATE, SubmitRequest, submit
 
 REQUEST_KINDS = ("access", "pool")
@@ -188,7 +188,7 @@ def workflow_cancel(request, workflow_id):
     except DomainError as error:  # unknown (404), or not yours to see (403): a page, as for GET
         return _error_page(request, error)
     try:
-        workflow = lifecycle.cancel(workflow_id, request, message=request.POST.get("message", "")[:500])
+        workflow = cancel(workflow_id, request, message=request.POST.get("message", "")[:500])
         messages.success(request, f"Workflow {workflow.workflow_id}: {workflow.status.lower()}.")
     except DomainError as error:
         if error.status == 404:

@@ -18,11 +18,26 @@ from django.db.models import Count, QuerySet
 
 from access import actions, policy
 from portal.errors import PermissionDenied
-from workflows.lifecycle import get_workflow, missing
+from workflows.errors import WorkflowNotFound
 from workflows.models import Task, TaskEvent, Workflow
 
 LIST, READ = actions.WORKFLOW_LIST, actions.WORKFLOW_READ
 MAX_LIMIT = 1000
+
+
+def missing(workflow_id: str) -> WorkflowNotFound:
+    """The answer for an unknown workflow, and for one the asker may not see (`check_readable`)."""
+    return WorkflowNotFound(f"no workflow {workflow_id!r}", field="workflow_id", value=workflow_id)
+
+
+def get_workflow(workflow_id: str) -> Workflow:
+    if not workflow_id or "\x00" in workflow_id:  # no id has one (PostgreSQL refuses NUL in text)
+        raise missing(workflow_id)
+    workflow = (Workflow.objects.select_related("pool", "submitted_by", "project").filter(workflow_id=workflow_id)
+                .first())
+    if workflow is None:
+        raise missing(workflow_id)
+    return workflow
 
 
 @dataclass

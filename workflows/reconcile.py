@@ -2,7 +2,7 @@
 watcher (`manage.py watch_workflows`) is down or a message was dropped.
 
 * `reconcile_backend`: list the pods carrying this portal's instance label (one paginated list per
-  backend) and fold each into its unfinished task (`lifecycle.observe`); a WAITING/RUNNING task whose pod
+  backend) and fold each into its unfinished task (`workflows.lifecycle.observe`); a WAITING/RUNNING task whose pod
   is gone fails (POD_LOST); a task PENDING for longer than `WORKFLOW_PENDING_GRACE_SECONDS` without a pod
   gets its `create_pods` enqueued again (a lost message, a worker that died with the message acked, a
   broker that was down at submission).
@@ -29,7 +29,10 @@ from clusters.kube import pods
 from clusters.kube.connection import connect
 from clusters.kube.errors import KubeError
 from clusters.models import Backend
-from workflows import enqueue, lifecycle
+from workflows import enqueue
+from workflows.lifecycle.create import instance
+from workflows.lifecycle.observe import observe
+from workflows.lifecycle.transitions import PENDING, UNFINISHED
 from workflows.models import FINISHED_WORKFLOW, Task
 
 log = logging.getLogger(__name__)
@@ -79,7 +82,7 @@ def run_locked(name: str, job: Callable[[], dict]) -> dict:
 def list_ours(kube) -> pods.PodList:
     """Every pod of this portal (instance label) in the cluster, with the time the listing started."""
     started = timezone.now()
-    listing = pods.list_pods(kube, pods.instance_selector(lifecycle.instance()))
+    listing = pods.list_pods(kube, pods.instance_selector(instance()))
     listing.listed_at = started
     return listing
 
@@ -106,7 +109,7 @@ def delete_pods(backend_pk: int, targets: list[tuple[str, str]]) -> int:
 
 def reconcile_all() -> dict:
     """Reconcile every backend that has unfinished tasks; one backend failing does not stop the others."""
-    backend_ids = sorted(set(Task.objects.filter(status__in=lifecycle.UNFINISHED).values_list(
+    backend_ids = sorted(set(Task.objects.filter(status__in=UNFINISHED).values_list(
         "workflow__pool__backend_id", flat=True)))
     report = {"backends": len(backend_ids), "changed": 0, "requeued": 0, "errors": []}
     for backend_id in backend_ids:
@@ -126,7 +129,7 @@ def reconcile_backend(backend_id: int, listing: pods.PodList | None = None, *, n
     watcher's relist); otherwise they are listed here, after the tasks are read."""
     now = now or timezone.now()
     tasks = list(Task.objects.select_related("workflow__pool").filter(
-        workflow__pool__backend_id=backend_id, status__in=lifecycle.UNFINISHED).order_by("id"))
+        workflow__pool__backend_id=backend_id, status__in=UNFINISHED).order_by("id"))
     result = {"tasks": len(tasks), "changed": 0, "requeued": 0}
     if not tasks:
         return result
@@ -143,13 +146,13 @@ def reconcile_backend(backend_id: int, listing: pods.PodList | None = None, *, n
     stale: set[int] = set()
     for task in tasks:
         raw = by_key.get((task.namespace, task.pod_name))
-        if raw is None and task.status == lifecycle.PENDING:
+        if raw is None and task.status == PENDING:
             if task.created_at <= now - grace:
                 stale.add(task.workflow_id)
             continue
         if raw is None and cutoff is not None and (task.pod_created_at is None or task.pod_created_at > cutoff):
             continue  # created after the listing began: not missing, just not listed
-        result["changed"] += lifecycle.observe(task, raw)
+        result["changed"] += observe(task, raw)
     for workflow_pk in sorted(stale):
         enqueue.create_pods(workflow_pk, after_commit=False)
         result["requeued"] += 1

@@ -28,7 +28,8 @@ from django.db import OperationalError
 from clusters.kube.errors import KubeError
 from portal.celery import app as _celery_app  # noqa: F401  (the app these tasks bind to: `portal` does not load it)
 from portal.dblock import is_locked, retry_locked
-from workflows import lifecycle, reconcile, timeouts
+from workflows import reconcile, timeouts
+from workflows.lifecycle import create
 
 log = logging.getLogger(__name__)
 
@@ -72,9 +73,9 @@ def _in_process(task, work, what: str) -> None:
 def create_pods(self, workflow_pk: int) -> None:
     """Create the pods of a workflow's PENDING tasks (submission, and RESCHEDULE exit actions)."""
     try:
-        _in_process(self, lambda: lifecycle.create_pods(workflow_pk), f"create pods of workflow #{workflow_pk}")
+        _in_process(self, lambda: create.create_pods(workflow_pk), f"create pods of workflow #{workflow_pk}")
     except KubeError as error:
-        _retry_or_give_up(self, error, lambda reason: lifecycle.fail_pending(workflow_pk, reason))
+        _retry_or_give_up(self, error, lambda reason: create.fail_pending(workflow_pk, reason))
 
 
 @shared_task(bind=True, **RETRYING)

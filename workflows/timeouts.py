@@ -6,7 +6,7 @@
 
 The workflow's timeouts were fixed at submission (the spec's, else the pool's default, capped at the
 pool's maximum). The pod is deleted after the status is written (through Celery, retried); the workflow
-then fails fast like any other failure (`workflows.lifecycle.settle`).
+then fails fast like any other failure (`workflows.lifecycle.settle.settle`).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from workflows import lifecycle
+from workflows.lifecycle.settle import fail_task
 from workflows.models import Task, TaskStatus
 from workflows.spec_fields import format_duration
 
@@ -29,7 +29,7 @@ def enforce(now=None) -> dict:
     for task in waiting:
         limit = timedelta(seconds=task.workflow.queue_timeout_seconds)
         if task.pod_created_at + limit <= now:
-            report["queue_timeouts"] += lifecycle.fail_task(
+            report["queue_timeouts"] += fail_task(
                 task, TaskStatus.FAILED_QUEUE_TIMEOUT,
                 f"queue timeout: not running {format_duration(limit)} after its pod was created"
                 + (f" (last: {task.error})" if task.error else ""),
@@ -40,7 +40,7 @@ def enforce(now=None) -> dict:
     for task in running:
         limit = timedelta(seconds=task.workflow.exec_timeout_seconds)
         if task.started_at + limit <= now:
-            report["exec_timeouts"] += lifecycle.fail_task(
+            report["exec_timeouts"] += fail_task(
                 task, TaskStatus.FAILED_EXEC_TIMEOUT,
                 f"exec timeout: still running after {format_duration(limit)}",
                 kind="EXEC_TIMEOUT", from_statuses=(TaskStatus.RUNNING,), delete_pod=True)

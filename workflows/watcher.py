@@ -5,7 +5,7 @@ list's resourceVersion, and puts what it reads on one queue; `process()` applies
 caller's thread, so every database write happens in one thread, in order:
 
 * a listing → `reconcile.reconcile_backend` (the same code as the periodic reconciliation);
-* an event → `lifecycle.apply_pod_event`.
+* an event → `workflows.lifecycle.observe.apply_pod_event`.
 
 A watch that ends (server timeout) resumes from the last resourceVersion; `410 Gone` lists again;
 network errors and 5xx reconnect with capped exponential backoff (resuming, or listing again if the
@@ -24,7 +24,9 @@ from clusters.kube import pods
 from clusters.kube.connection import KubeClient
 from clusters.kube.errors import KubeError
 from clusters.watchloop import BackendWatcher, WatchThread
-from workflows import lifecycle, reconcile, timeouts
+from workflows import reconcile, timeouts
+from workflows.lifecycle.create import instance
+from workflows.lifecycle.observe import apply_pod_event
 
 log = logging.getLogger(__name__)
 
@@ -51,7 +53,7 @@ class WorkflowWatcher(BackendWatcher):
         state = _Backend(pk=backend.pk, name=backend.name, kube=kube)
         self.backends.append(state)
         self._spawn(state, lambda: self._loop(state), f"watch-workflows-{backend.name}")
-        return [f"backend {backend.name}: watching pods labelled {pods.instance_selector(lifecycle.instance())}"]
+        return [f"backend {backend.name}: watching pods labelled {pods.instance_selector(instance())}"]
 
     def _watch_threads(self) -> Iterable[WatchThread]:
         return self.backends
@@ -69,7 +71,7 @@ class WorkflowWatcher(BackendWatcher):
             return 1
         if what == "event":
             event_type, obj = rest
-            lifecycle.apply_pod_event(state.pk, event_type, obj)
+            apply_pod_event(state.pk, event_type, obj)
             self.applied += 1
             return 1
         if what == "error":
@@ -89,7 +91,7 @@ class WorkflowWatcher(BackendWatcher):
     # ----------------------------------------------------------------------------- reading (one thread per backend)
 
     def _loop(self, state: _Backend) -> None:
-        selector = pods.instance_selector(lifecycle.instance())
+        selector = pods.instance_selector(instance())
         version: str | None = None
         failures = 0
 

@@ -2,7 +2,7 @@
 
 - See: your own workflows always; someone else's when a role allows `workflow:Read` on its pool
   (`workflows.queries.check_readable`, shared with the API).
-- Cancel: you submitted it or a role allows `workflow:Cancel` on its pool (`workflows.lifecycle`, which
+- Cancel: you submitted it or a role allows `workflow:Cancel` on its pool (`workflows.lifecycle.cancel`, which
   also does the cancelling; the page only asks it whether to show the button).
 """
 
@@ -12,9 +12,9 @@ import yaml
 from django.db.models import Count, Prefetch, Q, prefetch_related_objects
 
 from access import actions, policy
-from workflows import lifecycle
+from workflows import queries
+from workflows.lifecycle.cancel import cancel_refusal
 from workflows.models import FINISHED_TASK, Task, TaskEvent, Workflow
-from workflows.queries import check_readable
 
 
 def workflows_of(who, limit: int = 200) -> list[Workflow]:
@@ -32,8 +32,8 @@ def workflows_of(who, limit: int = 200) -> list[Workflow]:
 def get_workflow(workflow_id: str, who, *, with_events: bool = True) -> Workflow:
     """The workflow if the principal may see it (`workflows.queries.check_readable`, as the API): else
     WorkflowNotFound (404) or PermissionDenied (403, saying why). Tasks (and their events) prefetched."""
-    workflow = lifecycle.get_workflow(workflow_id)
-    check_readable(workflow, who)
+    workflow = queries.get_workflow(workflow_id)
+    queries.check_readable(workflow, who)
     tasks = Task.objects.order_by("id")
     if with_events:
         tasks = tasks.prefetch_related(Prefetch("events", queryset=TaskEvent.objects.order_by("at", "id")))
@@ -42,8 +42,8 @@ def get_workflow(workflow_id: str, who, *, with_events: bool = True) -> Workflow
 
 
 def may_cancel(workflow: Workflow, who) -> bool:
-    """Whether to offer Cancel on a workflow the principal can see (`workflows.lifecycle.cancel` decides)."""
-    return not lifecycle.cancel_refusal(workflow, who)
+    """Whether to offer Cancel on a workflow the principal can see (`workflows.lifecycle.cancel.cancel` decides)."""
+    return not cancel_refusal(workflow, who)
 
 
 def resolved_spec_yaml(workflow: Workflow) -> str:

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from access.services import roles
@@ -26,7 +27,11 @@ from configs.revisions import Actor
 from kubesim import EmulatorServer
 from pools.models import Pool
 from tests.factories import RoleFactory, UserFactory
-from tests.polling import wait_until  # noqa: F401  (the tests import it from here)
+from tests.polling import wait_until
+from workflows import reconcile
+from workflows.lifecycle.observe import container_of
+from workflows.models import Task, TaskEvent, TaskStatus, Workflow
+from workflows.services import SubmitRequest, submit
 
 CLI = Actor(name="tester", source="cli")
 NAMESPACE = "wf-jobs"
@@ -137,6 +142,72 @@ def api(user=None) -> APIClient:
     if user is not None:
         client.force_authenticate(user)
     return client
+
+
+# ------------------------------------------------------------------------------------------ the lifecycle, called
+# directly (Celery in eager mode for what it enqueues; the end-to-end runs through a real worker are in test_e2e.py)
+
+
+@pytest.fixture
+def submitted(pool, alice, django_capture_on_commit_callbacks):
+    """Submit a workflow (pods not created yet: the enqueue after commit is captured, not run)."""
+
+    def make(document=None, **kwargs) -> Workflow:
+        with django_capture_on_commit_callbacks(execute=False):
+            result = submit(SubmitRequest(pool="batch", spec=document or spec(**kwargs), who=alice))
+        return Workflow.objects.get(workflow_id=result.workflow_id)
+
+    return make
+
+
+@pytest.fixture
+def run_on_commit(django_capture_on_commit_callbacks):
+    """Run what lifecycle enqueues after commit (Celery is eager in tests without a broker)."""
+
+    def call(fn, *args, **kwargs):
+        with django_capture_on_commit_callbacks(execute=True):
+            return fn(*args, **kwargs)
+
+    return call
+
+
+def events(workflow) -> list[tuple[str, str]]:
+    return list(TaskEvent.objects.filter(task__workflow=workflow).order_by("at", "id").values_list("task__name", "kind"))
+
+
+def settle_until(backend, workflow, statuses, run_on_commit, timeout=10.0) -> Workflow:
+    """Reconcile (what the beat task does) until the workflow reaches one of `statuses`."""
+    def done():
+        run_on_commit(reconcile.reconcile_backend, backend.pk)
+        workflow.refresh_from_db()
+        return workflow.status in statuses
+    wait_until(done, timeout=timeout, interval=0.05)
+    return workflow
+
+
+def pod_of(task: Task, phase: str, exit_code: int | None = None, node: str = "cpu-node-0") -> dict:
+    """`task`'s pod as the cluster would report it: in `phase`, on `node`, exited with `exit_code` if given."""
+    status: dict = {"phase": phase, "startTime": "2026-01-01T00:00:00Z"}
+    if exit_code is not None:
+        status["containerStatuses"] = [{"name": container_of(task), "state": {"terminated": {
+            "exitCode": exit_code, "startedAt": "2026-01-01T00:00:01Z", "finishedAt": "2026-01-01T00:00:09Z"}}}]
+    return {"metadata": {"name": task.pod_name, "namespace": task.namespace, "uid": f"uid-{task.pod_name}"},
+            "spec": {"nodeName": node}, "status": status}
+
+
+def waiting(task: Task) -> Task:
+    """`task` as if its pod had been created (WAITING), read again with what `observe` needs."""
+    Task.objects.filter(pk=task.pk).update(status=TaskStatus.WAITING, pod_created_at=timezone.now())
+    return Task.objects.select_related("workflow__pool").get(pk=task.pk)
+
+
+@pytest.fixture
+def deleted_pods(monkeypatch) -> list:
+    from workflows import tasks as jobs
+
+    deleted: list = []
+    monkeypatch.setattr(jobs.delete_pods, "delay", lambda backend_pk, targets, why: deleted.append((targets, why)))
+    return deleted
 
 
 # ------------------------------------------------------------------------------------------ Celery on Redis

@@ -15,7 +15,7 @@ from django.core.management import call_command
 from portal.errors import DomainError
 from tests.polling import drain_until
 from tests.workflows.conftest import NAMESPACE, spec
-from workflows import lifecycle
+from workflows.lifecycle.create import instance
 from workflows.models import Task, TaskEvent, Workflow
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -132,7 +132,7 @@ def test_watcher_lists_again_after_410_and_catches_up(transactional_db, watcher,
     kube_server.emulator.delete("pods", task.pod_name, NAMESPACE)
     drain_until(watcher, lambda: Task.objects.get(pk=task.pk).status == "FAILED_BACKEND_ERROR")
     assert "was deleted" in Task.objects.get(pk=task.pk).error or "no longer exists" in Task.objects.get(pk=task.pk).error
-    assert lifecycle.instance() == "test-portal"
+    assert instance() == "test-portal"
 
 
 def test_watch_workflows_command_stops_cleanly_without_backends(db):

@@ -14,24 +14,12 @@ from clusters.kube.pods import parse_time
 from kubesim import EmulatorServer
 from tests.polling import drain_until
 from tests.queries import captured_queries
-from tests.workflows.conftest import NAMESPACE, spec, wait_until
-from workflows import lifecycle
+from tests.workflows.conftest import NAMESPACE, wait_until
+from workflows.lifecycle.create import create_pods
+from workflows.lifecycle.observe import apply_pod_event
 from workflows.models import TaskEvent, Workflow
-from workflows.services import SubmitRequest, submit
 
 WRITES = ("INSERT", "UPDATE", "DELETE")
-
-
-@pytest.fixture
-def submitted(pool, alice, django_capture_on_commit_callbacks):
-    """A stored workflow whose pods are not created yet (the enqueue after commit is captured, not run)."""
-
-    def make(**kwargs) -> Workflow:
-        with django_capture_on_commit_callbacks(execute=False):
-            result = submit(SubmitRequest(pool="batch", spec=spec(**kwargs), who=alice))
-        return Workflow.objects.get(workflow_id=result.workflow_id)
-
-    return make
 
 
 def _condition(pod: dict, kind: str) -> dict:
@@ -48,11 +36,11 @@ def test_a_watcher_that_catches_up_late_records_when_things_happened(submitted, 
     if path == "watch events":  # the watch is open: the pod's events queue up, unapplied
         drain_until(watcher, lambda: watcher.backends[0].lists >= 1)
     workflow = submitted()
-    lifecycle.create_pods(workflow.pk)
+    create_pods(workflow.pk)
     task = workflow.tasks.get()
     pod = _finished_pod(kube_server, task.pod_name)
     finished = parse_time(pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"])
-    ended = max(finished, task.created_at)  # the API's times have whole seconds; see lifecycle._happened
+    ended = max(finished, task.created_at)  # the API's times have whole seconds; see workflows.lifecycle.transitions.happened
     wait_until(lambda: timezone.now() >= ended + timedelta(seconds=1.5))  # the portal is now clearly late
     drain_until(watcher, lambda: Workflow.objects.get(pk=workflow.pk).status == "COMPLETED")
 
@@ -75,7 +63,7 @@ def test_a_watcher_that_catches_up_late_records_when_things_happened(submitted, 
 
 def test_an_unchanged_observation_writes_nothing(submitted, watcher, kube_server):
     workflow = submitted(platform="forever")
-    lifecycle.create_pods(workflow.pk)
+    create_pods(workflow.pk)
     task = workflow.tasks.get()
     drain_until(watcher, lambda: TaskEvent.objects.filter(task=task, kind="RUNNING").exists())
     pod = kube_server.emulator.get("pods", task.pod_name, NAMESPACE)
@@ -83,7 +71,7 @@ def test_an_unchanged_observation_writes_nothing(submitted, watcher, kube_server
     backend_id = workflow.pool.backend_id
     with captured_queries() as queries:
         for event_type in ("MODIFIED", "MODIFIED", "ADDED"):
-            assert lifecycle.apply_pod_event(backend_id, event_type, pod) is False
+            assert apply_pod_event(backend_id, event_type, pod) is False
     writes = [sql for sql in queries if sql.lstrip().upper().startswith(WRITES)]
     assert writes == []
     assert TaskEvent.objects.filter(task=task).count() == events

@@ -30,9 +30,10 @@ from access.api.permissions import PolicyPermission
 from portal.api import APIRefusal, ErrorSerializer
 from portal.parsers import FormParser, JSONParser, MultiPartParser, TextParser
 from portal.safe_yaml import Limits, SafeYAMLError, spec_limits
-from workflows import lifecycle, queries
+from workflows import queries
 from workflows.api import serializers as s
 from workflows.errors import InvalidSpec, PoolNotFound
+from workflows.lifecycle.cancel import cancel
 from workflows.services import CREATE, SubmitRequest, submit, unknown_pool_for
 from workflows.spec import SpecError, spec_path
 
@@ -250,7 +251,7 @@ class WorkflowCancelView(APIView):
         data = s.CancelSerializer(data={**request.query_params.dict(), **body})
         data.is_valid(raise_exception=True)
         queries.visible_workflow(request, workflow_id)  # one you may not see is a 404, as an unknown one
-        workflow = lifecycle.cancel(workflow_id, request, force=data.validated_data["force"],
+        workflow = cancel(workflow_id, request, force=data.validated_data["force"],
                                     message=data.validated_data["message"])
         workflow.task_rows = list(queries.tasks_of(workflow))
         workflow.task_count = len(workflow.task_rows)

@@ -27,10 +27,11 @@ from access.services import users
 from portal.commands import PortalCommand
 from portal.docfiles import DocumentError
 from teams.models import Project
-from workflows import lifecycle, queries
+from workflows import queries
 from workflows.api import serializers as s
 from workflows.charging import charge_unassigned
 from workflows.errors import InvalidSpec
+from workflows.lifecycle.cancel import cancel
 from workflows.models import Workflow
 from workflows.services import SubmitRequest, submit
 from workflows.spec import SpecError
@@ -62,11 +63,11 @@ class Command(PortalCommand):
             one = verbs.add_parser(verb, help=text)
             one.add_argument("workflow_id")
             _format(one)
-        cancel = verbs.add_parser("cancel", help="cancel a workflow and delete its pods")
-        cancel.add_argument("workflow_id")
-        cancel.add_argument("--force", action="store_true", help="also for a finished workflow: delete its pods")
-        cancel.add_argument("--message", default="")
-        _format(cancel)
+        cancel_verb = verbs.add_parser("cancel", help="cancel a workflow and delete its pods")
+        cancel_verb.add_argument("workflow_id")
+        cancel_verb.add_argument("--force", action="store_true", help="also for a finished workflow: delete its pods")
+        cancel_verb.add_argument("--message", default="")
+        _format(cancel_verb)
         verbs.add_parser("charge-projects", help=(
             "charge workflows without a project to their submitter's only project (after creating projects)"))
 
@@ -141,7 +142,7 @@ class Command(PortalCommand):
         self.stdout.write(f"{charged} workflow{'' if charged == 1 else 's'} charged to their submitter's project")
 
     def do_cancel(self, options):
-        workflow = lifecycle.cancel(options["workflow_id"], None, force=options["force"], message=options["message"])
+        workflow = cancel(options["workflow_id"], None, force=options["force"], message=options["message"])
         data = _detail(workflow)
         if options["format"] != "text":
             return self.emit(data, options["format"])

@@ -1,0 +1,123 @@
+"""Creating the pods of a workflow's PENDING tasks: the stored manifest plus this portal's instance label, under a
+deterministic name, so a second attempt finds (adopts) the first one's pod instead of creating another."""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from clusters.kube import pods
+from clusters.kube.connection import connect
+from clusters.kube.errors import KubeError
+from pools.engine.resolve import label_value
+from workflows.lifecycle.observe import container_of, observe
+from workflows.lifecycle.settle import fail_task, settle
+from workflows.lifecycle.transitions import (
+    PENDING,
+    WAITING,
+    backend_of,
+    delete_later,
+    happened,
+    lock,
+    record_event,
+    transition,
+)
+from workflows.models import Task, TaskStatus, Workflow
+
+
+def instance() -> str:
+    """This portal's value of the `pool-portal/instance` label."""
+    return label_value(settings.PORTAL_INSTANCE) or "default"
+
+
+def manifest(task: Task) -> dict:
+    """The pod to create: the stored `Task.pod`, exactly, plus the instance label."""
+    pod = copy.deepcopy(task.pod)
+    metadata = pod.setdefault("metadata", {})
+    metadata["labels"] = {**(metadata.get("labels") or {}), pods.INSTANCE_LABEL: instance()}
+    return pod
+
+
+@dataclass
+class CreateResult:
+    created: int = 0  # pods created now
+    adopted: int = 0  # pods that already existed (an earlier attempt created them)
+    failed: int = 0  # tasks failed by a refusal (4xx, someone else's pod)
+
+
+def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
+    """Create the pods of the workflow's PENDING tasks. Idempotent; raises KubeError only when transient.
+
+    A 4xx refusal (invalid pod, forbidden, quota) or a pod of the same name owned by someone else fails
+    that task (FAILED_BACKEND_ERROR with the API's message). A transient error stops here and propagates,
+    for Celery to retry: tasks already created are WAITING and are skipped next time.
+    """
+    result = CreateResult()
+    workflow = Workflow.objects.select_related("pool__backend").filter(pk=workflow_pk).first()
+    if workflow is None or workflow.is_finished:
+        return result
+    tasks = list(workflow.tasks.filter(status=PENDING).order_by("id"))
+    if not tasks:
+        return result
+    for task in tasks:
+        task.workflow = workflow
+    try:
+        kube = connect_to(workflow.pool.backend)
+    except KubeError as error:
+        if error.transient:
+            raise
+        for task in tasks:  # the backend's connection settings are unusable: retrying will not help
+            result.failed += fail_task(task, TaskStatus.FAILED_BACKEND_ERROR, str(error), kind="BACKEND_ERROR",
+                                       from_statuses=(PENDING,))
+        return result
+    try:
+        for task in tasks:
+            try:
+                outcome = pods.create_pod(kube, task.namespace, manifest(task))
+            except KubeError as error:
+                if error.transient:
+                    raise
+                result.failed += fail_task(task, TaskStatus.FAILED_BACKEND_ERROR, str(error), kind="BACKEND_ERROR",
+                                           from_statuses=(PENDING,))
+                continue
+            if _record_created(task, outcome):
+                if outcome.created:
+                    result.created += 1
+                else:
+                    result.adopted += 1
+    finally:
+        kube.close()
+        settle(workflow.pk)
+    return result
+
+
+def _record_created(task: Task, outcome: pods.Created) -> bool:
+    state = pods.pod_state(outcome.pod, container_of(task))
+    created_name = task.pod_name
+    with transaction.atomic():
+        alive = lock(task)
+        if not alive or task.pod_name != created_name:
+            # cancelled (or failed, or rescheduled) while we were creating it: the pod is not wanted
+            delete_later(backend_of(task), [(task.namespace, created_name)], "not wanted any more")
+            return False
+        if not transition(task, (PENDING,), status=WAITING, pod_uid=state.uid, pod_created_at=timezone.now(),
+                           error=""):
+            return False  # another worker recorded it first
+        where = f"{task.namespace}/{task.pod_name}"
+        record_event(task, "CREATED", f"pod {where} created" if outcome.created else
+               f"pod {where} already existed (created by an earlier attempt): adopted", at=happened(task, state.created_at))
+    if outcome.created:
+        return True
+    observe(task, outcome.pod)  # an adopted pod may have moved on already
+    return True
+
+
+def fail_pending(workflow_pk: int, reason: str) -> int:
+    """Creating pods kept failing (transient errors, retries exhausted): tasks without a pod fail."""
+    tasks = list(Task.objects.select_related("workflow__pool").filter(workflow_id=workflow_pk, status=PENDING))
+    return sum(fail_task(task, TaskStatus.FAILED_BACKEND_ERROR, reason, kind="BACKEND_ERROR",
+                         from_statuses=(PENDING,)) for task in tasks)
