@@ -11,6 +11,7 @@ then fails fast like any other failure (`workflows.lifecycle.settle.settle`).
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import timedelta
 
 from django.utils import timezone
@@ -20,28 +21,43 @@ from workflows.models import Task, TaskStatus
 from workflows.spec_fields import format_duration
 
 
+@dataclass(frozen=True)
+class _Limit:
+    """One kind of timeout: which tasks it watches, from which moment, and what it does to them."""
+
+    key: str  # the report's count
+    status: str  # tasks in this status …
+    seconds: str  # … whose workflow has this limit …
+    since: str  # … counted from this task field
+    failed: str
+    kind: str
+
+    def message(self, task, limit: timedelta) -> str:
+        if self.kind == "QUEUE_TIMEOUT":
+            last = f" (last: {task.error})" if task.error else ""
+            return f"queue timeout: not running {format_duration(limit)} after its pod was created{last}"
+        return f"exec timeout: still running after {format_duration(limit)}"
+
+
+LIMITS = (
+    _Limit("queue_timeouts", TaskStatus.WAITING, "queue_timeout_seconds", "pod_created_at",
+           TaskStatus.FAILED_QUEUE_TIMEOUT, "QUEUE_TIMEOUT"),
+    _Limit("exec_timeouts", TaskStatus.RUNNING, "exec_timeout_seconds", "started_at",
+           TaskStatus.FAILED_EXEC_TIMEOUT, "EXEC_TIMEOUT"),
+)
+
+
 def enforce(now=None) -> dict:
     now = now or timezone.now()
-    report = {"queue_timeouts": 0, "exec_timeouts": 0}
-    waiting = Task.objects.select_related("workflow__pool").filter(
-        status=TaskStatus.WAITING, workflow__queue_timeout_seconds__isnull=False, pod_created_at__isnull=False,
-        pod_created_at__lte=now).order_by("id")
-    for task in waiting:
-        limit = timedelta(seconds=task.workflow.queue_timeout_seconds)
-        if task.pod_created_at + limit <= now:
-            report["queue_timeouts"] += fail_task(
-                task, TaskStatus.FAILED_QUEUE_TIMEOUT,
-                f"queue timeout: not running {format_duration(limit)} after its pod was created"
-                + (f" (last: {task.error})" if task.error else ""),
-                kind="QUEUE_TIMEOUT", from_statuses=(TaskStatus.WAITING,), delete_pod=True)
-    running = Task.objects.select_related("workflow__pool").filter(
-        status=TaskStatus.RUNNING, workflow__exec_timeout_seconds__isnull=False, started_at__isnull=False,
-        started_at__lte=now).order_by("id")
-    for task in running:
-        limit = timedelta(seconds=task.workflow.exec_timeout_seconds)
-        if task.started_at + limit <= now:
-            report["exec_timeouts"] += fail_task(
-                task, TaskStatus.FAILED_EXEC_TIMEOUT,
-                f"exec timeout: still running after {format_duration(limit)}",
-                kind="EXEC_TIMEOUT", from_statuses=(TaskStatus.RUNNING,), delete_pod=True)
+    report = {}
+    for timeout in LIMITS:
+        report[timeout.key] = 0
+        candidates = Task.objects.select_related("workflow__pool").filter(**{
+            "status": timeout.status, f"workflow__{timeout.seconds}__isnull": False,
+            f"{timeout.since}__isnull": False, f"{timeout.since}__lte": now}).order_by("id")
+        for task in candidates:
+            limit = timedelta(seconds=getattr(task.workflow, timeout.seconds))
+            if getattr(task, timeout.since) + limit <= now:
+                report[timeout.key] += fail_task(task, timeout.failed, timeout.message(task, limit),
+                                                 kind=timeout.kind, from_statuses=(timeout.status,), delete_pod=True)
     return report
