@@ -187,8 +187,10 @@ def test_an_event_met_by_a_killed_session_is_applied_after_reconnecting(transact
     drain_until(drain, lambda: TaskEvent.objects.filter(task__workflow=workflow, kind="RUNNING").exists())
     drain.check_every = float("inf")
     drain._next_check = float("inf")
-    with psycopg.connect(_database_url(), autocommit=True) as admin:
-        assert admin.execute(TERMINATE).fetchone()[0] >= 1  # this thread's session: the watcher's
+    connection.ensure_connection()
+    watchers_session = connection.connection.info.backend_pid  # this thread's session is the watcher's
+    with psycopg.connect(_database_url(), autocommit=True) as admin:  # kill exactly it (not a leftover session)
+        assert admin.execute("SELECT pg_terminate_backend(%s)", [watchers_session]).fetchone()[0] is True
     assert drain.process(timeout=10) >= 1
     drain_until(drain, lambda: Workflow.objects.get(pk=workflow.pk).status == "COMPLETED")
     drain.faults.close()
