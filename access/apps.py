@@ -18,6 +18,5 @@ class AccessConfig(AppConfig):
         registry.register(*CONFIG_TYPES)  # ROLE
         if audit.config_written not in revisions.LISTENERS:
             revisions.LISTENERS.append(audit.config_written)
-        post_migrate.connect(signals.ensure_roles_after_migrate, sender=self,
-                             dispatch_uid="access-builtin-roles")
+        post_migrate.connect(signals.ensure_roles_after_migrate, sender=self, dispatch_uid="access-builtin-roles")
         user_locked_out.connect(throttle.audit_lockout, dispatch_uid="access-audit-lockout")

@@ -28,13 +28,19 @@ def _legacy_actions_join_the_policies(doc) -> None:
 
 
 ROLE = Schema(
-    ConfigType.ROLE, kind_label="role", name_in_body=True,
+    ConfigType.ROLE,
+    kind_label="role",
+    name_in_body=True,
     fields=(
         Field("description", Text(), or_default=True),
         Field("policies", Policies(), default=[]),
         Field("immutable", Bool(), default=False),
-        Field("sync_mode", Choice(SyncMode.values, f"must be one of {', '.join(SyncMode.values)}"),
-              default=SyncMode.IMPORT, or_default=True),
+        Field(
+            "sync_mode",
+            Choice(SyncMode.values, f"must be one of {', '.join(SyncMode.values)}"),
+            default=SyncMode.IMPORT,
+            or_default=True,
+        ),
         Field("external_roles", ExternalRoles(), default=None),
         Field("force", Bool(), default=False, write_only=True),
         Field("actions", LegacyActions(), default=[], attr="legacy_policies", write_only=True),

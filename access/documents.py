@@ -32,32 +32,60 @@ BUILTIN_ROLES: dict[str, dict] = {
     "osmo-user": {
         "description": "Users: list pools and resources, read workflows, manage their profile, tokens and apps.",
         "policies": [
-            {"effect": "Allow", "resources": ["*"],
-             "actions": [actions.APP_ALL, actions.AUTH_TOKEN, actions.CREDENTIALS_ALL, actions.MCP_ACCESS,
-                         actions.POOL_LIST, actions.PROFILE_READ, actions.PROFILE_UPDATE, actions.RESOURCES_READ,
-                         actions.USER_LIST, actions.WORKFLOW_LIST, actions.WORKFLOW_READ]},
+            {
+                "effect": "Allow",
+                "resources": ["*"],
+                "actions": [
+                    actions.APP_ALL,
+                    actions.AUTH_TOKEN,
+                    actions.CREDENTIALS_ALL,
+                    actions.MCP_ACCESS,
+                    actions.POOL_LIST,
+                    actions.PROFILE_READ,
+                    actions.PROFILE_UPDATE,
+                    actions.RESOURCES_READ,
+                    actions.USER_LIST,
+                    actions.WORKFLOW_LIST,
+                    actions.WORKFLOW_READ,
+                ],
+            },
             {"effect": "Allow", "actions": [actions.WORKFLOW_ALL], "resources": ["pool/default"]},
         ],
         "immutable": False,
     },
     "osmo-backend": {
         "description": "Backend operators (cluster agents): operate backends, list pools, read backend config.",
-        "policies": [{"effect": "Allow",
-                      "actions": [actions.INTERNAL_OPERATOR, actions.POOL_LIST, actions.CONFIG_READ],
-                      "resources": ["backend/*", "pool/*", "config/backend"]}],
+        "policies": [
+            {
+                "effect": "Allow",
+                "actions": [actions.INTERNAL_OPERATOR, actions.POOL_LIST, actions.CONFIG_READ],
+                "resources": ["backend/*", "pool/*", "config/backend"],
+            }
+        ],
         "immutable": True,
     },
     "osmo-ctrl": {
         "description": "Workflow control sidecars: logging and routing.",
-        "policies": [{"effect": "Allow", "actions": [actions.INTERNAL_LOGGER, actions.INTERNAL_ROUTER],
-                      "resources": ["*"]}],
+        "policies": [
+            {"effect": "Allow", "actions": [actions.INTERNAL_LOGGER, actions.INTERNAL_ROUTER], "resources": ["*"]}
+        ],
         "immutable": True,
     },
     "osmo-default": {
         "description": "Held implicitly by everyone, signed in or not.",
-        "policies": [{"effect": "Allow", "resources": ["*"],
-                      "actions": [actions.SYSTEM_HEALTH, actions.SYSTEM_VERSION, actions.AUTH_LOGIN,
-                                  actions.AUTH_REFRESH, actions.PROFILE_ALL]}],
+        "policies": [
+            {
+                "effect": "Allow",
+                "resources": ["*"],
+                "actions": [
+                    actions.SYSTEM_HEALTH,
+                    actions.SYSTEM_VERSION,
+                    actions.AUTH_LOGIN,
+                    actions.AUTH_REFRESH,
+                    actions.PROFILE_ALL,
+                ],
+            }
+        ],
         "immutable": False,
     },
 }
@@ -96,8 +124,11 @@ class ExternalRoles(Kind):
 
     def parse(self, value, where):
         if not isinstance(value, list) or not all(isinstance(v, str) and v.strip() for v in value):
-            raise ConfigError("must be a list of IdP group or role names (or null to keep the current mapping)",
-                              field=where, value=value)
+            raise ConfigError(
+                "must be a list of IdP group or role names (or null to keep the current mapping)",
+                field=where,
+                value=value,
+            )
         return sorted({v.strip() for v in value})
 
     def show(self, value):
@@ -109,28 +140,33 @@ class ExternalRoles(Kind):
 
 def _policy(policy: object, where: str, warnings: list[str]) -> list[dict]:
     if not isinstance(policy, dict):
-        raise ConfigError("a policy is {\"effect\", \"actions\", \"resources\"}", field=where, value=policy)
+        raise ConfigError('a policy is {"effect", "actions", "resources"}', field=where, value=policy)
     unknown = sorted(set(policy) - {"effect", "actions", "resources"})
     if unknown:
-        raise ConfigError("unknown field; a policy has effect, actions and resources", field=f"{where}.{unknown[0]}",
-                          value=unknown[0])
+        raise ConfigError(
+            "unknown field; a policy has effect, actions and resources", field=f"{where}.{unknown[0]}", value=unknown[0]
+        )
     effect = policy.get("effect") or "Allow"
     if not isinstance(effect, str) or effect.capitalize() not in EFFECTS:
         raise ConfigError("must be Allow or Deny", field=f"{where}.effect", value=effect)
     effect = effect.capitalize()
     actions = policy.get("actions")
     if not isinstance(actions, list) or not actions:
-        raise ConfigError("must be a non-empty list such as [\"workflow:Create\"]", field=f"{where}.actions",
-                          value=actions)
+        raise ConfigError(
+            'must be a non-empty list such as ["workflow:Create"]', field=f"{where}.actions", value=actions
+        )
     resources = policy.get("resources")
     resources = [] if resources is None else resources
     if not isinstance(resources, list) or not all(isinstance(r, str) for r in resources):
-        raise ConfigError("must be a list of strings such as [\"pool/team*\"]", field=f"{where}.resources",
-                          value=resources)
+        raise ConfigError(
+            'must be a list of strings such as ["pool/team*"]', field=f"{where}.resources", value=resources
+        )
     for index, resource in enumerate(resources):
         if "*" in resource[:-1]:
-            warnings.append(f"{where}.resources[{index}]: only a trailing '*' is a wildcard; {resource!r} "
-                            "matches its other '*' literally")
+            warnings.append(
+                f"{where}.resources[{index}]: only a trailing '*' is a wildcard; {resource!r} "
+                "matches its other '*' literally"
+            )
     semantic, old = [], []
     for index, action in enumerate(actions):
         if legacy.is_legacy_action(action):
@@ -138,8 +174,11 @@ def _policy(policy: object, where: str, warnings: list[str]) -> list[dict]:
         elif isinstance(action, str) and ACTION_RE.match(action):
             semantic.append(action)
         else:
-            raise ConfigError("must look like workflow:Create, workflow:*, *:Read or *:* (or a 6.0 "
-                              "{base, path, method} action)", field=f"{where}.actions[{index}]", value=action)
+            raise ConfigError(
+                "must look like workflow:Create, workflow:*, *:Read or *:* (or a 6.0 {base, path, method} action)",
+                field=f"{where}.actions[{index}]",
+                value=action,
+            )
     result = [{"effect": effect, "actions": semantic, "resources": list(resources)}] if semantic else []
     if old:
         converted = legacy.convert(old, f"{where}.actions")
@@ -156,10 +195,12 @@ def pool_role(name: str) -> dict:
     """OSMO's generated pool role: `osmo-<X>` may use every pool whose name starts with `<X>`."""
     match = POOL_ROLE_RE.match(name or "")
     if not match:
-        raise ConfigError("a generated pool role is named osmo-<pool name prefix>, e.g. osmo-team", field="name",
-                          value=name)
+        raise ConfigError(
+            "a generated pool role is named osmo-<pool name prefix>, e.g. osmo-team", field="name", value=name
+        )
     prefix = match.group(1)
-    return {"name": name, "description": f"Generated Role for pool {prefix}",
-            "policies": [{"effect": "Allow", "actions": [actions.WORKFLOW_ALL], "resources": [f"pool/{prefix}*"]}]}
-
-
+    return {
+        "name": name,
+        "description": f"Generated Role for pool {prefix}",
+        "policies": [{"effect": "Allow", "actions": [actions.WORKFLOW_ALL], "resources": [f"pool/{prefix}*"]}],
+    }

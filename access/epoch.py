@@ -53,8 +53,11 @@ def current() -> int | None:
 def bump() -> None:
     """Move the epoch on (in the caller's transaction): every cached access answer becomes stale."""
     with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {_table()} (id, value) VALUES (1, %s) ON CONFLICT (id) "  # noqa: S608
-                       f"DO UPDATE SET value = {_table()}.value + 1", [secrets.randbelow(2**48)])
+        cursor.execute(
+            f"INSERT INTO {_table()} (id, value) VALUES (1, %s) ON CONFLICT (id) "  # noqa: S608
+            f"DO UPDATE SET value = {_table()}.value + 1",
+            [secrets.randbelow(2**48)],
+        )
     if getattr(_local, "epoch", None) is not None:
         _local.epoch = _UNREAD
 

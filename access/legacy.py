@@ -102,8 +102,10 @@ def convert(actions: list, where: str) -> Converted:
             hint = ""
             if re.match(r"^[a-z]+:/", path):
                 hint = f" (it starts with {path.split(':')[0]!r}: did you mean {path.split(':', 1)[1]!r}?)"
-            warnings.append(f"{here}: path {path!r} with method {method!r} reaches no API endpoint{hint}, so it "
-                            "granted nothing; dropped")
+            warnings.append(
+                f"{here}: path {path!r} with method {method!r} reaches no API endpoint{hint}, so it "
+                "granted nothing; dropped"
+            )
             continue
         for action, resource in found:
             grants[(effect, resource)].add(action)
@@ -119,20 +121,23 @@ def _read(item: object, here: str) -> tuple[str, str]:
         path, _, method = rest.rpartition(":")
         item = {"base": base, "path": path, "method": method}
     if not isinstance(item, dict):
-        raise ConfigError("a 6.0 action is {\"base\": \"http\", \"path\": ..., \"method\": ...}", field=here,
-                          value=item)
+        raise ConfigError('a 6.0 action is {"base": "http", "path": ..., "method": ...}', field=here, value=item)
     unknown = sorted(set(item) - {"base", "path", "method"})
     if unknown:
-        raise ConfigError("unknown field; a 6.0 action has base, path and method", field=f"{here}.{unknown[0]}",
-                          value=unknown[0])
+        raise ConfigError(
+            "unknown field; a 6.0 action has base, path and method", field=f"{here}.{unknown[0]}", value=unknown[0]
+        )
     base, path, method = item.get("base", "http"), item.get("path"), str(item.get("method", "*")).lower()
     if base != "http":
         raise ConfigError("only the 'http' base is supported", field=f"{here}.base", value=base)
     if not isinstance(path, str) or not path:
         raise ConfigError("is required: an API path glob such as /api/pool/team*", field=f"{here}.path", value=path)
     if method != "*" and method not in METHODS:
-        raise ConfigError(f"unknown method; expected * or one of {', '.join(METHODS)}", field=f"{here}.method",
-                          value=item.get("method"))
+        raise ConfigError(
+            f"unknown method; expected * or one of {', '.join(METHODS)}",
+            field=f"{here}.method",
+            value=item.get("method"),
+        )
     return path, method
 
 
@@ -149,8 +154,10 @@ def _endpoints(glob: str, method: str, here: str, warnings: list[str]) -> set[tu
             if segment is None:
                 continue
             if _WILDCARD.search(segment.rstrip("*")):
-                warnings.append(f"{here}: {glob!r}: only a trailing '*' can be kept in a resource pattern; "
-                                f"{endpoint.action} for {segment!r} dropped")
+                warnings.append(
+                    f"{here}: {glob!r}: only a trailing '*' can be kept in a resource pattern; "
+                    f"{endpoint.action} for {segment!r} dropped"
+                )
                 continue
             resource = f"{endpoint.scope}/{segment}"
             sample = endpoint.path.replace("{seg}", segment.rstrip("*") or "x")
@@ -163,7 +170,7 @@ def _segment(glob: str, prefix: str) -> str | None:
     """The glob's pattern for the path segment after `prefix` (`/api/pool/team*` → `team*`), `*` when
     the glob covers every segment (`/api/pool*`, `/api/*`, `*`), None when it cannot reach `prefix`."""
     if glob.startswith(prefix):
-        segment = glob[len(prefix):].split("/", 1)[0]
+        segment = glob[len(prefix) :].split("/", 1)[0]
         return segment or None
     head = glob[:-1]
     if glob.endswith("*") and not _WILDCARD.search(head) and prefix.startswith(head):

@@ -83,8 +83,13 @@ class Rule:
 def rules_of(role: str, policies: list[dict]) -> tuple[Rule, ...]:
     """Rules of a stored (already validated) policy list; tolerant of a missing effect or resources."""
     return tuple(
-        Rule(role, number, policy.get("effect") or ALLOW, tuple(policy.get("actions") or ()),
-             tuple(policy.get("resources") or ()))
+        Rule(
+            role,
+            number,
+            policy.get("effect") or ALLOW,
+            tuple(policy.get("actions") or ()),
+            tuple(policy.get("resources") or ()),
+        )
         for number, policy in enumerate(policies or (), start=1)
         if isinstance(policy, dict)
     )

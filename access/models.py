@@ -22,7 +22,8 @@ class Role(models.Model):
     group = models.OneToOneField(Group, on_delete=models.CASCADE, related_name="role")
     name = models.CharField(max_length=150, unique=True)
     description = models.TextField(blank=True, default="")
-    # OSMO 6.2 semantic policies: [{"effect": "Allow"|"Deny", "actions": ["workflow:Create"], "resources": ["pool/team*"]}]
+    # OSMO 6.2 semantic policies:
+    # [{"effect": "Allow"|"Deny", "actions": ["workflow:Create"], "resources": ["pool/team*"]}]
     policies = models.JSONField(default=list, blank=True)
     immutable = models.BooleanField(default=False)
     sync_mode = models.CharField(max_length=8, choices=SyncMode.choices, default=SyncMode.IMPORT)

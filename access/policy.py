@@ -53,8 +53,22 @@ ADMIN_ROLE = "osmo-admin"
 POOL_ACTION = actions.WORKFLOW_CREATE
 ADMIN_ACTIONS = actions.ADMIN_ACTIONS
 
-__all__ = ["Decision", "ObjectRight", "Principal", "admin_access", "allowed_names", "allowed_pools", "decide",
-           "explain", "PolicyRefusal", "principal", "register_object_right", "require", "restrict", "role_names"]
+__all__ = [
+    "Decision",
+    "ObjectRight",
+    "Principal",
+    "admin_access",
+    "allowed_names",
+    "allowed_pools",
+    "decide",
+    "explain",
+    "PolicyRefusal",
+    "principal",
+    "register_object_right",
+    "require",
+    "restrict",
+    "role_names",
+]
 
 
 class Principal:
@@ -101,7 +115,8 @@ class Principal:
                 self._object_permissions = frozenset()
             else:
                 self._object_permissions = _OBJECT_PERMISSIONS.lookup(
-                    self.user.pk, lambda: _load_object_permissions(self.user))
+                    self.user.pk, lambda: _load_object_permissions(self.user)
+                )
         return self._object_permissions
 
     def decide(self, action: str, resource: str = "") -> Decision:
@@ -196,8 +211,11 @@ def _resource_of(row, action: str) -> str:
 
 def _owner_decision(subject: Principal, action: str, row) -> Decision | None:
     declared = getattr(type(row), "policy_resources", None)
-    if isinstance(declared, PolicyResources) and action in declared.owner_actions \
-            and declared.owned_by(row, subject.user):
+    if (
+        isinstance(declared, PolicyResources)
+        and action in declared.owner_actions
+        and declared.owned_by(row, subject.user)
+    ):
         return Decision(True, [f"{subject.name} owns {type(row)._meta.verbose_name} {row}"])
     return None
 
@@ -218,17 +236,32 @@ def admin_access(who) -> Decision:
     cached = subject._decisions.get(key)
     if cached is not None:
         return cached
-    granting = [rule for rules in subject.roles.values() for rule in rules
-                if not rule.deny and any(rule.matches(action, "config/*") for action in ADMIN_ACTIONS)]
+    granting = [
+        rule
+        for rules in subject.roles.values()
+        for rule in rules
+        if not rule.deny and any(rule.matches(action, "config/*") for action in ADMIN_ACTIONS)
+    ]
     if granting:
         decision = Decision(True, [f"{rule.describe()} allows a config action" for rule in granting])
     elif any(_held(subject, right) for right in _OBJECT_RIGHTS if right.actions & set(ADMIN_ACTIONS)):
-        decision = Decision(True, [f"{subject.name} holds an object right to a config action "
-                                   f"({right.describe()} of some {right.model._meta.verbose_name})"
-                                   for right in _OBJECT_RIGHTS if _held(subject, right)])
+        decision = Decision(
+            True,
+            [
+                f"{subject.name} holds an object right to a config action "
+                f"({right.describe()} of some {right.model._meta.verbose_name})"
+                for right in _OBJECT_RIGHTS
+                if _held(subject, right)
+            ],
+        )
     else:
-        decision = Decision(False, [f"no policy of roles {', '.join(sorted(subject.roles)) or '(none)'} allows "
-                                    "config:Read or config:Update on any config type"])
+        decision = Decision(
+            False,
+            [
+                f"no policy of roles {', '.join(sorted(subject.roles)) or '(none)'} allows "
+                "config:Read or config:Update on any config type"
+            ],
+        )
     subject._decisions[key] = decision
     return decision
 
@@ -345,11 +378,11 @@ def _pattern_condition(pattern: str, scope: Scope) -> Q | None:
     if pattern.endswith("*"):
         head = pattern[:-1]
         if head.startswith(kind):
-            name = head[len(kind):]
+            name = head[len(kind) :]
             return Q(**{f"{scope.field}__{'istartswith' if scope.lower else 'startswith'}": name}) if name else _ALL
         return _ALL if kind.startswith(head) else None
     if pattern.startswith(kind):
-        return Q(**{f"{scope.field}__{'iexact' if scope.lower else 'exact'}": pattern[len(kind):]})
+        return Q(**{f"{scope.field}__{'iexact' if scope.lower else 'exact'}": pattern[len(kind) :]})
     return None
 
 
@@ -388,8 +421,9 @@ class ObjectRight:
 _OBJECT_RIGHTS: list[ObjectRight] = []
 
 
-def register_object_right(model, codename: str, actions_granted: Iterable[str], *, via: str = "",
-                          label: str = "") -> ObjectRight:
+def register_object_right(
+    model, codename: str, actions_granted: Iterable[str], *, via: str = "", label: str = ""
+) -> ObjectRight:
     """Declare an object right (at app start, from the app that owns `model`). See `ObjectRight`."""
     right = ObjectRight(model, codename, frozenset(actions_granted), via, label)
     if right not in _OBJECT_RIGHTS:
@@ -409,8 +443,11 @@ def _held(subject: Principal, right: ObjectRight) -> set[str]:
     """Primary keys (as text) of the objects on which `subject` holds `right`'s permission."""
     meta = right.holder_model()._meta
     app_label, _, codename = right.codename.rpartition(".")
-    return {pk for label, model, code, pk in subject.object_permissions
-            if label == (app_label or meta.app_label) and model == meta.model_name and code == codename}
+    return {
+        pk
+        for label, model, code, pk in subject.object_permissions
+        if label == (app_label or meta.app_label) and model == meta.model_name and code == codename
+    }
 
 
 def _right_condition(subject: Principal, right: ObjectRight) -> Q | None:
@@ -442,8 +479,10 @@ def _object_decision(subject: Principal, action: str, obj) -> Decision | None:
         held = _held(subject, right)
         if held and (obj is model or str(right.holder_pk(obj)) in held):
             target = model._meta.verbose_name if obj is model else f"{model._meta.verbose_name} {obj}"
-            return Decision(True, [f"{subject.name} is {right.describe()} of {target}: object right "
-                                   f"{right.codename} allows {action}"])
+            return Decision(
+                True,
+                [f"{subject.name} is {right.describe()} of {target}: object right {right.codename} allows {action}"],
+            )
     return None
 
 
@@ -458,8 +497,17 @@ class PolicyRefusal(PermissionDenied):
         self.decision = decision
 
 
-def require(who, action: str, resource: str = "", *, obj=None, target: str = "", refusal: str = "",
-            field: str = "resource", value=None) -> Decision:
+def require(
+    who,
+    action: str,
+    resource: str = "",
+    *,
+    obj=None,
+    target: str = "",
+    refusal: str = "",
+    field: str = "resource",
+    value=None,
+) -> Decision:
     """`decide`; a refusal is audited (when `who` is, or came from, a request: its door is the source) and
     raised as `PolicyRefusal`, a `PermissionDenied` saying "<who> <refusal>: <why>".
 
@@ -471,13 +519,16 @@ def require(who, action: str, resource: str = "", *, obj=None, target: str = "",
     decision = decide(subject, action, resource, obj=obj)
     if decision.allowed:
         return decision
-    target = target or resource or (_resource_of(obj, action) if obj is not None and not isinstance(obj, type)
-                                    else "")
+    target = target or resource or (_resource_of(obj, action) if obj is not None and not isinstance(obj, type) else "")
     if subject.request is not None:
         audit.denied(subject.request, subject, action, target, subject.door, decision.because)
     refusal = refusal or f"may not {action} on {target or '(global)'}"
-    raise PolicyRefusal(f"{subject.name} {refusal}: {'; '.join(decision.because)}", decision, field=field,
-                        value=target if value is None else value)
+    raise PolicyRefusal(
+        f"{subject.name} {refusal}: {'; '.join(decision.because)}",
+        decision,
+        field=field,
+        value=target if value is None else value,
+    )
 
 
 # --- explain ---------------------------------------------------------------------------------------
@@ -509,14 +560,13 @@ def explain(who, action: str, resource: str) -> Explanation:
     kind, _, name = resource.partition("/")
     row = _row_with_right(kind, name, action)
     decision = decide(subject, action, obj=row) if row is not None else subject.decide(action, resource)
-    result = Explanation(subject.name, action, resource, sorted(subject.roles), decision.allowed,
-                         list(decision.because))
+    result = Explanation(
+        subject.name, action, resource, sorted(subject.roles), decision.allowed, list(decision.because)
+    )
     if kind == "pool" and name and not resource.endswith("/*"):
-        listing = [role for role, rules in sorted(subject.roles.items())
-                   if visible_in_role(rules, action, resource)]
+        listing = [role for role, rules in sorted(subject.roles.items()) if visible_in_role(rules, action, resource)]
         result.listed = bool(listing)
-        result.listed_because = [f"role {role} allows {action} on {resource} and does not deny it"
-                                 for role in listing]
+        result.listed_because = [f"role {role} allows {action} on {resource} and does not deny it" for role in listing]
     result.object_rights = _object_reasons(subject, kind, name)
     return result
 
@@ -541,6 +591,8 @@ def _object_reasons(subject: Principal, kind: str, name: str) -> list[str]:
     row = model.objects.filter(**{scope.field: name}).first() if name and object_rights_of(model) else None
     if row is None:
         return []
-    return [f"{subject.name} is {right.describe()} of {model._meta.verbose_name} {name} "
-            f"(object right {right.codename})"
-            for right in object_rights_of(model) if str(right.holder_pk(row)) in _held(subject, right)]
+    return [
+        f"{subject.name} is {right.describe()} of {model._meta.verbose_name} {name} (object right {right.codename})"
+        for right in object_rights_of(model)
+        if str(right.holder_pk(row)) in _held(subject, right)
+    ]

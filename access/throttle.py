@@ -86,16 +86,35 @@ def lockout_response(request: HttpRequest, original_response=None, credentials: 
     """AXES_LOCKOUT_CALLABLE: 429 saying until when, as JSON for API clients, else as a page."""
     until = lockout_ends(request, credentials)
     seconds = max(1, math.ceil((until - timezone.now()).total_seconds()))
-    reason = (f"too many failed sign-ins for this account or from this address; "
-              f"try again after {until.isoformat(timespec='seconds')} (in {seconds} s)")
+    reason = (
+        f"too many failed sign-ins for this account or from this address; "
+        f"try again after {until.isoformat(timespec='seconds')} (in {seconds} s)"
+    )
     if _wants_json(request):
-        response = JsonResponse({"code": "locked_out", "field": "", "value": None, "reason": reason,
-                                 "retry_after": seconds, "locked_until": until.isoformat(timespec="seconds")},
-                                status=429)
+        response = JsonResponse(
+            {
+                "code": "locked_out",
+                "field": "",
+                "value": None,
+                "reason": reason,
+                "retry_after": seconds,
+                "locked_until": until.isoformat(timespec="seconds"),
+            },
+            status=429,
+        )
     else:
-        response = render(request, "access/locked_out.html", {
-            "until": until, "minutes": math.ceil(seconds / 60), "login_url": resolve_url(settings.LOGIN_URL),
-            "failure_limit": get_failure_limit(request, credentials), "oidc_enabled": oidc_enabled()}, status=429)
+        response = render(
+            request,
+            "access/locked_out.html",
+            {
+                "until": until,
+                "minutes": math.ceil(seconds / 60),
+                "login_url": resolve_url(settings.LOGIN_URL),
+                "failure_limit": get_failure_limit(request, credentials),
+                "oidc_enabled": oidc_enabled(),
+            },
+            status=429,
+        )
     response["Retry-After"] = str(seconds)
     response["Cache-Control"] = "no-store"
     return response
@@ -108,8 +127,9 @@ def lockout_ends(request: HttpRequest, credentials: dict | None = None) -> datet
     ends = timezone.now()
     for attempts in AxesProxyHandler.get_implementation().get_user_attempts(request, credentials):
         counted = 0
-        for attempt_time, failures in attempts.order_by("-attempt_time").values_list("attempt_time",
-                                                                                      "failures_since_start"):
+        for attempt_time, failures in attempts.order_by("-attempt_time").values_list(
+            "attempt_time", "failures_since_start"
+        ):
             counted += failures
             if counted >= limit:  # locked until this attempt (and every older one) has expired
                 ends = max(ends, attempt_time + cool_off)
@@ -137,6 +157,14 @@ def audit_lockout(sender, request=None, username=None, ip_address=None, **kwargs
         return
     source = "admin" if request.path.startswith(resolve_url("admin:index")) else "page"
     actor = Actor(name=(username or "anonymous")[:150], source=source, remote_addr=ip_address)
-    audit.record("auth.lockout", actor, target=f"user/{username}" if username else "", outcome="denied",
-                 detail={"path": request.path[:500], "failures": request.axes_failures_since_start,
-                         "until": lockout_ends(request, getattr(request, "axes_credentials", None)).isoformat()})
+    audit.record(
+        "auth.lockout",
+        actor,
+        target=f"user/{username}" if username else "",
+        outcome="denied",
+        detail={
+            "path": request.path[:500],
+            "failures": request.axes_failures_since_start,
+            "until": lockout_ends(request, getattr(request, "axes_credentials", None)).isoformat(),
+        },
+    )

@@ -41,18 +41,27 @@ def token_list(request):
         form = TokenForm(request.POST, role_names=own_roles)
         if form.is_valid():
             try:
-                created = tokens.create(request.user, form.cleaned_data["name"],
-                                        roles=form.cleaned_data["roles"] or None,
-                                        expires=form.cleaned_data["expires_at"] and
-                                        form.cleaned_data["expires_at"].isoformat(),
-                                        issuer=policy.principal(request), actor=Actor.for_request(request, "page"))
+                created = tokens.create(
+                    request.user,
+                    form.cleaned_data["name"],
+                    roles=form.cleaned_data["roles"] or None,
+                    expires=form.cleaned_data["expires_at"] and form.cleaned_data["expires_at"].isoformat(),
+                    issuer=policy.principal(request),
+                    actor=Actor.for_request(request, "page"),
+                )
                 form = TokenForm(role_names=own_roles)
             except DomainError as error:
                 form.add_error(error.field if error.field in form.fields else None, error.reason)
-    return render(request, "access/tokens.html", {
-        "form": form, "created": created, "allowed": decision.allowed,
-        "tokens": [tokens.describe(token) for token in tokens.tokens_of(request.user)],
-    })
+    return render(
+        request,
+        "access/tokens.html",
+        {
+            "form": form,
+            "created": created,
+            "allowed": decision.allowed,
+            "tokens": [tokens.describe(token) for token in tokens.tokens_of(request.user)],
+        },
+    )
 
 
 @login_required

@@ -29,10 +29,12 @@ def run() -> list[Row]:
         for index in range(ROLES):
             name = f"osmo-team{index:02d}"
             roles.set_pool_role(name, actor)
-            Role.objects.filter(name=name).update(policies=[
-                {"effect": "Allow", "actions": ["workflow:*"], "resources": [f"pool/team{index:02d}*"]},
-                {"effect": "Deny", "actions": ["workflow:Delete"], "resources": [f"pool/team{index:02d}-pool-00*"]},
-            ])
+            Role.objects.filter(name=name).update(
+                policies=[
+                    {"effect": "Allow", "actions": ["workflow:*"], "resources": [f"pool/team{index:02d}*"]},
+                    {"effect": "Deny", "actions": ["workflow:Delete"], "resources": [f"pool/team{index:02d}-pool-00*"]},
+                ]
+            )
             names.append(name)
         user = get_user_model().objects.create_user("bench-user")
         roles.update_user_roles(user, add=[*names, "osmo-user"], actor=actor)
@@ -40,18 +42,35 @@ def run() -> list[Row]:
 
         warm = policy.Principal(user)
         warm.decide("workflow:Create", resource)
-        rows = [measure("policy decision, cached (same request)", lambda: warm.decide("workflow:Create", resource),
-                        runs=2000, target="≤ 50 µs")]
+        rows = [
+            measure(
+                "policy decision, cached (same request)",
+                lambda: warm.decide("workflow:Create", resource),
+                runs=2000,
+                target="≤ 50 µs",
+            )
+        ]
 
         def not_memoised():
             warm._decisions.clear()
             return warm.decide("workflow:Create", resource)
 
-        rows.append(measure(f"policy decision, not memoised ({ROLES + 2} roles loaded)", not_memoised, runs=2000,
-                            note="matching only"))
-        rows.append(measure("policy decision, new principal (rules cached: epoch query)",
-                            lambda: policy.Principal(user).decide("workflow:Create", resource), runs=300,
-                            note="1 query (access.epoch)"))
+        rows.append(
+            measure(
+                f"policy decision, not memoised ({ROLES + 2} roles loaded)",
+                not_memoised,
+                runs=2000,
+                note="matching only",
+            )
+        )
+        rows.append(
+            measure(
+                "policy decision, new principal (rules cached: epoch query)",
+                lambda: policy.Principal(user).decide("workflow:Create", resource),
+                runs=300,
+                note="1 query (access.epoch)",
+            )
+        )
 
         def uncached():
             with transaction.atomic():  # no access cache inside a transaction: the rules are loaded
@@ -61,9 +80,21 @@ def run() -> list[Row]:
         expected = len(policy.allowed_pools(warm))
         with CaptureQueriesContext(connection) as queries:
             policy.allowed_pools(warm)
-        rows.append(measure(f"pools this user may use ({POOLS} pools, {ROLES} team roles)",
-                            lambda: policy.allowed_pools(warm), runs=200, target="≤ 5 ms",
-                            note=f"{expected} pools, {len(queries)} query"))
-        rows.append(measure(f"pools this user may use, new principal ({POOLS} pools)",
-                            lambda: policy.allowed_pools(policy.Principal(user)), runs=200, note="2 queries"))
+        rows.append(
+            measure(
+                f"pools this user may use ({POOLS} pools, {ROLES} team roles)",
+                lambda: policy.allowed_pools(warm),
+                runs=200,
+                target="≤ 5 ms",
+                note=f"{expected} pools, {len(queries)} query",
+            )
+        )
+        rows.append(
+            measure(
+                f"pools this user may use, new principal ({POOLS} pools)",
+                lambda: policy.allowed_pools(policy.Principal(user)),
+                runs=200,
+                note="2 queries",
+            )
+        )
         return rows

@@ -25,8 +25,14 @@ RUNS = 15
 
 def _env(var_dir: str, **extra: str) -> dict[str, str]:
     env = {key: value for key, value in os.environ.items() if not key.startswith("PYTHONPYCACHEPREFIX")}
-    return {**env, "DEBUG": "true", "PORTAL_VAR_DIR": var_dir, "PYTHONDONTWRITEBYTECODE": "1",
-            "DATABASE_URL": f"sqlite:///{var_dir}/db.sqlite3", **extra}
+    return {
+        **env,
+        "DEBUG": "true",
+        "PORTAL_VAR_DIR": var_dir,
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "DATABASE_URL": f"sqlite:///{var_dir}/db.sqlite3",
+        **extra,
+    }
 
 
 def _call(root: pathlib.Path, env: dict[str, str], *args: str) -> None:
@@ -39,14 +45,26 @@ def cli_rows(root: pathlib.Path = ROOT, label: str = "") -> list[Row]:
         installed = _env(var_dir)
         _call(root, installed, "manage.py", "migrate", "--noinput", "-v0")
         pool_list = ("manage.py", "pool", "list")
-        bare = measure("CLI: bare interpreter, `import django`",
-                       lambda: _call(root, installed, "-c", "import django"), runs=RUNS, warmup=1)
+        bare = measure(
+            "CLI: bare interpreter, `import django`",
+            lambda: _call(root, installed, "-c", "import django"),
+            runs=RUNS,
+            warmup=1,
+        )
         rows = [
-            measure(f"CLI{label}: `manage.py pool list`, empty SQLite, whole process (as installed)",
-                    lambda: _call(root, installed, *pool_list), runs=RUNS, warmup=1, target="≤ 0.8 s"),
-            measure(f"CLI{label}: the same without bytecode (compiled at each start)",
-                    lambda: _call(root, _env(var_dir, PYTHONPYCACHEPREFIX=no_cache), *pool_list),
-                    runs=max(3, RUNS // 3), warmup=0),
+            measure(
+                f"CLI{label}: `manage.py pool list`, empty SQLite, whole process (as installed)",
+                lambda: _call(root, installed, *pool_list),
+                runs=RUNS,
+                warmup=1,
+                target="≤ 0.8 s",
+            ),
+            measure(
+                f"CLI{label}: the same without bytecode (compiled at each start)",
+                lambda: _call(root, _env(var_dir, PYTHONPYCACHEPREFIX=no_cache), *pool_list),
+                runs=max(3, RUNS // 3),
+                warmup=0,
+            ),
         ]
         for row in rows:
             row.note = f"{row.median_s / bare.median_s:.1f}× the bare interpreter"

@@ -19,7 +19,8 @@ def _pool_file(count: int) -> dict:
             "common_default_variables": {"USER_CPU": 4, "USER_GPU": 1, "USER_MEMORY": "16Gi", "USER_STORAGE": "50Gi"},
             "common_resource_validations": ["default_cpu", "default_memory"],
             "common_pod_template": ["default_user", "default_ctrl"],
-            "default_exec_timeout": "2h", "max_exec_timeout": "8h",
+            "default_exec_timeout": "2h",
+            "max_exec_timeout": "8h",
             "platforms": {
                 "a100": {"override_pod_template": ["a100"], "default_variables": {"USER_MEMORY": "80Gi"}},
                 "h100": {"override_pod_template": ["h100"], "resource_validations": ["default_gpu"]},
@@ -63,10 +64,21 @@ def run() -> list[Row]:
 
         imports = sorted(fresh_import() for _ in range(3))
         median_import = imports[1]
-        rows = [Row(f"config import: {POOLS}-pool file (create)", median_import, imports[-1], 3,
-                    note=f"{POOLS / median_import:.0f} pools/s")]
-        unchanged = measure(f"config import: {POOLS}-pool file (unchanged)",
-                            lambda: store.apply_many("POOL", document, actor), runs=3, warmup=0)
+        rows = [
+            Row(
+                f"config import: {POOLS}-pool file (create)",
+                median_import,
+                imports[-1],
+                3,
+                note=f"{POOLS / median_import:.0f} pools/s",
+            )
+        ]
+        unchanged = measure(
+            f"config import: {POOLS}-pool file (unchanged)",
+            lambda: store.apply_many("POOL", document, actor),
+            runs=3,
+            warmup=0,
+        )
         unchanged.note = f"{POOLS / unchanged.median_s:.0f} pools/s"
         rows.append(unchanged)
 
@@ -75,8 +87,12 @@ def run() -> list[Row]:
         client.force_login(admin)
         url = "/admin/pools/pool/"
         queries_500 = _queries(client, url, CaptureQueriesContext, connection)
-        render = measure(f"admin pool list render ({POOLS} pools, 100 per page)", lambda: client.get(url),
-                         runs=20, target="constant query count")
+        render = measure(
+            f"admin pool list render ({POOLS} pools, 100 per page)",
+            lambda: client.get(url),
+            runs=20,
+            target="constant query count",
+        )
         Pool.objects.exclude(pk__in=list(Pool.objects.values_list("pk", flat=True)[:5])).delete()
         queries_5 = _queries(client, url, CaptureQueriesContext, connection)
         render.note = f"queries: {queries_500} with 500 pools, {queries_5} with 5"

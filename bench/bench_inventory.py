@@ -24,20 +24,41 @@ MACHINE_POOLS = ("h100", "a100", "gb200", "l40s", "l40", "t4-spot", "jetson-thor
 
 def _config(store, actor, url: str) -> None:
     store.apply("BACKEND", "bench", {"api_url": url, "namespace": "default"}, actor)
-    templates = {"gpu": {"spec": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists",
-                                                   "effect": "NoSchedule"}]}}}
-    templates.update({f"mp-{name}": {"spec": {"nodeSelector": {"hive.openshift.io/machine-pool": name}}}
-                      for name in MACHINE_POOLS})
-    templates["zone-a"] = {"spec": {"affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {
-        "nodeSelectorTerms": [{"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In",
-                                                     "values": ["us-east-1a"]}]}]}}}}}
+    templates = {
+        "gpu": {"spec": {"tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]}}
+    }
+    templates.update(
+        {f"mp-{name}": {"spec": {"nodeSelector": {"hive.openshift.io/machine-pool": name}}} for name in MACHINE_POOLS}
+    )
+    templates["zone-a"] = {
+        "spec": {
+            "affinity": {
+                "nodeAffinity": {
+                    "requiredDuringSchedulingIgnoredDuringExecution": {
+                        "nodeSelectorTerms": [
+                            {
+                                "matchExpressions": [
+                                    {"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["us-east-1a"]}
+                                ]
+                            }
+                        ]
+                    }
+                }
+            }
+        }
+    }
     store.apply_many("POD_TEMPLATE", templates, actor)
     pools = {}
     for i in range(PLATFORMS // 2):  # 10 pools x 2 platforms, overlapping machine pools (SHARED nodes)
         first, second = MACHINE_POOLS[i % 8], MACHINE_POOLS[(i + 3) % 8]
-        pools[f"team-{i:02d}"] = {"backend": "bench", "common_pod_template": ["gpu"], "platforms": {
-            first: {"override_pod_template": [f"mp-{first}"]},
-            f"{second}-zone-a": {"override_pod_template": [f"mp-{second}", "zone-a"]}}}
+        pools[f"team-{i:02d}"] = {
+            "backend": "bench",
+            "common_pod_template": ["gpu"],
+            "platforms": {
+                first: {"override_pod_template": [f"mp-{first}"]},
+                f"{second}-zone-a": {"override_pod_template": [f"mp-{second}", "zone-a"]},
+            },
+        }
     store.apply_many("POOL", pools, actor)
 
 
@@ -95,15 +116,32 @@ def _run(server) -> list[Row]:
     assert result.nodes == NODES and result.pods == PODS
     members = NodeMembership.objects.count()
     upserts = -(-NODES // inventory.BATCH_SIZE)
-    rows.append(Row(f"inventory full sync: {NODES} nodes + {PODS} pods (HTTP, empty inventory)",
-                    statistics.median(totals), max(totals), 3, target="<= 10 s",
-                    note=f"{result.pages} pages of 500"))
-    rows.append(Row("  of which inventory write (upsert + membership)", statistics.median(write_times),
-                    max(write_times), 3,
-                    note=f"{write_queries} queries: {upserts} upserts (1 per {inventory.BATCH_SIZE}-node page) "
-                         f"+ membership ({members} rows)"))
-    resync = measure(f"inventory resync, unchanged cluster ({NODES} nodes)", lambda: inventory.sync_backend(backend.pk),
-                     runs=3, warmup=0)
+    rows.append(
+        Row(
+            f"inventory full sync: {NODES} nodes + {PODS} pods (HTTP, empty inventory)",
+            statistics.median(totals),
+            max(totals),
+            3,
+            target="<= 10 s",
+            note=f"{result.pages} pages of 500",
+        )
+    )
+    rows.append(
+        Row(
+            "  of which inventory write (upsert + membership)",
+            statistics.median(write_times),
+            max(write_times),
+            3,
+            note=f"{write_queries} queries: {upserts} upserts (1 per {inventory.BATCH_SIZE}-node page) "
+            f"+ membership ({members} rows)",
+        )
+    )
+    resync = measure(
+        f"inventory resync, unchanged cluster ({NODES} nodes)",
+        lambda: inventory.sync_backend(backend.pk),
+        runs=3,
+        warmup=0,
+    )
     with CaptureQueriesContext(connection) as ctx:
         inventory.sync_backend(backend.pk)
     resync.note = f"{len(ctx)} queries, nothing rewritten"
@@ -121,12 +159,21 @@ def _run(server) -> list[Row]:
         raw_node["metadata"]["labels"]["bench/flip"] = str(flip["value"])
         inventory.apply_node_event(backend.pk, "MODIFIED", raw_node, index)
 
-    rows.append(measure("watch event: node label change (+ its membership in 20 platforms)", node_event, runs=50,
-                        target="<= 5 ms"))
-    pod = {"metadata": {"name": "bench-pod", "namespace": "team-00", "labels": {"pool-portal/workflow": "wf"}},
-           "spec": {"nodeName": "h100-00007", "containers": [{"name": "main", "resources": {
-               "requests": {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "1"}}}]},
-           "status": {"phase": "Running"}}
+    rows.append(
+        measure(
+            "watch event: node label change (+ its membership in 20 platforms)", node_event, runs=50, target="<= 5 ms"
+        )
+    )
+    pod = {
+        "metadata": {"name": "bench-pod", "namespace": "team-00", "labels": {"pool-portal/workflow": "wf"}},
+        "spec": {
+            "nodeName": "h100-00007",
+            "containers": [
+                {"name": "main", "resources": {"requests": {"cpu": "2", "memory": "8Gi", "nvidia.com/gpu": "1"}}}
+            ],
+        },
+        "status": {"phase": "Running"},
+    }
     phases = ["Running", "Succeeded"]
 
     def pod_event():
@@ -140,18 +187,35 @@ def _run(server) -> list[Row]:
     node_infos = [info for _, _, info in membership.node_infos(Node.objects.filter(backend=backend))]
     for info in node_infos:
         info.allocatable = {"cpu": 191_500, "memory": 2046 * 2**30, "nvidia.com/gpu": 8, "pods": 250}
-    gpu_pod = {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
-                        "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
-                        "containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": "4"}}}]}}
-    rows.append(measure(f"placement: one pod over {NODES} nodes (engine)",
-                        lambda: place(prepare_pod(gpu_pod), node_infos), runs=30, target="<= 50 ms"))
+    gpu_pod = {
+        "spec": {
+            "nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"},
+            "tolerations": [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+            "containers": [{"name": "main", "resources": {"limits": {"nvidia.com/gpu": "4"}}}],
+        }
+    }
+    rows.append(
+        measure(
+            f"placement: one pod over {NODES} nodes (engine)",
+            lambda: place(prepare_pod(gpu_pod), node_infos),
+            runs=30,
+            target="<= 50 ms",
+        )
+    )
 
     # -- membership recompute of every platform over every node (parsed pods cached per config)
     ids = list(Platform.objects.values_list("pk", flat=True))
     assert len(ids) == PLATFORMS
-    rows.append(measure(f"membership recompute: {PLATFORMS} platforms x {NODES} nodes",
-                        lambda: membership.recompute_platforms(ids), runs=5, warmup=1, target="<= 2 s",
-                        note=f"{NodeMembership.objects.count()} memberships"))
+    rows.append(
+        measure(
+            f"membership recompute: {PLATFORMS} platforms x {NODES} nodes",
+            lambda: membership.recompute_platforms(ids),
+            runs=5,
+            warmup=1,
+            target="<= 2 s",
+            note=f"{NodeMembership.objects.count()} memberships",
+        )
+    )
 
     def from_scratch():
         NodeMembership.objects.all().delete()

@@ -111,9 +111,7 @@ def training_pod() -> dict:
                     }
                 }
             },
-            "initContainers": [
-                {"name": "fetch", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}
-            ],
+            "initContainers": [{"name": "fetch", "image": "busybox", "resources": {"requests": {"cpu": "1"}}}],
             "containers": [
                 {
                     "name": "main",

@@ -43,19 +43,26 @@ BROKER = os.environ.get("BENCH_BROKER_URL", "redis://127.0.0.1:6379/12")
 
 
 def spec(name: str, tasks: int) -> str:
-    items = "\n".join(f"  - {{name: t{i}, image: 'nvcr.io/nvidia/pytorch:24.01-py3', command: [python, train.py], "
-                      f"args: [--epochs, '10', --out, '/results/{{{{workflow_id}}}}'], environment: {{SEED: '{i}'}}}}"
-                      for i in range(tasks))
-    return (f"version: 2\nworkflow:\n  name: {name}\n  labels: {{team: bench}}\n"
-            f"  timeout: {{exec_timeout: 2h, queue_timeout: 30m}}\n"
-            f"  resources:\n    default: {{cpu: 2, memory: 4Gi, storage: 10Gi, gpu: 0}}\n  tasks:\n{items}\n")
+    items = "\n".join(
+        f"  - {{name: t{i}, image: 'nvcr.io/nvidia/pytorch:24.01-py3', command: [python, train.py], "
+        f"args: [--epochs, '10', --out, '/results/{{{{workflow_id}}}}'], environment: {{SEED: '{i}'}}}}"
+        for i in range(tasks)
+    )
+    return (
+        f"version: 2\nworkflow:\n  name: {name}\n  labels: {{team: bench}}\n"
+        f"  timeout: {{exec_timeout: 2h, queue_timeout: 30m}}\n"
+        f"  resources:\n    default: {{cpu: 2, memory: 4Gi, storage: 10Gi, gpu: 0}}\n  tasks:\n{items}\n"
+    )
 
 
 def run() -> list[Row]:
     if not _redis_answers(BROKER):
         print(f"bench_workflows: skipped: no Redis at {BROKER} (set BENCH_BROKER_URL)", file=sys.stderr)
-        return [Row("workflow submissions over HTTP", 0.0, 0.0, 0, "≥ 200/s, p99 ≤ 100 ms",
-                    f"skipped: no Redis at {BROKER}")]
+        return [
+            Row(
+                "workflow submissions over HTTP", 0.0, 0.0, 0, "≥ 200/s, p99 ≤ 100 ms", f"skipped: no Redis at {BROKER}"
+            )
+        ]
     with throwaway_database():
         token = _set_up()
         from django.db import connection
@@ -104,24 +111,37 @@ def _set_up() -> str:
 
     actor = Actor(name="bench", source="cli")
     with EmulatorServer(fleet="demo") as server:
-        store.apply("BACKEND", "bench-cluster", {"description": "bench", "namespace": "bench",
-                                                   "api_url": server.url}, actor)
+        store.apply(
+            "BACKEND", "bench-cluster", {"description": "bench", "namespace": "bench", "api_url": server.url}, actor
+        )
         from clusters.models import Backend
 
         backend = Backend.objects.get(name="bench-cluster")
-        store.apply_many("POD_TEMPLATE", {**default_templates(), "cpu": {
-            "spec": {"nodeSelector": {"hive.openshift.io/machine-pool": "cpu"}}}}, actor)
+        store.apply_many(
+            "POD_TEMPLATE",
+            {**default_templates(), "cpu": {"spec": {"nodeSelector": {"hive.openshift.io/machine-pool": "cpu"}}}},
+            actor,
+        )
         store.apply_many("RESOURCE_VALIDATION", default_validations(), actor)
-        store.apply("POOL", "bench", {
-            "backend": "bench-cluster", "default_platform": "cpu",
-            "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
-            "common_pod_template": ["default_user"],
-            "common_resource_validations": ["default_cpu", "default_memory", "default_storage", "default_gpu"],
-            "max_exec_timeout": "8h", "platforms": {"cpu": {"override_pod_template": ["cpu"]}}}, actor)
+        store.apply(
+            "POOL",
+            "bench",
+            {
+                "backend": "bench-cluster",
+                "default_platform": "cpu",
+                "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
+                "common_pod_template": ["default_user"],
+                "common_resource_validations": ["default_cpu", "default_memory", "default_storage", "default_gpu"],
+                "max_exec_timeout": "8h",
+                "platforms": {"cpu": {"override_pod_template": ["cpu"]}},
+            },
+            actor,
+        )
         inventory.sync_backend(backend.pk)  # 25 nodes: node rules are checked against the inventory
     user = UserFactory(username="researcher")
-    RoleFactory(name="osmo-bench", policies=[{"effect": "Allow", "actions": ["workflow:*"],
-                                              "resources": ["pool/bench*"]}])
+    RoleFactory(
+        name="osmo-bench", policies=[{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/bench*"]}]
+    )
     roles.update_user_roles(user, add=["osmo-bench", "osmo-user"], actor=actor)
     return tokens.create(user, "bench").secret
 
@@ -162,15 +182,36 @@ def _gunicorn(database_url: str):
 
     # Production settings, but plain HTTP on loopback (no HTTPS redirect) and this process's key (the
     # secrets it stored must stay readable).
-    env = {**os.environ, "DATABASE_URL": database_url, "CELERY_BROKER_URL": BROKER, "DEBUG": "false",
-           "SECRET_KEY": settings.SECRET_KEY, "SECURE_SSL_REDIRECT": "false",
-           "DATABASE_CONN_MAX_AGE": "600", "LOG_LEVEL": "WARNING", "TEST_DATABASE_NAME": ""}
-    command = [str(Path(sys.executable).parent / "gunicorn"), "portal.wsgi:application", "--workers", str(WORKERS),
-               "--threads", str(THREADS), "--bind", f"127.0.0.1:{port}", "--log-level", "warning", "--backlog", "256"]
+    env = {
+        **os.environ,
+        "DATABASE_URL": database_url,
+        "CELERY_BROKER_URL": BROKER,
+        "DEBUG": "false",
+        "SECRET_KEY": settings.SECRET_KEY,
+        "SECURE_SSL_REDIRECT": "false",
+        "DATABASE_CONN_MAX_AGE": "600",
+        "LOG_LEVEL": "WARNING",
+        "TEST_DATABASE_NAME": "",
+    }
+    command = [
+        str(Path(sys.executable).parent / "gunicorn"),
+        "portal.wsgi:application",
+        "--workers",
+        str(WORKERS),
+        "--threads",
+        str(THREADS),
+        "--bind",
+        f"127.0.0.1:{port}",
+        "--log-level",
+        "warning",
+        "--backlog",
+        "256",
+    ]
     if Path("/dev/shm").is_dir():  # the workers' heartbeat files on tmpfs, as gunicorn advises for production
         command += ["--worker-tmp-dir", "/dev/shm"]
-    process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                               start_new_session=True)
+    process = subprocess.Popen(
+        command, cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, start_new_session=True
+    )
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -198,8 +239,12 @@ def _post(port: int, token: str, body: bytes) -> tuple[int, float]:
     started = time.perf_counter()
     connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
     try:
-        connection.request("POST", "/api/pool/bench/workflow", body=body,
-                           headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"})
+        connection.request(
+            "POST",
+            "/api/pool/bench/workflow",
+            body=body,
+            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
+        )
         response = connection.getresponse()
         response.read()
         return response.status, time.perf_counter() - started
@@ -219,18 +264,21 @@ def _load(port: int, token: str, tasks: int, server_pid: int) -> Row:
     failures: list[int] = []
     before = _cpu_seconds(server_pid)
     rates = [_round(port, token, body, REQUESTS[tasks], samples, failures) for _ in range(ROUNDS)]
-    used = {name: 1000 * (seconds - before.get(name, 0.0)) / len(samples)
-            for name, seconds in _cpu_seconds(server_pid).items()}
+    used = {
+        name: 1000 * (seconds - before.get(name, 0.0)) / len(samples)
+        for name, seconds in _cpu_seconds(server_pid).items()
+    }
     samples.sort()
     p99 = samples[min(len(samples) - 1, int(len(samples) * 0.99))]
-    note = (f"{statistics.median(rates):.0f} submissions/s (rounds: {', '.join(f'{r:.0f}' for r in rates)}), "
-            f"{CLIENTS} clients, {WORKERS} gunicorn workers × {THREADS} threads; CPU per submission: "
-            + ", ".join(f"{name} {ms:.1f} ms" for name, ms in used.items()))
+    note = (
+        f"{statistics.median(rates):.0f} submissions/s (rounds: {', '.join(f'{r:.0f}' for r in rates)}), "
+        f"{CLIENTS} clients, {WORKERS} gunicorn workers × {THREADS} threads; CPU per submission: "
+        + ", ".join(f"{name} {ms:.1f} ms" for name, ms in used.items())
+    )
     if failures:
         note += f", {len(failures)} failed (HTTP {sorted(set(failures))})"
     target = "≥ 200/s, p99 ≤ 100 ms" if tasks == 1 else ""
-    return Row(f"submit {tasks}-task workflow over HTTP", statistics.median(samples), p99, len(samples), target,
-               note)
+    return Row(f"submit {tasks}-task workflow over HTTP", statistics.median(samples), p99, len(samples), target, note)
 
 
 def _cpu_seconds(server_pid: int) -> dict[str, float]:
@@ -246,7 +294,7 @@ def _cpu_seconds(server_pid: int) -> dict[str, float]:
             text = (entry / "stat").read_text()
         except OSError:  # gone meanwhile
             continue
-        command, fields = text[text.index("(") + 1: text.rindex(")")], text[text.rindex(")") + 2:].split()
+        command, fields = text[text.index("(") + 1 : text.rindex(")")], text[text.rindex(")") + 2 :].split()
         pid, parent, seconds = int(entry.name), int(fields[1]), (int(fields[11]) + int(fields[12])) / tick
         if server_pid in (pid, parent):
             used["web"] += seconds
@@ -306,9 +354,14 @@ def _in_process() -> list[Row]:
         submit(SubmitRequest(pool="bench", spec=text, who=user))  # the process's caches filled, as in a server
         with CaptureQueriesContext(connection) as queries:
             submit(SubmitRequest(pool="bench", spec=text, who=user))
-        rows.append(measure(f"submit {tasks}-task workflow in process (service only)",
-                            lambda text=text: submit(SubmitRequest(pool="bench", spec=text, who=user)),
-                            runs=200 if tasks == 1 else 100, note=f"{len(queries)} queries"))
+        rows.append(
+            measure(
+                f"submit {tasks}-task workflow in process (service only)",
+                lambda text=text: submit(SubmitRequest(pool="bench", spec=text, who=user)),
+                runs=200 if tasks == 1 else 100,
+                note=f"{len(queries)} queries",
+            )
+        )
     profile = cProfile.Profile()
     profile.enable()
     for _ in range(100):
@@ -316,7 +369,8 @@ def _in_process() -> list[Row]:
     profile.disable()
     out = io.StringIO()
     pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(r"/(workflows|pools|access)/", 12)
-    print("bench_workflows: where a 1-task submission spends its time (in process, 100 runs, profiled):",
-          file=sys.stderr)
+    print(
+        "bench_workflows: where a 1-task submission spends its time (in process, 100 runs, profiled):", file=sys.stderr
+    )
     print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[-2500:], file=sys.stderr)
     return rows

@@ -21,8 +21,9 @@ class Row:
     note: str = ""
 
 
-def measure(name: str, fn: Callable[[], object], *, runs: int = 50, warmup: int = 3,
-            target: str = "", note: str = "") -> Row:
+def measure(
+    name: str, fn: Callable[[], object], *, runs: int = 50, warmup: int = 3, target: str = "", note: str = ""
+) -> Row:
     """Time `fn` `runs` times after `warmup` calls; one call is one sample."""
     for _ in range(warmup):
         fn()

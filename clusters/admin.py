@@ -59,12 +59,29 @@ class NodeAdmin(ReadOnlyPolicyAdmin):
     list_select_related = ["backend"]
     list_per_page = 100
     fieldsets = [
-        (None, {"fields": ["name", "backend", "gpu_product", "ready", "unschedulable", "first_seen", "last_seen",
-                           "resource_version"]}),
-        ("Resources", {"fields": ["resource_table", "requested_workload", "requested_other", "workload_pods",
-                                  "other_pods"]}),
-        ("As reported", {"fields": ["labels_json", "taints_json", "conditions_json", "allocatable_json",
-                                    "capacity_json"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "name",
+                    "backend",
+                    "gpu_product",
+                    "ready",
+                    "unschedulable",
+                    "first_seen",
+                    "last_seen",
+                    "resource_version",
+                ]
+            },
+        ),
+        (
+            "Resources",
+            {"fields": ["resource_table", "requested_workload", "requested_other", "workload_pods", "other_pods"]},
+        ),
+        (
+            "As reported",
+            {"fields": ["labels_json", "taints_json", "conditions_json", "allocatable_json", "capacity_json"]},
+        ),
     ]
 
     def get_readonly_fields(self, request, obj=None):
@@ -116,20 +133,54 @@ class BackendInventoryMixin:
 
     actions = ["test_connection", "sync_inventory"]
     actions_detail = ["test_connection_detail", "sync_inventory_detail"]
-    STATUS_FIELDS = ["sync_badge", "online", "last_sync_at", "last_error", "last_error_at", "server_version",
-                     "nodes_link"]
+    STATUS_FIELDS = [
+        "sync_badge",
+        "online",
+        "last_sync_at",
+        "last_error",
+        "last_error_at",
+        "server_version",
+        "nodes_link",
+    ]
     fieldsets = [
-        (None, {"fields": ["name", "description", "namespace", "scheduler_name", "dashboard_url", "grafana_url",
-                           "history"]}),
-        ("Connection", {"fields": ["connection", "api_url", "token", "ca_cert", "verify_tls", "kubeconfig",
-                                   "kube_context", "clear_secrets"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "name",
+                    "description",
+                    "namespace",
+                    "scheduler_name",
+                    "dashboard_url",
+                    "grafana_url",
+                    "history",
+                ]
+            },
+        ),
+        (
+            "Connection",
+            {
+                "fields": [
+                    "connection",
+                    "api_url",
+                    "token",
+                    "ca_cert",
+                    "verify_tls",
+                    "kubeconfig",
+                    "kube_context",
+                    "clear_secrets",
+                ]
+            },
+        ),
         ("Inventory", {"fields": STATUS_FIELDS}),
     ]
 
     def get_fieldsets(self, request, obj=None):
         if obj is None:
-            return [(None, {"fields": [f for f in self.fieldsets[0][1]["fields"] if f != "history"]}),
-                    self.fieldsets[1]]
+            return [
+                (None, {"fields": [f for f in self.fieldsets[0][1]["fields"] if f != "history"]}),
+                self.fieldsets[1],
+            ]
         return self.fieldsets
 
     def get_readonly_fields(self, request, obj=None):
@@ -151,8 +202,9 @@ class BackendInventoryMixin:
         if obj is None or obj.pk is None:
             return "-"
         url = reverse("admin:clusters_node_changelist")
-        return format_html('<a class="underline" href="{}?backend__id__exact={}">{} nodes</a>', url, obj.pk,
-                           obj.nodes.count())
+        return format_html(
+            '<a class="underline" href="{}?backend__id__exact={}">{} nodes</a>', url, obj.pk, obj.nodes.count()
+        )
 
     @admin.action(description="Test connection (version and permissions)", permissions=["change"])
     def test_connection(self, request, queryset):
@@ -168,25 +220,41 @@ class BackendInventoryMixin:
     def test_connection_detail(self, request, object_id):
         """GET: a confirmation page (the test records the cluster's version); only its POST acts."""
         return self._confirmed(
-            request, object_id, self._test, heading="Test the connection to {name}?", confirm_label="Test connection",
+            request,
+            object_id,
+            self._test,
+            heading="Test the connection to {name}?",
+            confirm_label="Test connection",
             explanation="This contacts the cluster, checks the permissions the portal needs (creating and deleting "
-                        "a probe pod) and records the server version.")
+            "a probe pod) and records the server version.",
+        )
 
     @action(description="Sync inventory now", url_path="sync-inventory", permissions=["change"])
     def sync_inventory_detail(self, request, object_id):
         """GET: a confirmation page; only its POST re-reads the cluster's nodes and pods."""
         return self._confirmed(
-            request, object_id, self._sync, heading="Sync the inventory of {name} now?", confirm_label="Sync inventory",
+            request,
+            object_id,
+            self._sync,
+            heading="Sync the inventory of {name} now?",
+            confirm_label="Sync inventory",
             explanation="This lists the cluster's nodes and pods and rewrites the node inventory, pool membership "
-                        "and capacity from them.")
+            "and capacity from them.",
+        )
 
     def _confirmed(self, request, object_id, act, *, heading: str, confirm_label: str, explanation: str):
         """State changes never happen on GET: a GET shows what the POST would do."""
         backend = get_object_or_404(Backend, pk=object_id)
         change_url = reverse("admin:clusters_backend_change", args=[object_id])
         if request.method != "POST":
-            return confirmation_page(self, request, heading=heading.format(name=backend.name),
-                                     explanation=explanation, confirm_label=confirm_label, cancel_url=change_url)
+            return confirmation_page(
+                self,
+                request,
+                heading=heading.format(name=backend.name),
+                explanation=explanation,
+                confirm_label=confirm_label,
+                cancel_url=change_url,
+            )
         act(request, backend)
         return HttpResponseRedirect(change_url)
 
@@ -203,8 +271,13 @@ class BackendInventoryMixin:
         try:
             result = inventory.sync_backend(backend.pk)
         except KubeError as error:
-            self.message_user(request, f"{backend.name}: sync failed, inventory left as it was: {error}",
-                              messages.ERROR)
+            self.message_user(
+                request, f"{backend.name}: sync failed, inventory left as it was: {error}", messages.ERROR
+            )
             return
-        self.message_user(request, f"{backend.name}: {result.nodes} nodes ({result.created} new, {result.updated} "
-                                   f"changed, {result.deleted} gone), {result.pods} pods", messages.SUCCESS)
+        self.message_user(
+            request,
+            f"{backend.name}: {result.nodes} nodes ({result.created} new, {result.updated} "
+            f"changed, {result.deleted} gone), {result.pods} pods",
+            messages.SUCCESS,
+        )

@@ -16,8 +16,14 @@ class BackendHandler(SchemaHandler):
     def prepare(self, docs):
         """A `<set …>` marker keeps the stored secret: put the stored value in the document."""
         keep = [doc for doc in docs if any(getattr(doc, key) is KEEP_SECRET for key in SECRET_FIELDS)]
-        stored = {b.name: b for b in Backend.objects.filter(name__in=[doc.name for doc in keep]).only(
-            "name", *SECRET_FIELDS)} if keep else {}
+        stored = (
+            {
+                b.name: b
+                for b in Backend.objects.filter(name__in=[doc.name for doc in keep]).only("name", *SECRET_FIELDS)
+            }
+            if keep
+            else {}
+        )
         for doc in keep:
             for key in SECRET_FIELDS:
                 if getattr(doc, key) is KEEP_SECRET:

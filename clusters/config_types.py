@@ -23,11 +23,15 @@ def _check_connection(doc) -> None:
     if not doc.connection:
         doc.connection = "kubeconfig" if doc.kubeconfig else "url" if doc.api_url else ""
     if doc.connection not in CONNECTIONS:
-        raise ConfigError(f"unknown connection; expected one of {', '.join(c for c in CONNECTIONS if c)} "
-                          "(or leave it empty)", field="connection", value=doc.connection)
+        raise ConfigError(
+            f"unknown connection; expected one of {', '.join(c for c in CONNECTIONS if c)} (or leave it empty)",
+            field="connection",
+            value=doc.connection,
+        )
     if doc.connection == "url" and not re.match(r"^https?://[^\s/]+", doc.api_url):
-        raise ConfigError("connection 'url' needs api_url, the API server URL (https://host:port)",
-                          field="api_url", value=doc.api_url)
+        raise ConfigError(
+            "connection 'url' needs api_url, the API server URL (https://host:port)", field="api_url", value=doc.api_url
+        )
     if doc.connection == "kubeconfig":
         if not doc.kubeconfig:
             raise ConfigError("connection 'kubeconfig' needs the kubeconfig content", field="kubeconfig", value="")
@@ -37,19 +41,41 @@ def _check_connection(doc) -> None:
             except KubeconfigError as error:
                 raise ConfigError(str(error), field="kubeconfig", value="<not shown>") from None
     if doc.ca_cert and "-----BEGIN CERTIFICATE-----" not in doc.ca_cert:
-        raise ConfigError("must be PEM certificates (-----BEGIN CERTIFICATE-----)", field="ca_cert",
-                          value=doc.ca_cert[:40])
+        raise ConfigError(
+            "must be PEM certificates (-----BEGIN CERTIFICATE-----)", field="ca_cert", value=doc.ca_cert[:40]
+        )
 
 
 BACKEND = Schema(
-    ConfigType.BACKEND, kind_label="backend", empty_body=True, warn_computed=False,
-    computed=("name", "k8s_uid", "k8s_namespace", "version", "last_heartbeat", "created_date", "online",
-              "router_address", "tests", "node_conditions"),
+    ConfigType.BACKEND,
+    kind_label="backend",
+    empty_body=True,
+    warn_computed=False,
+    computed=(
+        "name",
+        "k8s_uid",
+        "k8s_namespace",
+        "version",
+        "last_heartbeat",
+        "created_date",
+        "online",
+        "router_address",
+        "tests",
+        "node_conditions",
+    ),
     fields=(
         Field("description", Text()),
-        Field("namespace", Text(pattern=r"[a-z0-9]([-a-z0-9]*[a-z0-9])?", max_length=63, message=(
-            "must be a Kubernetes namespace name (lowercase DNS-1123 label, ≤ 63 characters)")),
-            default="default", or_default=True, help="Namespace for workload pods."),
+        Field(
+            "namespace",
+            Text(
+                pattern=r"[a-z0-9]([-a-z0-9]*[a-z0-9])?",
+                max_length=63,
+                message=("must be a Kubernetes namespace name (lowercase DNS-1123 label, ≤ 63 characters)"),
+            ),
+            default="default",
+            or_default=True,
+            help="Namespace for workload pods.",
+        ),
         Field("scheduler_name", Text(), also_from="scheduler_settings", or_default=True),
         Field("dashboard_url", Text(), or_default=True),
         Field("grafana_url", Text(), or_default=True),

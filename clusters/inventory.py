@@ -35,10 +35,24 @@ from portal.secrets import is_unreadable
 log = logging.getLogger(__name__)
 
 BATCH_SIZE = 500
-NODE_FIELDS = ("labels", "taints", "allocatable", "capacity", "conditions", "unschedulable", "ready",
-               "gpu_product", "resource_version")
-SUM_FIELDS = ("requested_workload", "requested_other", "workload_pods", "other_pods",
-              *(f"{column}_used" for column in CAPACITY_COLUMNS.values()))
+NODE_FIELDS = (
+    "labels",
+    "taints",
+    "allocatable",
+    "capacity",
+    "conditions",
+    "unschedulable",
+    "ready",
+    "gpu_product",
+    "resource_version",
+)
+SUM_FIELDS = (
+    "requested_workload",
+    "requested_other",
+    "workload_pods",
+    "other_pods",
+    *(f"{column}_used" for column in CAPACITY_COLUMNS.values()),
+)
 ALLOCATABLE_FIELDS = tuple(f"{column}_allocatable" for column in CAPACITY_COLUMNS.values())
 UPSERT_FIELDS = (*NODE_FIELDS, *ALLOCATABLE_FIELDS, *SUM_FIELDS, "fingerprint", "last_seen")
 
@@ -67,11 +81,17 @@ class NodeSums:
             self.other_pods += sign
 
     def columns(self) -> dict:
-        used = {f"{column}_used": self.workload.get(name, 0) + self.other.get(name, 0)
-                for name, column in CAPACITY_COLUMNS.items()}
-        return {"requested_workload": dict(sorted(self.workload.items())),
-                "requested_other": dict(sorted(self.other.items())),
-                "workload_pods": self.workload_pods, "other_pods": self.other_pods, **used}
+        used = {
+            f"{column}_used": self.workload.get(name, 0) + self.other.get(name, 0)
+            for name, column in CAPACITY_COLUMNS.items()
+        }
+        return {
+            "requested_workload": dict(sorted(self.workload.items())),
+            "requested_other": dict(sorted(self.other.items())),
+            "workload_pods": self.workload_pods,
+            "other_pods": self.other_pods,
+            **used,
+        }
 
 
 class PodIndex:
@@ -155,11 +175,29 @@ def sync_backend(backend_id: int, *, kube: KubeClient | None = None) -> SyncResu
     with transaction.atomic():
         created, updated, deleted = write_nodes(backend.pk, nodes.records, index, complete=True)
         mark_synced(backend.pk)
-    result = SyncResult(backend.name, len(nodes.records), len(pods.records), created, updated, deleted,
-                        nodes.pages + pods.pages, time.perf_counter() - started, nodes.resource_version,
-                        pods.resource_version, index)
-    log.debug("backend %s: synced %d nodes (%d new, %d changed, %d gone) and %d pods in %.2fs", backend.name,
-             result.nodes, created, updated, deleted, result.pods, result.seconds)
+    result = SyncResult(
+        backend.name,
+        len(nodes.records),
+        len(pods.records),
+        created,
+        updated,
+        deleted,
+        nodes.pages + pods.pages,
+        time.perf_counter() - started,
+        nodes.resource_version,
+        pods.resource_version,
+        index,
+    )
+    log.debug(
+        "backend %s: synced %d nodes (%d new, %d changed, %d gone) and %d pods in %.2fs",
+        backend.name,
+        result.nodes,
+        created,
+        updated,
+        deleted,
+        result.pods,
+        result.seconds,
+    )
     return result
 
 
@@ -175,8 +213,10 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
     stored_rows = Node.objects.filter(backend_id=backend_id)
     if not complete:
         stored_rows = stored_rows.filter(name__in=names)
-    stored = {name: (pk, fingerprint, tuple(values))
-              for pk, name, fingerprint, *values in stored_rows.values_list("pk", "name", "fingerprint", *SUM_FIELDS)}
+    stored = {
+        name: (pk, fingerprint, tuple(values))
+        for pk, name, fingerprint, *values in stored_rows.values_list("pk", "name", "fingerprint", *SUM_FIELDS)
+    }
     rows, placement_changed, created = [], [], 0
     for record in records:
         fingerprint = node_fingerprint(record)
@@ -188,20 +228,32 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
             placement_changed.append(record["name"])
         created += old is None
         units = record["units"]
-        rows.append(Node(
-            backend_id=backend_id, name=record["name"], fingerprint=fingerprint, first_seen=now, last_seen=now,
-            **{key: record[key] for key in NODE_FIELDS},
-            **{f"{column}_allocatable": units.get(name, 0) for name, column in CAPACITY_COLUMNS.items()},
-            **sums))
+        rows.append(
+            Node(
+                backend_id=backend_id,
+                name=record["name"],
+                fingerprint=fingerprint,
+                first_seen=now,
+                last_seen=now,
+                **{key: record[key] for key in NODE_FIELDS},
+                **{f"{column}_allocatable": units.get(name, 0) for name, column in CAPACITY_COLUMNS.items()},
+                **sums,
+            )
+        )
     if rows:
-        Node.objects.bulk_create(rows, batch_size=BATCH_SIZE, update_conflicts=True,
-                                 unique_fields=["backend", "name"], update_fields=list(UPSERT_FIELDS))
+        Node.objects.bulk_create(
+            rows,
+            batch_size=BATCH_SIZE,
+            update_conflicts=True,
+            unique_fields=["backend", "name"],
+            update_fields=list(UPSERT_FIELDS),
+        )
     deleted = 0
     if complete:
         listed = set(names)
         gone = [pk for name, (pk, _, _) in stored.items() if name not in listed]
         for start in range(0, len(gone), BATCH_SIZE):
-            deleted += Node.objects.filter(pk__in=gone[start:start + BATCH_SIZE]).delete()[1].get("clusters.Node", 0)
+            deleted += Node.objects.filter(pk__in=gone[start : start + BATCH_SIZE]).delete()[1].get("clusters.Node", 0)
         Node.objects.filter(backend_id=backend_id).update(last_seen=now)
     if placement_changed:  # in this transaction: what depends on placement (membership) commits with the nodes
         changed = set(placement_changed)
@@ -211,8 +263,7 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
 
 
 def node_fingerprint(record: dict) -> str:
-    content = [record[key] for key in ("labels", "taints", "allocatable", "capacity", "conditions",
-                                       "unschedulable")]
+    content = [record[key] for key in ("labels", "taints", "allocatable", "capacity", "conditions", "unschedulable")]
     return hashlib.sha1(json.dumps(content, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
 
 
@@ -271,20 +322,26 @@ def replace_nodes(backend_id: int, records: list[dict], index: PodIndex) -> tupl
 
 
 def mark_synced(backend_id: int) -> None:
-    Backend.objects.filter(pk=backend_id).update(sync_status=Backend.SyncStatus.OK, online=True,
-                                                 last_sync_at=timezone.now())
+    Backend.objects.filter(pk=backend_id).update(
+        sync_status=Backend.SyncStatus.OK, online=True, last_sync_at=timezone.now()
+    )
 
 
 def mark_online(backend_id: int) -> None:
     """A watch reconnected: the cluster answers again (the last error stays for the record)."""
     Backend.objects.filter(pk=backend_id).exclude(sync_status=Backend.SyncStatus.NEVER).update(
-        sync_status=Backend.SyncStatus.OK, online=True)
+        sync_status=Backend.SyncStatus.OK, online=True
+    )
 
 
 def mark_degraded(backend_id: int, error: Exception) -> None:
     """Record the failure; the inventory keeps what the last successful sync wrote."""
-    Backend.objects.filter(pk=backend_id).update(sync_status=Backend.SyncStatus.DEGRADED, online=False,
-                                                 last_error=str(error)[:2000], last_error_at=timezone.now())
+    Backend.objects.filter(pk=backend_id).update(
+        sync_status=Backend.SyncStatus.DEGRADED,
+        online=False,
+        last_error=str(error)[:2000],
+        last_error_at=timezone.now(),
+    )
     log.warning("backend #%s degraded: %s", backend_id, error)
 
 
@@ -335,8 +392,18 @@ def backend_status() -> list[dict]:
     """One row per backend: connection kind, sync status, node count, last sync and error (no secrets)."""
 
     rows = Backend.objects.annotate(node_count=Count("nodes")).order_by("name")
-    return [{"name": b.name, "connection": b.connection, "api_url": b.api_url, "sync_status": b.sync_status,
-             "online": b.online, "nodes": b.node_count, "server_version": b.server_version,
-             "last_sync_at": b.last_sync_at.isoformat() if b.last_sync_at else None,
-             "last_error": b.last_error, "last_error_at": b.last_error_at.isoformat() if b.last_error_at else None}
-            for b in rows]
+    return [
+        {
+            "name": b.name,
+            "connection": b.connection,
+            "api_url": b.api_url,
+            "sync_status": b.sync_status,
+            "online": b.online,
+            "nodes": b.node_count,
+            "server_version": b.server_version,
+            "last_sync_at": b.last_sync_at.isoformat() if b.last_sync_at else None,
+            "last_error": b.last_error,
+            "last_error_at": b.last_error_at.isoformat() if b.last_error_at else None,
+        }
+        for b in rows
+    ]

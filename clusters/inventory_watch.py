@@ -165,8 +165,9 @@ class ClusterWatcher(BackendWatcher):
                     failures = 0
                     self.events.put(("connected", stream))
 
-            watch = WatchStream(stream.backend.kube, stream.kind, stream.version,
-                                timeout_seconds=self.watch_seconds, on_open=opened)
+            watch = WatchStream(
+                stream.backend.kube, stream.kind, stream.version, timeout_seconds=self.watch_seconds, on_open=opened
+            )
             stream.current = watch
             try:
                 for event_type, obj in watch:

@@ -58,6 +58,7 @@ sync_backend = shared_task(name="clusters.tasks.sync_backend", **SYNC_OPTIONS)(_
 sync_all_backends = shared_task(name="clusters.tasks.sync_all_backends", ignore_result=True)(_sync_all_backends)
 LEGACY_NAMES = {  # the same tasks under their names before the move (messages already queued)
     "pools.tasks.sync_backend": shared_task(name="pools.tasks.sync_backend", **SYNC_OPTIONS)(_sync_backend),
-    "pools.tasks.sync_all_backends": shared_task(name="pools.tasks.sync_all_backends",
-                                                 ignore_result=True)(_sync_all_backends),
+    "pools.tasks.sync_all_backends": shared_task(name="pools.tasks.sync_all_backends", ignore_result=True)(
+        _sync_all_backends
+    ),
 }

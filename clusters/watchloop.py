@@ -147,13 +147,15 @@ class EventDrain:
         try:
             return self._through_database(work)
         except Halted:
-            log.warning("%s: stopped while %s waited for the database; the next start lists again",
-                        type(self).__name__, what)
+            log.warning(
+                "%s: stopped while %s waited for the database; the next start lists again", type(self).__name__, what
+            )
         except Exception as error:  # noqa: BLE001 - one bad event (or a bug) must not stop the watcher
             self.errors += 1
             key = f"{what} failed ({type(error).__name__}: {error})"[:300]
-            self.faults.failed(key, f"{what} failed", ended=f"{what}: no more {type(error).__name__} since",
-                               exc_info=True)
+            self.faults.failed(
+                key, f"{what} failed", ended=f"{what}: no more {type(error).__name__} since", exc_info=True
+            )
             self.faults.succeeded(key)  # skipped: the loop goes on; repeats within `quiet` are only counted
         return None
 
@@ -170,9 +172,12 @@ class EventDrain:
             except DATABASE_ERRORS as error:
                 failures += 1
                 close_broken_connections()
-                self.faults.failed(DATABASE, f"database connection lost ({str(error).strip()}); reconnecting and "
-                                             "applying the held events again until they go through",
-                                   ended="database connection restored; every held event was applied")
+                self.faults.failed(
+                    DATABASE,
+                    f"database connection lost ({str(error).strip()}); reconnecting and "
+                    "applying the held events again until they go through",
+                    ended="database connection restored; every held event was applied",
+                )
                 # applying is idempotent (guarded updates): a write that lost SQLite's lock waits its turn
                 if failures >= ITEM_ATTEMPTS and not is_locked(error) and database_answers():
                     raise
@@ -202,8 +207,14 @@ class BackendWatcher(EventDrain):
     object with `kube`), start its threads with `_spawn`, return status lines; and `_watch_threads()`.
     """
 
-    def __init__(self, names: list[str] | None = None, *, watch_seconds: int, backoff_max: float = BACKOFF_MAX,
-                 client_factory: Callable[..., KubeClient] = connect) -> None:
+    def __init__(
+        self,
+        names: list[str] | None = None,
+        *,
+        watch_seconds: int,
+        backoff_max: float = BACKOFF_MAX,
+        client_factory: Callable[..., KubeClient] = connect,
+    ) -> None:
         self.names = names
         self.watch_seconds = watch_seconds
         self.backoff_max = backoff_max

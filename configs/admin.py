@@ -38,8 +38,13 @@ class SchemaAdminMixin:
 
     def save_related(self, request, form, formsets, change):
         name = self.config_name(form)
-        result = store.apply(self.config_type, name, self.config_body(form, formsets, change),
-                             Actor.for_request(request, "admin"), description=self.config_description(form))
+        result = store.apply(
+            self.config_type,
+            name,
+            self.config_body(form, formsets, change),
+            Actor.for_request(request, "admin"),
+            description=self.config_description(form),
+        )
         for warning in result.warnings:
             self.message_user(request, warning, messages.WARNING)
         form.instance.pk = self.saved_pk(form)
@@ -74,5 +79,9 @@ def apply_formset(schema: Schema, body: dict, formset, base: dict | None) -> Non
             body[field.name] = [row[field.kind.target].name for row in ordered]
         elif isinstance(field.kind, Children) and field.target == relation:
             current = (base or {}).get(field.name) or {}
-            body[field.name] = {form.cleaned_data["name"]: field.kind.schema.body_from_form(
-                form.cleaned_data, current.get(form.initial.get("name"))) for form in rows}
+            body[field.name] = {
+                form.cleaned_data["name"]: field.kind.schema.body_from_form(
+                    form.cleaned_data, current.get(form.initial.get("name"))
+                )
+                for form in rows
+            }

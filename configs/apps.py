@@ -7,4 +7,3 @@ class ConfigsConfig(AppConfig):
     name = "configs"
     verbose_name = "Configuration"
     default_auto_field = "django.db.models.BigAutoField"
-

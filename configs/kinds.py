@@ -52,8 +52,15 @@ class Kind:
 
 
 class Text(Kind):
-    def __init__(self, *, strip: bool = False, pattern: str = "", message: str = "", max_length: int = 0,
-                 shown_empty_as_null: bool = False) -> None:
+    def __init__(
+        self,
+        *,
+        strip: bool = False,
+        pattern: str = "",
+        message: str = "",
+        max_length: int = 0,
+        shown_empty_as_null: bool = False,
+    ) -> None:
         self.strip, self.pattern, self.message = strip, re.compile(pattern) if pattern else None, message
         self.max_length, self.shown_empty_as_null = max_length, shown_empty_as_null
 
@@ -125,8 +132,12 @@ class Choice(Kind):
         return value
 
     def column(self, field):
-        return models.CharField(max_length=max(map(len, self.values)), choices=[(v, v) for v in self.values],
-                                default=field.default, help_text=field.help)
+        return models.CharField(
+            max_length=max(map(len, self.values)),
+            choices=[(v, v) for v in self.values],
+            default=field.default,
+            help_text=field.help,
+        )
 
 
 class Timeout(Kind):
@@ -152,11 +163,15 @@ class Variables(MappingKind):
         variables = expect_mapping(value, where)
         for key, item in variables.items():
             if not VARIABLE_NAME_RE.match(str(key)):
-                raise ConfigError("variable names are letters, digits and '_', not starting with a digit",
-                                  field=f"{where}.{key}", value=key)
+                raise ConfigError(
+                    "variable names are letters, digits and '_', not starting with a digit",
+                    field=f"{where}.{key}",
+                    value=key,
+                )
             if item is not None and not isinstance(item, (str, int, float, bool, list)):
-                raise ConfigError("a variable value is a string, number, boolean or list", field=f"{where}.{key}",
-                                  value=item)
+                raise ConfigError(
+                    "a variable value is a string, number, boolean or list", field=f"{where}.{key}", value=item
+                )
         return variables
 
 
@@ -210,8 +225,7 @@ class Mounts(ListKind):
         mounts = expect_list(value, where)
         for index, mount in enumerate(mounts):
             if not isinstance(mount, str) or not mount.startswith("/"):
-                raise ConfigError("must be an absolute host path such as /data", field=f"{where}[{index}]",
-                                  value=mount)
+                raise ConfigError("must be an absolute host path such as /data", field=f"{where}[{index}]", value=mount)
         return mounts
 
 
@@ -300,8 +314,12 @@ class Group(Kind):
     def show_from(self, source):
         if self.nullable and all(getattr(source, attr) is None for attr in self.values_of(None)):
             return None
-        return {sub.name: sub.kind.show_from(source) if isinstance(sub.kind, Group)
-                else sub.kind.show(_or(getattr(source, sub.target), sub.default)) for sub in self.fields}
+        return {
+            sub.name: sub.kind.show_from(source)
+            if isinstance(sub.kind, Group)
+            else sub.kind.show(_or(getattr(source, sub.target), sub.default))
+            for sub in self.fields
+        }
 
     def from_form_values(self, cleaned: dict):
         return self.show_from(_Values(cleaned))
@@ -332,8 +350,11 @@ def reject_unknown(body: dict, allowed: set[str], where: str) -> None:
     unknown = sorted(set(body) - allowed)
     if unknown:
         prefix = f"{where}." if where else ""
-        raise ConfigError(f"unknown field; allowed fields are {', '.join(sorted(allowed))}",
-                          field=f"{prefix}{unknown[0]}", value=unknown[0])
+        raise ConfigError(
+            f"unknown field; allowed fields are {', '.join(sorted(allowed))}",
+            field=f"{prefix}{unknown[0]}",
+            value=unknown[0],
+        )
 
 
 class _Values:

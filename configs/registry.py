@@ -84,5 +84,6 @@ def get(config_type: str) -> Handler:
     try:
         return HANDLERS[config_type]
     except KeyError:
-        raise ConfigError(f"config type {config_type} is not available", field="config_type",
-                          value=config_type) from None
+        raise ConfigError(
+            f"config type {config_type} is not available", field="config_type", value=config_type
+        ) from None

@@ -26,8 +26,7 @@ class Actor:
 
     @classmethod
     def of(cls, user, source: str, remote_addr: str | None = None) -> Actor:
-        return cls(name=user.get_username() if user else "system", user=user, source=source,
-                   remote_addr=remote_addr)
+        return cls(name=user.get_username() if user else "system", user=user, source=source, remote_addr=remote_addr)
 
     @classmethod
     def for_request(cls, request, source: str) -> Actor:
@@ -63,34 +62,62 @@ class Diff:
     unified: str = ""
 
     def as_dict(self) -> dict:
-        return {"config_type": self.config_type, "name": self.name, "first_revision": self.first,
-                "second_revision": self.second, "changes": [vars(c) for c in self.changes], "unified": self.unified}
+        return {
+            "config_type": self.config_type,
+            "name": self.name,
+            "first_revision": self.first,
+            "second_revision": self.second,
+            "changes": [vars(c) for c in self.changes],
+            "unified": self.unified,
+        }
 
 
-def record(config_type: str, name: str, snapshot, actor: Actor, *, description: str = "", tags=(),
-           deleted: bool = False) -> Revision:
+def record(
+    config_type: str, name: str, snapshot, actor: Actor, *, description: str = "", tags=(), deleted: bool = False
+) -> Revision:
     """Append the next revision of (type, name). Callers hold the transaction."""
     latest = Revision.objects.filter(config_type=config_type, name=name).aggregate(n=Max("revision"))["n"] or 0
     revision = Revision.objects.create(
-        config_type=config_type, name=name, revision=latest + 1, snapshot=snapshot, deleted=deleted,
-        author=actor.user if actor.user and actor.user.pk else None, author_name=f"{actor.name} ({actor.source})",
-        description=description, tags=list(tags),
+        config_type=config_type,
+        name=name,
+        revision=latest + 1,
+        snapshot=snapshot,
+        deleted=deleted,
+        author=actor.user if actor.user and actor.user.pk else None,
+        author_name=f"{actor.name} ({actor.source})",
+        description=description,
+        tags=list(tags),
     )
     _notify(config_type, [revision], actor)
     return revision
 
 
-def record_many(config_type: str, snapshots: dict[str, object], actor: Actor, *, description: str = "",
-                tags=()) -> dict[str, int]:
+def record_many(
+    config_type: str, snapshots: dict[str, object], actor: Actor, *, description: str = "", tags=()
+) -> dict[str, int]:
     """Append one revision per name in one insert; returns the new revision number of each name."""
     if not snapshots:
         return {}
-    latest = dict(Revision.objects.filter(config_type=config_type, name__in=list(snapshots))
-                  .values("name").annotate(n=Max("revision")).values_list("name", "n"))
+    latest = dict(
+        Revision.objects.filter(config_type=config_type, name__in=list(snapshots))
+        .values("name")
+        .annotate(n=Max("revision"))
+        .values_list("name", "n")
+    )
     author = actor.user if actor.user and actor.user.pk else None
-    rows = [Revision(config_type=config_type, name=name, revision=latest.get(name, 0) + 1, snapshot=snapshot,
-                     author=author, author_name=f"{actor.name} ({actor.source})", description=description,
-                     tags=list(tags)) for name, snapshot in snapshots.items()]
+    rows = [
+        Revision(
+            config_type=config_type,
+            name=name,
+            revision=latest.get(name, 0) + 1,
+            snapshot=snapshot,
+            author=author,
+            author_name=f"{actor.name} ({actor.source})",
+            description=description,
+            tags=list(tags),
+        )
+        for name, snapshot in snapshots.items()
+    ]
     Revision.objects.bulk_create(rows)
     _notify(config_type, rows, actor)
     return {row.name: row.revision for row in rows}
@@ -106,8 +133,7 @@ def get_revision(config_type: str, name: str, number: int) -> Revision:
     try:
         return Revision.objects.get(config_type=config_type, name=name, revision=number)
     except Revision.DoesNotExist:
-        raise ConfigNotFound(f"{config_type} {name} has no revision {number}", field="revision",
-                             value=number) from None
+        raise ConfigNotFound(f"{config_type} {name} has no revision {number}", field="revision", value=number) from None
 
 
 def history(config_type: str | None = None, name: str | None = None, *, limit: int = 100, offset: int = 0):
@@ -116,14 +142,19 @@ def history(config_type: str | None = None, name: str | None = None, *, limit: i
         query = query.filter(config_type=check_type(config_type))
     if name:
         query = query.filter(name=name)
-    return list(query[offset: offset + limit])
+    return list(query[offset : offset + limit])
 
 
 def revision_summary(revision: Revision, *, with_data: bool = False) -> dict:
     summary = {
-        "config_type": revision.config_type, "name": revision.name, "revision": revision.revision,
-        "author": revision.author_name, "created_at": revision.created_at.isoformat(),
-        "description": revision.description, "tags": revision.tags, "deleted": revision.deleted,
+        "config_type": revision.config_type,
+        "name": revision.name,
+        "revision": revision.revision,
+        "author": revision.author_name,
+        "created_at": revision.created_at.isoformat(),
+        "description": revision.description,
+        "tags": revision.tags,
+        "deleted": revision.deleted,
     }
     if with_data:
         summary["data"] = revision.snapshot
@@ -141,8 +172,14 @@ def diff(config_type: str, name: str, first: int, second: int) -> Diff:
 def unified_diff(old, new, fmt: str, fromfile: str, tofile: str) -> str:
     """A unified diff of two snapshots rendered as `fmt` ("yaml" or "json"); None is an absent object."""
     render = _yaml if fmt == "yaml" else _pretty
-    return "".join(difflib.unified_diff(render(old).splitlines(keepends=True), render(new).splitlines(keepends=True),
-                                        fromfile=fromfile, tofile=tofile))
+    return "".join(
+        difflib.unified_diff(
+            render(old).splitlines(keepends=True),
+            render(new).splitlines(keepends=True),
+            fromfile=fromfile,
+            tofile=tofile,
+        )
+    )
 
 
 def _yaml(snapshot) -> str:
@@ -152,8 +189,11 @@ def _yaml(snapshot) -> str:
 def check_type(config_type: str) -> str:
     value = str(config_type).upper()
     if value not in ConfigType.values:
-        raise ConfigError(f"unknown config type; expected one of {', '.join(ConfigType.values)}",
-                          field="config_type", value=config_type)
+        raise ConfigError(
+            f"unknown config type; expected one of {', '.join(ConfigType.values)}",
+            field="config_type",
+            value=config_type,
+        )
     return value
 
 

@@ -114,8 +114,9 @@ class Schema:
             return doc
         body = expect_mapping(body if body is not None or not self.empty_body else {}, where)
         if self.name_in_body and body.get("name", name) != name:
-            raise ConfigError(f"does not match the {self.kind_label} name {name!r}", field=_at(where, "name"),
-                              value=body["name"])
+            raise ConfigError(
+                f"does not match the {self.kind_label} name {name!r}", field=_at(where, "name"), value=body["name"]
+            )
         doc.warnings.extend(self._drop_ignored(body))
         self._reject_unknown(body, where)
         for item in self.fields:
@@ -137,8 +138,11 @@ class Schema:
     def _reject_unknown(self, body: dict, where: str) -> None:
         for key, right in self.renamed.items():
             if key in body:
-                raise ConfigError(f"unknown field; the {self.kind_label} field is called {right}",
-                                  field=_at(where, key), value=body[key])
+                raise ConfigError(
+                    f"unknown field; the {self.kind_label} field is called {right}",
+                    field=_at(where, key),
+                    value=body[key],
+                )
         allowed = {item.name for item in self.fields} | {item.also_from for item in self.fields if item.also_from}
         reject_unknown(body, allowed | ({"name"} if self.name_in_body else set()), where)
 
@@ -184,8 +188,11 @@ class Schema:
 
     def form_fields(self) -> list[str]:
         """The admin form's model fields: the row's columns and the foreign keys set by name."""
-        return [item.target for item in self.leaves()
-                if item.target and not item.write_only and (item.kind.on_row or item.kind.on_form)]
+        return [
+            item.target
+            for item in self.leaves()
+            if item.target and not item.write_only and (item.kind.on_row or item.kind.on_form)
+        ]
 
     def body_from_form(self, cleaned: dict, base: dict | None = None) -> object:
         """An admin form's values as an OSMO document (over `base`, the current snapshot, if any)."""
@@ -199,6 +206,7 @@ class Schema:
             elif item.target in cleaned:
                 body[item.name] = item.kind.from_form(cleaned[item.target])
         return body
+
 
 def _assign(doc: Doc, item: Field, value: object) -> None:
     if item.target is not None:

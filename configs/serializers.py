@@ -33,8 +33,11 @@ def body_serializer(schema: Schema, component: str = "") -> serializers.Field:
 def body_serializers() -> dict[str, serializers.Serializer]:
     """The body serializer of every registered type described field by field (pod templates and resource
     validations are free-form documents: a JSON value)."""
-    return {name: body_serializer(handler.schema) for name, handler in sorted(registry.HANDLERS.items())
-            if isinstance(handler, registry.SchemaHandler) and handler.schema.body is None}
+    return {
+        name: body_serializer(handler.schema)
+        for name, handler in sorted(registry.HANDLERS.items())
+        if isinstance(handler, registry.SchemaHandler) and handler.schema.body is None
+    }
 
 
 def _field(field: Field, component: str) -> serializers.Field:

@@ -44,28 +44,32 @@ def unwrap(config_type: str, name: str, body: object) -> object:
         body = body[name]
     if isinstance(body, dict) and "name" in body:
         if body["name"] != name:
-            raise ConfigError(f"does not match the name given on the command line ({name})", field="name",
-                              value=body["name"])
+            raise ConfigError(
+                f"does not match the name given on the command line ({name})", field="name", value=body["name"]
+            )
         if not registry.get(revisions.check_type(config_type)).schema.name_in_body:
             body = {k: v for k, v in body.items() if k != "name"}
     return body
 
 
-def apply(config_type: str, name: str, body: object, actor: Actor, *, description: str = "",
-          tags=()) -> ApplyResult:
+def apply(config_type: str, name: str, body: object, actor: Actor, *, description: str = "", tags=()) -> ApplyResult:
     handler = registry.get(revisions.check_type(config_type))
     with transaction.atomic():
         return _apply_batch(handler, [(name, body)], actor, description, tags)[0]
 
 
-def apply_many(config_type: str, documents: object, actor: Actor, *, description: str = "",
-               tags=()) -> list[ApplyResult]:
+def apply_many(
+    config_type: str, documents: object, actor: Actor, *, description: str = "", tags=()
+) -> list[ApplyResult]:
     """Apply a `{name: body, ...}` map (or OSMO's list form, `[{"name": ..., ...}, ...]`, used for roles);
     all objects are saved or none is."""
     documents = _as_map(documents)
     if not isinstance(documents, dict) or not documents:
-        raise ConfigError("without a NAME the file must map names to bodies: {\"<name>\": {...}, ...}",
-                          field="(document)", value=type(documents).__name__)
+        raise ConfigError(
+            'without a NAME the file must map names to bodies: {"<name>": {...}, ...}',
+            field="(document)",
+            value=type(documents).__name__,
+        )
     handler = registry.get(revisions.check_type(config_type))
     with transaction.atomic():
         return _apply_batch(handler, list(documents.items()), actor, description, tags, qualify=True)
@@ -80,12 +84,14 @@ def delete(config_type: str, name: str, actor: Actor, *, description: str = "", 
             obj.delete()
         except (ProtectedError, RestrictedError) as error:  # a reference added since the check above
             raise _in_use(name, describe_protected(_blocking(error))) from None
-        return revisions.record(handler.config_type, name, None, actor, description=description, tags=tags,
-                                deleted=True).revision
+        return revisions.record(
+            handler.config_type, name, None, actor, description=description, tags=tags, deleted=True
+        ).revision
 
 
-def rollback(config_type: str, name: str, revision: int, actor: Actor, *, description: str = "",
-             tags=()) -> ApplyResult:
+def rollback(
+    config_type: str, name: str, revision: int, actor: Actor, *, description: str = "", tags=()
+) -> ApplyResult:
     """Make `name` look like it did at `revision`, as a new revision (history is never rewritten)."""
     target = revisions.get_revision(revisions.check_type(config_type), name, int(revision))
     description = description or f"Roll back {target.config_type} {name} to r{target.revision}"
@@ -146,8 +152,10 @@ def describe_protected(objects, shown: int = 3) -> list[str]:
     by_model: dict = {}
     for item in objects:
         by_model.setdefault(item._meta, []).append(str(item))
-    return [_counted(meta, len(names), sorted(names), shown)
-            for meta, names in sorted(by_model.items(), key=lambda entry: str(entry[0].verbose_name))]
+    return [
+        _counted(meta, len(names), sorted(names), shown)
+        for meta, names in sorted(by_model.items(), key=lambda entry: str(entry[0].verbose_name))
+    ]
 
 
 def _counted(meta, count: int, names: list[str], shown: int) -> str:
@@ -167,16 +175,24 @@ def _refuse_if_referenced(handler: registry.Handler, obj: Model) -> None:
 
 
 def _in_use(name: str, found: list[str]) -> ConfigInUse:
-    return ConfigInUse(f"is still referenced by {', '.join(found)}; it cannot be deleted while they exist",
-                       field="name", value=name)
+    return ConfigInUse(
+        f"is still referenced by {', '.join(found)}; it cannot be deleted while they exist", field="name", value=name
+    )
 
 
 def _blocking(error: ProtectedError | RestrictedError):
     return error.protected_objects if isinstance(error, ProtectedError) else error.restricted_objects
 
 
-def _apply_batch(handler: registry.Handler, items: list[tuple[str, object]], actor: Actor, description: str,
-                 tags, *, qualify: bool = False) -> list[ApplyResult]:
+def _apply_batch(
+    handler: registry.Handler,
+    items: list[tuple[str, object]],
+    actor: Actor,
+    description: str,
+    tags,
+    *,
+    qualify: bool = False,
+) -> list[ApplyResult]:
     """Parse everything first, load what the batch refers to once, write only what changed."""
     docs = []
     for name, body in items:
@@ -198,8 +214,16 @@ def _apply_batch(handler: registry.Handler, items: list[tuple[str, object]], act
             except ConfigError as error:
                 raise _within(error, name) if qualify else error from None
             snapshots[name] = after
-        results.append(ApplyResult(handler.config_type, name, created=current is None, changed=changed,
-                                   revision=None, warnings=handler.warnings(doc)))
+        results.append(
+            ApplyResult(
+                handler.config_type,
+                name,
+                created=current is None,
+                changed=changed,
+                revision=None,
+                warnings=handler.warnings(doc),
+            )
+        )
     if saved:
         handler.after_save(saved, prepared)
     numbers = revisions.record_many(handler.config_type, snapshots, actor, description=description, tags=tags)

@@ -79,8 +79,9 @@ def timeout_of(seconds: float, field: str, value: object) -> timedelta:
     if not seconds > 0:  # also NaN
         raise ConfigError("must be longer than zero", field=field, value=value)
     if seconds > MAX_TIMEOUT.total_seconds():
-        raise ConfigError(f"is longer than {MAX_TIMEOUT_DAYS} days, the longest timeout allowed", field=field,
-                          value=value)
+        raise ConfigError(
+            f"is longer than {MAX_TIMEOUT_DAYS} days, the longest timeout allowed", field=field, value=value
+        )
     return timedelta(seconds=seconds)
 
 
@@ -118,18 +119,23 @@ def _check_exit_codes(codes: object, field: str) -> str:
     if isinstance(codes, bool) or not isinstance(codes, (str, int)):
         raise ConfigError("must be a string of exit codes and ranges such as '0,1-10,16'", field=field, value=codes)
     if isinstance(codes, int) and not 0 <= codes <= _EXIT_CODE_MAX:  # before str(): huge ints cannot be printed
-        raise ConfigError(f"is outside the exit code range 0-{_EXIT_CODE_MAX}", field=field,
-                          value=codes if codes.bit_length() < 64 else f"an integer of {codes.bit_length()} bits")
+        raise ConfigError(
+            f"is outside the exit code range 0-{_EXIT_CODE_MAX}",
+            field=field,
+            value=codes if codes.bit_length() < 64 else f"an integer of {codes.bit_length()} bits",
+        )
     text = str(codes).replace(" ", "")
     for part in text.split(","):
         low, _, high = part.partition("-")
         if not _DIGITS.fullmatch(low) or (high and not _DIGITS.fullmatch(high)) or (part.endswith("-")):
-            raise ConfigError(f"'{part[:40]}' is not an exit code or a range like '1-10'", field=field,
-                              value=_short(codes))
+            raise ConfigError(
+                f"'{part[:40]}' is not an exit code or a range like '1-10'", field=field, value=_short(codes)
+            )
         if _code_too_big(low) or (high and _code_too_big(high)):
             part = part if len(part) <= 40 else part[:37] + "..."
-            raise ConfigError(f"'{part}' is outside the exit code range 0-{_EXIT_CODE_MAX}", field=field,
-                              value=_short(codes))
+            raise ConfigError(
+                f"'{part}' is outside the exit code range 0-{_EXIT_CODE_MAX}", field=field, value=_short(codes)
+            )
         if high and int(high) < int(low):
             raise ConfigError(f"range '{part}' ends before it starts", field=field, value=_short(codes))
     return text
@@ -146,8 +152,9 @@ def _short(value: object) -> object:
 def expect_mapping(value: object, where: str) -> dict:
     """A document's mapping (JSON object); `where` names it in the error ("(document)" for the whole one)."""
     if not isinstance(value, dict):
-        raise ConfigError(f"must be a mapping (JSON object), not {type(value).__name__}", field=where or "(document)",
-                          value=value)
+        raise ConfigError(
+            f"must be a mapping (JSON object), not {type(value).__name__}", field=where or "(document)", value=value
+        )
     return dict(value)
 
 

@@ -18,10 +18,15 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m kubesim", description=__doc__)
     parser.add_argument("--host", default="127.0.0.1")
     parser.add_argument("--port", type=int, default=8001)
-    parser.add_argument("--fleet", choices=["demo", "none"], default="none",
-                        help="load the demo fleet of nodes (kubesim.fleet.demo_fleet)")
-    parser.add_argument("--synthetic", metavar="NODES,PODS",
-                        help="load kubesim.fleet.synthetic_fleet(NODES, PODS) instead")
+    parser.add_argument(
+        "--fleet",
+        choices=["demo", "none"],
+        default="none",
+        help="load the demo fleet of nodes (kubesim.fleet.demo_fleet)",
+    )
+    parser.add_argument(
+        "--synthetic", metavar="NODES,PODS", help="load kubesim.fleet.synthetic_fleet(NODES, PODS) instead"
+    )
     parser.add_argument("--kubelet", action="store_true", help="bind and run pods (kubesim.kubelet)")
     parser.add_argument("--start-delay", type=float, default=1.0, help="kubelet: seconds Pending -> Running")
     parser.add_argument("--run-seconds", type=float, default=5.0, help="kubelet: seconds Running -> Succeeded")
@@ -37,8 +42,10 @@ def main(argv: list[str] | None = None) -> int:
         try:
             state.load()
         except ValueError as error:  # JSON or format: say which file, the user may delete it
-            print(f"kubesim: cannot load the state file {args.state}: {error} (delete it to start afresh)",
-                  file=sys.stderr)
+            print(
+                f"kubesim: cannot load the state file {args.state}: {error} (delete it to start afresh)",
+                file=sys.stderr,
+            )
             return 2
     elif args.fleet == "demo":
         load_fleet(server, demo_fleet())
@@ -53,9 +60,13 @@ def main(argv: list[str] | None = None) -> int:
         signal.signal(sig, lambda *_: done.set())
     url = server.start()
     print(url, flush=True)  # first stdout line: the URL, for scripts
-    print(f"kubesim: serving {len(server.emulator.list('nodes'))} nodes, {len(server.emulator.list('pods'))} pods"
-          f"{f' (restored from {args.state})' if restored else ''}; kubelet {'on' if args.kubelet else 'off'}; "
-          "Ctrl-C to stop", file=sys.stderr, flush=True)
+    print(
+        f"kubesim: serving {len(server.emulator.list('nodes'))} nodes, {len(server.emulator.list('pods'))} pods"
+        f"{f' (restored from {args.state})' if restored else ''}; kubelet {'on' if args.kubelet else 'off'}; "
+        "Ctrl-C to stop",
+        file=sys.stderr,
+        flush=True,
+    )
     done.wait()
     server.stop()
     return 0

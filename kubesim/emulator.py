@@ -62,15 +62,24 @@ _dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 
 def _json(body: Any, status: int = 200, headers: dict[str, str] | None = None) -> aiohttp.web.Response:
-    return aiohttp.web.Response(body=_dumps(body).encode(), status=status, headers=headers,
-                                content_type="application/json")
+    return aiohttp.web.Response(
+        body=_dumps(body).encode(), status=status, headers=headers, content_type="application/json"
+    )
 
 
 class _Route:
     __slots__ = ("group", "version", "namespace", "plural", "name", "sub", "verb")
 
-    def __init__(self, group: str, version: str, namespace: str | None, plural: str | None,
-                 name: str | None, sub: str | None, verb: str) -> None:
+    def __init__(
+        self,
+        group: str,
+        version: str,
+        namespace: str | None,
+        plural: str | None,
+        name: str | None,
+        sub: str | None,
+        verb: str,
+    ) -> None:
         self.group, self.version, self.namespace = group, version, namespace
         self.plural, self.name, self.sub, self.verb = plural, name, sub, verb
 
@@ -91,25 +100,43 @@ def parse_route(method: str, path: str, query: dict[str, str]) -> _Route | None:
     sub = "/".join(rest[2:]) or None
     watch = query.get("watch", "").lower() in ("true", "1")
     verb = {
-        ("GET", False): "watch" if watch else "list", ("GET", True): "watch" if watch else "get",
-        ("POST", False): "create", ("POST", True): "create",
-        ("PUT", True): "update", ("PATCH", True): "patch",
-        ("DELETE", True): "delete", ("DELETE", False): "deletecollection",
+        ("GET", False): "watch" if watch else "list",
+        ("GET", True): "watch" if watch else "get",
+        ("POST", False): "create",
+        ("POST", True): "create",
+        ("PUT", True): "update",
+        ("PATCH", True): "patch",
+        ("DELETE", True): "delete",
+        ("DELETE", False): "deletecollection",
     }.get((method, name is not None), "unsupported")
     return _Route(group, version, namespace, plural, name, sub, verb)
 
 
-_KMOCK_ACTIONS = {"list": enums.action.LIST, "watch": enums.action.WATCH, "get": enums.action.FETCH,
-                  "create": enums.action.CREATE, "patch": enums.action.UPDATE,
-                  "update": enums.action.UPDATE, "delete": enums.action.DELETE,
-                  "deletecollection": enums.action.DELETE}
+_KMOCK_ACTIONS = {
+    "list": enums.action.LIST,
+    "watch": enums.action.WATCH,
+    "get": enums.action.FETCH,
+    "create": enums.action.CREATE,
+    "patch": enums.action.UPDATE,
+    "update": enums.action.UPDATE,
+    "delete": enums.action.DELETE,
+    "deletecollection": enums.action.DELETE,
+}
 
 
 class _Failure:
     __slots__ = ("verb", "resource", "status", "times", "reason", "message", "retry_after")
 
-    def __init__(self, verb: str, resource: str, status: int, times: int | None,
-                 reason: str | None, message: str | None, retry_after: int | None) -> None:
+    def __init__(
+        self,
+        verb: str,
+        resource: str,
+        status: int,
+        times: int | None,
+        reason: str | None,
+        message: str | None,
+        retry_after: int | None,
+    ) -> None:
         self.verb, self.resource, self.status, self.times = verb, resource, status, times
         self.reason, self.message, self.retry_after = reason, message, retry_after
 
@@ -117,10 +144,16 @@ class _Failure:
 class KubeEmulator(ObjectStore, KubernetesScaffold):
     """See the module docstring. Construct, then serve it with :class:`kubesim.EmulatorServer`."""
 
-    def __init__(self, *, git_version: str = "v1.33.0", history_size: int = 10_000,
-                 request_log_size: int = 256, max_list_snapshots: int = 64,
-                 watch_max_seconds: float = 1800.0,
-                 namespaces: Iterable[str] = DEFAULT_NAMESPACES) -> None:
+    def __init__(
+        self,
+        *,
+        git_version: str = "v1.33.0",
+        history_size: int = 10_000,
+        request_log_size: int = 256,
+        max_list_snapshots: int = 64,
+        watch_max_seconds: float = 1800.0,
+        namespaces: Iterable[str] = DEFAULT_NAMESPACES,
+    ) -> None:
         super().__init__()
         self.git_version = git_version
         self.history_size = history_size
@@ -170,6 +203,7 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
                 future.set_result(fn(*args, **kwargs))
             except BaseException as exc:  # noqa: BLE001 - handed to the caller
                 future.set_exception(exc)
+
         loop.call_soon_threadsafe(run)
         return future.result(timeout=60)
 
@@ -178,9 +212,18 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
     def resource_version(self) -> int:
         return self._rv
 
-    def add_resource(self, group: str, version: str, plural: str, kind: str, namespaced: bool = True,
-                     subresources: tuple[str, ...] = ("status",), short_names: tuple[str, ...] = ()) -> ResourceType:
-        """Serve another resource (e.g. a CRD): ``add_resource("scheduling.run.ai", "v2", "queues", "Queue", False)``."""
+    def add_resource(
+        self,
+        group: str,
+        version: str,
+        plural: str,
+        kind: str,
+        namespaced: bool = True,
+        subresources: tuple[str, ...] = ("status",),
+        short_names: tuple[str, ...] = (),
+    ) -> ResourceType:
+        """Serve another resource (e.g. a CRD):
+        ``add_resource("scheduling.run.ai", "v2", "queues", "Queue", False)``."""
         rt = ResourceType(group, version, plural, kind, namespaced, kind.lower(), short_names, subresources)
         self.run_in_loop(self._register, rt)
         return rt
@@ -200,20 +243,29 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
         rt = self.resource_type(plural)
         return copy.deepcopy(self.run_in_loop(self._store[rt.key].get, (namespace or "", name)))
 
-    def list(self, plural: str, namespace: str | None = None, label_selector: str = "",
-             field_selector: str = "") -> list[dict]:
+    def list(
+        self, plural: str, namespace: str | None = None, label_selector: str = "", field_selector: str = ""
+    ) -> list[dict]:
         rt = self.resource_type(plural)
-        items = self.run_in_loop(self._select, rt, namespace, None, LabelSelector.parse(label_selector),
-                                 FieldSelector.parse(field_selector, rt.group, rt.plural))
+        items = self.run_in_loop(
+            self._select,
+            rt,
+            namespace,
+            None,
+            LabelSelector.parse(label_selector),
+            FieldSelector.parse(field_selector, rt.group, rt.plural),
+        )
         return copy.deepcopy(items)
 
-    def patch(self, plural: str, name: str, patch: dict, namespace: str | None = None,
-              subresource: str | None = None) -> dict:
+    def patch(
+        self, plural: str, name: str, patch: dict, namespace: str | None = None, subresource: str | None = None
+    ) -> dict:
         rt = self.resource_type(plural)
         return copy.deepcopy(self.run_in_loop(self._patch, rt, namespace, name, patch, "merge", subresource))
 
-    def replace(self, plural: str, name: str, obj: dict, namespace: str | None = None,
-                subresource: str | None = None) -> dict:
+    def replace(
+        self, plural: str, name: str, obj: dict, namespace: str | None = None, subresource: str | None = None
+    ) -> dict:
         rt = self.resource_type(plural)
         return copy.deepcopy(self.run_in_loop(self._update, rt, namespace, name, obj, subresource))
 
@@ -227,9 +279,16 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
         """
         return self.run_in_loop(self._load, self.resource_type(plural), list(objs))
 
-    def fail_next(self, verb: str, resource: str, status: int = 503, times: int | None = 1,
-                  reason: str | None = None, message: str | None = None,
-                  retry_after: int | None = None) -> None:
+    def fail_next(
+        self,
+        verb: str,
+        resource: str,
+        status: int = 503,
+        times: int | None = 1,
+        reason: str | None = None,
+        message: str | None = None,
+        retry_after: int | None = None,
+    ) -> None:
         """Answer the next ``times`` matching requests (None: all) with an error ``Status``.
 
         ``verb``: get, list, watch, create, update, patch, delete, deletecollection or ``*``;
@@ -248,11 +307,13 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
         Afterwards, watching from any older resourceVersion gets 410 Expired, and continue
         tokens issued earlier get 410.
         """
+
         def run() -> None:
             for key, hist in self._history.items():
                 hist.clear()
                 self._floor[key] = self._rv
             self._snapshots.clear()
+
         self.run_in_loop(run)
 
     def expire_watches(self, plural: str | None = None) -> int:
@@ -297,11 +358,19 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
                         raise ApiError(400, "the body of the request could not be decoded as JSON") from None
             self._request_id += 1
             request = rendering.Request(
-                id=self._request_id, raw_request=raw, url=raw.url, method=raw.method, params=query,
-                headers=dict(raw.headers), body=body, text=body.decode("utf-8", "replace"), data=data,
+                id=self._request_id,
+                raw_request=raw,
+                url=raw.url,
+                method=raw.method,
+                params=query,
+                headers=dict(raw.headers),
+                body=body,
+                text=body.decode("utf-8", "replace"),
+                data=data,
                 action=_KMOCK_ACTIONS.get(route.verb) if route else None,
                 resource=kmock_resource(route.group, route.version, route.plural) if route else None,
-                namespace=route.namespace if route else None, name=route.name if route else None,
+                namespace=route.namespace if route else None,
+                name=route.name if route else None,
                 subresource=route.sub if route else None,
             )
             if len(self._requests) >= self.request_log_size:
@@ -338,16 +407,22 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
                         if failure.times <= 0:
                             self._failures.remove(failure)
                     headers = {"Retry-After": str(failure.retry_after)} if failure.retry_after else None
-                    return ApiError(failure.status, failure.message or f"injected failure for {route.verb} {target}",
-                                    failure.reason, headers=headers)
+                    return ApiError(
+                        failure.status,
+                        failure.message or f"injected failure for {route.verb} {target}",
+                        failure.reason,
+                        headers=headers,
+                    )
         return None
 
     async def _user_reaction(self, request: rendering.Request) -> aiohttp.web.StreamResponse | None:
         # As in kmock's RawHandler._handle, but falling through to our dispatcher on no match.
         priorities = [payload.priorities for payload in self._payloads]
         width = max(len(p) for p in priorities)
-        ordered = sorted(zip(priorities, range(len(priorities)), self._payloads, strict=True),
-                         key=lambda t: (tuple(-p for p in t[0]) + (0,) * (width - len(t[0])), t[1]))
+        ordered = sorted(
+            zip(priorities, range(len(priorities)), self._payloads, strict=True),
+            key=lambda t: (tuple(-p for p in t[0]) + (0,) * (width - len(t[0])), t[1]),
+        )
         for _, _, payload in ordered:
             if not payload._disabled.is_set() and self._sees(payload._source, request):
                 try:
@@ -377,27 +452,39 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
         if path in ("/healthz", "/livez", "/readyz"):
             return aiohttp.web.Response(text="ok")
         if path == "/api":
-            return _json({"kind": "APIVersions", "versions": ["v1"], "serverAddressByClientCIDRs": [
-                {"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}]})
+            return _json(
+                {
+                    "kind": "APIVersions",
+                    "versions": ["v1"],
+                    "serverAddressByClientCIDRs": [{"clientCIDR": "0.0.0.0/0", "serverAddress": "127.0.0.1:6443"}],
+                }
+            )
         if path == "/api/v1":
             return _json(resource_list("", "v1", [t for t in self._types.values() if not t.group]))
         if path == "/apis":
-            return _json({"kind": "APIGroupList", "apiVersion": "v1",
-                          "groups": [api_group(g, vs) for g, vs in groups.items()]})
+            return _json(
+                {"kind": "APIGroupList", "apiVersion": "v1", "groups": [api_group(g, vs) for g, vs in groups.items()]}
+            )
         parts = path.strip("/").split("/")
         if parts[0] == "apis" and len(parts) == 2 and parts[1] in groups:
             return _json(api_group(parts[1], groups[parts[1]]))
         if parts[0] == "apis" and len(parts) == 3 and parts[2] in groups.get(parts[1], ()):
-            return _json(resource_list(parts[1], parts[2], [
-                t for t in self._types.values() if t.group == parts[1] and t.version == parts[2]]))
+            return _json(
+                resource_list(
+                    parts[1],
+                    parts[2],
+                    [t for t in self._types.values() if t.group == parts[1] and t.version == parts[2]],
+                )
+            )
         if path == "/":
             paths = ["/api", "/api/v1", "/apis", "/healthz", "/livez", "/readyz", "/version"]
             paths += [f"/apis/{g}" for g in groups] + [f"/apis/{g}/{v}" for g, vs in groups.items() for v in vs]
             return _json({"paths": sorted(paths)})
         raise ApiError(404, "the server could not find the requested resource")
 
-    async def _serve_resource(self, raw: aiohttp.web.BaseRequest, route: _Route, query: dict[str, str],
-                              data: Any) -> aiohttp.web.StreamResponse:
+    async def _serve_resource(
+        self, raw: aiohttp.web.BaseRequest, route: _Route, query: dict[str, str], data: Any
+    ) -> aiohttp.web.StreamResponse:
         rt = self._types.get((route.group, route.plural))
         if rt is None or rt.version != route.version or (route.namespace is not None and not rt.namespaced):
             raise ApiError(404, "the server could not find the requested resource")
@@ -438,8 +525,9 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
             return _json(self._delete(rt, ns, name, data))
         raise ApiError(405, f"the server does not allow this method on the requested resource ({verb})")
 
-    def _list_page(self, rt: ResourceType, ns: str | None, labels: LabelSelector, fields: FieldSelector,
-                   query: dict[str, str]) -> dict:
+    def _list_page(
+        self, rt: ResourceType, ns: str | None, labels: LabelSelector, fields: FieldSelector, query: dict[str, str]
+    ) -> dict:
         try:
             limit = int(query.get("limit") or 0)
         except ValueError:
@@ -453,9 +541,12 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
                 if key != (rt.key, ns):
                     raise KeyError(snap_id)
             except Exception:
-                raise ApiError(410, "The provided continue parameter is too old to display a consistent list "
-                                    "result. You can start a new list without the continue parameter.",
-                               "Expired") from None
+                raise ApiError(
+                    410,
+                    "The provided continue parameter is too old to display a consistent list "
+                    "result. You can start a new list without the continue parameter.",
+                    "Expired",
+                ) from None
             self._snapshots.move_to_end(snap_id)
         else:
             snap_id, start, rv, items = uuid.uuid4().hex, 0, self._rv, self._select(rt, ns, None, labels, fields)
@@ -468,5 +559,4 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
             raw_token = _dumps({"s": f"{snap_id}:{end}", "rv": rv}).encode()
             metadata["continue"] = base64.urlsafe_b64encode(raw_token).decode()
             metadata["remainingItemCount"] = len(items) - end
-        return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": metadata,
-                "items": items[start:end]}
+        return {"kind": rt.list_kind, "apiVersion": rt.api_version, "metadata": metadata, "items": items[start:end]}

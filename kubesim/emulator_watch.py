@@ -20,8 +20,15 @@ _dumps = json.JSONEncoder(separators=(",", ":")).encode
 
 
 class WatchStream:
-    def __init__(self, emulator: KubeEmulator, rt: ResourceType, namespace: str | None, name: str | None,
-                 labels: LabelSelector, fields: FieldSelector) -> None:
+    def __init__(
+        self,
+        emulator: KubeEmulator,
+        rt: ResourceType,
+        namespace: str | None,
+        name: str | None,
+        labels: LabelSelector,
+        fields: FieldSelector,
+    ) -> None:
         self.emulator, self.rt = emulator, rt
         self.namespace, self.name = namespace, name
         self.labels, self.fields = labels, fields
@@ -29,10 +36,12 @@ class WatchStream:
 
     def _matches(self, obj: dict) -> bool:
         meta = obj["metadata"]
-        return ((self.namespace is None or meta.get("namespace") == self.namespace)
-                and (self.name is None or meta["name"] == self.name)
-                and (not self.labels or self.labels.matches(meta.get("labels")))
-                and (not self.fields or self.fields.matches(obj)))
+        return (
+            (self.namespace is None or meta.get("namespace") == self.namespace)
+            and (self.name is None or meta["name"] == self.name)
+            and (not self.labels or self.labels.matches(meta.get("labels")))
+            and (not self.fields or self.fields.matches(obj))
+        )
 
     def translate(self, etype: str, old: dict | None, new: dict) -> tuple[str, dict] | None:
         """Map a store event to what this watcher sees, as the apiserver does for selectors."""
@@ -63,8 +72,9 @@ class WatchStream:
         backlog: list[tuple[str, dict]] = []
         expired: str | None = None
         if since_text in ("", "0"):
-            backlog = [("ADDED", obj) for obj in emu._select(self.rt, self.namespace, self.name,
-                                                             self.labels, self.fields)]
+            backlog = [
+                ("ADDED", obj) for obj in emu._select(self.rt, self.namespace, self.name, self.labels, self.fields)
+            ]
         else:
             try:
                 since = int(since_text)

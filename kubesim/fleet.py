@@ -60,10 +60,24 @@ GPU_PRODUCTS: dict[str, str] = {  # short name -> GPU_PRODUCT_LABEL value
     "T4": "Tesla-T4",
     "JETSON_THOR": "NVIDIA-Jetson-Thor",
 }
-GPU_MEMORY_MIB: dict[str, int] = {"H100": 81559, "A100": 81920, "GB200": 189471, "L40S": 46068,
-                                  "L40": 46068, "T4": 15360, "JETSON_THOR": 131072}
-GPU_FAMILIES: dict[str, str] = {"H100": "hopper", "A100": "ampere", "GB200": "blackwell", "L40S": "ada-lovelace",
-                                "L40": "ada-lovelace", "T4": "turing", "JETSON_THOR": "blackwell"}
+GPU_MEMORY_MIB: dict[str, int] = {
+    "H100": 81559,
+    "A100": 81920,
+    "GB200": 189471,
+    "L40S": 46068,
+    "L40": 46068,
+    "T4": 15360,
+    "JETSON_THOR": 131072,
+}
+GPU_FAMILIES: dict[str, str] = {
+    "H100": "hopper",
+    "A100": "ampere",
+    "GB200": "blackwell",
+    "L40S": "ada-lovelace",
+    "L40": "ada-lovelace",
+    "T4": "turing",
+    "JETSON_THOR": "blackwell",
+}
 REGION = "us-east-1"
 ZONES = ("us-east-1a", "us-east-1b", "us-east-1c")
 
@@ -100,27 +114,53 @@ POOL_TOLERATIONS: dict[str, list[dict[str, str]]] = {"additional": [BATCH_TOLERA
 CORDONED_NODE = "a100-node-2"
 
 
-def node_manifest(pool: str, index: int, *, name: str | None = None, zone: str | None = None,
-                  created: str = "2025-01-01T00:00:00Z") -> dict[str, Any]:
+def node_manifest(
+    pool: str, index: int, *, name: str | None = None, zone: str | None = None, created: str = "2025-01-01T00:00:00Z"
+) -> dict[str, Any]:
     """One Node of machine pool ``pool`` (a key of MACHINE_POOLS), as a ROSA worker reports it."""
     gpu, _, gpus, arch, instance, cpu, mem_gib, spot = MACHINE_POOLS[pool]
     name = name or f"{pool}-node-{index}"
     zone = zone or ZONES[index % len(ZONES)]
     labels = {
-        ARCH_LABEL: arch, OS_LABEL: "linux", HOSTNAME_LABEL: name, INSTANCE_TYPE_LABEL: instance,
-        MACHINE_POOL_LABEL: pool, MACHINEPOOL_LABEL: pool, ZONE_LABEL: zone, REGION_LABEL: REGION,
-        WORKER_ROLE_LABEL: "", CAPACITY_TYPE_LABEL: "spot" if spot else "on-demand", **POOL_LABELS.get(pool, {}),
+        ARCH_LABEL: arch,
+        OS_LABEL: "linux",
+        HOSTNAME_LABEL: name,
+        INSTANCE_TYPE_LABEL: instance,
+        MACHINE_POOL_LABEL: pool,
+        MACHINEPOOL_LABEL: pool,
+        ZONE_LABEL: zone,
+        REGION_LABEL: REGION,
+        WORKER_ROLE_LABEL: "",
+        CAPACITY_TYPE_LABEL: "spot" if spot else "on-demand",
+        **POOL_LABELS.get(pool, {}),
     }
     taints: list[dict[str, str]] = [dict(taint) for taint in POOL_TAINTS.get(pool, ())]
-    capacity = {"cpu": str(cpu), "memory": f"{mem_gib * 1024 * 1024}Ki", "pods": "250" if cpu >= 32 else "110",
-                "ephemeral-storage": "524275692Ki", "hugepages-1Gi": "0", "hugepages-2Mi": "0"}
-    allocatable = {"cpu": f"{cpu * 1000 - 500}m", "memory": f"{(mem_gib - 2) * 1024 * 1024}Ki",
-                   "pods": capacity["pods"], "ephemeral-storage": "482098327716",
-                   "hugepages-1Gi": "0", "hugepages-2Mi": "0"}
+    capacity = {
+        "cpu": str(cpu),
+        "memory": f"{mem_gib * 1024 * 1024}Ki",
+        "pods": "250" if cpu >= 32 else "110",
+        "ephemeral-storage": "524275692Ki",
+        "hugepages-1Gi": "0",
+        "hugepages-2Mi": "0",
+    }
+    allocatable = {
+        "cpu": f"{cpu * 1000 - 500}m",
+        "memory": f"{(mem_gib - 2) * 1024 * 1024}Ki",
+        "pods": capacity["pods"],
+        "ephemeral-storage": "482098327716",
+        "hugepages-1Gi": "0",
+        "hugepages-2Mi": "0",
+    }
     if gpu:
-        labels.update({GPU_PRODUCT_LABEL: GPU_PRODUCTS[gpu], GPU_COUNT_LABEL: str(gpus),
-                       GPU_MEMORY_LABEL: str(GPU_MEMORY_MIB[gpu]), GPU_FAMILY_LABEL: GPU_FAMILIES[gpu],
-                       GPU_PRESENT_LABEL: "true"})
+        labels.update(
+            {
+                GPU_PRODUCT_LABEL: GPU_PRODUCTS[gpu],
+                GPU_COUNT_LABEL: str(gpus),
+                GPU_MEMORY_LABEL: str(GPU_MEMORY_MIB[gpu]),
+                GPU_FAMILY_LABEL: GPU_FAMILIES[gpu],
+                GPU_PRESENT_LABEL: "true",
+            }
+        )
         capacity[GPU_RESOURCE] = allocatable[GPU_RESOURCE] = str(gpus)
         taints.append(dict(GPU_TAINT))
     if spot:
@@ -133,27 +173,57 @@ def node_manifest(pool: str, index: int, *, name: str | None = None, zone: str |
         spec["taints"] = taints
     ip = f"10.0.{index % 250}.{(sum(map(ord, name)) % 250) + 2}"
     conditions = [
-        {"type": t, "status": "False", "reason": f"KubeletHasSufficient{r}", "message": m,
-         "lastHeartbeatTime": created, "lastTransitionTime": created}
-        for t, r, m in (("MemoryPressure", "Memory", "kubelet has sufficient memory available"),
-                        ("DiskPressure", "Disk", "kubelet has no disk pressure"),
-                        ("PIDPressure", "PID", "kubelet has sufficient PID available"))
-    ] + [{"type": "Ready", "status": "True", "reason": "KubeletReady", "message": "kubelet is posting ready status",
-          "lastHeartbeatTime": created, "lastTransitionTime": created}]
+        {
+            "type": t,
+            "status": "False",
+            "reason": f"KubeletHasSufficient{r}",
+            "message": m,
+            "lastHeartbeatTime": created,
+            "lastTransitionTime": created,
+        }
+        for t, r, m in (
+            ("MemoryPressure", "Memory", "kubelet has sufficient memory available"),
+            ("DiskPressure", "Disk", "kubelet has no disk pressure"),
+            ("PIDPressure", "PID", "kubelet has sufficient PID available"),
+        )
+    ] + [
+        {
+            "type": "Ready",
+            "status": "True",
+            "reason": "KubeletReady",
+            "message": "kubelet is posting ready status",
+            "lastHeartbeatTime": created,
+            "lastTransitionTime": created,
+        }
+    ]
     return {
-        "apiVersion": "v1", "kind": "Node",
-        "metadata": {"name": name, "labels": labels, "creationTimestamp": created,
-                     "annotations": {"machine.openshift.io/machine": f"openshift-machine-api/{name}"}},
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {
+            "name": name,
+            "labels": labels,
+            "creationTimestamp": created,
+            "annotations": {"machine.openshift.io/machine": f"openshift-machine-api/{name}"},
+        },
         "spec": spec,
         "status": {
-            "capacity": capacity, "allocatable": allocatable, "conditions": conditions,
+            "capacity": capacity,
+            "allocatable": allocatable,
+            "conditions": conditions,
             "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-            "nodeInfo": {"architecture": arch, "operatingSystem": "linux", "kubeletVersion": "v1.33.0",
-                         "kubeProxyVersion": "", "containerRuntimeVersion": "cri-o://1.33.0",
-                         "osImage": "Red Hat Enterprise Linux CoreOS 9.6", "kernelVersion": "5.14.0-570.el9.x86_64",
-                         "machineID": uuid.uuid5(uuid.NAMESPACE_URL, name).hex, "systemUUID": name,
-                         "bootID": str(uuid.uuid5(uuid.NAMESPACE_OID, name))},
+            "nodeInfo": {
+                "architecture": arch,
+                "operatingSystem": "linux",
+                "kubeletVersion": "v1.33.0",
+                "kubeProxyVersion": "",
+                "containerRuntimeVersion": "cri-o://1.33.0",
+                "osImage": "Red Hat Enterprise Linux CoreOS 9.6",
+                "kernelVersion": "5.14.0-570.el9.x86_64",
+                "machineID": uuid.uuid5(uuid.NAMESPACE_URL, name).hex,
+                "systemUUID": name,
+                "bootID": str(uuid.uuid5(uuid.NAMESPACE_OID, name)),
+            },
         },
     }
 
@@ -168,8 +238,9 @@ def synthetic_fleet(n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[dict
 
     Pods live in namespaces ``team-00`` .. ``team-19`` and target a pool (chosen in proportion to
     its nodes) by nodeSelector (GPU pods request 1-2 GPUs and tolerate the GPU taint; every pod tolerates
-    its pool's POOL_TAINTS). About 80% are Running and 10% Succeeded, bound to a node of their pool that still has room for their cpu and GPUs (no
-    overcommit); the rest, and those that found no room, are Pending without a node.
+    its pool's POOL_TAINTS). About 80% are Running and 10% Succeeded, bound to a node of their pool that
+    still has room for their cpu and GPUs (no overcommit); the rest, and those that found no room, are
+    Pending without a node.
     Deterministic for a given seed; 5,000 nodes / 50,000 pods take about a second.
     """
     rng = random.Random(seed)
@@ -216,9 +287,11 @@ def synthetic_fleet(n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[dict
         if n_gpu:
             requests[GPU_RESOURCE] = str(n_gpu)
         spec: dict[str, Any] = {
-            "containers": [{"name": "main", "image": image,
-                            "resources": {"requests": requests, "limits": dict(requests)}}],
-            "restartPolicy": "Never", "schedulerName": "default-scheduler",
+            "containers": [
+                {"name": "main", "image": image, "resources": {"requests": requests, "limits": dict(requests)}}
+            ],
+            "restartPolicy": "Never",
+            "schedulerName": "default-scheduler",
             "nodeSelector": {MACHINE_POOL_LABEL: pool},
         }
         tolerations = ([dict(GPU_TOLERATION)] if gpu else []) + [dict(t) for t in POOL_TOLERATIONS.get(pool, ())]
@@ -228,12 +301,20 @@ def synthetic_fleet(n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[dict
         if node_name:
             spec["nodeName"] = node_name
             status["startTime"] = created
-        pods.append({
-            "apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": f"job-{i:06d}", "namespace": f"team-{i % 20:02d}", "creationTimestamp": created,
-                         "labels": {"app": f"job-{i % 500}", "kubesim/pool": pool}},
-            "spec": spec, "status": status,
-        })
+        pods.append(
+            {
+                "apiVersion": "v1",
+                "kind": "Pod",
+                "metadata": {
+                    "name": f"job-{i:06d}",
+                    "namespace": f"team-{i % 20:02d}",
+                    "creationTimestamp": created,
+                    "labels": {"app": f"job-{i % 500}", "kubesim/pool": pool},
+                },
+                "spec": spec,
+                "status": status,
+            }
+        )
     return nodes, pods
 
 

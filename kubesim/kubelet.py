@@ -43,8 +43,15 @@ NEVER_FINISH_ANNOTATION = "kubesim/never-finish"
 
 
 class Kubelet:
-    def __init__(self, emulator: KubeEmulator, *, start_delay: float = 1.0, run_seconds: float = 5.0,
-                 bind: bool = True, pass_seconds: float = 0.02) -> None:
+    def __init__(
+        self,
+        emulator: KubeEmulator,
+        *,
+        start_delay: float = 1.0,
+        run_seconds: float = 5.0,
+        bind: bool = True,
+        pass_seconds: float = 0.02,
+    ) -> None:
         self.emulator = emulator
         self.start_delay, self.run_seconds, self.bind = start_delay, run_seconds, bind
         self.pass_seconds = pass_seconds  # longest stretch the kubelet holds the loop before yielding
@@ -182,13 +189,18 @@ class Kubelet:
         self.emulator._commit(self.emulator._types[PODS], pod, {**pod, "status": status}, "status")
 
     @staticmethod
-    def _set_condition(status: dict, ctype: str, value: str, reason: str | None = None,
-                       message: str | None = None) -> list[dict]:
+    def _set_condition(
+        status: dict, ctype: str, value: str, reason: str | None = None, message: str | None = None
+    ) -> list[dict]:
         """Set one condition; like the kubelet, keep its lastTransitionTime unless its status changes."""
         current = next((c for c in status.get("conditions") or () if c.get("type") == ctype), None)
         since = current.get("lastTransitionTime") if current and current.get("status") == value else None
-        cond: dict[str, Any] = {"type": ctype, "status": value, "lastProbeTime": None,
-                                "lastTransitionTime": since or now_rfc3339()}
+        cond: dict[str, Any] = {
+            "type": ctype,
+            "status": value,
+            "lastProbeTime": None,
+            "lastTransitionTime": since or now_rfc3339(),
+        }
         if reason:
             cond["reason"] = reason
         if message:
@@ -217,19 +229,33 @@ class Kubelet:
         now = now_rfc3339()
         spec, meta = pod.get("spec") or {}, pod["metadata"]
         node = self.emulator._store[NODES].get(("", spec.get("nodeName", "")))
-        host_ip = next((a["address"] for a in ((node or {}).get("status") or {}).get("addresses") or ()
-                        if a.get("type") == "InternalIP"), "10.0.0.1")
+        host_ip = next(
+            (
+                a["address"]
+                for a in ((node or {}).get("status") or {}).get("addresses") or ()
+                if a.get("type") == "InternalIP"
+            ),
+            "10.0.0.1",
+        )
         self._ip_counter += 1
         pod_ip = f"10.128.{self._ip_counter // 250 % 256}.{self._ip_counter % 250 + 2}"
         status = dict(pod.get("status") or {})
         for ctype in ("PodScheduled", "Initialized", "ContainersReady", "Ready"):
             status["conditions"] = self._set_condition(status, ctype, "True")
-        status.update({
-            "phase": "Running", "startTime": now, "hostIP": host_ip, "hostIPs": [{"ip": host_ip}],
-            "podIP": pod_ip, "podIPs": [{"ip": pod_ip}],
-            "containerStatuses": [self._container_status(meta, c, True, {"running": {"startedAt": now}})
-                                  for c in spec.get("containers") or ()],
-        })
+        status.update(
+            {
+                "phase": "Running",
+                "startTime": now,
+                "hostIP": host_ip,
+                "hostIPs": [{"ip": host_ip}],
+                "podIP": pod_ip,
+                "podIPs": [{"ip": pod_ip}],
+                "containerStatuses": [
+                    self._container_status(meta, c, True, {"running": {"startedAt": now}})
+                    for c in spec.get("containers") or ()
+                ],
+            }
+        )
         running = self.emulator._commit(self.emulator._types[PODS], pod, {**pod, "status": status}, "status")
         self._finish_later(key, meta.get("annotations") or {}, running["status"]["startTime"])
 
@@ -244,14 +270,20 @@ class Kubelet:
         except ValueError:
             exit_code = 1
         now = now_rfc3339()
-        terminated = {"exitCode": exit_code, "reason": "Completed" if exit_code == 0 else "Error",
-                      "startedAt": started, "finishedAt": now}
+        terminated = {
+            "exitCode": exit_code,
+            "reason": "Completed" if exit_code == 0 else "Error",
+            "startedAt": started,
+            "finishedAt": now,
+        }
         status = dict(pod.get("status") or {})
         for ctype in ("ContainersReady", "Ready"):
             status["conditions"] = self._set_condition(status, ctype, "False", "PodCompleted")
         status["phase"] = "Succeeded" if exit_code == 0 else "Failed"
-        status["containerStatuses"] = [self._container_status(meta, c, False, {"terminated": dict(terminated)})
-                                       for c in spec.get("containers") or ()]
+        status["containerStatuses"] = [
+            self._container_status(meta, c, False, {"terminated": dict(terminated)})
+            for c in spec.get("containers") or ()
+        ]
         self.emulator._commit(self.emulator._types[PODS], pod, {**pod, "status": status}, "status")
 
     @staticmethod
@@ -260,6 +292,13 @@ class Kubelet:
         terminated = state.get("terminated")
         if terminated is not None:
             terminated["containerID"] = f"cri-o://{digest}"
-        return {"name": container.get("name", ""), "image": container.get("image", ""),
-                "imageID": f"{container.get('image', '')}@sha256:{digest}", "containerID": f"cri-o://{digest}",
-                "ready": ready, "started": ready, "restartCount": 0, "state": state}
+        return {
+            "name": container.get("name", ""),
+            "image": container.get("image", ""),
+            "imageID": f"{container.get('image', '')}@sha256:{digest}",
+            "containerID": f"cri-o://{digest}",
+            "ready": ready,
+            "started": ready,
+            "restartCount": 0,
+            "state": state,
+        }

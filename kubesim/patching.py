@@ -97,6 +97,7 @@ def _add(value: Any):
             parent[token] = copy.deepcopy(value)
         else:
             parent.insert(_index(parent, token, allow_end=True), copy.deepcopy(value))
+
     return fn
 
 
@@ -117,6 +118,7 @@ def _replace(value: Any):
             parent[token] = copy.deepcopy(value)
         else:
             parent[_index(parent, token, allow_end=False)] = copy.deepcopy(value)
+
     return fn
 
 

@@ -9,9 +9,18 @@ from typing import Any
 VERBS = ["create", "delete", "deletecollection", "get", "list", "patch", "update", "watch"]
 
 REASONS = {
-    400: "BadRequest", 401: "Unauthorized", 403: "Forbidden", 404: "NotFound",
-    405: "MethodNotAllowed", 409: "Conflict", 410: "Expired", 415: "UnsupportedMediaType",
-    422: "Invalid", 429: "TooManyRequests", 500: "InternalError", 503: "ServiceUnavailable",
+    400: "BadRequest",
+    401: "Unauthorized",
+    403: "Forbidden",
+    404: "NotFound",
+    405: "MethodNotAllowed",
+    409: "Conflict",
+    410: "Expired",
+    415: "UnsupportedMediaType",
+    422: "Invalid",
+    429: "TooManyRequests",
+    500: "InternalError",
+    503: "ServiceUnavailable",
     504: "Timeout",
 }
 
@@ -40,8 +49,15 @@ class ResourceType:
         return f"{self.kind}List"
 
 
-def _rt(group: str, plural: str, kind: str, namespaced: bool, short: tuple[str, ...] = (),
-        sub: tuple[str, ...] = ("status",), version: str = "v1") -> ResourceType:
+def _rt(
+    group: str,
+    plural: str,
+    kind: str,
+    namespaced: bool,
+    short: tuple[str, ...] = (),
+    sub: tuple[str, ...] = ("status",),
+    version: str = "v1",
+) -> ResourceType:
     return ResourceType(group, version, plural, kind, namespaced, kind.lower(), short, sub)
 
 
@@ -66,8 +82,14 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
 class ApiError(Exception):
     """An error answered as a Kubernetes ``Status`` body."""
 
-    def __init__(self, code: int, message: str, reason: str | None = None,
-                 details: dict[str, Any] | None = None, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self,
+        code: int,
+        message: str,
+        reason: str | None = None,
+        details: dict[str, Any] | None = None,
+        headers: dict[str, str] | None = None,
+    ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
@@ -79,12 +101,17 @@ class ApiError(Exception):
         return status_body(self.code, self.message, self.reason, self.details)
 
 
-def status_body(code: int, message: str = "", reason: str | None = None,
-                details: dict[str, Any] | None = None) -> dict[str, Any]:
+def status_body(
+    code: int, message: str = "", reason: str | None = None, details: dict[str, Any] | None = None
+) -> dict[str, Any]:
     body: dict[str, Any] = {
-        "kind": "Status", "apiVersion": "v1", "metadata": {},
+        "kind": "Status",
+        "apiVersion": "v1",
+        "metadata": {},
         "status": "Success" if code < 400 else "Failure",
-        "message": message, "reason": reason or REASONS.get(code, ""), "code": code,
+        "message": message,
+        "reason": reason or REASONS.get(code, ""),
+        "code": code,
     }
     if code < 400:
         body.pop("reason")
@@ -96,17 +123,26 @@ def status_body(code: int, message: str = "", reason: str | None = None,
 
 def not_found(rt: ResourceType, name: str) -> ApiError:
     kind_plural = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
-    return ApiError(404, f'{kind_plural} "{name}" not found', "NotFound",
-                    {"name": name, "group": rt.group, "kind": rt.plural})
+    return ApiError(
+        404, f'{kind_plural} "{name}" not found', "NotFound", {"name": name, "group": rt.group, "kind": rt.plural}
+    )
 
 
 def version_info(git_version: str) -> dict[str, str]:
     major, minor = git_version.lstrip("v").split(".")[:2]
     return {
-        "major": major, "minor": minor, "emulationMajor": major, "emulationMinor": minor,
-        "minCompatibilityMajor": major, "minCompatibilityMinor": str(max(int(minor) - 1, 0)),
-        "gitVersion": git_version, "gitCommit": "0" * 40, "gitTreeState": "clean",
-        "buildDate": "2025-04-23T00:00:00Z", "goVersion": "go1.24.2", "compiler": "gc",
+        "major": major,
+        "minor": minor,
+        "emulationMajor": major,
+        "emulationMinor": minor,
+        "minCompatibilityMajor": major,
+        "minCompatibilityMinor": str(max(int(minor) - 1, 0)),
+        "gitVersion": git_version,
+        "gitCommit": "0" * 40,
+        "gitTreeState": "clean",
+        "buildDate": "2025-04-23T00:00:00Z",
+        "goVersion": "go1.24.2",
+        "compiler": "gc",
         "platform": "linux/amd64",
     }
 
@@ -114,11 +150,17 @@ def version_info(git_version: str) -> dict[str, str]:
 def resource_list(group: str, version: str, types: Iterable[ResourceType]) -> dict[str, Any]:
     resources = []
     for rt in sorted(types, key=lambda r: r.plural):
-        resources.append({
-            "name": rt.plural, "singularName": rt.singular, "namespaced": rt.namespaced,
-            "kind": rt.kind, "verbs": list(VERBS), "shortNames": list(rt.short_names),
-            "storageVersionHash": "",
-        })
+        resources.append(
+            {
+                "name": rt.plural,
+                "singularName": rt.singular,
+                "namespaced": rt.namespaced,
+                "kind": rt.kind,
+                "verbs": list(VERBS),
+                "shortNames": list(rt.short_names),
+                "storageVersionHash": "",
+            }
+        )
         for sub in rt.subresources:
             kind, verbs = rt.kind, ["get", "patch", "update"]
             if sub == "binding":
@@ -127,10 +169,21 @@ def resource_list(group: str, version: str, types: Iterable[ResourceType]) -> di
                 kind, verbs = "Pod", ["get"]
             elif sub == "finalize":
                 verbs = ["update"]
-            resources.append({"name": f"{rt.plural}/{sub}", "singularName": "", "namespaced": rt.namespaced,
-                              "kind": kind, "verbs": verbs})
-    return {"kind": "APIResourceList", "apiVersion": "v1",
-            "groupVersion": f"{group}/{version}" if group else version, "resources": resources}
+            resources.append(
+                {
+                    "name": f"{rt.plural}/{sub}",
+                    "singularName": "",
+                    "namespaced": rt.namespaced,
+                    "kind": kind,
+                    "verbs": verbs,
+                }
+            )
+    return {
+        "kind": "APIResourceList",
+        "apiVersion": "v1",
+        "groupVersion": f"{group}/{version}" if group else version,
+        "resources": resources,
+    }
 
 
 def api_group(group: str, versions: list[str]) -> dict[str, Any]:

@@ -30,8 +30,23 @@ PodKey = tuple[str, str]  # (namespace, name)
 PODS, NODES = ("", "pods"), ("", "nodes")
 UNSCHEDULABLE_TAINT = {"key": "node.kubernetes.io/unschedulable", "effect": "NoSchedule"}
 _END = "\U0010ffff"  # sorts after every node name
-_SUFFIXES = {"Ki": 2**10, "Mi": 2**20, "Gi": 2**30, "Ti": 2**40, "Pi": 2**50, "Ei": 2**60,
-             "n": 1e-9, "u": 1e-6, "m": 1e-3, "k": 1e3, "M": 1e6, "G": 1e9, "T": 1e12, "P": 1e15, "E": 1e18}
+_SUFFIXES = {
+    "Ki": 2**10,
+    "Mi": 2**20,
+    "Gi": 2**30,
+    "Ti": 2**40,
+    "Pi": 2**50,
+    "Ei": 2**60,
+    "n": 1e-9,
+    "u": 1e-6,
+    "m": 1e-3,
+    "k": 1e3,
+    "M": 1e6,
+    "G": 1e9,
+    "T": 1e12,
+    "P": 1e15,
+    "E": 1e18,
+}
 _QUANTITY = re.compile(r"^([+-]?[0-9.]+(?:[eE][+-]?\d+)?)([a-zA-Z]*)$")
 
 
@@ -47,10 +62,12 @@ def parse_quantity(value: Any) -> float:
 
 def pod_requests(spec: dict) -> dict[str, float]:
     """Effective requests: sum over containers (requests, else limits), max'ed with each init container."""
+
     def of(container: dict) -> dict[str, float]:
         res = container.get("resources") or {}
         merged = {**(res.get("limits") or {}), **(res.get("requests") or {})}
         return {k: parse_quantity(v) for k, v in merged.items()}
+
     total: dict[str, float] = {}
     for c in spec.get("containers") or ():
         for k, v in of(c).items():
@@ -75,8 +92,11 @@ def tolerates(tolerations: list[dict], taint: dict) -> bool:
 
 def affinity_ok(pod_spec: dict, node: dict) -> bool:
     """Required node affinity (nodeSelectorTerms: OR of terms, each an AND of expressions/fields)."""
-    required = ((((pod_spec.get("affinity") or {}).get("nodeAffinity") or {})
-                 .get("requiredDuringSchedulingIgnoredDuringExecution")) or {})
+    required = (
+        ((pod_spec.get("affinity") or {}).get("nodeAffinity") or {}).get(
+            "requiredDuringSchedulingIgnoredDuringExecution"
+        )
+    ) or {}
     terms = required.get("nodeSelectorTerms")
     if not terms:
         return True
@@ -85,8 +105,9 @@ def affinity_ok(pod_spec: dict, node: dict) -> bool:
     for term in terms:
         if not term.get("matchExpressions") and not term.get("matchFields"):
             continue
-        if (LabelSelector.from_match_expressions(None, term.get("matchExpressions")).matches(labels)
-                and LabelSelector.from_match_expressions(None, term.get("matchFields")).matches(fields)):
+        if LabelSelector.from_match_expressions(None, term.get("matchExpressions")).matches(
+            labels
+        ) and LabelSelector.from_match_expressions(None, term.get("matchFields")).matches(fields):
             return True
     return False
 
@@ -94,8 +115,18 @@ def affinity_ok(pod_spec: dict, node: dict) -> bool:
 class NodeInfo:
     """What placement needs from a node, parsed once per node resourceVersion."""
 
-    __slots__ = ("node", "name", "version", "labels", "ready", "unschedulable", "hard_taints", "soft_taints",
-                 "allocatable", "shape")
+    __slots__ = (
+        "node",
+        "name",
+        "version",
+        "labels",
+        "ready",
+        "unschedulable",
+        "hard_taints",
+        "soft_taints",
+        "allocatable",
+        "shape",
+    )
 
     def __init__(self, node: dict) -> None:
         meta, spec, status = node["metadata"], node.get("spec") or {}, node.get("status") or {}
@@ -104,12 +135,18 @@ class NodeInfo:
         self.ready = any(c.get("type") == "Ready" and c.get("status") == "True" for c in status.get("conditions") or ())
         self.unschedulable = bool(spec.get("unschedulable"))
         taints = spec.get("taints") or ()
-        self.hard_taints = [t for t in taints if t.get("effect") in ("NoSchedule", "NoExecute")
-                            and t.get("key") != UNSCHEDULABLE_TAINT["key"]]
+        self.hard_taints = [
+            t
+            for t in taints
+            if t.get("effect") in ("NoSchedule", "NoExecute") and t.get("key") != UNSCHEDULABLE_TAINT["key"]
+        ]
         self.soft_taints = [t for t in taints if t.get("effect") == "PreferNoSchedule"]
         # What the checks before the selector look at; nodes of one shape fail them alike.
-        self.shape = (self.ready, self.unschedulable,
-                      tuple((t.get("key"), t.get("value"), t.get("effect")) for t in self.hard_taints))
+        self.shape = (
+            self.ready,
+            self.unschedulable,
+            tuple((t.get("key"), t.get("value"), t.get("effect")) for t in self.hard_taints),
+        )
         self.allocatable: dict[str, float] = {}
         for res, value in (status.get("allocatable") or {}).items():
             with contextlib.suppress(ValueError):
@@ -126,7 +163,9 @@ class Scheduler:
         self._requests: dict[str, dict[str, float]] = {}  # pod uid -> requests
         self._signatures: dict[str, str] = {}  # pod uid -> signature
         self._infos: dict[str, NodeInfo] = {}
-        self._nodes: tuple[list[NodeInfo], list[str], dict[tuple[str, str], tuple[list[NodeInfo], list[str]]]] | None = None
+        self._nodes: (
+            tuple[list[NodeInfo], list[str], dict[tuple[str, str], tuple[list[NodeInfo], list[str]]]] | None
+        ) = None
         self._failed: dict[str, tuple[str, dict]] = {}  # signature -> (message, example pod): fits nowhere
         self._cursor: dict[str, str] = {}  # signature -> nodes named before this are known misfits
         self._messages: dict[str, str] = {}  # signature -> last Unschedulable message
@@ -148,8 +187,14 @@ class Scheduler:
         if signature is None:
             spec = pod.get("spec") or {}
             signature = self._signatures[uid] = json.dumps(
-                [spec.get("nodeSelector"), spec.get("tolerations"), spec.get("affinity"),
-                 sorted(self.requests(pod).items())], sort_keys=True)
+                [
+                    spec.get("nodeSelector"),
+                    spec.get("tolerations"),
+                    spec.get("affinity"),
+                    sorted(self.requests(pod).items()),
+                ],
+                sort_keys=True,
+            )
         return signature
 
     def account(self, key: PodKey, pod: dict | None) -> None:

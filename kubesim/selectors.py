@@ -81,8 +81,10 @@ class LabelSelector:
                 _check_key(key, text)
                 if op in (">", "<"):
                     if not re.fullmatch(r"-?\d+", value):
-                        raise SelectorError(f"unable to parse requirement: for 'gt', 'lt' operators, "
-                                            f"the value must be an integer in {text!r}")
+                        raise SelectorError(
+                            f"unable to parse requirement: for 'gt', 'lt' operators, "
+                            f"the value must be an integer in {text!r}"
+                        )
                     reqs.append((key, "gt" if op == ">" else "lt", frozenset([value])))
                 else:
                     _check_value(value, text)
@@ -94,8 +96,9 @@ class LabelSelector:
         return cls(reqs, text)
 
     @classmethod
-    def from_match_expressions(cls, match_labels: Mapping[str, str] | None = None,
-                               match_expressions: list[Mapping[str, Any]] | None = None) -> LabelSelector:
+    def from_match_expressions(
+        cls, match_labels: Mapping[str, str] | None = None, match_expressions: list[Mapping[str, Any]] | None = None
+    ) -> LabelSelector:
         """Build from a LabelSelector / NodeSelectorTerm structure (In, NotIn, Exists, DoesNotExist, Gt, Lt)."""
         ops = {"In": "in", "NotIn": "notin", "Exists": "exists", "DoesNotExist": "!exists", "Gt": "gt", "Lt": "lt"}
         reqs: list[Requirement] = [(k, "in", frozenset([str(v)])) for k, v in (match_labels or {}).items()]
@@ -138,6 +141,7 @@ class LabelSelector:
 def _bool_field(path: tuple[str, ...]) -> Callable[[Mapping[str, Any]], str]:
     def get(obj: Mapping[str, Any]) -> str:
         return "true" if _dig(obj, path) else "false"
+
     return get
 
 
@@ -153,6 +157,7 @@ def _str_field(path: tuple[str, ...]) -> Callable[[Mapping[str, Any]], str]:
     def get(obj: Mapping[str, Any]) -> str:
         value = _dig(obj, path)
         return "" if value is None else str(value)
+
     return get
 
 
@@ -164,16 +169,32 @@ def _fields(*names: str, booleans: tuple[str, ...] = ()) -> dict[str, Callable[[
 
 # Field selectors the real apiserver supports per (group, plural); everything else: name + namespace.
 FIELD_SELECTORS: dict[tuple[str, str], dict[str, Callable[[Mapping[str, Any]], str]]] = {
-    ("", "pods"): _fields("spec.nodeName", "spec.restartPolicy", "spec.schedulerName",
-                          "spec.serviceAccountName", "status.phase", "status.podIP",
-                          "status.nominatedNodeName", booleans=("spec.hostNetwork",)),
+    ("", "pods"): _fields(
+        "spec.nodeName",
+        "spec.restartPolicy",
+        "spec.schedulerName",
+        "spec.serviceAccountName",
+        "status.phase",
+        "status.podIP",
+        "status.nominatedNodeName",
+        booleans=("spec.hostNetwork",),
+    ),
     ("", "nodes"): _fields(booleans=("spec.unschedulable",)),
     ("", "namespaces"): _fields("status.phase"),
     ("", "secrets"): _fields("type"),
-    ("", "events"): _fields("involvedObject.kind", "involvedObject.namespace", "involvedObject.name",
-                            "involvedObject.uid", "involvedObject.apiVersion",
-                            "involvedObject.resourceVersion", "involvedObject.fieldPath",
-                            "reason", "reportingComponent", "source", "type"),
+    ("", "events"): _fields(
+        "involvedObject.kind",
+        "involvedObject.namespace",
+        "involvedObject.name",
+        "involvedObject.uid",
+        "involvedObject.apiVersion",
+        "involvedObject.resourceVersion",
+        "involvedObject.fieldPath",
+        "reason",
+        "reportingComponent",
+        "source",
+        "type",
+    ),
     ("batch", "jobs"): _fields("status.successful"),
 }
 _DEFAULT_FIELDS = _fields()
@@ -182,8 +203,9 @@ _DEFAULT_FIELDS = _fields()
 class FieldSelector:
     __slots__ = ("requirements", "text")
 
-    def __init__(self, requirements: list[tuple[Callable[[Mapping[str, Any]], str], str, bool, str]],
-                 text: str = "") -> None:
+    def __init__(
+        self, requirements: list[tuple[Callable[[Mapping[str, Any]], str], str, bool, str]], text: str = ""
+    ) -> None:
         self.requirements = requirements  # (getter, value, equal?, field name)
         self.text = text
 

@@ -19,9 +19,16 @@ class EmulatorServer:
     dict of :class:`kubesim.kubelet.Kubelet` options to run the simulated kubelet.
     """
 
-    def __init__(self, host: str = "127.0.0.1", port: int = 0, *, emulator: KubeEmulator | None = None,
-                 fleet: str | list[dict] | None = None, kubelet: bool | dict[str, Any] = False,
-                 **emulator_options: Any) -> None:
+    def __init__(
+        self,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        *,
+        emulator: KubeEmulator | None = None,
+        fleet: str | list[dict] | None = None,
+        kubelet: bool | dict[str, Any] = False,
+        **emulator_options: Any,
+    ) -> None:
         self.host, self.port = host, port
         self.emulator = emulator if emulator is not None else KubeEmulator(**emulator_options)
         self.kubelet = None
@@ -47,6 +54,7 @@ class EmulatorServer:
         self._error = None
         if self._fleet is not None:
             from .fleet import demo_fleet, load_fleet
+
             load_fleet(self.emulator, demo_fleet() if self._fleet == "demo" else self._fleet)
         if self._kubelet_options:
             options = self._kubelet_options if isinstance(self._kubelet_options, dict) else {}
@@ -85,6 +93,7 @@ class EmulatorServer:
     def enable_kubelet(self, **options: Any):
         """Start the simulated kubelet (see :class:`kubesim.kubelet.Kubelet` for the options)."""
         from .kubelet import Kubelet
+
         if self.kubelet is None:
             self.kubelet = Kubelet(self.emulator, **options)
             if self._loop is not None and self._loop.is_running():

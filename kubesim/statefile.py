@@ -2,8 +2,9 @@
 
 Every change is written, atomically through a temporary file: creations and deletions before the API
 answers, other changes coalesced per loop iteration. A new process loads the file instead of the fleet, so
-its pods survive the restart and the simulated kubelet finishes them (``Kubelet.start`` picks up Pending and Running pods). Watch history is not kept: clients
-watching from an older resourceVersion get 410 Expired and list again, as after an etcd compaction.
+its pods survive the restart and the simulated kubelet finishes them (``Kubelet.start`` picks up Pending and
+Running pods). Watch history is not kept: clients watching from an older resourceVersion get 410 Expired and
+list again, as after an etcd compaction.
 """
 
 from __future__ import annotations
@@ -68,10 +69,12 @@ class StateFile:
     def save(self) -> None:
         """Write every object (on the loop's thread, or before it runs)."""
         emulator = self.emulator
-        objects = {f"{group}/{plural}": list(bucket.values())
-                   for (group, plural), bucket in emulator._store.items() if bucket}
-        body = json.dumps({"format": FORMAT, "resourceVersion": emulator._rv, "objects": objects},
-                          separators=(",", ":"))
+        objects = {
+            f"{group}/{plural}": list(bucket.values()) for (group, plural), bucket in emulator._store.items() if bucket
+        }
+        body = json.dumps(
+            {"format": FORMAT, "resourceVersion": emulator._rv, "objects": objects}, separators=(",", ":")
+        )
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_name(self.path.name + ".tmp")
         temporary.write_text(body)

@@ -76,8 +76,9 @@ class ObjectStore:
                 log.exception("kubesim listener failed")
                 self.internal_errors.append(traceback.format_exc())
 
-    def _select(self, rt: ResourceType, namespace: str | None, name: str | None,
-                labels: LabelSelector, fields: FieldSelector) -> list[dict]:
+    def _select(
+        self, rt: ResourceType, namespace: str | None, name: str | None, labels: LabelSelector, fields: FieldSelector
+    ) -> list[dict]:
         bucket = self._store[rt.key]
         if name is not None:
             obj = bucket.get((namespace or "", name))
@@ -88,8 +89,11 @@ class ObjectStore:
                 order = self._order[rt.key] = sorted(bucket)
             objs = [bucket[k] for k in order] if namespace is None else [bucket[k] for k in order if k[0] == namespace]
         if labels or fields:
-            objs = [obj for obj in objs if (not labels or labels.matches(obj["metadata"].get("labels")))
-                    and (not fields or fields.matches(obj))]
+            objs = [
+                obj
+                for obj in objs
+                if (not labels or labels.matches(obj["metadata"].get("labels"))) and (not fields or fields.matches(obj))
+            ]
         return objs
 
     def _namespace_of(self, rt: ResourceType, namespace: str | None, body: dict | None) -> str:
@@ -97,8 +101,7 @@ class ObjectStore:
             return ""
         body_ns = ((body or {}).get("metadata") or {}).get("namespace")
         if namespace and body_ns and body_ns != namespace:
-            raise ApiError(400, "the namespace of the provided object does not match the namespace "
-                                "sent on the request")
+            raise ApiError(400, "the namespace of the provided object does not match the namespace sent on the request")
         return namespace or body_ns or "default"
 
     def _stamp(self, rt: ResourceType, ns: str, obj: dict, meta: dict) -> dict:
@@ -129,8 +132,12 @@ class ObjectStore:
             self._create(self._types["", "namespaces"], None, {"metadata": {"name": ns}})
         if not meta.get("name"):
             if not meta.get("generateName"):
-                raise ApiError(422, f"{rt.kind}.{rt.api_version} is invalid: metadata.name: Required value: "
-                                    "name or generateName is required", "Invalid")
+                raise ApiError(
+                    422,
+                    f"{rt.kind}.{rt.api_version} is invalid: metadata.name: Required value: "
+                    "name or generateName is required",
+                    "Invalid",
+                )
             while True:
                 meta["name"] = meta["generateName"] + "".join(self._random.choices(_NAME_CHARS, k=5))
                 if (ns, meta["name"]) not in self._store[rt.key]:
@@ -139,8 +146,12 @@ class ObjectStore:
         old = self._store[rt.key].get(key)
         if old is not None and not loading:
             kind_plural = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
-            raise ApiError(409, f'{kind_plural} "{meta["name"]}" already exists', "AlreadyExists",
-                           {"name": meta["name"], "group": rt.group, "kind": rt.plural})
+            raise ApiError(
+                409,
+                f'{kind_plural} "{meta["name"]}" already exists',
+                "AlreadyExists",
+                {"name": meta["name"], "group": rt.group, "kind": rt.plural},
+            )
         for transient in ("resourceVersion", "deletionTimestamp", "deletionGracePeriodSeconds"):
             meta.pop(transient, None)
         if old is not None:
@@ -188,13 +199,16 @@ class ObjectStore:
         want = ((body or {}).get("metadata") or {}).get("resourceVersion") if isinstance(body, dict) else None
         if want and want != old["metadata"]["resourceVersion"]:
             kind_plural = f"{rt.plural}.{rt.group}" if rt.group else rt.plural
-            raise ApiError(409, f'Operation cannot be fulfilled on {kind_plural} "{old["metadata"]["name"]}": '
-                                "the object has been modified; please apply your changes to the latest "
-                                "version and try again", "Conflict",
-                           {"name": old["metadata"]["name"], "group": rt.group, "kind": rt.plural})
+            raise ApiError(
+                409,
+                f'Operation cannot be fulfilled on {kind_plural} "{old["metadata"]["name"]}": '
+                "the object has been modified; please apply your changes to the latest "
+                "version and try again",
+                "Conflict",
+                {"name": old["metadata"]["name"], "group": rt.group, "kind": rt.plural},
+            )
 
-    def _update(self, rt: ResourceType, namespace: str | None, name: str, body: Any,
-                subresource: str | None) -> dict:
+    def _update(self, rt: ResourceType, namespace: str | None, name: str, body: Any, subresource: str | None) -> dict:
         old = self._get(rt, namespace, name)
         if not isinstance(body, dict):
             raise ApiError(400, "the body of the request was in an unknown format")
@@ -209,8 +223,9 @@ class ObjectStore:
                 new["status"] = old.get("status")
         return self._commit(rt, old, new, subresource)
 
-    def _patch(self, rt: ResourceType, namespace: str | None, name: str, body: Any, mode: str,
-               subresource: str | None) -> dict:
+    def _patch(
+        self, rt: ResourceType, namespace: str | None, name: str, body: Any, mode: str, subresource: str | None
+    ) -> dict:
         old = self._get(rt, namespace, name)
         try:
             patched = json_patch(old, body) if mode == "json" else merge_patch(old, body)
@@ -230,8 +245,16 @@ class ObjectStore:
         """Store a changed object: keep identity fields, bump versions, release on last finalizer."""
         old_meta = old["metadata"]
         meta = dict(new.get("metadata") or {}) if subresource != "status" else dict(old_meta)
-        for field in ("uid", "creationTimestamp", "name", "namespace", "resourceVersion", "generation",
-                      "deletionTimestamp", "deletionGracePeriodSeconds"):
+        for field in (
+            "uid",
+            "creationTimestamp",
+            "name",
+            "namespace",
+            "resourceVersion",
+            "generation",
+            "deletionTimestamp",
+            "deletionGracePeriodSeconds",
+        ):
             if field in old_meta:
                 meta[field] = old_meta[field]
             else:
@@ -259,14 +282,17 @@ class ObjectStore:
         meta = old["metadata"]
         pre = (options or {}).get("preconditions") or {} if isinstance(options, dict) else {}
         if (pre.get("uid") and pre["uid"] != meta["uid"]) or (
-                pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]):
-            raise ApiError(409, f"Precondition failed: UID in precondition: {pre.get('uid')}, "
-                                f"UID in object meta: {meta['uid']}", "Conflict")
+            pre.get("resourceVersion") and pre["resourceVersion"] != meta["resourceVersion"]
+        ):
+            raise ApiError(
+                409,
+                f"Precondition failed: UID in precondition: {pre.get('uid')}, UID in object meta: {meta['uid']}",
+                "Conflict",
+            )
         if meta.get("deletionTimestamp"):
             return old
         if meta.get("finalizers"):
-            marked = {**old, "metadata": {**meta, "deletionTimestamp": now_rfc3339(),
-                                          "deletionGracePeriodSeconds": 0}}
+            marked = {**old, "metadata": {**meta, "deletionTimestamp": now_rfc3339(), "deletionGracePeriodSeconds": 0}}
             marked["metadata"]["resourceVersion"] = self._next_rv()
             self._store[rt.key][(meta.get("namespace", ""), name)] = marked
             self._emit(rt, "MODIFIED", old, marked)
@@ -292,8 +318,7 @@ class ObjectStore:
         if not node:
             raise ApiError(422, "Binding target.name: Required value", "Invalid")
         if (pod.get("spec") or {}).get("nodeName"):
-            raise ApiError(409, f"pod {name} is already assigned to node "
-                                f"\"{pod['spec']['nodeName']}\"", "Conflict")
+            raise ApiError(409, f'pod {name} is already assigned to node "{pod["spec"]["nodeName"]}"', "Conflict")
         self._commit(rt, pod, {**pod, "spec": {**pod["spec"], "nodeName": node}}, None)
         return status_body(201)
 

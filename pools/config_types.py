@@ -45,8 +45,12 @@ class PodManifest(Kind):
         body = expect_mapping(value, where)
         unknown = sorted(set(body) - set(POD_TEMPLATE_TOP_LEVEL))
         if unknown:
-            raise ConfigError(f"a pod template is a partial Pod manifest; allowed top-level fields are "
-                              f"{', '.join(POD_TEMPLATE_TOP_LEVEL)}", field=unknown[0], value=unknown[0])
+            raise ConfigError(
+                f"a pod template is a partial Pod manifest; allowed top-level fields are "
+                f"{', '.join(POD_TEMPLATE_TOP_LEVEL)}",
+                field=unknown[0],
+                value=unknown[0],
+            )
         for key in ("metadata", "spec"):
             if key in body and not isinstance(body[key], dict):
                 raise ConfigError("must be a mapping", field=key, value=body[key])
@@ -68,8 +72,11 @@ class Rules(Kind):
                 if isinstance(rule[key], bool) or not isinstance(rule[key], (str, int, float)):
                     raise ConfigError("must be a string or number", field=f"{at}.{key}", value=rule[key])
             if str(rule["operator"]).upper() not in RULE_OPERATORS:
-                raise ConfigError(f"unknown operator; expected one of {', '.join(RULE_OPERATORS)}",
-                                  field=f"{at}.operator", value=rule["operator"])
+                raise ConfigError(
+                    f"unknown operator; expected one of {', '.join(RULE_OPERATORS)}",
+                    field=f"{at}.operator",
+                    value=rule["operator"],
+                )
         return [{**rule, "operator": str(rule["operator"]).upper()} for rule in rules]
 
 
@@ -83,8 +90,9 @@ def _validations() -> OrderedRefs:
 
 def _gpu_within_maximum(gpu: dict, where: str) -> None:
     if gpu["maximum"] != -1 and gpu["guarantee"] > gpu["maximum"]:
-        raise ConfigError(f"is larger than {where}.maximum ({gpu['maximum']})", field=f"{where}.guarantee",
-                          value=gpu["guarantee"])
+        raise ConfigError(
+            f"is larger than {where}.maximum ({gpu['maximum']})", field=f"{where}.guarantee", value=gpu["guarantee"]
+        )
 
 
 def _timeouts_in_order(doc) -> None:
@@ -94,14 +102,26 @@ def _timeouts_in_order(doc) -> None:
 def _default_platform_is_a_platform(doc) -> None:
     names = [platform.name for platform in doc.platforms]
     if doc.default_platform and doc.default_platform not in names:
-        raise ConfigError(f"is not a platform of this pool (platforms: {', '.join(names) or 'none'})",
-                          field="default_platform", value=doc.default_platform)
+        raise ConfigError(
+            f"is not a platform of this pool (platforms: {', '.join(names) or 'none'})",
+            field="default_platform",
+            value=doc.default_platform,
+        )
 
 
 PLATFORM = Schema(
-    ConfigType.POOL, kind_label="platform", empty_body=True, warn_computed=False,
-    computed=("default_mounts", "labels", "tolerations", "parsed_pod_template", "parsed_resource_validations",
-              "parsed_pod_template_for_accounting"),
+    ConfigType.POOL,
+    kind_label="platform",
+    empty_body=True,
+    warn_computed=False,
+    computed=(
+        "default_mounts",
+        "labels",
+        "tolerations",
+        "parsed_pod_template",
+        "parsed_resource_validations",
+        "parsed_pod_template_for_accounting",
+    ),
     renamed={"override_resource_validations": "resource_validations"},
     fields=(
         Field("description", Text()),
@@ -115,11 +135,21 @@ PLATFORM = Schema(
 )
 
 POOL = Schema(
-    ConfigType.POOL, kind_label="pool", name_in_body=True,
-    computed=("status", "parsed_pod_template", "parsed_resource_validations", "parsed_group_templates",
-              "parsed_pod_template_for_accounting", "last_heartbeat"),
-    retired={"action_permissions": "action_permissions was removed in OSMO 6.2 and is ignored; grant workflow "
-                                   "actions with roles"},
+    ConfigType.POOL,
+    kind_label="pool",
+    name_in_body=True,
+    computed=(
+        "status",
+        "parsed_pod_template",
+        "parsed_resource_validations",
+        "parsed_group_templates",
+        "parsed_pod_template_for_accounting",
+        "last_heartbeat",
+    ),
+    retired={
+        "action_permissions": "action_permissions was removed in OSMO 6.2 and is ignored; grant workflow "
+        "actions with roles"
+    },
     fields=(
         Field("description", Text()),
         Field("backend", Reference(), required="a pool needs a backend (the name of the cluster it runs on)"),
@@ -127,17 +157,39 @@ POOL = Schema(
         Field("download_type", Text(shown_empty_as_null=True), or_default=True),
         *(Field(key, Timeout()) for key in TIMEOUT_FIELDS),
         Field("default_exit_actions", ExitActions(), default={}),
-        Field("resources", Group([Field("gpu", Group([
-            Field("guarantee", Int(-1), default=-1, attr="gpu_guarantee", help="-1 = no guarantee"),
-            Field("maximum", Int(-1), default=-1, attr="gpu_maximum", help="-1 = unlimited"),
-            Field("weight", Int(0), default=1, attr="gpu_weight"),
-        ], nullable=True, checks=[_gpu_within_maximum]), attr=None, default=None)]), attr=None, default=None),
+        Field(
+            "resources",
+            Group(
+                [
+                    Field(
+                        "gpu",
+                        Group(
+                            [
+                                Field("guarantee", Int(-1), default=-1, attr="gpu_guarantee", help="-1 = no guarantee"),
+                                Field("maximum", Int(-1), default=-1, attr="gpu_maximum", help="-1 = unlimited"),
+                                Field("weight", Int(0), default=1, attr="gpu_weight"),
+                            ],
+                            nullable=True,
+                            checks=[_gpu_within_maximum],
+                        ),
+                        attr=None,
+                        default=None,
+                    )
+                ]
+            ),
+            attr=None,
+            default=None,
+        ),
         Field("enable_maintenance", Bool(), default=False),
         Field("common_default_variables", Variables(), default={}),
         Field("common_resource_validations", _validations(), default=[]),
         Field("common_pod_template", _templates(), default=[]),
-        Field("common_group_templates", Unsupported("group templates are not supported yet; leave this list empty"),
-              attr=None, default=[]),
+        Field(
+            "common_group_templates",
+            Unsupported("group templates are not supported yet; leave this list empty"),
+            attr=None,
+            default=[],
+        ),
         Field("topology_keys", Records("key", "label"), default=[]),
         Field("platforms", Children(PLATFORM), default=[]),
     ),

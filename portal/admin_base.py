@@ -86,20 +86,39 @@ class DocumentField(forms.Field):
 
 
 def pretty_json(data) -> str:
-    return format_html('<pre class="font-mono text-sm whitespace-pre-wrap">{}</pre>',
-                       json.dumps(data, indent=2, sort_keys=True))
+    return format_html(
+        '<pre class="font-mono text-sm whitespace-pre-wrap">{}</pre>', json.dumps(data, indent=2, sort_keys=True)
+    )
 
 
-def confirmation_page(admin, request, *, heading: str, explanation: str, confirm_label: str, cancel_url: str,
-                      diff: str | None = None, diff_format: str = "json") -> TemplateResponse:
+def confirmation_page(
+    admin,
+    request,
+    *,
+    heading: str,
+    explanation: str,
+    confirm_label: str,
+    cancel_url: str,
+    diff: str | None = None,
+    diff_format: str = "json",
+) -> TemplateResponse:
     """A GET of an admin action that changes state shows this page; its button POSTs (with the CSRF token)
     to the same URL, and only that POST acts. `diff` (unified) is shown coloured, line by line."""
-    return TemplateResponse(request, "admin/confirm_action.html", {
-        **admin.admin_site.each_context(request), "title": heading, "heading": heading,
-        "explanation": explanation, "confirm_label": confirm_label, "cancel_url": cancel_url,
-        "diff_lines": None if diff is None else [(_diff_kind(line), line) for line in diff.splitlines()],
-        "diff_format": diff_format, "opts": admin.model._meta,
-    })
+    return TemplateResponse(
+        request,
+        "admin/confirm_action.html",
+        {
+            **admin.admin_site.each_context(request),
+            "title": heading,
+            "heading": heading,
+            "explanation": explanation,
+            "confirm_label": confirm_label,
+            "cancel_url": cancel_url,
+            "diff_lines": None if diff is None else [(_diff_kind(line), line) for line in diff.splitlines()],
+            "diff_format": diff_format,
+            "opts": admin.model._meta,
+        },
+    )
 
 
 def _diff_kind(line: str) -> str:

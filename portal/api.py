@@ -31,4 +31,3 @@ class APIRefusal(exceptions.APIException):
         super().__init__(error.reason, code=error.code)
         self.status_code = error.status
         self.error = error
-

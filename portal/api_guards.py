@@ -67,16 +67,26 @@ class APIGuardMiddleware:
     @staticmethod
     def refuse_nul(request) -> JsonResponse | None:
         if NUL in request.path_info:
-            return envelope(404, "not_found", "no API resource has a NUL character in its path",
-                            field="path", value=request.path_info)
+            return envelope(
+                404,
+                "not_found",
+                "no API resource has a NUL character in its path",
+                field="path",
+                value=request.path_info,
+            )
         try:
             params = list(request.GET.lists())
         except SuspiciousOperation as error:  # e.g. more parameters than DATA_UPLOAD_MAX_NUMBER_FIELDS
             return envelope(400, "bad_request", str(error), field="query")
         for name, values in params:
             if NUL in name or any(NUL in value for value in values):
-                return envelope(400, "invalid", "must not contain a NUL character", field=name,
-                                value=next((v for v in values if NUL in v), None))
+                return envelope(
+                    400,
+                    "invalid",
+                    "must not contain a NUL character",
+                    field=name,
+                    value=next((v for v in values if NUL in v), None),
+                )
         return None
 
     @staticmethod
@@ -88,9 +98,13 @@ class APIGuardMiddleware:
         code, reason = _DJANGO_ERRORS.get(response.status_code, ("error", "the request failed"))
         if response.status_code >= 500:
             code, reason = "server_error", "the server failed to answer; the error is logged"
-        replaced = envelope(response.status_code, code, reason, field="path" if response.status_code == 404 else "",
-                            value=request.path_info if response.status_code == 404 else None)
+        replaced = envelope(
+            response.status_code,
+            code,
+            reason,
+            field="path" if response.status_code == 404 else "",
+            value=request.path_info if response.status_code == 404 else None,
+        )
         if "Allow" in response:  # a 405 says what is allowed
             replaced["Allow"] = response["Allow"]
         return replaced
-

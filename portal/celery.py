@@ -13,7 +13,6 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 broker.install()  # redis:// brokers: a transport that reuses its Redis client (portal/broker.py)
 
 
-
 class DjangoCelerySettings(Mapping):
     """The `CELERY_*` Django settings as a plain mapping, read once, when Celery loads its configuration.
 

@@ -94,5 +94,6 @@ def proxy_ssl_header() -> tuple[str, str] | None:
     if not name.startswith("HTTP_") or not name[5:].replace("_", "").isalnum() or name != name.upper():
         raise ImproperlyConfigured(
             f"SECURE_PROXY_SSL_HEADER={raw!r}: expected a request.META header name such as "
-            "HTTP_X_FORWARDED_PROTO (optionally =VALUE, default https)")
+            "HTTP_X_FORWARDED_PROTO (optionally =VALUE, default https)"
+        )
     return name, value

@@ -83,10 +83,14 @@ class Supervisor:
             log.write(f"\n=== {time.strftime('%Y-%m-%d %H:%M:%S')} starting: {' '.join(child.argv)}\n".encode())
             log.flush()
             child.process = subprocess.Popen(
-                child.argv, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                child.argv,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
                 env={**self.env, **child.env},
                 start_new_session=True,  # its own group: Ctrl-C reaches us only, and we stop the group
-                preexec_fn=_die_with_parent)
+                preexec_fn=_die_with_parent,
+            )
         child.started_at = time.monotonic()
         child.restart_at = None
         self.write_pids()
@@ -132,8 +136,10 @@ class Supervisor:
             child.failures = 1 if ran >= HEALTHY_AFTER else child.failures + 1
             delay = min(BACKOFF_MAX, BACKOFF_START * 2 ** (child.failures - 1))
             child.restart_at = now + delay
-            self.say(f"{child.name} exited ({describe_exit(child.process.returncode)}) after {ran:.0f}s; "
-                     f"restarting in {delay:.0f}s (log: {self.shown(child.log_path)})")
+            self.say(
+                f"{child.name} exited ({describe_exit(child.process.returncode)}) after {ran:.0f}s; "
+                f"restarting in {delay:.0f}s (log: {self.shown(child.log_path)})"
+            )
 
     def run(self, tick: float = 0.2) -> None:
         while not self.stopping.wait(tick):
@@ -236,8 +242,18 @@ def children(python: str, manage: str, var_dir: Path, port: int, kubesim_port: i
         return Child(name, [python, *argv], var_dir / f"{name}.log", env)
 
     return [
-        child("kubesim", "-m", "kubesim", "--port", str(kubesim_port), "--fleet", "demo", "--kubelet",
-              "--state", str(var_dir / "kubesim.json")),
+        child(
+            "kubesim",
+            "-m",
+            "kubesim",
+            "--port",
+            str(kubesim_port),
+            "--fleet",
+            "demo",
+            "--kubelet",
+            "--state",
+            str(var_dir / "kubesim.json"),
+        ),
         child("watch_cluster", manage, "watch_cluster"),
         child("watch_workflows", manage, "watch_workflows"),
         child("periodic", manage, "periodic"),
@@ -253,8 +269,10 @@ def serve(supervisor: Supervisor, port: int, kubesim_port: int, *, start_timeout
     """Start everything, print the addresses once the web server answers, supervise until stopped."""
     by_name = {child.name: child for child in supervisor.children}
     stop, say = supervisor.stopping, supervisor.say
-    say("starting the simulated cluster, the web server, the watchers and the periodic jobs "
-        f"(logs: {supervisor.shown(supervisor.var_dir)}/<name>.log)")
+    say(
+        "starting the simulated cluster, the web server, the watchers and the periodic jobs "
+        f"(logs: {supervisor.shown(supervisor.var_dir)}/<name>.log)"
+    )
     kubesim = by_name["kubesim"]
     supervisor.start(kubesim)
     if not wait_for(lambda: accepts(kubesim_port), kubesim, time.monotonic() + start_timeout, stop):
@@ -271,14 +289,18 @@ def serve(supervisor: Supervisor, port: int, kubesim_port: int, *, start_timeout
         stop.wait(0.2)
     if stop.is_set():
         return 0
-    say(f"simulated cluster  http://127.0.0.1:{kubesim_port}  (objects kept in "
-        f"{supervisor.shown(supervisor.var_dir / 'kubesim.json')})")
+    say(
+        f"simulated cluster  http://127.0.0.1:{kubesim_port}  (objects kept in "
+        f"{supervisor.shown(supervisor.var_dir / 'kubesim.json')})"
+    )
     say(f"portal             {base}/")
     say(f"researcher pages   {base}/  (pool catalog; your workflows at {base}/workflows/)")
     say(f"admin console      {base}/admin/")
     say(f"API                {base}/api/  (OpenAPI at {base}/api/schema/ui/)")
-    say(f"demo logins        admin / {os.environ.get('DEMO_ADMIN_PASSWORD', 'admin')} (platform admin), "
-        f"researcher / {os.environ.get('DEMO_RESEARCHER_PASSWORD', 'researcher')}")
+    say(
+        f"demo logins        admin / {os.environ.get('DEMO_ADMIN_PASSWORD', 'admin')} (platform admin), "
+        f"researcher / {os.environ.get('DEMO_RESEARCHER_PASSWORD', 'researcher')}"
+    )
     say(f"ready (web server pid {web.pid}); Ctrl-C stops everything")
     supervisor.run()
     return 0

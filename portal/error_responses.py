@@ -34,8 +34,12 @@ def exception_handler(exc, context):
         response.data = {"code": "invalid", "field": field, "value": value, "reason": reason}
     else:
         detail = getattr(exc, "detail", str(exc))
-        response.data = {"code": getattr(detail, "code", None) or getattr(exc, "default_code", "error"),
-                         "field": "", "value": None, "reason": str(detail)}
+        response.data = {
+            "code": getattr(detail, "code", None) or getattr(exc, "default_code", "error"),
+            "field": "",
+            "value": None,
+            "reason": str(detail),
+        }
     return response
 
 

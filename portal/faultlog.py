@@ -39,8 +39,13 @@ class FaultLog:
             self.logger.warning("%s: %s", self.prefix, message, exc_info=exc_info)
         elif now - fault.reminded >= self.remind:
             fault.reminded = now
-            self.logger.warning("%s: still failing after %d attempts in %.0f s: %s", self.prefix, fault.count + 1,
-                                now - fault.started, message)
+            self.logger.warning(
+                "%s: still failing after %d attempts in %.0f s: %s",
+                self.prefix,
+                fault.count + 1,
+                now - fault.started,
+                message,
+            )
         fault.count += 1
         fault.last = now
         fault.recovered = False
@@ -64,5 +69,11 @@ class FaultLog:
     def _end(self, key: str) -> None:
         fault = self._open.pop(key)
         text = fault.ended if fault.recovered else f"{key}: still failing when the loop stopped"
-        self.logger.warning("%s: %s (%d failure%s in %.1f s)", self.prefix, text, fault.count,
-                            "" if fault.count == 1 else "s", fault.last - fault.started)
+        self.logger.warning(
+            "%s: %s (%d failure%s in %.1f s)",
+            self.prefix,
+            text,
+            fault.count,
+            "" if fault.count == 1 else "s",
+            fault.last - fault.started,
+        )

@@ -30,8 +30,11 @@ def refuse_nul(data: object, where: str = "") -> None:
                 raise DomainError("must not contain a NUL character (\\u0000)", field=path or "body")
         elif isinstance(value, dict) or hasattr(value, "lists"):
             # a form's field sent once is named as itself, not as a one-element list
-            items = ((k, v[0] if len(v) == 1 else v) for k, v in value.lists()) if hasattr(value, "lists") \
+            items = (
+                ((k, v[0] if len(v) == 1 else v) for k, v in value.lists())
+                if hasattr(value, "lists")
                 else value.items()
+            )
             for key, inner in items:
                 child = f"{path}.{key}" if path else str(key)
                 if isinstance(key, str) and NUL in key:

@@ -1,7 +1,8 @@
 """The Celery beat schedule run in-process (`manage.py periodic`), for the embedded default without beat.
 
 Each entry of the beat schedule (`CELERY_BEAT_SCHEDULE` in portal/settings.py: inventory resync, workflow
-reconciliation, timeouts, the reaper) runs once at start and then every `schedule` seconds, one at a time, eagerly in this process.
+reconciliation, timeouts, the reaper) runs once at start and then every `schedule` seconds, one at a time,
+eagerly in this process.
 A run that fails is logged on one line and runs again at its next turn; a write that lost SQLite's lock
 is retried first (`portal.dblock`).
 """
@@ -78,8 +79,13 @@ class PeriodicRunner:
             result = retry_locked(lambda: self.run_job(job.task), f"periodic {job.name}")
         except Exception as error:  # noqa: BLE001 - one failed run must not stop the others
             job.failures += 1
-            log.warning("periodic %s failed: %s: %s (next run in %ss)", job.name, type(error).__name__, error,
-                        round(job.seconds))
+            log.warning(
+                "periodic %s failed: %s: %s (next run in %ss)",
+                job.name,
+                type(error).__name__,
+                error,
+                round(job.seconds),
+            )
             return
         job.runs += 1
         log.info("periodic %s: %s (%.2fs)", job.name, result, time.monotonic() - started)

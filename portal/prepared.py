@@ -82,8 +82,11 @@ class PreparedQuery:
                 marked_args.append(_marker(arg, next(numbered)))
                 markers.append(marked_args[-1])
         queryset = self.build(*marked_args)
-        if queryset._iterable_class is not ValuesListIterable or queryset.query.annotation_select \
-                or queryset.query.extra_select:
+        if (
+            queryset._iterable_class is not ValuesListIterable
+            or queryset.query.annotation_select
+            or queryset.query.extra_select
+        ):
             raise TypeError("a prepared query must be a values_list of plain fields")
         compiler = queryset.query.get_compiler(self.using)
         try:
@@ -95,12 +98,16 @@ class PreparedQuery:
         for index, marker in enumerate(markers):
             positions = [i for i, p in enumerate(params) if type(p) is type(marker) and p == marker]
             if len(positions) != 1:
-                raise TypeError(f"parameter {index} of a prepared query must reach the SQL unchanged, once "
-                                f"(found {len(positions)} times): use it with = or __in only")
+                raise TypeError(
+                    f"parameter {index} of a prepared query must reach the SQL unchanged, once "
+                    f"(found {len(positions)} times): use it with = or __in only"
+                )
             slots.append((positions[0], index))
         fields = [s[0] for s in compiler.select[: compiler.col_count]]
-        converters = tuple((column, tuple(functions), expression)
-                           for column, (functions, expression) in compiler.get_converters(fields).items())
+        converters = tuple(
+            (column, tuple(functions), expression)
+            for column, (functions, expression) in compiler.get_converters(fields).items()
+        )
         return _Compiled(sql, tuple(slots), tuple(params), converters)
 
 
@@ -157,8 +164,9 @@ class PreparedInsert:
                 raise TypeError(f"{self.model.__name__}: the database cannot insert {len(objs)} rows in one statement")
             compiled = self._compiled[key] = (statements[0][0], compiler)
         sql, compiler = compiled
-        rows = [[field.get_db_prep_save(field.pre_save(obj, True), connection) for field in self.fields]
-                for obj in objs]
+        rows = [
+            [field.get_db_prep_save(field.pre_save(obj, True), connection) for field in self.fields] for obj in objs
+        ]
         if any(hasattr(value, "resolve_expression") for row in rows for value in row):
             raise TypeError(f"{self.model.__name__}: a prepared insert takes plain values, not expressions")
         _, param_rows = compiler.assemble_as_sql(self.fields, rows)

@@ -55,8 +55,10 @@ class PolicyResources:
     def scope(self, kind: str, model=None) -> Scope:
         scope = self.scopes.get(kind)
         if scope is None:
-            raise LookupError(f"{getattr(model, '__name__', model)} declares no {kind!r} resources "
-                              f"(it has {', '.join(self.scopes) or 'none'})")
+            raise LookupError(
+                f"{getattr(model, '__name__', model)} declares no {kind!r} resources "
+                f"(it has {', '.join(self.scopes) or 'none'})"
+            )
         return scope
 
     def owned_by(self, obj, user) -> bool:

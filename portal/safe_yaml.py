@@ -44,8 +44,19 @@ try:
 except ImportError:  # pragma: no cover - PyYAML built without libyaml
     from yaml import Loader as _Parser
 
-__all__ = ["INT_DIGITS_MAX", "ItemLimit", "Limits", "SafeYAMLError", "check_document", "config_limits", "load",
-           "load_json", "load_yaml", "looks_like_json", "spec_limits"]
+__all__ = [
+    "INT_DIGITS_MAX",
+    "ItemLimit",
+    "Limits",
+    "SafeYAMLError",
+    "check_document",
+    "config_limits",
+    "load",
+    "load_json",
+    "load_yaml",
+    "looks_like_json",
+    "spec_limits",
+]
 
 INT_DIGITS_MAX = 4300  # Python's own limit for converting integers to and from decimal text
 _INT_BITS_MAX = math.ceil(INT_DIGITS_MAX * math.log2(10))
@@ -90,18 +101,29 @@ def spec_limits() -> Limits:
     """Workflow specs: WORKFLOW_SPEC_MAX_BYTES/NODES/DEPTH and WORKFLOW_MAX_TASKS (portal/settings.py)."""
     from django.conf import settings
 
-    tasks = ItemLimit("tasks", settings.WORKFLOW_MAX_TASKS,
-                      (("workflow", "tasks"), ("workflow", "groups", "*", "tasks")))
-    return Limits(settings.WORKFLOW_SPEC_MAX_BYTES, settings.WORKFLOW_SPEC_MAX_NODES, settings.WORKFLOW_SPEC_MAX_DEPTH,
-                  tasks, "spec")
+    tasks = ItemLimit(
+        "tasks", settings.WORKFLOW_MAX_TASKS, (("workflow", "tasks"), ("workflow", "groups", "*", "tasks"))
+    )
+    return Limits(
+        settings.WORKFLOW_SPEC_MAX_BYTES,
+        settings.WORKFLOW_SPEC_MAX_NODES,
+        settings.WORKFLOW_SPEC_MAX_DEPTH,
+        tasks,
+        "spec",
+    )
 
 
 def config_limits() -> Limits:
     """Config documents and kubeconfigs: CONFIG_DOCUMENT_MAX_BYTES/NODES/DEPTH (portal/settings.py)."""
     from django.conf import settings
 
-    return Limits(settings.CONFIG_DOCUMENT_MAX_BYTES, settings.CONFIG_DOCUMENT_MAX_NODES,
-                  settings.CONFIG_DOCUMENT_MAX_DEPTH, None, "document")
+    return Limits(
+        settings.CONFIG_DOCUMENT_MAX_BYTES,
+        settings.CONFIG_DOCUMENT_MAX_NODES,
+        settings.CONFIG_DOCUMENT_MAX_DEPTH,
+        None,
+        "document",
+    )
 
 
 def looks_like_json(text: str) -> bool:
@@ -118,8 +140,9 @@ def load(text: str, limits: Limits = Limits(), source: str = "<input>") -> objec
 def _check_bytes(text: str, limits: Limits, source: str) -> None:
     size = len(text) if len(text) > limits.max_bytes or len(text) * 4 <= limits.max_bytes else len(text.encode())
     if size > limits.max_bytes:
-        raise SafeYAMLError(f"{source}: the {limits.what} is larger than {limits.max_bytes} bytes "
-                            f"({size} or more)", value=size)
+        raise SafeYAMLError(
+            f"{source}: the {limits.what} is larger than {limits.max_bytes} bytes ({size} or more)", value=size
+        )
 
 
 # ---------------------------------------------------------------------------------------------- YAML
@@ -169,8 +192,14 @@ class _Builder:
         event = get()
         if not isinstance(event, yaml.DocumentStartEvent):
             return None  # an empty stream
-        handlers = {ScalarEvent: self.scalar, AliasEvent: self.alias, MappingStartEvent: self.start_mapping,
-                    SequenceStartEvent: self.start_sequence, MappingEndEvent: self.end, SequenceEndEvent: self.end}
+        handlers = {
+            ScalarEvent: self.scalar,
+            AliasEvent: self.alias,
+            MappingStartEvent: self.start_mapping,
+            SequenceStartEvent: self.start_sequence,
+            MappingEndEvent: self.end,
+            SequenceEndEvent: self.end,
+        }
         while True:
             event = get()
             kind = type(event)
@@ -248,8 +277,10 @@ class _Builder:
                 self.items += 1
                 if self.items > self.limits.items.maximum:
                     limit = self.limits.items
-                    self.fail(f"more than {limit.maximum} {limit.name} (at most {limit.maximum} are allowed)",
-                              value=self.items)
+                    self.fail(
+                        f"more than {limit.maximum} {limit.name} (at most {limit.maximum} are allowed)",
+                        value=self.items,
+                    )
             frame.value.append(value)
             return
         if frame.key is _NO_KEY:
@@ -269,8 +300,11 @@ class _Builder:
         line = self.mark.line + 1
         if key in frame.key_lines:
             shown = "<<" if key is _MERGE else key
-            self.fail(f"duplicate key {shown!r} (first at line {frame.key_lines[key]}); a key may appear once "
-                      "in a mapping", value=shown, key=shown)
+            self.fail(
+                f"duplicate key {shown!r} (first at line {frame.key_lines[key]}); a key may appear once in a mapping",
+                value=shown,
+                key=shown,
+            )
         frame.key_lines[key] = line
         frame.key = key
 
@@ -295,8 +329,9 @@ class _Builder:
         """Whether the sequence starting here is one of the lists whose items `Limits.items` counts."""
         depth = len(self.stack) + 1
         for pattern in self.limits.items.paths:
-            if len(pattern) == depth - 1 and all(want == "*" or want == got
-                                                 for want, got in zip(pattern, self.keys(), strict=True)):
+            if len(pattern) == depth - 1 and all(
+                want == "*" or want == got for want, got in zip(pattern, self.keys(), strict=True)
+            ):
                 return True
         return False
 
@@ -346,19 +381,25 @@ class _Builder:
     def count(self, nodes: int) -> None:
         self.nodes += nodes
         if self.nodes > self.limits.max_nodes:
-            self.fail(f"the {self.limits.what} has more than {self.limits.max_nodes} values (aliases and '<<' "
-                      "merges count every value they repeat)", value=self.nodes)
+            self.fail(
+                f"the {self.limits.what} has more than {self.limits.max_nodes} values (aliases and '<<' "
+                "merges count every value they repeat)",
+                value=self.nodes,
+            )
 
     def too_deep(self) -> None:
-        self.fail(f"the {self.limits.what} is nested more than {self.limits.max_depth} levels deep "
-                  "(aliases count the depth they bring)")
+        self.fail(
+            f"the {self.limits.what} is nested more than {self.limits.max_depth} levels deep "
+            "(aliases count the depth they bring)"
+        )
 
     def fail(self, reason: str, value: object = None, key: object = _NO_KEY):
         mark = self.mark
         where = f"{mark.line + 1}:{mark.column + 1}" if mark else "?"
         path = self.path()
-        raise SafeYAMLError(f"{self.source}:{where}: {reason}", value=value,
-                            field=path if key is _NO_KEY else join_key(path, key))
+        raise SafeYAMLError(
+            f"{self.source}:{where}: {reason}", value=value, field=path if key is _NO_KEY else join_key(path, key)
+        )
 
     def path(self) -> str:
         text = ""
@@ -397,18 +438,25 @@ def load_json(text: str, limits: Limits = Limits(), source: str = "<input>") -> 
     refused, then depth and size checked (JSON has no aliases: its size bounds the work)."""
     _check_bytes(text, limits, source)
     try:
-        document = json.loads(text, object_pairs_hook=_unique_keys, parse_constant=_no_constant,
-                              parse_int=_bounded_int, parse_float=_finite_float)
+        document = json.loads(
+            text,
+            object_pairs_hook=_unique_keys,
+            parse_constant=_no_constant,
+            parse_int=_bounded_int,
+            parse_float=_finite_float,
+        )
     except json.JSONDecodeError as error:
         lines = error.doc.splitlines()
         near = lines[error.lineno - 1].strip()[:60] if error.lineno - 1 < len(lines) else ""
-        raise SafeYAMLError(f"{source}:{error.lineno}:{error.colno}: invalid JSON: {error.msg} (near {near!r})",
-                            syntax=True) from None
+        raise SafeYAMLError(
+            f"{source}:{error.lineno}:{error.colno}: invalid JSON: {error.msg} (near {near!r})", syntax=True
+        ) from None
     except _JSONRefusal as error:
         raise SafeYAMLError(f"{source}: invalid JSON: {error.reason}", value=error.value) from None
     except RecursionError:
-        raise SafeYAMLError(f"{source}: the {limits.what} is nested more than {limits.max_depth} levels deep",
-                            value=source) from None
+        raise SafeYAMLError(
+            f"{source}: the {limits.what} is nested more than {limits.max_depth} levels deep", value=source
+        ) from None
     check_document(document, limits, source)
     return document
 
@@ -451,15 +499,17 @@ def check_document(document: object, limits: Limits = Limits(), source: str = "<
             raise SafeYAMLError(f"{source}: the {limits.what} has more than {limits.max_nodes} values", value=nodes)
         if isinstance(value, dict | list):
             if depth > limits.max_depth:
-                raise SafeYAMLError(f"{source}: the {limits.what} is nested more than {limits.max_depth} levels "
-                                    "deep", field=path)
+                raise SafeYAMLError(
+                    f"{source}: the {limits.what} is nested more than {limits.max_depth} levels deep", field=path
+                )
             if isinstance(value, dict):
                 nodes += len(value)  # the keys
                 stack.extend((item, depth + 1, join_key(path, key)) for key, item in value.items())
             else:
                 stack.extend((item, depth + 1, join_index(path, index)) for index, item in enumerate(value))
         elif isinstance(value, float) and not math.isfinite(value):
-            raise SafeYAMLError(f"{source}: numbers must be finite: NaN and infinity are not allowed", field=path,
-                                value=str(value))
+            raise SafeYAMLError(
+                f"{source}: numbers must be finite: NaN and infinity are not allowed", field=path, value=str(value)
+            )
         elif isinstance(value, int) and value.bit_length() > _INT_BITS_MAX:
             raise SafeYAMLError(f"{source}: an integer may have at most {INT_DIGITS_MAX} digits", field=path)

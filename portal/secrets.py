@@ -33,8 +33,10 @@ def _cipher(keys: tuple[str, ...], secret_key: str) -> MultiFernet:
     try:
         return MultiFernet([Fernet(key.encode()) for key in keys])
     except ValueError:
-        raise ImproperlyConfigured("FIELD_ENCRYPTION_KEYS: each key must be a Fernet key (32 url-safe base64-encoded "
-                                   "bytes, e.g. from cryptography.fernet.Fernet.generate_key())") from None
+        raise ImproperlyConfigured(
+            "FIELD_ENCRYPTION_KEYS: each key must be a Fernet key (32 url-safe base64-encoded "
+            "bytes, e.g. from cryptography.fernet.Fernet.generate_key())"
+        ) from None
 
 
 def cipher() -> MultiFernet:
@@ -53,7 +55,7 @@ def decrypt(stored: str) -> str:
     if not stored or not stored.startswith(PREFIX):
         return stored  # empty, or written before encryption
     try:
-        return cipher().decrypt(stored[len(PREFIX):].encode()).decode()
+        return cipher().decrypt(stored[len(PREFIX) :].encode()).decode()
     except InvalidToken:
         return stored
 

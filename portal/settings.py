@@ -103,11 +103,13 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # readers run beside the writer; writers wait up to SQLITE_BUSY_TIMEOUT seconds for the lock, and take it
     # when their transaction begins (IMMEDIATE), so a read-then-write transaction never fails at once with
     # "database is locked" when it upgrades. Whatever still times out is retried (portal.dblock).
-    DATABASES["default"].setdefault("OPTIONS", {}).update({
-        "timeout": env_int("SQLITE_BUSY_TIMEOUT", 20),
-        "transaction_mode": "IMMEDIATE",
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
-    })
+    DATABASES["default"].setdefault("OPTIONS", {}).update(
+        {
+            "timeout": env_int("SQLITE_BUSY_TIMEOUT", 20),
+            "transaction_mode": "IMMEDIATE",
+            "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        }
+    )
     _sqlite_file = str(DATABASES["default"]["NAME"])
     if _sqlite_file and _sqlite_file != ":memory:" and not _sqlite_file.startswith("file:"):
         Path(_sqlite_file).parent.mkdir(parents=True, exist_ok=True)  # `manage.py migrate` on a fresh clone
@@ -175,8 +177,10 @@ LOGIN_LOCKOUT_MINUTES = env_int("LOGIN_LOCKOUT_MINUTES", 15)
 # Proxies whose X-Forwarded-For is believed (addresses or CIDR networks); none: the peer address counts.
 LOGIN_TRUSTED_PROXIES = env_networks("LOGIN_TRUSTED_PROXIES")
 if LOGIN_FAILURE_LIMIT < 1 or LOGIN_LOCKOUT_MINUTES < 1:
-    raise ImproperlyConfigured(f"LOGIN_FAILURE_LIMIT={LOGIN_FAILURE_LIMIT}, LOGIN_LOCKOUT_MINUTES="
-                               f"{LOGIN_LOCKOUT_MINUTES}: both must be 1 or more")
+    raise ImproperlyConfigured(
+        f"LOGIN_FAILURE_LIMIT={LOGIN_FAILURE_LIMIT}, LOGIN_LOCKOUT_MINUTES="
+        f"{LOGIN_LOCKOUT_MINUTES}: both must be 1 or more"
+    )
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", *AUTHENTICATION_BACKENDS]
 AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
 AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
@@ -203,8 +207,11 @@ REST_FRAMEWORK = {
     "DEFAULT_FILTER_BACKENDS": ["django_filters.rest_framework.DjangoFilterBackend"],
     # DRF's parsers, refusing NUL anywhere in a body (PostgreSQL cannot store it) with a 400; JSON read
     # through portal.safe_yaml: duplicate keys, NaN and huge integers refused, CONFIG_DOCUMENT_* limits.
-    "DEFAULT_PARSER_CLASSES": ["portal.parsers.JSONParser", "portal.parsers.FormParser",
-                               "portal.parsers.MultiPartParser"],
+    "DEFAULT_PARSER_CLASSES": [
+        "portal.parsers.JSONParser",
+        "portal.parsers.FormParser",
+        "portal.parsers.MultiPartParser",
+    ],
 }
 SPECTACULAR_SETTINGS = {
     "TITLE": "Pool Portal API",
@@ -277,8 +284,11 @@ WORKFLOW_CREATE_BACKOFF_MAX = env_int("WORKFLOW_CREATE_BACKOFF_MAX", 300)  # sec
 # Redis redelivers a message nobody acknowledged after this long (a worker killed mid-task: tasks ack late).
 # Longer than any task may run and any retry may wait (a retry waits unacknowledged), or a message would be
 # delivered twice while still in hand; Redis's default is an hour.
-CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": env_int(
-    "CELERY_VISIBILITY_TIMEOUT", max(CELERY_TASK_TIME_LIMIT, WORKFLOW_CREATE_BACKOFF_MAX, 300) + 60)}
+CELERY_BROKER_TRANSPORT_OPTIONS = {
+    "visibility_timeout": env_int(
+        "CELERY_VISIBILITY_TIMEOUT", max(CELERY_TASK_TIME_LIMIT, WORKFLOW_CREATE_BACKOFF_MAX, 300) + 60
+    )
+}
 WORKFLOW_PENDING_GRACE_SECONDS = env_int("WORKFLOW_PENDING_GRACE_SECONDS", 120)  # then the reconciler re-enqueues
 WORKFLOW_POD_RETENTION_SECONDS = env_int("WORKFLOW_POD_RETENTION_SECONDS", 300)  # finished workflows' pods, then reaped
 # Beat periods (CELERY_BEAT_SCHEDULE below): reconciliation of our pods, timeouts, and the reaper.

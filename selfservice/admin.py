@@ -29,13 +29,20 @@ from selfservice.forms import DecisionForm
 from selfservice.models import AccessRequest, PoolRequest, RequestStatus
 from selfservice.services import requests as service
 
-STATUS_LABELS = {RequestStatus.PENDING: "warning", RequestStatus.APPROVED: "success",
-                 RequestStatus.DENIED: "danger", RequestStatus.WITHDRAWN: "info"}
+STATUS_LABELS = {
+    RequestStatus.PENDING: "warning",
+    RequestStatus.APPROVED: "success",
+    RequestStatus.DENIED: "danger",
+    RequestStatus.WITHDRAWN: "info",
+}
 
 
 class BulkDecisionForm(forms.Form):
-    comment = forms.CharField(widget=UnfoldAdminTextareaWidget(attrs={"rows": 3}), required=False,
-                              help_text="Shown to every requester. Required when denying.")
+    comment = forms.CharField(
+        widget=UnfoldAdminTextareaWidget(attrs={"rows": 3}),
+        required=False,
+        help_text="Shown to every requester. Required when denying.",
+    )
 
 
 class RequestAdmin(PolicyAdminMixin, ModelAdmin):
@@ -71,8 +78,10 @@ class RequestAdmin(PolicyAdminMixin, ModelAdmin):
     def get_urls(self):
         opts = self.model._meta
         view = self.admin_site.admin_view(self.decide_view)
-        return [path("<int:object_id>/decide/", view, name=f"{opts.app_label}_{opts.model_name}_decide"),
-                *super().get_urls()]
+        return [
+            path("<int:object_id>/decide/", view, name=f"{opts.app_label}_{opts.model_name}_decide"),
+            *super().get_urls(),
+        ]
 
     @action(description="Decide…", url_path="decide-button", permissions=["decide"])
     def decide_detail(self, request, object_id):
@@ -94,9 +103,16 @@ class RequestAdmin(PolicyAdminMixin, ModelAdmin):
                 return HttpResponseRedirect(self._url("changelist") + "?status__exact=PENDING")
             except DomainError as error:
                 form.add_error(error.field if error.field in form.fields else None, str(error))
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "obj": obj, "form": form,
-                   "title": f"Decide: {obj}", "kind": self.kind, "change_url": self._url("change", obj.pk),
-                   "summary": self.summary(obj)}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "obj": obj,
+            "form": form,
+            "title": f"Decide: {obj}",
+            "kind": self.kind,
+            "change_url": self._url("change", obj.pk),
+            "summary": self.summary(obj),
+        }
         return TemplateResponse(request, "admin/selfservice/decide.html", context)
 
     def _refuse(self, request, object_id):
@@ -117,8 +133,11 @@ class RequestAdmin(PolicyAdminMixin, ModelAdmin):
             outcome = service.approve_access(pk, request, comment, actor=actor)
             done = f"access to {outcome.pool}"
         created = " (created now)" if outcome.role_created else ""
-        self.message_user(request, f"Approved: {done}; {outcome.request.requester.get_username()} now holds role "
-                                   f"{outcome.role}{created}.", messages.SUCCESS)
+        self.message_user(
+            request,
+            f"Approved: {done}; {outcome.request.requester.get_username()} now holds role {outcome.role}{created}.",
+            messages.SUCCESS,
+        )
         for warning in outcome.warnings or []:
             self.message_user(request, warning, messages.WARNING)
 
@@ -142,15 +161,25 @@ class RequestAdmin(PolicyAdminMixin, ModelAdmin):
             else:
                 for obj in pending:
                     try:
-                        self._decide(request, obj.pk, {"decision": decision, "comment": comment,
-                                                       "pool_name": getattr(obj, "pool_name", "")})
+                        self._decide(
+                            request,
+                            obj.pk,
+                            {"decision": decision, "comment": comment, "pool_name": getattr(obj, "pool_name", "")},
+                        )
                     except DomainError as error:
                         self.message_user(request, f"#{obj.pk} not decided: {error}", messages.ERROR)
                 return None
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "form": form,
-                   "requests": pending, "decision": decision, "action": f"{decision}_selected",
-                   "title": f"{decision.capitalize()} {len(pending)} request(s)",
-                   "checkbox_name": ACTION_CHECKBOX_NAME, "skipped": queryset.count() - len(pending)}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "form": form,
+            "requests": pending,
+            "decision": decision,
+            "action": f"{decision}_selected",
+            "title": f"{decision.capitalize()} {len(pending)} request(s)",
+            "checkbox_name": ACTION_CHECKBOX_NAME,
+            "skipped": queryset.count() - len(pending),
+        }
         return TemplateResponse(request, "admin/selfservice/decide_bulk.html", context)
 
 
@@ -166,25 +195,32 @@ class AccessRequestAdmin(RequestAdmin):
     ]
 
     def summary(self, obj):
-        return format_html("<b>{}</b> asks to submit to pool <b>{}</b>:<br>{}", obj.requester.get_username(),
-                           obj.pool.name, obj.justification)
+        return format_html(
+            "<b>{}</b> asks to submit to pool <b>{}</b>:<br>{}",
+            obj.requester.get_username(),
+            obj.pool.name,
+            obj.justification,
+        )
 
 
 @admin.register(PoolRequest)
 class PoolRequestAdmin(RequestAdmin):
     kind = "pool"
-    list_display = ["id", "requester_name", "team", "hardware", "gpus", "status_badge", "created_at",
-                    "created_pool"]
+    list_display = ["id", "requester_name", "team", "hardware", "gpus", "status_badge", "created_at", "created_pool"]
     search_fields = ["requester__username", "team", "purpose", "pool_name"]
     list_select_related = ["requester", "decided_by"]
     fieldsets = [
-        (None, {"fields": ["requester", "team", "hardware", "gpus", "purpose", "pool_name", "template",
-                           "created_at"]}),
-        ("Decision", {"fields": ["status", "decided_by", "decided_at", "comment", "created_pool",
-                                 "granted_role"]}),
+        (None, {"fields": ["requester", "team", "hardware", "gpus", "purpose", "pool_name", "template", "created_at"]}),
+        ("Decision", {"fields": ["status", "decided_by", "decided_at", "comment", "created_pool", "granted_role"]}),
     ]
 
     def summary(self, obj):
-        return format_html("<b>{}</b> asks for a pool for team <b>{}</b>: {} × {} GPUs, copied from {}.<br>{}",
-                           obj.requester.get_username(), obj.team, obj.hardware, obj.gpus, obj.template or "-",
-                           obj.purpose)
+        return format_html(
+            "<b>{}</b> asks for a pool for team <b>{}</b>: {} × {} GPUs, copied from {}.<br>{}",
+            obj.requester.get_username(),
+            obj.team,
+            obj.hardware,
+            obj.gpus,
+            obj.template or "-",
+            obj.purpose,
+        )

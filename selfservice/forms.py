@@ -11,18 +11,27 @@ MONO = {"class": "mono", "spellcheck": "false", "autocomplete": "off", "autocapi
 
 
 class SpecForm(forms.Form):
-    spec = forms.CharField(widget=forms.Textarea(attrs={**MONO, "rows": 26, "id": "spec-editor"}),
-                           label="Workflow spec (YAML)", strip=False)
-    priority = forms.ChoiceField(choices=[("NORMAL", "normal"), ("HIGH", "high"), ("LOW", "low")],
-                                 initial="NORMAL")
-    project = forms.CharField(required=False, max_length=128, strip=True, help_text=(
-        "The project to charge; leave empty for your only project (docs/teams.md)."))
+    spec = forms.CharField(
+        widget=forms.Textarea(attrs={**MONO, "rows": 26, "id": "spec-editor"}),
+        label="Workflow spec (YAML)",
+        strip=False,
+    )
+    priority = forms.ChoiceField(choices=[("NORMAL", "normal"), ("HIGH", "high"), ("LOW", "low")], initial="NORMAL")
+    project = forms.CharField(
+        required=False,
+        max_length=128,
+        strip=True,
+        help_text=("The project to charge; leave empty for your only project (docs/teams.md)."),
+    )
 
 
 class AccessRequestForm(forms.Form):
     pool = forms.ChoiceField(help_text="Pools you may not use yet.")
-    justification = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=2000,
-                                    help_text="What you will run there, and for which project.")
+    justification = forms.CharField(
+        widget=forms.Textarea(attrs={"rows": 3}),
+        max_length=2000,
+        help_text="What you will run there, and for which project.",
+    )
 
     def __init__(self, *args, pools: list[str] = (), **kwargs):
         super().__init__(*args, **kwargs)
@@ -30,14 +39,21 @@ class AccessRequestForm(forms.Form):
 
 
 class PoolRequestForm(forms.Form):
-    team = forms.RegexField(regex=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$", max_length=32,
-                            help_text="Lowercase letters, digits and '-'. The pool is named after it, e.g. "
-                                      "vision-h100, and your team's role osmo-<team> will allow it.",
-                            error_messages={"invalid": "2-32 lowercase letters, digits and '-', starting with a "
-                                                       "letter"})
+    team = forms.RegexField(
+        regex=r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$",
+        max_length=32,
+        help_text="Lowercase letters, digits and '-'. The pool is named after it, e.g. "
+        "vision-h100, and your team's role osmo-<team> will allow it.",
+        error_messages={"invalid": "2-32 lowercase letters, digits and '-', starting with a letter"},
+    )
     hardware = forms.ChoiceField(help_text="The GPU kinds the portal knows, each copied from an existing platform.")
-    gpus = forms.IntegerField(min_value=0, max_value=100_000, label="Size (GPUs)", initial=8,
-                              help_text="How many GPUs the team needs at most (0 for CPU only).")
+    gpus = forms.IntegerField(
+        min_value=0,
+        max_value=100_000,
+        label="Size (GPUs)",
+        initial=8,
+        help_text="How many GPUs the team needs at most (0 for CPU only).",
+    )
     purpose = forms.CharField(widget=forms.Textarea(attrs={"rows": 3}), max_length=2000)
 
     def __init__(self, *args, **kwargs):
@@ -48,12 +64,21 @@ class PoolRequestForm(forms.Form):
 class DecisionForm(forms.Form):
     """The admin's decision on one request (Unfold widgets: it is rendered in the admin console)."""
 
-    decision = forms.ChoiceField(choices=[("approve", "Approve"), ("deny", "Deny")],
-                                 widget=UnfoldAdminRadioSelectWidget)
-    comment = forms.CharField(widget=UnfoldAdminTextareaWidget(attrs={"rows": 3}), required=False, max_length=2000,
-                              help_text="Shown to the requester. Required when denying.")
-    pool_name = forms.CharField(required=False, max_length=128, widget=UnfoldAdminTextInputWidget,
-                                help_text="Name of the pool to create (pool requests only).")
+    decision = forms.ChoiceField(
+        choices=[("approve", "Approve"), ("deny", "Deny")], widget=UnfoldAdminRadioSelectWidget
+    )
+    comment = forms.CharField(
+        widget=UnfoldAdminTextareaWidget(attrs={"rows": 3}),
+        required=False,
+        max_length=2000,
+        help_text="Shown to the requester. Required when denying.",
+    )
+    pool_name = forms.CharField(
+        required=False,
+        max_length=128,
+        widget=UnfoldAdminTextInputWidget,
+        help_text="Name of the pool to create (pool requests only).",
+    )
 
     def __init__(self, *args, pool_request: bool = False, **kwargs):
         super().__init__(*args, **kwargs)

@@ -65,19 +65,29 @@ def preview_tasks(result: dict) -> list[TaskPreview]:
             problems.append(nodes.get("error") or "no node of the platform satisfies the resource rules")
         placement = task.get("placement") or {"fits": [], "rejected": {}}
         rejected = sorted(placement.get("rejected", {}).items())
-        rows.append(TaskPreview(
-            name=task["name"], platform=task["platform"], ok=bool(task.get("ok")),
-            lines=annotated_yaml(task["pod"], task.get("provenance") or {}) if task.get("pod") else [],
-            fits=list(placement.get("fits", [])), rejected=rejected[:MAX_REJECTED_SHOWN],
-            more_rejected=max(0, len(rejected) - MAX_REJECTED_SHOWN), problems=problems,
-            warnings=list(task.get("warnings") or [])))
+        rows.append(
+            TaskPreview(
+                name=task["name"],
+                platform=task["platform"],
+                ok=bool(task.get("ok")),
+                lines=annotated_yaml(task["pod"], task.get("provenance") or {}) if task.get("pod") else [],
+                fits=list(placement.get("fits", [])),
+                rejected=rejected[:MAX_REJECTED_SHOWN],
+                more_rejected=max(0, len(rejected) - MAX_REJECTED_SHOWN),
+                problems=problems,
+                warnings=list(task.get("warnings") or []),
+            )
+        )
     return rows
 
 
 def describe_error(error: Exception) -> ErrorView:
     value = "" if getattr(error, "value", None) is None else str(error.value)[:200]
-    common = {"reason": getattr(error, "reason", str(error)), "field": getattr(error, "field", "") or "",
-              "value": value}
+    common = {
+        "reason": getattr(error, "reason", str(error)),
+        "field": getattr(error, "field", "") or "",
+        "value": value,
+    }
     if isinstance(error, SpecError):
         return ErrorView("The spec has a mistake", code="spec_invalid", **common)
     if isinstance(error, WorkflowInvalid):
@@ -85,8 +95,9 @@ def describe_error(error: Exception) -> ErrorView:
     if isinstance(error, PoolInMaintenance):
         return ErrorView("The pool is in maintenance", code=error.code, status=error.status, **common)
     if isinstance(error, DomainError):
-        title = {403: "You may not do this", 404: "Not found", 409: "Not possible now"}.get(error.status,
-                                                                                           "Not accepted")
+        title = {403: "You may not do this", 404: "Not found", 409: "Not possible now"}.get(
+            error.status, "Not accepted"
+        )
         return ErrorView(title, code=error.code, status=error.status, **common)
     if isinstance(error, EngineError):
         return ErrorView("The spec cannot be resolved", code="invalid", **common)

@@ -48,9 +48,15 @@ class PortalLoginView(LoginView):
 @require_GET
 def catalog(request):
     cards = catalog_service.catalog(request)
-    return render(request, "selfservice/catalog.html", {
-        "cards": cards, "roles": policy.role_names(request), "usable_count": sum(card.usable for card in cards),
-    })
+    return render(
+        request,
+        "selfservice/catalog.html",
+        {
+            "cards": cards,
+            "roles": policy.role_names(request),
+            "usable_count": sum(card.usable for card in cards),
+        },
+    )
 
 
 @login_required
@@ -74,15 +80,23 @@ def _submit_context(request, name):
         pool = catalog_service.get_pool(name)
     except DomainError as error:
         if _htmx(request):
-            return None, render(request, "selfservice/_preview.html", {"error": describe_error(error)},
-                                status=error.status)
+            return None, render(
+                request, "selfservice/_preview.html", {"error": describe_error(error)}, status=error.status
+            )
         return None, _error_page(request, error)
     try:
         policy.require(request, CREATE, actions.pool(pool.name))  # audits the refusal
     except policy.PolicyRefusal as refusal:
-        return None, render(request, "selfservice/forbidden.html", {
-            "pool": pool, "because": refusal.decision.because,
-            "message": f"You may not submit workflows to pool {pool.name}."}, status=403)
+        return None, render(
+            request,
+            "selfservice/forbidden.html",
+            {
+                "pool": pool,
+                "because": refusal.decision.because,
+                "message": f"You may not submit workflows to pool {pool.name}.",
+            },
+            status=403,
+        )
     return pool, None
 
 
@@ -104,13 +118,19 @@ def submit_page(request, name):
     if not form.is_valid():
         return render(request, "selfservice/submit.html", {**context, "form": form}, status=400)
     try:
-        result = submit(SubmitRequest(pool.name, form.cleaned_data["spec"], request,
-                                      priority=form.cleaned_data["priority"], project=form.cleaned_data["project"],
-                                      source="editor"))
+        result = submit(
+            SubmitRequest(
+                pool.name,
+                form.cleaned_data["spec"],
+                request,
+                priority=form.cleaned_data["priority"],
+                project=form.cleaned_data["project"],
+                source="editor",
+            )
+        )
     except PortalError as error:
         view = describe_error(error)
-        return render(request, "selfservice/submit.html", {**context, "form": form, "error": view},
-                      status=view.status)
+        return render(request, "selfservice/submit.html", {**context, "form": form, "error": view}, status=view.status)
     messages.success(request, f"Workflow {result.workflow_id} submitted to {pool.name}.")
     return redirect("selfservice:workflow", workflow_id=result.workflow_id)
 
@@ -122,16 +142,27 @@ def preview(request, name):
     pool, refused = _submit_context(request, name)
     if refused is not None:
         if _htmx(request) and refused.status_code == 403:  # the refusal inside the page, not swapped away
-            return render(request, "selfservice/_preview.html", {"error": describe_error(PermissionDenied(
-                f"You may not submit workflows to pool {name}."))})
+            return render(
+                request,
+                "selfservice/_preview.html",
+                {"error": describe_error(PermissionDenied(f"You may not submit workflows to pool {name}."))},
+            )
         return refused
     form = SpecForm(request.POST)
     context, status = {"pool": pool}, 200
     if form.is_valid():
         try:
-            result = submit(SubmitRequest(pool.name, form.cleaned_data["spec"], request, dry_run=True,
-                                          priority=form.cleaned_data["priority"], project=form.cleaned_data["project"],
-                                          source="editor"))
+            result = submit(
+                SubmitRequest(
+                    pool.name,
+                    form.cleaned_data["spec"],
+                    request,
+                    dry_run=True,
+                    priority=form.cleaned_data["priority"],
+                    project=form.cleaned_data["project"],
+                    source="editor",
+                )
+            )
             context.update(tasks=preview_tasks(result.as_dict()), warnings=result.warnings)
         except PortalError as error:
             context["error"] = describe_error(error)
@@ -142,8 +173,12 @@ def preview(request, name):
     if _htmx(request):
         return render(request, "selfservice/_preview.html", context)  # htmx only swaps 2xx answers
     found = examples.example_choices(pool)
-    return render(request, "selfservice/submit.html", {**context, "form": form, "examples": found,
-                                                       "chosen": found[0], "previewed": True}, status=status)
+    return render(
+        request,
+        "selfservice/submit.html",
+        {**context, "form": form, "examples": found, "chosen": found[0], "previewed": True},
+        status=status,
+    )
 
 
 # --- my workflows --------------------------------------------------------------------------------------------
@@ -173,11 +208,14 @@ def workflow_detail(request, workflow_id):
 
 
 def _workflow_context(request, workflow):
-    return {"workflow": workflow, "tasks": list(workflow.tasks.all()),
-            "events": workflow_service.events_of(workflow),
-            "may_cancel": not workflow.is_finished and workflow_service.may_cancel(workflow, request),
-            "spec_yaml": workflow_service.resolved_spec_yaml(workflow),
-            "pods": [(task, workflow_service.pod_yaml(task)) for task in workflow.tasks.all()]}
+    return {
+        "workflow": workflow,
+        "tasks": list(workflow.tasks.all()),
+        "events": workflow_service.events_of(workflow),
+        "may_cancel": not workflow.is_finished and workflow_service.may_cancel(workflow, request),
+        "spec_yaml": workflow_service.resolved_spec_yaml(workflow),
+        "pods": [(task, workflow_service.pod_yaml(task)) for task in workflow.tasks.all()],
+    }
 
 
 @login_required
@@ -213,16 +251,18 @@ def requests_page(request):
             if kind == "access":
                 access_form = AccessRequestForm(request.POST, pools=requestable)
                 if access_form.is_valid():
-                    made = request_service.request_access(request.user, access_form.cleaned_data["pool"],
-                                                          access_form.cleaned_data["justification"])
+                    made = request_service.request_access(
+                        request.user, access_form.cleaned_data["pool"], access_form.cleaned_data["justification"]
+                    )
                     messages.success(request, f"Access to {made.pool.name} requested; an administrator decides.")
                     return redirect(reverse("selfservice:requests") + "#mine")
             elif kind == "pool":
                 pool_form = PoolRequestForm(request.POST)
                 if pool_form.is_valid():
                     data = pool_form.cleaned_data
-                    made = request_service.request_pool(request.user, data["team"], data["hardware"], data["gpus"],
-                                                        data["purpose"])
+                    made = request_service.request_pool(
+                        request.user, data["team"], data["hardware"], data["gpus"], data["purpose"]
+                    )
                     messages.success(request, f"Pool {made.pool_name} requested; an administrator decides.")
                     return redirect(reverse("selfservice:requests") + "#mine")
             else:
@@ -232,10 +272,19 @@ def requests_page(request):
             form.add_error(error.field if error.field in form.fields else None, error.reason)
         status = 400
     access, pools = request_service.requests_of(request)
-    return render(request, "selfservice/requests.html", {
-        "access_form": access_form, "pool_form": pool_form, "access_requests": access, "pool_requests": pools,
-        "requestable": requestable, "chosen_pool": request.GET.get("pool", ""),
-    }, status=status)
+    return render(
+        request,
+        "selfservice/requests.html",
+        {
+            "access_form": access_form,
+            "pool_form": pool_form,
+            "access_requests": access,
+            "pool_requests": pools,
+            "requestable": requestable,
+            "chosen_pool": request.GET.get("pool", ""),
+        },
+        status=status,
+    )
 
 
 @login_required
@@ -248,8 +297,9 @@ def requests_of_kind(request, kind):
 
 
 def _unknown_kind(kind: str) -> NotFound:
-    return NotFound(f"there is no {kind!r} request; requests are {' or '.join(REQUEST_KINDS)} requests",
-                    field="kind", value=kind)
+    return NotFound(
+        f"there is no {kind!r} request; requests are {' or '.join(REQUEST_KINDS)} requests", field="kind", value=kind
+    )
 
 
 @login_required

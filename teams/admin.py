@@ -49,8 +49,9 @@ class DepartmentAdmin(ObjectRightsAdminMixin, _CreateOnly):
         return [] if obj is None else [*self.fields, "project_links", *super().get_readonly_fields(request, obj)]
 
     def save_model(self, request, obj, form, change):
-        saved = services.create_department(obj.name, Actor.for_request(request, "admin"),
-                                           description=obj.description, who=request)
+        saved = services.create_department(
+            obj.name, Actor.for_request(request, "admin"), description=obj.description, who=request
+        )
         obj.pk = saved.pk
 
     @display(description="Projects", ordering="_projects")
@@ -59,15 +60,28 @@ class DepartmentAdmin(ObjectRightsAdminMixin, _CreateOnly):
 
     @display(description="Projects")
     def project_links(self, obj):
-        return format_html_join(", ", '<a class="underline" href="{}">{}</a>', (
-            (reverse("admin:teams_project_change", args=[p.pk]), p.name)
-            for p in obj.projects.order_by("name").only("pk", "name"))) or "-"
+        return (
+            format_html_join(
+                ", ",
+                '<a class="underline" href="{}">{}</a>',
+                (
+                    (reverse("admin:teams_project_change", args=[p.pk]), p.name)
+                    for p in obj.projects.order_by("name").only("pk", "name")
+                ),
+            )
+            or "-"
+        )
 
 
 class ProjectForm(forms.ModelForm):
-    idp_groups = forms.CharField(required=False, label="IdP groups", help_text=(
-        "IdP group or role names that grant the project's role at sign-in (comma-separated), added to the "
-        "role's external names. The role osmo-<project> is created when missing."))
+    idp_groups = forms.CharField(
+        required=False,
+        label="IdP groups",
+        help_text=(
+            "IdP group or role names that grant the project's role at sign-in (comma-separated), added to the "
+            "role's external names. The role osmo-<project> is created when missing."
+        ),
+    )
 
     class Meta:
         model = Project
@@ -110,17 +124,25 @@ class ProjectAdmin(_CreateOnly):
         return [] if obj is None else self.readonly_fields
 
     def save_model(self, request, obj, form, change):
-        created = services.create_project(obj.name, obj.department.name, Actor.for_request(request, "admin"),
-                                          description=obj.description, idp_groups=form.groups(), who=request)
+        created = services.create_project(
+            obj.name,
+            obj.department.name,
+            Actor.for_request(request, "admin"),
+            description=obj.description,
+            idp_groups=form.groups(),
+            who=request,
+        )
         obj.pk, obj.role_id = created.project.pk, created.project.role_id
         if created.role_created:
-            self.message_user(request, f"Role {created.project.role.name} created (workflow:* on "
-                                       f"pool/{obj.name}*).")
+            self.message_user(request, f"Role {created.project.role.name} created (workflow:* on pool/{obj.name}*).")
 
     @display(description="Role", ordering="role__name")
     def role_link(self, obj):
-        return format_html('<a class="underline" href="{}">{}</a>',
-                           reverse("admin:access_role_change", args=[obj.role_id]), obj.role.name)
+        return format_html(
+            '<a class="underline" href="{}">{}</a>',
+            reverse("admin:access_role_change", args=[obj.role_id]),
+            obj.role.name,
+        )
 
     @display(description="IdP groups")
     def idp_group_list(self, obj):

@@ -65,16 +65,27 @@ def may_create_projects(who) -> policy.Decision:
 
 def departments_open_to_projects(who) -> QuerySet[Department]:
     """The departments `who` may create projects in (all, for a team admin): one query."""
-    return policy.restrict(Department.objects.order_by("name"), who, UPDATE) if who is not None \
+    return (
+        policy.restrict(Department.objects.order_by("name"), who, UPDATE)
+        if who is not None
         else Department.objects.order_by("name")
+    )
 
 
 def _require_project_creation(who, department: Department) -> None:
     """A team admin, or an admin of `department` (decided by the policy, a refusal audited)."""
     if who is not None:
-        policy.require(who, UPDATE, RESOURCE, obj=department, target=f"department/{department.name}",
-                       refusal=f"may not create projects in department {department.name} (it takes a team "
-                               "admin or an admin of that department)", field="department", value=department.name)
+        policy.require(
+            who,
+            UPDATE,
+            RESOURCE,
+            obj=department,
+            target=f"department/{department.name}",
+            refusal=f"may not create projects in department {department.name} (it takes a team "
+            "admin or an admin of that department)",
+            field="department",
+            value=department.name,
+        )
 
 
 # --- create --------------------------------------------------------------------------------------------
@@ -100,32 +111,42 @@ def create_department(name: str, actor: Actor, *, description: str = "", who=Non
     return department
 
 
-def create_project(name: str, department: str, actor: Actor, *, description: str = "", idp_groups=(),
-                   who=None) -> ProjectCreated:
+def create_project(
+    name: str, department: str, actor: Actor, *, description: str = "", idp_groups=(), who=None
+) -> ProjectCreated:
     """A project in `department`, linked to role `osmo-<name>` (created when missing; `idp_groups` are
     added to the role's IdP mapping)."""
     if who is not None:  # neither a team admin nor any department's admin: refused before any lookup
-        policy.require(who, UPDATE, RESOURCE, obj=Department, refusal="may not create projects", field="",
-                       value=RESOURCE)
+        policy.require(
+            who, UPDATE, RESOURCE, obj=Department, refusal="may not create projects", field="", value=RESOURCE
+        )
     _check_team_name(name)
     groups, text = _idp_groups(idp_groups), _description(description)
     parent = Department.objects.filter(name=department).first() if "\x00" not in str(department) else None
     if parent is None:
-        raise DepartmentNotFound(f"no department named {department!r}; create it first (team create "
-                                 "department)", field="department", value=department)
+        raise DepartmentNotFound(
+            f"no department named {department!r}; create it first (team create department)",
+            field="department",
+            value=department,
+        )
     _require_project_creation(who, parent)  # outside the transaction: the refusal's audit event stays
     with transaction.atomic():
         if Project.objects.filter(name=name).exists():
             raise _exists("project", name)
-        role, created = roles.ensure_team_role(role_name(name), actor, external_roles=groups,
-                                               description=f"role of project {name}")
+        role, created = roles.ensure_team_role(
+            role_name(name), actor, external_roles=groups, description=f"role of project {name}"
+        )
         try:
             with transaction.atomic():  # a concurrent create of the same name: the unique index decides
                 project = Project.objects.create(name=name, department=parent, role=role, description=text)
         except IntegrityError:
             raise _exists("project", name) from None
-        audit.record("team.create", actor, target=f"project/{name}",
-                     detail={"department": department, "role": role.name, "role_created": created})
+        audit.record(
+            "team.create",
+            actor,
+            target=f"project/{name}",
+            detail={"department": department, "role": role.name, "role_created": created},
+        )
     return ProjectCreated(project, created)
 
 
@@ -136,19 +157,20 @@ def _exists(kind: str, name: str) -> TeamExists:
 def _check_team_name(name: object) -> None:
     check_name(name, "name")
     if len(name) > NAME_MAX_LENGTH:
-        raise TeamInvalid(f"is longer than {NAME_MAX_LENGTH} characters (its role osmo-<name> must fit 128)",
-                          field="name", value=name)
+        raise TeamInvalid(
+            f"is longer than {NAME_MAX_LENGTH} characters (its role osmo-<name> must fit 128)", field="name", value=name
+        )
     if role_name(name) in BUILTIN_ROLES:
-        raise TeamInvalid(f"names a built-in role ({role_name(name)}); a project's role must be its own",
-                          field="name", value=name)
+        raise TeamInvalid(
+            f"names a built-in role ({role_name(name)}); a project's role must be its own", field="name", value=name
+        )
 
 
 def _description(value: object) -> str:
     if not isinstance(value, str):
         raise TeamInvalid("must be text", field="description", value=value)
     if len(value) > DESCRIPTION_MAX_LENGTH:
-        raise TeamInvalid(f"is longer than {DESCRIPTION_MAX_LENGTH} characters", field="description",
-                          value=value)
+        raise TeamInvalid(f"is longer than {DESCRIPTION_MAX_LENGTH} characters", field="description", value=value)
     return value.strip()
 
 
@@ -156,8 +178,9 @@ def _idp_groups(values) -> list[str]:
     names = []
     for index, value in enumerate(values or ()):
         if not isinstance(value, str) or not value.strip() or "\x00" in value or len(value) > 255:
-            raise TeamInvalid("must be an IdP group or role name (1-255 characters)", field=f"idp_groups[{index}]",
-                              value=value)
+            raise TeamInvalid(
+                "must be an IdP group or role name (1-255 characters)", field=f"idp_groups[{index}]", value=value
+            )
         names.append(value.strip())
     return names
 
@@ -170,17 +193,24 @@ def projects_visible_to(who) -> QuerySet[Project]:
     the departments `who` administers (`policy.restrict`). One query for the page, whatever the number of
     rows (department and role joined, members counted)."""
     rows = _visible(Project.objects.all(), who, Project.objects.filter(role__name__in=_role_names(who)))
-    return rows.select_related("department", "role").annotate(
-        member_count=Count("role__group__user", distinct=True)).order_by("name")
+    return (
+        rows.select_related("department", "role")
+        .annotate(member_count=Count("role__group__user", distinct=True))
+        .order_by("name")
+    )
 
 
 def departments_visible_to(who) -> QuerySet[Department]:
     """Every department for a team admin; otherwise the departments of `who`'s projects and those `who`
     administers. One query."""
     mine = Department.objects.filter(
-        pk__in=Project.objects.filter(role__name__in=_role_names(who)).values("department_id"))
-    return _visible(Department.objects.all(), who, mine).annotate(
-        project_count=Count("projects", distinct=True)).order_by("name")
+        pk__in=Project.objects.filter(role__name__in=_role_names(who)).values("department_id")
+    )
+    return (
+        _visible(Department.objects.all(), who, mine)
+        .annotate(project_count=Count("projects", distinct=True))
+        .order_by("name")
+    )
 
 
 def _visible(rows: QuerySet, who, as_member: QuerySet) -> QuerySet:
@@ -210,9 +240,15 @@ def members_of(project: Project) -> list[str]:
 
 
 def describe_project(project: Project, *, members: bool = False) -> dict:
-    data = {"name": project.name, "department": project.department.name, "description": project.description,
-            "role": project.role.name, "idp_groups": project.idp_groups,
-            "member_count": getattr(project, "member_count", None), "created_at": project.created_at}
+    data = {
+        "name": project.name,
+        "department": project.department.name,
+        "description": project.description,
+        "role": project.role.name,
+        "idp_groups": project.idp_groups,
+        "member_count": getattr(project, "member_count", None),
+        "created_at": project.created_at,
+    }
     if members:
         data["members"] = members_of(project)
         data["member_count"] = len(data["members"])
@@ -226,8 +262,10 @@ def describe_departments(departments, who=None) -> list[dict]:
     visible = projects_visible_to(who).filter(department__in=list(names)).values_list("department_id", "name")
     for department_id, name in visible:
         names[department_id].append(name)
-    return [{"name": d.name, "description": d.description, "projects": names[d.pk], "created_at": d.created_at}
-            for d in departments]
+    return [
+        {"name": d.name, "description": d.description, "projects": names[d.pk], "created_at": d.created_at}
+        for d in departments
+    ]
 
 
 def _role_names(who) -> list[str]:
@@ -246,9 +284,16 @@ def department_admins(name: str, who=None) -> list[str]:
     """Usernames of the department's admins: for team admins and the department's own admins."""
     department = get_department(name, who)
     if who is not None:
-        policy.require(who, READ, RESOURCE, obj=department, target=f"department/{department.name}",
-                       refusal=f"may not list the admins of department {department.name}", field="department",
-                       value=department.name)
+        policy.require(
+            who,
+            READ,
+            RESOURCE,
+            obj=department,
+            target=f"department/{department.name}",
+            refusal=f"may not list the admins of department {department.name}",
+            field="department",
+            value=department.name,
+        )
     return [user.get_username() for user in object_rights.holders(admin_right(), department)]
 
 
@@ -272,8 +317,7 @@ def remove_department_admin(name: str, username: str, actor: Actor, *, who=None)
 
 def member_projects(who) -> list[str]:
     """Names of the projects `who` belongs to (holds the role of), sorted. One query."""
-    return list(Project.objects.filter(role__name__in=_role_names(who)).order_by("name")
-                .values_list("name", flat=True))
+    return list(Project.objects.filter(role__name__in=_role_names(who)).order_by("name").values_list("name", flat=True))
 
 
 def charged_project(who, requested: str = "") -> Project | None:
@@ -286,20 +330,26 @@ def charged_project(who, requested: str = "") -> Project | None:
     """
     principal = policy.principal(who)
     if requested:
-        project = Project.objects.select_related("role").filter(name=requested).first() \
-            if "\x00" not in requested else None
+        project = (
+            Project.objects.select_related("role").filter(name=requested).first() if "\x00" not in requested else None
+        )
         if project is None:
-            raise UnknownProject(f"no project named {requested!r}{_yours(principal)}", field="project",
-                                 value=requested)
+            raise UnknownProject(f"no project named {requested!r}{_yours(principal)}", field="project", value=requested)
         if project.role.name not in principal.roles and not principal.decide(UPDATE, RESOURCE).allowed:
-            raise PermissionDenied(f"{principal.name} is not a member of project {requested} (its members hold "
-                                   f"role {project.role.name}){_yours(principal)}", field="project", value=requested)
+            raise PermissionDenied(
+                f"{principal.name} is not a member of project {requested} (its members hold "
+                f"role {project.role.name}){_yours(principal)}",
+                field="project",
+                value=requested,
+            )
         return project
     mine = list(Project.objects.filter(role__name__in=list(principal.roles)).order_by("name").only("pk", "name"))
     if len(mine) > 1:
         names = [project.name for project in mine]
-        raise ProjectChoiceRequired(f"you belong to several projects ({', '.join(names)}); name the one to charge "
-                                    "with project=<name>", choices=names)
+        raise ProjectChoiceRequired(
+            f"you belong to several projects ({', '.join(names)}); name the one to charge with project=<name>",
+            choices=names,
+        )
     return mine[0] if mine else None
 
 

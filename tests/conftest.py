@@ -15,8 +15,10 @@ def pytest_configure(config):
     from django.conf import settings
 
     if settings.SECURE_SSL_REDIRECT:
-        raise pytest.UsageError("the tests need the development settings: run them with `make test` "
-                                "(it sets DEBUG=true; tests/security checks the production settings)")
+        raise pytest.UsageError(
+            "the tests need the development settings: run them with `make test` "
+            "(it sets DEBUG=true; tests/security checks the production settings)"
+        )
 
 
 @pytest.fixture

@@ -32,14 +32,19 @@ def free_port(low: int = 18000, high: int = 18999) -> int:
     raise RuntimeError(f"no free port in {low}-{high}")
 
 
-
 # these tests poll processes over HTTP and SQLite: five times a second is enough
 wait_until = functools.partial(polling.wait_until, interval=0.2)
 
 
 def manage(env: dict, *args: str, timeout: float = 180) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, str(REPO / "manage.py"), *args], cwd=REPO, env=env, capture_output=True,
-                          text=True, timeout=timeout)
+    return subprocess.run(
+        [sys.executable, str(REPO / "manage.py"), *args],
+        cwd=REPO,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
 
 
 class Api:

@@ -56,22 +56,40 @@ def database_url() -> str:
 
 class DocsShell:
     def __init__(self, **env: str) -> None:
-        base = {key: value for key, value in os.environ.items()
-                if key not in ("CELERY_BROKER_URL", "TEST_DATABASE_NAME", "PORTAL", "TOKEN")}
-        self.env = {**base, "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
-                    "DATABASE_URL": database_url(), "PYTHONUNBUFFERED": "1", **env}
+        base = {
+            key: value
+            for key, value in os.environ.items()
+            if key not in ("CELERY_BROKER_URL", "TEST_DATABASE_NAME", "PORTAL", "TOKEN")
+        }
+        self.env = {
+            **base,
+            "PATH": f"{ROOT / '.venv' / 'bin'}{os.pathsep}{os.environ.get('PATH', '')}",
+            "DATABASE_URL": database_url(),
+            "PYTHONUNBUFFERED": "1",
+            **env,
+        }
 
     def run(self, blocks: list[str], timeout: float = 300) -> str:
         """Run `blocks` in one bash session; return stdout. A failing command fails the test with its output."""
         script = "set -euo pipefail\n" + "\n".join(blocks)
-        done = subprocess.run(["bash", "-c", script], cwd=ROOT, env=self.env, capture_output=True, text=True,
-                              timeout=timeout, check=False)
+        done = subprocess.run(
+            ["bash", "-c", script], cwd=ROOT, env=self.env, capture_output=True, text=True, timeout=timeout, check=False
+        )
         if done.returncode != 0:
-            raise AssertionError(f"the docs example failed (exit {done.returncode}):\n--- script\n{script}\n"
-                                 f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}")
+            raise AssertionError(
+                f"the docs example failed (exit {done.returncode}):\n--- script\n{script}\n"
+                f"--- stdout\n{done.stdout[-4000:]}\n--- stderr\n{done.stderr[-4000:]}"
+            )
         return done.stdout
 
     def transcript(self, transcript: Transcript, timeout: float = 120) -> tuple[int, str]:
-        done = subprocess.run(["bash", "-c", transcript.command], cwd=ROOT, env=self.env, capture_output=True,
-                              text=True, timeout=timeout, check=False)
+        done = subprocess.run(
+            ["bash", "-c", transcript.command],
+            cwd=ROOT,
+            env=self.env,
+            capture_output=True,
+            text=True,
+            timeout=timeout,
+            check=False,
+        )
         return done.returncode, (done.stdout + done.stderr).rstrip("\n")

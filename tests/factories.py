@@ -60,8 +60,16 @@ class ResourceValidationFactory(factory.django.DjangoModelFactory):
         django_get_or_create = ("name",)
 
     name = factory.Sequence(lambda n: f"validation_{n:03d}")
-    rules = factory.LazyFunction(lambda: [{"operator": "GT", "left_operand": "{{USER_CPU}}", "right_operand": "0",
-                                           "assert_message": "CPU must be greater than 0"}])
+    rules = factory.LazyFunction(
+        lambda: [
+            {
+                "operator": "GT",
+                "left_operand": "{{USER_CPU}}",
+                "right_operand": "0",
+                "assert_message": "CPU must be greater than 0",
+            }
+        ]
+    )
 
 
 class PoolFactory(factory.django.DjangoModelFactory):
@@ -73,7 +81,8 @@ class PoolFactory(factory.django.DjangoModelFactory):
     description = "test pool"
     backend = factory.SubFactory(BackendFactory)
     common_default_variables = factory.LazyFunction(
-        lambda: {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"})
+        lambda: {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"}
+    )
 
 
 class PlatformFactory(factory.django.DjangoModelFactory):
@@ -193,8 +202,9 @@ class TokenFactory(factory.django.DjangoModelFactory):
 
     @classmethod
     def _create(cls, model_class, *args, secret, **kwargs):
-        token = super()._create(model_class, *args, token_hash=hashlib.sha256(secret.encode()).hexdigest(),
-                                prefix=secret[:10], **kwargs)
+        token = super()._create(
+            model_class, *args, token_hash=hashlib.sha256(secret.encode()).hexdigest(), prefix=secret[:10], **kwargs
+        )
         token.secret = secret
         return token
 
@@ -227,6 +237,9 @@ class ProjectFactory(factory.django.DjangoModelFactory):
     name = factory.Sequence(lambda n: f"project-{n:03d}")
     department = factory.SubFactory(DepartmentFactory)
     description = "test project"
-    role = factory.LazyAttribute(lambda project: RoleFactory(
-        name=role_name(project.name),
-        policies=[{"effect": "Allow", "actions": ["workflow:*"], "resources": [f"pool/{project.name}*"]}]))
+    role = factory.LazyAttribute(
+        lambda project: RoleFactory(
+            name=role_name(project.name),
+            policies=[{"effect": "Allow", "actions": ["workflow:*"], "resources": [f"pool/{project.name}*"]}],
+        )
+    )

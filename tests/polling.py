@@ -7,8 +7,13 @@ from collections.abc import Callable
 from typing import Any
 
 
-def wait_until(predicate: Callable[[], Any], timeout: float = 15.0, what: str = "", interval: float = 0.02,
-               step: Callable[[], Any] | None = None) -> Any:
+def wait_until(
+    predicate: Callable[[], Any],
+    timeout: float = 15.0,
+    what: str = "",
+    interval: float = 0.02,
+    step: Callable[[], Any] | None = None,
+) -> Any:
     """Poll `predicate` until it returns something truthy and return that; AssertionError after `timeout` s.
     Between two polls: `step()` when given (work that may make the predicate true), else a short sleep."""
     deadline = time.monotonic() + timeout

@@ -1,9 +1,9 @@
 """Counting database queries in tests: the one helper behind every query-count assertion.
 
-    assert_constant_queries(lambda: client.get(url), grow=lambda: add_pools(15))   # no N+1
-    with captured_queries() as queries:                                            # what ran, to inspect
-        policy.decide(...)
-    assert len(queries) == 1
+assert_constant_queries(lambda: client.get(url), grow=lambda: add_pools(15))   # no N+1
+with captured_queries() as queries:                                            # what ran, to inspect
+    policy.decide(...)
+assert len(queries) == 1
 """
 
 from __future__ import annotations
@@ -32,8 +32,7 @@ def queries_of(action: Callable[[], Any]) -> list[str]:
     return queries
 
 
-def assert_constant_queries(action: Callable[[], Any], grow: Callable[[], Any], *,
-                            at_most: int | None = None) -> int:
+def assert_constant_queries(action: Callable[[], Any], grow: Callable[[], Any], *, at_most: int | None = None) -> int:
     """`action()` runs as many queries after `grow()` (more rows) as before; returns that number.
     With `at_most`, also no more than that. A failure lists the queries of the second run."""
     few = queries_of(action)

@@ -73,7 +73,8 @@ def test_workflows_api_page_runs_as_written(demo_site):
 def test_readme_api_example_runs_in_a_shell_without_the_environment_on_its_path(demo_site):
     """The README's example activates .venv itself: a new user's terminal has no Django on its PATH."""
     demo_site.env["PATH"] = os.pathsep.join(
-        entry for entry in demo_site.env["PATH"].split(os.pathsep) if not entry.startswith(str(ROOT)))
+        entry for entry in demo_site.env["PATH"].split(os.pathsep) if not entry.startswith(str(ROOT))
+    )
     block = next(block for block in bash_blocks(ROOT / "README.md") if "source .venv/bin/activate" in block)
     answer = json_documents(demo_site.run([block]))[-1]
     assert (answer["workflow_id"], answer["status"]) == ("hello-1", "PENDING"), answer

@@ -23,8 +23,20 @@ class TaskInline(ReadOnlyAdminMixin, TabularInline):
     extra = 0
     can_delete = False
     show_change_link = False
-    fields = ("name", "group_name", "platform", "status", "retry_id", "pod_name", "node", "exit_code", "error",
-              "pod_created_at", "started_at", "finished_at")
+    fields = (
+        "name",
+        "group_name",
+        "platform",
+        "status",
+        "retry_id",
+        "pod_name",
+        "node",
+        "exit_code",
+        "error",
+        "pod_created_at",
+        "started_at",
+        "finished_at",
+    )
     readonly_fields = fields
 
     def has_view_permission(self, request, obj=None):
@@ -33,21 +45,63 @@ class TaskInline(ReadOnlyAdminMixin, TabularInline):
 
 @admin.register(Workflow)
 class WorkflowAdmin(ReadOnlyAdminMixin, ModelAdmin):
-    list_display = ("workflow_id", "pool", "project", "submitted_by", "status", "priority", "created_at",
-                    "started_at", "finished_at")
+    list_display = (
+        "workflow_id",
+        "pool",
+        "project",
+        "submitted_by",
+        "status",
+        "priority",
+        "created_at",
+        "started_at",
+        "finished_at",
+    )
     list_filter = ("status", "pool", "project", "priority")
     search_fields = ("workflow_id", "name", "submitted_by__username")
     list_select_related = ("pool", "submitted_by", "project")
     date_hierarchy = "created_at"
     inlines = [TaskInline]
-    readonly_fields = ("workflow_id", "uuid", "name", "pool", "project", "submitted_by", "priority", "status",
-                       "labels_shown", "exec_timeout_seconds", "queue_timeout_seconds", "warnings_shown", "error", "created_at",
-                       "started_at", "finished_at", "events", "spec_shown")
+    readonly_fields = (
+        "workflow_id",
+        "uuid",
+        "name",
+        "pool",
+        "project",
+        "submitted_by",
+        "priority",
+        "status",
+        "labels_shown",
+        "exec_timeout_seconds",
+        "queue_timeout_seconds",
+        "warnings_shown",
+        "error",
+        "created_at",
+        "started_at",
+        "finished_at",
+        "events",
+        "spec_shown",
+    )
     fieldsets = (
-        (None, {"fields": ("workflow_id", "uuid", "name", "pool", "project", "submitted_by", "priority", "status",
-                           "error")}),
-        ("Times", {"fields": ("created_at", "started_at", "finished_at", "queue_timeout_seconds",
-                              "exec_timeout_seconds")}),
+        (
+            None,
+            {
+                "fields": (
+                    "workflow_id",
+                    "uuid",
+                    "name",
+                    "pool",
+                    "project",
+                    "submitted_by",
+                    "priority",
+                    "status",
+                    "error",
+                )
+            },
+        ),
+        (
+            "Times",
+            {"fields": ("created_at", "started_at", "finished_at", "queue_timeout_seconds", "exec_timeout_seconds")},
+        ),
         ("Events", {"fields": ("events",)}),
         ("Spec", {"fields": ("labels_shown", "warnings_shown", "spec_shown"), "classes": ("collapse",)}),
     )
@@ -78,9 +132,19 @@ class WorkflowAdmin(ReadOnlyAdminMixin, ModelAdmin):
     @admin.display(description="events")
     def events(self, obj):
         rows = TaskEvent.objects.filter(task__workflow=obj).select_related("task").order_by("at", "id")
-        body = format_html_join("", "<tr><td class='pr-4 whitespace-nowrap'>{}</td><td class='pr-4'>{}</td>"
-                                    "<td class='pr-4'>{}</td><td>{}</td></tr>",
-                                ((e.at.strftime("%Y-%m-%d %H:%M:%S"), e.task.name, e.kind, e.message) for e in rows))
-        return format_html("<table class='text-sm'><tr><th class='text-left'>time (UTC)</th><th class='text-left'>"
-                           "task</th><th class='text-left'>event</th><th class='text-left'>message</th></tr>{}"
-                           "</table>", body) if body else "-"
+        body = format_html_join(
+            "",
+            "<tr><td class='pr-4 whitespace-nowrap'>{}</td><td class='pr-4'>{}</td>"
+            "<td class='pr-4'>{}</td><td>{}</td></tr>",
+            ((e.at.strftime("%Y-%m-%d %H:%M:%S"), e.task.name, e.kind, e.message) for e in rows),
+        )
+        return (
+            format_html(
+                "<table class='text-sm'><tr><th class='text-left'>time (UTC)</th><th class='text-left'>"
+                "task</th><th class='text-left'>event</th><th class='text-left'>message</th></tr>{}"
+                "</table>",
+                body,
+            )
+            if body
+            else "-"
+        )

@@ -18,11 +18,13 @@ def charge_unassigned(workflow_model, project_model, user_groups_model) -> int:
         return 0
     projects_of_user: dict[int, set[int]] = defaultdict(set)
     for user_id, group_id in user_groups_model.objects.filter(group_id__in=list(project_of_group)).values_list(
-            "user_id", "group_id"):
+        "user_id", "group_id"
+    ):
         projects_of_user[user_id].add(project_of_group[group_id])
     charged = 0
     for user_id, projects in projects_of_user.items():
         if len(projects) == 1:
             charged += workflow_model.objects.filter(submitted_by_id=user_id, project__isnull=True).update(
-                project_id=next(iter(projects)))
+                project_id=next(iter(projects))
+            )
     return charged

@@ -42,11 +42,23 @@ class TaskStatus(models.TextChoices):
     CANCELLED = "CANCELLED"
 
 
-FINISHED_WORKFLOW = {WorkflowStatus.COMPLETED, WorkflowStatus.FAILED, WorkflowStatus.FAILED_QUEUE_TIMEOUT,
-                     WorkflowStatus.FAILED_EXEC_TIMEOUT, WorkflowStatus.FAILED_SUBMISSION,
-                     WorkflowStatus.FAILED_BACKEND_ERROR, WorkflowStatus.CANCELLED}
-FINISHED_TASK = {TaskStatus.COMPLETED, TaskStatus.FAILED, TaskStatus.FAILED_QUEUE_TIMEOUT,
-                 TaskStatus.FAILED_EXEC_TIMEOUT, TaskStatus.FAILED_BACKEND_ERROR, TaskStatus.CANCELLED}
+FINISHED_WORKFLOW = {
+    WorkflowStatus.COMPLETED,
+    WorkflowStatus.FAILED,
+    WorkflowStatus.FAILED_QUEUE_TIMEOUT,
+    WorkflowStatus.FAILED_EXEC_TIMEOUT,
+    WorkflowStatus.FAILED_SUBMISSION,
+    WorkflowStatus.FAILED_BACKEND_ERROR,
+    WorkflowStatus.CANCELLED,
+}
+FINISHED_TASK = {
+    TaskStatus.COMPLETED,
+    TaskStatus.FAILED,
+    TaskStatus.FAILED_QUEUE_TIMEOUT,
+    TaskStatus.FAILED_EXEC_TIMEOUT,
+    TaskStatus.FAILED_BACKEND_ERROR,
+    TaskStatus.CANCELLED,
+}
 
 
 class Priority(models.TextChoices):
@@ -72,11 +84,13 @@ class Workflow(models.Model):
     pool = models.ForeignKey("pools.Pool", on_delete=models.PROTECT, related_name="workflows")
     submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="workflows")
     # The project it is charged to (teams.services.charged_project); none when its submitter belonged to none.
-    project = models.ForeignKey("teams.Project", on_delete=models.PROTECT, null=True, blank=True,
-                                related_name="workflows")
+    project = models.ForeignKey(
+        "teams.Project", on_delete=models.PROTECT, null=True, blank=True, related_name="workflows"
+    )
     priority = models.CharField(max_length=8, choices=Priority.choices, default=Priority.NORMAL)
-    status = models.CharField(max_length=24, choices=WorkflowStatus.choices, default=WorkflowStatus.PENDING,
-                              db_index=True)
+    status = models.CharField(
+        max_length=24, choices=WorkflowStatus.choices, default=WorkflowStatus.PENDING, db_index=True
+    )
     spec = models.JSONField(default=dict)  # the submitted spec, as parsed from the user's document
     labels = models.JSONField(default=dict, blank=True)
     exec_timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
@@ -89,8 +103,10 @@ class Workflow(models.Model):
 
     # `pool/<its pool>` to the policy; its submitter lists, reads and cancels it whatever their roles
     policy_resources = PolicyResources(
-        Scope("pool", field="pool__name"), owner="submitted_by",
-        owner_actions=(actions.WORKFLOW_LIST, actions.WORKFLOW_READ, actions.WORKFLOW_CANCEL))
+        Scope("pool", field="pool__name"),
+        owner="submitted_by",
+        owner_actions=(actions.WORKFLOW_LIST, actions.WORKFLOW_READ, actions.WORKFLOW_CANCEL),
+    )
 
     class Meta:
         ordering = ["-created_at", "-id"]

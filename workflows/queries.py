@@ -33,8 +33,9 @@ def missing(workflow_id: str) -> WorkflowNotFound:
 def get_workflow(workflow_id: str) -> Workflow:
     if not workflow_id or "\x00" in workflow_id:  # no id has one (PostgreSQL refuses NUL in text)
         raise missing(workflow_id)
-    workflow = (Workflow.objects.select_related("pool", "submitted_by", "project").filter(workflow_id=workflow_id)
-                .first())
+    workflow = (
+        Workflow.objects.select_related("pool", "submitted_by", "project").filter(workflow_id=workflow_id).first()
+    )
     if workflow is None:
         raise missing(workflow_id)
     return workflow
@@ -65,8 +66,7 @@ class WorkflowPage:
 def list_workflows(who, query: WorkflowQuery) -> WorkflowPage:
     """One page of workflows, newest first (or oldest with order=asc). Two queries whatever the page size:
     the principal's roles (memoised per request) and the page itself (`policy.restrict` adds a filter)."""
-    rows = Workflow.objects.select_related("pool", "submitted_by", "project").annotate(
-        task_count=Count("tasks"))
+    rows = Workflow.objects.select_related("pool", "submitted_by", "project").annotate(task_count=Count("tasks"))
     if who is not None:
         principal = policy.principal(who)
         rows = policy.restrict(rows, principal, LIST)  # own workflows, and others' in pools it may list
@@ -87,7 +87,7 @@ def list_workflows(who, query: WorkflowQuery) -> WorkflowPage:
         rows = rows.filter(created_at__lt=query.submitted_before)
     rows = rows.order_by(*(("created_at", "id") if query.order == "asc" else ("-created_at", "-id")))
     limit = max(1, min(query.limit, MAX_LIMIT))
-    page = list(rows[query.offset: query.offset + limit + 1])
+    page = list(rows[query.offset : query.offset + limit + 1])
     return WorkflowPage(page[:limit], len(page) > limit, query.offset, limit)
 
 

@@ -109,8 +109,9 @@ def delete_pods(backend_pk: int, targets: list[tuple[str, str]]) -> int:
 
 def reconcile_all() -> dict:
     """Reconcile every backend that has unfinished tasks; one backend failing does not stop the others."""
-    backend_ids = sorted(set(Task.objects.filter(status__in=UNFINISHED).values_list(
-        "workflow__pool__backend_id", flat=True)))
+    backend_ids = sorted(
+        set(Task.objects.filter(status__in=UNFINISHED).values_list("workflow__pool__backend_id", flat=True))
+    )
     report = {"backends": len(backend_ids), "changed": 0, "requeued": 0, "errors": []}
     for backend_id in backend_ids:
         try:
@@ -128,8 +129,11 @@ def reconcile_backend(backend_id: int, listing: pods.PodList | None = None, *, n
     """Fold the cluster's pods into the backend's unfinished tasks. `listing`: pods already listed (the
     watcher's relist); otherwise they are listed here, after the tasks are read."""
     now = now or timezone.now()
-    tasks = list(Task.objects.select_related("workflow__pool").filter(
-        workflow__pool__backend_id=backend_id, status__in=UNFINISHED).order_by("id"))
+    tasks = list(
+        Task.objects.select_related("workflow__pool")
+        .filter(workflow__pool__backend_id=backend_id, status__in=UNFINISHED)
+        .order_by("id")
+    )
     result = {"tasks": len(tasks), "changed": 0, "requeued": 0}
     if not tasks:
         return result
@@ -140,8 +144,9 @@ def reconcile_backend(backend_id: int, listing: pods.PodList | None = None, *, n
             listing = list_ours(kube)
     else:
         cutoff = (listing.listed_at or now) - CLOCK_SKEW
-    by_key = {((p.get("metadata") or {}).get("namespace"), (p.get("metadata") or {}).get("name")): p
-              for p in listing.items}
+    by_key = {
+        ((p.get("metadata") or {}).get("namespace"), (p.get("metadata") or {}).get("name")): p for p in listing.items
+    }
     grace = timedelta(seconds=settings.WORKFLOW_PENDING_GRACE_SECONDS)
     stale: set[int] = set()
     for task in tasks:
@@ -182,8 +187,9 @@ def reap_backend(backend_id: int, *, now=None, retention: int | None = None) -> 
     backend = Backend.objects.get(pk=backend_id)
     with connect(backend) as kube:
         listing = list_ours(kube)
-        keys = [((p.get("metadata") or {}).get("namespace"), (p.get("metadata") or {}).get("name"))
-                for p in listing.items]
+        keys = [
+            ((p.get("metadata") or {}).get("namespace"), (p.get("metadata") or {}).get("name")) for p in listing.items
+        ]
         if not keys:
             return 0
         # Any backend's task counts: several Backend rows may point at one cluster (e.g. one per namespace),
@@ -191,9 +197,14 @@ def reap_backend(backend_id: int, *, now=None, retention: int | None = None) -> 
         names = sorted({name for _, name in keys})
         known = {}
         for start in range(0, len(names), 500):
-            known.update({(namespace, name): (status, finished_at) for namespace, name, status, finished_at in
-                          Task.objects.filter(pod_name__in=names[start:start + 500]).values_list(
-                              "namespace", "pod_name", "workflow__status", "workflow__finished_at")})
+            known.update(
+                {
+                    (namespace, name): (status, finished_at)
+                    for namespace, name, status, finished_at in Task.objects.filter(
+                        pod_name__in=names[start : start + 500]
+                    ).values_list("namespace", "pod_name", "workflow__status", "workflow__finished_at")
+                }
+            )
         deleted = 0
         for namespace, name in keys:
             info = known.get((namespace, name))

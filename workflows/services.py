@@ -67,20 +67,29 @@ class SubmitResult:
     project: str | None = None
 
     def as_dict(self) -> dict:
-        return {"name": self.workflow_id, "workflow_id": self.workflow_id, "status": self.status,
-                "pool": self.pool, "project": self.project, "tasks": self.tasks, "warnings": self.warnings}
+        return {
+            "name": self.workflow_id,
+            "workflow_id": self.workflow_id,
+            "status": self.status,
+            "pool": self.pool,
+            "project": self.project,
+            "tasks": self.tasks,
+            "warnings": self.warnings,
+        }
 
 
 def submit(request: SubmitRequest) -> SubmitResult:
     who = policy.principal(request.who)
     pool = _authorized_pool(request.pool, who)
     project = charged_project(who, request.project)
-    spec = parse_workflow(request.spec, source=request.source, max_tasks=settings.WORKFLOW_MAX_TASKS,
-                          limits=spec_limits())
+    spec = parse_workflow(
+        request.spec, source=request.source, max_tasks=settings.WORKFLOW_MAX_TASKS, limits=spec_limits()
+    )
     document = _json_safe(spec.document)
     priority = _priority(request.priority)
     exec_timeout, queue_timeout, timeout_warnings = effective_timeouts(
-        spec, pool_defaults=_pool_timeouts(pool, "default"), pool_maxima=_pool_timeouts(pool, "max"))
+        spec, pool_defaults=_pool_timeouts(pool, "default"), pool_maxima=_pool_timeouts(pool, "max")
+    )
     warnings = [*spec.warnings, *timeout_warnings]
     if request.dry_run or request.validation_only:
         plan = _plan(pool, spec, _context(spec.name + "-dry-run", who.user.get_username(), priority, spec))
@@ -94,17 +103,37 @@ def submit(request: SubmitRequest) -> SubmitResult:
         spec = substitute_tokens(spec, workflow_id, str(workflow_uuid))
         plan = _plan(pool, spec, _context(workflow_id, who.user.get_username(), priority, spec, workflow_uuid))
         # Prepared inserts (portal.prepared): `bulk_create` without compiling the SQL each time.
-        [workflow] = _INSERT_WORKFLOW.insert([Workflow(
-            workflow_id=workflow_id, uuid=workflow_uuid, name=spec.name, pool=pool, submitted_by=who.user,
-            project=project, priority=priority, spec=document, labels=spec.labels, warnings=warnings + _plan_warnings(plan),
-            exec_timeout_seconds=_seconds(exec_timeout), queue_timeout_seconds=_seconds(queue_timeout))])
+        [workflow] = _INSERT_WORKFLOW.insert(
+            [
+                Workflow(
+                    workflow_id=workflow_id,
+                    uuid=workflow_uuid,
+                    name=spec.name,
+                    pool=pool,
+                    submitted_by=who.user,
+                    project=project,
+                    priority=priority,
+                    spec=document,
+                    labels=spec.labels,
+                    warnings=warnings + _plan_warnings(plan),
+                    exec_timeout_seconds=_seconds(exec_timeout),
+                    queue_timeout_seconds=_seconds(queue_timeout),
+                )
+            ]
+        )
         tasks = _INSERT_TASKS.insert([_task_row(workflow, spec, p, pool) for p in plan])
-        _INSERT_EVENTS.insert([TaskEvent(task=t, kind="SUBMITTED", message=f"submitted by {who.name}", at=t.created_at)
-                               for t in tasks])
+        _INSERT_EVENTS.insert(
+            [TaskEvent(task=t, kind="SUBMITTED", message=f"submitted by {who.name}", at=t.created_at) for t in tasks]
+        )
         enqueue.create_pods(workflow.pk)  # after commit; a broker that is down does not fail the submission
-    return SubmitResult(workflow_id, str(workflow.status), pool.name,
-                        [{"name": t.name, "platform": t.platform, "pod_name": t.pod_name} for t in tasks],
-                        workflow.warnings, _name(project))
+    return SubmitResult(
+        workflow_id,
+        str(workflow.status),
+        pool.name,
+        [{"name": t.name, "platform": t.platform, "pod_name": t.pod_name} for t in tasks],
+        workflow.warnings,
+        _name(project),
+    )
 
 
 def resolve_retry(workflow: Workflow, task: Task, retry_id: int) -> dict:
@@ -116,13 +145,23 @@ def resolve_retry(workflow: Workflow, task: Task, retry_id: int) -> dict:
     pool = _load_pool(workflow.pool.name)
     platform = next((p for p in pool.loaded_platforms if p.name == task.platform), None) if pool else None
     if platform is None:
-        raise WorkflowInvalid(f"platform {task.platform} of pool {workflow.pool.name} no longer exists",
-                              field="platform", value=task.platform)
+        raise WorkflowInvalid(
+            f"platform {task.platform} of pool {workflow.pool.name} no longer exists",
+            field="platform",
+            value=task.platform,
+        )
     spec = parse_workflow(workflow.spec, source=f"{workflow.workflow_id} (stored spec)", max_tasks=10**6)
     spec = substitute_tokens(spec, workflow.workflow_id, str(workflow.uuid))
     task_spec = next(t for t in spec.tasks() if t.name == task.name)
-    context = _context(workflow.workflow_id, workflow.submitted_by.get_username(), workflow.priority, spec,
-                       workflow.uuid, group_name=task.group_name, retry_id=retry_id)
+    context = _context(
+        workflow.workflow_id,
+        workflow.submitted_by.get_username(),
+        workflow.priority,
+        spec,
+        workflow.uuid,
+        group_name=task.group_name,
+        retry_id=retry_id,
+    )
     resolution = resolve(compiled_platform(platform), spec.task_input(task_spec), context, None)
     problems = _failures(resolution.validation)
     if problems:
@@ -156,13 +195,30 @@ def _fields(model, *names: str) -> list[str]:
     return [f.attname for f in model._meta.concrete_fields if f.attname in names]
 
 
-_POOL_FIELDS = _fields(Pool, "id", "name", "backend_id", "default_platform", "enable_maintenance",
-                       "default_exec_timeout", "default_queue_timeout", "max_exec_timeout", "max_queue_timeout")
+_POOL_FIELDS = _fields(
+    Pool,
+    "id",
+    "name",
+    "backend_id",
+    "default_platform",
+    "enable_maintenance",
+    "default_exec_timeout",
+    "default_queue_timeout",
+    "max_exec_timeout",
+    "max_queue_timeout",
+)
 _BACKEND_FIELDS = _fields(Backend, "id", "name", "namespace", "last_sync_at")
 _PLATFORM_FIELDS = _fields(Platform, "id", "pool_id", "name", "compiled")
 # Runs on every submission: compiled once per process (portal.prepared). One row per platform.
-_POOL_ROWS = PreparedQuery(lambda name: Pool.objects.filter(name=name).order_by("platforms__name").values_list(
-    *_POOL_FIELDS, *(f"backend__{n}" for n in _BACKEND_FIELDS), *(f"platforms__{n}" for n in _PLATFORM_FIELDS)))
+_POOL_ROWS = PreparedQuery(
+    lambda name: (
+        Pool.objects.filter(name=name)
+        .order_by("platforms__name")
+        .values_list(
+            *_POOL_FIELDS, *(f"backend__{n}" for n in _BACKEND_FIELDS), *(f"platforms__{n}" for n in _PLATFORM_FIELDS)
+        )
+    )
+)
 _INSERT_WORKFLOW, _INSERT_TASKS, _INSERT_EVENTS = (PreparedInsert(m) for m in (Workflow, Task, TaskEvent))
 
 
@@ -176,10 +232,10 @@ def _load_pool(name: str) -> Pool | None:
         return None
     split = (len(_POOL_FIELDS), len(_POOL_FIELDS) + len(_BACKEND_FIELDS))
     pool = Pool.from_db(DEFAULT_DB_ALIAS, _POOL_FIELDS, rows[0][: split[0]])
-    pool.backend = Backend.from_db(DEFAULT_DB_ALIAS, _BACKEND_FIELDS, rows[0][split[0]: split[1]])
+    pool.backend = Backend.from_db(DEFAULT_DB_ALIAS, _BACKEND_FIELDS, rows[0][split[0] : split[1]])
     pool.loaded_platforms = []
     for row in rows:
-        values = row[split[1]:]
+        values = row[split[1] :]
         if values[0] is not None:  # a pool without platforms: one row, its platform columns NULL
             platform = Platform.from_db(DEFAULT_DB_ALIAS, _PLATFORM_FIELDS, values)
             platform.pool = pool
@@ -190,19 +246,22 @@ def _load_pool(name: str) -> Pool | None:
 def unknown_pool_for(who, name: str) -> bool:
     """Whether `who` is told that pool `name` does not exist: it does not, and `who` may submit to some
     pool (someone who may submit nowhere is refused by the policy instead, learning nothing)."""
-    return ("\x00" in name or not Pool.objects.filter(name=name).exists()) \
-        and policy.restrict(Pool.objects.all(), who, CREATE).exists()
+    return ("\x00" in name or not Pool.objects.filter(name=name).exists()) and policy.restrict(
+        Pool.objects.all(), who, CREATE
+    ).exists()
 
 
 def _authorized_pool(name: str, who) -> Pool:
     pool = _load_pool(name)
     if pool is None:
         raise PoolNotFound(f"no pool named {name!r}", field="pool", value=name)
-    policy.require(who, CREATE, actions.pool(name), refusal=f"may not submit workflows to pool {name}",
-                   field="pool", value=name)
+    policy.require(
+        who, CREATE, actions.pool(name), refusal=f"may not submit workflows to pool {name}", field="pool", value=name
+    )
     if pool.enable_maintenance and not who.decide(MAINTENANCE_BYPASS, actions.pool(name)).allowed:
-        raise PoolInMaintenance(f"pool {name} is in maintenance; only administrators may submit now",
-                                field="pool", value=name)
+        raise PoolInMaintenance(
+            f"pool {name} is in maintenance; only administrators may submit now", field="pool", value=name
+        )
     return pool
 
 
@@ -213,16 +272,16 @@ def _name(project) -> str | None:
 def _priority(value: str) -> str:
     upper = str(value or Priority.NORMAL).upper()
     if upper not in Priority.values:
-        raise WorkflowInvalid(f"unknown priority; expected one of {', '.join(Priority.values)}", field="priority",
-                              value=value)
+        raise WorkflowInvalid(
+            f"unknown priority; expected one of {', '.join(Priority.values)}", field="priority", value=value
+        )
     return upper
 
 
 def _plan(pool: Pool, spec: WorkflowSpec, ctx: WorkflowContext) -> list[PlannedTask]:
     """Resolve every task on its platform against the live inventory; refuse with every problem found."""
     platforms = {p.name: p for p in pool.loaded_platforms}  # `_load_pool` linked each to the pool
-    chosen = [(task, platforms[spec.platform_of(task, pool.default_platform, set(platforms))])
-              for task in spec.tasks()]
+    chosen = [(task, platforms[spec.platform_of(task, pool.default_platform, set(platforms))]) for task in spec.tasks()]
     nodes = capacities_for({p.pk: p for _, p in chosen}.values())
     plan, problems = [], []
     for task, platform in chosen:
@@ -232,9 +291,13 @@ def _plan(pool: Pool, spec: WorkflowSpec, ctx: WorkflowContext) -> list[PlannedT
         problems += [_problem(task, platform.name, p) for p in _failures(resolution.validation)]
     if problems:
         first = problems[0]
-        raise WorkflowInvalid(f"{len(problems)} problem{'s' if len(problems) > 1 else ''}; first: task "
-                              f"{first['task']} on {first['platform']}: {first['reason']}",
-                              field=first["field"], value=first["value"], problems=problems)
+        raise WorkflowInvalid(
+            f"{len(problems)} problem{'s' if len(problems) > 1 else ''}; first: task "
+            f"{first['task']} on {first['platform']}: {first['reason']}",
+            field=first["field"],
+            value=first["value"],
+            problems=problems,
+        )
     return plan
 
 
@@ -246,24 +309,37 @@ def _failures(validation: dict) -> list[dict]:
     if nodes and not nodes["passed"]:
         reason = nodes["error"] or "no node of the platform satisfies the resource rules"
         details = [f"{node}: {failure['message']}" for node, failure in list(nodes["failures"].items())[:5]]
-        found.append({"field": "resources", "value": None,
-                      "reason": reason + (f" ({'; '.join(details)})" if details else "")})
+        found.append(
+            {"field": "resources", "value": None, "reason": reason + (f" ({'; '.join(details)})" if details else "")}
+        )
     return found
 
 
 def _problem(task, platform: str, failure: dict) -> dict:
-    return {"task": task.name, "platform": platform, "field": f"{task.path}.{failure['field']}",
-            "value": failure["value"], "reason": failure["reason"]}
+    return {
+        "task": task.name,
+        "platform": platform,
+        "field": f"{task.path}.{failure['field']}",
+        "value": failure["value"],
+        "reason": failure["reason"],
+    }
 
 
 def _plan_warnings(plan: list[PlannedTask]) -> list[str]:
     return [f"task {p.task.name}: {w}" for p in plan for w in p.resolution.warnings]
 
 
-def _context(workflow_id: str, submitted_by: str, priority: str, spec: WorkflowSpec, workflow_uuid=None,
-             **more) -> WorkflowContext:
-    return WorkflowContext(workflow_id=workflow_id, workflow_uuid=str(workflow_uuid or ""),
-                           submitted_by=submitted_by, priority=priority, labels=dict(spec.labels), **more)
+def _context(
+    workflow_id: str, submitted_by: str, priority: str, spec: WorkflowSpec, workflow_uuid=None, **more
+) -> WorkflowContext:
+    return WorkflowContext(
+        workflow_id=workflow_id,
+        workflow_uuid=str(workflow_uuid or ""),
+        submitted_by=submitted_by,
+        priority=priority,
+        labels=dict(spec.labels),
+        **more,
+    )
 
 
 def _next_id(name: str) -> str:
@@ -271,8 +347,11 @@ def _next_id(name: str) -> str:
     until the workflow is committed (PostgreSQL and SQLite ≥ 3.35 both have ON CONFLICT … RETURNING)."""
     table = connection.ops.quote_name(WorkflowName._meta.db_table)
     with connection.cursor() as cursor:
-        cursor.execute(f"INSERT INTO {table} (name, last_number) VALUES (%s, 1) ON CONFLICT (name) "
-                       f"DO UPDATE SET last_number = {table}.last_number + 1 RETURNING last_number", [name])
+        cursor.execute(
+            f"INSERT INTO {table} (name, last_number) VALUES (%s, 1) ON CONFLICT (name) "
+            f"DO UPDATE SET last_number = {table}.last_number + 1 RETURNING last_number",
+            [name],
+        )
         number = cursor.fetchone()[0]
     return f"{name}-{number}"
 
@@ -280,10 +359,18 @@ def _next_id(name: str) -> str:
 def _task_row(workflow: Workflow, spec: WorkflowSpec, planned: PlannedTask, pool: Pool) -> Task:
     pod = planned.resolution.pod
     group = next(g for g in spec.groups if g.name == planned.task.group)
-    return Task(workflow=workflow, name=planned.task.name, group_name=planned.task.group, lead=planned.task.lead,
-                ignore_non_lead_status=group.ignore_non_lead_status,
-                platform=planned.platform.name, pod=pod, pod_name=pod["metadata"]["name"],
-                namespace=pool.backend.namespace, exit_actions=planned.task.exit_actions)
+    return Task(
+        workflow=workflow,
+        name=planned.task.name,
+        group_name=planned.task.group,
+        lead=planned.task.lead,
+        ignore_non_lead_status=group.ignore_non_lead_status,
+        platform=planned.platform.name,
+        pod=pod,
+        pod_name=pod["metadata"]["name"],
+        namespace=pool.backend.namespace,
+        exit_actions=planned.task.exit_actions,
+    )
 
 
 def _dry_run_row(planned: PlannedTask, candidates: dict[int, list[NodeInfo]] | None) -> dict:
@@ -292,8 +379,10 @@ def _dry_run_row(planned: PlannedTask, candidates: dict[int, list[NodeInfo]] | N
     if candidates is not None:
         row.update(planned.resolution.to_dict())
         verdicts = place(planned.resolution.pod, candidates.get(planned.platform.pk, []))
-        row["placement"] = {"fits": sorted(v.node for v in verdicts if v.fits),
-                            "rejected": {v.node: v.reasons for v in verdicts if not v.fits}}
+        row["placement"] = {
+            "fits": sorted(v.node for v in verdicts if v.fits),
+            "rejected": {v.node: v.reasons for v in verdicts if not v.fits},
+        }
     return row
 
 
@@ -301,22 +390,40 @@ def _placement_nodes(platform_ids: set[int]) -> dict[int, list[NodeInfo]]:
     """Member nodes of each platform with allocatable, requests and pod count (one query for all)."""
     found: dict[int, list[NodeInfo]] = {}
     rows = NodeMembership.objects.filter(platform_id__in=platform_ids).values_list(
-        "platform_id", "node__name", "node__labels", "node__taints", "node__unschedulable", "node__allocatable",
-        "node__requested_workload", "node__requested_other", "node__workload_pods", "node__other_pods")
+        "platform_id",
+        "node__name",
+        "node__labels",
+        "node__taints",
+        "node__unschedulable",
+        "node__allocatable",
+        "node__requested_workload",
+        "node__requested_other",
+        "node__workload_pods",
+        "node__other_pods",
+    )
     for platform_id, name, labels, taints, unschedulable, allocatable, workload, other, *pod_counts in rows:
         try:
-            found.setdefault(platform_id, []).append(NodeInfo(
-                name=name, labels=labels or {}, taints=taints or [], unschedulable=unschedulable,
-                allocatable=parse_allocatable(allocatable or {}, "status.allocatable"),
-                requested=sum_requests([workload or {}, other or {}]), pod_count=sum(pod_counts)))
+            found.setdefault(platform_id, []).append(
+                NodeInfo(
+                    name=name,
+                    labels=labels or {},
+                    taints=taints or [],
+                    unschedulable=unschedulable,
+                    allocatable=parse_allocatable(allocatable or {}, "status.allocatable"),
+                    requested=sum_requests([workload or {}, other or {}]),
+                    pod_count=sum(pod_counts),
+                )
+            )
         except EngineError:
             continue  # a malformed stored node is no candidate (membership logs it)
     return found
 
 
 def _pool_timeouts(pool: Pool, kind: str) -> dict[str, timedelta | None]:
-    return {f"{name}_timeout": parse_timeout(getattr(pool, f"{kind}_{name}_timeout"), f"{kind}_{name}_timeout")
-            for name in ("exec", "queue")}
+    return {
+        f"{name}_timeout": parse_timeout(getattr(pool, f"{kind}_{name}_timeout"), f"{kind}_{name}_timeout")
+        for name in ("exec", "queue")
+    }
 
 
 def _seconds(delta: timedelta | None) -> int | None:

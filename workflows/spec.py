@@ -46,9 +46,20 @@ from workflows.spec_fields import (
 )
 
 __all__ = [
-    "MAX_LABELS", "RESERVED_TASK_NAMES", "SUPPORTED_TOKENS", "UNSUPPORTED_TASK_FIELDS", "WORKFLOW_NAME_MAX",
-    "GroupSpec", "ResourceSpec", "SpecError", "TaskSpec", "WorkflowSpec", "effective_timeouts", "parse_workflow",
-    "spec_path", "substitute_tokens",
+    "MAX_LABELS",
+    "RESERVED_TASK_NAMES",
+    "SUPPORTED_TOKENS",
+    "UNSUPPORTED_TASK_FIELDS",
+    "WORKFLOW_NAME_MAX",
+    "GroupSpec",
+    "ResourceSpec",
+    "SpecError",
+    "TaskSpec",
+    "WorkflowSpec",
+    "effective_timeouts",
+    "parse_workflow",
+    "spec_path",
+    "substitute_tokens",
 ]
 
 SUPPORTED_VERSION = 2
@@ -61,13 +72,36 @@ _WORKFLOW_FIELDS = ("name", "labels", "pool", "backend", "timeout", "resources",
 _TIMEOUT_FIELDS = ("exec_timeout", "queue_timeout")
 _RESOURCE_FIELDS = ("cpu", "gpu", "memory", "storage", "platform", "nodesExcluded", "topology")
 _GROUP_FIELDS = ("name", "barrier", "ignoreNonleadStatus", "tasks")
-_TASK_FIELDS = ("name", "image", "command", "args", "environment", "resource", "privileged", "hostNetwork",
-                "volumeMounts", "exitActions", "lead")
-UNSUPPORTED_TASK_FIELDS = ("inputs", "outputs", "files", "credentials", "downloadType", "cacheSize", "checkpoint",
-                           "kpis")
-_HINTS = {"resources": "a task names one entry of workflow.resources with resource: <name>",
-          "env": "did you mean environment?", "volumes": "did you mean volumeMounts?",
-          "host_network": "did you mean hostNetwork?", "exit_actions": "did you mean exitActions?"}
+_TASK_FIELDS = (
+    "name",
+    "image",
+    "command",
+    "args",
+    "environment",
+    "resource",
+    "privileged",
+    "hostNetwork",
+    "volumeMounts",
+    "exitActions",
+    "lead",
+)
+UNSUPPORTED_TASK_FIELDS = (
+    "inputs",
+    "outputs",
+    "files",
+    "credentials",
+    "downloadType",
+    "cacheSize",
+    "checkpoint",
+    "kpis",
+)
+_HINTS = {
+    "resources": "a task names one entry of workflow.resources with resource: <name>",
+    "env": "did you mean environment?",
+    "volumes": "did you mean volumeMounts?",
+    "host_network": "did you mean hostNetwork?",
+    "exit_actions": "did you mean exitActions?",
+}
 
 
 def _fail(reason: str, field: str = "", value: object = None) -> NoReturn:
@@ -138,9 +172,15 @@ class WorkflowSpec:
     def task_input(self, task: TaskSpec) -> TaskInput:
         """What the engine resolves: the task plus its resource entry as {cpu, gpu, memory, storage, nodesExcluded}."""
         return TaskInput(
-            name=task.name, image=task.image, command=list(task.command), args=list(task.args),
-            environment=dict(task.environment), resources=self._resource_of(task).engine_resources(),
-            privileged=task.privileged, host_network=task.host_network, volume_mounts=list(task.volume_mounts),
+            name=task.name,
+            image=task.image,
+            command=list(task.command),
+            args=list(task.args),
+            environment=dict(task.environment),
+            resources=self._resource_of(task).engine_resources(),
+            privileged=task.privileged,
+            host_network=task.host_network,
+            volume_mounts=list(task.volume_mounts),
             variables={},
         )
 
@@ -150,30 +190,40 @@ class WorkflowSpec:
         listed = ", ".join(sorted(platforms)) or "none"
         if resource.platform:
             if resource.platform not in platforms:
-                _fail(f"platform {resource.platform} does not exist in this pool (platforms: {listed})",
-                      join_key(join_key("resources", resource.name), "platform"), resource.platform)
+                _fail(
+                    f"platform {resource.platform} does not exist in this pool (platforms: {listed})",
+                    join_key(join_key("resources", resource.name), "platform"),
+                    resource.platform,
+                )
             return resource.platform
         if not default_platform:
-            _fail(f"Task {task.name} does not have a platform: resource {resource.name!r} names none and the pool "
-                  f"has no default_platform", join_key(task.path, "resource"), task.resource)
+            _fail(
+                f"Task {task.name} does not have a platform: resource {resource.name!r} names none and the pool "
+                f"has no default_platform",
+                join_key(task.path, "resource"),
+                task.resource,
+            )
         if default_platform not in platforms:
-            _fail(f"the pool's default_platform {default_platform} is not one of its platforms ({listed})",
-                  join_key(task.path, "resource"), default_platform)
+            _fail(
+                f"the pool's default_platform {default_platform} is not one of its platforms ({listed})",
+                join_key(task.path, "resource"),
+                default_platform,
+            )
         return default_platform
 
     def _resource_of(self, task: TaskSpec) -> ResourceSpec:
         try:
             return self.resources[task.resource]
         except KeyError:
-            _fail(f"Task {task.name} has no specified resource", join_key(task.path, "resource"),
-                  task.resource)
+            _fail(f"Task {task.name} has no specified resource", join_key(task.path, "resource"), task.resource)
 
 
 # ---------------------------------------------------------------------------------------------- parsing
 
 
-def parse_workflow(text_or_dict: str | dict, *, source: str = "workflow.yaml", max_tasks: int = 100,
-                   limits: Limits | None = None) -> WorkflowSpec:
+def parse_workflow(
+    text_or_dict: str | dict, *, source: str = "workflow.yaml", max_tasks: int = 100, limits: Limits | None = None
+) -> WorkflowSpec:
     """Parse an OSMO v2 spec from YAML/JSON text or an already-parsed dict. Raises SpecError.
 
     Text is read by `portal.safe_yaml` within `limits` (default: `Limits()`, the settings' defaults); a dict
@@ -195,8 +245,8 @@ def parse_workflow(text_or_dict: str | dict, *, source: str = "workflow.yaml", m
 def spec_path(path: str) -> str:
     """Document paths as SpecError names them: relative to `workflow:` (`tasks[0].name`)."""
     if path.startswith("workflow."):
-        return path[len("workflow."):]
-    return path[len("workflow"):] if path.startswith("workflow[") else path
+        return path[len("workflow.") :]
+    return path[len("workflow") :] if path.startswith("workflow[") else path
 
 
 class _Parser:
@@ -211,8 +261,7 @@ class _Parser:
 
     def document(self, document: object) -> WorkflowSpec:
         if not isinstance(document, Mapping):
-            _fail("a workflow spec is a mapping with version: 2 and workflow: {...}", "",
-                  type(document).__name__)
+            _fail("a workflow spec is a mapping with version: 2 and workflow: {...}", "", type(document).__name__)
         _check_keys(document, _TOP_FIELDS, "", hint=_top_hint(document))
         self.version(document)
         if "default-values" in document:
@@ -229,9 +278,11 @@ class _Parser:
             self.warn("version missing: assuming version 2")
             return
         value = document["version"]
-        ok = (isinstance(value, int) and not isinstance(value, bool) and value == SUPPORTED_VERSION) or \
-             (isinstance(value, float) and value == SUPPORTED_VERSION) or \
-             (isinstance(value, str) and value.strip() == str(SUPPORTED_VERSION))
+        ok = (
+            (isinstance(value, int) and not isinstance(value, bool) and value == SUPPORTED_VERSION)
+            or (isinstance(value, float) and value == SUPPORTED_VERSION)
+            or (isinstance(value, str) and value.strip() == str(SUPPORTED_VERSION))
+        )
         if not ok:
             _fail("Unsupported workflow version: only version 2 is supported", "version", value)
 
@@ -248,11 +299,22 @@ class _Parser:
         for task in (task for group in groups for task in group.tasks):
             if task.resource not in resources:
                 defined = ", ".join(sorted(resources)) or "none"
-                _fail(f"Task {task.name} has no specified resource: {task.resource!r} is not defined in "
-                      f"workflow.resources (defined: {defined})", join_key(task.path, "resource"), task.resource)
+                _fail(
+                    f"Task {task.name} has no specified resource: {task.resource!r} is not defined in "
+                    f"workflow.resources (defined: {defined})",
+                    join_key(task.path, "resource"),
+                    task.resource,
+                )
         self.warn_tokens(groups)
-        return WorkflowSpec(name=name, labels=labels, exec_timeout=exec_timeout, queue_timeout=queue_timeout,
-                            resources=resources, groups=groups, warnings=self.warnings)
+        return WorkflowSpec(
+            name=name,
+            labels=labels,
+            exec_timeout=exec_timeout,
+            queue_timeout=queue_timeout,
+            resources=resources,
+            groups=groups,
+            warnings=self.warnings,
+        )
 
     def timeouts(self, data: object) -> tuple[timedelta | None, timedelta | None]:
         if data is None:
@@ -260,8 +322,10 @@ class _Parser:
         if not isinstance(data, Mapping):
             _fail("must be a mapping with exec_timeout and/or queue_timeout", "timeout", data)
         _check_keys(data, _TIMEOUT_FIELDS, "timeout")
-        return (parse_spec_timeout(data.get("exec_timeout"), "timeout.exec_timeout"),
-                parse_spec_timeout(data.get("queue_timeout"), "timeout.queue_timeout"))
+        return (
+            parse_spec_timeout(data.get("exec_timeout"), "timeout.exec_timeout"),
+            parse_spec_timeout(data.get("queue_timeout"), "timeout.queue_timeout"),
+        )
 
     # ------------------------------------------------------------------------ resources
 
@@ -291,11 +355,13 @@ class _Parser:
         if platform is not None and (not isinstance(platform, str) or not platform.strip()):
             _fail("a platform is a non-empty string", join_key(path, "platform"), platform)
         return ResourceSpec(
-            name=name, cpu=check_cpu(body.get("cpu"), join_key(path, "cpu")),
+            name=name,
+            cpu=check_cpu(body.get("cpu"), join_key(path, "cpu")),
             gpu=check_gpu(body.get("gpu"), join_key(path, "gpu")),
             memory=check_size(body.get("memory"), join_key(path, "memory")),
             storage=check_size(body.get("storage"), join_key(path, "storage")),
-            platform=platform, nodes_excluded=check_node_names(body.get("nodesExcluded"), join_key(path, "nodesExcluded")),
+            platform=platform,
+            nodes_excluded=check_node_names(body.get("nodesExcluded"), join_key(path, "nodesExcluded")),
         )
 
     # ------------------------------------------------------------------------ groups and tasks
@@ -331,8 +397,11 @@ class _Parser:
         if key == "tasks":
             count = len(items)
         else:
-            count = sum(len(item["tasks"]) for item in items
-                        if isinstance(item, Mapping) and isinstance(item.get("tasks"), list))
+            count = sum(
+                len(item["tasks"])
+                for item in items
+                if isinstance(item, Mapping) and isinstance(item.get("tasks"), list)
+            )
         if count > self.max_tasks:
             _fail(f"the workflow has {count} tasks; at most {self.max_tasks} are allowed", key, count)
 
@@ -350,13 +419,21 @@ class _Parser:
             tasks[0].lead = True
         leaders = sum(task.lead for task in tasks)
         if leaders != 1:
-            _fail(f'Group "{name}" has {leaders} leader(s) but must have exactly one: mark one task lead: true',
-                  tasks_path, [task.name for task in tasks if task.lead])
+            _fail(
+                f'Group "{name}" has {leaders} leader(s) but must have exactly one: mark one task lead: true',
+                tasks_path,
+                [task.name for task in tasks if task.lead],
+            )
         for task in tasks:
             task.group = name
-        return GroupSpec(name=name, tasks=tasks, barrier=check_bool(data.get("barrier", True), join_key(path, "barrier")),
-                         ignore_non_lead_status=check_bool(data.get("ignoreNonleadStatus", True),
-                                                      join_key(path, "ignoreNonleadStatus")))
+        return GroupSpec(
+            name=name,
+            tasks=tasks,
+            barrier=check_bool(data.get("barrier", True), join_key(path, "barrier")),
+            ignore_non_lead_status=check_bool(
+                data.get("ignoreNonleadStatus", True), join_key(path, "ignoreNonleadStatus")
+            ),
+        )
 
     def task(self, data: object, path: str) -> TaskSpec:
         if not isinstance(data, Mapping):
@@ -367,12 +444,18 @@ class _Parser:
             self.warn(f"{join_key(path, key)} ignored: not supported yet")
         name = check_task_name(data.get("name"), join_key(path, "name"), "task")
         if k8s_name(name) in RESERVED_TASK_NAMES:
-            _fail(f"Container {name} cannot be named {k8s_name(name)!r}: the platform's control container uses it",
-                  join_key(path, "name"), name)
+            _fail(
+                f"Container {name} cannot be named {k8s_name(name)!r}: the platform's control container uses it",
+                join_key(path, "name"),
+                name,
+            )
         image = data.get("image")
         if not isinstance(image, str) or not image.strip() or any(c.isspace() for c in image):
-            _fail("is required: an image reference such as nvcr.io/nvidia/pytorch:24.01-py3 (no spaces)",
-                  join_key(path, "image"), image)
+            _fail(
+                "is required: an image reference such as nvcr.io/nvidia/pytorch:24.01-py3 (no spaces)",
+                join_key(path, "image"),
+                image,
+            )
         command = string_list(data.get("command"), join_key(path, "command"), required=True)
         if not command:
             _fail(f"Container {name} should have at least one command", join_key(path, "command"), [])
@@ -380,7 +463,9 @@ class _Parser:
         if not isinstance(resource, str) or not resource.strip():
             _fail("names an entry of workflow.resources", join_key(path, "resource"), resource)
         return TaskSpec(
-            name=name, image=image, command=command,
+            name=name,
+            image=image,
+            command=command,
             args=string_list(data.get("args"), join_key(path, "args")),
             environment=check_environment(data.get("environment"), join_key(path, "environment")),
             resource=resource,
@@ -398,10 +483,14 @@ class _Parser:
             values += [(join_index(join_key(task.path, "args"), i), v) for i, v in enumerate(task.args)]
             values += [(join_key(join_key(task.path, "environment"), k), v) for k, v in task.environment.items()]
             for where, value in values:
-                literal = dict.fromkeys(m.group(0) for m in _TOKEN.finditer(value) if m.group(1) not in SUPPORTED_TOKENS)
+                literal = dict.fromkeys(
+                    m.group(0) for m in _TOKEN.finditer(value) if m.group(1) not in SUPPORTED_TOKENS
+                )
                 for token in literal:
-                    self.warn(f"{where}: {token} is left as literal text (only {{{{workflow_id}}}} and {{{{uuid}}}} "
-                              "are substituted)")
+                    self.warn(
+                        f"{where}: {token} is left as literal text (only {{{{workflow_id}}}} and {{{{uuid}}}} "
+                        "are substituted)"
+                    )
 
 
 # ---------------------------------------------------------------------------------------------- fields
@@ -427,8 +516,11 @@ def _check_keys(data: Mapping, allowed: tuple[str, ...], path: str, hint: str = 
     for key in data:
         if key not in allowed:
             extra = hint or _HINTS.get(str(key), "")
-            _fail(f"unknown field {key!r}; expected one of: {', '.join(allowed)}" + (f" ({extra})" if extra else ""),
-                  join_key(path, key), key)
+            _fail(
+                f"unknown field {key!r}; expected one of: {', '.join(allowed)}" + (f" ({extra})" if extra else ""),
+                join_key(path, key),
+                key,
+            )
 
 
 # ---------------------------------------------------------------------------------------------- submission
@@ -445,19 +537,30 @@ def substitute_tokens(spec: WorkflowSpec, workflow_id: str, uuid: str) -> Workfl
         return _TOKEN.sub(lambda m: values.get(m.group(1), m.group(0)), text)
 
     def task_copy(task: TaskSpec) -> TaskSpec:
-        return dataclasses.replace(task, command=[sub(v) for v in task.command], args=[sub(v) for v in task.args],
-                                   environment={k: sub(v) for k, v in task.environment.items()},
-                                   volume_mounts=list(task.volume_mounts), exit_actions=dict(task.exit_actions))
+        return dataclasses.replace(
+            task,
+            command=[sub(v) for v in task.command],
+            args=[sub(v) for v in task.args],
+            environment={k: sub(v) for k, v in task.environment.items()},
+            volume_mounts=list(task.volume_mounts),
+            exit_actions=dict(task.exit_actions),
+        )
 
     groups = [dataclasses.replace(group, tasks=[task_copy(task) for task in group.tasks]) for group in spec.groups]
-    return dataclasses.replace(spec, groups=groups, labels=dict(spec.labels), warnings=list(spec.warnings),
-                               resources={name: dataclasses.replace(r, nodes_excluded=list(r.nodes_excluded))
-                                          for name, r in spec.resources.items()})
+    return dataclasses.replace(
+        spec,
+        groups=groups,
+        labels=dict(spec.labels),
+        warnings=list(spec.warnings),
+        resources={
+            name: dataclasses.replace(r, nodes_excluded=list(r.nodes_excluded)) for name, r in spec.resources.items()
+        },
+    )
 
 
-def effective_timeouts(spec: WorkflowSpec, *, pool_defaults: Mapping[str, timedelta | None],
-                       pool_maxima: Mapping[str, timedelta | None]
-                       ) -> tuple[timedelta | None, timedelta | None, list[str]]:
+def effective_timeouts(
+    spec: WorkflowSpec, *, pool_defaults: Mapping[str, timedelta | None], pool_maxima: Mapping[str, timedelta | None]
+) -> tuple[timedelta | None, timedelta | None, list[str]]:
     """(exec_timeout, queue_timeout, warnings): the spec's value, else the pool default; capped at the pool max.
 
     `pool_defaults`/`pool_maxima` are keyed `exec_timeout` and `queue_timeout` (`exec`/`queue` also work); pass the
@@ -475,8 +578,10 @@ def effective_timeouts(spec: WorkflowSpec, *, pool_defaults: Mapping[str, timede
         if maximum is not None and (value is None or value > maximum):
             if value is not None:
                 source = f"timeout.{key}" if asked else f"the pool's default {key}"
-                warnings.append(f"{source} {format_duration(value)} is longer than the pool's maximum "
-                                f"{format_duration(maximum)}; using {format_duration(maximum)}")
+                warnings.append(
+                    f"{source} {format_duration(value)} is longer than the pool's maximum "
+                    f"{format_duration(maximum)}; using {format_duration(maximum)}"
+                )
             value = maximum
         results.append(value)
     return results[0], results[1], warnings

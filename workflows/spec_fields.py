@@ -18,10 +18,27 @@ from portal.errors import DomainError
 from portal.paths import join_index, join_key
 
 __all__ = [
-    "MAX_LABELS", "TASK_NAME_MAX", "WORKFLOW_NAME_MAX", "SpecError", "check_bool", "check_cpu",
-    "check_environment", "check_exit_actions", "check_gpu", "check_labels", "check_node_names", "check_size",
-    "check_task_name", "check_unique", "check_volume_mounts", "check_workflow_name", "format_duration",
-    "parse_spec_timeout", "reserved_prefix", "scalar_text", "string_list",
+    "MAX_LABELS",
+    "TASK_NAME_MAX",
+    "WORKFLOW_NAME_MAX",
+    "SpecError",
+    "check_bool",
+    "check_cpu",
+    "check_environment",
+    "check_exit_actions",
+    "check_gpu",
+    "check_labels",
+    "check_node_names",
+    "check_size",
+    "check_task_name",
+    "check_unique",
+    "check_volume_mounts",
+    "check_workflow_name",
+    "format_duration",
+    "parse_spec_timeout",
+    "reserved_prefix",
+    "scalar_text",
+    "string_list",
 ]
 
 WORKFLOW_NAME_MAX = 40  # ids are `<name>-<n>`; pod names `<id>-<task>` should stay readable within 63
@@ -158,8 +175,11 @@ def check_task_name(value: object, path: str, kind: str) -> str:
     if len(value) > TASK_NAME_MAX:
         _fail(f"must be at most {TASK_NAME_MAX} characters", path, value)
     if not _TASK_NAME.fullmatch(value):
-        _fail("must start with a letter, end with a letter or digit, and contain only letters, digits, '-' and '_'",
-              path, value)
+        _fail(
+            "must start with a letter, end with a letter or digit, and contain only letters, digits, '-' and '_'",
+            path,
+            value,
+        )
     return value
 
 
@@ -169,8 +189,11 @@ def check_unique(names: list[tuple[str, str]]) -> None:
     for name, path in names:
         key = k8s_name(name)
         if key in seen:
-            _fail(f"has the same name as {seen[key]} (names compare ignoring case, with '-' equal to '_')",
-                  join_key(path, "name"), name)
+            _fail(
+                f"has the same name as {seen[key]} (names compare ignoring case, with '-' equal to '_')",
+                join_key(path, "name"),
+                name,
+            )
         seen[key] = path
 
 
@@ -193,8 +216,12 @@ def check_labels(data: object) -> dict[str, str]:
             _fail(f"label keys starting with {LABEL_PREFIX} are set by the system", path, key)
         reserved = reserved_prefix(key)
         if reserved:
-            _fail(f"the label prefix {reserved} is reserved for Kubernetes (kubernetes.io and k8s.io, with any "
-                  "subdomain); choose your own prefix", path, key)
+            _fail(
+                f"the label prefix {reserved} is reserved for Kubernetes (kubernetes.io and k8s.io, with any "
+                "subdomain); choose your own prefix",
+                path,
+                key,
+            )
         text = scalar_text(value, path, "label value")
         reason = label_value_error(text)
         if reason:
@@ -230,8 +257,11 @@ def check_environment(data: object, path: str) -> dict[str, str]:
     for key, value in data.items():
         where = join_key(path, key)
         if not isinstance(key, str) or not _ENV_NAME.fullmatch(key):
-            _fail("an environment variable name has letters, digits, '_', '-' or '.', and does not start with "
-                  "a digit", where, key)
+            _fail(
+                "an environment variable name has letters, digits, '_', '-' or '.', and does not start with a digit",
+                where,
+                key,
+            )
         if value is None:
             _fail("has no value: give a string ('' for empty)", where, value)
         environment[key] = scalar_text(value, where, "environment value")

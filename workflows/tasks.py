@@ -38,10 +38,16 @@ class TransientClusterError(Exception):
     """A cluster call failed in a way that retrying may fix (autoretry_for)."""
 
 
-RETRYING = {"autoretry_for": (TransientClusterError,), "retry_backoff": 1,  # up to 1, 2, 4, … s (jittered)
-            "retry_backoff_max": settings.WORKFLOW_CREATE_BACKOFF_MAX, "retry_jitter": True,
-            "max_retries": settings.WORKFLOW_CREATE_MAX_RETRIES, "acks_late": True, "reject_on_worker_lost": True,
-            "ignore_result": True}
+RETRYING = {
+    "autoretry_for": (TransientClusterError,),
+    "retry_backoff": 1,  # up to 1, 2, 4, … s (jittered)
+    "retry_backoff_max": settings.WORKFLOW_CREATE_BACKOFF_MAX,
+    "retry_jitter": True,
+    "max_retries": settings.WORKFLOW_CREATE_MAX_RETRIES,
+    "acks_late": True,
+    "reject_on_worker_lost": True,
+    "ignore_result": True,
+}
 
 
 def _retry_or_give_up(task, error: KubeError, give_up) -> None:
@@ -82,12 +88,23 @@ def create_pods(self, workflow_pk: int) -> None:
 def delete_pods(self, backend_pk: int, targets: list, why: str = "") -> None:
     """Delete pods `[[namespace, name], …]` of a backend (cancel, timeouts, stop, reschedule). 404 is fine."""
     try:
-        _in_process(self, lambda: reconcile.delete_pods(backend_pk, [tuple(target) for target in targets]),
-                    f"delete pods of backend #{backend_pk}")
+        _in_process(
+            self,
+            lambda: reconcile.delete_pods(backend_pk, [tuple(target) for target in targets]),
+            f"delete pods of backend #{backend_pk}",
+        )
     except KubeError as error:
-        _retry_or_give_up(self, error, lambda reason: log.warning(
-            "deleting %d pod(s) (%s) of backend #%s: %s; the reaper will try again", len(targets), why,
-            backend_pk, reason))
+        _retry_or_give_up(
+            self,
+            error,
+            lambda reason: log.warning(
+                "deleting %d pod(s) (%s) of backend #%s: %s; the reaper will try again",
+                len(targets),
+                why,
+                backend_pk,
+                reason,
+            ),
+        )
 
 
 @shared_task(ignore_result=True)

@@ -40,10 +40,22 @@ class _Limit:
 
 
 LIMITS = (
-    _Limit("queue_timeouts", TaskStatus.WAITING, "queue_timeout_seconds", "pod_created_at",
-           TaskStatus.FAILED_QUEUE_TIMEOUT, "QUEUE_TIMEOUT"),
-    _Limit("exec_timeouts", TaskStatus.RUNNING, "exec_timeout_seconds", "started_at",
-           TaskStatus.FAILED_EXEC_TIMEOUT, "EXEC_TIMEOUT"),
+    _Limit(
+        "queue_timeouts",
+        TaskStatus.WAITING,
+        "queue_timeout_seconds",
+        "pod_created_at",
+        TaskStatus.FAILED_QUEUE_TIMEOUT,
+        "QUEUE_TIMEOUT",
+    ),
+    _Limit(
+        "exec_timeouts",
+        TaskStatus.RUNNING,
+        "exec_timeout_seconds",
+        "started_at",
+        TaskStatus.FAILED_EXEC_TIMEOUT,
+        "EXEC_TIMEOUT",
+    ),
 )
 
 
@@ -52,12 +64,27 @@ def enforce(now=None) -> dict:
     report = {}
     for timeout in LIMITS:
         report[timeout.key] = 0
-        candidates = Task.objects.select_related("workflow__pool").filter(**{
-            "status": timeout.status, f"workflow__{timeout.seconds}__isnull": False,
-            f"{timeout.since}__isnull": False, f"{timeout.since}__lte": now}).order_by("id")
+        candidates = (
+            Task.objects.select_related("workflow__pool")
+            .filter(
+                **{
+                    "status": timeout.status,
+                    f"workflow__{timeout.seconds}__isnull": False,
+                    f"{timeout.since}__isnull": False,
+                    f"{timeout.since}__lte": now,
+                }
+            )
+            .order_by("id")
+        )
         for task in candidates:
             limit = timedelta(seconds=getattr(task.workflow, timeout.seconds))
             if getattr(task, timeout.since) + limit <= now:
-                report[timeout.key] += fail_task(task, timeout.failed, timeout.message(task, limit),
-                                                 kind=timeout.kind, from_statuses=(timeout.status,), delete_pod=True)
+                report[timeout.key] += fail_task(
+                    task,
+                    timeout.failed,
+                    timeout.message(task, limit),
+                    kind=timeout.kind,
+                    from_statuses=(timeout.status,),
+                    delete_pod=True,
+                )
     return report

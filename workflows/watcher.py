@@ -42,8 +42,14 @@ class _Backend(WatchThread):
 class WorkflowWatcher(BackendWatcher):
     """`start()`, then `process()` in a loop (or `run(stop)`), then `stop()` (clusters.watchloop)."""
 
-    def __init__(self, names: list[str] | None = None, *, watch_seconds: int = pods.WATCH_SECONDS,
-                 periodic_seconds: float | None = None, **options) -> None:
+    def __init__(
+        self,
+        names: list[str] | None = None,
+        *,
+        watch_seconds: int = pods.WATCH_SECONDS,
+        periodic_seconds: float | None = None,
+        **options,
+    ) -> None:
         super().__init__(names, watch_seconds=watch_seconds, **options)
         self.periodic_seconds = periodic_seconds
         self.errors = 0
@@ -106,8 +112,9 @@ class WorkflowWatcher(BackendWatcher):
                     self.events.put(("list", state, listing))
                     version = listing.resource_version
                     failures = 0
-                watch = pods.watch_pods(state.kube, selector, version, timeout_seconds=self.watch_seconds,
-                                      on_open=opened)
+                watch = pods.watch_pods(
+                    state.kube, selector, version, timeout_seconds=self.watch_seconds, on_open=opened
+                )
                 state.current = watch
                 for event_type, obj in watch:
                     self.events.put(("event", state, event_type, obj))

@@ -45,8 +45,12 @@ class ObjectRightsAdminMixin:
         if obj is None or obj.pk is None or not self.rights():
             return "-"
         labels = " / ".join(f"{right.label or right.codename}s" for right in self.rights())
-        return format_html('<a class="underline" href="{}">{} of {}</a>',
-                           reverse(f"admin:{self._rights_url_name()}", args=[obj.pk]), labels.capitalize(), obj)
+        return format_html(
+            '<a class="underline" href="{}">{} of {}</a>',
+            reverse(f"admin:{self._rights_url_name()}", args=[obj.pk]),
+            labels.capitalize(),
+            obj,
+        )
 
     object_rights_link.short_description = "Object rights"
 
@@ -67,9 +71,13 @@ class ObjectRightsAdminMixin:
         if request.method == "POST":
             self._change_rights(request, obj, rights)
             return HttpResponseRedirect(request.path)
-        context = {**self.admin_site.each_context(request), "opts": self.model._meta, "original": obj,
-                   "title": f"Object rights of {self.model._meta.verbose_name} {obj}",
-                   "rows": [(index, right, object_rights.holders(right, obj)) for index, right in enumerate(rights)]}
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "original": obj,
+            "title": f"Object rights of {self.model._meta.verbose_name} {obj}",
+            "rows": [(index, right, object_rights.holders(right, obj)) for index, right in enumerate(rights)],
+        }
         return TemplateResponse(request, "admin/access/object_rights.html", context)
 
     def _change_rights(self, request, obj, rights) -> None:

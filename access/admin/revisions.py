@@ -28,8 +28,18 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
     list_filter = ["config_type", "deleted"]
     search_fields = ["name", "description", "author_name"]
     date_hierarchy = "created_at"
-    fields = ["config_type", "name", "revision", "author_name", "created_at", "description", "tags", "deleted",
-              "changes", "data"]
+    fields = [
+        "config_type",
+        "name",
+        "revision",
+        "author_name",
+        "created_at",
+        "description",
+        "tags",
+        "deleted",
+        "changes",
+        "data",
+    ]
     readonly_fields = fields
     actions_detail = ["roll_back_to_this"]
 
@@ -43,8 +53,12 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
         return lookup == "name" or super().lookup_allowed(lookup, value, request)
 
     def readable_types(self, request) -> list[str]:
-        return [t for t in ConfigType.values if policy.decide(request, actions.CONFIG_READ, actions.config(t))
-                or policy.decide(request, actions.CONFIG_UPDATE, actions.config(t))]
+        return [
+            t
+            for t in ConfigType.values
+            if policy.decide(request, actions.CONFIG_READ, actions.config(t))
+            or policy.decide(request, actions.CONFIG_UPDATE, actions.config(t))
+        ]
 
     # the list: PolicyAdminMixin.get_queryset (policy.restrict: revisions of the types one may read)
 
@@ -69,12 +83,19 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
         first, second = sorted((other, obj.revision))
         result = revisions.diff(obj.config_type, obj.name, first, second)
         others = Revision.objects.filter(config_type=obj.config_type, name=obj.name).exclude(pk=obj.pk)
-        links = format_html_join(" ", '<a class="underline" href="?compare={}">r{}</a>',
-                                 ((n, n) for n in others.order_by("revision").values_list("revision", flat=True)))
-        return format_html('<div>Comparing r{} → r{}. Compare with: {}</div>'
-                           '<pre class="font-mono text-sm whitespace-pre-wrap">{}</pre>',
-                           first, second, links or "-",
-                           result.unified or "no differences")
+        links = format_html_join(
+            " ",
+            '<a class="underline" href="?compare={}">r{}</a>',
+            ((n, n) for n in others.order_by("revision").values_list("revision", flat=True)),
+        )
+        return format_html(
+            "<div>Comparing r{} → r{}. Compare with: {}</div>"
+            '<pre class="font-mono text-sm whitespace-pre-wrap">{}</pre>',
+            first,
+            second,
+            links or "-",
+            result.unified or "no differences",
+        )
 
     def _compare_with(self, obj) -> int | None:
         request = getattr(self, "_request", None)
@@ -104,24 +125,37 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
                 return HttpResponseRedirect(change_url)
             what = "delete it again" if plan.deletes else "write it back as a new revision"
             return confirmation_page(
-                self, request, heading=f"Roll {revision.config_type} {revision.name} back to r{revision.revision}?",
+                self,
+                request,
+                heading=f"Roll {revision.config_type} {revision.name} back to r{revision.revision}?",
                 explanation=f"This makes {revision.name} look as it did at r{revision.revision} and will {what}; "
-                            "history is kept.",
-                confirm_label="Roll back", cancel_url=change_url, diff=plan.unified, diff_format=plan.fmt)
+                "history is kept.",
+                confirm_label="Roll back",
+                cancel_url=change_url,
+                diff=plan.unified,
+                diff_format=plan.fmt,
+            )
         try:
-            result = store.rollback(revision.config_type, revision.name, revision.revision,
-                                      Actor.for_request(request, "admin"))
+            result = store.rollback(
+                revision.config_type, revision.name, revision.revision, Actor.for_request(request, "admin")
+            )
         except DomainError as error:
             self.message_user(request, f"Not rolled back: {error}", messages.ERROR)
             return HttpResponseRedirect(change_url)
         done = f"as revision {result.revision}" if result.revision else "(already identical)"
-        self.message_user(request, f"{revision.config_type} {revision.name} rolled back to r{revision.revision} "
-                                   f"{done}", messages.SUCCESS)
-        return HttpResponseRedirect(reverse("admin:configs_revision_changelist")
-                                    + f"?config_type__exact={revision.config_type}&name={revision.name}")
+        self.message_user(
+            request,
+            f"{revision.config_type} {revision.name} rolled back to r{revision.revision} {done}",
+            messages.SUCCESS,
+        )
+        return HttpResponseRedirect(
+            reverse("admin:configs_revision_changelist")
+            + f"?config_type__exact={revision.config_type}&name={revision.name}"
+        )
 
     def has_rollback_permission(self, request, object_id=None):
-        config_type = Revision.objects.filter(pk=object_id).values_list("config_type", flat=True).first() \
-            if object_id else None
+        config_type = (
+            Revision.objects.filter(pk=object_id).values_list("config_type", flat=True).first() if object_id else None
+        )
         resource = actions.config(config_type) if config_type else actions.config("history")
         return policy.decide(request, actions.CONFIG_UPDATE, resource).allowed

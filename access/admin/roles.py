@@ -29,13 +29,21 @@ from portal.errors import DomainError
 
 
 class RoleForm(forms.ModelForm):
-    policies = DocumentField(required=False, help_text=(
-        "A list of policies: effect (Allow or Deny), actions (workflow:Create, workflow:*, config:Read, *:* …), "
-        "resources (pool/team*, config/pool, * …; empty = global actions only). OSMO 6.0 path actions "
-        "({base, path, method}) are converted."))
-    external_roles = forms.CharField(required=False, help_text=(
-        "IdP group or role names that grant this role at sign-in (comma-separated); the role's own name "
-        "always does."))
+    policies = DocumentField(
+        required=False,
+        help_text=(
+            "A list of policies: effect (Allow or Deny), actions (workflow:Create, workflow:*, config:Read, *:* …), "
+            "resources (pool/team*, config/pool, * …; empty = global actions only). OSMO 6.0 path actions "
+            "({base, path, method}) are converted."
+        ),
+    )
+    external_roles = forms.CharField(
+        required=False,
+        help_text=(
+            "IdP group or role names that grant this role at sign-in (comma-separated); the role's own name "
+            "always does."
+        ),
+    )
     force = forms.BooleanField(required=False, help_text="Change an immutable role's policies anyway.")
 
     class Meta:
@@ -119,8 +127,11 @@ class RoleAdmin(PolicyAdminMixin, ServiceBackedAdmin):
 
     @display(description="Policies")
     def policy_summary(self, obj):
-        parts = [f"{p.get('effect', 'Allow')} {','.join(p.get('actions', []))} on "
-                 f"{','.join(p.get('resources') or ['(global)'])}" for p in obj.policies[:3]]
+        parts = [
+            f"{p.get('effect', 'Allow')} {','.join(p.get('actions', []))} on "
+            f"{','.join(p.get('resources') or ['(global)'])}"
+            for p in obj.policies[:3]
+        ]
         return "; ".join(parts) + (" …" if len(obj.policies) > 3 else "") if parts else "-"
 
     @display(description="Members", ordering="_members")
@@ -130,18 +141,29 @@ class RoleAdmin(PolicyAdminMixin, ServiceBackedAdmin):
     @display(description="Members")
     def members(self, obj):
         holders = obj.group.user_set.order_by("username").only("pk", "username")[:200]
-        return format_html_join(", ", '<a class="underline" href="{}">{}</a>', (
-            (reverse("admin:auth_user_change", args=[user.pk]), user.username) for user in holders)) or "-"
+        return (
+            format_html_join(
+                ", ",
+                '<a class="underline" href="{}">{}</a>',
+                ((reverse("admin:auth_user_change", args=[user.pk]), user.username) for user in holders),
+            )
+            or "-"
+        )
 
     @display(description="History")
     def history(self, obj):
-        return format_html('<a class="underline" href="{}?config_type__exact=ROLE&name={}">Revisions of {}</a>',
-                           reverse("admin:configs_revision_changelist"), obj.name, obj.name)
+        return format_html(
+            '<a class="underline" href="{}?config_type__exact=ROLE&name={}">Revisions of {}</a>',
+            reverse("admin:configs_revision_changelist"),
+            obj.name,
+            obj.name,
+        )
 
     @display(description="Access")
     def explain(self, obj):
-        return format_html('<a class="underline" href="{}">Why can / can\'t a user use a pool?</a>',
-                           reverse("admin:access_explain"))
+        return format_html(
+            '<a class="underline" href="{}">Why can / can\'t a user use a pool?</a>', reverse("admin:access_explain")
+        )
 
     # --- the explain page ----------------------------------------------------------------------------
 
@@ -151,7 +173,9 @@ class RoleAdmin(PolicyAdminMixin, ServiceBackedAdmin):
 
     def explain_view(self, request):
         """Why can / can't USER use POOL (or do ACTION on it)? Same answer as `manage.py access explain`."""
-        if not (self.has_view_permission(request) and policy.decide(request, actions.CONFIG_READ, actions.config("user"))):
+        if not (
+            self.has_view_permission(request) and policy.decide(request, actions.CONFIG_READ, actions.config("user"))
+        ):
             raise PermissionDenied
         username, pool = request.GET.get("user", "").strip(), request.GET.get("pool", "").strip()
         action = request.GET.get("action", "").strip() or policy.POOL_ACTION
@@ -163,8 +187,15 @@ class RoleAdmin(PolicyAdminMixin, ServiceBackedAdmin):
                 result = policy.explain(users.get(username), action, actions.pool(pool))
             except DomainError as problem:
                 error = str(problem)
-        context = {**self.admin_site.each_context(request), "title": "Why can / can't a user use a pool?",
-                   "opts": self.model._meta, "username": username, "pool": pool, "action": action,
-                   "result": result, "error": error,
-                   "pools": policy.resource_names("pool")}
+        context = {
+            **self.admin_site.each_context(request),
+            "title": "Why can / can't a user use a pool?",
+            "opts": self.model._meta,
+            "username": username,
+            "pool": pool,
+            "action": action,
+            "result": result,
+            "error": error,
+            "pools": policy.resource_names("pool"),
+        }
         return TemplateResponse(request, "admin/access/explain.html", context)

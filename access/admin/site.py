@@ -51,8 +51,14 @@ class PolicyAdminSite(UnfoldAdminSite):
     def login(self, request, extra_context=None):
         """Signed in but not an admin: go to `?next=` when it is a safe page outside the admin, else home."""
         if request.method == "GET" and request.user.is_authenticated and not self.has_permission(request):
-            audit.denied(request, policy.principal(request), actions.ADMIN_ACCESS, "", "admin",
-                         policy.admin_access(request).because)
+            audit.denied(
+                request,
+                policy.principal(request),
+                actions.ADMIN_ACCESS,
+                "",
+                "admin",
+                policy.admin_access(request).because,
+            )
             target = request.GET.get(REDIRECT_FIELD_NAME, "")
             safe = url_has_allowed_host_and_scheme(target, {request.get_host()}, request.is_secure())
             return HttpResponseRedirect(target if safe and not target.startswith(reverse("admin:index")) else "/")
@@ -65,8 +71,11 @@ class PolicyAdminSite(UnfoldAdminSite):
             try:
                 return wrapped(request, *args, **kwargs)
             except PermissionDenied:
-                action, resource, because = getattr(request, "_access_last_denial", (
-                    actions.ADMIN_VIEW, request.path, ["the admin page refused this request"]))
+                action, resource, because = getattr(
+                    request,
+                    "_access_last_denial",
+                    (actions.ADMIN_VIEW, request.path, ["the admin page refused this request"]),
+                )
                 audit.denied(request, policy.principal(request), action, resource, "admin", because)
                 raise
 
@@ -150,7 +159,11 @@ class PoolAccessLinkMixin:
     def who_may_use(self, obj):
         if obj is None or obj.pk is None:
             return "-"
-        return format_html('<a class="underline" href="{}?pool={}">Why can / can\'t a user use {}?</a>',
-                           reverse("admin:access_explain"), obj.name, obj.name)
+        return format_html(
+            '<a class="underline" href="{}?pool={}">Why can / can\'t a user use {}?</a>',
+            reverse("admin:access_explain"),
+            obj.name,
+            obj.name,
+        )
 
     who_may_use.short_description = "Access"

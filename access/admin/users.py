@@ -37,9 +37,11 @@ for model in (User, Group):
 
 class UserRolesForm(UserChangeForm):
     roles = forms.ModelMultipleChoiceField(
-        queryset=Role.objects.exclude(name=DEFAULT_ROLE).order_by("name"), required=False,
+        queryset=Role.objects.exclude(name=DEFAULT_ROLE).order_by("name"),
+        required=False,
         widget=forms.CheckboxSelectMultiple,
-        help_text=f"Everyone also holds {DEFAULT_ROLE}. Roles with sync mode 'force' follow the IdP at sign-in.")
+        help_text=f"Everyone also holds {DEFAULT_ROLE}. Roles with sync mode 'force' follow the IdP at sign-in.",
+    )
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
@@ -65,17 +67,24 @@ class UserAdmin(PolicyAdminMixin, BaseUserAdmin, ModelAdmin):
     ]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).prefetch_related(
-            Prefetch("groups", queryset=Group.objects.select_related("role").order_by("name")))
+        return (
+            super()
+            .get_queryset(request)
+            .prefetch_related(Prefetch("groups", queryset=Group.objects.select_related("role").order_by("name")))
+        )
 
     def save_related(self, request, form, formsets, change):
         super().save_related(request, form, formsets, change)
         if "roles" in form.cleaned_data:
-            change = roles.set_user_roles(form.instance, [role.name for role in form.cleaned_data["roles"]],
-                                          Actor.for_request(request, "admin"))
+            change = roles.set_user_roles(
+                form.instance, [role.name for role in form.cleaned_data["roles"]], Actor.for_request(request, "admin")
+            )
             if change.changed:
-                self.message_user(request, f"Roles added: {', '.join(change.added) or '-'}; removed: "
-                                           f"{', '.join(change.removed) or '-'}", messages.INFO)
+                self.message_user(
+                    request,
+                    f"Roles added: {', '.join(change.added) or '-'}; removed: {', '.join(change.removed) or '-'}",
+                    messages.INFO,
+                )
 
     @display(description="Roles")
     def role_list(self, obj):
@@ -86,15 +95,23 @@ class UserAdmin(PolicyAdminMixin, BaseUserAdmin, ModelAdmin):
         if obj is None or obj.pk is None:
             return "-"
         live = obj.api_tokens.filter(revoked_at__isnull=True, expires_at__gt=timezone.now()).count()
-        return format_html('<a class="underline" href="{}?user__id__exact={}">{} active</a>',
-                           reverse("admin:access_apitoken_changelist"), obj.pk, live)
+        return format_html(
+            '<a class="underline" href="{}?user__id__exact={}">{} active</a>',
+            reverse("admin:access_apitoken_changelist"),
+            obj.pk,
+            live,
+        )
 
     @display(description="Pool access")
     def explain(self, obj):
         if obj is None or obj.pk is None:
             return "-"
-        return format_html('<a class="underline" href="{}?user={}">Why can / can\'t {} use a pool?</a>',
-                           reverse("admin:access_explain"), obj.username, obj.username)
+        return format_html(
+            '<a class="underline" href="{}?user={}">Why can / can\'t {} use a pool?</a>',
+            reverse("admin:access_explain"),
+            obj.username,
+            obj.username,
+        )
 
 
 @admin.register(APIToken)
@@ -104,8 +121,7 @@ class APITokenAdmin(PolicyAdminMixin, ModelAdmin):
     list_filter = ["user"]
     search_fields = ["name", "user__username", "prefix"]
     list_select_related = ["user"]
-    fields = ["user", "name", "prefix", "role_list", "state", "created_at", "expires_at", "last_used_at",
-              "revoked_at"]
+    fields = ["user", "name", "prefix", "role_list", "state", "created_at", "expires_at", "last_used_at", "revoked_at"]
     readonly_fields = fields
     actions = ["revoke"]
 

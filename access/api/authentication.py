@@ -72,5 +72,8 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
     name = "bearerToken"
 
     def get_security_definition(self, auto_schema):
-        return {"type": "http", "scheme": "bearer",
-                "description": "A portal API token (pp_…, see /tokens/) or an OIDC access token."}
+        return {
+            "type": "http",
+            "scheme": "bearer",
+            "description": "A portal API token (pp_…, see /tokens/) or an OIDC access token.",
+        }

@@ -53,8 +53,11 @@ class ConfigPermission(PolicyPermission):
 
 def config_type_of(request, view) -> str:
     """The config type a request is about: in the path, the query (diff, history) or the body (rollback)."""
-    value = view.kwargs.get("config_type") or request.query_params.get("config_type") \
+    value = (
+        view.kwargs.get("config_type")
+        or request.query_params.get("config_type")
         or request.query_params.get("config_types")
+    )
     if not value and request.method not in SAFE_METHODS:
         data = request.data  # a malformed body is a 400 (ParseError) before any policy question
         value = data.get("config_type") if hasattr(data, "get") else None

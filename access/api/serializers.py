@@ -22,8 +22,14 @@ class RolesField(serializers.Field):
 
 
 class TokenCreateSerializer(serializers.Serializer):
-    expires_at = serializers.CharField(required=False, allow_blank=True, allow_null=True, help_text=(
-        "YYYY-MM-DD (midnight UTC), an ISO date-time, or e.g. 30d; default and maximum: TOKEN_MAX_LIFETIME_DAYS."))
+    expires_at = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        allow_null=True,
+        help_text=(
+            "YYYY-MM-DD (midnight UTC), an ISO date-time, or e.g. 30d; default and maximum: TOKEN_MAX_LIFETIME_DAYS."
+        ),
+    )
     roles = RolesField(required=False, allow_null=True, help_text="Subset of your roles; default: all of them.")
 
 

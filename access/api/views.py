@@ -17,8 +17,7 @@ from access.services import tokens
 from configs.revisions import Actor
 from portal.api import ErrorSerializer
 
-ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer,
-          409: ErrorSerializer}
+ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
 
 
 class TokenAPIView(APIView):
@@ -33,15 +32,23 @@ class TokenCollectionView(TokenAPIView):
 
 
 class TokenObjectView(TokenAPIView):
-    @extend_schema(request=s.TokenCreateSerializer, responses={201: s.NewTokenSerializer, **ERRORS},
-                   summary="Create a token (the secret is in this response only)")
+    @extend_schema(
+        request=s.TokenCreateSerializer,
+        responses={201: s.NewTokenSerializer, **ERRORS},
+        summary="Create a token (the secret is in this response only)",
+    )
     def post(self, request, name):
         data = {**request.query_params.dict(), **(request.data if hasattr(request.data, "keys") else {})}
         serializer = s.TokenCreateSerializer(data=data)
         serializer.is_valid(raise_exception=True)
-        created = tokens.create(request.user, name, roles=serializer.validated_data.get("roles"),
-                                expires=serializer.validated_data.get("expires_at"),
-                                issuer=policy.principal(request), actor=Actor.for_request(request, "api"))
+        created = tokens.create(
+            request.user,
+            name,
+            roles=serializer.validated_data.get("roles"),
+            expires=serializer.validated_data.get("expires_at"),
+            issuer=policy.principal(request),
+            actor=Actor.for_request(request, "api"),
+        )
         body = {**created.as_dict(), "roles": sorted(role.name for role in created.token.roles.all())}
         return Response(body, status=201)
 

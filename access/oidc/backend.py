@@ -100,7 +100,11 @@ class PortalOIDCBackend(OIDCAuthenticationBackend):
         return claims
 
     def verify_claims(self, claims):
-        if not isinstance(claims.get("sub"), str) or not claims["sub"] or claims.get("iss") != provider_metadata().issuer:
+        if (
+            not isinstance(claims.get("sub"), str)
+            or not claims["sub"]
+            or claims.get("iss") != provider_metadata().issuer
+        ):
             self._fail("account")
             return False
         return True
@@ -113,7 +117,10 @@ class PortalOIDCBackend(OIDCAuthenticationBackend):
 
     def _free_username(self, claims) -> str:
         base = claim_utils.username_base(claims)
-        taken = {u.lower() for u in self.UserModel.objects.filter(username__istartswith=base).values_list("username", flat=True)}
+        taken = {
+            u.lower()
+            for u in self.UserModel.objects.filter(username__istartswith=base).values_list("username", flat=True)
+        }
         for candidate in claim_utils.username_candidates(base):
             if candidate.lower() not in taken:
                 return candidate
@@ -127,7 +134,9 @@ class PortalOIDCBackend(OIDCAuthenticationBackend):
                     user.set_unusable_password()  # signs in through the IdP only
                     user.save()
                     Identity.objects.create(
-                        user=user, issuer=claims["iss"], subject=claims["sub"],
+                        user=user,
+                        issuer=claims["iss"],
+                        subject=claims["sub"],
                         last_login_at=timezone.now() if interactive else None,
                     )
             except IntegrityError:

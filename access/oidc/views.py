@@ -89,8 +89,11 @@ class PortalCallbackView(OIDCAuthenticationCallbackView):
         _require_oidc()
         states = request.session.get("oidc_states") or {}
         if request.GET.get("error"):
-            logger.warning("OIDC sign-in refused by the provider: %s %s",
-                           request.GET.get("error"), request.GET.get("error_description", ""))
+            logger.warning(
+                "OIDC sign-in refused by the provider: %s %s",
+                request.GET.get("error"),
+                request.GET.get("error_description", ""),
+            )
             request.oidc_failure = "cancelled" if request.GET["error"] == "access_denied" else "refused"
         elif "code" in request.GET and request.GET.get("state") not in states:
             request.oidc_failure = "state"  # expired, replayed or from another browser: not a server error
@@ -131,8 +134,7 @@ class PortalCallbackView(OIDCAuthenticationCallbackView):
 def _audit_login(request: HttpRequest, user, *, outcome: str, detail: dict[str, Any]) -> None:
     name = user.get_username() if user is not None else "anonymous"
     actor = Actor(name=name, user=user, source="oidc", remote_addr=audit.client_address(request))
-    audit.record("auth.login", actor, target=f"user/{name}" if user is not None else "", outcome=outcome,
-                 detail=detail)
+    audit.record("auth.login", actor, target=f"user/{name}" if user is not None else "", outcome=outcome, detail=detail)
 
 
 def provider_logout_url(request: HttpRequest) -> str:

@@ -25,8 +25,7 @@ def holders(right: ObjectRight, obj) -> list:
 def grant(right: ObjectRight, obj, username: str, actor) -> None:
     user = users.get(username)
     if user in holders(right, obj):
-        raise Conflict(f"{username} is already {right.label or 'a holder'} of {obj}", field="username",
-                       value=username)
+        raise Conflict(f"{username} is already {right.label or 'a holder'} of {obj}", field="username", value=username)
     with transaction.atomic():
         assign_perm(right.codename, user, obj)
         audit.record("access.object_right.grant", actor, target=_target(right, obj, user))
@@ -43,8 +42,7 @@ def revoke_username(right: ObjectRight, obj, username: str, actor) -> None:
     """`revoke`, naming the user (the command line and the REST API)."""
     user = users.get(username)
     if user not in holders(right, obj):
-        raise Conflict(f"{username} is not {right.label or 'a holder'} of {obj}", field="username",
-                       value=username)
+        raise Conflict(f"{username} is not {right.label or 'a holder'} of {obj}", field="username", value=username)
     _remove(right, obj, user, actor)
 
 

@@ -44,15 +44,21 @@ def ensure_builtin_roles() -> list[str]:
         role = existing.get(name)
         if role is None:
             group, _ = Group.objects.get_or_create(name=name)
-            Role.objects.create(group=group, name=name, description=body["description"],
-                                policies=copy.deepcopy(body["policies"]), immutable=body["immutable"])
+            Role.objects.create(
+                group=group,
+                name=name,
+                description=body["description"],
+                policies=copy.deepcopy(body["policies"]),
+                immutable=body["immutable"],
+            )
             touched.append(name)
             continue
         merged = merge_default_policies(role.policies, body["policies"])
         if merged != role.policies:
             document = {**store.show(ConfigType.ROLE, name), "policies": merged, "force": True}
-            store.apply(ConfigType.ROLE, name, document, audit.SYSTEM,
-                        description="default actions of this release merged in")
+            store.apply(
+                ConfigType.ROLE, name, document, audit.SYSTEM, description="default actions of this release merged in"
+            )
             touched.append(name)
     return touched
 
@@ -64,8 +70,14 @@ def merge_default_policies(policies: list, defaults: list[dict]) -> list:
     merged = copy.deepcopy(list(policies or []))
     for default in defaults:
         scope = (default.get("effect", "Allow"), sorted(default.get("resources") or []))
-        target = next((p for p in merged if isinstance(p, dict)
-                       and (p.get("effect", "Allow"), sorted(p.get("resources") or [])) == scope), None)
+        target = next(
+            (
+                p
+                for p in merged
+                if isinstance(p, dict) and (p.get("effect", "Allow"), sorted(p.get("resources") or [])) == scope
+            ),
+            None,
+        )
         if target is None:
             merged.append(copy.deepcopy(default))
             continue
@@ -80,12 +92,18 @@ def save_role(doc, existing: Role | None) -> Role:
     """Write one role definition (the ROLE config handler's save, `doc` parsed by access.config_types.ROLE);
     refuses illegal changes."""
     if doc.name == ADMIN_ROLE and (doc.policies != ADMIN_POLICIES or not doc.immutable):
-        raise BuiltinRole(f"Role {ADMIN_ROLE} is built in: it always allows *:* on * and stays immutable",
-                          field="policies", value=doc.name)
+        raise BuiltinRole(
+            f"Role {ADMIN_ROLE} is built in: it always allows *:* on * and stays immutable",
+            field="policies",
+            value=doc.name,
+        )
     changes_rules = existing is not None and (doc.policies != existing.policies or not doc.immutable)
     if changes_rules and existing.immutable and not doc.force:
-        raise ConfigError(f"Role {doc.name} is immutable; to change its policies anyway, add "
-                          "\"force\": true to the document", field="policies", value=doc.name)
+        raise ConfigError(
+            f'Role {doc.name} is immutable; to change its policies anyway, add "force": true to the document',
+            field="policies",
+            value=doc.name,
+        )
     role = existing or Role(name=doc.name)
     if role.group_id is None:
         role.group, _ = Group.objects.get_or_create(name=doc.name)
@@ -100,8 +118,13 @@ def set_pool_role(name: str, actor: Actor, *, description: str = "", tags=()) ->
     return store.apply(ConfigType.ROLE, name, pool_role(name), actor, description=description, tags=tags)
 
 
-def ensure_team_role(name: str, actor: Actor, *, external_roles: Iterable[str] = (), description: str = "",
-                     ) -> tuple[Role, bool]:
+def ensure_team_role(
+    name: str,
+    actor: Actor,
+    *,
+    external_roles: Iterable[str] = (),
+    description: str = "",
+) -> tuple[Role, bool]:
     """A team's role `osmo-<team>` (teams.services): created as OSMO's generated pool role when missing, and
     `external_roles` (IdP groups) added to its mapping; one ROLE revision when anything changes, none otherwise.
     An existing role's policies are left as they are. Returns (role, created)."""
@@ -145,21 +168,33 @@ def resolve(names: Iterable[str], field: str = "roles") -> list[Role]:
     found = {role.name: role for role in Role.objects.filter(name__in=wanted)}
     for name in wanted:
         if name not in found:
-            raise ConfigError(f"no role named {name!r}; create it first (config update ROLE or config set ROLE)",
-                              field=field, value=name)
+            raise ConfigError(
+                f"no role named {name!r}; create it first (config update ROLE or config set ROLE)",
+                field=field,
+                value=name,
+            )
     return [found[name] for name in dict.fromkeys(wanted)]
 
 
-def update_user_roles(user, add: Iterable[str] = (), remove: Iterable[str] = (), actor: Actor | None = None,
-                      ) -> RoleChange:
+def update_user_roles(
+    user,
+    add: Iterable[str] = (),
+    remove: Iterable[str] = (),
+    actor: Actor | None = None,
+) -> RoleChange:
     with transaction.atomic():
         adding, removing = resolve(add, "add_roles"), resolve(remove, "remove_roles")
         both = {role.name for role in adding} & {role.name for role in removing}
         if both:
             raise ConfigError("is both added and removed", field="roles", value=sorted(both)[0])
         held = set(Role.objects.filter(group__user=user.pk).values_list("pk", flat=True))
-        return _apply(user, [r for r in adding if r.pk not in held], [r for r in removing if r.pk in held],
-                      actor or audit.SYSTEM, {})
+        return _apply(
+            user,
+            [r for r in adding if r.pk not in held],
+            [r for r in removing if r.pk in held],
+            actor or audit.SYSTEM,
+            {},
+        )
 
 
 def set_user_roles(user, names: Iterable[str], actor: Actor | None = None) -> RoleChange:
@@ -167,8 +202,13 @@ def set_user_roles(user, names: Iterable[str], actor: Actor | None = None) -> Ro
     with transaction.atomic():
         wanted = {role.pk: role for role in resolve(names)}
         held = {role.pk: role for role in Role.objects.filter(group__user=user.pk)}
-        return _apply(user, [r for pk, r in wanted.items() if pk not in held],
-                      [r for pk, r in held.items() if pk not in wanted], actor or audit.SYSTEM, {})
+        return _apply(
+            user,
+            [r for pk, r in wanted.items() if pk not in held],
+            [r for pk, r in held.items() if pk not in wanted],
+            actor or audit.SYSTEM,
+            {},
+        )
 
 
 def _apply(user, adding: list[Role], removing: list[Role], actor: Actor, detail: dict) -> RoleChange:
@@ -176,13 +216,14 @@ def _apply(user, adding: list[Role], removing: list[Role], actor: Actor, detail:
         user.groups.add(*[role.group_id for role in adding])
     if removing:
         user.groups.remove(*[role.group_id for role in removing])
-        APIToken.roles.through.objects.filter(apitoken__user=user.pk,
-                                              role_id__in=[role.pk for role in removing]).delete()
+        APIToken.roles.through.objects.filter(
+            apitoken__user=user.pk, role_id__in=[role.pk for role in removing]
+        ).delete()
     target = f"user/{user.get_username()}"
-    audit.record_all([audit.event("role.grant", actor, target=target, detail={"role": role.name, **detail})
-                      for role in adding]
-                     + [audit.event("role.revoke", actor, target=target, detail={"role": role.name, **detail})
-                        for role in removing])
+    audit.record_all(
+        [audit.event("role.grant", actor, target=target, detail={"role": role.name, **detail}) for role in adding]
+        + [audit.event("role.revoke", actor, target=target, detail={"role": role.name, **detail}) for role in removing]
+    )
     return RoleChange(user.get_username(), sorted(r.name for r in adding), sorted(r.name for r in removing))
 
 
@@ -215,8 +256,9 @@ def sync_roles_from_claims(user, external_names: set[str], *, actor: Actor | Non
     """
     names = {name.strip() for name in external_names if isinstance(name, str) and name.strip()}
     with transaction.atomic():
-        roles = list(Role.objects.exclude(name=DEFAULT_ROLE).only("pk", "name", "group_id", "sync_mode",
-                                                                  "external_roles"))
+        roles = list(
+            Role.objects.exclude(name=DEFAULT_ROLE).only("pk", "name", "group_id", "sync_mode", "external_roles")
+        )
         held = set(Role.objects.filter(group__user=user.pk).values_list("pk", flat=True))
         adding, removing, kept, matched = [], [], [], set()
         for role in roles:

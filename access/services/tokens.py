@@ -71,47 +71,68 @@ def parse_expiry(value: object, now: datetime | None = None) -> datetime:
             else:
                 expires = datetime.fromisoformat(text.replace("Z", "+00:00"))
         except ValueError:
-            raise ConfigError("must be a date (YYYY-MM-DD), an ISO date-time or a number of days such as 30d",
-                              field="expires_at", value=value) from None
+            raise ConfigError(
+                "must be a date (YYYY-MM-DD), an ISO date-time or a number of days such as 30d",
+                field="expires_at",
+                value=value,
+            ) from None
     if timezone.is_naive(expires):
         expires = expires.replace(tzinfo=UTC)
     if expires <= now:
         raise ConfigError("is in the past", field="expires_at", value=str(value))
     if expires > now + max_lifetime() + timedelta(minutes=1):
-        raise ConfigError(f"is more than {max_lifetime().days} days ahead (TOKEN_MAX_LIFETIME_DAYS)",
-                          field="expires_at", value=str(value))
+        raise ConfigError(
+            f"is more than {max_lifetime().days} days ahead (TOKEN_MAX_LIFETIME_DAYS)",
+            field="expires_at",
+            value=str(value),
+        )
     return expires
 
 
-def create(owner, name: str, *, roles: list[str] | None = None, expires: object = None, issuer=None,
-           actor: Actor | None = None) -> NewToken:
+def create(
+    owner, name: str, *, roles: list[str] | None = None, expires: object = None, issuer=None, actor: Actor | None = None
+) -> NewToken:
     """Create a token for `owner`. `roles` must be held by `issuer` (the principal asking: the owner's
     session, or a token of the owner, whose own subset then bounds the new one); None = all of them."""
     if not isinstance(name, str) or not NAME_RE.match(name):
-        raise ConfigError("a token name is 1-128 letters, digits, '_', '.', '-' (starting with a letter or digit)",
-                          field="name", value=name)
+        raise ConfigError(
+            "a token name is 1-128 letters, digits, '_', '.', '-' (starting with a letter or digit)",
+            field="name",
+            value=name,
+        )
     expires_at = parse_expiry(expires)
     available = [role for role in principal(issuer if issuer is not None else owner).roles if role != DEFAULT_ROLE]
     wanted = available if roles is None else [r.strip() for r in roles if r and r.strip()]
     for role in wanted:
         if role not in available:
-            raise ConfigError(f"you do not hold role {role}; a token can only carry roles its owner holds "
-                              f"({', '.join(available) or 'none'})", field="roles", value=role)
+            raise ConfigError(
+                f"you do not hold role {role}; a token can only carry roles its owner holds "
+                f"({', '.join(available) or 'none'})",
+                field="roles",
+                value=role,
+            )
     secret = PREFIX + secrets.token_urlsafe(32)
     with transaction.atomic():
         # A revoked or expired token's name may be reused: the audit trail keeps its history.
         APIToken.objects.filter(user=owner, name=name).exclude(
-            revoked_at__isnull=True, expires_at__gt=timezone.now()).delete()
+            revoked_at__isnull=True, expires_at__gt=timezone.now()
+        ).delete()
         try:
             with transaction.atomic():
-                token = APIToken.objects.create(user=owner, name=name, token_hash=digest(secret),
-                                                prefix=secret[:10], expires_at=expires_at)
+                token = APIToken.objects.create(
+                    user=owner, name=name, token_hash=digest(secret), prefix=secret[:10], expires_at=expires_at
+                )
         except IntegrityError:
-            raise Conflict(f"{owner.get_username()} already has a token named {name!r}; revoke it first",
-                           field="name", value=name) from None
+            raise Conflict(
+                f"{owner.get_username()} already has a token named {name!r}; revoke it first", field="name", value=name
+            ) from None
         token.roles.set(Role.objects.filter(name__in=wanted))
-        audit.record("token.create", actor or audit.SYSTEM, target=f"user/{owner.get_username()}",
-                     detail={"token": name, "roles": sorted(wanted), "expires": expires_at.isoformat()})
+        audit.record(
+            "token.create",
+            actor or audit.SYSTEM,
+            target=f"user/{owner.get_username()}",
+            detail={"token": name, "roles": sorted(wanted), "expires": expires_at.isoformat()},
+        )
     return NewToken(token, secret)
 
 
@@ -132,8 +153,9 @@ def revoke(owner, name: str, actor: Actor | None = None) -> APIToken:
         if token.revoked_at is None:
             token.revoked_at = timezone.now()
             token.save(update_fields=["revoked_at"])
-            audit.record("token.revoke", actor or audit.SYSTEM, target=f"user/{owner.get_username()}",
-                         detail={"token": name})
+            audit.record(
+                "token.revoke", actor or audit.SYSTEM, target=f"user/{owner.get_username()}", detail={"token": name}
+            )
     return token
 
 
@@ -144,10 +166,15 @@ def status(token: APIToken, now: datetime | None = None) -> str:
 
 
 def describe(token: APIToken) -> dict:
-    return {"name": token.name, "prefix": token.prefix, "roles": sorted(r.name for r in token.roles.all()),
-            "created": token.created_at.isoformat(), "expires": token.expires_at.isoformat(),
-            "last_used": token.last_used_at.isoformat() if token.last_used_at else None,
-            "status": status(token)}
+    return {
+        "name": token.name,
+        "prefix": token.prefix,
+        "roles": sorted(r.name for r in token.roles.all()),
+        "created": token.created_at.isoformat(),
+        "expires": token.expires_at.isoformat(),
+        "last_used": token.last_used_at.isoformat() if token.last_used_at else None,
+        "status": status(token),
+    }
 
 
 def digest(secret: str) -> str:

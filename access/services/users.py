@@ -18,8 +18,7 @@ def get(username: str):
         raise NotFound(f"no user named {username!r}", field="username", value=username) from None
 
 
-def create(username: str, *, email: str = "", password: str | None = None, role_names=(),
-           actor: Actor | None = None):
+def create(username: str, *, email: str = "", password: str | None = None, role_names=(), actor: Actor | None = None):
     """A new user holding `role_names`. Without a password the account cannot log in with one
     (OIDC users, or set it later with `changepassword`)."""
     users = get_user_model()

@@ -59,9 +59,12 @@ def configuration(settings: ConnectionSettings) -> client.Configuration:
     mode = settings.connection
     for secret in SECRET_FIELDS:
         if is_unreadable(getattr(settings, secret)):
-            raise KubeError(f"backend {settings.name}: the stored {secret} cannot be decrypted with the configured "
-                            "FIELD_ENCRYPTION_KEYS (or SECRET_KEY, when no key is set): restore the key it was "
-                            "written with, or set the secret again", field=secret)
+            raise KubeError(
+                f"backend {settings.name}: the stored {secret} cannot be decrypted with the configured "
+                "FIELD_ENCRYPTION_KEYS (or SECRET_KEY, when no key is set): restore the key it was "
+                "written with, or set the secret again",
+                field=secret,
+            )
     if mode == "url":
         if not settings.api_url:
             raise KubeError(f"backend {settings.name}: connection 'url' needs api_url", field="api_url")
@@ -76,8 +79,12 @@ def configuration(settings: ConnectionSettings) -> client.Configuration:
     elif mode == "in-cluster":
         config = _in_cluster(settings)
     else:
-        raise KubeError(f"backend {settings.name} has no cluster connection configured "
-                        "(set connection to url, kubeconfig or in-cluster)", field="connection", value=mode)
+        raise KubeError(
+            f"backend {settings.name} has no cluster connection configured "
+            "(set connection to url, kubeconfig or in-cluster)",
+            field="connection",
+            value=mode,
+        )
     config.retries = Retry(total=1, connect=1, read=0, status=0, redirect=0, other=0, backoff_factor=0.2)
     config.debug = False  # the client's debug log would print the Authorization header
     return config
@@ -90,13 +97,13 @@ def _from_kubeconfig(settings: ConnectionSettings) -> client.Configuration:
     try:
         document, context = read_kubeconfig(settings.kubeconfig, settings.kube_context)
         config = client.Configuration()
-        load_kube_config_from_dict(document, context=context,
-                                   client_configuration=config, persist_config=False)
+        load_kube_config_from_dict(document, context=context, client_configuration=config, persist_config=False)
     except KubeconfigError as error:
         raise KubeError(f"backend {settings.name}: {error}", field="kubeconfig") from None
     except (ConfigException, ValueError, KeyError, TypeError) as error:
-        raise KubeError(f"backend {settings.name}: the kubeconfig cannot be used: "
-                        f"{type(error).__name__}", field="kubeconfig") from None
+        raise KubeError(
+            f"backend {settings.name}: the kubeconfig cannot be used: {type(error).__name__}", field="kubeconfig"
+        ) from None
     return config
 
 
@@ -112,8 +119,9 @@ def _in_cluster(settings: ConnectionSettings) -> client.Configuration:
             cert_filename="/var/run/secrets/kubernetes.io/serviceaccount/ca.crt",
         ).load_and_set(config)
     except ConfigException as error:
-        raise KubeError(f"backend {settings.name}: not running inside a cluster ({error})",
-                        field="connection", value="in-cluster") from None
+        raise KubeError(
+            f"backend {settings.name}: not running inside a cluster ({error})", field="connection", value="in-cluster"
+        ) from None
     return config
 
 

@@ -19,8 +19,9 @@ class KubeError(DomainError):
     status = 502  # HTTP status when it reaches the REST API: the upstream cluster failed
     code = "cluster_error"
 
-    def __init__(self, reason: str, *, k8s_status: int = 0, transient: bool = False, field: str = "",
-                 value: object = None) -> None:
+    def __init__(
+        self, reason: str, *, k8s_status: int = 0, transient: bool = False, field: str = "", value: object = None
+    ) -> None:
         super().__init__(_one_line(reason), field=field, value=value)
         self.k8s_status = k8s_status
         self.transient = transient
@@ -45,8 +46,11 @@ def from_exception(error: BaseException, doing: str) -> KubeError:
         if status == 0:  # TLS failures and malformed requests surface as status 0
             return KubeError(f"{doing}: {_first_line(error.reason)}", transient=False)
         message = _status_message(error)
-        return KubeError(f"{doing}: HTTP {status} {error.reason or ''}{': ' + message if message else ''}",
-                         k8s_status=status, transient=status in _TRANSIENT_STATUSES)
+        return KubeError(
+            f"{doing}: HTTP {status} {error.reason or ''}{': ' + message if message else ''}",
+            k8s_status=status,
+            transient=status in _TRANSIENT_STATUSES,
+        )
     transient = _is_network_error(error)
     return KubeError(f"{doing}: {_describe_other(error)}", transient=transient)
 
@@ -100,8 +104,13 @@ def _host(error) -> str:
 
 def _errno_text(error) -> str:
     text = str(error)
-    for known in ("Connection refused", "Name or service not known", "No route to host",
-                  "Temporary failure in name resolution", "Network is unreachable"):
+    for known in (
+        "Connection refused",
+        "Name or service not known",
+        "No route to host",
+        "Temporary failure in name resolution",
+        "Network is unreachable",
+    ):
         if known in text:
             return known.lower()
     return _first_line(text.split(": ", 1)[-1])

@@ -49,7 +49,8 @@ def node_record(raw: dict) -> dict:
         units = {}
     conditions = [
         {key: condition.get(key, "") for key in ("type", "status", "reason", "message")}
-        for condition in status.get("conditions") or [] if isinstance(condition, dict)
+        for condition in status.get("conditions") or []
+        if isinstance(condition, dict)
     ]
     return {
         "name": name,
@@ -108,12 +109,14 @@ def list_nodes(kube: KubeClient, page_size: int | None = None) -> Listing:
 
 
 def list_pods(kube: KubeClient, page_size: int | None = None) -> Listing:
-    return _list_all(kube, "pods", kube.core.list_pod_for_all_namespaces, lambda raw: pod_record(raw),
-                     page_size or PAGE_SIZE)
+    return _list_all(
+        kube, "pods", kube.core.list_pod_for_all_namespaces, lambda raw: pod_record(raw), page_size or PAGE_SIZE
+    )
 
 
-def _list_all(kube: KubeClient, kind: str, method: Callable[..., Any], convert: Callable[[dict], Any],
-              page_size: int) -> Listing:
+def _list_all(
+    kube: KubeClient, kind: str, method: Callable[..., Any], convert: Callable[[dict], Any], page_size: int
+) -> Listing:
     for attempt in (1, 2):
         try:
             return _list_once(kube, kind, method, convert, page_size)
@@ -124,8 +127,9 @@ def _list_all(kube: KubeClient, kind: str, method: Callable[..., Any], convert: 
     raise AssertionError("unreachable")
 
 
-def _list_once(kube: KubeClient, kind: str, method: Callable[..., Any], convert: Callable[[dict], Any],
-               page_size: int) -> Listing:
+def _list_once(
+    kube: KubeClient, kind: str, method: Callable[..., Any], convert: Callable[[dict], Any], page_size: int
+) -> Listing:
     records: list = []
     token, pages, version = None, 0, ""
     while True:
@@ -164,9 +168,17 @@ class WatchStream:
     (`gone` for 410: list again). `shutdown()` interrupts a read from another thread.
     """
 
-    def __init__(self, kube: KubeClient, kind: str, resource_version: str, *,
-                 timeout_seconds: int = WATCH_SECONDS, on_open: Callable[[], None] | None = None,
-                 label_selector: str | None = None, namespace: str | None = None) -> None:
+    def __init__(
+        self,
+        kube: KubeClient,
+        kind: str,
+        resource_version: str,
+        *,
+        timeout_seconds: int = WATCH_SECONDS,
+        on_open: Callable[[], None] | None = None,
+        label_selector: str | None = None,
+        namespace: str | None = None,
+    ) -> None:
         self.kube, self.kind = kube, kind
         self.resource_version = resource_version
         self.timeout_seconds = timeout_seconds
@@ -176,8 +188,13 @@ class WatchStream:
         self._closed = False
 
     def _open(self):
-        kwargs = {"watch": True, "resource_version": self.resource_version, "timeout_seconds": self.timeout_seconds,
-                  "allow_watch_bookmarks": True, "_request_timeout": (self.kube.timeout[0], self.timeout_seconds + 30)}
+        kwargs = {
+            "watch": True,
+            "resource_version": self.resource_version,
+            "timeout_seconds": self.timeout_seconds,
+            "allow_watch_bookmarks": True,
+            "_request_timeout": (self.kube.timeout[0], self.timeout_seconds + 30),
+        }
         if self.label_selector:
             kwargs["label_selector"] = self.label_selector
         core, doing = self.kube.core, f"watching {self.kind}"
@@ -217,8 +234,11 @@ class WatchStream:
             kind, obj = event.get("type"), event.get("object") or {}
             if kind == "ERROR":
                 code = int(obj.get("code") or 0)
-                raise KubeError(f"watching {self.kind}: {obj.get('reason', 'Error')}: {obj.get('message', '')}",
-                                k8s_status=code, transient=code != 410 and (code >= 500 or code == 429))
+                raise KubeError(
+                    f"watching {self.kind}: {obj.get('reason', 'Error')}: {obj.get('message', '')}",
+                    k8s_status=code,
+                    transient=code != 410 and (code >= 500 or code == 429),
+                )
             version = (obj.get("metadata") or {}).get("resourceVersion")
             if version:
                 self.resource_version = str(version)

@@ -47,6 +47,8 @@ def read_kubeconfig(text: str, context: str = "") -> tuple[dict, str]:
     user = users.get(contexts[chosen].get("user"), {})
     for plugin in ("exec", "auth-provider"):
         if isinstance(user, dict) and user.get(plugin):
-            raise KubeconfigError(f"kubeconfig user uses an {plugin} plugin, which would run a program on the "
-                                  "portal's host; use a service-account token or client certificates")
+            raise KubeconfigError(
+                f"kubeconfig user uses an {plugin} plugin, which would run a program on the "
+                "portal's host; use a service-account token or client certificates"
+            )
     return data, chosen

@@ -64,8 +64,9 @@ def create_pod(kube: KubeClient, namespace: str, manifest: dict) -> Created:
     doing = f"creating pod {namespace}/{name}"
     for attempt in (1, 2):
         try:
-            return Created(_post_json(kube, doing, "/api/v1/namespaces/{namespace}/pods", {"namespace": namespace},
-                                      manifest), True)
+            return Created(
+                _post_json(kube, doing, "/api/v1/namespaces/{namespace}/pods", {"namespace": namespace}, manifest), True
+            )
         except KubeError as error:
             if error.k8s_status == 404 and attempt == 1:  # a POST to the collection: the namespace is missing
                 ensure_namespace(kube, namespace)
@@ -76,13 +77,18 @@ def create_pod(kube: KubeClient, namespace: str, manifest: dict) -> Created:
         if existing is None:  # deleted between our POST and GET: try once more, else let the caller retry
             if attempt == 1:
                 continue
-            raise KubeError(f"{doing}: the pod exists and vanished while being read; try again", k8s_status=409,
-                            transient=True)
+            raise KubeError(
+                f"{doing}: the pod exists and vanished while being read; try again", k8s_status=409, transient=True
+            )
         if not is_owned(existing, manifest):
             found = {key: value for key, value in owner_labels(existing).items() if value}
-            raise PodConflict(f"{doing}: a pod of that name already exists and is not this task's "
-                              f"(its labels: {json.dumps(found, sort_keys=True) if found else 'none of ours'})",
-                              k8s_status=409, field="pod_name", value=name)
+            raise PodConflict(
+                f"{doing}: a pod of that name already exists and is not this task's "
+                f"(its labels: {json.dumps(found, sort_keys=True) if found else 'none of ours'})",
+                k8s_status=409,
+                field="pod_name",
+                value=name,
+            )
         return Created(existing, False)
     raise AssertionError("unreachable")
 
@@ -96,11 +102,17 @@ def _post_json(kube: KubeClient, doing: str, path: str, path_params: dict, body:
     api = kube.api
     try:
         method, url, headers, payload, post = api.param_serialize(
-            method="POST", resource_path=path, path_params=path_params, query_params=[],
-            header_params={"Accept": "application/json", "Content-Type": "application/json"}, body=body,
-            auth_settings=["BearerToken"])
-        response = api.call_api(method, url, header_params=headers, body=payload, post_params=post,
-                                _request_timeout=kube.timeout)
+            method="POST",
+            resource_path=path,
+            path_params=path_params,
+            query_params=[],
+            header_params={"Accept": "application/json", "Content-Type": "application/json"},
+            body=body,
+            auth_settings=["BearerToken"],
+        )
+        response = api.call_api(
+            method, url, header_params=headers, body=payload, post_params=post, _request_timeout=kube.timeout
+        )
         response.read()
         if not 200 <= response.status <= 299:
             raise ApiException.from_response(http_resp=response, body=None, data=None)
@@ -155,8 +167,9 @@ def instance_selector(instance: str) -> str:
     return f"{INSTANCE_LABEL}={instance}"
 
 
-def list_pods(kube: KubeClient, label_selector: str, namespace: str | None = None,
-              page_size: int = PAGE_SIZE) -> PodList:
+def list_pods(
+    kube: KubeClient, label_selector: str, namespace: str | None = None, page_size: int = PAGE_SIZE
+) -> PodList:
     """Every pod matching `label_selector` (in `namespace`, or all), page by page; a 410 mid-list restarts once."""
     for attempt in (1, 2):
         try:
@@ -186,11 +199,25 @@ def _list_once(kube: KubeClient, label_selector: str, namespace: str | None, pag
             return PodList(items, version)
 
 
-def watch_pods(kube: KubeClient, label_selector: str, resource_version: str, *, namespace: str | None = None,
-                 timeout_seconds: int = WATCH_SECONDS, on_open: Callable[[], None] | None = None) -> WatchStream:
+def watch_pods(
+    kube: KubeClient,
+    label_selector: str,
+    resource_version: str,
+    *,
+    namespace: str | None = None,
+    timeout_seconds: int = WATCH_SECONDS,
+    on_open: Callable[[], None] | None = None,
+) -> WatchStream:
     """One watch request for pods matching `label_selector` (the inventory's WatchStream, narrowed)."""
-    return WatchStream(kube, "pods", resource_version, timeout_seconds=timeout_seconds, on_open=on_open,
-                       label_selector=label_selector, namespace=namespace)
+    return WatchStream(
+        kube,
+        "pods",
+        resource_version,
+        timeout_seconds=timeout_seconds,
+        on_open=on_open,
+        label_selector=label_selector,
+        namespace=namespace,
+    )
 
 
 # ------------------------------------------------------------------------------------------ status
@@ -230,11 +257,16 @@ class PodState:
 def pod_state(raw: dict, container: str | None = None) -> PodState:
     """Plain status of a pod; `container` names the user container (else the first one reporting)."""
     metadata, spec, status = (raw.get(key) or {} for key in ("metadata", "spec", "status"))
-    state = PodState(namespace=str(metadata.get("namespace") or ""), name=str(metadata.get("name") or ""),
-                     uid=str(metadata.get("uid") or ""), labels=dict(metadata.get("labels") or {}),
-                     phase=str(status.get("phase") or "Pending"), node=str(spec.get("nodeName") or ""),
-                     created_at=parse_time(metadata.get("creationTimestamp")),
-                     deleting=bool(metadata.get("deletionTimestamp")))
+    state = PodState(
+        namespace=str(metadata.get("namespace") or ""),
+        name=str(metadata.get("name") or ""),
+        uid=str(metadata.get("uid") or ""),
+        labels=dict(metadata.get("labels") or {}),
+        phase=str(status.get("phase") or "Pending"),
+        node=str(spec.get("nodeName") or ""),
+        created_at=parse_time(metadata.get("creationTimestamp")),
+        deleting=bool(metadata.get("deletionTimestamp")),
+    )
     conditions = [c for c in status.get("conditions") or () if isinstance(c, dict)]
     for condition in conditions:
         if condition.get("type") != "PodScheduled":
@@ -262,8 +294,9 @@ def pod_state(raw: dict, container: str | None = None) -> PodState:
     if state.terminal and not state.reason:
         state.reason, state.message = str(status.get("reason") or ""), str(status.get("message") or "")
     if state.terminal and state.finished_at is None:  # no container ended (evicted, say): its last transition
-        state.finished_at = max(filter(None, (parse_time(c.get("lastTransitionTime")) for c in conditions)),
-                                default=None)
+        state.finished_at = max(
+            filter(None, (parse_time(c.get("lastTransitionTime")) for c in conditions)), default=None
+        )
     return state
 
 

@@ -38,8 +38,13 @@ class Check:
         return "(all namespaces)" if self.resource == "pods" else "(cluster)"
 
     def as_dict(self) -> dict:
-        return {"verb": self.verb, "resource": self.resource, "namespace": self.namespace,
-                "allowed": self.allowed, "detail": self.detail}
+        return {
+            "verb": self.verb,
+            "resource": self.resource,
+            "namespace": self.namespace,
+            "allowed": self.allowed,
+            "detail": self.detail,
+        }
 
 
 @dataclass
@@ -57,30 +62,44 @@ class ConnectionReport:
         return all(check.allowed for check in self.checks)
 
     def as_dict(self) -> dict:
-        return {"backend": self.backend, "host": self.host, "version": self.version, "platform": self.platform,
-                "method": self.method, "ok": self.ok, "checks": [c.as_dict() for c in self.checks],
-                "warnings": list(self.warnings)}
+        return {
+            "backend": self.backend,
+            "host": self.host,
+            "version": self.version,
+            "platform": self.platform,
+            "method": self.method,
+            "ok": self.ok,
+            "checks": [c.as_dict() for c in self.checks],
+            "warnings": list(self.warnings),
+        }
 
     def lines(self) -> list[str]:
-        lines = [f"backend {self.backend}: connected to {self.host}, Kubernetes {self.version} ({self.platform})",
-                 f"permissions ({self.method}):"]
+        lines = [
+            f"backend {self.backend}: connected to {self.host}, Kubernetes {self.version} ({self.platform})",
+            f"permissions ({self.method}):",
+        ]
         for check in self.checks:
             mark = {True: "yes", False: "NO", None: "?"}[check.allowed]
             detail = f"  {check.detail}" if check.detail else ""
             lines.append(f"  {mark:<3} {check.verb} {check.resource} {check.scope}{detail}")
         lines += [f"warning: {warning}" for warning in self.warnings]
         missing = [f"{c.verb} {c.resource}" for c in self.checks if c.allowed is False]
-        lines.append("result: everything the portal needs is allowed" if self.ok else
-                     f"result: missing permissions: {', '.join(missing)}" if missing else
-                     "result: some permissions could not be checked")
+        lines.append(
+            "result: everything the portal needs is allowed"
+            if self.ok
+            else f"result: missing permissions: {', '.join(missing)}"
+            if missing
+            else "result: some permissions could not be checked"
+        )
         return lines
 
 
 def test_connection(kube: KubeClient, namespace: str, backend: str = "") -> ConnectionReport:
     """Raises KubeError (one line) when the server cannot be reached at all."""
     info = kube.version()
-    report = ConnectionReport(backend or kube.name, kube.host, str(info.get("gitVersion", "?")),
-                              str(info.get("platform", "")))
+    report = ConnectionReport(
+        backend or kube.name, kube.host, str(info.get("gitVersion", "?")), str(info.get("platform", ""))
+    )
     wanted = [(verb, resource, "") for verb, resource in CLUSTER_CHECKS]
     wanted += [(verb, resource, namespace) for verb, resource in NAMESPACE_CHECKS]
     checks = _access_reviews(kube, wanted)
@@ -97,9 +116,11 @@ def _access_reviews(kube: KubeClient, wanted: list[tuple[str, str, str]]) -> lis
     api = client.AuthorizationV1Api(kube.api)
     checks = []
     for verb, resource, namespace in wanted:
-        body = {"apiVersion": "authorization.k8s.io/v1", "kind": "SelfSubjectAccessReview",
-                "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "group": "",
-                                                "namespace": namespace}}}
+        body = {
+            "apiVersion": "authorization.k8s.io/v1",
+            "kind": "SelfSubjectAccessReview",
+            "spec": {"resourceAttributes": {"verb": verb, "resource": resource, "group": "", "namespace": namespace}},
+        }
         try:
             answer = kube.json("asking for permissions", api.create_self_subject_access_review, body)
         except KubeError as error:
@@ -124,8 +145,9 @@ def _probe(kube: KubeClient, verb: str, resource: str, namespace: str) -> Check:
         elif verb == "get":
             return _expect_not_found(kube, verb, resource, namespace, core.read_namespaced_pod, probe_name, namespace)
         elif verb == "delete":
-            return _expect_not_found(kube, verb, resource, namespace, core.delete_namespaced_pod, probe_name,
-                                     namespace, dry_run="All")
+            return _expect_not_found(
+                kube, verb, resource, namespace, core.delete_namespaced_pod, probe_name, namespace, dry_run="All"
+            )
         elif verb == "create":
             _probe_create(kube, namespace, probe_name)
     except KubeError as error:
@@ -135,18 +157,26 @@ def _probe(kube: KubeClient, verb: str, resource: str, namespace: str) -> Check:
 
 def _probe_watch(kube: KubeClient, resource: str) -> None:
     method = kube.core.list_node if resource == "nodes" else kube.core.list_pod_for_all_namespaces
-    response = kube.stream(f"watch {resource}", method, watch=True, timeout_seconds=1, limit=1,
-                           _request_timeout=(kube.timeout[0], 5))
+    response = kube.stream(
+        f"watch {resource}", method, watch=True, timeout_seconds=1, limit=1, _request_timeout=(kube.timeout[0], 5)
+    )
     with contextlib.suppress(Exception):
         response.shutdown()
         response.close()
 
 
 def _probe_create(kube: KubeClient, namespace: str, name: str) -> None:
-    body = {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "labels": {PROBE_LABEL: "true"}},
-            "spec": {"restartPolicy": "Never", "containers": [
-                {"name": "probe", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "1m"}}}]}}
+    body = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": {PROBE_LABEL: "true"}},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {"name": "probe", "image": "registry.k8s.io/pause:3.10", "resources": {"requests": {"cpu": "1m"}}}
+            ],
+        },
+    }
     try:
         kube.json("create pods", kube.core.create_namespaced_pod, namespace, body, dry_run="All")
     except KubeError as error:

@@ -67,9 +67,15 @@ class ConfigAdmin(PolicyAdminMixin, SchemaAdminMixin, ServiceBackedAdmin):
         obj = self.get_object(request, object_id)
         referrers = store.referrers(self.config_type, obj) if obj else []
         if referrers:
-            self.message_user(request, str(ConfigInUse(
-                f"cannot be deleted: still referenced by {', '.join(referrers)}", field="name", value=obj.name)),
-                messages.ERROR)
+            self.message_user(
+                request,
+                str(
+                    ConfigInUse(
+                        f"cannot be deleted: still referenced by {', '.join(referrers)}", field="name", value=obj.name
+                    )
+                ),
+                messages.ERROR,
+            )
             return self.response_post_save_change(request, obj)
         try:
             return super().delete_view(request, object_id, extra_context)
@@ -82,8 +88,9 @@ class ConfigAdmin(PolicyAdminMixin, SchemaAdminMixin, ServiceBackedAdmin):
         if obj is None or obj.pk is None:
             return "-"
         url = reverse("admin:configs_revision_changelist")
-        return format_html('<a href="{}?config_type__exact={}&name={}">Revisions of {}</a>', url,
-                           self.config_type, obj.name, obj.name)
+        return format_html(
+            '<a href="{}?config_type__exact={}&name={}">Revisions of {}</a>', url, self.config_type, obj.name, obj.name
+        )
 
 
 @admin.register(Backend)
@@ -111,8 +118,11 @@ class PodTemplateAdmin(ConfigAdmin):
     fields = ["name", "body", "history"]
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(
-            _pools=Count("pool_refs", distinct=True), _platforms=Count("platform_refs", distinct=True))
+        return (
+            super()
+            .get_queryset(request)
+            .annotate(_pools=Count("pool_refs", distinct=True), _platforms=Count("platform_refs", distinct=True))
+        )
 
     @display(description="Sets")
     def top_level_fields(self, obj):
@@ -134,8 +144,7 @@ class ResourceValidationAdmin(ConfigAdmin):
 
     @display(description="Rules")
     def rule_summary(self, obj):
-        return "; ".join(f"{r.get('left_operand')} {r.get('operator')} {r.get('right_operand')}"
-                         for r in obj.rules[:4])
+        return "; ".join(f"{r.get('left_operand')} {r.get('operator')} {r.get('right_operand')}" for r in obj.rules[:4])
 
 
 class PoolConfigInline(PolicyAdminMixin):
@@ -146,17 +155,26 @@ class PoolConfigInline(PolicyAdminMixin):
 
 def ordered_reference_inline(model, target: str, label: str) -> type:
     """An inline editing an ordered list of references (`position` decides merge/check order)."""
-    return type(f"{model.__name__}Inline", (PoolConfigInline, TabularInline), {
-        "model": model, "extra": 0, "fields": ["position", target], "autocomplete_fields": [target],
-        "verbose_name_plural": label, "__module__": __name__})
+    return type(
+        f"{model.__name__}Inline",
+        (PoolConfigInline, TabularInline),
+        {
+            "model": model,
+            "extra": 0,
+            "fields": ["position", target],
+            "autocomplete_fields": [target],
+            "verbose_name_plural": label,
+            "__module__": __name__,
+        },
+    )
 
 
-PoolTemplateInline = ordered_reference_inline(
-    PoolTemplate, "template", "common pod templates (merged in order)")
+PoolTemplateInline = ordered_reference_inline(PoolTemplate, "template", "common pod templates (merged in order)")
 
 
 PoolValidationInline = ordered_reference_inline(
-    PoolValidation, "validation", "common resource validations (checked in order)")
+    PoolValidation, "validation", "common resource validations (checked in order)"
+)
 
 
 class PlatformInline(PoolConfigInline, StackedInline):
@@ -176,11 +194,34 @@ class PoolAdmin(ObjectRightsAdminMixin, PoolAccessLinkMixin, PoolPreviewMixin, C
     list_select_related = ["backend"]
     inlines = [PoolTemplateInline, PoolValidationInline, PlatformInline]
     fieldsets = [
-        (None, {"fields": ["name", "description", "backend", "default_platform", "enable_maintenance", "history",
-                           "preview"]}),
-        ("Variables and timeouts", {"fields": ["common_default_variables", "default_exec_timeout",
-                                               "max_exec_timeout", "default_queue_timeout", "max_queue_timeout",
-                                               "default_exit_actions", "download_type"]}),
+        (
+            None,
+            {
+                "fields": [
+                    "name",
+                    "description",
+                    "backend",
+                    "default_platform",
+                    "enable_maintenance",
+                    "history",
+                    "preview",
+                ]
+            },
+        ),
+        (
+            "Variables and timeouts",
+            {
+                "fields": [
+                    "common_default_variables",
+                    "default_exec_timeout",
+                    "max_exec_timeout",
+                    "default_queue_timeout",
+                    "max_queue_timeout",
+                    "default_exit_actions",
+                    "download_type",
+                ]
+            },
+        ),
         ("GPU quota", {"fields": ["gpu_guarantee", "gpu_maximum", "gpu_weight", "topology_keys"]}),
     ]
 
@@ -194,8 +235,10 @@ class PoolAdmin(ObjectRightsAdminMixin, PoolAccessLinkMixin, PoolPreviewMixin, C
     def preview(self, obj):
         if obj is None or obj.pk is None:
             return "-"
-        return format_html('<a class="underline" href="{}">Preview the Pod a task would get</a>',
-                           reverse("admin:pools_pool_preview", args=[obj.pk]))
+        return format_html(
+            '<a class="underline" href="{}">Preview the Pod a task would get</a>',
+            reverse("admin:pools_pool_preview", args=[obj.pk]),
+        )
 
     @display(description="Status", label={"ONLINE": "success", "MAINTENANCE": "warning", "OFFLINE": "danger"})
     def status_badge(self, obj):
@@ -214,11 +257,13 @@ class PoolAdmin(ObjectRightsAdminMixin, PoolAccessLinkMixin, PoolPreviewMixin, C
 
 
 PlatformTemplateInline = ordered_reference_inline(
-    PlatformTemplate, "template", "override pod templates (merged after the pool's, in order)")
+    PlatformTemplate, "template", "override pod templates (merged after the pool's, in order)"
+)
 
 
 PlatformValidationInline = ordered_reference_inline(
-    PlatformValidation, "validation", "resource validations (after the pool's)")
+    PlatformValidation, "validation", "resource validations (after the pool's)"
+)
 
 
 @admin.register(Platform)
@@ -232,21 +277,33 @@ class PlatformAdmin(PlatformNodesMixin, PolicyAdminMixin, SchemaAdminMixin, Serv
     search_fields = ["name", "pool__name", "description"]
     list_select_related = ["pool"]
     inlines = [PlatformTemplateInline, PlatformValidationInline]
-    fields = ["pool", "name", "description", "host_network_allowed", "privileged_allowed", "default_variables",
-              "allowed_mounts", "preview", "resolved", "member_nodes"]
+    fields = [
+        "pool",
+        "name",
+        "description",
+        "host_network_allowed",
+        "privileged_allowed",
+        "default_variables",
+        "allowed_mounts",
+        "preview",
+        "resolved",
+        "member_nodes",
+    ]
     readonly_fields = ["preview", "resolved", "member_nodes"]
 
     def get_readonly_fields(self, request, obj=None):
-        return ["pool", "name", "preview", "resolved", "member_nodes"] if obj else ["preview", "resolved",
-                                                                                  "member_nodes"]
+        return (
+            ["pool", "name", "preview", "resolved", "member_nodes"] if obj else ["preview", "resolved", "member_nodes"]
+        )
 
     @display(description="Preview")
     def preview(self, obj):
         if obj is None or obj.pk is None:
             return "-"
         url = reverse("admin:pools_pool_preview", args=[obj.pool_id])
-        return format_html('<a class="underline" href="{}?platform={}">Preview a task on {}</a>', url, obj.name,
-                           obj.name)
+        return format_html(
+            '<a class="underline" href="{}?platform={}">Preview a task on {}</a>', url, obj.name, obj.name
+        )
 
     def config_name(self, form) -> str:
         return (form.instance.pool if form.instance.pk else form.cleaned_data["pool"]).name
@@ -272,8 +329,13 @@ class PlatformAdmin(PlatformNodesMixin, PolicyAdminMixin, SchemaAdminMixin, Serv
     def delete_model(self, request, obj):
         body = store.show(ConfigType.POOL, obj.pool.name)
         body["platforms"].pop(obj.name, None)
-        store.apply(ConfigType.POOL, obj.pool.name, body, Actor.for_request(request, "admin"),
-                    description=f"deleted platform {obj.name}")
+        store.apply(
+            ConfigType.POOL,
+            obj.pool.name,
+            body,
+            Actor.for_request(request, "admin"),
+            description=f"deleted platform {obj.name}",
+        )
 
     def delete_view(self, request, object_id, extra_context=None):
         try:

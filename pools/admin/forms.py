@@ -40,14 +40,25 @@ class SchemaForm(forms.ModelForm):
 
 def schema_form(schema: Schema, model, **declared) -> type[SchemaForm]:
     meta = type("Meta", (), {"model": model, "fields": ["name", *schema.form_fields()]})
-    return type(f"{model.__name__}Form", (SchemaForm,), {"schema": schema, "Meta": meta, "__module__": __name__,
-                                                         **declared})
+    return type(
+        f"{model.__name__}Form", (SchemaForm,), {"schema": schema, "Meta": meta, "__module__": __name__, **declared}
+    )
 
 
-PodTemplateForm = schema_form(POD_TEMPLATE, PodTemplate, body=DocumentField(
-    help_text="A partial Pod manifest in YAML or JSON, e.g. spec.nodeSelector and spec.tolerations. Use "
-              "{{USER_CPU}}-style variables."))
-ResourceValidationForm = schema_form(RESOURCE_VALIDATION, ResourceValidation, rules=DocumentField(
-    help_text="A list of rules: operator (GT GE LT LE EQ NE), left_operand, right_operand, assert_message. "
-              "Example: {{USER_GPU}} LE {{K8_GPU}}."))
+PodTemplateForm = schema_form(
+    POD_TEMPLATE,
+    PodTemplate,
+    body=DocumentField(
+        help_text="A partial Pod manifest in YAML or JSON, e.g. spec.nodeSelector and spec.tolerations. Use "
+        "{{USER_CPU}}-style variables."
+    ),
+)
+ResourceValidationForm = schema_form(
+    RESOURCE_VALIDATION,
+    ResourceValidation,
+    rules=DocumentField(
+        help_text="A list of rules: operator (GT GE LT LE EQ NE), left_operand, right_operand, assert_message. "
+        "Example: {{USER_GPU}} LE {{K8_GPU}}."
+    ),
+)
 PoolForm = schema_form(POOL, Pool)

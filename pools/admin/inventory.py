@@ -80,19 +80,36 @@ admin.site.unregister(Node)  # clusters' NodeAdmin, replaced by the one that kno
 
 @admin.register(Node)
 class NodeAdmin(ClusterNodeAdmin):
-    list_display = ["name", "backend", "gpu_product", "type_badge", "schedulable_badge", "gpus", "cpus", "memory",
-                    "pool_list", "last_seen"]
+    list_display = [
+        "name",
+        "backend",
+        "gpu_product",
+        "type_badge",
+        "schedulable_badge",
+        "gpus",
+        "cpus",
+        "memory",
+        "pool_list",
+        "last_seen",
+    ]
     list_filter = ["backend", PoolFilter, PlatformFilter, "gpu_product", SchedulableFilter, ResourceTypeFilter]
-    fieldsets = [ClusterNodeAdmin.fieldsets[0], ("Pools and platforms", {"fields": ["platform_verdicts"]}),
-                 *ClusterNodeAdmin.fieldsets[1:]]
+    fieldsets = [
+        ClusterNodeAdmin.fieldsets[0],
+        ("Pools and platforms", {"fields": ["platform_verdicts"]}),
+        *ClusterNodeAdmin.fieldsets[1:],
+    ]
 
     def get_queryset(self, request):
         members = NodeMembership.objects.select_related("pool", "platform").order_by("pool__name", "platform__name")
         return membership.with_pool_count(super().get_queryset(request)).prefetch_related(
-            Prefetch("memberships", queryset=members))
+            Prefetch("memberships", queryset=members)
+        )
 
-    @display(description="Type", ordering="pool_count",
-             label={ResourceType.SHARED: "info", ResourceType.RESERVED: "success", ResourceType.UNUSED: "warning"})
+    @display(
+        description="Type",
+        ordering="pool_count",
+        label={ResourceType.SHARED: "info", ResourceType.RESERVED: "success", ResourceType.UNUSED: "warning"},
+    )
     def type_badge(self, obj):
         return membership.resource_type(obj.pool_count)
 
@@ -105,10 +122,17 @@ class NodeAdmin(ClusterNodeAdmin):
         rows = membership.explain_node(obj)
         if not rows:
             return "No platform uses this node's backend."
-        return format_html('<table class="text-sm">{}</table>', format_html_join(
-            "", '<tr><td class="pr-4 align-top">{}</td><td class="pr-4 align-top">{}</td><td>{}</td></tr>',
-            ((row["platform"], "member" if row["fits"] else "not a member", "; ".join(row["reasons"]) or "-")
-             for row in rows)))
+        return format_html(
+            '<table class="text-sm">{}</table>',
+            format_html_join(
+                "",
+                '<tr><td class="pr-4 align-top">{}</td><td class="pr-4 align-top">{}</td><td>{}</td></tr>',
+                (
+                    (row["platform"], "member" if row["fits"] else "not a member", "; ".join(row["reasons"]) or "-")
+                    for row in rows
+                ),
+            ),
+        )
 
 
 # ------------------------------------------------------------------------------------------ pool capacity
@@ -160,12 +184,24 @@ class PoolCapacityAdmin(ReadOnlyPolicyAdmin):
     def platform_capacity(self, obj):
         entry = capacity.capacity([obj.name]).pools[obj.name]
         rows = [(f"{obj.name} (pool)", entry["figures"])] + list(entry["platforms"].items())
-        header = format_html_join("", "<th class='pr-4 text-left'>{}</th>",
-                                  ((h,) for h in ("", "Nodes", *(SHORT[n] for n in RESOURCES), "Free GPU")))
-        body = format_html_join("", "<tr><td class='pr-4'>{}</td><td class='pr-4'>{}</td>{}<td>{}</td></tr>", (
-            (name, figures.nodes,
-             format_html_join("", "<td class='pr-4'>{}</td>", ((_used(figures, n),) for n in RESOURCES)),
-             figures.free["nvidia.com/gpu"]) for name, figures in rows))
+        header = format_html_join(
+            "",
+            "<th class='pr-4 text-left'>{}</th>",
+            ((h,) for h in ("", "Nodes", *(SHORT[n] for n in RESOURCES), "Free GPU")),
+        )
+        body = format_html_join(
+            "",
+            "<tr><td class='pr-4'>{}</td><td class='pr-4'>{}</td>{}<td>{}</td></tr>",
+            (
+                (
+                    name,
+                    figures.nodes,
+                    format_html_join("", "<td class='pr-4'>{}</td>", ((_used(figures, n),) for n in RESOURCES)),
+                    figures.free["nvidia.com/gpu"],
+                )
+                for name, figures in rows
+            ),
+        )
         return format_html('<table class="text-sm"><tr>{}</tr>{}</table>', header, body)
 
     @display(description="Nodes")
@@ -195,16 +231,31 @@ class BackendForm(forms.ModelForm):
                 continue
             self.initial[key] = ""  # never sent to the browser
             stored = getattr(self.instance, key, "")
-            self.fields[key].help_text = escape(f"Stored ({secret_marker(stored)}); leave empty to keep it, or "
-                                                "paste a new value." if stored else "Not set.")
+            self.fields[key].help_text = escape(
+                f"Stored ({secret_marker(stored)}); leave empty to keep it, or paste a new value."
+                if stored
+                else "Not set."
+            )
 
     def clean(self):
         cleaned = super().clean()
         for key in SECRET_FIELDS:
             if key in self.fields and not cleaned.get(key):
                 cleaned[key] = "" if cleaned.get("clear_secrets") else getattr(self.instance, key, "")
-        body = {key: cleaned[key] for key in ("namespace", "connection", "api_url", "token", "ca_cert",
-                                              "verify_tls", "kubeconfig", "kube_context") if key in cleaned}
+        body = {
+            key: cleaned[key]
+            for key in (
+                "namespace",
+                "connection",
+                "api_url",
+                "token",
+                "ca_cert",
+                "verify_tls",
+                "kubeconfig",
+                "kube_context",
+            )
+            if key in cleaned
+        }
         try:
             BACKEND.parse(cleaned.get("name") or self.instance.name or "backend", body)
         except ConfigError as error:
@@ -229,11 +280,19 @@ class PlatformNodesMixin:
         members = ", ".join(result["members"]) or "none"
         others = result["others"][:MAX_EXPLAINED]
         more = len(result["others"]) - len(others)
-        table = format_html_join("", "<tr><td class='pr-4 align-top'>{}</td><td>{}</td></tr>",
-                                 ((row["node"], "; ".join(row["reasons"])) for row in others))
+        table = format_html_join(
+            "",
+            "<tr><td class='pr-4 align-top'>{}</td><td>{}</td></tr>",
+            ((row["node"], "; ".join(row["reasons"])) for row in others),
+        )
         return format_html(
             '<p><b>{} member node(s):</b> {}</p><p class="mt-2"><b>Not members ({}):</b></p>'
             '<table class="text-sm">{}</table>{}<p class="mt-2 text-xs">Resources are not part of membership. '
             "Not evaluated: {}.</p>",
-            len(result["members"]), members, len(result["others"]), table,
-            format_html("<p>… and {} more</p>", more) if more > 0 else "", ", ".join(result["not_evaluated"]))
+            len(result["members"]),
+            members,
+            len(result["others"]),
+            table,
+            format_html("<p>… and {} more</p>", more) if more > 0 else "",
+            ", ".join(result["not_evaluated"]),
+        )

@@ -18,8 +18,9 @@ class PreviewForm(forms.Form):
     gpu = forms.CharField(required=False)
     memory = forms.CharField(required=False, help_text="e.g. 64Gi")
     storage = forms.CharField(required=False)
-    variables = forms.CharField(required=False, widget=forms.Textarea(attrs={"rows": 3}),
-                                help_text="One NAME=VALUE per line (task layer).")
+    variables = forms.CharField(
+        required=False, widget=forms.Textarea(attrs={"rows": 3}), help_text="One NAME=VALUE per line (task layer)."
+    )
     task = forms.CharField(initial="preview-task")
 
     def __init__(self, *args, platforms: list[str], **kwargs):
@@ -45,8 +46,13 @@ class PoolPreviewMixin:
         if form.is_bound and form.is_valid():
             result, error = self._run(pool, form.cleaned_data)
         context = {
-            **self.admin_site.each_context(request), "opts": self.model._meta, "pool": pool, "form": form,
-            "result": result, "error": error, "title": f"Preview {pool.name}",
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "pool": pool,
+            "form": form,
+            "result": result,
+            "error": error,
+            "title": f"Preview {pool.name}",
             "lines": annotated_yaml(result["pod"], result["provenance"]) if result else [],
             "change_url": reverse("admin:pools_pool_change", args=[pool.pk]),
         }
@@ -56,9 +62,13 @@ class PoolPreviewMixin:
     def _run(pool: Pool, data: dict):
         try:
             variables = parse_assignments([line for line in data["variables"].splitlines() if line.strip()])
-            request = PreviewRequest(pool=pool.name, platform=data["platform"], task=data["task"],
-                                     resources={k: data[k] for k in ("cpu", "gpu", "memory", "storage")},
-                                     variables=variables)
+            request = PreviewRequest(
+                pool=pool.name,
+                platform=data["platform"],
+                task=data["task"],
+                resources={k: data[k] for k in ("cpu", "gpu", "memory", "storage")},
+                variables=variables,
+            )
             return preview(request), None
         except PortalError as error:
             return None, str(error)

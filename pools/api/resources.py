@@ -26,8 +26,11 @@ def _names(request, key: str) -> list[str]:
     for value in request.query_params.getlist(key):
         parts = [name.strip() for name in value.split(",")]
         if not all(parts):
-            raise ConfigError(f"an empty {key[:-1]} name; give {key} as name[,name...], or leave {key} out "
-                              f"for all", field=key, value=value)
+            raise ConfigError(
+                f"an empty {key[:-1]} name; give {key} as name[,name...], or leave {key} out for all",
+                field=key,
+                value=value,
+            )
         names.extend(parts)
     return names
 
@@ -35,8 +38,11 @@ def _names(request, key: str) -> list[str]:
 def _check_params(request) -> None:
     unknown = sorted(set(request.query_params) - KNOWN_PARAMS)
     if unknown:
-        raise ConfigError(f"unknown query parameter; expected {', '.join(sorted(KNOWN_PARAMS - {'format'}))}",
-                          field=unknown[0], value=request.query_params.get(unknown[0]))
+        raise ConfigError(
+            f"unknown query parameter; expected {', '.join(sorted(KNOWN_PARAMS - {'format'}))}",
+            field=unknown[0],
+            value=request.query_params.get(unknown[0]),
+        )
 
 
 class ResourceListView(APIView):
@@ -45,11 +51,14 @@ class ResourceListView(APIView):
     policy_action = actions.RESOURCES_READ
 
     @extend_schema(
-        parameters=[OpenApiParameter("pools", str, description=LIST_HELP.format("pools")),
-                    OpenApiParameter("platforms", str, description=LIST_HELP.format("platforms")),
-                    OpenApiParameter("nodes", bool, description="Include per-node rows (default true).")],
+        parameters=[
+            OpenApiParameter("pools", str, description=LIST_HELP.format("pools")),
+            OpenApiParameter("platforms", str, description=LIST_HELP.format("platforms")),
+            OpenApiParameter("nodes", bool, description="Include per-node rows (default true)."),
+        ],
         responses={200: OpenApiTypes.OBJECT, 400: ErrorSerializer, 404: ErrorSerializer},
-        summary="Nodes of pools with allocatable, used and free resources; totals count each node once")
+        summary="Nodes of pools with allocatable, used and free resources; totals count each node once",
+    )
     def get(self, request):
         _check_params(request)
         report = capacity.capacity(_names(request, "pools"), _names(request, "platforms"))

@@ -13,8 +13,11 @@ class ConfigTypeField(serializers.ChoiceField):
 
     def __init__(self, **kwargs):
         expected = ", ".join(t.lower() for t in ConfigType.values)
-        super().__init__(choices=ConfigType.values, error_messages={
-            "invalid_choice": f'"{{input}}" is not a config type; expected one of {expected}'}, **kwargs)
+        super().__init__(
+            choices=ConfigType.values,
+            error_messages={"invalid_choice": f'"{{input}}" is not a config type; expected one of {expected}'},
+            **kwargs,
+        )
 
     def to_internal_value(self, data):
         return super().to_internal_value(data.upper() if isinstance(data, str) else data)

@@ -19,21 +19,30 @@ from pools.services import pool_listing
 from portal.api import APIRefusal, ErrorSerializer
 
 ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
-TYPE_PARAM = OpenApiParameter("config_type", str, OpenApiParameter.PATH,
-                              enum=[t.lower() for t in ConfigType.values], description="Config type, lower case.")
+TYPE_PARAM = OpenApiParameter(
+    "config_type",
+    str,
+    OpenApiParameter.PATH,
+    enum=[t.lower() for t in ConfigType.values],
+    description="Config type, lower case.",
+)
 
 
 def config_body() -> PolymorphicProxySerializer:
     """A config body: the shape of its type, derived from the type's description (configs.serializers)."""
-    return PolymorphicProxySerializer(component_name="ConfigBody", resource_type_field_name=None,
-                                      serializers=list(body_serializers().values()))
+    return PolymorphicProxySerializer(
+        component_name="ConfigBody", resource_type_field_name=None, serializers=list(body_serializers().values())
+    )
 
 
 def _config_type(value: str) -> str:
     upper = value.upper()
     if upper not in ConfigType.values:
-        raise ConfigError(f"unknown config type; expected one of {', '.join(t.lower() for t in ConfigType.values)}",
-                          field="config_type", value=value)
+        raise ConfigError(
+            f"unknown config type; expected one of {', '.join(t.lower() for t in ConfigType.values)}",
+            field="config_type",
+            value=value,
+        )
     return upper
 
 
@@ -62,82 +71,117 @@ class ConfigAPIView(APIView):
 
 
 class ConfigCollectionView(ConfigAPIView):
-    @extend_schema(operation_id="configs_list", parameters=[TYPE_PARAM],
-                   responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Every object of a config type as {name: body}")
+    @extend_schema(
+        operation_id="configs_list",
+        parameters=[TYPE_PARAM],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="Every object of a config type as {name: body}",
+    )
     def get(self, request, config_type):
         return Response(store.show(_config_type(config_type)))
 
-    @extend_schema(operation_id="configs_update_many", parameters=[TYPE_PARAM],
-                   request=s.ConfigWriteSerializer,
-                   responses={200: s.ApplyResultSerializer(many=True), **ERRORS},
-                   summary="Create or replace several objects at once (all or nothing)")
+    @extend_schema(
+        operation_id="configs_update_many",
+        parameters=[TYPE_PARAM],
+        request=s.ConfigWriteSerializer,
+        responses={200: s.ApplyResultSerializer(many=True), **ERRORS},
+        summary="Create or replace several objects at once (all or nothing)",
+    )
     def put(self, request, config_type):
         data = _valid(s.ConfigWriteSerializer, request.data)
-        results = store.apply_many(_config_type(config_type), data["configs"], _actor(request),
-                                     description=data["description"], tags=data["tags"])
+        results = store.apply_many(
+            _config_type(config_type),
+            data["configs"],
+            _actor(request),
+            description=data["description"],
+            tags=data["tags"],
+        )
         return Response([r.as_dict() for r in results])
 
 
 class ConfigObjectView(ConfigAPIView):
-    @extend_schema(parameters=[TYPE_PARAM], responses={200: config_body(), **ERRORS},
-                   summary="One object's body")
+    @extend_schema(parameters=[TYPE_PARAM], responses={200: config_body(), **ERRORS}, summary="One object's body")
     def get(self, request, config_type, name):
         return Response(store.show(_config_type(config_type), name))
 
-    @extend_schema(parameters=[TYPE_PARAM], request=s.ConfigWriteSerializer,
-                   responses={200: s.ApplyResultSerializer, 201: s.ApplyResultSerializer, **ERRORS},
-                   summary="Create or replace one object")
+    @extend_schema(
+        parameters=[TYPE_PARAM],
+        request=s.ConfigWriteSerializer,
+        responses={200: s.ApplyResultSerializer, 201: s.ApplyResultSerializer, **ERRORS},
+        summary="Create or replace one object",
+    )
     def put(self, request, config_type, name):
         kind = _config_type(config_type)
         data = _valid(s.ConfigWriteSerializer, request.data)
         body = store.unwrap(kind, name, data["configs"])
-        result = store.apply(kind, name, body, _actor(request), description=data["description"],
-                               tags=data["tags"])
+        result = store.apply(kind, name, body, _actor(request), description=data["description"], tags=data["tags"])
         return Response(result.as_dict(), status=201 if result.created else 200)
 
-    @extend_schema(parameters=[TYPE_PARAM], request=s.ConfigWriteSerializer,
-                   responses={200: s.ApplyResultSerializer, 201: s.ApplyResultSerializer, **ERRORS},
-                   summary="Create or replace one object (OSMO uses POST for backends)")
+    @extend_schema(
+        parameters=[TYPE_PARAM],
+        request=s.ConfigWriteSerializer,
+        responses={200: s.ApplyResultSerializer, 201: s.ApplyResultSerializer, **ERRORS},
+        summary="Create or replace one object (OSMO uses POST for backends)",
+    )
     def post(self, request, config_type, name):
         return self.put(request, config_type, name)
 
-    @extend_schema(parameters=[TYPE_PARAM], request=s.ConfigDeleteSerializer,
-                   responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Delete one object")
+    @extend_schema(
+        parameters=[TYPE_PARAM],
+        request=s.ConfigDeleteSerializer,
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="Delete one object",
+    )
     def delete(self, request, config_type, name):
         data = _valid(s.ConfigDeleteSerializer, request.data or {})
-        number = store.delete(_config_type(config_type), name, _actor(request),
-                                description=data["description"], tags=data["tags"])
-        return Response({"config_type": _config_type(config_type), "name": name, "revision": number,
-                         "deleted": True})
+        number = store.delete(
+            _config_type(config_type), name, _actor(request), description=data["description"], tags=data["tags"]
+        )
+        return Response({"config_type": _config_type(config_type), "name": name, "revision": number, "deleted": True})
 
 
 class HistoryView(ConfigAPIView):
-    @extend_schema(parameters=[s.HistoryQuerySerializer], responses={200: OpenApiTypes.OBJECT, **ERRORS},
-                   summary="Revisions, newest first")
+    @extend_schema(
+        parameters=[s.HistoryQuerySerializer],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="Revisions, newest first",
+    )
     def get(self, request):
         query = _valid(s.HistoryQuerySerializer, request.query_params)
-        rows = revisions.history(query.get("config_types"), query.get("name"), limit=query["limit"],
-                                 offset=query["offset"])
+        rows = revisions.history(
+            query.get("config_types"), query.get("name"), limit=query["limit"], offset=query["offset"]
+        )
         return Response({"configs": [revisions.revision_summary(r, with_data=not query["omit_data"]) for r in rows]})
 
 
 class DiffView(ConfigAPIView):
-    @extend_schema(parameters=[s.DiffQuerySerializer], responses={200: OpenApiTypes.OBJECT, **ERRORS},
-                   summary="What changed between two revisions of one object")
+    @extend_schema(
+        parameters=[s.DiffQuerySerializer],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="What changed between two revisions of one object",
+    )
     def get(self, request):
         query = _valid(s.DiffQuerySerializer, request.query_params)
-        result = revisions.diff(query["config_type"], query["name"], query["first_revision"],
-                                query["second_revision"])
+        result = revisions.diff(query["config_type"], query["name"], query["first_revision"], query["second_revision"])
         return Response(result.as_dict())
 
 
 class RollbackView(ConfigAPIView):
-    @extend_schema(request=s.RollbackSerializer, responses={200: s.ApplyResultSerializer, **ERRORS},
-                   summary="Restore an object to a revision (written as a new revision)")
+    @extend_schema(
+        request=s.RollbackSerializer,
+        responses={200: s.ApplyResultSerializer, **ERRORS},
+        summary="Restore an object to a revision (written as a new revision)",
+    )
     def post(self, request):
         data = _valid(s.RollbackSerializer, request.data)
-        result = store.rollback(data["config_type"], data["name"], data["revision"], _actor(request),
-                                  description=data["description"], tags=data["tags"])
+        result = store.rollback(
+            data["config_type"],
+            data["name"],
+            data["revision"],
+            _actor(request),
+            description=data["description"],
+            tags=data["tags"],
+        )
         return Response(result.as_dict())
 
 
@@ -148,8 +192,11 @@ class PoolListView(APIView):
     permission_classes = [PolicyPermission]
     policy_action = actions.POOL_LIST
 
-    @extend_schema(parameters=[OpenApiParameter("all_pools", bool, description="Every pool, not only yours.")],
-                   responses={200: OpenApiTypes.OBJECT, **ERRORS}, summary="Pools with their platforms and capacity (allocatable, used, free)")
+    @extend_schema(
+        parameters=[OpenApiParameter("all_pools", bool, description="Every pool, not only yours.")],
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="Pools with their platforms and capacity (allocatable, used, free)",
+    )
     def get(self, request):
         if request.query_params.get("all_pools", "").lower() in ("1", "true", "yes"):
             rows = pool_listing.pool_rows_with_capacity()

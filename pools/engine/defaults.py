@@ -10,8 +10,15 @@ from types import MappingProxyType
 
 from portal.paths import json_copy
 
-__all__ = ["OSMO_CTRL_IMAGE", "OSMO_DEFAULT_POOL", "OSMO_DEFAULT_TEMPLATES", "OSMO_DEFAULT_VALIDATIONS",
-           "OSMO_DEFAULT_VARIABLES", "default_templates", "default_validations"]
+__all__ = [
+    "OSMO_CTRL_IMAGE",
+    "OSMO_DEFAULT_POOL",
+    "OSMO_DEFAULT_TEMPLATES",
+    "OSMO_DEFAULT_VALIDATIONS",
+    "OSMO_DEFAULT_VARIABLES",
+    "default_templates",
+    "default_validations",
+]
 
 OSMO_CTRL_IMAGE = "nvcr.io/nvidia/osmo/osmo-ctrl:6.0"
 
@@ -31,22 +38,26 @@ def _rule(operator: str, left: str, right: str, message: str) -> dict:
 _TEMPLATES = {
     "default_ctrl": {
         "spec": {
-            "containers": [{
-                "name": "osmo-ctrl",
-                "image": OSMO_CTRL_IMAGE,
-                "resources": {
-                    "limits": _limits(gpu=False),
-                    "requests": {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "1Gi"},
-                },
-            }],
+            "containers": [
+                {
+                    "name": "osmo-ctrl",
+                    "image": OSMO_CTRL_IMAGE,
+                    "resources": {
+                        "limits": _limits(gpu=False),
+                        "requests": {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "1Gi"},
+                    },
+                }
+            ],
         },
     },
     "default_user": {
         "spec": {
-            "containers": [{
-                "name": "{{USER_CONTAINER_NAME}}",
-                "resources": {"limits": _limits(gpu=True), "requests": _limits(gpu=True)},
-            }],
+            "containers": [
+                {
+                    "name": "{{USER_CONTAINER_NAME}}",
+                    "resources": {"limits": _limits(gpu=True), "requests": _limits(gpu=True)},
+                }
+            ],
         },
     },
 }
@@ -74,14 +85,16 @@ _VALIDATIONS = {
 OSMO_DEFAULT_TEMPLATES = MappingProxyType(_TEMPLATES)
 OSMO_DEFAULT_VALIDATIONS = MappingProxyType(_VALIDATIONS)
 OSMO_DEFAULT_VARIABLES = MappingProxyType({"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"})
-OSMO_DEFAULT_POOL = MappingProxyType({
-    "name": "default",
-    "backend": "default",
-    "default_platform": "default",
-    "common_pod_template": ("default_ctrl", "default_user"),
-    "common_resource_validations": ("default_cpu", "default_memory", "default_storage", "default_gpu"),
-    "common_default_variables": OSMO_DEFAULT_VARIABLES,
-})
+OSMO_DEFAULT_POOL = MappingProxyType(
+    {
+        "name": "default",
+        "backend": "default",
+        "default_platform": "default",
+        "common_pod_template": ("default_ctrl", "default_user"),
+        "common_resource_validations": ("default_cpu", "default_memory", "default_storage", "default_gpu"),
+        "common_default_variables": OSMO_DEFAULT_VARIABLES,
+    }
+)
 
 
 def default_templates() -> dict[str, dict]:

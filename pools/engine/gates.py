@@ -19,8 +19,19 @@ from dataclasses import dataclass
 from pools.engine.errors import EngineError
 from portal.paths import join_index
 
-__all__ = ["CONTAINER_LISTS", "GateError", "GatePolicy", "HostMount", "check_pod", "check_task_name",
-           "container_mount_paths", "host_paths", "normalize_mounts", "parse_volume_mount", "plan_mounts"]
+__all__ = [
+    "CONTAINER_LISTS",
+    "GateError",
+    "GatePolicy",
+    "HostMount",
+    "check_pod",
+    "check_task_name",
+    "container_mount_paths",
+    "host_paths",
+    "normalize_mounts",
+    "parse_volume_mount",
+    "plan_mounts",
+]
 
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 _PROTECTED_FIELDS = ("image", "command", "args")
@@ -109,8 +120,9 @@ def parse_volume_mount(spec: object, field: str = "volumeMounts") -> tuple[str, 
     return _normal(source), _normal(target)
 
 
-def plan_mounts(specs: Sequence[str], policy: GatePolicy,
-                platform_mounts: set[str]) -> tuple[list[HostMount], list[GateError]]:
+def plan_mounts(
+    specs: Sequence[str], policy: GatePolicy, platform_mounts: set[str]
+) -> tuple[list[HostMount], list[GateError]]:
     """Turn task volumeMounts into hostPath mounts; a refused mount is reported and left out of the pod."""
     allowed = {_normal(path) for path in policy.allowed_mounts}
     mounts, errors = [], []
@@ -124,30 +136,49 @@ def plan_mounts(specs: Sequence[str], policy: GatePolicy,
         if source in allowed:
             mounts.append(HostMount(source, target, f"host-mount-{index}"))
         elif source in platform_mounts:
-            errors.append(GateError(f"{source} is already provided by platform {policy.platform}",
-                                    field=field, value=spec))
+            errors.append(
+                GateError(f"{source} is already provided by platform {policy.platform}", field=field, value=spec)
+            )
         else:
             listed = ", ".join(sorted(allowed)) or "none"
-            errors.append(GateError(f"{source} is not an allowed mount on platform {policy.platform} "
-                                    f"(allowed: {listed})", field=field, value=spec))
+            errors.append(
+                GateError(
+                    f"{source} is not an allowed mount on platform {policy.platform} (allowed: {listed})",
+                    field=field,
+                    value=spec,
+                )
+            )
     return mounts, errors
 
 
 def check_task_name(container_name: str, template_containers: Sequence[str]) -> list[GateError]:
     if container_name in template_containers:
-        return [GateError(f"a task may not be named {container_name!r}: the platform template defines a "
-                          "container with that name", field="name", value=container_name)]
+        return [
+            GateError(
+                f"a task may not be named {container_name!r}: the platform template defines a container with that name",
+                field="name",
+                value=container_name,
+            )
+        ]
     return []
 
 
-def check_pod(pod: dict, policy: GatePolicy, *, user_container: str, user_fields: Mapping[str, object],
-              template_fields: Mapping[str, Mapping[str, object]], template_host_paths: set[str]) -> list[GateError]:
+def check_pod(
+    pod: dict,
+    policy: GatePolicy,
+    *,
+    user_container: str,
+    user_fields: Mapping[str, object],
+    template_fields: Mapping[str, Mapping[str, object]],
+    template_host_paths: set[str],
+) -> list[GateError]:
     """Every gate violation of the final pod. `*_fields` map container name -> {image, command, args}."""
     spec = _spec(pod)
     errors = []
     if spec.get("hostNetwork") is True and not policy.host_network_allowed:
-        errors.append(GateError(f"hostNetwork is not allowed on platform {policy.platform}",
-                                field="spec.hostNetwork", value=True))
+        errors.append(
+            GateError(f"hostNetwork is not allowed on platform {policy.platform}", field="spec.hostNetwork", value=True)
+        )
     seen = set()
     for path, container in _containers(spec):
         errors.extend(_check_container(path, container, policy))
@@ -157,8 +188,9 @@ def check_pod(pod: dict, policy: GatePolicy, *, user_container: str, user_fields
         if expected is not None:
             errors.extend(_check_protected(path, container, expected, name == user_container))
     if user_container not in seen:
-        errors.append(GateError("the task's container is missing from the pod", field="spec.containers",
-                                value=user_container))
+        errors.append(
+            GateError("the task's container is missing from the pod", field="spec.containers", value=user_container)
+        )
     errors.extend(_check_host_paths(spec, policy, template_host_paths))
     return errors
 
@@ -167,13 +199,19 @@ def _check_container(path: str, container: dict, policy: GatePolicy) -> list[Gat
     errors = []
     security = container.get("securityContext")
     if isinstance(security, Mapping) and security.get("privileged") is True and not policy.privileged_allowed:
-        errors.append(GateError(f"privileged containers are not allowed on platform {policy.platform}",
-                                field=f"{path}.securityContext.privileged", value=True))
+        errors.append(
+            GateError(
+                f"privileged containers are not allowed on platform {policy.platform}",
+                field=f"{path}.securityContext.privileged",
+                value=True,
+            )
+        )
     mount_paths = [m.get("mountPath") for m in container.get("volumeMounts") or () if isinstance(m, Mapping)]
     duplicates = sorted({p for p in mount_paths if isinstance(p, str) and mount_paths.count(p) > 1})
     for duplicate in duplicates:
-        errors.append(GateError("mount path used twice in one container", field=f"{path}.volumeMounts",
-                                value=duplicate))
+        errors.append(
+            GateError("mount path used twice in one container", field=f"{path}.volumeMounts", value=duplicate)
+        )
     return errors
 
 
@@ -183,8 +221,13 @@ def _check_protected(path: str, container: dict, expected: Mapping[str, object],
         actual, wanted = container.get(name) or None, expected.get(name) or None
         if actual != wanted:
             owner = "the task's" if is_user else "the platform template's"
-            errors.append(GateError(f"{name} must be {owner} ({wanted!r}); templates and tasks may not change it",
-                                    field=f"{path}.{name}", value=actual))
+            errors.append(
+                GateError(
+                    f"{name} must be {owner} ({wanted!r}); templates and tasks may not change it",
+                    field=f"{path}.{name}",
+                    value=actual,
+                )
+            )
     return errors
 
 
@@ -198,8 +241,13 @@ def _check_host_paths(spec: Mapping, policy: GatePolicy, template_host_paths: se
             continue
         path = host.get("path")
         if not isinstance(path, str) or _normal(path) not in allowed:
-            errors.append(GateError(f"hostPath {path!r} is not allowed on platform {policy.platform}",
-                                    field=f"spec.volumes[{index}].hostPath.path", value=path))
+            errors.append(
+                GateError(
+                    f"hostPath {path!r} is not allowed on platform {policy.platform}",
+                    field=f"spec.volumes[{index}].hostPath.path",
+                    value=path,
+                )
+            )
     return errors
 
 
@@ -213,4 +261,3 @@ def normalize_mounts(paths: Sequence[str], field: str = "allowed_mounts") -> lis
         _check_path(path, where, path)
         result.append(_normal(path))
     return result
-

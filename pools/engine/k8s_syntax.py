@@ -25,10 +25,7 @@ def dns1123_label_error(value: str) -> str | None:
     if len(value) > LABEL_MAX:
         return f"must be no more than {LABEL_MAX} characters"
     if not _DNS1123_LABEL.fullmatch(value):
-        return (
-            "must be a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter "
-            "or digit"
-        )
+        return "must be a DNS-1123 label: lowercase letters, digits and '-', starting and ending with a letter or digit"
     return None
 
 
@@ -88,9 +85,7 @@ def port_name_error(value: str) -> str | None:
     if len(value) > 15:
         return "must be no more than 15 characters"
     if not _IANA_SVC_NAME.fullmatch(value):
-        return (
-            "must contain only lowercase letters, digits and '-', starting and ending with a letter or digit"
-        )
+        return "must contain only lowercase letters, digits and '-', starting and ending with a letter or digit"
     if "--" in value:
         return "must not contain consecutive hyphens"
     if not any(c.isalpha() for c in value):

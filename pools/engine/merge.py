@@ -27,8 +27,17 @@ from dataclasses import dataclass
 from pools.engine.errors import EngineError
 from portal.paths import chain_to_path, child_origin, iter_leaves, json_copy, origin_tree_from_paths
 
-__all__ = ["PATCH", "MergeError", "MergedTemplate", "Override", "merge", "merge_templates", "merge_templates_traced",
-           "merge_traced", "template_sources"]
+__all__ = [
+    "PATCH",
+    "MergeError",
+    "MergedTemplate",
+    "Override",
+    "merge",
+    "merge_templates",
+    "merge_templates_traced",
+    "merge_traced",
+    "template_sources",
+]
 
 PATCH = "$patch"
 _DIRECTIVES = ("delete", "replace", "merge")
@@ -65,8 +74,15 @@ def merge(base: object, overlay: object) -> object:
     return value
 
 
-def merge_traced(base: object, base_origin: object, overlay: object, overlay_origin: object,
-                 overrides: list[Override] | None = None, *, directives: bool = True) -> tuple[object, object]:
+def merge_traced(
+    base: object,
+    base_origin: object,
+    overlay: object,
+    overlay_origin: object,
+    overrides: list[Override] | None = None,
+    *,
+    directives: bool = True,
+) -> tuple[object, object]:
     """Merge and return (value, origin tree). Unchanged base subtrees are shared with the result, not copied.
 
     `directives=False` treats `$patch` as an ordinary key: for merging rendered data, where a `$patch`
@@ -109,8 +125,11 @@ def _directive(item: dict, chain: tuple | None) -> str | None:
         return None
     directive = item[PATCH]
     if directive not in _DIRECTIVES:
-        raise MergeError(f"unknown {PATCH} directive; use one of {', '.join(_DIRECTIVES)}",
-                         field=chain_to_path((chain, PATCH)), value=directive)
+        raise MergeError(
+            f"unknown {PATCH} directive; use one of {', '.join(_DIRECTIVES)}",
+            field=chain_to_path((chain, PATCH)),
+            value=directive,
+        )
     return directive
 
 
@@ -165,8 +184,11 @@ class _Merger:
         directive = _directive(overlay, chain) if self.directives else None
         if directive == "delete":
             if len(overlay) > 1:
-                raise MergeError(f'"{PATCH}: delete" takes no other keys', field=chain_to_path(chain),
-                                 value=sorted(k for k in overlay if k != PATCH))
+                raise MergeError(
+                    f'"{PATCH}: delete" takes no other keys',
+                    field=chain_to_path(chain),
+                    value=sorted(k for k in overlay if k != PATCH),
+                )
             return _DELETED, None
         if directive == "replace" or not isinstance(base, dict):
             return self._dict({}, None, overlay, overlay_origin, chain)
@@ -178,8 +200,9 @@ class _Merger:
         for key, item in overlay.items():
             if key == PATCH and self.directives:
                 continue
-            value, origin = self.value(out.get(key, _MISSING), origins.get(key), item,
-                                       child_origin(overlay_origin, key), (chain, key))
+            value, origin = self.value(
+                out.get(key, _MISSING), origins.get(key), item, child_origin(overlay_origin, key), (chain, key)
+            )
             if value is _DELETED:
                 out.pop(key, None)
                 origins.pop(key, None)
@@ -192,8 +215,9 @@ class _Merger:
         start = 0
         if overlay and self.directives and _is_list_replace_marker(overlay[0]):
             if len(overlay[0]) > 1:
-                raise MergeError(f'a list "{PATCH}: replace" marker takes no other keys',
-                                 field=chain_to_path((chain, 0)))
+                raise MergeError(
+                    f'a list "{PATCH}: replace" marker takes no other keys', field=chain_to_path((chain, 0))
+                )
             base, base_origin, start = [], None, 1
         elif not overlay:
             return base, base_origin
@@ -216,14 +240,15 @@ class _Merger:
                     deleted.add(by_name[name])
                 continue
             if directive == "replace" and name is _NO_NAME:
-                raise MergeError(f'a list "{PATCH}: replace" marker must be the first item of the list',
-                                 field=chain_to_path(item_chain))
+                raise MergeError(
+                    f'a list "{PATCH}: replace" marker must be the first item of the list',
+                    field=chain_to_path(item_chain),
+                )
             target = by_name.get(name) if name is not _NO_NAME else None
             if target is not None and target not in deleted:
                 if self.overrides is not None:  # reported overrides point into the result
                     item_chain = (chain, target)
-                out[target], origins[target] = self.value(out[target], origins[target], item, item_origin,
-                                                          item_chain)
+                out[target], origins[target] = self.value(out[target], origins[target], item, item_origin, item_chain)
             else:
                 if self.overrides is not None:
                     item_chain = (chain, len(out))
@@ -239,9 +264,12 @@ class _Merger:
     @staticmethod
     def _check_item_delete(item: dict, name: object, chain: tuple) -> None:
         if name is _NO_NAME:
-            raise MergeError(f'a list item with "{PATCH}: delete" needs a "name" to say which item to remove',
-                             field=chain_to_path(chain))
+            raise MergeError(
+                f'a list item with "{PATCH}: delete" needs a "name" to say which item to remove',
+                field=chain_to_path(chain),
+            )
         extra = sorted(k for k in item if k not in ("name", PATCH))
         if extra:
-            raise MergeError(f'a list item with "{PATCH}: delete" takes only "name"', field=chain_to_path(chain),
-                             value=extra)
+            raise MergeError(
+                f'a list item with "{PATCH}: delete" takes only "name"', field=chain_to_path(chain), value=extra
+            )

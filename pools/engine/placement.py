@@ -142,16 +142,12 @@ class PreparedPod:
     required_affinity: RequiredAffinity | None
     requests: dict[str, int]  # fit-relevant resources only: cpu millicores, others base units
     tolerates_unschedulable: bool = field(init=False)
-    _tolerated: dict[tuple[str, str, str], bool] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
+    _tolerated: dict[tuple[str, str, str], bool] = field(default_factory=dict, init=False, repr=False, compare=False)
     # Affinity outcomes depend only on the values of the labels the pod looks at (and the node name when
     # matchFields are used), and a cluster has few distinct combinations: memoise them.
     _label_keys: tuple[str, ...] = field(init=False, repr=False, compare=False)
     _uses_node_name: bool = field(init=False, repr=False, compare=False)
-    _affinity_memo: dict[tuple, list[str]] = field(
-        default_factory=dict, init=False, repr=False, compare=False
-    )
+    _affinity_memo: dict[tuple, list[str]] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         self.tolerates_unschedulable = self.tolerates(UNSCHEDULABLE_TAINT)
@@ -271,9 +267,7 @@ def _compute_affinity_reasons(pod: PreparedPod, labels: dict[str, str], node_nam
     return reasons
 
 
-def place(
-    pod: dict | PreparedPod, nodes: Sequence[NodeInfo], *, check_resources: bool = True
-) -> list[Verdict]:
+def place(pod: dict | PreparedPod, nodes: Sequence[NodeInfo], *, check_resources: bool = True) -> list[Verdict]:
     """One verdict per node, in the order given."""
     prepared = prepare_pod(pod)
     return [evaluate(prepared, node, check_resources=check_resources) for node in nodes]

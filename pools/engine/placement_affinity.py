@@ -257,9 +257,7 @@ class RequiredAffinity:
         if len(self.terms) == 1:
             return self.terms[0].explain(labels, node_name)
         return "no term matched: " + " | ".join(
-            f"term {t.index}: {t.explain(labels, node_name)}"
-            if t.error is None
-            else t.explain(labels, node_name)
+            f"term {t.index}: {t.explain(labels, node_name)}" if t.error is None else t.explain(labels, node_name)
             for t in self.terms
         )
 
@@ -272,9 +270,7 @@ def compile_required_affinity(affinity: object, path: str) -> RequiredAffinity |
         raise EngineError("affinity must be an object", field=path, value=_short(affinity))
     node_affinity = affinity.get("nodeAffinity") or {}
     required = (
-        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution")
-        if isinstance(node_affinity, dict)
-        else None
+        node_affinity.get("requiredDuringSchedulingIgnoredDuringExecution") if isinstance(node_affinity, dict) else None
     )
     if required is None:
         return None
@@ -298,9 +294,7 @@ def compile_required_affinity(affinity: object, path: str) -> RequiredAffinity |
 def parse_node_selector(raw: object, path: str) -> tuple[tuple[str, str], ...]:
     if raw is None:
         return ()
-    if not isinstance(raw, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in raw.items()
-    ):
+    if not isinstance(raw, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in raw.items()):
         raise EngineError("nodeSelector must map label keys to string values", field=path, value=_short(raw))
     return tuple(raw.items())
 

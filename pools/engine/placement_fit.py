@@ -131,9 +131,7 @@ def pod_spec(pod: dict) -> dict:
 
 def pod_requests(pod: dict) -> dict[str, int]:
     """The pod's effective requests in scheduler units (cpu millicores, others base units, rounded up)."""
-    return {
-        name: to_scheduler_units(name, amount) for name, amount in exact_pod_requests(pod_spec(pod)).items()
-    }
+    return {name: to_scheduler_units(name, amount) for name, amount in exact_pod_requests(pod_spec(pod)).items()}
 
 
 def parse_allocatable(raw: object, path: str) -> dict[str, int]:

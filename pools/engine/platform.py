@@ -54,19 +54,22 @@ class PlatformConfig:
 
     def to_json(self) -> dict:
         return {
-            "pool": self.pool, "platform": self.platform,
+            "pool": self.pool,
+            "platform": self.platform,
             "templates": [[name, json_copy(body)] for name, body in self.templates],
             "rule_sets": [[name, json_copy(rules)] for name, rules in self.rule_sets],
             "pool_variables": json_copy(self.pool_variables),
             "platform_variables": json_copy(self.platform_variables),
-            "host_network_allowed": self.host_network_allowed, "privileged_allowed": self.privileged_allowed,
+            "host_network_allowed": self.host_network_allowed,
+            "privileged_allowed": self.privileged_allowed,
             "allowed_mounts": list(self.allowed_mounts),
         }
 
     @classmethod
     def from_json(cls, data: dict) -> PlatformConfig:
         return cls(
-            pool=data["pool"], platform=data["platform"],
+            pool=data["pool"],
+            platform=data["platform"],
             templates=[(name, body) for name, body in data.get("templates", [])],
             rule_sets=[(name, rules) for name, rules in data.get("rule_sets", [])],
             pool_variables=dict(data.get("pool_variables") or {}),
@@ -97,8 +100,14 @@ def _literal_container_names(body: dict) -> tuple[str, ...]:
 class CompiledPlatform:
     """Everything per platform that does not depend on the task. Build with compile_platform or from_json."""
 
-    def __init__(self, config: PlatformConfig, merged: MergedTemplate, *, origins: object = None,
-                 warnings: list[str] | None = None) -> None:
+    def __init__(
+        self,
+        config: PlatformConfig,
+        merged: MergedTemplate,
+        *,
+        origins: object = None,
+        warnings: list[str] | None = None,
+    ) -> None:
         self.config = config
         self.merged = merged
         self._origins = origins
@@ -163,8 +172,11 @@ class CompiledPlatform:
     @classmethod
     def from_json(cls, data: dict) -> CompiledPlatform:
         if not isinstance(data, dict) or data.get("format") != JSON_FORMAT:
-            raise EngineError(f"not a compiled platform (format {JSON_FORMAT})", field="format",
-                              value=data.get("format") if isinstance(data, dict) else None)
+            raise EngineError(
+                f"not a compiled platform (format {JSON_FORMAT})",
+                field="format",
+                value=data.get("format") if isinstance(data, dict) else None,
+            )
         key = data.get("fingerprint") or _fingerprint(data["config"])
         cached = _FROM_JSON_CACHE.get(key)
         if cached is not None:

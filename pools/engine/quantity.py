@@ -242,8 +242,6 @@ def _canonical_decimal(value: Decimal, fmt: str) -> str:
     if fmt == DECIMAL_SI and exponent > 18:  # no suffix above exa: keep "E" and a bigger mantissa
         mantissa *= 10 ** (exponent - 18)
         exponent = 18
-    if fmt == DECIMAL_EXPONENT:
-        suffix = f"e{exponent}" if exponent else ""
-    else:
-        suffix = _DECIMAL_BY_EXPONENT[exponent]
+    exponent_suffix = f"e{exponent}" if exponent else ""
+    suffix = exponent_suffix if fmt == DECIMAL_EXPONENT else _DECIMAL_BY_EXPONENT[exponent]
     return f"{'-' if sign else ''}{mantissa}{suffix}"

@@ -83,16 +83,25 @@ class Resolution:
         return self.validation["ok"]
 
     def to_dict(self) -> dict:
-        return {"ok": self.ok, "pod": self.pod, "provenance": self.provenance, "warnings": list(self.warnings),
-                "variables": self.variables, "validation": self.validation}
+        return {
+            "ok": self.ok,
+            "pod": self.pod,
+            "provenance": self.provenance,
+            "warnings": list(self.warnings),
+            "variables": self.variables,
+            "validation": self.validation,
+        }
 
 
 # ---------------------------------------------------------------------------------------------- inputs
 
 
 def _strings(value: object, field_name: str) -> list[str]:
-    if isinstance(value, str) or not isinstance(value, (list, tuple)) or \
-            not all(isinstance(item, str) for item in value):
+    if (
+        isinstance(value, str)
+        or not isinstance(value, (list, tuple))
+        or not all(isinstance(item, str) for item in value)
+    ):
         raise EngineError("must be a list of strings", field=field_name, value=value)
     return list(value)
 
@@ -113,8 +122,11 @@ def _check_task(task: TaskInput) -> None:
     _strings(task.command, "command")
     _strings(task.args, "args")
     _strings(task.volume_mounts, "volumeMounts")
-    for name, value in (("environment", task.environment), ("resources", task.resources),
-                        ("variables", task.variables)):
+    for name, value in (
+        ("environment", task.environment),
+        ("resources", task.resources),
+        ("variables", task.variables),
+    ):
         if not isinstance(value, Mapping):
             raise EngineError("must be a mapping", field=name, value=value)
     for name, value in (("privileged", task.privileged), ("hostNetwork", task.host_network)):
@@ -135,17 +147,23 @@ def _derived_uuid(text: str) -> str:
     return uuid.uuid5(_UUID_NAMESPACE, text).hex
 
 
-def _system_variables(compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext,
-                      container: str) -> dict[str, object]:
+def _system_variables(
+    compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext, container: str
+) -> dict[str, object]:
     workflow_uuid = ctx.workflow_uuid or _derived_uuid(ctx.workflow_id)
     task_uuid = task.uuid or _derived_uuid(f"{workflow_uuid}/{task.name}")
     return {
         "USER_CONTAINER_NAME": container,
-        "WF_ID": ctx.workflow_id, "WF_UUID": workflow_uuid,
-        "WF_POOL": compiled.config.pool, "WF_PLATFORM": compiled.config.platform,
-        "WF_TASK_NAME": task.name, "WF_TASK_UUID": task_uuid,
+        "WF_ID": ctx.workflow_id,
+        "WF_UUID": workflow_uuid,
+        "WF_POOL": compiled.config.pool,
+        "WF_PLATFORM": compiled.config.platform,
+        "WF_TASK_NAME": task.name,
+        "WF_TASK_UUID": task_uuid,
         "WF_GROUP_NAME": ctx.group_name or f"{task.name}-group",
-        "WF_SUBMITTED_BY": ctx.submitted_by, "WF_PRIORITY": ctx.priority, "WF_RETRY_ID": ctx.retry_id,
+        "WF_SUBMITTED_BY": ctx.submitted_by,
+        "WF_PRIORITY": ctx.priority,
+        "WF_RETRY_ID": ctx.retry_id,
     }
 
 
@@ -166,8 +184,9 @@ def pod_name(workflow_id: str, task_name: str, retry_id: int = 0) -> str:
 # ---------------------------------------------------------------------------------------------- pod
 
 
-def _base_pod(task: TaskInput, ctx: WorkflowContext, container: str, mounts, labels: dict[str, str],
-              name: str) -> tuple[dict, dict]:
+def _base_pod(
+    task: TaskInput, ctx: WorkflowContext, container: str, mounts, labels: dict[str, str], name: str
+) -> tuple[dict, dict]:
     user: dict = {"name": container, "image": task.image}
     if task.command:
         user["command"] = list(task.command)
@@ -190,8 +209,12 @@ def _base_pod(task: TaskInput, ctx: WorkflowContext, container: str, mounts, lab
     all_labels = {**{str(k): str(v) for k, v in ctx.labels.items()}, **labels}
     label_origins = {key: SYSTEM if key in labels else TASK for key in all_labels}
     pod = {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": all_labels}, "spec": spec}
-    origins = {"apiVersion": SYSTEM, "kind": SYSTEM, "metadata": {"name": SYSTEM, "labels": label_origins},
-               "spec": spec_origin}
+    origins = {
+        "apiVersion": SYSTEM,
+        "kind": SYSTEM,
+        "metadata": {"name": SYSTEM, "labels": label_origins},
+        "spec": spec_origin,
+    }
     return pod, origins
 
 
@@ -226,22 +249,35 @@ def _protected_fields(template: object, skip: str) -> dict[str, dict]:
 # ---------------------------------------------------------------------------------------------- resolve
 
 
-def resolve(compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext | None = None,
-            nodes: Sequence[NodeCapacity] | None = None) -> Resolution:
+def resolve(
+    compiled: CompiledPlatform,
+    task: TaskInput,
+    ctx: WorkflowContext | None = None,
+    nodes: Sequence[NodeCapacity] | None = None,
+) -> Resolution:
     """Resolve one task on one platform. Raises EngineError for bad input; reports pod problems in validation."""
     ctx = ctx or WorkflowContext()
     _check_task(task)
     container = k8s_name(task.name)
-    variables = build_variables(defaults=compiled.default_variables, resources=task.resources,
-                                task_variables=task.variables, system=_system_variables(compiled, task, ctx, container))
+    variables = build_variables(
+        defaults=compiled.default_variables,
+        resources=task.resources,
+        task_variables=task.variables,
+        system=_system_variables(compiled, task, ctx, container),
+    )
     values = variable_values(variables)
     built = _build_pod(compiled, task, ctx, container, values)
     validation = _validate(compiled, task, container, built, values, nodes)
     warnings = list(compiled.warnings) + _override_warnings(built.overrides)
     if nodes is None and compiled.rules.node:
         warnings.append(f"{len(compiled.rules.node)} node rule(s) not checked: no node inventory was given")
-    return Resolution(built.pod, _provenance(built.pod, built.origins, variables), warnings,
-                      {n: v.as_dict() for n, v in variables.items()}, validation)
+    return Resolution(
+        built.pod,
+        _provenance(built.pod, built.origins, variables),
+        warnings,
+        {n: v.as_dict() for n, v in variables.items()},
+        validation,
+    )
 
 
 @dataclass
@@ -258,8 +294,9 @@ def _policy(cfg) -> GatePolicy:
     return GatePolicy(cfg.platform, cfg.privileged_allowed, cfg.host_network_allowed, tuple(cfg.allowed_mounts))
 
 
-def _build_pod(compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext, container: str,
-               values: Mapping[str, object]) -> _Built:
+def _build_pod(
+    compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext, container: str, values: Mapping[str, object]
+) -> _Built:
     """Base pod ⊕ rendered template, then the system fields on top."""
     rendered = compiled.template.render(values)
     template_host_paths = host_paths(rendered)
@@ -269,24 +306,33 @@ def _build_pod(compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext
     labels = _system_labels(compiled, task, ctx)
     base, base_origins = _base_pod(task, ctx, container, mounts, labels, name)
     overrides: list = []
-    pod, origins = merge_traced(base, base_origins, rendered, compiled.template_origins, overrides,
-                                directives=False)
+    pod, origins = merge_traced(base, base_origins, rendered, compiled.template_origins, overrides, directives=False)
     _reapply_system(pod, origins, name, labels)
     return _Built(pod, origins, rendered, overrides, mount_errors, template_host_paths)
 
 
-def _validate(compiled: CompiledPlatform, task: TaskInput, container: str, built: _Built,
-              values: Mapping[str, object], nodes: Sequence[NodeCapacity] | None) -> dict:
+def _validate(
+    compiled: CompiledPlatform,
+    task: TaskInput,
+    container: str,
+    built: _Built,
+    values: Mapping[str, object],
+    nodes: Sequence[NodeCapacity] | None,
+) -> dict:
     cfg = compiled.config
     user_fields = {"image": task.image, "command": list(task.command), "args": list(task.args)}
     gate_errors = check_task_name(container, compiled.template_containers) + built.mount_errors
-    gate_errors += check_pod(built.pod, _policy(cfg), user_container=container, user_fields=user_fields,
-                             template_fields=_protected_fields(built.rendered, container),
-                             template_host_paths=built.template_host_paths)
+    gate_errors += check_pod(
+        built.pod,
+        _policy(cfg),
+        user_container=container,
+        user_fields=user_fields,
+        template_fields=_protected_fields(built.rendered, container),
+        template_host_paths=built.template_host_paths,
+    )
     schema = validate_pod(built.pod)
     static = compiled.rules.check_static(values)
-    verdict = None if nodes is None else compiled.rules.check_nodes(values, nodes, pool=cfg.pool,
-                                                                    platform=cfg.platform)
+    verdict = None if nodes is None else compiled.rules.check_nodes(values, nodes, pool=cfg.pool, platform=cfg.platform)
     return {
         "ok": not (gate_errors or schema or static) and (verdict is None or verdict.passed),
         "static": [failure.as_dict() for failure in static],
@@ -319,8 +365,10 @@ def _provenance(pod: dict, origins: object, variables: Mapping[str, Variable]) -
 def _describe(origin: Origin, variables: Mapping[str, Variable]) -> dict:
     if origin.source != "template":
         return {"source": origin.source}
-    used = [{"name": name, "layer": variables[name].layer if name in variables else "undefined"}
-            for name in origin.variables]
+    used = [
+        {"name": name, "layer": variables[name].layer if name in variables else "undefined"}
+        for name in origin.variables
+    ]
     return {"source": "template", "template": origin.template, "variables": used}
 
 
@@ -334,9 +382,11 @@ def check_platform(compiled: CompiledPlatform, nodes: Sequence[NodeCapacity] | N
     ctx = WorkflowContext(workflow_id="config-check-1")
     container = k8s_name(sample.name)
     try:
-        variables = build_variables(pool_variables=compiled.config.pool_variables,
-                                    platform_variables=compiled.config.platform_variables,
-                                    system=_system_variables(compiled, sample, ctx, container))
+        variables = build_variables(
+            pool_variables=compiled.config.pool_variables,
+            platform_variables=compiled.config.platform_variables,
+            system=_system_variables(compiled, sample, ctx, container),
+        )
     except EngineError as error:
         return [error]
     values = variable_values(variables)
@@ -346,8 +396,9 @@ def check_platform(compiled: CompiledPlatform, nodes: Sequence[NodeCapacity] | N
     errors += [f.as_error() for f in compiled.rules.check_static(values) if f.kind == "error"]
     errors += _node_rule_errors(compiled.rules, values, [SAMPLE_NODE], only_evaluation=True)
     if nodes:
-        errors += _node_rule_errors(compiled.rules, values, nodes, only_evaluation=False,
-                                    platform=compiled.config.platform)
+        errors += _node_rule_errors(
+            compiled.rules, values, nodes, only_evaluation=False, platform=compiled.config.platform
+        )
     return errors
 
 
@@ -358,13 +409,21 @@ def _sample_pod_errors(compiled: CompiledPlatform, sample: TaskInput, ctx: Workf
         return [error]
     validation = resolution.validation
     errors = [EngineError(g["reason"], field=g["field"], value=g["value"]) for g in validation["gates"]]
-    errors += [EngineError(f"the resolved pod is not a valid Pod: {v['reason']}", field=v["path"])
-               for v in validation["schema"]]
+    errors += [
+        EngineError(f"the resolved pod is not a valid Pod: {v['reason']}", field=v["path"])
+        for v in validation["schema"]
+    ]
     return errors
 
 
-def _node_rule_errors(rules: CompiledRules, values: Mapping[str, object], nodes: Sequence[NodeCapacity], *,
-                      only_evaluation: bool, platform: str = "") -> list[EngineError]:
+def _node_rule_errors(
+    rules: CompiledRules,
+    values: Mapping[str, object],
+    nodes: Sequence[NodeCapacity],
+    *,
+    only_evaluation: bool,
+    platform: str = "",
+) -> list[EngineError]:
     errors, seen = [], set()
     for rule in rules.node:
         verdict: NodeRulesVerdict = CompiledRules(node=(rule,)).check_nodes(values, nodes)
@@ -374,6 +433,11 @@ def _node_rule_errors(rules: CompiledRules, values: Mapping[str, object], nodes:
             seen.add(rule.where)
             errors.append(evaluation[0].as_error())
         elif not only_evaluation and not verdict.passed:
-            errors.append(EngineError(f"with the default values this rule rejects every node of platform "
-                                      f"{platform}: {failures[0].message}", field=rule.where))
+            errors.append(
+                EngineError(
+                    f"with the default values this rule rejects every node of platform "
+                    f"{platform}: {failures[0].message}",
+                    field=rule.where,
+                )
+            )
     return errors

@@ -24,11 +24,26 @@ from pools.engine.quantity import Quantity, QuantityError, parse_quantity
 from pools.engine.sandbox import CompiledString, compile_string, render_context, render_string
 from pools.engine.variables import NODE_VARIABLES
 
-__all__ = ["OPERATORS", "CompiledRules", "NodeCapacity", "NodeRulesVerdict", "Rule", "RuleError", "RuleFailure",
-           "compile_rules", "parse_rules", "validate_rule_set"]
+__all__ = [
+    "OPERATORS",
+    "CompiledRules",
+    "NodeCapacity",
+    "NodeRulesVerdict",
+    "Rule",
+    "RuleError",
+    "RuleFailure",
+    "compile_rules",
+    "parse_rules",
+    "validate_rule_set",
+]
 
 OPERATORS: dict[str, Callable[[object, object], bool]] = {
-    "GT": op.gt, "GE": op.ge, "LT": op.lt, "LE": op.le, "EQ": op.eq, "NE": op.ne,
+    "GT": op.gt,
+    "GE": op.ge,
+    "LT": op.lt,
+    "LE": op.le,
+    "EQ": op.eq,
+    "NE": op.ne,
 }
 _FIELDS = ("operator", "left_operand", "right_operand", "assert_message")
 _NODE_ATTRIBUTES = {"K8_CPU": "cpu", "K8_GPU": "gpu", "K8_MEMORY": "memory", "K8_STORAGE": "storage"}
@@ -104,12 +119,20 @@ class RuleFailure:
     kind: str = "failed"
 
     def as_dict(self) -> dict:
-        return {"validation": self.validation, "index": self.index, "operator": self.operator, "left": self.left,
-                "right": self.right, "message": self.message, "kind": self.kind}
+        return {
+            "validation": self.validation,
+            "index": self.index,
+            "operator": self.operator,
+            "left": self.left,
+            "right": self.right,
+            "message": self.message,
+            "kind": self.kind,
+        }
 
     def as_error(self) -> EngineError:
-        return RuleError(self.message, field=f"{self.validation}[{self.index}]",
-                         value=f"{self.left} {self.operator} {self.right}")
+        return RuleError(
+            self.message, field=f"{self.validation}[{self.index}]", value=f"{self.left} {self.operator} {self.right}"
+        )
 
 
 @dataclass
@@ -120,8 +143,12 @@ class NodeRulesVerdict:
     error: str = ""
 
     def as_dict(self) -> dict:
-        return {"passed": self.passed, "passing_nodes": list(self.passing_nodes), "error": self.error,
-                "failures": {node: failure.as_dict() for node, failure in self.failures.items()}}
+        return {
+            "passed": self.passed,
+            "passing_nodes": list(self.passing_nodes),
+            "error": self.error,
+            "failures": {node: failure.as_dict() for node, failure in self.failures.items()},
+        }
 
 
 # ---------------------------------------------------------------------------------------------- parsing
@@ -150,12 +177,18 @@ def validate_rule_set(validation: str, rules: object) -> list[EngineError]:
 def _parse_rule(validation: str, index: int, raw: object) -> Rule:
     where = f"{validation}[{index}]"
     if not isinstance(raw, Mapping):
-        raise RuleError("a rule is a mapping with operator, left_operand, right_operand, assert_message",
-                        field=where, value=type(raw).__name__)
+        raise RuleError(
+            "a rule is a mapping with operator, left_operand, right_operand, assert_message",
+            field=where,
+            value=type(raw).__name__,
+        )
     extra = sorted(str(key) for key in raw if key not in _FIELDS)
     if extra:
-        raise RuleError("unknown field; a rule has only operator, left_operand, right_operand, assert_message",
-                        field=f"{where}.{extra[0]}", value=extra[0])
+        raise RuleError(
+            "unknown field; a rule has only operator, left_operand, right_operand, assert_message",
+            field=f"{where}.{extra[0]}",
+            value=extra[0],
+        )
     for name in _FIELDS:
         if name not in raw or raw[name] is None:
             raise RuleError("required field is missing", field=f"{where}.{name}")
@@ -169,8 +202,11 @@ def _parse_rule(validation: str, index: int, raw: object) -> Rule:
     unknown = sorted((left.compiled.refs | right.compiled.refs | message.refs) - _NODE_ATTRIBUTES.keys())
     unknown = [name for name in unknown if name.startswith("K8_")]
     if unknown:
-        raise RuleError(f"unknown node variable {unknown[0]}; node variables are {', '.join(NODE_VARIABLES)}",
-                        field=where, value=unknown[0])
+        raise RuleError(
+            f"unknown node variable {unknown[0]}; node variables are {', '.join(NODE_VARIABLES)}",
+            field=where,
+            value=unknown[0],
+        )
     return rule
 
 
@@ -217,8 +253,10 @@ def _compare(operator: str, left: Quantity | str, right: Quantity | str) -> bool
     if left_is_quantity != right_is_quantity:
         text = right if left_is_quantity else left
         side = "right" if left_is_quantity else "left"
-        raise _Mismatch(f"{side} operand {text!r} is not a quantity or number "
-                        "(arithmetic goes inside the braces: '{{ K8_MEMORY * 0.8 }}')")
+        raise _Mismatch(
+            f"{side} operand {text!r} is not a quantity or number "
+            "(arithmetic goes inside the braces: '{{ K8_MEMORY * 0.8 }}')"
+        )
     if operator not in ("EQ", "NE"):
         raise _Mismatch(f"{operator} needs quantities or numbers; text can only be compared with EQ or NE")
     return OPERATORS[operator](left, right)
@@ -275,8 +313,9 @@ class CompiledRules:
         context = render_context(variables)
         return [failure for rule in self.static if (failure := _evaluate(rule, context)) is not None]
 
-    def check_nodes(self, variables: Mapping[str, object], nodes: Sequence[NodeCapacity], *,
-                    pool: str = "", platform: str = "") -> NodeRulesVerdict:
+    def check_nodes(
+        self, variables: Mapping[str, object], nodes: Sequence[NodeCapacity], *, pool: str = "", platform: str = ""
+    ) -> NodeRulesVerdict:
         """Pass when at least one node satisfies every node rule; failures name each node's first failed rule."""
         if not nodes:
             return NodeRulesVerdict(False, error=f"no nodes in platform {platform or '?'} of pool {pool or '?'}")
@@ -308,8 +347,7 @@ def _evaluate(rule: Rule, context: dict) -> RuleFailure | None:
     except (EngineError, _Mismatch) as error:
         reason = error.reason if isinstance(error, EngineError) else str(error)
         return RuleFailure(rule.validation, rule.index, rule.operator, left_text, right_text, reason, "error")
-    return RuleFailure(rule.validation, rule.index, rule.operator, left_text, right_text,
-                       _message(rule, context))
+    return RuleFailure(rule.validation, rule.index, rule.operator, left_text, right_text, _message(rule, context))
 
 
 def _message(rule: Rule, context: dict) -> str:
@@ -319,8 +357,9 @@ def _message(rule: Rule, context: dict) -> str:
         return f"{rule.message.source} (message could not be rendered: {error.reason})"
 
 
-def _first_node_failure(prepared: list[tuple[Rule, _Side, _Side]], node: NodeCapacity,
-                        context: dict) -> RuleFailure | None:
+def _first_node_failure(
+    prepared: list[tuple[Rule, _Side, _Side]], node: NodeCapacity, context: dict
+) -> RuleFailure | None:
     node_context: dict | None = None
 
     def context_for() -> dict:
@@ -339,6 +378,7 @@ def _first_node_failure(prepared: list[tuple[Rule, _Side, _Side]], node: NodeCap
         except (EngineError, _Mismatch) as error:
             reason = error.reason if isinstance(error, EngineError) else str(error)
             return RuleFailure(rule.validation, rule.index, rule.operator, left_text, right_text, reason, "error")
-        return RuleFailure(rule.validation, rule.index, rule.operator, left_text, right_text,
-                           _message(rule, context_for()))
+        return RuleFailure(
+            rule.validation, rule.index, rule.operator, left_text, right_text, _message(rule, context_for())
+        )
     return None

@@ -35,23 +35,69 @@ from jinja2.utils import _PassArg, pass_eval_context
 from pools.engine.errors import EngineError
 from pools.engine.sandbox_budget import BudgetExceeded, WorkBudget, repeat_weight
 
-__all__ = ["MAX_OUTPUT_CHARS", "MAX_RANGE_ITEMS", "CompiledString", "SandboxError", "UndefinedVariableError",
-           "compile_string", "has_template_syntax", "render_string", "render_context"]
+__all__ = [
+    "MAX_OUTPUT_CHARS",
+    "MAX_RANGE_ITEMS",
+    "CompiledString",
+    "SandboxError",
+    "UndefinedVariableError",
+    "compile_string",
+    "has_template_syntax",
+    "render_string",
+    "render_context",
+]
 
 MAX_OUTPUT_CHARS = 64 * 1024
 MAX_RANGE_ITEMS = 10_000
 _MAX_POWER_BITS = 1 << 16
 _AMPLIFYING_STR_METHODS = frozenset(
-    {"center", "ljust", "rjust", "zfill", "expandtabs", "replace", "join", "format", "format_map"})
+    {"center", "ljust", "rjust", "zfill", "expandtabs", "replace", "join", "format", "format_map"}
+)
 _SAFE_FILTERS = (
-    "abs", "attr", "capitalize", "count", "d", "default", "dictsort", "first", "float", "groupby", "int",
-    "items", "last", "length", "list", "lower", "map", "max", "min", "reject", "rejectattr", "reverse",
-    "round", "select", "selectattr", "sort", "string", "sum", "title", "tojson", "trim", "truncate",
-    "unique", "upper", "wordcount",
+    "abs",
+    "attr",
+    "capitalize",
+    "count",
+    "d",
+    "default",
+    "dictsort",
+    "first",
+    "float",
+    "groupby",
+    "int",
+    "items",
+    "last",
+    "length",
+    "list",
+    "lower",
+    "map",
+    "max",
+    "min",
+    "reject",
+    "rejectattr",
+    "reverse",
+    "round",
+    "select",
+    "selectattr",
+    "sort",
+    "string",
+    "sum",
+    "title",
+    "tojson",
+    "trim",
+    "truncate",
+    "unique",
+    "upper",
+    "wordcount",
 )
 _FORBIDDEN_NODES = {
-    nodes.Macro: "macro", nodes.CallBlock: "call", nodes.Import: "import", nodes.FromImport: "from ... import",
-    nodes.Include: "include", nodes.Extends: "extends", nodes.Block: "block",
+    nodes.Macro: "macro",
+    nodes.CallBlock: "call",
+    nodes.Import: "import",
+    nodes.FromImport: "from ... import",
+    nodes.Include: "include",
+    nodes.Extends: "extends",
+    nodes.Block: "block",
 }
 _BARE = re.compile(r"\{\{-?\s*([A-Za-z_][A-Za-z0-9_]*)\s*-?\}\}")
 _CONSTANT_NAMES = frozenset({"true", "false", "none", "True", "False", "None"})
@@ -162,8 +208,11 @@ class _Sandbox(ImmutableSandboxedEnvironment):
         return super().is_safe_attribute(obj, attr, value)
 
     def wrap_str_format(self, value):
-        if callable(value) and getattr(value, "__name__", "") in ("format", "format_map") and \
-                isinstance(getattr(value, "__self__", None), str):
+        if (
+            callable(value)
+            and getattr(value, "__name__", "") in ("format", "format_map")
+            and isinstance(getattr(value, "__self__", None), str)
+        ):
             raise _refuse("str.format is not allowed in templates; join text with ~")
         return None
 
@@ -224,21 +273,27 @@ def _check_repeat(left: object, right: object) -> None:
 
 
 def _check_power(base: object, exponent: object) -> None:
-    too_big = isinstance(base, int) and isinstance(exponent, int) and exponent > 0 and \
-        max(base.bit_length(), 1) * exponent > _MAX_POWER_BITS
+    too_big = (
+        isinstance(base, int)
+        and isinstance(exponent, int)
+        and exponent > 0
+        and max(base.bit_length(), 1) * exponent > _MAX_POWER_BITS
+    )
     if too_big:
         raise _refuse("number too large")
 
 
 def _make_environment() -> _Sandbox:
-    env = _Sandbox(undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True, cache_size=0,
-                   finalize=_charge_output)
+    env = _Sandbox(
+        undefined=StrictUndefined, autoescape=False, keep_trailing_newline=True, cache_size=0, finalize=_charge_output
+    )
     env.globals.clear()
     env.globals.update({"range": _bounded_range, "dict": dict})
     safe = {name: env.filters[name] for name in _SAFE_FILTERS}
     env.filters.clear()
-    env.filters.update({name: _weighing(f) for name, f in
-                        {**safe, "join": _bounded_join, "replace": _bounded_replace}.items()})
+    env.filters.update(
+        {name: _weighing(f) for name, f in {**safe, "join": _bounded_join, "replace": _bounded_replace}.items()}
+    )
     env.tests.update({name: _weighing(test) for name, test in env.tests.items()})
     return env
 

@@ -37,8 +37,10 @@ class WorkBudget:
     def charge(self, units: int, what: str) -> None:
         self.left -= units
         if self.left < 0:
-            raise BudgetExceeded(f"{what} is too much work for one template string (more than {self.limit} "
-                                 "units: list items or 64-character pieces of text)")
+            raise BudgetExceeded(
+                f"{what} is too much work for one template string (more than {self.limit} "
+                "units: list items or 64-character pieces of text)"
+            )
 
     def charge_values(self, what: str, *values: object) -> None:
         for value in values:
@@ -72,8 +74,7 @@ def weight(value: object, limit: int = MAX_WORK) -> int:
                 continue
             pending.add(key)
             stack.append((item, True))
-            stack.extend((child, False) for child in _children(item)
-                         if _is_container(child) and id(child) not in known)
+            stack.extend((child, False) for child in _children(item) if _is_container(child) and id(child) not in known)
             continue
         total = 1
         for child in _children(item):

@@ -56,7 +56,6 @@ class Violation:
         return f"{self.path}: {self.reason}" if self.path else self.reason
 
 
-
 class _Report(list):
     def add(self, path: str, reason: str) -> None:
         self.append(Violation(path, reason))
@@ -64,9 +63,7 @@ class _Report(list):
     def enum(self, owner: dict, key: str, enum: str, path: str) -> None:
         value = owner.get(key)
         if isinstance(value, str) and value not in ENUMS[enum]:
-            self.add(
-                path_join(path, key), f"unsupported value {value!r}: must be one of {', '.join(ENUMS[enum])}"
-            )
+            self.add(path_join(path, key), f"unsupported value {value!r}: must be one of {', '.join(ENUMS[enum])}")
 
     def name(self, value: object, path: str, check) -> None:
         if isinstance(value, str) and (reason := check(value)) is not None:
@@ -176,9 +173,7 @@ def _check_containers(spec: dict, volume_names: set[str], report: _Report) -> No
             _check_container(container, list_name, path, volume_names, report)
 
 
-def _check_container(
-    container: dict, list_name: str, path: str, volume_names: set[str], report: _Report
-) -> None:
+def _check_container(container: dict, list_name: str, path: str, volume_names: set[str], report: _Report) -> None:
     if list_name != "ephemeralContainers" and not container.get("image"):
         report.add(f"{path}.image", "image is required")
     report.enum(container, "imagePullPolicy", "imagePullPolicy", path)
@@ -188,9 +183,7 @@ def _check_container(
         if list_name != "initContainers":
             report.add(f"{path}.restartPolicy", "may only be set on init containers (sidecars)")
         elif restart != "Always":
-            report.add(
-                f"{path}.restartPolicy", f"unsupported value {restart!r}: init containers allow only Always"
-            )
+            report.add(f"{path}.restartPolicy", f"unsupported value {restart!r}: init containers allow only Always")
     _check_ports(container, path, report)
     for mount, mount_path in _dicts(container, "volumeMounts", path):
         name = mount.get("name")
@@ -254,9 +247,7 @@ def _check_node_affinity(affinity: dict, path: str, report: _Report) -> None:
             report.add(f"{required_path}.nodeSelectorTerms", "must have at least one node selector term")
         for term, term_path in _dicts(required, "nodeSelectorTerms", required_path):
             _check_selector_term(term, term_path, report)
-    for preferred, preferred_path in _dicts(
-        affinity, "preferredDuringSchedulingIgnoredDuringExecution", path
-    ):
+    for preferred, preferred_path in _dicts(affinity, "preferredDuringSchedulingIgnoredDuringExecution", path):
         weight = preferred.get("weight")
         if isinstance(weight, int) and not 1 <= weight <= 100:
             report.add(f"{preferred_path}.weight", "must be in the range 1-100")
@@ -309,9 +300,7 @@ def _check_requirements(requirements: dict, path: str, report: _Report) -> None:
             continue  # the limit itself is invalid and already reported
         if not _overcommit_allowed(name):
             if limit is None:
-                report.add(
-                    path_join(f"{path}.limits", name), "limit must be set for non-overcommitable resources"
-                )
+                report.add(path_join(f"{path}.limits", name), "limit must be set for non-overcommitable resources")
             elif request != limit:
                 report.add(request_path, f"must be equal to {name} limit of {_plain(limit)}")
         elif limit is not None and request > limit:
@@ -353,9 +342,7 @@ def _resource_name_error(name: str) -> str | None:
     if "/" not in name:
         if name in STANDARD_CONTAINER_RESOURCES or name.startswith(HUGEPAGES_PREFIX):
             return None
-        return (
-            "must be cpu, memory, ephemeral-storage, hugepages-<size> or a domain-qualified extended resource"
-        )
+        return "must be cpu, memory, ephemeral-storage, hugepages-<size> or a domain-qualified extended resource"
     if not _is_native(name) and not _is_extended(name):
         return "doesn't follow the extended resource name standard (e.g. no 'requests.' prefix)"
     return None
@@ -369,9 +356,7 @@ def _is_native(name: str) -> bool:
 def _is_extended(name: str) -> bool:
     """IsExtendedResourceName: not native, and `requests.<name>` is still a qualified name."""
     return (
-        not _is_native(name)
-        and not name.startswith("requests.")
-        and qualified_name_error(f"requests.{name}") is None
+        not _is_native(name) and not name.startswith("requests.") and qualified_name_error(f"requests.{name}") is None
     )
 
 

@@ -26,8 +26,17 @@ from pools.engine.schema import expects_only_string
 from portal.paths import child_origin, join_index, join_key, json_copy
 
 __all__ = [
-    "LAYERS", "NODE_VARIABLES", "SYSTEM_VARIABLES", "CompiledTemplate", "Variable", "VariableError",
-    "build_variables", "check_variable_names", "k8s_name", "layer_defaults", "referenced_variables",
+    "LAYERS",
+    "NODE_VARIABLES",
+    "SYSTEM_VARIABLES",
+    "CompiledTemplate",
+    "Variable",
+    "VariableError",
+    "build_variables",
+    "check_variable_names",
+    "k8s_name",
+    "layer_defaults",
+    "referenced_variables",
     "variable_values",
 ]
 
@@ -36,16 +45,49 @@ RESOURCE_VARIABLES = {"cpu": "USER_CPU", "gpu": "USER_GPU", "memory": "USER_MEMO
 SIZE_UNITS = {"B": "", "Ki": "Ki", "Mi": "Mi", "Gi": "Gi", "Ti": "Ti"}
 NODE_VARIABLES = ("K8_CPU", "K8_GPU", "K8_MEMORY", "K8_STORAGE")
 SYSTEM_VARIABLES = (
-    "USER_CONTAINER_NAME", "WF_ID", "WF_UUID", "WF_POOL", "WF_PLATFORM", "WF_TASK_NAME", "WF_TASK_UUID",
-    "WF_GROUP_NAME", "WF_SUBMITTED_BY", "WF_PRIORITY", "WF_RETRY_ID",
+    "USER_CONTAINER_NAME",
+    "WF_ID",
+    "WF_UUID",
+    "WF_POOL",
+    "WF_PLATFORM",
+    "WF_TASK_NAME",
+    "WF_TASK_UUID",
+    "WF_GROUP_NAME",
+    "WF_SUBMITTED_BY",
+    "WF_PRIORITY",
+    "WF_RETRY_ID",
 )
-_DERIVED = tuple(f"{base}_{suffix}" for base in ("USER_MEMORY", "USER_STORAGE")
-                 for suffix in ("VAL", "UNIT", *SIZE_UNITS))
+_DERIVED = tuple(
+    f"{base}_{suffix}" for base in ("USER_MEMORY", "USER_STORAGE") for suffix in ("VAL", "UNIT", *SIZE_UNITS)
+)
 _TASK_RESERVED = frozenset({*RESOURCE_VARIABLES.values(), *SYSTEM_VARIABLES, *_DERIVED, "USER_EXCLUDED_NODES"})
 _OSMO_RESOURCE_KEYS = frozenset({"platform", "topology"})  # part of OSMO's resource spec, not variables
 _NAME = re.compile(r"[A-Za-z][A-Za-z0-9_]*")
-_JINJA_WORDS = frozenset({"and", "or", "not", "in", "is", "if", "else", "true", "false", "none", "True", "False",
-                          "None", "range", "dict", "loop", "self", "super", "varargs", "kwargs", "caller"})
+_JINJA_WORDS = frozenset(
+    {
+        "and",
+        "or",
+        "not",
+        "in",
+        "is",
+        "if",
+        "else",
+        "true",
+        "false",
+        "none",
+        "True",
+        "False",
+        "None",
+        "range",
+        "dict",
+        "loop",
+        "self",
+        "super",
+        "varargs",
+        "kwargs",
+        "caller",
+    }
+)
 _NUMBER_AND_UNIT = re.compile(r"(\d+(?:\.\d+)?)([A-Za-z]*)")
 _K8S_NAME_INVALID = re.compile(r"[^a-z0-9-]+")
 _NATIVE_TYPES = (bool, int, float, list, tuple, dict)
@@ -78,7 +120,7 @@ def k8s_name(text: str, limit: int = 63) -> str:
     if len(name) <= limit:
         return name
     digest = hashlib.sha256(str(text).encode()).hexdigest()[:8]
-    return f"{name[:limit - 9].rstrip('-')}-{digest}"
+    return f"{name[: limit - 9].rstrip('-')}-{digest}"
 
 
 def check_variable_names(variables: Mapping[str, object], field: str) -> list[str]:
@@ -89,8 +131,9 @@ def check_variable_names(variables: Mapping[str, object], field: str) -> list[st
     for name in variables:
         _check_name(name, field)
         if name.startswith("K8_"):
-            raise VariableError("K8_ variables come from each node and cannot be defined",
-                                field=join_key(field, name), value=name)
+            raise VariableError(
+                "K8_ variables come from each node and cannot be defined", field=join_key(field, name), value=name
+            )
         if name in SYSTEM_VARIABLES:
             warnings.append(f"{field}.{name} is ignored: the system sets {name} for every task")
     return warnings
@@ -98,8 +141,11 @@ def check_variable_names(variables: Mapping[str, object], field: str) -> list[st
 
 def _check_name(name: object, field: str) -> None:
     if not isinstance(name, str) or not _NAME.fullmatch(name) or name in _JINJA_WORDS:
-        raise VariableError("a variable name is a letter followed by letters, digits or _ (and not a Jinja word)",
-                            field=join_key(field, name), value=name)
+        raise VariableError(
+            "a variable name is a letter followed by letters, digits or _ (and not a Jinja word)",
+            field=join_key(field, name),
+            value=name,
+        )
 
 
 # ---------------------------------------------------------------------------------------------- values
@@ -137,15 +183,18 @@ def _normalize_size(value: object, field: str) -> str:
 
 def _normalize_nodes(value: object, field: str) -> list[str]:
     if isinstance(value, str) and value.startswith("ARRAY:[") and value.endswith("]"):
-        return [item.strip() for item in value[len("ARRAY:["):-1].split(",") if item.strip()]
+        return [item.strip() for item in value[len("ARRAY:[") : -1].split(",") if item.strip()]
     if isinstance(value, (list, tuple)) and all(isinstance(item, str) for item in value):
         return list(value)
     raise VariableError("must be a list of node names", field=field, value=value)
 
 
 _NORMALIZERS: dict[str, Callable[[object, str], object]] = {
-    "USER_CPU": _normalize_cpu, "USER_GPU": _normalize_gpu, "USER_MEMORY": _normalize_size,
-    "USER_STORAGE": _normalize_size, "USER_EXCLUDED_NODES": _normalize_nodes,
+    "USER_CPU": _normalize_cpu,
+    "USER_GPU": _normalize_gpu,
+    "USER_MEMORY": _normalize_size,
+    "USER_STORAGE": _normalize_size,
+    "USER_EXCLUDED_NODES": _normalize_nodes,
 }
 
 
@@ -165,23 +214,29 @@ def _size_variants(text: str) -> tuple[tuple[str, object], ...]:
 # ---------------------------------------------------------------------------------------------- layering
 
 
-def layer_defaults(pool_variables: Mapping[str, object] | None,
-                   platform_variables: Mapping[str, object] | None) -> dict[str, Variable]:
+def layer_defaults(
+    pool_variables: Mapping[str, object] | None, platform_variables: Mapping[str, object] | None
+) -> dict[str, Variable]:
     """The admin layers alone (pool < platform), normalized; computed once per platform."""
     result: dict[str, Variable] = {}
-    for layer, values, field in (("pool", pool_variables, "common_default_variables"),
-                                 ("platform", platform_variables, "default_variables")):
+    for layer, values, field in (
+        ("pool", pool_variables, "common_default_variables"),
+        ("platform", platform_variables, "default_variables"),
+    ):
         for name, value in (values or {}).items():
             result[name] = Variable(_normalize(name, value, join_key(field, name)), layer)
     return result
 
 
-def build_variables(*, pool_variables: Mapping[str, object] | None = None,
-                    platform_variables: Mapping[str, object] | None = None,
-                    resources: Mapping[str, object] | None = None,
-                    task_variables: Mapping[str, object] | None = None,
-                    system: Mapping[str, object] | None = None,
-                    defaults: Mapping[str, Variable] | None = None) -> dict[str, Variable]:
+def build_variables(
+    *,
+    pool_variables: Mapping[str, object] | None = None,
+    platform_variables: Mapping[str, object] | None = None,
+    resources: Mapping[str, object] | None = None,
+    task_variables: Mapping[str, object] | None = None,
+    system: Mapping[str, object] | None = None,
+    defaults: Mapping[str, Variable] | None = None,
+) -> dict[str, Variable]:
     """Layer the variables (pool < platform < task < system) and add the derived size variants.
 
     `defaults` (from layer_defaults) replaces `pool_variables`/`platform_variables` when already computed.
@@ -214,14 +269,16 @@ def _task_layer(resources: Mapping[str, object], task_variables: Mapping[str, ob
             name = RESOURCE_VARIABLES[key]
             yield name, _NORMALIZERS[name](value, field)
         else:
-            raise VariableError("unknown resource; expected cpu, gpu, memory, storage or nodesExcluded",
-                                field=field, value=key)
+            raise VariableError(
+                "unknown resource; expected cpu, gpu, memory, storage or nodesExcluded", field=field, value=key
+            )
     for name, value in task_variables.items():
         field = join_key("variables", name)
         _check_name(name, "variables")
         if name in _TASK_RESERVED or name.startswith("K8_"):
-            raise VariableError(f"{name} is set by the system or by the task's resources, not by --set",
-                                field=field, value=name)
+            raise VariableError(
+                f"{name} is set by the system or by the task's resources, not by --set", field=field, value=name
+            )
         yield name, value
 
 
@@ -316,7 +373,9 @@ class CompiledTemplate:
 
     def __init__(self, body: object) -> None:
         self._root = _compile(body, "")
-        self.leaf_refs: dict[str, frozenset[str]] = {t.path: t.compiled.refs for t in _texts(self._root) if t.compiled.refs}
+        self.leaf_refs: dict[str, frozenset[str]] = {
+            t.path: t.compiled.refs for t in _texts(self._root) if t.compiled.refs
+        }
         self.refs: frozenset[str] = frozenset().union(*self.leaf_refs.values())
 
     def render(self, values: Mapping[str, object]) -> object:

@@ -30,19 +30,22 @@ def pod_of(manifest: object) -> dict:
     Raises EngineError naming the kind that has no pod template, or the missing path of one that should.
     """
     if not isinstance(manifest, dict):
-        raise EngineError("the pod file must hold one object (a Pod or a workload)", field="",
-                          value=type(manifest).__name__)
+        raise EngineError(
+            "the pod file must hold one object (a Pod or a workload)", field="", value=type(manifest).__name__
+        )
     kind = manifest.get("kind")
     if kind is None or kind == "Pod":
         return manifest
     if not isinstance(kind, str) or kind not in TEMPLATE_PATHS:
-        raise EngineError(f"a {kind} has no pod template to place; expected one of {', '.join(READABLE_KINDS)}",
-                          field="kind", value=kind)
+        raise EngineError(
+            f"a {kind} has no pod template to place; expected one of {', '.join(READABLE_KINDS)}",
+            field="kind",
+            value=kind,
+        )
     template = _walk(manifest, TEMPLATE_PATHS[kind], kind)
     metadata = template.get("metadata") if isinstance(template.get("metadata"), dict) else {}
     name = metadata.get("name") or _workload_name(manifest)
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {**metadata, "name": name},
-            "spec": template.get("spec")}
+    return {"apiVersion": "v1", "kind": "Pod", "metadata": {**metadata, "name": name}, "spec": template.get("spec")}
 
 
 def _walk(manifest: dict, path: tuple[str, ...], kind: str) -> dict:
@@ -51,11 +54,17 @@ def _walk(manifest: dict, path: tuple[str, ...], kind: str) -> dict:
         node = node.get(key) if isinstance(node, dict) else None
         if not isinstance(node, dict):
             where = ".".join(path[: depth + 1])
-            raise EngineError(f"a {kind} needs its pod template at {'.'.join(path)}", field=where,
-                              value=None if node is None else type(node).__name__)
+            raise EngineError(
+                f"a {kind} needs its pod template at {'.'.join(path)}",
+                field=where,
+                value=None if node is None else type(node).__name__,
+            )
     if not isinstance(node.get("spec"), dict):
-        raise EngineError(f"the {kind}'s pod template has no spec", field=".".join((*path, "spec")),
-                          value=None if node.get("spec") is None else type(node.get("spec")).__name__)
+        raise EngineError(
+            f"the {kind}'s pod template has no spec",
+            field=".".join((*path, "spec")),
+            value=None if node.get("spec") is None else type(node.get("spec")).__name__,
+        )
     return node
 
 

@@ -22,8 +22,16 @@ from pools.models import NodeMembership, Platform, Pool
 from pools.services.membership import membership_filter, resource_type
 
 UNITS = {"cpu": "millicores", "memory": "bytes", "nvidia.com/gpu": "devices", "ephemeral-storage": "bytes"}
-NODE_COLUMNS = ("pk", "name", "backend__name", "gpu_product", "ready", "unschedulable",
-                *(f"{c}_allocatable" for c in CAPACITY_COLUMNS.values()), *(f"{c}_used" for c in CAPACITY_COLUMNS.values()))
+NODE_COLUMNS = (
+    "pk",
+    "name",
+    "backend__name",
+    "gpu_product",
+    "ready",
+    "unschedulable",
+    *(f"{c}_allocatable" for c in CAPACITY_COLUMNS.values()),
+    *(f"{c}_used" for c in CAPACITY_COLUMNS.values()),
+)
 
 
 @dataclass
@@ -43,8 +51,12 @@ class Figures:
             self.free[name] += node.free[name]
 
     def as_dict(self) -> dict:
-        return {"nodes": self.nodes, "allocatable": dict(self.allocatable), "used": dict(self.used),
-                "free": dict(self.free)}
+        return {
+            "nodes": self.nodes,
+            "allocatable": dict(self.allocatable),
+            "used": dict(self.used),
+            "free": dict(self.free),
+        }
 
 
 @dataclass
@@ -65,9 +77,17 @@ class NodeFigures:
         return resource_type(self.pool_count)
 
     def as_dict(self) -> dict:
-        return {"node": self.name, "backend": self.backend, "resource_type": self.resource_type,
-                "gpu_product": self.gpu_product, "schedulable": self.schedulable, "pools": self.pools,
-                "allocatable": self.allocatable, "used": self.used, "free": self.free}
+        return {
+            "node": self.name,
+            "backend": self.backend,
+            "resource_type": self.resource_type,
+            "gpu_product": self.gpu_product,
+            "schedulable": self.schedulable,
+            "pools": self.pools,
+            "allocatable": self.allocatable,
+            "used": self.used,
+            "free": self.free,
+        }
 
 
 @dataclass
@@ -79,9 +99,14 @@ class CapacityReport:
     def as_dict(self, with_nodes: bool = True) -> dict:
         data = {
             "units": dict(UNITS),
-            "pools": {name: {"backend": entry["backend"], **entry["figures"].as_dict(),
-                             "platforms": {p: f.as_dict() for p, f in entry["platforms"].items()}}
-                      for name, entry in self.pools.items()},
+            "pools": {
+                name: {
+                    "backend": entry["backend"],
+                    **entry["figures"].as_dict(),
+                    "platforms": {p: f.as_dict() for p, f in entry["platforms"].items()},
+                }
+                for name, entry in self.pools.items()
+            },
             "total": self.total.as_dict(),
         }
         if with_nodes:
@@ -94,11 +119,18 @@ def capacity(pools: list[str] | None = None, platforms: list[str] | None = None)
     pools, platforms = _check_names(pools or [], platforms or [])
     scope = NodeMembership.objects.filter(membership_filter(pools, platforms))
     # every membership of the nodes in scope (their SHARED/RESERVED type counts all their pools)
-    rows = list(NodeMembership.objects.filter(node_id__in=Subquery(scope.values("node_id")))
-                .values_list("node_id", "pool__name", "platform__name", "pool__backend__name")
-                .order_by("pool__name", "platform__name"))
-    nodes = {row[0]: _node_figures(row) for row in Node.objects.filter(
-        pk__in=Subquery(scope.values("node_id"))).order_by("name").values_list(*NODE_COLUMNS)}
+    rows = list(
+        NodeMembership.objects.filter(node_id__in=Subquery(scope.values("node_id")))
+        .values_list("node_id", "pool__name", "platform__name", "pool__backend__name")
+        .order_by("pool__name", "platform__name")
+    )
+    nodes = {
+        row[0]: _node_figures(row)
+        for row in Node.objects.filter(pk__in=Subquery(scope.values("node_id")))
+        .order_by("name")
+        .values_list(*NODE_COLUMNS)
+    }
+
     def in_scope(pool: str, platform: str) -> bool:
         return (not pools or pool in pools) and (not platforms or platform in platforms)
 
@@ -128,9 +160,12 @@ def pool_totals(pool_ids: list[int]) -> dict[int, Figures]:
     """Per pool, each member node once (for lists of pools): two queries."""
     rows = NodeMembership.objects.filter(pool_id__in=pool_ids).values_list("pool_id", "node_id").distinct()
     pairs = list(rows)
-    nodes = {row[0]: _node_figures(row) for row in Node.objects.filter(
-        pk__in=Subquery(NodeMembership.objects.filter(pool_id__in=pool_ids).values("node_id"))
-    ).values_list(*NODE_COLUMNS)}
+    nodes = {
+        row[0]: _node_figures(row)
+        for row in Node.objects.filter(
+            pk__in=Subquery(NodeMembership.objects.filter(pool_id__in=pool_ids).values("node_id"))
+        ).values_list(*NODE_COLUMNS)
+    }
     totals = {pk: Figures() for pk in pool_ids}
     for pool_id, node_id in pairs:
         totals[pool_id].add(nodes[node_id])
@@ -151,8 +186,7 @@ def _check_names(pools: list[str], platforms: list[str]) -> tuple[list[str], lis
     platforms = sorted(dict.fromkeys(p for p in platforms if p))
     if pools:
         # PostgreSQL refuses NUL in text: such a name cannot exist, and must not reach the query
-        known = set(Pool.objects.filter(name__in=[p for p in pools if "\x00" not in p]).values_list(
-            "name", flat=True))
+        known = set(Pool.objects.filter(name__in=[p for p in pools if "\x00" not in p]).values_list("name", flat=True))
         missing = [name for name in pools if name not in known]
         if missing:
             raise ConfigNotFound(f"no pool named {missing[0]!r}", field="pools", value=missing[0])

@@ -18,6 +18,7 @@ def _recompile(pools) -> None:
     compilation.recompile_pools(pools)
     membership.recompute_for_pools(pools)
 
+
 class _ReferencedHandler(SchemaHandler):
     """Pod templates and resource validations: pools that use them are recompiled after a write."""
 
@@ -27,8 +28,10 @@ class _ReferencedHandler(SchemaHandler):
 
     def referrers(self, obj):
         pools = [f"pool {ref.pool.name} ({self.pool_field})" for ref in obj.pool_refs.select_related("pool")]
-        platforms = [f"platform {ref.platform} ({self.platform_field})"
-                     for ref in obj.platform_refs.select_related("platform__pool")]
+        platforms = [
+            f"platform {ref.platform} ({self.platform_field})"
+            for ref in obj.platform_refs.select_related("platform__pool")
+        ]
         return sorted(pools) + sorted(platforms)
 
     def after_save(self, objs, prepared):

@@ -86,7 +86,8 @@ def targets(*, backend_ids: Iterable[int] | None = None, platform_ids: Iterable[
         query = query.filter(pk__in=list(platform_ids))
     found = []
     for pk, pool_id, backend_id, pool_name, name, fingerprint in query.values_list(
-            "pk", "pool_id", "pool__backend_id", "pool__name", "name", KT("compiled__fingerprint")):
+        "pk", "pool_id", "pool__backend_id", "pool__name", "name", KT("compiled__fingerprint")
+    ):
         label = f"{pool_name}/{name}"
         try:
             cached = _POD_CACHE.get(fingerprint) if fingerprint else None
@@ -103,9 +104,12 @@ def targets(*, backend_ids: Iterable[int] | None = None, platform_ids: Iterable[
 
 def node_infos(nodes: QuerySet[Node]) -> list[tuple[int, int, NodeInfo | None]]:
     """(node id, backend id, NodeInfo or None when the stored node is malformed)."""
-    return [(pk, backend_id, node_info(name, labels, taints, unschedulable))
-            for pk, backend_id, name, labels, taints, unschedulable in nodes.values_list(
-                "pk", "backend_id", "name", "labels", "taints", "unschedulable")]
+    return [
+        (pk, backend_id, node_info(name, labels, taints, unschedulable))
+        for pk, backend_id, name, labels, taints, unschedulable in nodes.values_list(
+            "pk", "backend_id", "name", "labels", "taints", "unschedulable"
+        )
+    ]
 
 
 def node_info(name: str, labels: dict, taints: list, unschedulable: bool) -> NodeInfo | None:
@@ -125,26 +129,34 @@ def _wanted(infos, found: list[Target]) -> dict[tuple[int, int], int]:
     by_backend: dict[int, list[Target]] = {}
     for target in found:
         by_backend.setdefault(target.backend_id, []).append(target)
-    return {(node_id, target.platform_id): target.pool_id
-            for node_id, backend_id, info in infos for target in by_backend.get(backend_id, ())
-            if _fits(target, info)}
+    return {
+        (node_id, target.platform_id): target.pool_id
+        for node_id, backend_id, info in infos
+        for target in by_backend.get(backend_id, ())
+        if _fits(target, info)
+    }
 
 
 def _write(existing: QuerySet[NodeMembership], wanted: dict[tuple[int, int], int]) -> tuple[int, int]:
     """Make `existing` (the rows in scope) equal `wanted`; returns (added, removed)."""
-    current = {(node_id, platform_id): pk for pk, node_id, platform_id in
-               existing.values_list("pk", "node_id", "platform_id")}
+    current = {
+        (node_id, platform_id): pk for pk, node_id, platform_id in existing.values_list("pk", "node_id", "platform_id")
+    }
     stale = [pk for key, pk in current.items() if key not in wanted]
-    fresh = [NodeMembership(node_id=node_id, platform_id=platform_id, pool_id=pool_id)
-             for (node_id, platform_id), pool_id in wanted.items() if (node_id, platform_id) not in current]
+    fresh = [
+        NodeMembership(node_id=node_id, platform_id=platform_id, pool_id=pool_id)
+        for (node_id, platform_id), pool_id in wanted.items()
+        if (node_id, platform_id) not in current
+    ]
     for start in range(0, len(stale), 1000):
-        NodeMembership.objects.filter(pk__in=stale[start:start + 1000]).delete()
+        NodeMembership.objects.filter(pk__in=stale[start : start + 1000]).delete()
     NodeMembership.objects.bulk_create(fresh, batch_size=1000)
     return len(fresh), len(stale)
 
 
-def recompute_nodes(backend_id: int, names: list[str] | None = None, *,
-                    infos: list[tuple[int, int, NodeInfo | None]] | None = None) -> tuple[int, int]:
+def recompute_nodes(
+    backend_id: int, names: list[str] | None = None, *, infos: list[tuple[int, int, NodeInfo | None]] | None = None
+) -> tuple[int, int]:
     """Membership of the backend's nodes called `names` (all when None) in every platform of the backend.
 
     `infos` (node id, backend id, NodeInfo) saves reading back nodes the caller has just written.
@@ -167,8 +179,9 @@ def nodes_changed(*, backend_id: int, names: list[str] | str, nodes: list[Node] 
         return recompute_nodes(backend_id)
     infos = None
     if nodes is not None and len(names) <= FULL_RECOMPUTE_ABOVE:
-        infos = [(node.pk, backend_id, node_info(node.name, node.labels, node.taints, node.unschedulable))
-                 for node in nodes]
+        infos = [
+            (node.pk, backend_id, node_info(node.name, node.labels, node.taints, node.unschedulable)) for node in nodes
+        ]
     return recompute_nodes(backend_id, names=names, infos=infos)
 
 
@@ -186,8 +199,10 @@ def recompute_for_pools(pools: QuerySet) -> tuple[int, int]:
     platform_ids = list(Platform.objects.filter(pool__in=pools).values_list("pk", flat=True))
     if not platform_ids:
         return (0, 0)
-    if not Node.objects.filter(backend__pools__in=pools).exists() and \
-            not NodeMembership.objects.filter(platform_id__in=platform_ids).exists():
+    if (
+        not Node.objects.filter(backend__pools__in=pools).exists()
+        and not NodeMembership.objects.filter(platform_id__in=platform_ids).exists()
+    ):
         return (0, 0)
     return recompute_platforms(platform_ids)
 
@@ -208,9 +223,11 @@ def with_pool_count(nodes: QuerySet[Node]) -> QuerySet[Node]:
 
 def filter_resource_type(nodes: QuerySet[Node], kind: str) -> QuerySet[Node]:
     nodes = with_pool_count(nodes)
-    return {ResourceType.SHARED: nodes.filter(pool_count__gt=1),
-            ResourceType.RESERVED: nodes.filter(pool_count=1),
-            ResourceType.UNUSED: nodes.filter(pool_count=0)}.get(kind, nodes)
+    return {
+        ResourceType.SHARED: nodes.filter(pool_count__gt=1),
+        ResourceType.RESERVED: nodes.filter(pool_count=1),
+        ResourceType.UNUSED: nodes.filter(pool_count=0),
+    }.get(kind, nodes)
 
 
 def explain_platform(platform: Platform) -> dict:

@@ -13,10 +13,21 @@ from portal.prepared import PreparedQuery
 GPU = "nvidia.com/gpu"
 
 # Runs on every submission: compiled once per process (portal.prepared).
-_MEMBER_NODES = PreparedQuery(lambda platform_ids: NodeMembership.objects.filter(
-    platform_id__in=platform_ids).order_by("node__name").values_list(
-    "platform_id", "node__name", "node__cpu_allocatable", "node__gpu_allocatable", "node__memory_allocatable",
-    "node__storage_allocatable", "node__requested_other"))
+_MEMBER_NODES = PreparedQuery(
+    lambda platform_ids: (
+        NodeMembership.objects.filter(platform_id__in=platform_ids)
+        .order_by("node__name")
+        .values_list(
+            "platform_id",
+            "node__name",
+            "node__cpu_allocatable",
+            "node__gpu_allocatable",
+            "node__memory_allocatable",
+            "node__storage_allocatable",
+            "node__requested_other",
+        )
+    )
+)
 
 
 def capacities_for(platforms) -> dict[int, list[NodeCapacity] | None]:
@@ -25,16 +36,19 @@ def capacities_for(platforms) -> dict[int, list[NodeCapacity] | None]:
     # A backend that has completed a sync has an inventory, even if this platform matches none of its nodes;
     # a platform with member nodes has one whatever the sync record says.
     result: dict[int, list[NodeCapacity] | None] = {
-        p.pk: ([] if p.pool.backend.last_sync_at is not None else None) for p in platforms}
+        p.pk: ([] if p.pool.backend.last_sync_at is not None else None) for p in platforms
+    }
     rows = _MEMBER_NODES.rows(sorted(result))
     for platform_id, name, cpu, gpu, memory, storage, other in rows:
         other = other or {}
         result[platform_id] = result[platform_id] or []
-        result[platform_id].append(NodeCapacity(
-            name,
-            cpu=f"{max(0, cpu - other.get('cpu', 0))}m",
-            gpu=str(max(0, gpu - other.get(GPU, 0))),
-            memory=str(max(0, memory - other.get("memory", 0))),
-            storage=str(max(0, storage - other.get("ephemeral-storage", 0))),
-        ))
+        result[platform_id].append(
+            NodeCapacity(
+                name,
+                cpu=f"{max(0, cpu - other.get('cpu', 0))}m",
+                gpu=str(max(0, gpu - other.get(GPU, 0))),
+                memory=str(max(0, memory - other.get("memory", 0))),
+                storage=str(max(0, storage - other.get("ephemeral-storage", 0))),
+            )
+        )
     return result

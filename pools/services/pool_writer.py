@@ -42,23 +42,30 @@ class References:
         return cls(
             backends={b.name: b for b in Backend.objects.filter(name__in={d.backend for d in docs})},
             templates={t.name: t for t in PodTemplate.objects.filter(name__in=wanted[ConfigType.POD_TEMPLATE])},
-            validations={v.name: v for v in ResourceValidation.objects.filter(
-                name__in=wanted[ConfigType.RESOURCE_VALIDATION])},
+            validations={
+                v.name: v for v in ResourceValidation.objects.filter(name__in=wanted[ConfigType.RESOURCE_VALIDATION])
+            },
         )
 
     def check(self, doc: Doc) -> None:
         """Name the exact field and every unknown name in it, so one run shows what to create."""
         if doc.backend not in self.backends:
-            raise ConfigError(f"unknown backend; create it first with `config update BACKEND {doc.backend}`",
-                              field="backend", value=doc.backend)
+            raise ConfigError(
+                f"unknown backend; create it first with `config update BACKEND {doc.backend}`",
+                field="backend",
+                value=doc.backend,
+            )
         for field, names, kind in reference_fields(doc):
             found = self.templates if kind.config_type == ConfigType.POD_TEMPLATE else self.validations
             missing = [name for name in names if name not in found]
             if missing:
                 plural = len(missing) > 1
-                raise ConfigError(f"unknown {kind.label}{'s' if plural else ''} {', '.join(missing)}; create "
-                                  f"{'them' if plural else 'it'} first with `config update {kind.config_type}`",
-                                  field=field, value=missing[0] if not plural else missing)
+                raise ConfigError(
+                    f"unknown {kind.label}{'s' if plural else ''} {', '.join(missing)}; create "
+                    f"{'them' if plural else 'it'} first with `config update {kind.config_type}`",
+                    field=field,
+                    value=missing[0] if not plural else missing,
+                )
 
 
 def reference_fields(doc: Doc):
@@ -77,11 +84,20 @@ def save_pool(doc: Doc, existing: Pool | None, refs: References) -> Pool:
     POOL.write(doc, pool)
     pool.backend = refs.backends[doc.backend]
     pool.save()
-    _sync_refs(PoolTemplate, {pool.pk: _current(existing, "template_refs", "template_id")},
-               {pool.pk: [refs.templates[n].pk for n in doc.common_pod_template]}, "pool_id", "template_id")
-    _sync_refs(PoolValidation, {pool.pk: _current(existing, "validation_refs", "validation_id")},
-               {pool.pk: [refs.validations[n].pk for n in doc.common_resource_validations]}, "pool_id",
-               "validation_id")
+    _sync_refs(
+        PoolTemplate,
+        {pool.pk: _current(existing, "template_refs", "template_id")},
+        {pool.pk: [refs.templates[n].pk for n in doc.common_pod_template]},
+        "pool_id",
+        "template_id",
+    )
+    _sync_refs(
+        PoolValidation,
+        {pool.pk: _current(existing, "validation_refs", "validation_id")},
+        {pool.pk: [refs.validations[n].pk for n in doc.common_resource_validations]},
+        "pool_id",
+        "validation_id",
+    )
     _save_platforms(pool, existing, doc.platforms, refs)
     return pool
 
@@ -127,5 +143,10 @@ def _sync_refs(model, current: dict[int, list[int]], wanted: dict[int, list[int]
         return
     if any(current.get(pk) for pk in stale):
         model.objects.filter(**{f"{owner}__in": stale}).delete()
-    model.objects.bulk_create([model(**{owner: pk, target: ref, "position": position})
-                               for pk in stale for position, ref in enumerate(wanted[pk])])
+    model.objects.bulk_create(
+        [
+            model(**{owner: pk, target: ref, "position": position})
+            for pk in stale
+            for position, ref in enumerate(wanted[pk])
+        ]
+    )

@@ -35,9 +35,13 @@ def preview(request: PreviewRequest) -> dict:
     """`{"pool", "platform", "pod", "provenance", "warnings", "validation", "variables"}`; raises domain errors."""
     platform = _platform(request.pool, request.platform)
     nodes = capacities_for([platform])[platform.pk]
-    task = TaskInput(name=request.task, image=request.image, command=list(request.command),
-                     resources={k: v for k, v in request.resources.items() if v not in (None, "")},
-                     variables=dict(request.variables))
+    task = TaskInput(
+        name=request.task,
+        image=request.image,
+        command=list(request.command),
+        resources={k: v for k, v in request.resources.items() if v not in (None, "")},
+        variables=dict(request.variables),
+    )
     resolution = resolve(compiled_platform(platform), task, WorkflowContext(submitted_by="preview"), nodes)
     result = resolution.to_dict()
     if nodes is None:
@@ -55,12 +59,18 @@ def _platform(pool_name: str, platform_name: str | None) -> Platform:
     if not name:
         if len(platforms) == 1:
             return next(iter(platforms.values()))
-        raise ConfigError("the pool has no default platform; choose one with --platform "
-                          f"({', '.join(sorted(platforms)) or 'the pool has no platforms'})",
-                          field="platform", value=None)
+        raise ConfigError(
+            "the pool has no default platform; choose one with --platform "
+            f"({', '.join(sorted(platforms)) or 'the pool has no platforms'})",
+            field="platform",
+            value=None,
+        )
     if name not in platforms:
-        raise ConfigError(f"is not a platform of pool {pool_name} (platforms: {', '.join(sorted(platforms))})",
-                          field="platform", value=name)
+        raise ConfigError(
+            f"is not a platform of pool {pool_name} (platforms: {', '.join(sorted(platforms))})",
+            field="platform",
+            value=name,
+        )
     return platforms[name]
 
 
@@ -108,7 +118,7 @@ def _emit(value, path: str, column: str, lines: list, provenance: dict) -> None:
             first = len(lines)
             _emit(item, child, column + "  ", lines, provenance)
             text, note = lines[first]
-            lines[first] = (f"{column}- {text[len(column) + 2:]}", note)
+            lines[first] = (f"{column}- {text[len(column) + 2 :]}", note)
         elif isinstance(item, list) and item:
             lines.append((f"{column}-", ""))
             _emit(item, child, column + "  ", lines, provenance)

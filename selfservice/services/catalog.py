@@ -85,17 +85,27 @@ def catalog(who) -> list[PoolCard]:
     """Every pool, usable ones first, with per-platform GPU free/total."""
     subject = policy.principal(who)
     usable = policy.allowed_pools(subject)
-    pools = list(Pool.objects.select_related("backend").prefetch_related(
-        Prefetch("platforms", queryset=Platform.objects.order_by("name").only("id", "pool_id", "name", "description"))
-    ).order_by("name"))
+    pools = list(
+        Pool.objects.select_related("backend")
+        .prefetch_related(
+            Prefetch(
+                "platforms", queryset=Platform.objects.order_by("name").only("id", "pool_id", "name", "description")
+            )
+        )
+        .order_by("name")
+    )
     report = capacity_service.capacity()
     products = _products(report.nodes)
     pending = set()
     if subject.user.is_authenticated:
-        pending = set(AccessRequest.objects.filter(requester=subject.user.pk, status=RequestStatus.PENDING)
-                      .values_list("pool_id", flat=True))
-    cards = [_card(pool, report.pools.get(pool.name), products, pool.name in usable, pool.pk in pending)
-             for pool in pools]
+        pending = set(
+            AccessRequest.objects.filter(requester=subject.user.pk, status=RequestStatus.PENDING).values_list(
+                "pool_id", flat=True
+            )
+        )
+    cards = [
+        _card(pool, report.pools.get(pool.name), products, pool.name in usable, pool.pk in pending) for pool in pools
+    ]
     return sorted(cards, key=lambda card: (not card.usable, card.name))
 
 
@@ -103,13 +113,28 @@ def _card(pool: Pool, entry: dict | None, products: dict, usable: bool, requeste
     figures = entry["figures"] if entry else None
     per_platform = entry["platforms"] if entry else {}
     platforms = [
-        PlatformCard(p.name, p.description, p.name == pool.default_platform,
-                     per_platform[p.name].nodes if p.name in per_platform else 0,
-                     Gauge.of(per_platform.get(p.name)), sorted(products.get((pool.name, p.name), ())))
+        PlatformCard(
+            p.name,
+            p.description,
+            p.name == pool.default_platform,
+            per_platform[p.name].nodes if p.name in per_platform else 0,
+            Gauge.of(per_platform.get(p.name)),
+            sorted(products.get((pool.name, p.name), ())),
+        )
         for p in pool.platforms.all()
     ]
-    return PoolCard(pool.name, pool.description, pool.backend.name, pool.enable_maintenance, pool.status, usable,
-                    requested, platforms, Gauge.of(figures), figures.nodes if figures else 0)
+    return PoolCard(
+        pool.name,
+        pool.description,
+        pool.backend.name,
+        pool.enable_maintenance,
+        pool.status,
+        usable,
+        requested,
+        platforms,
+        Gauge.of(figures),
+        figures.nodes if figures else 0,
+    )
 
 
 def _products(nodes: list[NodeFigures]) -> dict[tuple[str, str], set[str]]:
@@ -180,24 +205,57 @@ def pool_page(name: str, who) -> PoolPage:
     by_platform: dict[str, list[NodeRow]] = {}
     for node in report.nodes:
         for platform in node.pools.get(pool.name, ()):
-            by_platform.setdefault(platform, []).append(NodeRow(
-                node.name, node.gpu_product, node.schedulable, Gauge.of(node, "cpu"), Gauge.of(node, "memory"),
-                Gauge.of(node)))
+            by_platform.setdefault(platform, []).append(
+                NodeRow(
+                    node.name,
+                    node.gpu_product,
+                    node.schedulable,
+                    Gauge.of(node, "cpu"),
+                    Gauge.of(node, "memory"),
+                    Gauge.of(node),
+                )
+            )
     platforms = []
     for platform in pool.platforms.order_by("name").only("name", "description"):
         figures = entry["platforms"].get(platform.name)
-        platforms.append(PlatformDetail(platform.name, platform.description, platform.name == pool.default_platform,
-                                        by_platform.get(platform.name, []), Gauge.of(figures, "cpu"),
-                                        Gauge.of(figures, "memory"), Gauge.of(figures)))
+        platforms.append(
+            PlatformDetail(
+                platform.name,
+                platform.description,
+                platform.name == pool.default_platform,
+                by_platform.get(platform.name, []),
+                Gauge.of(figures, "cpu"),
+                Gauge.of(figures, "memory"),
+                Gauge.of(figures),
+            )
+        )
     since = timezone.now() - timedelta(hours=24)
-    by_status = dict(Workflow.objects.filter(pool=pool, created_at__gte=since).values_list("status")
-                     .annotate(n=Count("pk")).order_by("status"))
+    by_status = dict(
+        Workflow.objects.filter(pool=pool, created_at__gte=since)
+        .values_list("status")
+        .annotate(n=Count("pk"))
+        .order_by("status")
+    )
     tasks = Task.objects.filter(workflow__pool=pool).exclude(status__in=FINISHED_TASK).values_list("status")
     task_counts = dict(tasks.annotate(n=Count("pk")).order_by("status"))
-    requested = subject.user.is_authenticated and AccessRequest.objects.filter(
-        requester=subject.user.pk, pool=pool, status=RequestStatus.PENDING).exists()
+    requested = (
+        subject.user.is_authenticated
+        and AccessRequest.objects.filter(requester=subject.user.pk, pool=pool, status=RequestStatus.PENDING).exists()
+    )
     figures = entry["figures"]
-    return PoolPage(pool, pool.name in policy.allowed_pools(subject), decision.allowed, list(decision.because),
-                    requested, platforms, Gauge.of(figures, "cpu"), Gauge.of(figures, "memory"), Gauge.of(figures),
-                    figures.nodes, sum(by_status.values()), by_status, task_counts.get("RUNNING", 0),
-                    sum(task_counts.values()))
+    return PoolPage(
+        pool,
+        pool.name in policy.allowed_pools(subject),
+        decision.allowed,
+        list(decision.because),
+        requested,
+        platforms,
+        Gauge.of(figures, "cpu"),
+        Gauge.of(figures, "memory"),
+        Gauge.of(figures),
+        figures.nodes,
+        sum(by_status.values()),
+        by_status,
+        task_counts.get("RUNNING", 0),
+        sum(task_counts.values()),
+    )

@@ -22,8 +22,12 @@ from pools.engine.quantity import parse_quantity
 from pools.models import Pool
 
 IMAGE = "nvcr.io/nvidia/pytorch:24.01-py3"
-RESOURCE_VARIABLES = (("cpu", "USER_CPU", 1), ("gpu", "USER_GPU", 0), ("memory", "USER_MEMORY", "4Gi"),
-                      ("storage", "USER_STORAGE", "10Gi"))
+RESOURCE_VARIABLES = (
+    ("cpu", "USER_CPU", 1),
+    ("gpu", "USER_GPU", 0),
+    ("memory", "USER_MEMORY", "4Gi"),
+    ("storage", "USER_STORAGE", "10Gi"),
+)
 
 
 @dataclass
@@ -50,8 +54,14 @@ def _choices(pool: Pool) -> list[tuple[str, str, tuple]]:
     platforms = {p.name: p for p in pool.platforms.order_by("name")}
     default = pool.default_platform if pool.default_platform in platforms else next(iter(platforms), "")
     order = [default] + [name for name in platforms if name != default] if default else []
-    found = [(f"single-{name}", f"One task on {name}" + (" (default)" if name == default else ""),
-              (_single, platforms[name])) for name in order]
+    found = [
+        (
+            f"single-{name}",
+            f"One task on {name}" + (" (default)" if name == default else ""),
+            (_single, platforms[name]),
+        )
+        for name in order
+    ]
     if default:
         found.append(("group", f"Two tasks in a group on {default}", (_group, platforms[default])))
     if not found:
@@ -78,15 +88,20 @@ def _resources(pool: Pool, platform) -> dict:
 
 
 # column of Node, and how to write half of the largest node's amount
-_NODE_COLUMNS = {"cpu": "cpu_allocatable", "gpu": "gpu_allocatable", "memory": "memory_allocatable",
-                 "storage": "storage_allocatable"}
+_NODE_COLUMNS = {
+    "cpu": "cpu_allocatable",
+    "gpu": "gpu_allocatable",
+    "memory": "memory_allocatable",
+    "storage": "storage_allocatable",
+}
 
 
 def _largest_node(platform) -> dict:
     if platform is None or platform.pk is None:
         return {}
     found = Node.objects.filter(memberships__platform=platform).aggregate(
-        **{key: Max(column) for key, column in _NODE_COLUMNS.items()})
+        **{key: Max(column) for key, column in _NODE_COLUMNS.items()}
+    )
     return {key: amount for key, amount in found.items() if amount}
 
 
@@ -118,25 +133,58 @@ def _dump(document: dict) -> str:
 
 
 def _single(pool: Pool, platform) -> str:
-    header = (f"# One task on {platform.name if platform else 'the default platform'} of pool {pool.name}, "
-              "sized with the platform's defaults.\n# Edit, then Preview to see the exact pod and which nodes "
-              "would take it.\n")
-    return header + _dump({"version": 2, "workflow": {
-        "name": _name("hello", pool),
-        "resources": {"default": _resources(pool, platform)},
-        "tasks": [{"name": "main", "image": IMAGE, "command": ["python", "-c"],
-                   "args": ["import torch; print(torch.cuda.device_count(), 'GPUs visible')"]}],
-    }})
+    header = (
+        f"# One task on {platform.name if platform else 'the default platform'} of pool {pool.name}, "
+        "sized with the platform's defaults.\n# Edit, then Preview to see the exact pod and which nodes "
+        "would take it.\n"
+    )
+    return header + _dump(
+        {
+            "version": 2,
+            "workflow": {
+                "name": _name("hello", pool),
+                "resources": {"default": _resources(pool, platform)},
+                "tasks": [
+                    {
+                        "name": "main",
+                        "image": IMAGE,
+                        "command": ["python", "-c"],
+                        "args": ["import torch; print(torch.cuda.device_count(), 'GPUs visible')"],
+                    }
+                ],
+            },
+        }
+    )
 
 
 def _group(pool: Pool, platform) -> str:
-    header = ("# Two tasks started together (a group): the lead task's result is the group's result.\n")
-    return header + _dump({"version": 2, "workflow": {
-        "name": _name("pair", pool),
-        "resources": {"default": _resources(pool, platform)},
-        "groups": [{"name": "pair", "ignoreNonleadStatus": True, "tasks": [
-            {"name": "server", "lead": True, "image": IMAGE, "command": ["python", "-m", "http.server", "8000"]},
-            {"name": "client", "image": IMAGE, "command": ["python", "-c"],
-             "args": ["print('hello from {{workflow_id}}')"]},
-        ]}],
-    }})
+    header = "# Two tasks started together (a group): the lead task's result is the group's result.\n"
+    return header + _dump(
+        {
+            "version": 2,
+            "workflow": {
+                "name": _name("pair", pool),
+                "resources": {"default": _resources(pool, platform)},
+                "groups": [
+                    {
+                        "name": "pair",
+                        "ignoreNonleadStatus": True,
+                        "tasks": [
+                            {
+                                "name": "server",
+                                "lead": True,
+                                "image": IMAGE,
+                                "command": ["python", "-m", "http.server", "8000"],
+                            },
+                            {
+                                "name": "client",
+                                "image": IMAGE,
+                                "command": ["python", "-c"],
+                                "args": ["print('hello from {{workflow_id}}')"],
+                            },
+                        ],
+                    }
+                ],
+            },
+        }
+    )

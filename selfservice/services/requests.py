@@ -64,10 +64,14 @@ def request_access(user, pool_name: str, justification: str) -> AccessRequest:
         with transaction.atomic():
             created = AccessRequest.objects.create(requester=user, pool=pool, justification=justification)
     except IntegrityError:
-        raise Conflict(f"you already asked for access to {pool.name}; an administrator will decide soon",
-                       field="pool", value=pool.name) from None
-    audit.record("request.create", Actor.of(user, "page"), target=f"access-request/{created.pk}",
-                 detail={"pool": pool.name})
+        raise Conflict(
+            f"you already asked for access to {pool.name}; an administrator will decide soon",
+            field="pool",
+            value=pool.name,
+        ) from None
+    audit.record(
+        "request.create", Actor.of(user, "page"), target=f"access-request/{created.pk}", detail={"pool": pool.name}
+    )
     return created
 
 
@@ -85,11 +89,21 @@ def request_pool(user, team: str, hardware: str, gpus: int, purpose: str) -> Poo
         raise ConfigError("CPU-only hardware has no GPUs; ask for 0", field="gpus", value=gpus)
     if not (purpose or "").strip():
         raise ConfigError("say what the team will run", field="purpose", value="")
-    created = PoolRequest.objects.create(requester=user, team=team, hardware=choice.key, gpus=gpus,
-                                         purpose=purpose.strip(), pool_name=proposed_pool_name(team, choice),
-                                         template=choice.template)
-    audit.record("request.create", Actor.of(user, "page"), target=f"pool-request/{created.pk}",
-                 detail={"team": team, "hardware": choice.key, "gpus": gpus})
+    created = PoolRequest.objects.create(
+        requester=user,
+        team=team,
+        hardware=choice.key,
+        gpus=gpus,
+        purpose=purpose.strip(),
+        pool_name=proposed_pool_name(team, choice),
+        template=choice.template,
+    )
+    audit.record(
+        "request.create",
+        Actor.of(user, "page"),
+        target=f"pool-request/{created.pk}",
+        detail={"team": team, "hardware": choice.key, "gpus": gpus},
+    )
     return created
 
 
@@ -98,8 +112,10 @@ def requests_of(who) -> tuple[list[AccessRequest], list[PoolRequest]]:
     subject = policy.principal(who)
     access = AccessRequest.objects.filter(requester=subject.user.pk).select_related("pool", "decided_by")
     pool = PoolRequest.objects.filter(requester=subject.user.pk).select_related("decided_by")
-    return (list(policy.restrict(access, subject, actions.CONFIG_READ)),
-            list(policy.restrict(pool, subject, actions.CONFIG_READ)))
+    return (
+        list(policy.restrict(access, subject, actions.CONFIG_READ)),
+        list(policy.restrict(pool, subject, actions.CONFIG_READ)),
+    )
 
 
 def withdraw(user, kind: str, pk: int) -> None:
@@ -107,7 +123,8 @@ def withdraw(user, kind: str, pk: int) -> None:
     if model is None:
         raise NotFound("requests are access or pool requests", field="kind", value=kind)
     updated = model.objects.filter(pk=pk, requester=user.pk, status=RequestStatus.PENDING).update(
-        status=RequestStatus.WITHDRAWN, decided_at=timezone.now())
+        status=RequestStatus.WITHDRAWN, decided_at=timezone.now()
+    )
     if not updated:
         raise NotFound("no pending request of yours with that number", field="request", value=pk)
 
@@ -128,14 +145,19 @@ def hardware_choices() -> list[HardwareChoice]:
 
     Two queries. When the portal has no node inventory yet, every platform is offered as its own kind.
     """
-    rows = list(NodeMembership.objects.values_list("pool__name", "platform__name", "node__gpu_product",
-                                                   "node__gpu_allocatable").order_by("pool__name", "platform__name"))
+    rows = list(
+        NodeMembership.objects.values_list(
+            "pool__name", "platform__name", "node__gpu_product", "node__gpu_allocatable"
+        ).order_by("pool__name", "platform__name")
+    )
     if not rows:
-        return [HardwareChoice(f"{pool}/{platform}", f"like {pool} / {platform}", f"{pool}/{platform}",
-                               _short(platform))
-                for pool, platform in Pool.objects.values_list("name", "platforms__name").order_by("name",
-                                                                                                    "platforms__name")
-                if platform]
+        return [
+            HardwareChoice(f"{pool}/{platform}", f"like {pool} / {platform}", f"{pool}/{platform}", _short(platform))
+            for pool, platform in Pool.objects.values_list("name", "platforms__name").order_by(
+                "name", "platforms__name"
+            )
+            if platform
+        ]
     platforms: dict[tuple[str, str], list[tuple[str, int]]] = {}
     for pool, platform, product, gpus in rows:
         platforms.setdefault((pool, platform), []).append((product or CPU_ONLY, gpus))
@@ -148,13 +170,15 @@ def hardware_choices() -> list[HardwareChoice]:
         best = templates.get(product)
         if best is None or len(nodes) > best[0]:
             templates[product] = (len(nodes), pool, platform, max(g for _, g in nodes))
-    node_counts = dict(NodeMembership.objects.values_list("node__gpu_product").annotate(
-        n=Count("node", distinct=True)).order_by())
+    node_counts = dict(
+        NodeMembership.objects.values_list("node__gpu_product").annotate(n=Count("node", distinct=True)).order_by()
+    )
     choices = []
     for product, (_, pool, platform, per_node) in sorted(templates.items(), key=lambda kv: (kv[0] == CPU_ONLY, kv[0])):
         nodes = node_counts.get("" if product == CPU_ONLY else product, 0)
-        label = ("CPU only" if product == CPU_ONLY else f"{product} ({per_node} GPU{'s' if per_node != 1 else ''}"
-                 f" per node)") + f", {nodes} node{'s' if nodes != 1 else ''} in the portal"
+        label = (
+            "CPU only" if product == CPU_ONLY else f"{product} ({per_node} GPU{'s' if per_node != 1 else ''} per node)"
+        ) + f", {nodes} node{'s' if nodes != 1 else ''} in the portal"
         choices.append(HardwareChoice(product, label, f"{pool}/{platform}", _short(product)))
     return choices
 
@@ -207,11 +231,25 @@ def approve_access(pk: int, who, comment: str = "", actor: Actor | None = None) 
         role, created = role_for_pool(request.pool.name, actor)
         roles.update_user_roles(request.requester, add=[role.name], actor=actor)
         _decide(request, RequestStatus.APPROVED, subject.user, comment, granted_role=role.name)
-        audit.record("request.approve", actor, target=f"access-request/{request.pk}",
-                     detail={"pool": request.pool.name, "requester": request.requester.get_username(),
-                             "role": role.name, "role_created": created, "comment": comment})
-    return Outcome(request, role=role.name, pool=request.pool.name, role_created=created,
-                   warnings=_still_denied(request.requester, request.pool.name))
+        audit.record(
+            "request.approve",
+            actor,
+            target=f"access-request/{request.pk}",
+            detail={
+                "pool": request.pool.name,
+                "requester": request.requester.get_username(),
+                "role": role.name,
+                "role_created": created,
+                "comment": comment,
+            },
+        )
+    return Outcome(
+        request,
+        role=role.name,
+        pool=request.pool.name,
+        role_created=created,
+        warnings=_still_denied(request.requester, request.pool.name),
+    )
 
 
 def approve_pool(pk: int, who, comment: str = "", pool_name: str = "", actor: Actor | None = None) -> Outcome:
@@ -223,19 +261,40 @@ def approve_pool(pk: int, who, comment: str = "", pool_name: str = "", actor: Ac
         if Pool.objects.filter(name=name).exists():
             raise Conflict(f"a pool named {name} exists already; choose another name", field="pool_name", value=name)
         body = pool_document(request, name)
-        store.apply(ConfigType.POOL, name, body, actor, description=f"pool request #{request.pk} of "
-                      f"{request.requester.get_username()} (team {request.team})")
+        store.apply(
+            ConfigType.POOL,
+            name,
+            body,
+            actor,
+            description=f"pool request #{request.pk} of {request.requester.get_username()} (team {request.team})",
+        )
         role, created = role_for_pool(name, actor, team=request.team)
         roles.update_user_roles(request.requester, add=[role.name], actor=actor)
         request.pool_name = request.created_pool = name
-        _decide(request, RequestStatus.APPROVED, subject.user, comment, granted_role=role.name,
-                extra=["pool_name", "created_pool"])
-        audit.record("request.approve", actor, target=f"pool-request/{request.pk}",
-                     detail={"pool": name, "template": request.template, "requester":
-                             request.requester.get_username(), "role": role.name, "role_created": created,
-                             "comment": comment})
-    return Outcome(request, role=role.name, pool=name, role_created=created,
-                   warnings=_still_denied(request.requester, name))
+        _decide(
+            request,
+            RequestStatus.APPROVED,
+            subject.user,
+            comment,
+            granted_role=role.name,
+            extra=["pool_name", "created_pool"],
+        )
+        audit.record(
+            "request.approve",
+            actor,
+            target=f"pool-request/{request.pk}",
+            detail={
+                "pool": name,
+                "template": request.template,
+                "requester": request.requester.get_username(),
+                "role": role.name,
+                "role_created": created,
+                "comment": comment,
+            },
+        )
+    return Outcome(
+        request, role=role.name, pool=name, role_created=created, warnings=_still_denied(request.requester, name)
+    )
 
 
 def deny(kind: str, pk: int, who, comment: str, actor: Actor | None = None) -> Outcome:
@@ -247,16 +306,21 @@ def deny(kind: str, pk: int, who, comment: str, actor: Actor | None = None) -> O
     with transaction.atomic():
         request = _pending(model.objects.select_related("requester"), pk)
         _decide(request, RequestStatus.DENIED, subject.user, comment)
-        audit.record("request.deny", actor, target=f"{kind}-request/{request.pk}",
-                     detail={"requester": request.requester.get_username(), "comment": comment})
+        audit.record(
+            "request.deny",
+            actor,
+            target=f"{kind}-request/{request.pk}",
+            detail={"requester": request.requester.get_username(), "comment": comment},
+        )
     return Outcome(request)
 
 
 def _decider(who, kind: str):
     subject = policy.principal(who)
     for action, resource in _needed(kind):
-        policy.require(subject, action, resource, refusal=f"may not decide {kind} requests", field="request",
-                       value=kind)
+        policy.require(
+            subject, action, resource, refusal=f"may not decide {kind} requests", field="request", value=kind
+        )
     return subject
 
 
@@ -265,8 +329,7 @@ def _pending(query, pk: int):
     if request is None:
         raise NotFound(f"no request #{pk}", field="request", value=pk)
     if not request.is_pending:
-        raise Conflict(f"request #{pk} was already decided ({request.get_status_display()})", field="request",
-                       value=pk)
+        raise Conflict(f"request #{pk} was already decided ({request.get_status_display()})", field="request", value=pk)
     return request
 
 
@@ -279,8 +342,11 @@ def _decide(request, status: str, by, comment: str, *, granted_role: str = "", e
 def _still_denied(user, pool: str) -> list[str]:
     user = get_user_model().objects.get(pk=user.pk)  # fresh: the grant just changed its roles
     decision = policy.decide(user, CREATE, actions.pool(pool))
-    return [] if decision.allowed else [f"{user.get_username()} still may not submit to {pool}: "
-                                        f"{'; '.join(decision.because)}"]
+    return (
+        []
+        if decision.allowed
+        else [f"{user.get_username()} still may not submit to {pool}: {'; '.join(decision.because)}"]
+    )
 
 
 # --- roles and pool documents ---------------------------------------------------------------------------
@@ -300,15 +366,25 @@ def role_for_pool(pool: str, actor: Actor, *, team: str = "") -> tuple[Role, boo
         if name == f"osmo-{team}":
             roles.set_pool_role(name, actor, description=f"team {team}, for pool {pool}")
         else:
-            store.apply(ConfigType.ROLE, name, {
-                "description": f"Generated for pool {pool} (request approval)",
-                "policies": [{"effect": "Allow", "actions": [actions.WORKFLOW_ALL], "resources": [resource]}],
-            }, actor, description=f"access to pool {pool}")
+            store.apply(
+                ConfigType.ROLE,
+                name,
+                {
+                    "description": f"Generated for pool {pool} (request approval)",
+                    "policies": [{"effect": "Allow", "actions": [actions.WORKFLOW_ALL], "resources": [resource]}],
+                },
+                actor,
+                description=f"access to pool {pool}",
+            )
         role = Role.objects.get(name=name)
         if _allows(role, resource):
             return role, True
-    raise Conflict(f"roles {', '.join(candidates)} exist but none allows {CREATE} on {resource}; fix one of them "
-                   "in the role admin, then approve again", field="role", value=candidates[-1])
+    raise Conflict(
+        f"roles {', '.join(candidates)} exist but none allows {CREATE} on {resource}; fix one of them "
+        "in the role admin, then approve again",
+        field="role",
+        value=candidates[-1],
+    )
 
 
 def best_role(pool: str) -> Role | None:
@@ -318,9 +394,15 @@ def best_role(pool: str) -> Role | None:
     for role in Role.objects.exclude(name__in=[ADMIN_ROLE, DEFAULT_ROLE]).only("pk", "name", "policies", "group_id"):
         if not _allows(role, resource):
             continue
-        specificity = max((_specificity(pattern, resource) for rule in rules_of(role.name, role.policies)
-                           if not rule.deny and rule.matches(CREATE, resource) for pattern in rule.resources),
-                          default=-1)
+        specificity = max(
+            (
+                _specificity(pattern, resource)
+                for rule in rules_of(role.name, role.policies)
+                if not rule.deny and rule.matches(CREATE, resource)
+                for pattern in rule.resources
+            ),
+            default=-1,
+        )
         if specificity > 0:
             ranked.append((-specificity, role.name, role))
     return min(ranked, key=lambda item: item[:2])[2] if ranked else None
@@ -345,20 +427,33 @@ def pool_document(request: PoolRequest, name: str) -> dict:
     try:
         body = copy.deepcopy(store.show(ConfigType.POOL, template_pool))
     except DomainError:
-        raise Conflict(f"the template pool {template_pool!r} no longer exists; the hardware kind cannot be "
-                       "copied", field="template", value=request.template) from None
+        raise Conflict(
+            f"the template pool {template_pool!r} no longer exists; the hardware kind cannot be copied",
+            field="template",
+            value=request.template,
+        ) from None
     platforms = body.get("platforms") or {}
     if template_platform not in platforms:
-        raise Conflict(f"pool {template_pool} no longer has platform {template_platform!r}", field="template",
-                       value=request.template)
+        raise Conflict(
+            f"pool {template_pool} no longer has platform {template_platform!r}",
+            field="template",
+            value=request.template,
+        )
     weight = ((body.get("resources") or {}).get("gpu") or {}).get("weight")
-    body.update({
-        "name": name,
-        "description": f"Team {request.team}: {request.purpose}"[:500],
-        "default_platform": template_platform,
-        "platforms": {template_platform: platforms[template_platform]},
-        "enable_maintenance": False,
-        "resources": {"gpu": {"guarantee": request.gpus or -1, "maximum": request.gpus or -1,
-                              **({"weight": weight} if weight is not None else {})}},
-    })
+    body.update(
+        {
+            "name": name,
+            "description": f"Team {request.team}: {request.purpose}"[:500],
+            "default_platform": template_platform,
+            "platforms": {template_platform: platforms[template_platform]},
+            "enable_maintenance": False,
+            "resources": {
+                "gpu": {
+                    "guarantee": request.gpus or -1,
+                    "maximum": request.gpus or -1,
+                    **({"weight": weight} if weight is not None else {}),
+                }
+            },
+        }
+    )
     return body

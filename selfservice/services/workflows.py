@@ -23,10 +23,14 @@ def workflows_of(who, limit: int = 200) -> list[Workflow]:
     if not subject.user.is_authenticated:
         return []
     mine = Workflow.objects.filter(submitted_by=subject.user.pk)
-    return list(policy.restrict(mine, subject, actions.WORKFLOW_LIST).select_related("pool")
-                .annotate(task_count=Count("tasks"),
-                          finished_tasks=Count("tasks", filter=Q(tasks__status__in=sorted(FINISHED_TASK))))
-                .order_by("-created_at", "-id")[:limit])
+    return list(
+        policy.restrict(mine, subject, actions.WORKFLOW_LIST)
+        .select_related("pool")
+        .annotate(
+            task_count=Count("tasks"), finished_tasks=Count("tasks", filter=Q(tasks__status__in=sorted(FINISHED_TASK)))
+        )
+        .order_by("-created_at", "-id")[:limit]
+    )
 
 
 def get_workflow(workflow_id: str, who, *, with_events: bool = True) -> Workflow:

@@ -9,8 +9,17 @@ from access import policy
 register = template.Library()
 
 _STATUS_TONES = {
-    "COMPLETED": "ok", "RUNNING": "run", "WAITING": "wait", "PENDING": "wait", "CANCELLED": "muted",
-    "APPROVED": "ok", "DENIED": "bad", "WITHDRAWN": "muted", "ONLINE": "ok", "MAINTENANCE": "warn", "OFFLINE": "bad",
+    "COMPLETED": "ok",
+    "RUNNING": "run",
+    "WAITING": "wait",
+    "PENDING": "wait",
+    "CANCELLED": "muted",
+    "APPROVED": "ok",
+    "DENIED": "bad",
+    "WITHDRAWN": "muted",
+    "ONLINE": "ok",
+    "MAINTENANCE": "warn",
+    "OFFLINE": "bad",
 }
 
 

@@ -26,8 +26,10 @@ class ProjectSerializer(serializers.Serializer):
     department = serializers.CharField()
     description = serializers.CharField(allow_blank=True)
     role = serializers.CharField(help_text="The role whose holders are the project's members: osmo-<project>.")
-    idp_groups = serializers.ListField(child=serializers.CharField(), help_text=(
-        "IdP group or role names that grant the role at sign-in: the role's name and its external names."))
+    idp_groups = serializers.ListField(
+        child=serializers.CharField(),
+        help_text=("IdP group or role names that grant the role at sign-in: the role's name and its external names."),
+    )
     member_count = serializers.IntegerField()
     created_at = serializers.DateTimeField()
 
@@ -44,8 +46,12 @@ class ProjectCreateSerializer(serializers.Serializer):
     name = serializers.CharField(max_length=200, help_text="Letters, digits, '_', '.', '-'; starts with a letter.")
     department = serializers.CharField(max_length=200)
     description = serializers.CharField(required=False, allow_blank=True, default="", max_length=2000)
-    idp_groups = serializers.ListField(child=serializers.CharField(max_length=255), required=False, default=list,
-                                       help_text="Added to the role's external names (IdP groups that grant it).")
+    idp_groups = serializers.ListField(
+        child=serializers.CharField(max_length=255),
+        required=False,
+        default=list,
+        help_text="Added to the role's external names (IdP groups that grant it).",
+    )
 
 
 class ProjectCreatedSerializer(ProjectDetailSerializer):

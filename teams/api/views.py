@@ -60,19 +60,26 @@ def _body(serializer_class, request) -> dict:
 class DepartmentCollectionView(APIView):
     permission_classes = [TeamPermission]
 
-    @extend_schema(operation_id="team_department_list", summary="Departments you may see",
-                   responses={200: s.DepartmentListSerializer, **ERRORS})
+    @extend_schema(
+        operation_id="team_department_list",
+        summary="Departments you may see",
+        responses={200: s.DepartmentListSerializer, **ERRORS},
+    )
     def get(self, request):
         rows = services.describe_departments(services.departments_visible_to(request), request)
         return Response({"departments": rows})
 
-    @extend_schema(operation_id="team_department_create", summary="Create a department",
-                   request=s.DepartmentCreateSerializer, responses={201: s.DepartmentSerializer, **ERRORS,
-                                                                    409: ErrorSerializer})
+    @extend_schema(
+        operation_id="team_department_create",
+        summary="Create a department",
+        request=s.DepartmentCreateSerializer,
+        responses={201: s.DepartmentSerializer, **ERRORS, 409: ErrorSerializer},
+    )
     def post(self, request):
         data = _body(s.DepartmentCreateSerializer, request)
-        department = services.create_department(data["name"], Actor.for_request(request, "api"),
-                                                description=data["description"], who=request)
+        department = services.create_department(
+            data["name"], Actor.for_request(request, "api"), description=data["description"], who=request
+        )
         [row] = services.describe_departments([department], request)
         return Response(row, status=status.HTTP_201_CREATED)
 
@@ -80,8 +87,12 @@ class DepartmentCollectionView(APIView):
 class DepartmentView(APIView):
     permission_classes = [TeamPermission]
 
-    @extend_schema(operation_id="team_department_retrieve", summary="One department", parameters=[NAME],
-                   responses={200: s.DepartmentSerializer, **ERRORS})
+    @extend_schema(
+        operation_id="team_department_retrieve",
+        summary="One department",
+        parameters=[NAME],
+        responses={200: s.DepartmentSerializer, **ERRORS},
+    )
     def get(self, request, name):
         [row] = services.describe_departments([services.get_department(name, request)], request)
         return Response(row)
@@ -90,27 +101,37 @@ class DepartmentView(APIView):
 class DepartmentAdminsView(APIView):
     permission_classes = [TeamPermission]
 
-    @extend_schema(operation_id="team_department_admins", summary="The department's admins", parameters=[NAME],
-                   responses={200: s.DepartmentAdminsSerializer, **ERRORS})
+    @extend_schema(
+        operation_id="team_department_admins",
+        summary="The department's admins",
+        parameters=[NAME],
+        responses={200: s.DepartmentAdminsSerializer, **ERRORS},
+    )
     def get(self, request, name):
         return Response({"department": name, "admins": services.department_admins(name, request)})
 
-    @extend_schema(operation_id="team_department_admin_add", summary="Appoint a department admin",
-                   parameters=[NAME], request=s.DepartmentAdminAddSerializer,
-                   responses={201: s.DepartmentAdminsSerializer, **ERRORS, 409: ErrorSerializer})
+    @extend_schema(
+        operation_id="team_department_admin_add",
+        summary="Appoint a department admin",
+        parameters=[NAME],
+        request=s.DepartmentAdminAddSerializer,
+        responses={201: s.DepartmentAdminsSerializer, **ERRORS, 409: ErrorSerializer},
+    )
     def post(self, request, name):
         data = _body(s.DepartmentAdminAddSerializer, request)
-        admins = services.add_department_admin(name, data["username"], Actor.for_request(request, "api"),
-                                               who=request)
+        admins = services.add_department_admin(name, data["username"], Actor.for_request(request, "api"), who=request)
         return Response({"department": name, "admins": admins}, status=status.HTTP_201_CREATED)
 
 
 class DepartmentAdminView(APIView):
     permission_classes = [TeamPermission]
 
-    @extend_schema(operation_id="team_department_admin_remove", summary="Remove a department admin",
-                   parameters=[NAME, OpenApiParameter("username", str, OpenApiParameter.PATH)],
-                   responses={204: None, **ERRORS, 409: ErrorSerializer})
+    @extend_schema(
+        operation_id="team_department_admin_remove",
+        summary="Remove a department admin",
+        parameters=[NAME, OpenApiParameter("username", str, OpenApiParameter.PATH)],
+        responses={204: None, **ERRORS, 409: ErrorSerializer},
+    )
     def delete(self, request, name, username):
         services.remove_department_admin(name, username, Actor.for_request(request, "api"), who=request)
         return Response(status=status.HTTP_204_NO_CONTENT)
@@ -120,22 +141,35 @@ class ProjectCollectionView(APIView):
     permission_classes = [TeamPermission]
     service_decides = True  # creating: a team admin, or an admin of the project's department
 
-    @extend_schema(operation_id="team_project_list", summary="Projects you may see",
-                   responses={200: s.ProjectListSerializer, **ERRORS},
-                   description=("Team admins (`config:Read` on `config/team`) see every project; everyone else "
-                                "the projects they belong to (whose role they hold)."))
+    @extend_schema(
+        operation_id="team_project_list",
+        summary="Projects you may see",
+        responses={200: s.ProjectListSerializer, **ERRORS},
+        description=(
+            "Team admins (`config:Read` on `config/team`) see every project; everyone else "
+            "the projects they belong to (whose role they hold)."
+        ),
+    )
     def get(self, request):
         rows = [services.describe_project(p) for p in services.projects_visible_to(request)]
         return Response(s.ProjectListSerializer({"projects": rows}).data)
 
-    @extend_schema(operation_id="team_project_create", summary="Create a project (and its role when missing)",
-                   request=s.ProjectCreateSerializer,
-                   responses={201: s.ProjectCreatedSerializer, **ERRORS, 409: ErrorSerializer})
+    @extend_schema(
+        operation_id="team_project_create",
+        summary="Create a project (and its role when missing)",
+        request=s.ProjectCreateSerializer,
+        responses={201: s.ProjectCreatedSerializer, **ERRORS, 409: ErrorSerializer},
+    )
     def post(self, request):
         data = _body(s.ProjectCreateSerializer, request)
-        created = services.create_project(data["name"], data["department"], Actor.for_request(request, "api"),
-                                          description=data["description"], idp_groups=data["idp_groups"],
-                                          who=request)
+        created = services.create_project(
+            data["name"],
+            data["department"],
+            Actor.for_request(request, "api"),
+            description=data["description"],
+            idp_groups=data["idp_groups"],
+            who=request,
+        )
         row = {**services.describe_project(created.project, members=True), "role_created": created.role_created}
         return Response(s.ProjectCreatedSerializer(row).data, status=status.HTTP_201_CREATED)
 
@@ -143,9 +177,13 @@ class ProjectCollectionView(APIView):
 class ProjectView(APIView):
     permission_classes = [TeamPermission]
 
-    @extend_schema(operation_id="team_project_retrieve", summary="One project with its members",
-                   parameters=[NAME], responses={200: s.ProjectDetailSerializer, **ERRORS},
-                   description="A project you may not see is a 404 `project_not_found`, as an unknown one.")
+    @extend_schema(
+        operation_id="team_project_retrieve",
+        summary="One project with its members",
+        parameters=[NAME],
+        responses={200: s.ProjectDetailSerializer, **ERRORS},
+        description="A project you may not see is a 404 `project_not_found`, as an unknown one.",
+    )
     def get(self, request, name):
         project = services.get_project(name, request)
         return Response(s.ProjectDetailSerializer(services.describe_project(project, members=True)).data)

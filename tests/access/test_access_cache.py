@@ -39,8 +39,9 @@ def test_a_second_request_reads_the_epoch_instead_of_the_token_and_roles(team_ro
         assert client.get("/api/auth/access_token").status_code == 200
     epoch_reads = [q for q in second if "access_accessepoch" in q]
     assert len(epoch_reads) == 1  # read once per request, shared by the token check and the policy
-    lookups = [q for q in second if '"access_apitoken"."token_hash" =' in q
-               or q.startswith(RULES_LOAD)]  # the token lookup, the rules load
+    lookups = [
+        q for q in second if '"access_apitoken"."token_hash" =' in q or q.startswith(RULES_LOAD)
+    ]  # the token lookup, the rules load
     assert lookups == []
 
 
@@ -121,9 +122,12 @@ def manage(*args: str) -> None:
     """Run a management command in another process, against this test's PostgreSQL database (`make test`)."""
     settings_dict = connection.settings_dict
     assert connection.vendor == "postgresql", "another process needs a database server to share this one"
-    url = (f"postgres://{settings_dict['USER'] or ''}@{settings_dict['HOST'] or '127.0.0.1'}:"
-           f"{settings_dict['PORT'] or 5432}/{settings_dict['NAME']}")
+    url = (
+        f"postgres://{settings_dict['USER'] or ''}@{settings_dict['HOST'] or '127.0.0.1'}:"
+        f"{settings_dict['PORT'] or 5432}/{settings_dict['NAME']}"
+    )
     env = {**os.environ, "DATABASE_URL": url, "TEST_DATABASE_NAME": ""}
-    process = subprocess.run([sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True,
-                             text=True, timeout=60)
+    process = subprocess.run(
+        [sys.executable, "manage.py", *args], cwd=ROOT, env=env, capture_output=True, text=True, timeout=60
+    )
     assert process.returncode == 0, process.stderr

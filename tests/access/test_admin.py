@@ -27,8 +27,9 @@ def test_researchers_sign_in_at_the_admin_login_and_land_on_home(client, robotic
     user.set_password("pw-rita-123")
     user.save()
     PoolFactory(name="robotics-training")
-    response = client.post(reverse("admin:login"), {"username": "rita", "password": "pw-rita-123", "next": "/admin/"},
-                           follow=True)
+    response = client.post(
+        reverse("admin:login"), {"username": "rita", "password": "pw-rita-123", "next": "/admin/"}, follow=True
+    )
     assert response.redirect_chain[-1][0] == "/" and response.status_code == 200
     assert response.wsgi_request.user.username == "rita"
     assert AuditEvent.objects.filter(action="access.denied", target="admin:Access on (global)").exists()
@@ -60,10 +61,17 @@ def test_a_deny_removes_one_type_from_a_config_role(client):
 
 
 def test_role_admin_creates_a_role_from_yaml_and_records_history(admin_login):
-    response = admin_login.post(reverse("admin:access_role_add"), {
-        "name": "osmo-vision", "description": "vision",
-        "policies": "- effect: Allow\n  actions: [workflow:*]\n  resources: [pool/vision*]\n",
-        "sync_mode": "import", "external_roles": "vision-users, /corp/vision"}, follow=True)
+    response = admin_login.post(
+        reverse("admin:access_role_add"),
+        {
+            "name": "osmo-vision",
+            "description": "vision",
+            "policies": "- effect: Allow\n  actions: [workflow:*]\n  resources: [pool/vision*]\n",
+            "sync_mode": "import",
+            "external_roles": "vision-users, /corp/vision",
+        },
+        follow=True,
+    )
     assert response.status_code == 200
     role_obj = Role.objects.get(name="osmo-vision")
     assert role_obj.policies == [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/vision*"]}]
@@ -74,16 +82,23 @@ def test_role_admin_creates_a_role_from_yaml_and_records_history(admin_login):
 
 
 def test_role_admin_converts_legacy_actions_with_a_warning(admin_login):
-    response = admin_login.post(reverse("admin:access_role_add"), {
-        "name": "osmo-shared", "sync_mode": "import",
-        "policies": '[{"actions": [{"base": "http", "path": "/api/pool/shared*", "method": "post"}]}]'}, follow=True)
+    response = admin_login.post(
+        reverse("admin:access_role_add"),
+        {
+            "name": "osmo-shared",
+            "sync_mode": "import",
+            "policies": '[{"actions": [{"base": "http", "path": "/api/pool/shared*", "method": "post"}]}]',
+        },
+        follow=True,
+    )
     assert b"6.0 path actions converted" in response.content
     assert Role.objects.get(name="osmo-shared").policies[0]["resources"] == ["pool/shared*"]
 
 
 def test_role_admin_shows_errors_on_the_field(admin_login):
-    response = admin_login.post(reverse("admin:access_role_add"), {
-        "name": "bad", "sync_mode": "import", "policies": "- actions: [nope]\n"})
+    response = admin_login.post(
+        reverse("admin:access_role_add"), {"name": "bad", "sync_mode": "import", "policies": "- actions: [nope]\n"}
+    )
     assert response.status_code == 200
     assert "must look like workflow:Create" in response.context["adminform"].form.errors["policies"][0]
     assert not Role.objects.filter(name="bad").exists()
@@ -91,8 +106,10 @@ def test_role_admin_shows_errors_on_the_field(admin_login):
 
 def test_role_admin_refuses_to_change_an_immutable_role(admin_login):
     admin_role = Role.objects.get(name="osmo-admin")
-    response = admin_login.post(reverse("admin:access_role_change", args=[admin_role.pk]), {
-        "description": "x", "policies": "[]", "immutable": "on", "sync_mode": "import"})
+    response = admin_login.post(
+        reverse("admin:access_role_change", args=[admin_role.pk]),
+        {"description": "x", "policies": "[]", "immutable": "on", "sync_mode": "import"},
+    )
     assert response.status_code == 200
     assert "built in" in str(response.context["adminform"].form.errors)
     assert Role.objects.get(name="osmo-admin").policies[0]["actions"] == ["*:*"]
@@ -111,15 +128,28 @@ def test_user_admin_changes_roles_through_the_service(admin_login, team_role):
     TokenFactory(user=user, roles=roles.resolve(["osmo-user"]))
     page = admin_login.get(reverse("admin:auth_user_change", args=[user.pk]))
     assert page.status_code == 200 and reverse("admin:access_explain").encode() + b"?user=uma" in page.content
-    response = admin_login.post(reverse("admin:auth_user_change", args=[user.pk]), {
-        "username": "uma", "email": "", "first_name": "", "last_name": "", "is_active": "on",
-        "roles": [str(team_role.pk)], "last_login_0": "", "last_login_1": "", "date_joined_0": "2026-01-01",
-        "date_joined_1": "00:00:00"})
+    response = admin_login.post(
+        reverse("admin:auth_user_change", args=[user.pk]),
+        {
+            "username": "uma",
+            "email": "",
+            "first_name": "",
+            "last_name": "",
+            "is_active": "on",
+            "roles": [str(team_role.pk)],
+            "last_login_0": "",
+            "last_login_1": "",
+            "date_joined_0": "2026-01-01",
+            "date_joined_1": "00:00:00",
+        },
+    )
     assert response.status_code == 302, response.context["adminform"].form.errors
     assert roles.user_role_names(user) == ["osmo-team"]
     assert list(APIToken.objects.get(user=user).roles.all()) == []
-    assert set(AuditEvent.objects.filter(target="user/uma", source="admin").values_list("action", flat=True)) == \
-        {"role.grant", "role.revoke"}
+    assert set(AuditEvent.objects.filter(target="user/uma", source="admin").values_list("action", flat=True)) == {
+        "role.grant",
+        "role.revoke",
+    }
 
 
 def test_user_changelist_lists_roles_in_constant_queries(admin_login, team_role):
@@ -143,8 +173,9 @@ def test_explain_page_names_role_and_policy(admin_login, team_role):
     assert reverse("admin:access_explain").encode() + b"?pool=team-gpu-pool" in pool_page.content
     page = admin_login.get(reverse("admin:access_explain"), {"user": "tess", "pool": "team-gpu-pool"})
     assert page.status_code == 200
-    assert page.context["result"].because == ["role osmo-team policy #1 (Allow workflow:* on pool/team*) allows "
-                                              "workflow:Create on pool/team-gpu-pool"]
+    assert page.context["result"].because == [
+        "role osmo-team policy #1 (Allow workflow:* on pool/team*) allows workflow:Create on pool/team-gpu-pool"
+    ]
     denied = admin_login.get(reverse("admin:access_explain"), {"user": "tess", "pool": "myteam-cluster-01"})
     assert denied.context["result"].allowed is False and b"may not" in denied.content
     unknown = admin_login.get(reverse("admin:access_explain"), {"user": "ghost", "pool": "x"})
@@ -164,8 +195,9 @@ def test_audit_admin_is_read_only_and_filterable(admin_login):
 
 def test_token_admin_revokes(admin_login):
     token = TokenFactory(user=holder("osmo-user"))
-    response = admin_login.post(reverse("admin:access_apitoken_changelist"), {
-        "action": "revoke", "_selected_action": [token.pk]})
+    response = admin_login.post(
+        reverse("admin:access_apitoken_changelist"), {"action": "revoke", "_selected_action": [token.pk]}
+    )
     assert response.status_code == 302
     token.refresh_from_db()
     assert token.revoked_at is not None
@@ -189,10 +221,14 @@ def test_revision_list_shows_only_readable_types(client):
 def test_access_pages_render(admin_login):
     token = TokenFactory(user=holder("osmo-user"))
     role_obj = Role.objects.get(name="osmo-user")
-    for url in (reverse("admin:access_role_add"), reverse("admin:auth_user_add"),
-                reverse("admin:access_role_change", args=[role_obj.pk]),
-                reverse("admin:access_apitoken_change", args=[token.pk]), reverse("admin:access_explain"),
-                reverse("admin:index")):
+    for url in (
+        reverse("admin:access_role_add"),
+        reverse("admin:auth_user_add"),
+        reverse("admin:access_role_change", args=[role_obj.pk]),
+        reverse("admin:access_apitoken_change", args=[token.pk]),
+        reverse("admin:access_explain"),
+        reverse("admin:index"),
+    ):
         assert admin_login.get(url).status_code == 200, url
 
 

@@ -29,8 +29,7 @@ def test_config_writes_are_audited_with_door_and_address():
         ("config.update", "POD_TEMPLATE t1", "ada", "api", "10.1.2.3"),
         ("config.delete", "POD_TEMPLATE t1", "ada", "api", "10.1.2.3"),
     ]
-    assert events[1].actor == admin and events[1].detail == {"config_type": "POD_TEMPLATE", "name": "t1",
-                                                             "revision": 1}
+    assert events[1].actor == admin and events[1].detail == {"config_type": "POD_TEMPLATE", "name": "t1", "revision": 1}
 
 
 def test_batch_writes_audit_each_object_and_failed_writes_leave_nothing():
@@ -55,17 +54,25 @@ def explain(*args) -> dict:
 
 def test_explain_cli_names_the_allowing_role_and_policy(team_role):
     holder("osmo-team", username="ted")
-    assert explain("ted", "team-gpu-pool") == {"allowed": True, "because": [
-        "role osmo-team policy #1 (Allow workflow:* on pool/team*) allows workflow:Create on pool/team-gpu-pool"]}
-    assert explain("ted", "myteam-cluster-01") == {"allowed": False, "because": [
-        "no policy of roles osmo-default, osmo-team allows workflow:Create on pool/myteam-cluster-01"]}
+    assert explain("ted", "team-gpu-pool") == {
+        "allowed": True,
+        "because": [
+            "role osmo-team policy #1 (Allow workflow:* on pool/team*) allows workflow:Create on pool/team-gpu-pool"
+        ],
+    }
+    assert explain("ted", "myteam-cluster-01") == {
+        "allowed": False,
+        "because": ["no policy of roles osmo-default, osmo-team allows workflow:Create on pool/myteam-cluster-01"],
+    }
 
 
 def test_explain_cli_names_the_denying_policy():
     role("team", allow(["workflow:*"], ["pool/*"]), deny(["workflow:Delete"], ["pool/prod*"]))
     holder("team", username="dee")
-    assert explain("dee", "prod-a", "--action", "workflow:Delete") == {"allowed": False, "because": [
-        "role team policy #2 (Deny workflow:Delete on pool/prod*) denies workflow:Delete on pool/prod-a"]}
+    assert explain("dee", "prod-a", "--action", "workflow:Delete") == {
+        "allowed": False,
+        "because": ["role team policy #2 (Deny workflow:Delete on pool/prod*) denies workflow:Delete on pool/prod-a"],
+    }
 
 
 def test_explain_cli_text_and_errors(team_role):

@@ -19,7 +19,12 @@ USER_ACTIONS = BUILTIN_ROLES["osmo-user"]["policies"][0]["actions"]
 
 def test_the_five_built_in_roles_exist_after_migrate():
     assert set(Role.objects.values_list("name", flat=True)) >= {
-        "osmo-admin", "osmo-user", "osmo-default", "osmo-backend", "osmo-ctrl"}
+        "osmo-admin",
+        "osmo-user",
+        "osmo-default",
+        "osmo-backend",
+        "osmo-ctrl",
+    }
     backend = Role.objects.get(name="osmo-backend")
     assert backend.immutable and Role.objects.get(name="osmo-ctrl").immutable
     assert policy.Principal().decide("system:Health").allowed  # osmo-default, implicitly everyone's
@@ -29,8 +34,10 @@ def test_the_five_built_in_roles_exist_after_migrate():
 
 
 def test_missing_default_actions_join_the_policy_of_the_same_scope_and_operator_grants_stay():
-    edited = [{"effect": "Allow", "resources": ["*"], "actions": ["pool:List", "app:Extra"]},
-              {"effect": "Deny", "resources": ["pool/secret*"], "actions": ["workflow:*"]}]
+    edited = [
+        {"effect": "Allow", "resources": ["*"], "actions": ["pool:List", "app:Extra"]},
+        {"effect": "Deny", "resources": ["pool/secret*"], "actions": ["workflow:*"]},
+    ]
     merged = merge_default_policies(edited, BUILTIN_ROLES["osmo-user"]["policies"])
     assert merged[0]["actions"][:2] == ["pool:List", "app:Extra"]
     assert set(merged[0]["actions"]) == set(USER_ACTIONS) | {"app:Extra"}
@@ -48,6 +55,8 @@ def test_startup_merges_into_an_edited_built_in_role_once_with_a_revision():
     role.refresh_from_db()
     assert set(role.policies[0]["actions"]) == set(USER_ACTIONS) | {"app:Extra"}
     latest = Revision.objects.filter(config_type="ROLE", name="osmo-user").order_by("-revision").first()
-    assert latest.description == "default actions of this release merged in" and latest.snapshot["policies"] == \
-        role.policies
+    assert (
+        latest.description == "default actions of this release merged in"
+        and latest.snapshot["policies"] == role.policies
+    )
     assert roles.ensure_builtin_roles() == []  # nothing missing: nothing written

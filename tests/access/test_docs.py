@@ -22,11 +22,15 @@ def test_access_page_runs_as_written(monkeypatch):
         call_command(*args, stdout=out, stderr=err)
         outputs[" ".join(args)] = (out.getvalue(), err.getvalue())
     assert json.loads(outputs["config show ROLE osmo-team"][0])["policies"] == [
-        {"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/team*"]}]
+        {"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/team*"]}
+    ]
     assert outputs["access explain ana team-gpu-pool"][0].startswith("ALLOWED")
     assert json.loads(outputs["access explain ana myteam-cluster-01 --format json"][0]) == {
-        "allowed": False, "because": ["no policy of roles osmo-default, osmo-team, osmo-user allows "
-                                      "workflow:Create on pool/myteam-cluster-01"]}
+        "allowed": False,
+        "because": [
+            "no policy of roles osmo-default, osmo-team, osmo-user allows workflow:Create on pool/myteam-cluster-01"
+        ],
+    }
     assert outputs["access explain ana ml-prod-1 --action workflow:Delete"][0].startswith("DENIED")
     assert outputs["access explain ana ml-prod-1 --action workflow:Cancel"][0].startswith("ALLOWED")
     legacy = outputs["config set ROLE osmo-shared --file tests/fixtures/seeds/role_osmo_shared_legacy.json"]

@@ -13,27 +13,46 @@ def one(path: str, method: str = "*") -> list[dict]:
     return convert([{"base": "http", "path": path, "method": method}], "actions").policies
 
 
-@pytest.mark.parametrize(("path", "method", "expected"), [
-    ("*", "*", [{"effect": "Allow", "actions": ["*:*"], "resources": ["*"]}]),
-    ("/api/pool/*/workflow", "post", [{"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/*"]}]),
-    ("/api/pool/team-a/workflow", "post",
-     [{"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/team-a"]}]),
-    ("/api/pool/shared*", "post", [{"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/shared*"]}]),
-    ("/api/pool*", "post", [{"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/*"]}]),
-    ("/api/workflow", "get", [{"effect": "Allow", "actions": ["workflow:List"], "resources": ["*"]}]),
-    ("/api/workflow*", "get", [{"effect": "Allow", "actions": ["workflow:List", "workflow:Read"], "resources": ["*"]}]),
-    ("/api/profile/*", "*", [{"effect": "Allow", "actions": ["profile:*"], "resources": ["*"]}]),
-    ("/health", "get", [{"effect": "Allow", "actions": ["system:Health"], "resources": ["*"]}]),
-    ("/api/configs/pool", "get", [{"effect": "Allow", "actions": ["config:Read"], "resources": ["config/pool"]}]),
-    ("/api/pool", "get", [{"effect": "Allow", "actions": ["pool:List"], "resources": ["*"]}]),
-])
+@pytest.mark.parametrize(
+    ("path", "method", "expected"),
+    [
+        ("*", "*", [{"effect": "Allow", "actions": ["*:*"], "resources": ["*"]}]),
+        (
+            "/api/pool/*/workflow",
+            "post",
+            [{"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/*"]}],
+        ),
+        (
+            "/api/pool/team-a/workflow",
+            "post",
+            [{"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/team-a"]}],
+        ),
+        (
+            "/api/pool/shared*",
+            "post",
+            [{"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/shared*"]}],
+        ),
+        ("/api/pool*", "post", [{"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/*"]}]),
+        ("/api/workflow", "get", [{"effect": "Allow", "actions": ["workflow:List"], "resources": ["*"]}]),
+        (
+            "/api/workflow*",
+            "get",
+            [{"effect": "Allow", "actions": ["workflow:List", "workflow:Read"], "resources": ["*"]}],
+        ),
+        ("/api/profile/*", "*", [{"effect": "Allow", "actions": ["profile:*"], "resources": ["*"]}]),
+        ("/health", "get", [{"effect": "Allow", "actions": ["system:Health"], "resources": ["*"]}]),
+        ("/api/configs/pool", "get", [{"effect": "Allow", "actions": ["config:Read"], "resources": ["config/pool"]}]),
+        ("/api/pool", "get", [{"effect": "Allow", "actions": ["pool:List"], "resources": ["*"]}]),
+    ],
+)
 def test_path_and_method_become_semantic_actions(path, method, expected):
     assert one(path, method) == expected
 
 
 def test_deny_patterns_are_kept_as_deny_policies():
-    converted = convert([{"path": "/api/pool/*", "method": "post"}, {"path": "!/api/pool/prod*", "method": "post"}],
-                        "actions")
+    converted = convert(
+        [{"path": "/api/pool/*", "method": "post"}, {"path": "!/api/pool/prod*", "method": "post"}], "actions"
+    )
     assert converted.policies == [
         {"effect": "Deny", "actions": ["workflow:Create"], "resources": ["pool/prod*"]},
         {"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/*"]},
@@ -43,7 +62,8 @@ def test_deny_patterns_are_kept_as_deny_policies():
 
 def test_string_form_is_accepted():
     assert convert(["http:/api/pool/team*:post"], "actions").policies == [
-        {"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/team*"]}]
+        {"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/team*"]}
+    ]
 
 
 def test_a_glob_that_reaches_nothing_is_dropped_with_a_warning():
@@ -58,12 +78,15 @@ def test_inner_wildcards_are_never_widened():
     assert any("only a trailing '*'" in warning for warning in converted.warnings)
 
 
-@pytest.mark.parametrize(("item", "field"), [
-    ({"base": "ftp", "path": "/x", "method": "get"}, "actions[0].base"),
-    ({"base": "http", "path": "/x", "method": "fetch"}, "actions[0].method"),
-    ({"base": "http", "method": "get"}, "actions[0].path"),
-    ({"base": "http", "path": "/x", "verb": "get"}, "actions[0].verb"),
-])
+@pytest.mark.parametrize(
+    ("item", "field"),
+    [
+        ({"base": "ftp", "path": "/x", "method": "get"}, "actions[0].base"),
+        ({"base": "http", "path": "/x", "method": "fetch"}, "actions[0].method"),
+        ({"base": "http", "method": "get"}, "actions[0].path"),
+        ({"base": "http", "path": "/x", "verb": "get"}, "actions[0].verb"),
+    ],
+)
 def test_malformed_legacy_actions_name_the_field(item, field):
     with pytest.raises(ConfigError) as error:
         convert([item], "actions")
@@ -72,15 +95,27 @@ def test_malformed_legacy_actions_name_the_field(item, field):
 
 def test_the_seed_legacy_role_imports_with_a_warning(seed_role):
     doc = ROLE.parse("osmo-shared", seed_role)
-    assert doc.policies == [{"effect": "Allow", "actions": ["workflow:Create"],
-                             "resources": ["pool/shared_simulation_training_pool*"]}]
+    assert doc.policies == [
+        {"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/shared_simulation_training_pool*"]}
+    ]
     assert doc.description == "Role for shared simulation training pool"
     assert doc.warnings[0] == "converted from the OSMO 6.0 format (path globs) to semantic policies"
     assert "'http:/api/profile/*'" in doc.warnings[1] and "did you mean '/api/profile/*'" in doc.warnings[1]
 
 
 def test_legacy_actions_inside_policies_are_converted_too():
-    doc = ROLE.parse("r", {"policies": [{"actions": [{"base": "http", "path": "!/api/pool/x*", "method": "post"},
-                                                     "workflow:Read"], "resources": ["*"]}]})
-    assert doc.policies == [{"effect": "Allow", "actions": ["workflow:Read"], "resources": ["*"]},
-                            {"effect": "Deny", "actions": ["workflow:Create"], "resources": ["pool/x*"]}]
+    doc = ROLE.parse(
+        "r",
+        {
+            "policies": [
+                {
+                    "actions": [{"base": "http", "path": "!/api/pool/x*", "method": "post"}, "workflow:Read"],
+                    "resources": ["*"],
+                }
+            ]
+        },
+    )
+    assert doc.policies == [
+        {"effect": "Allow", "actions": ["workflow:Read"], "resources": ["*"]},
+        {"effect": "Deny", "actions": ["workflow:Create"], "resources": ["pool/x*"]},
+    ]

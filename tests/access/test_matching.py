@@ -14,45 +14,51 @@ from access.matching import (
 )
 
 
-@pytest.mark.parametrize(("pattern", "action", "expected"), [
-    ("workflow:Create", "workflow:Create", True),
-    ("workflow:Create", "workflow:Delete", False),
-    ("*", "workflow:Create", True),
-    ("*:*", "config:Update", True),
-    ("workflow:*", "workflow:Cancel", True),
-    ("workflow:*", "pool:List", False),
-    ("*:Create", "workflow:Create", True),
-    ("*:Create", "workflow:Read", False),
-    ("*:Read", "config:Read", True),
-    ("pool:*", "poolx:List", False),
-])
+@pytest.mark.parametrize(
+    ("pattern", "action", "expected"),
+    [
+        ("workflow:Create", "workflow:Create", True),
+        ("workflow:Create", "workflow:Delete", False),
+        ("*", "workflow:Create", True),
+        ("*:*", "config:Update", True),
+        ("workflow:*", "workflow:Cancel", True),
+        ("workflow:*", "pool:List", False),
+        ("*:Create", "workflow:Create", True),
+        ("*:Create", "workflow:Read", False),
+        ("*:Read", "config:Read", True),
+        ("pool:*", "poolx:List", False),
+    ],
+)
 def test_action_matching(pattern, action, expected):
     assert Rule("r", 1, "Allow", (pattern,), ("*",)).matches_action(action) is expected
 
 
-@pytest.mark.parametrize(("pattern", "resource", "expected"), [
-    # OSMO's matchResource table
-    ("pool/team-a*", "pool/team-a-gpu-03", True),
-    ("pool/team-a*", "pool/team-a", True),
-    ("pool/team-a*", "pool/team-b", False),
-    ("config/service-*", "config/service-main", True),
-    ("backend/cluster-us*", "backend/cluster-us-east", True),
-    ("backend/cluster-us*", "backend/cluster-eu", False),
-    ("user/svc-*", "user/svc-ci", True),
-    ("pool/exact", "pool/exact", True),
-    ("pool/exact", "pool/exactly", False),
-    ("*", "pool/anything", True),
-    ("*", "config/pool", True),
-    ("pool/team*", "", True),  # a global action's resource "" is matched by every pattern
-    ("config/pool", "", True),
-    ("pool/*", "pool/x", True),
-    ("pool/*", "config/pool", False),
-    # a wildcard request ("any pool") is matched by pool/* or any pool/x pattern
-    ("pool/*", "pool/*", True),
-    ("pool/team*", "pool/*", True),
-    ("pool/x", "pool/*", True),
-    ("config/pool", "pool/*", False),
-])
+@pytest.mark.parametrize(
+    ("pattern", "resource", "expected"),
+    [
+        # OSMO's matchResource table
+        ("pool/team-a*", "pool/team-a-gpu-03", True),
+        ("pool/team-a*", "pool/team-a", True),
+        ("pool/team-a*", "pool/team-b", False),
+        ("config/service-*", "config/service-main", True),
+        ("backend/cluster-us*", "backend/cluster-us-east", True),
+        ("backend/cluster-us*", "backend/cluster-eu", False),
+        ("user/svc-*", "user/svc-ci", True),
+        ("pool/exact", "pool/exact", True),
+        ("pool/exact", "pool/exactly", False),
+        ("*", "pool/anything", True),
+        ("*", "config/pool", True),
+        ("pool/team*", "", True),  # a global action's resource "" is matched by every pattern
+        ("config/pool", "", True),
+        ("pool/*", "pool/x", True),
+        ("pool/*", "config/pool", False),
+        # a wildcard request ("any pool") is matched by pool/* or any pool/x pattern
+        ("pool/*", "pool/*", True),
+        ("pool/team*", "pool/*", True),
+        ("pool/x", "pool/*", True),
+        ("config/pool", "pool/*", False),
+    ],
+)
 def test_resource_matching(pattern, resource, expected):
     assert resource_matches(pattern, resource) is expected
 
@@ -73,8 +79,12 @@ def _roles(**policies) -> dict:
 
 
 def test_deny_wins_over_allow_in_the_same_role():
-    roles = _roles(team=[{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/*"]},
-                         {"effect": "Deny", "actions": ["workflow:Delete"], "resources": ["pool/*"]}])
+    roles = _roles(
+        team=[
+            {"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/*"]},
+            {"effect": "Deny", "actions": ["workflow:Delete"], "resources": ["pool/*"]},
+        ]
+    )
     assert evaluate(roles, "workflow:Read", "pool/x").allowed
     denied = evaluate(roles, "workflow:Delete", "pool/x")
     assert not denied.allowed
@@ -82,8 +92,10 @@ def test_deny_wins_over_allow_in_the_same_role():
 
 
 def test_deny_in_any_role_wins_for_decisions():
-    roles = _roles(a=[{"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/*"]}],
-                   b=[{"effect": "Deny", "actions": ["workflow:Create"], "resources": ["pool/secret"]}])
+    roles = _roles(
+        a=[{"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/*"]}],
+        b=[{"effect": "Deny", "actions": ["workflow:Create"], "resources": ["pool/secret"]}],
+    )
     assert not evaluate(roles, "workflow:Create", "pool/secret").allowed
     assert evaluate(roles, "workflow:Create", "pool/open").allowed
 
@@ -94,14 +106,22 @@ def test_nothing_matched_says_so():
 
 
 def test_allow_names_every_allowing_policy():
-    roles = _roles(a=[{"actions": ["*:*"], "resources": ["*"]}], b=[{"actions": ["workflow:Create"],
-                                                                     "resources": ["pool/x"]}])
-    assert [line.split(" policy")[0] for line in evaluate(roles, "workflow:Create", "pool/x").because] == \
-        ["role a", "role b"]
+    roles = _roles(
+        a=[{"actions": ["*:*"], "resources": ["*"]}], b=[{"actions": ["workflow:Create"], "resources": ["pool/x"]}]
+    )
+    assert [line.split(" policy")[0] for line in evaluate(roles, "workflow:Create", "pool/x").because] == [
+        "role a",
+        "role b",
+    ]
 
 
 def test_visibility_deny_only_counts_within_its_role():
-    a = rules_of("a", [{"actions": ["workflow:Create"], "resources": ["pool/*"]},
-                       {"effect": "Deny", "actions": ["workflow:Create"], "resources": ["pool/restricted"]}])
+    a = rules_of(
+        "a",
+        [
+            {"actions": ["workflow:Create"], "resources": ["pool/*"]},
+            {"effect": "Deny", "actions": ["workflow:Create"], "resources": ["pool/restricted"]},
+        ],
+    )
     assert visible_in_role(a, "workflow:Create", "pool/dev")
     assert not visible_in_role(a, "workflow:Create", "pool/restricted")

@@ -57,11 +57,19 @@ def _client(world, principal):
 # (method, path, body, expected status per principal in PRINCIPALS order)
 API_MATRIX = [
     ("get", "/api/configs/pool", None, [401, 403, 403, 403, 200, 200, 403]),
-    ("put", "/api/configs/pool", {"configs": {"new-pool": {"backend": "cluster-a"}}},
-     [401, 403, 403, 403, 200, 200, 403]),
+    (
+        "put",
+        "/api/configs/pool",
+        {"configs": {"new-pool": {"backend": "cluster-a"}}},
+        [401, 403, 403, 403, 200, 200, 403],
+    ),
     ("get", "/api/configs/pool/teamcluster01", None, [401, 403, 403, 403, 200, 200, 403]),
-    ("put", "/api/configs/pool/teamcluster01", {"configs": {"backend": "cluster-a", "description": "x"}},
-     [401, 403, 403, 403, 200, 200, 403]),
+    (
+        "put",
+        "/api/configs/pool/teamcluster01",
+        {"configs": {"backend": "cluster-a", "description": "x"}},
+        [401, 403, 403, 403, 200, 200, 403],
+    ),
     ("delete", "/api/configs/pool/other-pool", None, [401, 403, 403, 403, 200, 200, 403]),
     ("get", "/api/configs/pod_template", None, [401, 403, 403, 403, 403, 200, 403]),
     ("put", "/api/configs/pod_template/t1", {"configs": {"spec": {}}}, [401, 403, 403, 403, 403, 201, 403]),
@@ -73,12 +81,24 @@ API_MATRIX = [
     ("put", "/api/configs/role/osmo-new", {"configs": {"policies": []}}, [401, 403, 403, 403, 403, 201, 403]),
     ("get", "/api/configs/history", None, [401, 403, 403, 403, 403, 200, 403]),
     ("get", "/api/configs/history?config_types=POOL", None, [401, 403, 403, 403, 200, 200, 403]),
-    ("get", "/api/configs/diff?config_type=POOL&name=teamcluster01&first_revision=1&second_revision=1", None,
-     [401, 403, 403, 403, 200, 200, 403]),
-    ("post", "/api/configs/history/rollback", {"config_type": "POOL", "name": "teamcluster01", "revision": 1},
-     [401, 403, 403, 403, 200, 200, 403]),
-    ("post", "/api/configs/history/rollback", {"config_type": "ROLE", "name": "osmo-team", "revision": 1},
-     [401, 403, 403, 403, 403, 200, 403]),
+    (
+        "get",
+        "/api/configs/diff?config_type=POOL&name=teamcluster01&first_revision=1&second_revision=1",
+        None,
+        [401, 403, 403, 403, 200, 200, 403],
+    ),
+    (
+        "post",
+        "/api/configs/history/rollback",
+        {"config_type": "POOL", "name": "teamcluster01", "revision": 1},
+        [401, 403, 403, 403, 200, 200, 403],
+    ),
+    (
+        "post",
+        "/api/configs/history/rollback",
+        {"config_type": "ROLE", "name": "osmo-team", "revision": 1},
+        [401, 403, 403, 403, 403, 200, 403],
+    ),
     ("get", "/api/pool", None, [401, 403, 200, 200, 403, 200, 200]),
     ("get", "/api/pool?all_pools=true", None, [401, 403, 200, 200, 403, 200, 200]),
     ("get", "/api/auth/access_token", None, [401, 403, 200, 200, 403, 200, 200]),
@@ -89,8 +109,9 @@ API_MATRIX = [
 
 
 @pytest.mark.parametrize("principal", PRINCIPALS)
-@pytest.mark.parametrize(("method", "path", "body", "expected"), API_MATRIX,
-                         ids=[f"{m.upper()} {p}" for m, p, _, _ in API_MATRIX])
+@pytest.mark.parametrize(
+    ("method", "path", "body", "expected"), API_MATRIX, ids=[f"{m.upper()} {p}" for m, p, _, _ in API_MATRIX]
+)
 def test_api_matrix(world, principal, method, path, body, expected):
     want = expected[PRINCIPALS.index(principal)]
     response = getattr(_client(world, principal), method)(path, body, format="json")
@@ -98,16 +119,20 @@ def test_api_matrix(world, principal, method, path, body, expected):
     if want in (401, 403):
         assert set(response.json()) == ENVELOPE
         assert response.json()["code"] == ("forbidden" if want == 403 else "not_authenticated")
-        assert AuditEvent.objects.filter(action="access.denied", outcome="denied", source="api",
-                                         remote_addr="10.1.2.3").exists()
+        assert AuditEvent.objects.filter(
+            action="access.denied", outcome="denied", source="api", remote_addr="10.1.2.3"
+        ).exists()
 
 
-@pytest.mark.parametrize(("principal", "expected"), [
-    ("team", {"teamcluster01", "default"}),
-    ("other_team", {"other-pool", "default"}),
-    ("admin", {"teamcluster01", "other-pool", "default"}),
-    ("token_subset", {"teamcluster01", "default"}),
-])
+@pytest.mark.parametrize(
+    ("principal", "expected"),
+    [
+        ("team", {"teamcluster01", "default"}),
+        ("other_team", {"other-pool", "default"}),
+        ("admin", {"teamcluster01", "other-pool", "default"}),
+        ("token_subset", {"teamcluster01", "default"}),
+    ],
+)
 def test_pool_list_shows_each_principal_its_pools(world, principal, expected):
     assert set(_client(world, principal).get("/api/pool").json()["pools"]) == expected
 

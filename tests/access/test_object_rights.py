@@ -66,8 +66,9 @@ def test_restrict_adds_the_owned_rows_in_one_query(pools):
     subject.roles  # noqa: B018  (loaded once per request, counted elsewhere)
     with CaptureQueriesContext(connection) as queries:
         names = list(policy.restrict(Pool.objects.all(), subject, actions.CONFIG_READ).values_list("name", flat=True))
-        platforms = list(policy.restrict(Platform.objects.all(), subject, actions.CONFIG_READ)
-                         .values_list("pool__name", flat=True))
+        platforms = list(
+            policy.restrict(Platform.objects.all(), subject, actions.CONFIG_READ).values_list("pool__name", flat=True)
+        )
     assert names == ["vision-h100"] and platforms == ["vision-h100"]  # platforms: `via="pool"`
     assert len(queries) == 3  # the object rights once, then one query per list
 
@@ -135,8 +136,9 @@ def test_admins_grant_and_revoke_owners_on_the_pool_page(client, pools):
     assert page.status_code == 200 and b"Nobody yet." in page.content
     assert client.post(rights, {"right": 0, "username": "olga"}).status_code == 302
     assert [user.username for user in object_rights.holders(owner_right(), mine)] == ["olga"]
-    assert AuditEvent.objects.filter(action="access.object_right.grant",
-                                     target="owner of pool vision-h100: olga").exists()
+    assert AuditEvent.objects.filter(
+        action="access.object_right.grant", target="owner of pool vision-h100: olga"
+    ).exists()
     again = client.post(rights, {"right": 0, "username": "olga"}, follow=True)
     assert b"already owner of vision-h100" in again.content
     unknown = client.post(rights, {"right": 0, "username": "nobody"}, follow=True)

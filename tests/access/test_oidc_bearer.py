@@ -23,9 +23,18 @@ pytestmark = pytest.mark.django_db
 
 def keycloak_access_token(idp, sub="svc-7", **claims):
     """Shaped like a Keycloak access token: aud=account, azp=<client>, groups and realm roles."""
-    return idp.mint({"sub": sub, "aud": "account", "azp": CLIENT_ID, "typ": "Bearer",
-                     "preferred_username": sub, "groups": ["/osmo-team"],
-                     "realm_access": {"roles": ["osmo-user"]}} | claims)
+    return idp.mint(
+        {
+            "sub": sub,
+            "aud": "account",
+            "azp": CLIENT_ID,
+            "typ": "Bearer",
+            "preferred_username": sub,
+            "groups": ["/osmo-team"],
+            "realm_access": {"roles": ["osmo-user"]},
+        }
+        | claims
+    )
 
 
 def test_id_token_from_a_real_sign_in_is_accepted(login_driver, oidc):
@@ -75,9 +84,20 @@ def test_a_token_without_role_claims_leaves_roles_alone(oidc):
         pytest.param(lambda idp: keycloak_access_token(idp, exp=int(time.time()) - 120), id="expired"),
         pytest.param(lambda idp: idp.mint({"sub": "x", "aud": CLIENT_ID}, key=new_rsa_key()), id="bad-signature"),
         pytest.param(lambda idp: idp.mint({"sub": "x", "aud": CLIENT_ID}, alg="HS256"), id="hs256-client-secret"),
-        pytest.param(lambda idp: jwt.encode({"sub": "x", "aud": CLIENT_ID, "iss": idp.issuer,
-                                             "exp": int(time.time()) + 60, "iat": int(time.time())},
-                                            None, algorithm="none"), id="alg-none"),
+        pytest.param(
+            lambda idp: jwt.encode(
+                {
+                    "sub": "x",
+                    "aud": CLIENT_ID,
+                    "iss": idp.issuer,
+                    "exp": int(time.time()) + 60,
+                    "iat": int(time.time()),
+                },
+                None,
+                algorithm="none",
+            ),
+            id="alg-none",
+        ),
         pytest.param(lambda idp: idp.mint({"aud": CLIENT_ID}), id="no-subject"),
         pytest.param(lambda idp: idp.mint({"sub": "x", "aud": CLIENT_ID, "exp": None}), id="no-expiry"),
         pytest.param(lambda idp: "not-a-jwt", id="opaque-string"),
@@ -126,7 +146,9 @@ def test_no_call_to_the_idp_per_request(oidc, monkeypatch):
 def test_roles_are_synced_once_per_token(oidc, monkeypatch):
     calls = []
     real_sync = access.oidc.backend.sync_roles
-    monkeypatch.setattr(access.oidc.backend, "sync_roles", lambda user, claims: calls.append(user) or real_sync(user, claims))
+    monkeypatch.setattr(
+        access.oidc.backend, "sync_roles", lambda user, claims: calls.append(user) or real_sync(user, claims)
+    )
     token = keycloak_access_token(oidc, sub="kc-uma")
     for _ in range(3):
         assert verify_bearer_token(token) is not None
@@ -169,8 +191,9 @@ def test_unknown_kid_refetch_is_rate_limited(oidc, monkeypatch):
     assert verify_bearer_token(keycloak_access_token(oidc, sub="warm")) is not None
     jwks_calls = []
     real_get = requests.get
-    monkeypatch.setattr(access.oidc.provider.requests, "get",
-                        lambda url, *a, **k: jwks_calls.append(url) or real_get(url, *a, **k))
+    monkeypatch.setattr(
+        access.oidc.provider.requests, "get", lambda url, *a, **k: jwks_calls.append(url) or real_get(url, *a, **k)
+    )
     for n in range(5):
         assert verify_bearer_token(oidc.mint({"sub": "x", "aud": CLIENT_ID}, kid=f"random-{n}")) is None
     assert jwks_calls == []  # within OIDC_JWKS_MIN_REFETCH_SECONDS of the last fetch: no call

@@ -31,13 +31,25 @@ def test_external_names_merges_groups_realm_and_client_roles():
         "resource_access": {"pool-portal": {"roles": ["osmo-admin"]}, "other-client": {"roles": ["nope"]}},
     }
     assert claims.external_names(token, "pool-portal") == {
-        "parent/osmo-team", "osmo-team", "osmo-user", "default-roles-osmo", "osmo-admin",
+        "parent/osmo-team",
+        "osmo-team",
+        "osmo-user",
+        "default-roles-osmo",
+        "osmo-admin",
     }
     assert "osmo-admin" not in claims.external_names(token)  # client roles only for our own client
 
 
-@pytest.mark.parametrize("token", [{}, {"realm_access": None}, {"realm_access": {"roles": "osmo-user"}},
-                                   {"realm_access": ["osmo-user"]}, {"resource_access": {"pool-portal": []}}])
+@pytest.mark.parametrize(
+    "token",
+    [
+        {},
+        {"realm_access": None},
+        {"realm_access": {"roles": "osmo-user"}},
+        {"realm_access": ["osmo-user"]},
+        {"resource_access": {"pool-portal": []}},
+    ],
+)
 def test_odd_shapes_do_not_crash(token):
     names = claims.external_names(token, "pool-portal")
     assert names in (set(), {"osmo-user"})
@@ -45,8 +57,11 @@ def test_odd_shapes_do_not_crash(token):
 
 def test_received_summary_keeps_raw_group_paths():
     token = {"groups": ["/parent/osmo-team", "/parent/osmo-team"], "realm_access": {"roles": ["b", "a"]}}
-    assert claims.received_summary(token) == {"groups": ["/parent/osmo-team"], "realm_roles": ["a", "b"],
-                                              "client_roles": []}
+    assert claims.received_summary(token) == {
+        "groups": ["/parent/osmo-team"],
+        "realm_roles": ["a", "b"],
+        "client_roles": [],
+    }
 
 
 @pytest.mark.parametrize(
@@ -73,4 +88,7 @@ def test_username_candidates_stay_within_django_limits():
 
 def test_profile_fields():
     assert claims.profile_fields({"email": " a@b.c ", "given_name": "A", "family_name": 3}) == {
-        "email": "a@b.c", "first_name": "A", "last_name": ""}
+        "email": "a@b.c",
+        "first_name": "A",
+        "last_name": "",
+    }

@@ -235,9 +235,10 @@ def _tamper_signature(token, idp, claims):
         pytest.param(lambda token, idp, c: idp.mint(c | {"aud": "another-client"}), id="wrong-audience"),
         pytest.param(lambda token, idp, c: idp.mint(c | {"azp": "another-client"}), id="wrong-azp"),
         pytest.param(lambda token, idp, c: idp.mint(c | {"iss": "http://127.0.0.1:1/evil"}), id="wrong-issuer"),
-        pytest.param(lambda token, idp, c: idp.mint(c | {"iat": int(time.time()) - 7200,
-                                                                "exp": int(time.time()) - 3600}),
-                     id="expired"),
+        pytest.param(
+            lambda token, idp, c: idp.mint(c | {"iat": int(time.time()) - 7200, "exp": int(time.time()) - 3600}),
+            id="expired",
+        ),
         pytest.param(lambda token, idp, c: idp.mint(c | {"nonce": "replayed"}), id="wrong-nonce"),
         pytest.param(lambda token, idp, c: idp.mint(c, alg="HS256"), id="hs256-with-client-secret"),
         pytest.param(lambda token, idp, c: jwt.encode(c, None, algorithm="none"), id="alg-none"),
@@ -303,8 +304,9 @@ def test_logout_ends_the_session_at_the_idp_with_id_token_hint(login_driver, oid
     assert confirm.status_code == 200, confirm.text[:300]
     action = re.search(r'<form[^>]*action="([^"]+)"', confirm.text).group(1)
     form = dict(re.findall(r'<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"', confirm.text))
-    done = login_driver.browser.post(urljoin(confirm.url, action), data=form | {"logout": "yes"},
-                                     allow_redirects=False, timeout=10)
+    done = login_driver.browser.post(
+        urljoin(confirm.url, action), data=form | {"logout": "yes"}, allow_redirects=False, timeout=10
+    )
     assert done.status_code in (302, 303)
     assert done.headers["Location"] == "http://testserver/oidc/signed-out/"
     assert login_driver.client.get("/oidc/signed-out/").status_code == 200

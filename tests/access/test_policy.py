@@ -34,35 +34,55 @@ def test_seed_prefix_rule_examples(seed_pools, team_role):
 def test_generated_pool_role_is_exactly_osmos(team_role):
     assert (team_role.description, team_role.policies) == (
         "Generated Role for pool team",
-        [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/team*"]}])
+        [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/team*"]}],
+    )
 
 
 VISIBILITY_POOLS = ["default", "dev", "dev-gpu", "staging", "production", "restricted"]
 
 
-@pytest.mark.parametrize(("case", "role_policies", "expected"), [
-    ("admin *:* on *", [[allow(["*:*"])]], VISIBILITY_POOLS),
-    ("create on dev and staging", [[allow(["workflow:Create"], ["pool/dev", "pool/staging"])]], ["dev", "staging"]),
-    ("allow pool/* minus denies in the same role",
-     [[allow(["workflow:Create"], ["pool/*"]), deny(["workflow:Create"], ["pool/restricted", "pool/production"])]],
-     ["default", "dev", "dev-gpu", "staging"]),
-    ("deny in another role is ignored for visibility",
-     [[allow(["workflow:Create"], ["pool/*"])], [deny(["workflow:Create"], ["pool/restricted"])]], VISIBILITY_POOLS),
-    ("app:Read grants no pool", [[allow(["app:Read"])]], []),
-    ("pool:List does not count", [[allow(["pool:List"])]], []),
-    ("empty resources are global-only", [[allow(["workflow:Create"], [])]], []),
-    ("missing resources are global-only", [[{"actions": ["workflow:Create"]}]], []),
-    ("*:Create works", [[allow(["*:Create"], ["pool/staging"])]], ["staging"]),
-    ("workflow:* with a prefix", [[allow(["workflow:*"], ["pool/dev*"])]], ["dev", "dev-gpu"]),
-    ("union of roles", [[allow(["workflow:Create"], ["pool/dev"])], [allow(["workflow:Create"], ["pool/default"])]],
-     ["default", "dev"]),
-    ("deny-only role", [[deny(["workflow:Create"], ["pool/*"])]], []),
-    ("* action on one pool", [[allow(["*"], ["pool/production"])]], ["production"]),
-    ("create on *", [[allow(["workflow:Create"], ["*"])]], VISIBILITY_POOLS),
-    ("no roles", [], []),
-    ("deny of another action does not hide", [[allow(["workflow:*"], ["pool/*"]), deny(["workflow:Delete"])]],
-     VISIBILITY_POOLS),
-])
+@pytest.mark.parametrize(
+    ("case", "role_policies", "expected"),
+    [
+        ("admin *:* on *", [[allow(["*:*"])]], VISIBILITY_POOLS),
+        ("create on dev and staging", [[allow(["workflow:Create"], ["pool/dev", "pool/staging"])]], ["dev", "staging"]),
+        (
+            "allow pool/* minus denies in the same role",
+            [
+                [
+                    allow(["workflow:Create"], ["pool/*"]),
+                    deny(["workflow:Create"], ["pool/restricted", "pool/production"]),
+                ]
+            ],
+            ["default", "dev", "dev-gpu", "staging"],
+        ),
+        (
+            "deny in another role is ignored for visibility",
+            [[allow(["workflow:Create"], ["pool/*"])], [deny(["workflow:Create"], ["pool/restricted"])]],
+            VISIBILITY_POOLS,
+        ),
+        ("app:Read grants no pool", [[allow(["app:Read"])]], []),
+        ("pool:List does not count", [[allow(["pool:List"])]], []),
+        ("empty resources are global-only", [[allow(["workflow:Create"], [])]], []),
+        ("missing resources are global-only", [[{"actions": ["workflow:Create"]}]], []),
+        ("*:Create works", [[allow(["*:Create"], ["pool/staging"])]], ["staging"]),
+        ("workflow:* with a prefix", [[allow(["workflow:*"], ["pool/dev*"])]], ["dev", "dev-gpu"]),
+        (
+            "union of roles",
+            [[allow(["workflow:Create"], ["pool/dev"])], [allow(["workflow:Create"], ["pool/default"])]],
+            ["default", "dev"],
+        ),
+        ("deny-only role", [[deny(["workflow:Create"], ["pool/*"])]], []),
+        ("* action on one pool", [[allow(["*"], ["pool/production"])]], ["production"]),
+        ("create on *", [[allow(["workflow:Create"], ["*"])]], VISIBILITY_POOLS),
+        ("no roles", [], []),
+        (
+            "deny of another action does not hide",
+            [[allow(["workflow:*"], ["pool/*"]), deny(["workflow:Delete"])]],
+            VISIBILITY_POOLS,
+        ),
+    ],
+)
 def test_allowed_pools_table(case, role_policies, expected):
     """After OSMO's `TestGetAllowedPools` (pool_access_test.go), plus our own cases."""
     for name in VISIBILITY_POOLS:
@@ -81,12 +101,15 @@ def test_cross_role_deny_hides_nothing_but_refuses_the_decision():
     assert "restricted" in policy.allowed_pools(user)
     decision = policy.decide(user, "workflow:Create", "pool/restricted")
     assert not decision.allowed
-    assert decision.because == ["role no-restricted policy #1 (Deny workflow:Create on pool/restricted) denies "
-                                "workflow:Create on pool/restricted"]
+    assert decision.because == [
+        "role no-restricted policy #1 (Deny workflow:Create on pool/restricted) denies "
+        "workflow:Create on pool/restricted"
+    ]
     explained = policy.explain(user, "workflow:Create", "pool/restricted")
     assert (explained.allowed, explained.listed) == (False, True)
-    assert explained.listed_because == ["role everything allows workflow:Create on pool/restricted and does not "
-                                        "deny it"]
+    assert explained.listed_because == [
+        "role everything allows workflow:Create on pool/restricted and does not deny it"
+    ]
 
 
 def test_deny_precedence_on_delete():
@@ -169,8 +192,11 @@ def test_a_request_shares_one_principal():
 
 def test_pools_for_is_one_query_whatever_the_number_of_pools_and_roles():
     for index in range(20):
-        role(f"team{index:02d}", allow(["workflow:*"], [f"pool/team{index:02d}*"]),
-             deny(["workflow:Create"], [f"pool/team{index:02d}-frozen"]))
+        role(
+            f"team{index:02d}",
+            allow(["workflow:*"], [f"pool/team{index:02d}*"]),
+            deny(["workflow:Create"], [f"pool/team{index:02d}-frozen"]),
+        )
     user = holder(*[f"team{index:02d}" for index in range(20)])
     for index in range(5):
         PoolFactory(name=f"team{index:02d}-pool")
@@ -192,19 +218,39 @@ def test_pools_for_agrees_with_per_role_visibility_on_random_roles():
     for name in names:
         PoolFactory(name=name)
     rng = random.Random(7)
-    patterns = ["*", "pool/*", "pool/a*", "pool/ab", "pool/b*", "pool/team_*", "pool/team%*", "pool/c.d", "p*",
-                "pool/", "config/pool", "pool/zz*", "pool/a-*", "pool/ab*"]
+    patterns = [
+        "*",
+        "pool/*",
+        "pool/a*",
+        "pool/ab",
+        "pool/b*",
+        "pool/team_*",
+        "pool/team%*",
+        "pool/c.d",
+        "p*",
+        "pool/",
+        "config/pool",
+        "pool/zz*",
+        "pool/a-*",
+        "pool/ab*",
+    ]
     actions = ["workflow:Create", "workflow:*", "*:*", "*:Create", "pool:List", "workflow:Delete"]
     for _ in range(300):
         role_set = {}
         for index in range(rng.randint(0, 3)):
-            role_set[f"r{index}"] = [{"effect": rng.choice(["Allow", "Allow", "Deny"]),
-                                      "actions": rng.sample(actions, rng.randint(1, 2)),
-                                      "resources": rng.sample(patterns, rng.randint(0, 3))}
-                                     for _ in range(rng.randint(1, 3))]
+            role_set[f"r{index}"] = [
+                {
+                    "effect": rng.choice(["Allow", "Allow", "Deny"]),
+                    "actions": rng.sample(actions, rng.randint(1, 2)),
+                    "resources": rng.sample(patterns, rng.randint(0, 3)),
+                }
+                for _ in range(rng.randint(1, 3))
+            ]
         subject = policy.Principal(UserFactory.build())
         subject._roles = {name: rules_of(name, items) for name, items in role_set.items()}
-        expected = {name for name in names
-                    if any(visible_in_role(rules, "workflow:Create", f"pool/{name}")
-                           for rules in subject.roles.values())}
+        expected = {
+            name
+            for name in names
+            if any(visible_in_role(rules, "workflow:Create", f"pool/{name}") for rules in subject.roles.values())
+        }
         assert policy.allowed_pools(subject) == expected, role_set

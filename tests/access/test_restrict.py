@@ -43,20 +43,30 @@ def test_workflows_are_restricted_by_pool_and_owner():
 def test_a_deny_hides_rows_only_within_its_own_role():
     for name in ("team-a", "team-a-frozen", "team-b"):
         PoolFactory(name=name)
-    role("team-a", allow([actions.WORKFLOW_ALL], ["pool/team-a*"]),
-         deny([actions.WORKFLOW_CREATE], ["pool/team-a-frozen"]))
+    role(
+        "team-a",
+        allow([actions.WORKFLOW_ALL], ["pool/team-a*"]),
+        deny([actions.WORKFLOW_CREATE], ["pool/team-a-frozen"]),
+    )
     user = holder("team-a")
     assert names(policy.restrict(Pool.objects.all(), user, actions.WORKFLOW_CREATE)) == ["team-a"]
     role("everything", allow([actions.WORKFLOW_CREATE], ["pool/*"]))
     both = holder("team-a", "everything")
     assert names(policy.restrict(Pool.objects.all(), both, actions.WORKFLOW_CREATE)) == [
-        "team-a", "team-a-frozen", "team-b"]
+        "team-a",
+        "team-a-frozen",
+        "team-b",
+    ]
 
 
 def test_revisions_are_restricted_by_config_type():
     store.apply("POD_TEMPLATE", "tiny", {"spec": {}}, ACTOR)
-    store.apply("RESOURCE_VALIDATION", "cpu", [{"left_operand": "1", "operator": "LE", "right_operand": "2",
-                                                  "assert_message": "never"}], ACTOR)
+    store.apply(
+        "RESOURCE_VALIDATION",
+        "cpu",
+        [{"left_operand": "1", "operator": "LE", "right_operand": "2", "assert_message": "never"}],
+        ACTOR,
+    )
     role("template-readers", allow([actions.CONFIG_READ], ["config/pod_template"]))
     reader = holder("template-readers")
     visible = policy.restrict(Revision.objects.all(), reader, (actions.CONFIG_READ, actions.CONFIG_UPDATE))
@@ -100,8 +110,14 @@ def test_require_audits_a_refusal_and_raises():
     request = RequestFactory().post("/pools/team-b/submit")
     request.user = holder("osmo-user", username="rita")
     with pytest.raises(PermissionDenied) as refused:
-        policy.require(request, actions.WORKFLOW_CREATE, actions.pool("team-b"),
-                       refusal="may not submit workflows to pool team-b", field="pool", value="team-b")
+        policy.require(
+            request,
+            actions.WORKFLOW_CREATE,
+            actions.pool("team-b"),
+            refusal="may not submit workflows to pool team-b",
+            field="pool",
+            value="team-b",
+        )
     assert str(refused.value.reason).startswith("rita may not submit workflows to pool team-b: no policy of roles")
     assert (refused.value.field, refused.value.value) == ("pool", "team-b")
     event = AuditEvent.objects.get(action="access.denied")

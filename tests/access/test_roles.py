@@ -50,18 +50,21 @@ def test_builtin_roles_cannot_be_deleted_by_any_door(name):
 
 def test_osmo_admin_stays_admin_even_with_force():
     with pytest.raises(BuiltinRole):
-        store.apply("ROLE", "osmo-admin", {"policies": [allow(["pool:List"])], "immutable": True, "force": True},
-                      ACTOR)
+        store.apply("ROLE", "osmo-admin", {"policies": [allow(["pool:List"])], "immutable": True, "force": True}, ACTOR)
 
 
 def test_config_update_show_history_delete_round_trip(tmp_path):
-    body = {"name": "osmo-vision", "description": "vision team",
-            "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/vision*"]}],
-            "external_roles": ["vision-gpu-users"]}
+    body = {
+        "name": "osmo-vision",
+        "description": "vision team",
+        "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/vision*"]}],
+        "external_roles": ["vision-gpu-users"],
+    }
     path = tmp_path / "role.json"
     path.write_text(json.dumps(body))
-    assert run("config", "update", "ROLE", "osmo-vision", "--file", str(path)) == \
-        "ROLE osmo-vision created (revision 1)\n"
+    assert (
+        run("config", "update", "ROLE", "osmo-vision", "--file", str(path)) == "ROLE osmo-vision created (revision 1)\n"
+    )
     shown = json.loads(run("config", "show", "ROLE", "osmo-vision"))
     assert set(shown) == ROLE_KEYS
     assert shown["sync_mode"] == "import" and shown["immutable"] is False
@@ -95,23 +98,27 @@ def test_immutable_roles_refuse_policy_changes_unless_forced():
     assert error.value.field == "policies" and "Role locked is immutable" in error.value.reason
     with pytest.raises(ConfigError):
         store.apply("ROLE", "locked", {"policies": [allow(["pool:List"])], "immutable": False}, ACTOR)
-    store.apply("ROLE", "locked", {"description": "new words", "policies": [allow(["pool:List"])],
-                                     "immutable": True}, ACTOR)  # description only: fine
+    store.apply(
+        "ROLE", "locked", {"description": "new words", "policies": [allow(["pool:List"])], "immutable": True}, ACTOR
+    )  # description only: fine
     store.apply("ROLE", "locked", {"policies": [allow(["*:*"])], "immutable": True, "force": True}, ACTOR)
     assert Role.objects.get(name="locked").policies == [allow(["*:*"])]
 
 
-@pytest.mark.parametrize(("body", "field"), [
-    ({"policies": [{"effect": "Maybe", "actions": ["pool:List"]}]}, "policies[0].effect"),
-    ({"policies": [{"actions": ["pool:list"]}]}, "policies[0].actions[0]"),
-    ({"policies": [{"actions": []}]}, "policies[0].actions"),
-    ({"policies": [{"actions": ["pool:List"], "resources": "pool/x"}]}, "policies[0].resources"),
-    ({"policies": [{"actions": ["pool:List"], "where": 1}]}, "policies[0].where"),
-    ({"sync_mode": "sometimes"}, "sync_mode"),
-    ({"external_roles": "idp-a"}, "external_roles"),
-    ({"permissions": []}, "permissions"),
-    ({"name": "other"}, "name"),
-])
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"policies": [{"effect": "Maybe", "actions": ["pool:List"]}]}, "policies[0].effect"),
+        ({"policies": [{"actions": ["pool:list"]}]}, "policies[0].actions[0]"),
+        ({"policies": [{"actions": []}]}, "policies[0].actions"),
+        ({"policies": [{"actions": ["pool:List"], "resources": "pool/x"}]}, "policies[0].resources"),
+        ({"policies": [{"actions": ["pool:List"], "where": 1}]}, "policies[0].where"),
+        ({"sync_mode": "sometimes"}, "sync_mode"),
+        ({"external_roles": "idp-a"}, "external_roles"),
+        ({"permissions": []}, "permissions"),
+        ({"name": "other"}, "name"),
+    ],
+)
 def test_invalid_role_documents_name_the_field(body, field):
     with pytest.raises(ConfigError) as error:
         store.apply("ROLE", "r", body, ACTOR)
@@ -121,9 +128,13 @@ def test_invalid_role_documents_name_the_field(body, field):
 def test_config_set_role_pool_generates_osmos_pool_role():
     assert run("config", "set", "ROLE", "osmo-team", "pool") == "ROLE osmo-team created (revision 1)\n"
     assert store.show("ROLE", "osmo-team") == {
-        "name": "osmo-team", "description": "Generated Role for pool team",
+        "name": "osmo-team",
+        "description": "Generated Role for pool team",
         "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/team*"]}],
-        "immutable": False, "sync_mode": "import", "external_roles": []}
+        "immutable": False,
+        "sync_mode": "import",
+        "external_roles": [],
+    }
     assert "unchanged" in run("config", "set", "ROLE", "osmo-team", "pool")
     with pytest.raises(ConfigError) as error:
         run("config", "set", "ROLE", "team", "pool")
@@ -132,18 +143,30 @@ def test_config_set_role_pool_generates_osmos_pool_role():
 
 def test_the_seed_legacy_role_imports_through_config_set_with_a_file():
     err = StringIO()
-    call_command("config", "set", "ROLE", "osmo-shared", "-f", str(SEEDS / "role_osmo_shared_legacy.json"),
-                 stdout=StringIO(), stderr=err)
+    call_command(
+        "config",
+        "set",
+        "ROLE",
+        "osmo-shared",
+        "-f",
+        str(SEEDS / "role_osmo_shared_legacy.json"),
+        stdout=StringIO(),
+        stderr=err,
+    )
     assert "converted from the OSMO 6.0 format" in err.getvalue()
     assert "reaches no API endpoint" in err.getvalue()
     assert Role.objects.get(name="osmo-shared").policies == [
-        {"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/shared_simulation_training_pool*"]}]
+        {"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/shared_simulation_training_pool*"]}
+    ]
 
 
 def test_role_api_in_osmos_shape():
     client = api(holder("osmo-admin"))
-    created = client.put("/api/configs/role/osmo-ml", {"configs": {
-        "description": "ml", "policies": [allow(["workflow:*"], ["pool/ml*"])]}}, format="json")
+    created = client.put(
+        "/api/configs/role/osmo-ml",
+        {"configs": {"description": "ml", "policies": [allow(["workflow:*"], ["pool/ml*"])]}},
+        format="json",
+    )
     assert created.status_code == 201, created.json()
     assert set(client.get("/api/configs/role/osmo-ml").json()) == ROLE_KEYS
     assert "osmo-ml" in client.get("/api/configs/role").json()
@@ -154,18 +177,21 @@ def test_role_api_in_osmos_shape():
 
 def test_user_commands():
     role("osmo-ml", allow(["workflow:*"], ["pool/ml*"]))
-    assert run("user", "create", "ana", "--roles", "osmo-user,osmo-ml") == \
-        "user ana created; roles: osmo-ml, osmo-user\n"
-    assert "added -; removed osmo-ml; roles now: osmo-user" in run("user", "update", "ana", "--remove-roles",
-                                                                   "osmo-ml")
+    assert (
+        run("user", "create", "ana", "--roles", "osmo-user,osmo-ml") == "user ana created; roles: osmo-ml, osmo-user\n"
+    )
+    assert "added -; removed osmo-ml; roles now: osmo-user" in run("user", "update", "ana", "--remove-roles", "osmo-ml")
     run("user", "update", "ana", "--add-roles", "osmo-ml")
     shown = json.loads(run("user", "show", "ana", "--format", "json"))
     assert shown["roles"] == ["osmo-ml", "osmo-user"] and shown["tokens"] == []
     with pytest.raises(ConfigError) as error:
         run("user", "update", "ana", "--add-roles", "osmo-nope")
     assert (error.value.field, error.value.value) == ("add_roles", "osmo-nope")
-    assert {e.action for e in AuditEvent.objects.filter(target="user/ana")} >= {"user.create", "role.grant",
-                                                                                 "role.revoke"}
+    assert {e.action for e in AuditEvent.objects.filter(target="user/ana")} >= {
+        "user.create",
+        "role.grant",
+        "role.revoke",
+    }
 
 
 def test_revoking_a_role_removes_it_from_the_users_tokens(team_role):
@@ -189,16 +215,17 @@ def test_sync_import_adds_and_never_removes():
 
 
 def test_sync_force_adds_and_removes_and_external_names_map():
-    store.apply("ROLE", "gpu-users", {"sync_mode": "force", "external_roles": ["/corp/gpu", "gpu-realm-role"]},
-                  ACTOR)
+    store.apply("ROLE", "gpu-users", {"sync_mode": "force", "external_roles": ["/corp/gpu", "gpu-realm-role"]}, ACTOR)
     user = UserFactory()
     assert sync_roles_from_claims(user, {"gpu-realm-role"}).added == ["gpu-users"]
     assert sync_roles_from_claims(user, {"gpu-realm-role"}).kept == ["gpu-users"]
     assert sync_roles_from_claims(user, {"something-else"}).removed == ["gpu-users"]
     assert roles.user_role_names(user) == []
     events = AuditEvent.objects.filter(target=f"user/{user.username}").order_by("id")
-    assert [(e.action, e.source, e.detail["via"]) for e in events] == [("role.grant", "oidc", "idp-sync"),
-                                                                      ("role.revoke", "oidc", "idp-sync")]
+    assert [(e.action, e.source, e.detail["via"]) for e in events] == [
+        ("role.grant", "oidc", "idp-sync"),
+        ("role.revoke", "oidc", "idp-sync"),
+    ]
 
 
 def test_sync_ignore_never_touches_the_role():

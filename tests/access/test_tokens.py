@@ -58,9 +58,17 @@ def test_a_token_can_only_issue_tokens_within_its_own_subset(team_role):
     assert [r.name for r in tokens.create(owner, "same", issuer=narrow).token.roles.all()] == ["osmo-user"]
 
 
-@pytest.mark.parametrize(("expires", "ok"), [
-    (None, True), ("30d", True), ("90d", True), ("91d", False), ("2000-01-01", False), ("soon", False),
-])
+@pytest.mark.parametrize(
+    ("expires", "ok"),
+    [
+        (None, True),
+        ("30d", True),
+        ("90d", True),
+        ("91d", False),
+        ("2000-01-01", False),
+        ("soon", False),
+    ],
+)
 def test_expiry_is_capped(expires, ok, settings):
     settings.TOKEN_MAX_LIFETIME_DAYS = 90
     user = holder("osmo-user")
@@ -93,15 +101,25 @@ def test_bearer_token_authenticates_and_acts_with_its_roles(seed_pools, team_rol
     assert response.status_code == 200
     assert set(response.json()["pools"]) == {"default"}  # osmo-user's pool; osmo-team is not in the token
     full = tokens.create(owner, "full")
-    assert set(api(secret=full.secret).get("/api/pool").json()["pools"]) == {"teamcluster01", "team-cluster-02",
-                                                                             "team-gpu-pool", "default"}
+    assert set(api(secret=full.secret).get("/api/pool").json()["pools"]) == {
+        "teamcluster01",
+        "team-cluster-02",
+        "team-gpu-pool",
+        "default",
+    }
     assert APIToken.objects.get(pk=full.token.pk).last_used_at is not None
 
 
-@pytest.mark.parametrize(("state", "reason"), [
-    ("expired", "expired at"), ("revoked", "was revoked"), ("unknown", "unknown token"),
-    ("inactive", "inactive"), ("garbage", "unknown token"),
-])
+@pytest.mark.parametrize(
+    ("state", "reason"),
+    [
+        ("expired", "expired at"),
+        ("revoked", "was revoked"),
+        ("unknown", "unknown token"),
+        ("inactive", "inactive"),
+        ("garbage", "unknown token"),
+    ],
+)
 def test_unusable_tokens_answer_401_with_the_envelope(state, reason):
     owner = holder("osmo-user")
     token = TokenFactory(user=owner)
@@ -155,14 +173,27 @@ def test_token_api_errors_name_the_role_and_the_name():
 def test_token_cli(team_role):
     holder("osmo-user", "osmo-team", username="carol")
     out = StringIO()
-    call_command("token", "create", "carol", "ci", "--roles", "osmo-team", "--expires", "10d", "--format", "json",
-                 stdout=out, stderr=StringIO())
+    call_command(
+        "token",
+        "create",
+        "carol",
+        "ci",
+        "--roles",
+        "osmo-team",
+        "--expires",
+        "10d",
+        "--format",
+        "json",
+        stdout=out,
+        stderr=StringIO(),
+    )
     created = json.loads(out.getvalue())
     assert set(created) == {"name", "token", "expires"} and created["name"] == "ci"
     out = StringIO()
     call_command("token", "list", "carol", "--format", "json", stdout=out)
-    assert [(t["name"], t["roles"], t["status"]) for t in json.loads(out.getvalue())] == [("ci", ["osmo-team"],
-                                                                                          "active")]
+    assert [(t["name"], t["roles"], t["status"]) for t in json.loads(out.getvalue())] == [
+        ("ci", ["osmo-team"], "active")
+    ]
     call_command("token", "revoke", "carol", "ci", stdout=StringIO())
     assert api(secret=created["token"]).get("/api/pool").status_code == 401
 

@@ -17,8 +17,16 @@ ROOT = Path(__file__).resolve().parents[2]
 LAYERS = ("foundation", "configs", "access", "teams", "clusters", "pools", "workflows", "selfservice")
 APPS = LAYERS[1:]
 # The project wiring: these may import anything (they assemble the apps).
-ROOT_MODULES = ("portal.settings", "portal.urls", "portal.wsgi", "portal.asgi",
-                "portal.apps", "portal.devserver", "portal.periodic", "portal.management")
+ROOT_MODULES = (
+    "portal.settings",
+    "portal.urls",
+    "portal.wsgi",
+    "portal.asgi",
+    "portal.apps",
+    "portal.devserver",
+    "portal.periodic",
+    "portal.management",
+)
 # Foundation modules that import no Django at all, so the pure engine may use them.
 DJANGO_FREE = ("portal.errors", "portal.paths")
 PURE_ENGINE = "pools.engine"

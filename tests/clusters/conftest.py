@@ -42,35 +42,54 @@ def kube_server() -> Iterator[EmulatorServer]:
 
 @pytest.fixture
 def backend(db, kube_server) -> Backend:
-    store.apply("BACKEND", "sim", {"description": "simulated", "namespace": "default",
-                                     "api_url": kube_server.url}, CLI)
+    store.apply("BACKEND", "sim", {"description": "simulated", "namespace": "default", "api_url": kube_server.url}, CLI)
     return Backend.objects.get(name="sim")
 
 
 @pytest.fixture
 def pools_config(backend) -> None:
     store.apply_many("POD_TEMPLATE", TEMPLATES, CLI)
-    store.apply_many("POOL", {
-        "train": {"backend": "sim", "common_pod_template": ["gpu-toleration"],
-                  "platforms": {"h100": {"override_pod_template": ["h100"]},
-                                "a100": {"override_pod_template": ["a100"]}}},
-        "research": {"backend": "sim", "common_pod_template": ["gpu-toleration"],
-                     "platforms": {"any-h100": {"override_pod_template": ["h100"]}}},
-        "batch": {"backend": "sim", "platforms": {"cpu": {"override_pod_template": ["cpu"]}}},
-    }, CLI)
+    store.apply_many(
+        "POOL",
+        {
+            "train": {
+                "backend": "sim",
+                "common_pod_template": ["gpu-toleration"],
+                "platforms": {"h100": {"override_pod_template": ["h100"]}, "a100": {"override_pod_template": ["a100"]}},
+            },
+            "research": {
+                "backend": "sim",
+                "common_pod_template": ["gpu-toleration"],
+                "platforms": {"any-h100": {"override_pod_template": ["h100"]}},
+            },
+            "batch": {"backend": "sim", "platforms": {"cpu": {"override_pod_template": ["cpu"]}}},
+        },
+        CLI,
+    )
 
 
-def running_pod(name: str, node: str, *, cpu: str = "1", memory: str = "1Gi", gpu: int = 0,
-                workload: bool = False, phase: str = "Running", namespace: str = "team-a") -> dict:
+def running_pod(
+    name: str,
+    node: str,
+    *,
+    cpu: str = "1",
+    memory: str = "1Gi",
+    gpu: int = 0,
+    workload: bool = False,
+    phase: str = "Running",
+    namespace: str = "team-a",
+) -> dict:
     requests = {"cpu": cpu, "memory": memory}
     if gpu:
         requests["nvidia.com/gpu"] = str(gpu)
     labels = {"pool-portal/workflow": "wf-1"} if workload else {"app": "other"}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": namespace, "labels": labels},
-            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "x",
-                                                       "resources": {"requests": requests}}]},
-            "status": {"phase": phase}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": namespace, "labels": labels},
+        "spec": {"nodeName": node, "containers": [{"name": "main", "image": "x", "resources": {"requests": requests}}]},
+        "status": {"phase": phase},
+    }
 
 
 from tests.integration.conftest import demo_pools, reference_config  # noqa: E402, F401  (shared demo data)

@@ -26,8 +26,11 @@ def synced(pools_config, backend, kube_server):
 
 
 def grow_fleet(kube_server, backend, extra: int = 30) -> None:
-    kube_server.emulator.load("nodes", [node_manifest("h100", 100 + i, name=f"h100-extra-{i}") for i in range(extra)]
-                              + [node_manifest("cpu", 100 + i, name=f"cpu-extra-{i}") for i in range(extra)])
+    kube_server.emulator.load(
+        "nodes",
+        [node_manifest("h100", 100 + i, name=f"h100-extra-{i}") for i in range(extra)]
+        + [node_manifest("cpu", 100 + i, name=f"cpu-extra-{i}") for i in range(extra)],
+    )
     inventory.sync_backend(backend.pk)
 
 
@@ -54,19 +57,26 @@ def test_api_resources(admin_api, synced):
 def test_api_resources_errors_and_permissions(admin_api, client, synced):
     response = admin_api.get("/api/resources", {"pools": "ghost"})
     assert response.status_code == 404
-    assert response.json() == {"code": "not_found", "field": "pools", "value": "ghost",
-                               "reason": "no pool named 'ghost'"}
+    assert response.json() == {
+        "code": "not_found",
+        "field": "pools",
+        "value": "ghost",
+        "reason": "no pool named 'ghost'",
+    }
     assert client.get("/api/resources").status_code in (401, 403)
 
 
-@pytest.mark.parametrize(("query", "status", "field", "value"), [
-    ("pools=", 400, "pools", ""),
-    ("pools=train,,research", 400, "pools", "train,,research"),
-    ("platforms=", 400, "platforms", ""),
-    ("pools=gh%00ost", 400, "pools", "gh\x00ost"),  # NUL in a query: portal.api_guards
-    ("pools=train&platforms=h%00", 400, "platforms", "h\x00"),
-    ("pool=train", 400, "pool", "train"),  # the singular is a typo, not "every pool"
-])
+@pytest.mark.parametrize(
+    ("query", "status", "field", "value"),
+    [
+        ("pools=", 400, "pools", ""),
+        ("pools=train,,research", 400, "pools", "train,,research"),
+        ("platforms=", 400, "platforms", ""),
+        ("pools=gh%00ost", 400, "pools", "gh\x00ost"),  # NUL in a query: portal.api_guards
+        ("pools=train&platforms=h%00", 400, "platforms", "h\x00"),
+        ("pool=train", 400, "pool", "train"),  # the singular is a typo, not "every pool"
+    ],
+)
 def test_api_resources_names_a_bad_or_empty_name(admin_api, synced, query, status, field, value):
     response = admin_api.get(f"/api/resources?{query}")
     assert response.status_code == status, response.content
@@ -84,8 +94,16 @@ def test_node_changelist_filters_and_constant_queries(admin_client, synced, kube
     url = reverse("admin:clusters_node_changelist")
     train = Pool.objects.get(name="train")
     h100 = Platform.objects.get(name="h100")
-    for query in ("", f"?pool={train.pk}", f"?platform={h100.pk}", "?gpu_product=NVIDIA-H100-80GB-HBM3",
-                  "?schedulable=no", "?type=SHARED", "?type=UNUSED", f"?backend__id__exact={backend.pk}"):
+    for query in (
+        "",
+        f"?pool={train.pk}",
+        f"?platform={h100.pk}",
+        "?gpu_product=NVIDIA-H100-80GB-HBM3",
+        "?schedulable=no",
+        "?type=SHARED",
+        "?type=UNUSED",
+        f"?backend__id__exact={backend.pk}",
+    ):
         assert admin_client.get(url + query).status_code == 200, query
     page = admin_client.get(f"{url}?type=SHARED").content.decode()
     assert "h100-node-0" in page and "cpu-node-0" not in page
@@ -131,9 +149,20 @@ def test_backend_page_never_renders_secrets_and_keeps_them(admin_client, synced,
     url = reverse("admin:clusters_backend_change", args=[synced.pk])
     page = admin_client.get(url).content.decode()
     assert TOKEN not in page and "Stored (&lt;set " in page
-    form = {"description": "changed", "namespace": "default", "scheduler_name": "", "dashboard_url": "",
-            "grafana_url": "", "connection": "url", "api_url": kube_server.url, "token": "", "ca_cert": "",
-            "verify_tls": "on", "kubeconfig": "", "kube_context": ""}
+    form = {
+        "description": "changed",
+        "namespace": "default",
+        "scheduler_name": "",
+        "dashboard_url": "",
+        "grafana_url": "",
+        "connection": "url",
+        "api_url": kube_server.url,
+        "token": "",
+        "ca_cert": "",
+        "verify_tls": "on",
+        "kubeconfig": "",
+        "kube_context": "",
+    }
     response = admin_client.post(url, form)
     assert response.status_code == 302, response.content.decode()[:3000]
     backend = Backend.objects.get(pk=synced.pk)
@@ -151,13 +180,13 @@ def test_backend_form_refuses_bad_connection(admin_client, synced):
 
 def test_backend_actions_test_connection_and_sync(admin_client, synced, kube_server):
     changelist = reverse("admin:clusters_backend_changelist")
-    response = admin_client.post(changelist, {"action": "test_connection", "_selected_action": [synced.pk]},
-                                 follow=True)
+    response = admin_client.post(
+        changelist, {"action": "test_connection", "_selected_action": [synced.pk]}, follow=True
+    )
     page = response.content.decode()
     assert "Kubernetes v1.33.0" in page and "yes list nodes (cluster)" in page
     kube_server.emulator.fail_next("list", "nodes", status=503, times=None)
-    response = admin_client.post(changelist, {"action": "sync_inventory", "_selected_action": [synced.pk]},
-                                 follow=True)
+    response = admin_client.post(changelist, {"action": "sync_inventory", "_selected_action": [synced.pk]}, follow=True)
     assert "sync failed, inventory left as it was: listing nodes: HTTP 503" in response.content.decode()
     listed = admin_client.get(changelist).content.decode()
     assert "degraded" in listed
@@ -226,9 +255,21 @@ def test_api_resources_for_a_researcher_with_resources_read(synced):
 def test_backend_add_page_with_a_connection(admin_client, db, kube_server):
     url = reverse("admin:clusters_backend_add")
     assert admin_client.get(url).status_code == 200
-    form = {"name": "new-cluster", "description": "", "namespace": "default", "scheduler_name": "",
-            "dashboard_url": "", "grafana_url": "", "connection": "url", "api_url": kube_server.url,
-            "token": TOKEN, "ca_cert": "", "verify_tls": "on", "kubeconfig": "", "kube_context": ""}
+    form = {
+        "name": "new-cluster",
+        "description": "",
+        "namespace": "default",
+        "scheduler_name": "",
+        "dashboard_url": "",
+        "grafana_url": "",
+        "connection": "url",
+        "api_url": kube_server.url,
+        "token": TOKEN,
+        "ca_cert": "",
+        "verify_tls": "on",
+        "kubeconfig": "",
+        "kube_context": "",
+    }
     response = admin_client.post(url, form)
     assert response.status_code == 302, response.content.decode()[:2000]
     backend = Backend.objects.get(name="new-cluster")

@@ -14,8 +14,14 @@ from clusters.models import Backend, Node
 from tests.clirun import run_as_cli
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "placement"
-PLACEMENT = ["--pod", str(EXAMPLES / "pod.yaml"), "--nodes", str(EXAMPLES / "nodes.json"),
-             "--pods", str(EXAMPLES / "pods.json")]
+PLACEMENT = [
+    "--pod",
+    str(EXAMPLES / "pod.yaml"),
+    "--nodes",
+    str(EXAMPLES / "nodes.json"),
+    "--pods",
+    str(EXAMPLES / "pods.json"),
+]
 
 
 def run(*args) -> str:
@@ -51,22 +57,37 @@ def test_placement_table():
 
 
 def test_placement_without_pods_and_with_a_bare_list(tmp_path):
-    data = json.loads(run("placement", "--pod", str(EXAMPLES / "pod.yaml"), "--nodes", str(EXAMPLES / "nodes.json"),
-                          "--format", "json"))
+    data = json.loads(
+        run(
+            "placement",
+            "--pod",
+            str(EXAMPLES / "pod.yaml"),
+            "--nodes",
+            str(EXAMPLES / "nodes.json"),
+            "--format",
+            "json",
+        )
+    )
     assert [row["name"] for row in data["nodes"] if row["fits"]] == ["h100-node-0", "h100-node-1"]
 
 
 def test_placement_bad_quantity_is_one_clean_line(cli):
-    code, out, err = cli("placement", "--pod", str(EXAMPLES / "bad_pod.yaml"),
-                                "--nodes", str(EXAMPLES / "nodes.json"), "--format", "json")
+    code, out, err = cli(
+        "placement",
+        "--pod",
+        str(EXAMPLES / "bad_pod.yaml"),
+        "--nodes",
+        str(EXAMPLES / "nodes.json"),
+        "--format",
+        "json",
+    )
     assert code == 1 and out == ""
     assert err.count("\n") == 1 and "Traceback" not in err
     assert err.startswith("error: spec.containers[0].resources.requests.memory:") and "'1K'" in err
 
 
 def test_placement_missing_file_is_one_clean_line(cli, tmp_path):
-    code, _, err = cli("placement", "--pod", str(tmp_path / "nope.yaml"), "--nodes",
-                              str(EXAMPLES / "nodes.json"))
+    code, _, err = cli("placement", "--pod", str(tmp_path / "nope.yaml"), "--nodes", str(EXAMPLES / "nodes.json"))
     assert code == 1 and err.count("\n") == 1 and "file not found" in err
 
 
@@ -77,8 +98,12 @@ def test_backend_test_reports_version_and_permissions(backend, kube_server):
     text = run("backend", "test", "sim")
     assert f"backend sim: connected to {kube_server.url}, Kubernetes v1.33.0" in text
     assert "permissions (probes (the server has no SelfSubjectAccessReview)):" in text
-    for line in ("yes list nodes (cluster)", "yes watch pods (all namespaces)",
-                 "yes create pods in namespace osmo-workflows", "yes delete pods in namespace osmo-workflows"):
+    for line in (
+        "yes list nodes (cluster)",
+        "yes watch pods (all namespaces)",
+        "yes create pods in namespace osmo-workflows",
+        "yes delete pods in namespace osmo-workflows",
+    ):
         assert line in text
     assert "result: everything the portal needs is allowed" in text
     assert kube_server.emulator.list("pods", namespace="osmo-workflows") == []  # the probe pod was removed
@@ -131,6 +156,5 @@ def test_backend_sync_all_reports_failures_and_keeps_going(cli, backend, kube_se
     assert code == 1
     assert "backend sim: 29 nodes" in out
     assert "backend broken: sync failed: listing nodes: cannot connect" in err
-    assert err.strip().splitlines()[-1] == ("error: sync failed for broken; the inventory of each was left as it "
-                                            "was")
+    assert err.strip().splitlines()[-1] == ("error: sync failed for broken; the inventory of each was left as it was")
     assert Node.objects.filter(backend=backend).count() == 29

@@ -24,12 +24,16 @@ CA = "-----BEGIN CERTIFICATE-----\nMIIBfake\n-----END CERTIFICATE-----\n"
 
 
 def kubeconfig(server: str, *, user: dict | None = None) -> str:
-    return yaml.safe_dump({
-        "apiVersion": "v1", "kind": "Config", "current-context": "sim",
-        "clusters": [{"name": "sim", "cluster": {"server": server}}],
-        "users": [{"name": "me", "user": user or {"token": TOKEN}}],
-        "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "me"}}],
-    })
+    return yaml.safe_dump(
+        {
+            "apiVersion": "v1",
+            "kind": "Config",
+            "current-context": "sim",
+            "clusters": [{"name": "sim", "cluster": {"server": server}}],
+            "users": [{"name": "me", "user": user or {"token": TOKEN}}],
+            "contexts": [{"name": "sim", "context": {"cluster": "sim", "user": "me"}}],
+        }
+    )
 
 
 def test_url_connection_sends_the_token_and_sets_timeouts(backend, kube_server):
@@ -58,16 +62,19 @@ def test_kubeconfig_connection_syncs(backend, kube_server):
     assert kube_server.emulator._requests[-1].headers["Authorization"] == f"Bearer {TOKEN}"
 
 
-@pytest.mark.parametrize(("body", "field", "reason"), [
-    ({"kubeconfig": "a: [b"}, "kubeconfig", "kubeconfig is not valid YAML"),
-    ({"kubeconfig": "{}"}, "kubeconfig", "must be a mapping with clusters, contexts and users"),
-    ({"kubeconfig": kubeconfig("https://x", user={"exec": {"command": "aws"}})}, "kubeconfig", "exec plugin"),
-    ({"kubeconfig": kubeconfig("https://x"), "kube_context": "other"}, "kubeconfig", "no context 'other'"),
-    ({"connection": "url"}, "api_url", "needs api_url"),
-    ({"connection": "kubeconfig"}, "kubeconfig", "needs the kubeconfig content"),
-    ({"connection": "ssh"}, "connection", "unknown connection"),
-    ({"api_url": "https://x", "ca_cert": "not a pem"}, "ca_cert", "must be PEM"),
-])
+@pytest.mark.parametrize(
+    ("body", "field", "reason"),
+    [
+        ({"kubeconfig": "a: [b"}, "kubeconfig", "kubeconfig is not valid YAML"),
+        ({"kubeconfig": "{}"}, "kubeconfig", "must be a mapping with clusters, contexts and users"),
+        ({"kubeconfig": kubeconfig("https://x", user={"exec": {"command": "aws"}})}, "kubeconfig", "exec plugin"),
+        ({"kubeconfig": kubeconfig("https://x"), "kube_context": "other"}, "kubeconfig", "no context 'other'"),
+        ({"connection": "url"}, "api_url", "needs api_url"),
+        ({"connection": "kubeconfig"}, "kubeconfig", "needs the kubeconfig content"),
+        ({"connection": "ssh"}, "connection", "unknown connection"),
+        ({"api_url": "https://x", "ca_cert": "not a pem"}, "ca_cert", "must be PEM"),
+    ],
+)
 def test_bad_connection_settings_are_refused_with_the_field(db, body, field, reason):
     with pytest.raises(ConfigError) as caught:
         store.apply("BACKEND", "c", body, CLI)

@@ -19,19 +19,26 @@ SPEC = {"nodeSelector": {"node-type": "gpu"}, "containers": [{"name": "main", "i
 TEMPLATE = {"metadata": {"labels": {"app": "train"}}, "spec": SPEC}
 
 
-@pytest.mark.parametrize(("kind", "manifest"), [
-    ("Job", {"spec": {"template": TEMPLATE}}),
-    ("CronJob", {"spec": {"schedule": "@daily", "jobTemplate": {"spec": {"template": TEMPLATE}}}}),
-    ("Deployment", {"spec": {"replicas": 3, "template": TEMPLATE}}),
-    ("StatefulSet", {"spec": {"serviceName": "s", "template": TEMPLATE}}),
-    ("DaemonSet", {"spec": {"template": TEMPLATE}}),
-    ("ReplicaSet", {"spec": {"template": TEMPLATE}}),
-    ("PodTemplate", {"template": TEMPLATE}),
-])
+@pytest.mark.parametrize(
+    ("kind", "manifest"),
+    [
+        ("Job", {"spec": {"template": TEMPLATE}}),
+        ("CronJob", {"spec": {"schedule": "@daily", "jobTemplate": {"spec": {"template": TEMPLATE}}}}),
+        ("Deployment", {"spec": {"replicas": 3, "template": TEMPLATE}}),
+        ("StatefulSet", {"spec": {"serviceName": "s", "template": TEMPLATE}}),
+        ("DaemonSet", {"spec": {"template": TEMPLATE}}),
+        ("ReplicaSet", {"spec": {"template": TEMPLATE}}),
+        ("PodTemplate", {"template": TEMPLATE}),
+    ],
+)
 def test_a_workload_yields_its_pod_template(kind, manifest):
     pod = pod_of({"apiVersion": "x/v1", "kind": kind, "metadata": {"name": "trainer"}, **manifest})
-    assert pod == {"apiVersion": "v1", "kind": "Pod", "metadata": {"labels": {"app": "train"}, "name": "trainer"},
-                   "spec": SPEC}
+    assert pod == {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"labels": {"app": "train"}, "name": "trainer"},
+        "spec": SPEC,
+    }
     assert kind in READABLE_KINDS
 
 
@@ -49,13 +56,16 @@ def test_a_kind_without_a_pod_template_is_refused_by_name(kind):
     assert caught.value.reason.startswith(f"a {kind} has no pod template to place; expected one of Pod, Job,")
 
 
-@pytest.mark.parametrize(("manifest", "field"), [
-    ({"kind": "Job", "spec": {}}, "spec.template"),
-    ({"kind": "Job"}, "spec"),
-    ({"kind": "CronJob", "spec": {"jobTemplate": {"spec": {}}}}, "spec.jobTemplate.spec.template"),
-    ({"kind": "Deployment", "spec": {"template": {"metadata": {}}}}, "spec.template.spec"),
-    ({"kind": "PodTemplate", "template": "nope"}, "template"),
-])
+@pytest.mark.parametrize(
+    ("manifest", "field"),
+    [
+        ({"kind": "Job", "spec": {}}, "spec.template"),
+        ({"kind": "Job"}, "spec"),
+        ({"kind": "CronJob", "spec": {"jobTemplate": {"spec": {}}}}, "spec.jobTemplate.spec.template"),
+        ({"kind": "Deployment", "spec": {"template": {"metadata": {}}}}, "spec.template.spec"),
+        ({"kind": "PodTemplate", "template": "nope"}, "template"),
+    ],
+)
 def test_a_workload_missing_its_template_names_the_path(manifest, field):
     with pytest.raises(EngineError) as caught:
         pod_of(manifest)
@@ -84,8 +94,7 @@ def fitting(pod: Path, nodes: Path) -> list[str]:
 
 def test_the_rosa_seed_jobs_place_on_their_machine_pools(demo_nodes):
     assert fitting(EXAMPLES / "rosa-batch-job.yaml", demo_nodes) == ["additional-node-0", "additional-node-1"]
-    assert fitting(EXAMPLES / "rosa-ml-training-job.yaml", demo_nodes) == ["ml-training-node-0",
-                                                                            "ml-training-node-1"]
+    assert fitting(EXAMPLES / "rosa-ml-training-job.yaml", demo_nodes) == ["ml-training-node-0", "ml-training-node-1"]
     # No selector, no toleration: only the nodes without a NoSchedule taint (the cpu pool).
     assert fitting(EXAMPLES / "rosa-spot-monitor-pod.yaml", demo_nodes) == [f"cpu-node-{i}" for i in range(4)]
 
@@ -93,8 +102,16 @@ def test_the_rosa_seed_jobs_place_on_their_machine_pools(demo_nodes):
 def test_a_job_reads_the_template_not_the_job_spec(demo_nodes, tmp_path):
     """Read as a Pod, the Job's spec has no selector or toleration and would 'fit' the cpu nodes."""
     out = StringIO()
-    call_command("placement", "--pod", str(EXAMPLES / "rosa-ml-training-job.yaml"), "--nodes", str(demo_nodes),
-                 "--format", "json", stdout=out)
+    call_command(
+        "placement",
+        "--pod",
+        str(EXAMPLES / "rosa-ml-training-job.yaml"),
+        "--nodes",
+        str(demo_nodes),
+        "--format",
+        "json",
+        stdout=out,
+    )
     reasons = {row["name"]: row["reasons"] for row in json.loads(out.getvalue())["nodes"]}
     assert reasons["cpu-node-0"][0] == "node(s) didn't match nodeSelector: node-type=gpu (node has no node-type label)"
     assert any("untolerated taint workload-type=batch:NoSchedule" in r for r in reasons["additional-node-0"])
@@ -104,8 +121,9 @@ def test_the_cli_refuses_a_pod_disruption_budget_in_one_line(demo_nodes, capsys,
     monkeypatch.setattr(base.connections, "close_all", lambda: None)
     command = load_command_class("pools", "placement")
     with pytest.raises(SystemExit) as exit_:
-        command.run_from_argv(["manage.py", "placement", "--pod", str(EXAMPLES / "rosa-ml-training-pdb.yaml"),
-                               "--nodes", str(demo_nodes)])
+        command.run_from_argv(
+            ["manage.py", "placement", "--pod", str(EXAMPLES / "rosa-ml-training-pdb.yaml"), "--nodes", str(demo_nodes)]
+        )
     captured = capsys.readouterr()
     assert exit_.value.code == 1 and captured.out == ""
     assert captured.err.count("\n") == 1 and "Traceback" not in captured.err

@@ -49,14 +49,17 @@ def test_lists_are_paginated_with_limit_and_continue(backend, kube_server, monke
 
 
 def test_pod_requests_are_summed_per_node_workloads_apart(backend, kube_server):
-    kube_server.emulator.load("pods", [
-        running_pod("train-1", "h100-node-0", cpu="4", memory="16Gi", gpu=2, workload=True),
-        running_pod("train-2", "h100-node-0", cpu="500m", memory="1Gi", gpu=1, workload=True, phase="Pending"),
-        running_pod("daemon", "h100-node-0", cpu="250m", memory="512Mi"),
-        running_pod("finished", "h100-node-0", cpu="8", gpu=4, workload=True, phase="Succeeded"),
-        running_pod("failed", "h100-node-0", cpu="8", phase="Failed"),
-        {**running_pod("unbound", "", cpu="8"), "status": {"phase": "Pending"}},
-    ])
+    kube_server.emulator.load(
+        "pods",
+        [
+            running_pod("train-1", "h100-node-0", cpu="4", memory="16Gi", gpu=2, workload=True),
+            running_pod("train-2", "h100-node-0", cpu="500m", memory="1Gi", gpu=1, workload=True, phase="Pending"),
+            running_pod("daemon", "h100-node-0", cpu="250m", memory="512Mi"),
+            running_pod("finished", "h100-node-0", cpu="8", gpu=4, workload=True, phase="Succeeded"),
+            running_pod("failed", "h100-node-0", cpu="8", phase="Failed"),
+            {**running_pod("unbound", "", cpu="8"), "status": {"phase": "Pending"}},
+        ],
+    )
 
     inventory.sync_backend(backend.pk)
 

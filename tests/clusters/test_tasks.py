@@ -38,8 +38,11 @@ def test_transient_failures_are_retried(eager, backend, kube_server):
 def test_client_errors_are_not_retried(eager, backend, kube_server):
     kube_server.emulator.fail_next("list", "nodes", status=403, times=None)
     outcome = tasks.sync_backend.delay(backend.pk).get()
-    assert outcome == {"backend_id": backend.pk, "ok": False,
-                       "error": "listing nodes: HTTP 403 Forbidden: injected failure for list nodes"}
+    assert outcome == {
+        "backend_id": backend.pk,
+        "ok": False,
+        "error": "listing nodes: HTTP 403 Forbidden: injected failure for list nodes",
+    }
     assert node_lists(kube_server) == 1
     assert Backend.objects.get(pk=backend.pk).sync_status == "degraded"
 

@@ -55,8 +55,9 @@ def test_pod_events_update_the_summed_requests(watcher, kube_server):
     drain_until(watcher, lambda: node("h100-node-0").gpu_used == 4)
     assert node("h100-node-0").requested_workload == {"cpu": 2000, "memory": 2**30, "nvidia.com/gpu": 4}
 
-    kube_server.emulator.patch("pods", "job", {"status": {"phase": "Succeeded"}}, namespace="team-a",
-                               subresource="status")
+    kube_server.emulator.patch(
+        "pods", "job", {"status": {"phase": "Succeeded"}}, namespace="team-a", subresource="status"
+    )
     drain_until(watcher, lambda: node("h100-node-0").gpu_used == 0)
     assert node("h100-node-0").workload_pods == 0
 
@@ -73,8 +74,9 @@ def test_a_410_gone_watch_relists(watcher, kube_server):
     kube_server.emulator.compact()
     kube_server.emulator.expire_watches()  # open watches get a 410 ERROR event and end
 
-    drain_until(watcher, lambda: node("cpu-node-1").labels.get("after") == "compaction"
-                          and node("cpu-node-1").cpu_used == 3000)
+    drain_until(
+        watcher, lambda: node("cpu-node-1").labels.get("after") == "compaction" and node("cpu-node-1").cpu_used == 3000
+    )
     # and the new watches work from the relist's version
     kube_server.emulator.patch("nodes", "cpu-node-2", {"metadata": {"labels": {"after": "relist"}}})
     drain_until(watcher, lambda: node("cpu-node-2").labels.get("after") == "relist")
@@ -99,8 +101,7 @@ def test_a_template_change_recomputes_membership(watcher, kube_server):
     from tests.clusters.conftest import CLI
 
     assert members("a100") == {"a100-node-0", "a100-node-1"}
-    store.apply("POD_TEMPLATE", "a100", {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}},
-                  CLI)
+    store.apply("POD_TEMPLATE", "a100", {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}}, CLI)
     assert members("a100") == {f"l40s-node-{i}" for i in range(4)}
 
 

@@ -25,8 +25,14 @@ def test_revisions_written_before_the_move_are_read_after_it():
     old_apps = _migrate(BEFORE)
     assert not any(model._meta.app_label == "configs" for model in old_apps.get_models())
     OldRevision = old_apps.get_model("pools", "Revision")
-    OldRevision.objects.create(config_type="POOL", name="team-a", revision=1, snapshot={"backend": "k1"},
-                               author_name="alice (cli)", tags=["seed"])
+    OldRevision.objects.create(
+        config_type="POOL",
+        name="team-a",
+        revision=1,
+        snapshot={"backend": "k1"},
+        author_name="alice (cli)",
+        tags=["seed"],
+    )
     OldRevision.objects.create(config_type="POOL", name="team-a", revision=2, snapshot=None, deleted=True)
     try:
         new_apps = _migrate(AFTER)

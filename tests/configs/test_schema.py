@@ -10,23 +10,35 @@ from configs.errors import ConfigError
 from configs.kinds import Bool, Group, Int, Names, Text
 from configs.schema import Field, Schema
 
-LIMITS = Group([Field("low", Int(0), default=0, attr="limit_low"), Field("high", Int(0), default=9, attr="limit_high")],
-               nullable=True)
-THING = Schema("THING", kind_label="thing", name_in_body=True, fields=(
-    Field("description", Text()),
-    Field("enabled", Bool(), default=True),
-    Field("limits", LIMITS, attr=None, default=None),
-    Field("tags", Names(), default=[]),
-    Field("force", Bool(), default=False, write_only=True),
-))
+LIMITS = Group(
+    [Field("low", Int(0), default=0, attr="limit_low"), Field("high", Int(0), default=9, attr="limit_high")],
+    nullable=True,
+)
+THING = Schema(
+    "THING",
+    kind_label="thing",
+    name_in_body=True,
+    fields=(
+        Field("description", Text()),
+        Field("enabled", Bool(), default=True),
+        Field("limits", LIMITS, attr=None, default=None),
+        Field("tags", Names(), default=[]),
+        Field("force", Bool(), default=False, write_only=True),
+    ),
+)
 
 
 def test_a_parsed_document_snapshots_like_the_object_it_becomes():
     doc = THING.parse("t1", {"description": "d", "limits": {"low": 2}, "tags": ["a", "b"], "force": True})
     assert (doc.limit_low, doc.limit_high, doc.force) == (2, 9, True)
     snapshot = THING.snapshot(doc)
-    assert snapshot == {"name": "t1", "description": "d", "enabled": True, "limits": {"low": 2, "high": 9},
-                        "tags": ["a", "b"]}
+    assert snapshot == {
+        "name": "t1",
+        "description": "d",
+        "enabled": True,
+        "limits": {"low": 2, "high": 9},
+        "tags": ["a", "b"],
+    }
 
     class Row:  # what a model object offers: its columns
         name, description, enabled, limit_low, limit_high, tags = "t1", "", True, None, None, []
@@ -41,14 +53,17 @@ def test_a_nullable_group_is_null_when_its_columns_are():
     assert THING.snapshot(doc)["limits"] is None
 
 
-@pytest.mark.parametrize(("body", "field", "reason"), [
-    ({"enabled": "yes"}, "enabled", "true or false"),
-    ({"limits": {"low": -1}}, "limits.low", "integer ≥ 0"),
-    ({"limits": {"middle": 1}}, "limits.middle", "unknown field"),
-    ({"tags": ["a", "a"]}, "tags", "same name twice"),
-    ({"colour": "red"}, "colour", "allowed fields are description, enabled, force, limits, name, tags"),
-    ({"name": "t2"}, "name", "does not match the thing name 't1'"),
-])
+@pytest.mark.parametrize(
+    ("body", "field", "reason"),
+    [
+        ({"enabled": "yes"}, "enabled", "true or false"),
+        ({"limits": {"low": -1}}, "limits.low", "integer ≥ 0"),
+        ({"limits": {"middle": 1}}, "limits.middle", "unknown field"),
+        ({"tags": ["a", "a"]}, "tags", "same name twice"),
+        ({"colour": "red"}, "colour", "allowed fields are description, enabled, force, limits, name, tags"),
+        ({"name": "t2"}, "name", "does not match the thing name 't1'"),
+    ],
+)
 def test_errors_name_the_field_the_value_and_why(body, field, reason):
     with pytest.raises(ConfigError) as caught:
         THING.parse("t1", body)

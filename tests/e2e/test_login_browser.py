@@ -35,7 +35,9 @@ def test_browser_sign_in_no_role_sign_out_then_sign_in_with_a_role(page, live_se
     with page.expect_response(lambda r: r.url == f"{base}/oidc/no-role/") as no_role:
         sign_in_at_idp(page, "wendy")
     assert no_role.value.status == 403
-    assert "You are signed in as wendy but hold no portal role" in " ".join(page.text_content("#no-role-message").split())
+    assert "You are signed in as wendy but hold no portal role" in " ".join(
+        page.text_content("#no-role-message").split()
+    )
     assert "/research/gpu-lab" in page.text_content("#groups-received")
     assert "default-roles-osmo" in page.text_content("#realm-roles-received")
     user = User.objects.get(username="wendy")

@@ -30,9 +30,15 @@ class DevConsole:
 
     def __init__(self, env: dict) -> None:
         self.lines: list[str] = []
-        self.process = subprocess.Popen(["make", "--no-print-directory", "dev"], cwd=REPO, env=env,
-                                        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                                        start_new_session=True)
+        self.process = subprocess.Popen(
+            ["make", "--no-print-directory", "dev"],
+            cwd=REPO,
+            env=env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            text=True,
+            start_new_session=True,
+        )
         self.reader = threading.Thread(target=self._read, daemon=True)
         self.reader.start()
 
@@ -60,11 +66,20 @@ def dev(tmp_path_factory):
     console = DevConsole(env)
     pids: dict[str, int] = {}
     try:
-        wait_until(lambda: "ready" in console.text or console.process.poll() is not None, 300,
-                   "make dev prints that it is ready")
+        wait_until(
+            lambda: "ready" in console.text or console.process.poll() is not None,
+            300,
+            "make dev prints that it is ready",
+        )
         assert console.process.poll() is None, console.text
-        state = {"console": console, "env": env, "var": var, "base": f"http://127.0.0.1:{port}", "port": port,
-                 "kubesim_port": kubesim_port}
+        state = {
+            "console": console,
+            "env": env,
+            "var": var,
+            "base": f"http://127.0.0.1:{port}",
+            "port": port,
+            "kubesim_port": kubesim_port,
+        }
         yield state
         pids = children(state)
     finally:
@@ -115,8 +130,12 @@ def run_to_completion(api: Api, during=None) -> float:
     workflow_id = api.submit(POOL, HELLO.read_bytes())
     if during is not None:
         during(api, workflow_id)
-    wait_until(lambda: api.status(workflow_id) == "COMPLETED", DEADLINE - (time.monotonic() - started),
-               f"{workflow_id} COMPLETED (now {api.status(workflow_id)})", interval=0.25)
+    wait_until(
+        lambda: api.status(workflow_id) == "COMPLETED",
+        DEADLINE - (time.monotonic() - started),
+        f"{workflow_id} COMPLETED (now {api.status(workflow_id)})",
+        interval=0.25,
+    )
     return time.monotonic() - started
 
 
@@ -149,8 +168,9 @@ def test_browser_submissions_complete_five_times_in_a_row(dev, browser):
             assert page.wait_for_selector("#verdict-say-hello").get_attribute("data-verdict") == "fits"
             page.click("#submit-workflow")
             page.wait_for_url(re.compile(r"/workflows/hello-\d+/$"))
-            page.wait_for_selector('#workflow-status[data-status="COMPLETED"]',
-                                   timeout=(DEADLINE - (time.monotonic() - started)) * 1000)
+            page.wait_for_selector(
+                '#workflow-status[data-status="COMPLETED"]', timeout=(DEADLINE - (time.monotonic() - started)) * 1000
+            )
             TIMES["browser"].append(time.monotonic() - started)
             assert urlsplit(page.url).path.startswith("/workflows/hello-")
     finally:
@@ -171,7 +191,8 @@ def kill_the_cluster(dev, when: str):
 def test_submissions_complete_when_the_cluster_is_killed_mid_run(dev):
     api = Api(dev["base"], token=token(dev))
     TIMES["cluster killed mid-run"] = [
-        run_to_completion(api, kill_the_cluster(dev, "running" if run % 2 == 0 else "at once")) for run in range(RUNS)]
+        run_to_completion(api, kill_the_cluster(dev, "running" if run % 2 == 0 else "at once")) for run in range(RUNS)
+    ]
     restarts = [line for line in dev["console"].lines if line.startswith("kubesim exited")]
     assert len(restarts) == RUNS, dev["console"].text  # each crash reported on the console, in one line
     assert all("killed by SIGKILL" in line and "restarting in" in line for line in restarts)

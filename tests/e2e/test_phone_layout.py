@@ -49,10 +49,26 @@ def researcher_history(world, cluster_url: str) -> Workflow:
     Workflow.objects.filter(pk=workflow.pk).update(status=WorkflowStatus.RUNNING, started_at=started)
     task.events.create(kind="SCHEDULED", at=started, message=f"pod {task.pod_name} was scheduled on node h100-node-0")
     task.events.create(kind="RUNNING", at=started, message=f"container main of {task.pod_name} started")
-    assert client.post("/requests/", {"kind": "access", "pool": OTHER,
-                                      "justification": "evaluation runs for the grasping benchmark " * 3}).status_code == 302
-    assert client.post("/requests/", {"kind": "pool", "team": "vision", "hardware": "NVIDIA-H100-80GB-HBM3",
-                                      "gpus": "16", "purpose": "train detectors"}).status_code == 302
+    assert (
+        client.post(
+            "/requests/",
+            {"kind": "access", "pool": OTHER, "justification": "evaluation runs for the grasping benchmark " * 3},
+        ).status_code
+        == 302
+    )
+    assert (
+        client.post(
+            "/requests/",
+            {
+                "kind": "pool",
+                "team": "vision",
+                "hardware": "NVIDIA-H100-80GB-HBM3",
+                "gpus": "16",
+                "purpose": "train detectors",
+            },
+        ).status_code
+        == 302
+    )
     TokenFactory(user=world.researcher, name="nightly-evaluation-pipeline-on-the-shared-runner")
     return workflow
 
@@ -68,16 +84,26 @@ def test_every_self_service_page_fits_a_phone_and_a_desktop(page, live_server, d
         workflow = researcher_history(demo_world, cluster.url)
     failures = []  # a resource that did not load or a script error
     page.on("console", lambda message: message.type == "error" and failures.append(message.text))
-    page.on("requestfinished", lambda request: (response := request.response()) and response.status >= 400
-            and failures.append(f"{response.status} {request.url}"))
+    page.on(
+        "requestfinished",
+        lambda request: (
+            (response := request.response())
+            and response.status >= 400
+            and failures.append(f"{response.status} {request.url}")
+        ),
+    )
     SHOTS.mkdir(parents=True, exist_ok=True)
     print(f"screenshots in {SHOTS}")
     sign_in(page, base, "researcher")
 
     pages = {
-        "catalog": "/", "pool": f"/pools/{TRAINING}/", "submit": f"/pools/{TRAINING}/submit/",
-        "workflow": f"/workflows/{workflow.workflow_id}/", "workflows": "/workflows/",
-        "requests": f"/requests/?pool={OTHER}", "tokens": "/tokens/",
+        "catalog": "/",
+        "pool": f"/pools/{TRAINING}/",
+        "submit": f"/pools/{TRAINING}/submit/",
+        "workflow": f"/workflows/{workflow.workflow_id}/",
+        "workflows": "/workflows/",
+        "requests": f"/requests/?pool={OTHER}",
+        "tokens": "/tokens/",
     }
     too_wide = {}
     for width in (PHONE, DESKTOP):

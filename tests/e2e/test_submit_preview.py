@@ -29,8 +29,14 @@ def test_submit_with_preview(page, live_server, demo_world):  # noqa: F811
     base = live_server.url
     failures = []  # a resource that did not load (the favicon included) or a script error
     page.on("console", lambda message: message.type == "error" and failures.append(message.text))
-    page.on("requestfinished", lambda request: (response := request.response()) and response.status >= 400
-            and failures.append(f"{response.status} {request.url}"))
+    page.on(
+        "requestfinished",
+        lambda request: (
+            (response := request.response())
+            and response.status >= 400
+            and failures.append(f"{response.status} {request.url}")
+        ),
+    )
     sign_in(page, base, "researcher")
     page.wait_for_selector(f'#pool-{TRAINING}[data-usable="yes"]')
     page.screenshot(path=CATALOG_SHOT, full_page=True)

@@ -15,8 +15,14 @@ from pools.models import Platform, PodTemplate, Pool
 from tests.integration.conftest import CLI
 from tests.queries import assert_constant_queries
 
-CHANGELISTS = ["pools_pool", "pools_platform", "pools_podtemplate", "pools_resourcevalidation", "clusters_backend",
-               "configs_revision"]
+CHANGELISTS = [
+    "pools_pool",
+    "pools_platform",
+    "pools_podtemplate",
+    "pools_resourcevalidation",
+    "clusters_backend",
+    "configs_revision",
+]
 
 
 @pytest.mark.parametrize("model", CHANGELISTS)
@@ -46,8 +52,12 @@ def test_changelist_query_count_does_not_grow_with_rows(admin_client, demo_pools
     def add_rows():
         for index in range(12):
             store.apply("POD_TEMPLATE", f"t{index}", {"spec": {}}, CLI)
-            store.apply("POOL", f"bulk-{index}", {"backend": "default", "common_pod_template": [f"t{index}"],
-                                                    "platforms": {"a": {}, "b": {}}}, CLI)
+            store.apply(
+                "POOL",
+                f"bulk-{index}",
+                {"backend": "default", "common_pod_template": [f"t{index}"], "platforms": {"a": {}, "b": {}}},
+                CLI,
+            )
 
     assert_constant_queries(lambda: admin_client.get(url), grow=add_rows)
 
@@ -57,19 +67,24 @@ def _template_post(name: str, body: str) -> dict:
 
 
 def test_pod_template_editor_accepts_yaml_and_records_a_revision(admin_client, db):
-    response = admin_client.post(reverse("admin:pools_podtemplate_add"), _template_post(
-        "gpu", "spec:\n  tolerations:\n    - {key: nvidia.com/gpu, operator: Exists}\n"))
+    response = admin_client.post(
+        reverse("admin:pools_podtemplate_add"),
+        _template_post("gpu", "spec:\n  tolerations:\n    - {key: nvidia.com/gpu, operator: Exists}\n"),
+    )
     assert response.status_code == 302, response.content
     assert PodTemplate.objects.get(name="gpu").body["spec"]["tolerations"][0]["key"] == "nvidia.com/gpu"
     revision = Revision.objects.get(config_type="POD_TEMPLATE", name="gpu")
     assert revision.author_name == "root-admin (admin)"
 
 
-@pytest.mark.parametrize(("body", "message"), [
-    ("spec: [\n  a: b\n", "invalid YAML"),
-    ('{"spec": {"x": 1}', "invalid JSON"),
-    ("specs: {}", "allowed top-level fields"),
-])
+@pytest.mark.parametrize(
+    ("body", "message"),
+    [
+        ("spec: [\n  a: b\n", "invalid YAML"),
+        ('{"spec": {"x": 1}', "invalid JSON"),
+        ("specs: {}", "allowed top-level fields"),
+    ],
+)
 def test_pod_template_editor_shows_errors_on_the_field(admin_client, db, body, message):
     response = admin_client.post(reverse("admin:pools_podtemplate_add"), _template_post("bad", body))
     assert response.status_code == 200
@@ -82,42 +97,80 @@ VARIABLES = {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE":
 
 def _pool_post(pool: Pool, **overrides) -> dict:
     data = {
-        "name": pool.name, "description": pool.description, "backend": pool.backend_id,
-        "default_platform": pool.default_platform, "common_default_variables": json.dumps(VARIABLES),
-        "default_exec_timeout": "", "max_exec_timeout": "", "default_queue_timeout": "", "max_queue_timeout": "",
-        "default_exit_actions": "{}", "download_type": "", "gpu_guarantee": "", "gpu_maximum": "",
-        "gpu_weight": "", "topology_keys": "[]",
+        "name": pool.name,
+        "description": pool.description,
+        "backend": pool.backend_id,
+        "default_platform": pool.default_platform,
+        "common_default_variables": json.dumps(VARIABLES),
+        "default_exec_timeout": "",
+        "max_exec_timeout": "",
+        "default_queue_timeout": "",
+        "max_queue_timeout": "",
+        "default_exit_actions": "{}",
+        "download_type": "",
+        "gpu_guarantee": "",
+        "gpu_maximum": "",
+        "gpu_weight": "",
+        "topology_keys": "[]",
     }
     platforms = list(pool.platforms.all())
     refs = list(pool.template_refs.all())
-    data.update({
-        "template_refs-TOTAL_FORMS": str(len(refs)), "template_refs-INITIAL_FORMS": str(len(refs)),
-        "validation_refs-TOTAL_FORMS": "0", "validation_refs-INITIAL_FORMS": "0",
-        "platforms-TOTAL_FORMS": str(len(platforms)), "platforms-INITIAL_FORMS": str(len(platforms)),
-    })
+    data.update(
+        {
+            "template_refs-TOTAL_FORMS": str(len(refs)),
+            "template_refs-INITIAL_FORMS": str(len(refs)),
+            "validation_refs-TOTAL_FORMS": "0",
+            "validation_refs-INITIAL_FORMS": "0",
+            "platforms-TOTAL_FORMS": str(len(platforms)),
+            "platforms-INITIAL_FORMS": str(len(platforms)),
+        }
+    )
     for index, ref in enumerate(refs):
-        data.update({f"template_refs-{index}-id": ref.pk, f"template_refs-{index}-pool": pool.pk,
-                     f"template_refs-{index}-position": ref.position, f"template_refs-{index}-template": ref.template_id})
+        data.update(
+            {
+                f"template_refs-{index}-id": ref.pk,
+                f"template_refs-{index}-pool": pool.pk,
+                f"template_refs-{index}-position": ref.position,
+                f"template_refs-{index}-template": ref.template_id,
+            }
+        )
     for index, platform in enumerate(platforms):
-        data.update({f"platforms-{index}-id": platform.pk, f"platforms-{index}-pool": pool.pk,
-                     f"platforms-{index}-name": platform.name, f"platforms-{index}-description": platform.description,
-                     f"platforms-{index}-default_variables": "{}", f"platforms-{index}-allowed_mounts": "[]"})
+        data.update(
+            {
+                f"platforms-{index}-id": platform.pk,
+                f"platforms-{index}-pool": pool.pk,
+                f"platforms-{index}-name": platform.name,
+                f"platforms-{index}-description": platform.description,
+                f"platforms-{index}-default_variables": "{}",
+                f"platforms-{index}-allowed_mounts": "[]",
+            }
+        )
     data.update(overrides)
     return data
 
 
 @pytest.fixture
 def small_pool(reference_config):
-    store.apply("POOL", "small", {"backend": "default", "default_platform": "a",
-                                    "common_default_variables": VARIABLES,
-                                    "common_pod_template": ["default_user"], "platforms": {"a": {}, "b": {}}}, CLI)
+    store.apply(
+        "POOL",
+        "small",
+        {
+            "backend": "default",
+            "default_platform": "a",
+            "common_default_variables": VARIABLES,
+            "common_pod_template": ["default_user"],
+            "platforms": {"a": {}, "b": {}},
+        },
+        CLI,
+    )
     return Pool.objects.get(name="small")
 
 
 def test_pool_save_with_inlines_records_one_revision(admin_client, small_pool):
     url = reverse("admin:pools_pool_change", args=[small_pool.pk])
-    response = admin_client.post(url, _pool_post(small_pool, description="edited in admin",
-                                                 default_exec_timeout="2h", max_exec_timeout="4h"))
+    response = admin_client.post(
+        url, _pool_post(small_pool, description="edited in admin", default_exec_timeout="2h", max_exec_timeout="4h")
+    )
     assert response.status_code == 302, response.context["adminform"].form.errors if response.context else ""
     shown = store.show("POOL", "small")
     assert shown["description"] == "edited in admin" and shown["default_exec_timeout"] == "2h"
@@ -152,8 +205,9 @@ def test_a_save_the_service_refuses_is_rolled_back_and_shown(admin_client, small
 
 def test_deleting_a_referenced_template_in_the_admin_is_refused(admin_client, small_pool):
     template = PodTemplate.objects.get(name="default_user")
-    response = admin_client.post(reverse("admin:pools_podtemplate_delete", args=[template.pk]), {"post": "yes"},
-                                 follow=True)
+    response = admin_client.post(
+        reverse("admin:pools_podtemplate_delete", args=[template.pk]), {"post": "yes"}, follow=True
+    )
     assert PodTemplate.objects.filter(name="default_user").exists()
     assert "still referenced by pool small (common_pod_template)" in response.content.decode()
 

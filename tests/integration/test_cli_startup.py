@@ -19,11 +19,29 @@ from django.db import connection
 ROOT = Path(__file__).resolve().parents[2]
 
 # What a task, a watcher or a web request needs; never a one-shot command that does not call them.
-WORKER_AND_CLUSTER = ("celery", "kombu", "redis", "kubernetes", "kubernetes_validate", "schemathesis",
-                      "portal.celery", "portal.broker")
+WORKER_AND_CLUSTER = (
+    "celery",
+    "kombu",
+    "redis",
+    "kubernetes",
+    "kubernetes_validate",
+    "schemathesis",
+    "portal.celery",
+    "portal.broker",
+)
 # Loaded on first need by the URLconf (portal.apps.load_admin) or by a sign-in (access.oidc).
-WEB_ONLY = ("pools.admin", "access.admin", "workflows.admin", "selfservice.admin", "unfold.admin",
-            "jwt", "mozilla_django_oidc", "requests", "drf_spectacular.openapi", "drf_spectacular.views")
+WEB_ONLY = (
+    "pools.admin",
+    "access.admin",
+    "workflows.admin",
+    "selfservice.admin",
+    "unfold.admin",
+    "jwt",
+    "mozilla_django_oidc",
+    "requests",
+    "drf_spectacular.openapi",
+    "drf_spectacular.views",
+)
 
 # Runs manage.py as a shell does, then writes the names of the loaded modules to the file in argv[1].
 PROBE = """
@@ -51,15 +69,23 @@ def _env() -> dict[str, str]:
     """This test's PostgreSQL database (empty but for what migrations create), for another process."""
     settings_dict = connection.settings_dict
     assert connection.vendor == "postgresql", "another process needs a database server to share this one"
-    url = (f"postgres://{settings_dict['USER'] or ''}@{settings_dict['HOST'] or '127.0.0.1'}:"
-           f"{settings_dict['PORT'] or 5432}/{settings_dict['NAME']}")
+    url = (
+        f"postgres://{settings_dict['USER'] or ''}@{settings_dict['HOST'] or '127.0.0.1'}:"
+        f"{settings_dict['PORT'] or 5432}/{settings_dict['NAME']}"
+    )
     return {**os.environ, "DATABASE_URL": url, "TEST_DATABASE_NAME": "", "DEBUG": "true"}
 
 
 def _loaded(tmp_path: Path, script: str, *args: str) -> tuple[subprocess.CompletedProcess, object]:
     report = tmp_path / "modules.json"
-    process = subprocess.run([sys.executable, "-c", script, str(report), *args], cwd=ROOT, env=_env(),
-                             capture_output=True, text=True, timeout=120)
+    process = subprocess.run(
+        [sys.executable, "-c", script, str(report), *args],
+        cwd=ROOT,
+        env=_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert process.returncode == 0, process.stderr
     return process, json.loads(report.read_text())
 
@@ -69,10 +95,13 @@ def _among(modules: list[str], packages: tuple[str, ...]) -> list[str]:
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("command", "printed"), [
-    (("pool", "list"), "NAME "),
-    (("resource", "list"), "TOTAL ("),
-])
+@pytest.mark.parametrize(
+    ("command", "printed"),
+    [
+        (("pool", "list"), "NAME "),
+        (("resource", "list"), "TOTAL ("),
+    ],
+)
 def test_a_listing_call_loads_no_worker_cluster_or_web_modules(tmp_path, command, printed):
     process, modules = _loaded(tmp_path, PROBE, *command)
     assert printed in process.stdout  # it ran for real, on the database
@@ -110,7 +139,8 @@ def test_the_admin_is_loaded_by_the_urlconf_on_the_policy_site(client):
     assert client.get("/admin/login/").status_code == 200
     assert isinstance(admin.site, PolicyAdminSite)
     assert {"pools.pool", "access.role", "workflows.workflow", "selfservice.poolrequest"} <= {
-        f"{model._meta.app_label}.{model._meta.model_name}" for model in admin.site._registry}
+        f"{model._meta.app_label}.{model._meta.model_name}" for model in admin.site._registry
+    }
 
 
 @pytest.mark.django_db

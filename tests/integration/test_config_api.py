@@ -29,8 +29,9 @@ def test_put_get_delete_one_object(admin_api, reference_config):
 
 
 def test_collection_put_is_all_or_nothing(admin_api, reference_config):
-    response = admin_api.put("/api/configs/pod_template", {"configs": {
-        "ok": {"spec": {}}, "bad": {"spek": {}}}}, format="json")
+    response = admin_api.put(
+        "/api/configs/pod_template", {"configs": {"ok": {"spec": {}}, "bad": {"spek": {}}}}, format="json"
+    )
     assert response.status_code == 400
     assert response.json()["field"] == "bad.spek"
     assert "ok" not in admin_api.get("/api/configs/pod_template").json()
@@ -42,24 +43,47 @@ def test_backend_post_as_osmo_does(admin_api, db):
     assert admin_api.get("/api/configs/backend/c9").json()["namespace"] == "default"
 
 
-@pytest.mark.parametrize(("method", "path", "body", "status", "field"), [
-    ("put", "/api/configs/pool/p", {"configs": {"backend": "nowhere"}}, 400, "backend"),
-    ("put", "/api/configs/pool/p", {"configs": {"backend": "default", "default_platform": "x"}}, 400,
-     "default_platform"),
-    ("put", "/api/configs/pool/p", {"configs": {"backend": "default", "max_queue_timeout": "soon"}}, 400,
-     "max_queue_timeout"),
-    ("put", "/api/configs/pool/p", {"description": "no configs key"}, 400, "configs"),
-    ("put", "/api/configs/pool/bad%20name", {"configs": {"backend": "default"}}, 400, "name"),
-    ("put", "/api/configs/widget/x", {"configs": {}}, 400, "config_type"),
-    ("get", "/api/configs/pool/ghost", None, 404, "name"),
-    ("delete", "/api/configs/backend/default", None, 409, "name"),
-    ("delete", "/api/configs/pod_template/a100", None, 409, "name"),
-    ("get", "/api/configs/diff?config_type=POOL&name=hetero&first_revision=1&second_revision=9", None, 404,
-     "revision"),
-    ("get", "/api/configs/diff?config_type=POOL", None, 400, "name"),
-    ("post", "/api/configs/history/rollback", {"config_type": "POOL", "name": "hetero", "revision": 0}, 400,
-     "revision"),
-])
+@pytest.mark.parametrize(
+    ("method", "path", "body", "status", "field"),
+    [
+        ("put", "/api/configs/pool/p", {"configs": {"backend": "nowhere"}}, 400, "backend"),
+        (
+            "put",
+            "/api/configs/pool/p",
+            {"configs": {"backend": "default", "default_platform": "x"}},
+            400,
+            "default_platform",
+        ),
+        (
+            "put",
+            "/api/configs/pool/p",
+            {"configs": {"backend": "default", "max_queue_timeout": "soon"}},
+            400,
+            "max_queue_timeout",
+        ),
+        ("put", "/api/configs/pool/p", {"description": "no configs key"}, 400, "configs"),
+        ("put", "/api/configs/pool/bad%20name", {"configs": {"backend": "default"}}, 400, "name"),
+        ("put", "/api/configs/widget/x", {"configs": {}}, 400, "config_type"),
+        ("get", "/api/configs/pool/ghost", None, 404, "name"),
+        ("delete", "/api/configs/backend/default", None, 409, "name"),
+        ("delete", "/api/configs/pod_template/a100", None, 409, "name"),
+        (
+            "get",
+            "/api/configs/diff?config_type=POOL&name=hetero&first_revision=1&second_revision=9",
+            None,
+            404,
+            "revision",
+        ),
+        ("get", "/api/configs/diff?config_type=POOL", None, 400, "name"),
+        (
+            "post",
+            "/api/configs/history/rollback",
+            {"config_type": "POOL", "name": "hetero", "revision": 0},
+            400,
+            "revision",
+        ),
+    ],
+)
 def test_errors_are_json_with_field_value_reason(admin_api, demo_pools, method, path, body, status, field):
     store.apply("POOL", "hetero", {"backend": "default", "common_pod_template": ["a100"]}, CLI)
     response = getattr(admin_api, method)(path, body, format="json")
@@ -85,8 +109,9 @@ def test_history_diff_rollback_endpoints(admin_api, reference_config):
     assert with_data[0]["data"]["description"] == "two"
     diff = admin_api.get("/api/configs/diff?config_type=POOL&name=h&first_revision=1&second_revision=2").json()
     assert diff["changes"] == [{"path": "description", "op": "changed", "old": "one", "new": "two"}]
-    rolled = admin_api.post("/api/configs/history/rollback",
-                            {"config_type": "POOL", "name": "h", "revision": 1}, format="json")
+    rolled = admin_api.post(
+        "/api/configs/history/rollback", {"config_type": "POOL", "name": "h", "revision": 1}, format="json"
+    )
     assert rolled.status_code == 200 and rolled.json()["revision"] == 3
     assert admin_api.get("/api/configs/pool/h").json()["description"] == "one"
 
@@ -104,10 +129,22 @@ def test_pool_list_and_query_count_is_constant(admin_api, demo_pools):
 def test_config_collection_query_count_is_constant(admin_api, demo_pools):
     def add_pools():
         for index in range(10):
-            store.apply("POOL", f"more-{index}", {
-                "backend": "default", "common_pod_template": ["default_user"],
-                "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
-                "platforms": {"a": {"override_pod_template": ["a100"]}}}, CLI)
+            store.apply(
+                "POOL",
+                f"more-{index}",
+                {
+                    "backend": "default",
+                    "common_pod_template": ["default_user"],
+                    "common_default_variables": {
+                        "USER_CPU": 1,
+                        "USER_GPU": 0,
+                        "USER_MEMORY": "1Gi",
+                        "USER_STORAGE": "1Gi",
+                    },
+                    "platforms": {"a": {"override_pod_template": ["a100"]}},
+                },
+                CLI,
+            )
 
     assert_constant_queries(lambda: admin_api.get("/api/configs/pool"), grow=add_pools)
 
@@ -126,8 +163,13 @@ def test_openapi_schema_lists_the_config_paths(admin_client):
     response = admin_client.get("/api/schema/", HTTP_ACCEPT="application/json")
     assert response.status_code == 200
     paths = response.json()["paths"]
-    for path in ("/api/configs/{config_type}/{name}", "/api/configs/history", "/api/configs/diff",
-                 "/api/configs/history/rollback", "/api/pool"):
+    for path in (
+        "/api/configs/{config_type}/{name}",
+        "/api/configs/history",
+        "/api/configs/diff",
+        "/api/configs/history/rollback",
+        "/api/pool",
+    ):
         assert path in paths
 
 
@@ -139,7 +181,8 @@ def test_openapi_schema_shows_each_config_body_as_its_description_says(admin_cli
     assert schemas["PoolBodyResourcesGpu"]["properties"]["maximum"]["description"] == "-1 = unlimited"
     assert schemas["BackendBody"]["properties"]["namespace"]["default"] == "default"
     assert "force" not in schemas["RoleBody"]["properties"] or schemas["RoleBody"]["properties"]["force"].get(
-        "writeOnly")
+        "writeOnly"
+    )
 
 
 def test_swagger_ui_is_served_without_any_cdn(admin_client):
@@ -149,10 +192,18 @@ def test_swagger_ui_is_served_without_any_cdn(admin_client):
 
 
 def test_collection_put_accepts_osmo_list_form(admin_api, db):
-    roles = [{"name": "osmo-vision", "description": "vision team",
-              "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/vision*"]}]},
-             {"name": "osmo-speech", "description": "speech team",
-              "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/speech*"]}]}]
+    roles = [
+        {
+            "name": "osmo-vision",
+            "description": "vision team",
+            "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/vision*"]}],
+        },
+        {
+            "name": "osmo-speech",
+            "description": "speech team",
+            "policies": [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/speech*"]}],
+        },
+    ]
     response = admin_api.put("/api/configs/role", {"configs": roles}, format="json")
     assert response.status_code == 200, response.json()
     assert {"osmo-vision", "osmo-speech"} <= set(admin_api.get("/api/configs/role").json())
@@ -162,8 +213,14 @@ def test_collection_put_accepts_osmo_list_form(admin_api, db):
 
 def test_pool_list_shows_free_capacity_per_pool_and_platform(admin_api, demo_pools):
     platform = Platform.objects.get(pool__name="team-development", name="small-gpu")
-    node = NodeFactory(backend=Backend.objects.get(name="dev-cluster-01"), name="t4-0", gpu_allocatable=4, gpu_used=1,
-                       cpu_allocatable=8000, memory_allocatable=2**34)
+    node = NodeFactory(
+        backend=Backend.objects.get(name="dev-cluster-01"),
+        name="t4-0",
+        gpu_allocatable=4,
+        gpu_used=1,
+        cpu_allocatable=8000,
+        memory_allocatable=2**34,
+    )
     NodeMembership.objects.create(node=node, platform=platform, pool=platform.pool)
     row = admin_api.get("/api/pool?all_pools=true").json()["pools"]["team-development"]
     assert row["capacity"]["nodes"] == 1

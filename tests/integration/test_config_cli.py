@@ -26,9 +26,16 @@ def run(*args) -> str:
     return out.getvalue()
 
 
-@pytest.mark.parametrize("filename", ["pool_robotics_training.json", "pool_robotics_simulation.json",
-                                      "pool_robotics_inference.json", "pool_team_development.json",
-                                      "pool_robotics_inference_jetson.json"])
+@pytest.mark.parametrize(
+    "filename",
+    [
+        "pool_robotics_training.json",
+        "pool_robotics_simulation.json",
+        "pool_robotics_inference.json",
+        "pool_team_development.json",
+        "pool_robotics_inference_jetson.json",
+    ],
+)
 def test_seed_pool_maps_import_unchanged(reference_config, filename):
     document = json.loads((SEEDS / filename).read_text())
     assert "created" in run("config", "update", "POOL", "--file", str(SEEDS / filename))
@@ -43,9 +50,13 @@ def test_seed_pool_maps_import_unchanged(reference_config, filename):
             assert shown[key] == value
 
 
-@pytest.mark.parametrize(("filename", "name"), [("heterogeneous_pool.json", "heterogeneous_pool"),
-                                                ("shared_simulation_training_pool.json",
-                                                 "shared_simulation_training_pool")])
+@pytest.mark.parametrize(
+    ("filename", "name"),
+    [
+        ("heterogeneous_pool.json", "heterogeneous_pool"),
+        ("shared_simulation_training_pool.json", "shared_simulation_training_pool"),
+    ],
+)
 def test_seed_named_pool_files_with_a_name_field_import(reference_config, filename, name):
     assert f"POOL {name} created" in run("config", "update", "POOL", name, "--file", str(SEEDS / filename))
     assert store.show("POOL", name)["default_platform"] == "l40s_platform"
@@ -56,18 +67,29 @@ def test_seed_pod_template_file_with_a_name_wrapper_imports(db):
     assert store.show("POD_TEMPLATE", "l40s") == {"spec": {"nodeSelector": {"nvidia.com/gpu.product": "NVIDIA-L40S"}}}
 
 
-@pytest.mark.parametrize(("filename", "where"), [
-    ("broken_a100_pod_template.json", ":14:7: invalid JSON: Expecting ',' delimiter"),
-    ("broken_training_pool_extra_brace.json", ":36:1: invalid JSON: Extra data"),
-    ("broken_simulation_pool_extra_brace.json", ":42:1: invalid JSON: Extra data"),
-    ("broken_pool_list_with_comments.json", ":3:27: invalid JSON: Expecting value"),
-])
+@pytest.mark.parametrize(
+    ("filename", "where"),
+    [
+        ("broken_a100_pod_template.json", ":14:7: invalid JSON: Expecting ',' delimiter"),
+        ("broken_training_pool_extra_brace.json", ":36:1: invalid JSON: Extra data"),
+        ("broken_simulation_pool_extra_brace.json", ":42:1: invalid JSON: Extra data"),
+        ("broken_pool_list_with_comments.json", ":3:27: invalid JSON: Expecting value"),
+    ],
+)
 def test_broken_seed_examples_get_one_clean_line_and_a_nonzero_exit(tmp_path, filename, where):
     """Through the real CLI: one line naming file, line and column; no traceback."""
-    env = {**os.environ, "DJANGO_SETTINGS_MODULE": "portal.settings",
-           "DATABASE_URL": f"sqlite:///{tmp_path / 'cli.sqlite3'}"}
-    process = subprocess.run([sys.executable, "manage.py", "config", "update", "POD_TEMPLATE", "a100",
-                              "--file", str(SEEDS / filename)], cwd=ROOT, env=env, capture_output=True, text=True)
+    env = {
+        **os.environ,
+        "DJANGO_SETTINGS_MODULE": "portal.settings",
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'cli.sqlite3'}",
+    }
+    process = subprocess.run(
+        [sys.executable, "manage.py", "config", "update", "POD_TEMPLATE", "a100", "--file", str(SEEDS / filename)],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+    )
     assert process.returncode == 1
     lines = process.stderr.strip().splitlines()
     assert len(lines) == 1, process.stderr

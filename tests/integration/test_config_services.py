@@ -30,8 +30,11 @@ def test_apply_creates_then_replaces_and_keeps_reference_order(reference_config)
     assert shown["common_pod_template"] == ["default_user", "default_ctrl"]
     assert shown["platforms"]["a100_platform"]["resource_validations"] == ["default_gpu"]
 
-    reordered = {**POOL, "common_pod_template": ["default_ctrl", "default_user"],
-                 "platforms": {"l40s_platform": {"override_pod_template": ["l40s"]}}}
+    reordered = {
+        **POOL,
+        "common_pod_template": ["default_ctrl", "default_user"],
+        "platforms": {"l40s_platform": {"override_pod_template": ["l40s"]}},
+    }
     replaced = store.apply("POOL", "hetero", reordered, CLI)
     assert (replaced.created, replaced.revision) == (False, 2)
     shown = store.show("POOL", "hetero")

@@ -30,8 +30,10 @@ def test_rows_match_the_queryset_for_each_parameter():
 
 
 def test_list_parameters_compile_per_length_and_an_empty_list_gives_no_rows():
-    roles = [RoleFactory(name=f"osmo-r{i}", policies=[{"effect": "Allow", "actions": [f"a:{i}"], "resources": ["*"]}])
-             for i in range(3)]
+    roles = [
+        RoleFactory(name=f"osmo-r{i}", policies=[{"effect": "Allow", "actions": [f"a:{i}"], "resources": ["*"]}])
+        for i in range(3)
+    ]
     query = PreparedQuery(lambda ids: Role.objects.filter(pk__in=ids).order_by("name").values_list("name", "policies"))
     ids = [r.pk for r in roles]
     assert query.rows(ids[:1]) == [("osmo-r0", [{"effect": "Allow", "actions": ["a:0"], "resources": ["*"]}])]
@@ -54,14 +56,26 @@ def test_insert_sets_keys_and_auto_fields_and_stores_what_bulk_create_would():
     actor = UserFactory()
     insert = PreparedInsert(AuditEvent)
     for count in (1, 3, 3):  # 3 rows: PostgreSQL's UNNEST layout, compiled once and reused
-        events = [AuditEvent(actor=actor, actor_name=actor.username, action="test.insert", target=f"t/{i}",
-                             detail={"n": i, "nested": [i, {"x": None}]}) for i in range(count)]
+        events = [
+            AuditEvent(
+                actor=actor,
+                actor_name=actor.username,
+                action="test.insert",
+                target=f"t/{i}",
+                detail={"n": i, "nested": [i, {"x": None}]},
+            )
+            for i in range(count)
+        ]
         assert insert.insert(events) is events
         for i, event in enumerate(events):
             assert event.pk is not None and event.at is not None and not event._state.adding
             stored = AuditEvent.objects.get(pk=event.pk)
             assert (stored.target, stored.detail, stored.actor_id, stored.at) == (
-                f"t/{i}", {"n": i, "nested": [i, {"x": None}]}, actor.pk, event.at)
+                f"t/{i}",
+                {"n": i, "nested": [i, {"x": None}]},
+                actor.pk,
+                event.at,
+            )
     assert AuditEvent.objects.filter(action="test.insert").count() == 7
 
 

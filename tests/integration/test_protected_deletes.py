@@ -18,8 +18,12 @@ from tests.factories import UserFactory, WorkflowFactory
 from tests.integration.conftest import CLI
 from workflows.models import Workflow
 
-POOL = {"backend": "default", "common_pod_template": ["default_user"], "platforms": {"cpu": {}},
-        "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"}}
+POOL = {
+    "backend": "default",
+    "common_pod_template": ["default_user"],
+    "platforms": {"cpu": {}},
+    "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
+}
 
 
 def _text(response) -> str:
@@ -86,8 +90,9 @@ def test_api_rollback_to_a_deleted_revision_is_refused_the_same_way(used_pool, a
     store.delete("POOL", "gone", CLI)
     store.apply("POOL", "gone", POOL, CLI)  # revision 3
     WorkflowFactory(pool=Pool.objects.get(name="gone"))
-    response = admin_api.post("/api/configs/history/rollback", {"config_type": "POOL", "name": "gone", "revision": 2},
-                              format="json")
+    response = admin_api.post(
+        "/api/configs/history/rollback", {"config_type": "POOL", "name": "gone", "revision": 2}, format="json"
+    )
     assert response.status_code == 409 and response.json()["code"] == "in_use"
     assert "1 workflow (" in response.json()["reason"]
 
@@ -113,8 +118,10 @@ def test_admin_delete_page_shows_a_message(used_pool, admin_client):
 
 
 def test_admin_bulk_delete_lists_the_protected_workflows(used_pool, admin_client):
-    response = admin_client.post(reverse("admin:pools_pool_changelist"),
-                                 {"action": "delete_selected", "_selected_action": [used_pool.pk], "post": "yes"})
+    response = admin_client.post(
+        reverse("admin:pools_pool_changelist"),
+        {"action": "delete_selected", "_selected_action": [used_pool.pk], "post": "yes"},
+    )
     assert response.status_code == 200
     text = _text(response)
     assert "would require deleting the following protected related objects" in text and "Workflow: hello-" in text

@@ -17,13 +17,17 @@ from pools.engine.errors import EngineError
 from pools.models import Platform, Pool
 from tests.integration.conftest import CLI
 
-SMALL = {"backend": "default", "default_platform": "a100_platform",
-         "common_default_variables": {"USER_CPU": 2, "USER_GPU": 1, "USER_MEMORY": "4Gi", "USER_STORAGE": "10Gi"},
-         "common_resource_validations": ["default_cpu", "default_gpu"],
-         "common_pod_template": ["default_user"],
-         "platforms": {"a100_platform": {"override_pod_template": ["a100"]},
-                       "l40s_platform": {"override_pod_template": ["l40s"],
-                                         "default_variables": {"USER_MEMORY": "8Gi"}}}}
+SMALL = {
+    "backend": "default",
+    "default_platform": "a100_platform",
+    "common_default_variables": {"USER_CPU": 2, "USER_GPU": 1, "USER_MEMORY": "4Gi", "USER_STORAGE": "10Gi"},
+    "common_resource_validations": ["default_cpu", "default_gpu"],
+    "common_pod_template": ["default_user"],
+    "platforms": {
+        "a100_platform": {"override_pod_template": ["a100"]},
+        "l40s_platform": {"override_pod_template": ["l40s"], "default_variables": {"USER_MEMORY": "8Gi"}},
+    },
+}
 
 
 def preview_json(*args) -> dict:
@@ -52,16 +56,30 @@ def test_changing_a_template_recompiles_every_pool_that_uses_it(reference_config
     assert CompiledPlatform.from_json(platform.compiled).node_selector == {"nvidia.com/gpu.product": "A100-NEW"}
 
 
-@pytest.mark.parametrize(("template", "field_part", "reason_part"), [
-    ({"spec": {"containers": [{"name": "{{USER_CONTAINER_NAME}}", "env": [{"name": "X", "value": "{{NOPE}}"}]}]}},
-     "platforms.a100_platform", "NOPE"),
-    ({"spec": {"restartPolicy": "Sometimes"}}, "restartPolicy", "Sometimes"),
-    ({"spec": {"containers": [{"name": "{{USER_CONTAINER_NAME}}", "resources": {"limits": {"cpu": "1K"}}}]}},
-     "resources.limits.cpu", ""),
-    ({"spec": {"nodeSelectr": {"a": "b"}}}, "nodeSelectr", ""),
-])
-def test_a_template_that_cannot_make_a_valid_pod_is_refused_with_its_path(reference_config, template, field_part,
-                                                                           reason_part):
+@pytest.mark.parametrize(
+    ("template", "field_part", "reason_part"),
+    [
+        (
+            {
+                "spec": {
+                    "containers": [{"name": "{{USER_CONTAINER_NAME}}", "env": [{"name": "X", "value": "{{NOPE}}"}]}]
+                }
+            },
+            "platforms.a100_platform",
+            "NOPE",
+        ),
+        ({"spec": {"restartPolicy": "Sometimes"}}, "restartPolicy", "Sometimes"),
+        (
+            {"spec": {"containers": [{"name": "{{USER_CONTAINER_NAME}}", "resources": {"limits": {"cpu": "1K"}}}]}},
+            "resources.limits.cpu",
+            "",
+        ),
+        ({"spec": {"nodeSelectr": {"a": "b"}}}, "nodeSelectr", ""),
+    ],
+)
+def test_a_template_that_cannot_make_a_valid_pod_is_refused_with_its_path(
+    reference_config, template, field_part, reason_part
+):
     store.apply("POOL", "small", SMALL, CLI)
     with pytest.raises(ConfigError) as caught:
         store.apply("POD_TEMPLATE", "a100", template, CLI)
@@ -72,8 +90,19 @@ def test_a_template_that_cannot_make_a_valid_pod_is_refused_with_its_path(refere
 
 
 def test_a_rule_that_cannot_evaluate_is_refused(reference_config):
-    store.apply("RESOURCE_VALIDATION", "odd", [{"operator": "LE", "left_operand": "{{K8_MEMORY}} * 0.8",
-                                                  "right_operand": "{{USER_MEMORY}}", "assert_message": "m"}], CLI)
+    store.apply(
+        "RESOURCE_VALIDATION",
+        "odd",
+        [
+            {
+                "operator": "LE",
+                "left_operand": "{{K8_MEMORY}} * 0.8",
+                "right_operand": "{{USER_MEMORY}}",
+                "assert_message": "m",
+            }
+        ],
+        CLI,
+    )
     with pytest.raises(ConfigError) as caught:
         store.apply("POOL", "small", {**SMALL, "common_resource_validations": ["odd"]}, CLI)
     assert caught.value.field.startswith("platforms.")
@@ -96,8 +125,11 @@ def test_preview_cli_json_has_pod_provenance_warnings_validation(reference_confi
 
 def test_preview_uses_platform_defaults_and_set_variables(reference_config):
     store.apply("POD_TEMPLATE", "team_label", {"metadata": {"labels": {"team": "{{TEAM}}"}}}, CLI)
-    pool = {**SMALL, "common_pod_template": ["default_user", "team_label"],
-            "common_default_variables": {**SMALL["common_default_variables"], "TEAM": "robotics"}}
+    pool = {
+        **SMALL,
+        "common_pod_template": ["default_user", "team_label"],
+        "common_default_variables": {**SMALL["common_default_variables"], "TEAM": "robotics"},
+    }
     store.apply("POOL", "small", pool, CLI)
     result = preview_json("small", "--platform", "l40s_platform", "--cpu", "3", "--set", "TEAM=vision")
     limits = result["pod"]["spec"]["containers"][0]["resources"]["limits"]
@@ -115,12 +147,15 @@ def test_preview_yaml_format(reference_config):
     assert yaml.safe_load(out.getvalue())["pod"]["kind"] == "Pod"
 
 
-@pytest.mark.parametrize(("args", "error", "field"), [
-    (["ghost"], ConfigNotFound, "pool"),
-    (["small", "--platform", "h100"], ConfigError, "platform"),
-    (["small", "--memory", "1K"], EngineError, ""),
-    (["small", "--set", "oops"], ConfigError, "--set"),
-])
+@pytest.mark.parametrize(
+    ("args", "error", "field"),
+    [
+        (["ghost"], ConfigNotFound, "pool"),
+        (["small", "--platform", "h100"], ConfigError, "platform"),
+        (["small", "--memory", "1K"], EngineError, ""),
+        (["small", "--set", "oops"], ConfigError, "--set"),
+    ],
+)
 def test_preview_errors_are_clean(reference_config, args, error, field):
     store.apply("POOL", "small", SMALL, CLI)
     with pytest.raises(error) as caught:
@@ -131,8 +166,12 @@ def test_preview_errors_are_clean(reference_config, args, error, field):
 
 
 def test_preview_refuses_a_gpu_request_the_rules_forbid(reference_config):
-    store.apply("RESOURCE_VALIDATION", "max2", [{"operator": "LE", "left_operand": "{{USER_GPU}}",
-                                                   "right_operand": "2", "assert_message": "at most 2 GPUs"}], CLI)
+    store.apply(
+        "RESOURCE_VALIDATION",
+        "max2",
+        [{"operator": "LE", "left_operand": "{{USER_GPU}}", "right_operand": "2", "assert_message": "at most 2 GPUs"}],
+        CLI,
+    )
     store.apply("POOL", "small", {**SMALL, "common_resource_validations": ["max2"]}, CLI)
     result = preview_json("small", "--gpu", "4")
     assert result["validation"]["ok"] is False

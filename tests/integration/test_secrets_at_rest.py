@@ -30,8 +30,12 @@ def stored(name: str) -> tuple[str, str]:
 
 @pytest.fixture
 def backend() -> Backend:
-    store.apply("BACKEND", "gpu-cluster", {"namespace": "jobs", "connection": "url",
-                                             "api_url": "https://127.0.0.1:6443", "token": TOKEN}, CLI)
+    store.apply(
+        "BACKEND",
+        "gpu-cluster",
+        {"namespace": "jobs", "connection": "url", "api_url": "https://127.0.0.1:6443", "token": TOKEN},
+        CLI,
+    )
     return Backend.objects.get(name="gpu-cluster")
 
 
@@ -75,10 +79,13 @@ def test_a_secret_no_key_opens_is_refused_and_kept(backend, settings):
 
 def test_plain_text_from_before_encryption_is_read_then_encrypted(backend):
     with connection.cursor() as cursor:
-        cursor.execute("UPDATE clusters_backend SET token = %s, kubeconfig = %s WHERE id = %s",
-                       [TOKEN, KUBECONFIG, backend.pk])
+        cursor.execute(
+            "UPDATE clusters_backend SET token = %s, kubeconfig = %s WHERE id = %s", [TOKEN, KUBECONFIG, backend.pk]
+        )
     assert (Backend.objects.get(pk=backend.pk).token, Backend.objects.get(pk=backend.pk).kubeconfig) == (
-        TOKEN, KUBECONFIG)
+        TOKEN,
+        KUBECONFIG,
+    )
     assert inventory.reencrypt_secrets() == (1, [])
     token, kubeconfig = stored("gpu-cluster")
     assert token.startswith("fernet:") and kubeconfig.startswith("fernet:")

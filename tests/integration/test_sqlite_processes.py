@@ -32,9 +32,16 @@ def cluster():
 @pytest.fixture
 def sqlite_env(tmp_path, cluster):
     env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CELERY_", "TEST_"))}
-    env.update(DATABASE_URL=f"sqlite:///{tmp_path / 'var' / 'db.sqlite3'}", PORTAL_VAR_DIR=str(tmp_path / "var"),
-               DEMO_CLUSTER_URL=cluster.url, WORKFLOW_RECONCILE_SECONDS="2", WORKFLOW_PENDING_GRACE_SECONDS="5",
-               WORKFLOW_TIMEOUT_CHECK_SECONDS="2", INVENTORY_RESYNC_SECONDS="5", PYTHONUNBUFFERED="1")
+    env.update(
+        DATABASE_URL=f"sqlite:///{tmp_path / 'var' / 'db.sqlite3'}",
+        PORTAL_VAR_DIR=str(tmp_path / "var"),
+        DEMO_CLUSTER_URL=cluster.url,
+        WORKFLOW_RECONCILE_SECONDS="2",
+        WORKFLOW_PENDING_GRACE_SECONDS="5",
+        WORKFLOW_TIMEOUT_CHECK_SECONDS="2",
+        INVENTORY_RESYNC_SECONDS="5",
+        PYTHONUNBUFFERED="1",
+    )
     for step in (("migrate", "--noinput", "-v0"), ("seed_demo",)):  # `var/` does not exist yet: settings create it
         done = manage(env, *step)
         assert done.returncode == 0, done.stderr
@@ -45,12 +52,24 @@ def sqlite_env(tmp_path, cluster):
 def processes(sqlite_env, tmp_path):
     port = free_port()
     started = {}
-    for name, args in (("web", ("runserver", "--noreload", f"127.0.0.1:{port}")), ("watch_workflows", ()),
-                       ("watch_cluster", ()), ("periodic", ())):
+    for name, args in (
+        ("web", ("runserver", "--noreload", f"127.0.0.1:{port}")),
+        ("watch_workflows", ()),
+        ("watch_cluster", ()),
+        ("periodic", ()),
+    ):
         log = open(tmp_path / f"{name}.log", "w")  # noqa: SIM115 - closed below
         command = args if name == "web" else (name,)
-        started[name] = (subprocess.Popen([sys.executable, str(REPO / "manage.py"), *command], cwd=REPO,
-                                          env=sqlite_env, stdout=log, stderr=subprocess.STDOUT), log)
+        started[name] = (
+            subprocess.Popen(
+                [sys.executable, str(REPO / "manage.py"), *command],
+                cwd=REPO,
+                env=sqlite_env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+            ),
+            log,
+        )
     yield f"http://127.0.0.1:{port}", started
     for process, _log in started.values():
         process.terminate()
@@ -77,9 +96,29 @@ def test_processes_share_one_sqlite_file_and_lose_nothing(sqlite_env, processes,
     def submit_over_http(_: int) -> list[str]:
         return [api.submit(POOL, spec, priority="LOW") for _ in range(PER_THREAD)]
 
-    cli = [subprocess.Popen([sys.executable, str(REPO / "manage.py"), "workflow", "submit", str(HELLO), "--pool",
-                             POOL, "--user", "researcher", "--priority", "LOW"], cwd=REPO, env=sqlite_env,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True) for _ in range(CLI_SUBMITTERS)]
+    cli = [
+        subprocess.Popen(
+            [
+                sys.executable,
+                str(REPO / "manage.py"),
+                "workflow",
+                "submit",
+                str(HELLO),
+                "--pool",
+                POOL,
+                "--user",
+                "researcher",
+                "--priority",
+                "LOW",
+            ],
+            cwd=REPO,
+            env=sqlite_env,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(CLI_SUBMITTERS)
+    ]
     with ThreadPoolExecutor(HTTP_THREADS) as pool:
         over_http = [wid for ids in pool.map(submit_over_http, range(HTTP_THREADS)) for wid in ids]
     for process in cli:
@@ -95,17 +134,29 @@ def test_processes_share_one_sqlite_file_and_lose_nothing(sqlite_env, processes,
     def statuses() -> dict[str, str]:
         return dict(rows(database, "SELECT workflow_id, status FROM workflows_workflow"))
 
-    wait_until(lambda: set(statuses().values()) == {"COMPLETED"}, 120,
-               f"every workflow COMPLETED (now {sorted(set(statuses().values()))})", interval=0.5)
+    wait_until(
+        lambda: set(statuses().values()) == {"COMPLETED"},
+        120,
+        f"every workflow COMPLETED (now {sorted(set(statuses().values()))})",
+        interval=0.5,
+    )
     for wid in over_http[:3]:
         assert api.status(wid) == "COMPLETED"
-    kinds = rows(database, "SELECT t.pod_name, group_concat(e.kind) FROM workflows_task t JOIN workflows_taskevent e "
-                           "ON e.task_id = t.id GROUP BY t.id")
+    kinds = rows(
+        database,
+        "SELECT t.pod_name, group_concat(e.kind) FROM workflows_task t JOIN workflows_taskevent e "
+        "ON e.task_id = t.id GROUP BY t.id",
+    )
     assert len(kinds) == total
     for pod_name, events in kinds:
         assert {"SUBMITTED", "CREATED"} <= set(events.split(",")), (pod_name, events)
-    nodes = dict(rows(database, "SELECT b.name, count(n.id) FROM clusters_backend b LEFT JOIN clusters_node n "
-                                "ON n.backend_id = b.id GROUP BY b.name"))
+    nodes = dict(
+        rows(
+            database,
+            "SELECT b.name, count(n.id) FROM clusters_backend b LEFT JOIN clusters_node n "
+            "ON n.backend_id = b.id GROUP BY b.name",
+        )
+    )
     assert nodes and set(nodes.values()) == {29}, nodes  # watch_cluster and the resync wrote the inventory too
     for name, (process, _) in started.items():
         assert process.poll() is None, f"{name} exited"

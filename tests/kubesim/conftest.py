@@ -16,7 +16,6 @@ def kube_api_client(url: str) -> client.ApiClient:
     return client.ApiClient(client.Configuration(host=url))
 
 
-
 @pytest.fixture
 def kube_emulator() -> Iterator[EmulatorServer]:
     """A fresh simulated apiserver on 127.0.0.1 (random port) for one test."""

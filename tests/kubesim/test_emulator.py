@@ -75,8 +75,9 @@ def test_objects_get_uid_resource_version_and_timestamps(v1):
     assert a.metadata.uid and a.metadata.uid != b.metadata.uid
     assert int(b.metadata.resource_version) > int(a.metadata.resource_version)
     assert a.metadata.creation_timestamp is not None
-    pod = v1.create_namespaced_pod("default", {"metadata": {"generateName": "job-"},
-                                               "spec": {"containers": [{"name": "c", "image": "x"}]}})
+    pod = v1.create_namespaced_pod(
+        "default", {"metadata": {"generateName": "job-"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    )
     assert pod.metadata.name.startswith("job-") and len(pod.metadata.name) == len("job-") + 5
     assert pod.metadata.namespace == "default" and pod.status.phase == "Pending"
 
@@ -88,8 +89,12 @@ def test_objects_get_uid_resource_version_and_timestamps(v1):
 
 
 def test_list_nodes_by_label_selector(v1):
-    for name, labels in [("h1", {"gpu": "h100", "zone": "a"}), ("h2", {"gpu": "h100", "zone": "b"}),
-                         ("a1", {"gpu": "a100", "zone": "a"}), ("c1", {"zone": "c"})]:
+    for name, labels in [
+        ("h1", {"gpu": "h100", "zone": "a"}),
+        ("h2", {"gpu": "h100", "zone": "b"}),
+        ("a1", {"gpu": "a100", "zone": "a"}),
+        ("c1", {"zone": "c"}),
+    ]:
         v1.create_node(_node(name, **labels))
 
     def names(selector: str) -> set[str]:
@@ -196,8 +201,9 @@ def test_replace_patch_and_conflicts(v1):
     patched = v1.patch_namespaced_pod("p", "default", {"metadata": {"labels": {"tier": "x", "app": None}}})
     assert patched.metadata.labels == {"tier": "x"}
     assert int(patched.metadata.resource_version) > int(replaced.metadata.resource_version)
-    json_patched = v1.patch_namespaced_pod("p", "default", [
-        {"op": "add", "path": "/metadata/annotations", "value": {"note": "hi"}}])
+    json_patched = v1.patch_namespaced_pod(
+        "p", "default", [{"op": "add", "path": "/metadata/annotations", "value": {"note": "hi"}}]
+    )
     assert json_patched.metadata.annotations == {"note": "hi"}
     again = v1.patch_namespaced_pod("p", "default", {"metadata": {"labels": {"tier": "x"}}})
     assert again.metadata.resource_version == json_patched.metadata.resource_version  # no-op: no bump
@@ -254,15 +260,20 @@ def test_namespaces(v1):
 def test_custom_objects(kube_emulator, api):
     kube_emulator.emulator.add_resource("scheduling.run.ai", "v2", "queues", "Queue", namespaced=False)
     crd = client.CustomObjectsApi(api)
-    body = {"apiVersion": "scheduling.run.ai/v2", "kind": "Queue", "metadata": {"name": "team-a"},
-            "spec": {"resources": {"gpu": {"quota": 8}}}}
+    body = {
+        "apiVersion": "scheduling.run.ai/v2",
+        "kind": "Queue",
+        "metadata": {"name": "team-a"},
+        "spec": {"resources": {"gpu": {"quota": 8}}},
+    }
     created = crd.create_cluster_custom_object("scheduling.run.ai", "v2", "queues", body)
     assert created["metadata"]["uid"] and created["spec"]["resources"]["gpu"]["quota"] == 8
     with pytest.raises(client.ApiException) as exc:
         crd.create_cluster_custom_object("scheduling.run.ai", "v2", "queues", body)
     assert exc.value.status == 409
-    patched = crd.patch_cluster_custom_object("scheduling.run.ai", "v2", "queues", "team-a",
-                                              {"spec": {"priority": 100}})
+    patched = crd.patch_cluster_custom_object(
+        "scheduling.run.ai", "v2", "queues", "team-a", {"spec": {"priority": 100}}
+    )
     assert patched["spec"]["priority"] == 100 and patched["metadata"]["generation"] == 2
     listed = crd.list_cluster_custom_object("scheduling.run.ai", "v2", "queues")
     assert listed["kind"] == "QueueList" and [q["metadata"]["name"] for q in listed["items"]] == ["team-a"]
@@ -316,8 +327,9 @@ def test_watch_with_field_selector_on_pods(v1):
     rv = v1.list_namespaced_pod("default").metadata.resource_version
     v1.create_namespaced_pod("default", _pod("b", node="n2"))
     v1.create_namespaced_pod("default", _pod("c", node="n1"))
-    events = _take(1, v1.list_namespaced_pod, "default", field_selector="spec.nodeName=n1",
-                   resource_version=rv, timeout_seconds=5)
+    events = _take(
+        1, v1.list_namespaced_pod, "default", field_selector="spec.nodeName=n1", resource_version=rv, timeout_seconds=5
+    )
     assert events == [("ADDED", "c")]
 
 
@@ -329,8 +341,9 @@ def test_watch_too_old_resource_version_is_410_gone():
             v1.create_node(_node(f"n{i}"))
         # With timeout_seconds the client does not retry: the ERROR event surfaces as ApiException(410).
         with pytest.raises(client.ApiException) as exc:
-            list(watch.Watch().stream(v1.list_node, resource_version=first.metadata.resource_version,
-                                      timeout_seconds=5))
+            list(
+                watch.Watch().stream(v1.list_node, resource_version=first.metadata.resource_version, timeout_seconds=5)
+            )
         assert exc.value.status == 410 and exc.value.reason.startswith("Expired: too old resource version")
         # Without it, the client retries once from the same version, then raises the same way.
         with pytest.raises(client.ApiException) as exc:
@@ -440,8 +453,13 @@ def test_server_starts_fast_and_direct_api_is_thread_safe():
 
 def test_command_line_serves_the_demo_fleet():
     repo = pathlib.Path(__file__).resolve().parents[2]
-    proc = subprocess.Popen([sys.executable, "-m", "kubesim", "--port", "0", "--fleet", "demo"], cwd=repo,
-                            stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "kubesim", "--port", "0", "--fleet", "demo"],
+        cwd=repo,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
     try:
         url = proc.stdout.readline().strip()
         assert url.startswith("http://127.0.0.1:")

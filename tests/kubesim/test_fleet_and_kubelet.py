@@ -35,8 +35,16 @@ from kubesim.kubelet import parse_quantity, pod_requests
 
 from .conftest import kube_api_client, wait_until
 
-EXPECTED = {"NVIDIA-H100-80GB-HBM3": 4, "NVIDIA-A100-SXM4-80GB": 3, "NVIDIA-GB200": 2, "NVIDIA-L40S": 4,
-            "NVIDIA-L40": 3, "Tesla-T4": 5, "NVIDIA-Jetson-Thor": 2, None: 6}
+EXPECTED = {
+    "NVIDIA-H100-80GB-HBM3": 4,
+    "NVIDIA-A100-SXM4-80GB": 3,
+    "NVIDIA-GB200": 2,
+    "NVIDIA-L40S": 4,
+    "NVIDIA-L40": 3,
+    "Tesla-T4": 5,
+    "NVIDIA-Jetson-Thor": 2,
+    None: 6,
+}
 
 
 # --------------------------------------------------------------------------- fleets
@@ -82,7 +90,9 @@ def test_demo_fleet_has_the_rosa_seed_machine_pools(kube_emulator, v1):
         assert node.metadata.labels[INSTANCE_TYPE_LABEL] == "g4dn.xlarge"
         assert node.metadata.labels[GPU_PRODUCT_LABEL] == "Tesla-T4" and node.status.allocatable[GPU_RESOURCE] == "1"
         assert [(t.key, t.value, t.effect) for t in node.spec.taints] == [
-            ("nvidia.com/gpu", "true", "NoSchedule"), ("spot", "true", "PreferNoSchedule")]
+            ("nvidia.com/gpu", "true", "NoSchedule"),
+            ("spot", "true", "PreferNoSchedule"),
+        ]
 
 
 def test_demo_fleet_served_and_selectable(kube_emulator, v1):
@@ -111,7 +121,9 @@ def test_synthetic_fleet_is_deterministic_and_loads_fast(kube_emulator, v1):
     used = collections.Counter()
     for pod in pods:
         if pod["status"]["phase"] == "Running":
-            used[pod["spec"]["nodeName"]] += int(pod["spec"]["containers"][0]["resources"]["requests"].get(GPU_RESOURCE, 0))
+            used[pod["spec"]["nodeName"]] += int(
+                pod["spec"]["containers"][0]["resources"]["requests"].get(GPU_RESOURCE, 0)
+            )
     assert all(used[name] <= gpus[name] for name in used)
 
     started = time.perf_counter()
@@ -131,9 +143,13 @@ def test_synthetic_fleet_is_deterministic_and_loads_fast(kube_emulator, v1):
 def test_quantities_and_requests():
     assert parse_quantity("500m") == 0.5 and parse_quantity("2Gi") == 2 * 2**30 and parse_quantity(3) == 3
     assert parse_quantity("1e3") == 1000 and parse_quantity("128974848") == 128974848
-    spec = {"containers": [{"resources": {"requests": {"cpu": "250m"}, "limits": {"cpu": "1", GPU_RESOURCE: "2"}}},
-                           {"resources": {"requests": {"cpu": "750m", "memory": "1Gi"}}}],
-            "initContainers": [{"resources": {"requests": {"cpu": "2"}}}]}
+    spec = {
+        "containers": [
+            {"resources": {"requests": {"cpu": "250m"}, "limits": {"cpu": "1", GPU_RESOURCE: "2"}}},
+            {"resources": {"requests": {"cpu": "750m", "memory": "1Gi"}}},
+        ],
+        "initContainers": [{"resources": {"requests": {"cpu": "2"}}}],
+    }
     assert pod_requests(spec) == {"cpu": 2.0, GPU_RESOURCE: 2.0, "memory": 2**30}
     with pytest.raises(ValueError):
         parse_quantity("lots")
@@ -143,18 +159,32 @@ def test_quantities_and_requests():
 @pytest.fixture
 def cluster():
     """Demo fleet + a fast kubelet (20 ms to start, 50 ms to run)."""
-    with EmulatorServer(fleet="demo", kubelet={"start_delay": 0.02, "run_seconds": 0.05}) as server, \
-            kube_api_client(server.url) as api:
+    with (
+        EmulatorServer(fleet="demo", kubelet={"start_delay": 0.02, "run_seconds": 0.05}) as server,
+        kube_api_client(server.url) as api,
+    ):
         yield server, client.CoreV1Api(api)
         assert not server.emulator.internal_errors, list(server.emulator.internal_errors)
 
 
-def _gpu_pod(name: str, product: str = GPU_PRODUCTS["H100"], gpus: int = 1, tolerate: bool = True,
-             annotations: dict | None = None) -> dict:
-    spec = {"restartPolicy": "Never", "nodeSelector": {GPU_PRODUCT_LABEL: product},
-            "containers": [{"name": "main", "image": "nvcr.io/nvidia/cuda:12.4.0-base",
-                            "resources": {"requests": {"cpu": "1", "memory": "4Gi"},
-                                          "limits": {GPU_RESOURCE: str(gpus)}}}]}
+def _gpu_pod(
+    name: str,
+    product: str = GPU_PRODUCTS["H100"],
+    gpus: int = 1,
+    tolerate: bool = True,
+    annotations: dict | None = None,
+) -> dict:
+    spec = {
+        "restartPolicy": "Never",
+        "nodeSelector": {GPU_PRODUCT_LABEL: product},
+        "containers": [
+            {
+                "name": "main",
+                "image": "nvcr.io/nvidia/cuda:12.4.0-base",
+                "resources": {"requests": {"cpu": "1", "memory": "4Gi"}, "limits": {GPU_RESOURCE: str(gpus)}},
+            }
+        ],
+    }
     if tolerate:
         spec["tolerations"] = [GPU_TOLERATION]
     return {"metadata": {"name": name, "annotations": annotations or {}}, "spec": spec}
@@ -219,10 +249,12 @@ def test_unschedulable_pods_stay_pending_with_reason(cluster):
     taint = wait_until(lambda: scheduled_condition("no-toleration"))
     assert taint.reason == "Unschedulable"
     # Per node, the first failing filter in the default scheduler's order counts.
-    assert taint.message == ("0/29 nodes are available: 4 node(s) didn't match Pod's node affinity/selector, "
-                             "22 node(s) had untolerated taint {nvidia.com/gpu: true}, "
-                             "2 node(s) had untolerated taint {workload-type: batch}, "
-                             "1 node(s) were unschedulable.")
+    assert taint.message == (
+        "0/29 nodes are available: 4 node(s) didn't match Pod's node affinity/selector, "
+        "22 node(s) had untolerated taint {nvidia.com/gpu: true}, "
+        "2 node(s) had untolerated taint {workload-type: batch}, "
+        "1 node(s) were unschedulable."
+    )
     assert "Insufficient nvidia.com/gpu" in wait_until(lambda: scheduled_condition("too-big")).message
     assert "didn't match Pod's node affinity/selector" in wait_until(lambda: scheduled_condition("no-such-gpu")).message
     for name in ("no-toleration", "too-big", "no-such-gpu"):
@@ -232,17 +264,24 @@ def test_unschedulable_pods_stay_pending_with_reason(cluster):
 
 def test_cordoned_node_is_skipped_and_resources_are_counted(cluster):
     _server, v1 = cluster
-    pin = {"metadata": {"name": "pinned"}, "spec": {
-        "nodeSelector": {HOSTNAME_LABEL: CORDONED_NODE}, "tolerations": [GPU_TOLERATION],
-        "containers": [{"name": "main", "image": "x"}]}}
+    pin = {
+        "metadata": {"name": "pinned"},
+        "spec": {
+            "nodeSelector": {HOSTNAME_LABEL: CORDONED_NODE},
+            "tolerations": [GPU_TOLERATION],
+            "containers": [{"name": "main", "image": "x"}],
+        },
+    }
     v1.create_namespaced_pod("default", pin)
     cond = wait_until(lambda: _condition(v1.read_namespaced_pod("pinned", "default"), "PodScheduled"))
     assert cond.status == "False" and "1 node(s) were unschedulable" in cond.message
 
     # 2 A100 nodes are schedulable with 8 GPUs each: two 8-GPU pods fit, the third does not.
     for i in range(3):
-        v1.create_namespaced_pod("default", _gpu_pod(f"a100-{i}", product=GPU_PRODUCTS["A100"], gpus=8,
-                                                     annotations={"kubesim/never-finish": "true"}))
+        v1.create_namespaced_pod(
+            "default",
+            _gpu_pod(f"a100-{i}", product=GPU_PRODUCTS["A100"], gpus=8, annotations={"kubesim/never-finish": "true"}),
+        )
     wait_until(lambda: [_phase(v1, f"a100-{i}") for i in range(3)].count("Running") == 2)
     nodes = {v1.read_namespaced_pod(f"a100-{i}", "default").spec.node_name for i in range(3)}
     assert CORDONED_NODE not in nodes and len(nodes - {None}) == 2
@@ -256,8 +295,10 @@ def test_cordoned_node_is_skipped_and_resources_are_counted(cluster):
 
 def test_pending_pod_is_scheduled_when_a_matching_node_appears(cluster):
     server, v1 = cluster
-    pod = {"metadata": {"name": "waits"}, "spec": {"nodeSelector": {MACHINE_POOL_LABEL: "new-pool"},
-                                                   "containers": [{"name": "main", "image": "x"}]}}
+    pod = {
+        "metadata": {"name": "waits"},
+        "spec": {"nodeSelector": {MACHINE_POOL_LABEL: "new-pool"}, "containers": [{"name": "main", "image": "x"}]},
+    }
     v1.create_namespaced_pod("default", pod)
     wait_until(lambda: _condition(v1.read_namespaced_pod("waits", "default"), "PodScheduled"))
     node = node_manifest("cpu", 3)
@@ -270,8 +311,9 @@ def test_pending_pod_is_scheduled_when_a_matching_node_appears(cluster):
 
 def test_kubelet_can_be_enabled_on_a_running_server(kube_emulator, v1):
     v1.create_node(node_manifest("cpu", 3))
-    v1.create_namespaced_pod("default", {"metadata": {"name": "p"},
-                                         "spec": {"containers": [{"name": "c", "image": "x"}]}})
+    v1.create_namespaced_pod(
+        "default", {"metadata": {"name": "p"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}
+    )
     assert _phase(v1, "p") == "Pending"
     kube_emulator.enable_kubelet(start_delay=0, run_seconds=0)
     wait_until(lambda: _phase(v1, "p") == "Succeeded")
@@ -279,8 +321,10 @@ def test_kubelet_can_be_enabled_on_a_running_server(kube_emulator, v1):
 
 def test_kubelet_keeps_the_api_responsive_with_many_pending_pods():
     nodes, pods = synthetic_fleet(300, 3000, seed=3)
-    with EmulatorServer(kubelet={"start_delay": 0.05, "run_seconds": 0.2}) as server, \
-            kube_api_client(server.url) as api:
+    with (
+        EmulatorServer(kubelet={"start_delay": 0.05, "run_seconds": 0.2}) as server,
+        kube_api_client(server.url) as api,
+    ):
         load_fleet(server, nodes, pods)
         v1 = client.CoreV1Api(api)
         slowest = 0.0
@@ -288,11 +332,17 @@ def test_kubelet_keeps_the_api_responsive_with_many_pending_pods():
         def undecided() -> int:
             nonlocal slowest
             started = time.perf_counter()
-            page = json.loads(v1.list_pod_for_all_namespaces(
-                field_selector="status.phase=Pending,spec.nodeName=", _preload_content=False).data)
+            page = json.loads(
+                v1.list_pod_for_all_namespaces(
+                    field_selector="status.phase=Pending,spec.nodeName=", _preload_content=False
+                ).data
+            )
             slowest = max(slowest, time.perf_counter() - started)
-            return sum(1 for p in page["items"]
-                       if not any(c["type"] == "PodScheduled" for c in p["status"].get("conditions", ())))
+            return sum(
+                1
+                for p in page["items"]
+                if not any(c["type"] == "PodScheduled" for c in p["status"].get("conditions", ()))
+            )
 
         wait_until(lambda: undecided() == 0, timeout=30, interval=0.05)
         assert slowest < 2, slowest

@@ -12,15 +12,27 @@ from kubernetes import client
 
 from .conftest import kube_api_client, wait_until
 
-POD = {"metadata": {"name": "survivor", "labels": {"app": "x"},
-                    "annotations": {"kubesim/run-seconds": "3", "kubesim/start-seconds": "0.2"}},
-       "spec": {"containers": [{"name": "main", "image": "busybox",
-                                "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}
+POD = {
+    "metadata": {
+        "name": "survivor",
+        "labels": {"app": "x"},
+        "annotations": {"kubesim/run-seconds": "3", "kubesim/start-seconds": "0.2"},
+    },
+    "spec": {
+        "containers": [
+            {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
+        ]
+    },
+}
 
 
 def start(state: Path) -> tuple[subprocess.Popen, str]:
-    process = subprocess.Popen([sys.executable, "-m", "kubesim", "--port", "0", "--fleet", "demo", "--kubelet",
-                                "--state", str(state)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kubesim", "--port", "0", "--fleet", "demo", "--kubelet", "--state", str(state)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
     return process, process.stdout.readline().strip()
 
 
@@ -38,8 +50,9 @@ def test_killed_cluster_keeps_its_pods_and_finishes_them(tmp_path):
             client.CoreV1Api(api).create_namespaced_pod("default", POD)
         wait_until(lambda: phase(url) == "Running", timeout=10, interval=0.05)
         saved = json.loads(state.read_text())
-        assert any(p["metadata"]["name"] == "survivor" and p["status"]["phase"] == "Running"
-                   for p in saved["objects"]["/pods"])
+        assert any(
+            p["metadata"]["name"] == "survivor" and p["status"]["phase"] == "Running" for p in saved["objects"]["/pods"]
+        )
     finally:
         first.send_signal(signal.SIGKILL)
         first.wait(10)
@@ -61,7 +74,11 @@ def test_killed_cluster_keeps_its_pods_and_finishes_them(tmp_path):
 def test_unreadable_state_file_is_refused_with_its_name(tmp_path):
     state = tmp_path / "kubesim.json"
     state.write_text("{not json")
-    process = subprocess.run([sys.executable, "-m", "kubesim", "--port", "0", "--state", str(state)],
-                             capture_output=True, text=True, timeout=30)
+    process = subprocess.run(
+        [sys.executable, "-m", "kubesim", "--port", "0", "--state", str(state)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert process.returncode == 2
     assert f"cannot load the state file {state}" in process.stderr and "Traceback" not in process.stderr

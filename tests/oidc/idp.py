@@ -80,8 +80,15 @@ class IdP:
     def discovery(self) -> dict[str, Any]:
         return requests.get(f"{self.issuer}/.well-known/openid-configuration", timeout=5).json()
 
-    def mint(self, claims: dict[str, Any], *, key: rsa.RSAPrivateKey | None = None, kid: str | None = KEY_ID,
-             alg: str = "RS256", lifetime: int = 300) -> str:
+    def mint(
+        self,
+        claims: dict[str, Any],
+        *,
+        key: rsa.RSAPrivateKey | None = None,
+        kid: str | None = KEY_ID,
+        alg: str = "RS256",
+        lifetime: int = 300,
+    ) -> str:
         """A JWT as this IdP would sign it (or with another key/kid/alg, to be refused)."""
         now = int(time.time())
         payload = {"iss": self.issuer, "iat": now, "exp": now + lifetime, "jti": uuid.uuid4().hex, **claims}
@@ -138,8 +145,10 @@ def start_idp(workdir: Path, redirect_uris: list[str], post_logout_uris: list[st
             pass
         if time.monotonic() > deadline:
             idp.stop()
-            pytest.fail(f"the OIDC provider did not serve its discovery document in {STARTUP_DEADLINE_S:.0f} s:\n"
-                        + log_path.read_text()[-2000:])
+            pytest.fail(
+                f"the OIDC provider did not serve its discovery document in {STARTUP_DEADLINE_S:.0f} s:\n"
+                + log_path.read_text()[-2000:]
+            )
         try:
             process.wait(timeout=0.02)  # the poll interval, cut short if node exits
         except subprocess.TimeoutExpired:
@@ -193,15 +202,20 @@ class LoginDriver:
             return page  # already signed in at the IdP (SSO session): straight back
         action = _FORM_ACTION.search(page.text)
         assert action, page.text[:500]
-        submitted = self.browser.post(urljoin(page.url, action.group(1)), allow_redirects=False, timeout=10,
-                                      data={"prompt": "login", "login": login, "password": password})
+        submitted = self.browser.post(
+            urljoin(page.url, action.group(1)),
+            allow_redirects=False,
+            timeout=10,
+            data={"prompt": "login", "login": login, "password": password},
+        )
         return self._follow_at_idp(submitted)
 
     def cancel_at_idp(self, authorize_url: str) -> str:
         page = self._follow_at_idp(self.browser.get(authorize_url, allow_redirects=False, timeout=10))
         uid = urlsplit(page.url).path.rstrip("/").rsplit("/", 1)[-1]
-        result = self._follow_at_idp(self.browser.get(f"{self.idp.issuer}/interaction/{uid}/abort",
-                                                      allow_redirects=False, timeout=10))
+        result = self._follow_at_idp(
+            self.browser.get(f"{self.idp.issuer}/interaction/{uid}/abort", allow_redirects=False, timeout=10)
+        )
         assert isinstance(result, str), result
         return result
 

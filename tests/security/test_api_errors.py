@@ -79,25 +79,39 @@ def envelope(response, status: int) -> dict:
 # ------------------------------------------------------------------------------------------ NUL bytes
 
 
-@pytest.mark.parametrize("method,url", [
-    ("get", "/api/pool/a%00b/workflow"), ("post", "/api/pool/a\x00b/workflow"),
-    ("get", "/api/configs/role/a%00b"), ("put", "/api/configs/ROLE/a\x00b"),
-    ("get", "/api/auth/access_token/a%00b"), ("post", "/api/auth/access_token/a%00b"),
-    ("delete", "/api/auth/access_token/a\x00b"), ("get", "/api/workflow/x%00y/events"),
-    ("post", "/api/workflow/%00/cancel"),
-])
+@pytest.mark.parametrize(
+    "method,url",
+    [
+        ("get", "/api/pool/a%00b/workflow"),
+        ("post", "/api/pool/a\x00b/workflow"),
+        ("get", "/api/configs/role/a%00b"),
+        ("put", "/api/configs/ROLE/a\x00b"),
+        ("get", "/api/auth/access_token/a%00b"),
+        ("post", "/api/auth/access_token/a%00b"),
+        ("delete", "/api/auth/access_token/a\x00b"),
+        ("get", "/api/workflow/x%00y/events"),
+        ("post", "/api/workflow/%00/cancel"),
+    ],
+)
 def test_a_nul_in_the_path_is_a_404(researcher, admin, method, url):
     for client in (researcher, admin):
         body = envelope(getattr(client, method)(url, {}, format="json"), 404)
         assert body["code"] == "not_found" and body["field"] == "path" and "\x00" in body["value"]
 
 
-@pytest.mark.parametrize("url,field", [
-    ("/api/resources?pools=%00", "pools"), ("/api/resources?pools=a&platforms=x%00y", "platforms"),
-    ("/api/workflow?name=a%00b", "name"), ("/api/workflow?users=%00", "users"),
-    ("/api/configs/history?name=x%00", "name"), ("/api/pool?all_pools=%00", "all_pools"),
-    ("/api/workflow?a%00b=1", "a\x00b"), ("/api/pool/batch/workflow?priority=%00", "priority"),
-])
+@pytest.mark.parametrize(
+    "url,field",
+    [
+        ("/api/resources?pools=%00", "pools"),
+        ("/api/resources?pools=a&platforms=x%00y", "platforms"),
+        ("/api/workflow?name=a%00b", "name"),
+        ("/api/workflow?users=%00", "users"),
+        ("/api/configs/history?name=x%00", "name"),
+        ("/api/pool?all_pools=%00", "all_pools"),
+        ("/api/workflow?a%00b=1", "a\x00b"),
+        ("/api/pool/batch/workflow?priority=%00", "priority"),
+    ],
+)
 def test_a_nul_in_the_query_is_a_400_naming_the_parameter(researcher, url, field):
     method = "post" if "/workflow?priority" in url else "get"
     body = envelope(getattr(researcher, method)(url), 400)
@@ -107,8 +121,9 @@ def test_a_nul_in_the_query_is_a_400_naming_the_parameter(researcher, url, field
 def test_a_nul_in_a_body_is_a_400_naming_where(researcher, admin):
     as_json = envelope(researcher.post(SUBMIT, {"file": "a\x00b"}, format="json"), 400)
     assert as_json["field"] == "file" and "NUL" in as_json["reason"]
-    nested = envelope(researcher.post(SUBMIT, {"version": 2, "workflow": {"tasks": [{"name": "t\x00"}]}},
-                                      format="json"), 400)
+    nested = envelope(
+        researcher.post(SUBMIT, {"version": 2, "workflow": {"tasks": [{"name": "t\x00"}]}}, format="json"), 400
+    )
     assert nested["field"] == "workflow.tasks[0].name"
     assert envelope(researcher.post(SUBMIT, {"k\x00": 1}, format="json"), 400)["field"] == "k\x00"
     as_yaml = envelope(researcher.post(SUBMIT, "version: 2\x00", content_type="application/yaml"), 400)
@@ -119,8 +134,9 @@ def test_a_nul_in_a_body_is_a_400_naming_where(researcher, admin):
     assert as_multipart["field"] == "file"
     token = envelope(researcher.post("/api/auth/access_token/ci", {"roles": ["osmo-user\x00"]}, format="json"), 400)
     assert token["field"] == "roles[0]"
-    config = envelope(admin.put("/api/configs/pod_template/t", {"configs": {"spec": {"x": "\x00"}}},
-                                format="json"), 400)
+    config = envelope(
+        admin.put("/api/configs/pod_template/t", {"configs": {"spec": {"x": "\x00"}}}, format="json"), 400
+    )
     assert config["field"] == "configs.spec.x"
 
 
@@ -143,13 +159,17 @@ def test_a_nul_in_a_bearer_token_is_a_401():
 HUGE = "9223372036854775808"  # 2**63: past PostgreSQL's bigint
 
 
-@pytest.mark.parametrize("url,field", [
-    (f"/api/workflow?offset={HUGE}", "offset"), ("/api/workflow?offset=2147483648", "offset"),
-    (f"/api/configs/history?offset={HUGE}", "offset"),
-    (f"/api/configs/diff?config_type=pool&name=p&first_revision={HUGE}&second_revision=1", "first_revision"),
-    (f"/api/configs/diff?config_type=pool&name=p&first_revision=1&second_revision={HUGE}", "second_revision"),
-    (f"/api/workflow?limit={'9' * 5000}", "limit"),
-])
+@pytest.mark.parametrize(
+    "url,field",
+    [
+        (f"/api/workflow?offset={HUGE}", "offset"),
+        ("/api/workflow?offset=2147483648", "offset"),
+        (f"/api/configs/history?offset={HUGE}", "offset"),
+        (f"/api/configs/diff?config_type=pool&name=p&first_revision={HUGE}&second_revision=1", "first_revision"),
+        (f"/api/configs/diff?config_type=pool&name=p&first_revision=1&second_revision={HUGE}", "second_revision"),
+        (f"/api/workflow?limit={'9' * 5000}", "limit"),
+    ],
+)
 def test_numbers_past_2_to_the_31_are_a_400_naming_the_field(admin, url, field):
     assert envelope(admin.get(url), 400)["field"] == field
 
@@ -157,8 +177,9 @@ def test_numbers_past_2_to_the_31_are_a_400_naming_the_field(admin, url, field):
 def test_the_largest_offset_is_still_an_answer(researcher, admin):
     assert researcher.get("/api/workflow?offset=2147483647").json()["workflows"] == []
     assert admin.get("/api/configs/history?offset=2147483647").status_code == 200
-    rollback = admin.post("/api/configs/history/rollback", {"config_type": "pool", "name": "batch",
-                                                            "revision": int(HUGE)}, format="json")
+    rollback = admin.post(
+        "/api/configs/history/rollback", {"config_type": "pool", "name": "batch", "revision": int(HUGE)}, format="json"
+    )
     assert envelope(rollback, 400)["field"] == "revision"
 
 
@@ -205,8 +226,9 @@ def test_another_teams_workflow_answers_exactly_as_a_missing_one(researcher, poo
         missing = envelope(getattr(outsider, method)(f"/api/workflow/absent-1{suffix}", {}, format="json"), 404)
         assert hidden == {**missing, "value": submitted, "reason": f"no workflow {submitted!r}"}
         assert hidden["code"] == "workflow_not_found"
-    denied = AuditEvent.objects.filter(action="access.denied", actor__username="mallory",
-                                       target=f"workflow:Read on workflow/{submitted}")
+    denied = AuditEvent.objects.filter(
+        action="access.denied", actor__username="mallory", target=f"workflow:Read on workflow/{submitted}"
+    )
     assert denied.count() == 4 and all(event.outcome == "denied" and event.detail["because"] for event in denied)
     assert researcher.get(f"/api/workflow/{submitted}").status_code == 200  # its own team still sees it
 
@@ -253,12 +275,19 @@ def test_a_database_refusal_reaching_a_view_is_a_400(researcher, alice, settings
 # ------------------------------------------------------------------------------------------ browsable API
 
 
-@pytest.mark.parametrize("who,url,status", [
-    ("nowhere", SUBMIT, 403), ("nowhere", "/api/pool/nope/workflow", 403),
-    ("researcher", "/api/pool/nope/workflow", 404), ("researcher", SUBMIT, 405),
-    ("researcher", "/api/configs/widget", 400), ("researcher", "/api/configs/pool", 403),
-    ("researcher", "/api/workflow?offset=99999999999", 400), ("nowhere", "/api/workflow/absent-1", 404),
-])
+@pytest.mark.parametrize(
+    "who,url,status",
+    [
+        ("nowhere", SUBMIT, 403),
+        ("nowhere", "/api/pool/nope/workflow", 403),
+        ("researcher", "/api/pool/nope/workflow", 404),
+        ("researcher", SUBMIT, 405),
+        ("researcher", "/api/configs/widget", 400),
+        ("researcher", "/api/configs/pool", 403),
+        ("researcher", "/api/workflow?offset=99999999999", 400),
+        ("nowhere", "/api/workflow/absent-1", 404),
+    ],
+)
 def test_a_browser_gets_the_same_answer_as_a_page(researcher, bob, who, url, status):
     client = researcher if who == "researcher" else token_client(bob, "osmo-user")
     as_page = client.get(url, HTTP_ACCEPT="text/html")

@@ -45,7 +45,7 @@ def wsgi_app(environ, start_response):
 
 
 def envelope_problem(response) -> str:
-    """"" when an error answer is the JSON envelope, else why not."""
+    """ "" when an error answer is the JSON envelope, else why not."""
     if response.status_code < 400:
         return ""
     content_type = (response.headers.get("content-type") or [""])[0]  # lower-case keys, lists of values
@@ -63,8 +63,9 @@ def _checker(label: str, headers: dict, sent: dict, failures: list):
         sent[label] = sent.get(label, 0) + 1
         problem = envelope_problem(response) if response.status_code < 500 else f"HTTP {response.status_code}"
         if problem:
-            failures.append(f"{case.method} {case.formatted_path} query={case.query} body={str(case.body)[:300]}: "
-                            f"{problem}")
+            failures.append(
+                f"{case.method} {case.formatted_path} query={case.query} body={str(case.body)[:300]}: {problem}"
+            )
 
     return check
 
@@ -95,8 +96,13 @@ def test_generated_requests_never_get_a_server_error(pool, alice):
     known = {"pool": "batch", "workflow_id": workflow_id}
     schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_app)
     settings = hypothesis.settings(
-        derandomize=True, database=None, deadline=None, phases=[Phase.explicit, Phase.generate],
-        suppress_health_check=list(HealthCheck), print_blob=False)
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
     failures: list[str] = []
     sent: dict[str, int] = {}
     started = time.monotonic()
@@ -106,11 +112,16 @@ def test_generated_requests_never_get_a_server_error(pool, alice):
         callers = [researcher, admin] if operation.path.startswith("/api/configs") else [researcher]
         for headers in callers:
             for override, cases in runs(operation, known):
-                test = create_test(operation=operation, test_func=_checker(operation.label, headers, sent, failures),
-                                   config=HypothesisTestConfig(
-                                       project=schema.config, override=override,
-                                       modes=[HypothesisTestMode.EXAMPLES, HypothesisTestMode.FUZZING],
-                                       settings=hypothesis.settings(settings, max_examples=cases)))
+                test = create_test(
+                    operation=operation,
+                    test_func=_checker(operation.label, headers, sent, failures),
+                    config=HypothesisTestConfig(
+                        project=schema.config,
+                        override=override,
+                        modes=[HypothesisTestMode.EXAMPLES, HypothesisTestMode.FUZZING],
+                        settings=hypothesis.settings(settings, max_examples=cases),
+                    ),
+                )
                 test()
     elapsed = time.monotonic() - started
     total = sum(sent.values())

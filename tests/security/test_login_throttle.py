@@ -143,7 +143,12 @@ def test_the_lockout_is_audited_once(client, ana):
 
     event = AuditEvent.objects.get(action="auth.lockout")
     assert (event.actor_name, event.target, event.outcome, event.source, event.remote_addr) == (
-        "ana", "user/ana", "denied", "admin", "10.0.0.1")
+        "ana",
+        "user/ana",
+        "denied",
+        "admin",
+        "10.0.0.1",
+    )
     assert event.detail["failures"] == LIMIT
 
 
@@ -154,8 +159,9 @@ def test_forwarded_for_is_ignored_without_trusted_proxies(client, ana, bob):
     for n in range(LIMIT):
         sign_in(client, "/login/", "ana", "wrong", HTTP_X_FORWARDED_FOR=f"198.51.100.{n}")
 
-    assert sign_in(client, "/login/", "bob", "bob-right-password", HTTP_X_FORWARDED_FOR="198.51.100.99"
-                   ).status_code == 429  # the peer address 10.0.0.1 is locked, whatever the header says
+    assert (
+        sign_in(client, "/login/", "bob", "bob-right-password", HTTP_X_FORWARDED_FOR="198.51.100.99").status_code == 429
+    )  # the peer address 10.0.0.1 is locked, whatever the header says
 
 
 def test_behind_a_trusted_proxy_the_forwarded_client_is_locked(client, settings, ana, bob):
@@ -164,22 +170,28 @@ def test_behind_a_trusted_proxy_the_forwarded_client_is_locked(client, settings,
         sign_in(client, "/login/", "ana", "wrong", HTTP_X_FORWARDED_FOR=f"6.6.6.{n}, 203.0.113.5")
     assert set(AccessAttempt.objects.values_list("ip_address", flat=True)) == {"203.0.113.5"}
 
-    assert sign_in(client, "/login/", "bob", "bob-right-password",
-                   HTTP_X_FORWARDED_FOR="1.1.1.1, 203.0.113.5").status_code == 429
-    assert sign_in(client, "/login/", "bob", "bob-right-password",
-                   HTTP_X_FORWARDED_FOR="198.51.100.7").status_code == 302  # another client of the proxy
+    assert (
+        sign_in(client, "/login/", "bob", "bob-right-password", HTTP_X_FORWARDED_FOR="1.1.1.1, 203.0.113.5").status_code
+        == 429
+    )
+    assert (
+        sign_in(client, "/login/", "bob", "bob-right-password", HTTP_X_FORWARDED_FOR="198.51.100.7").status_code == 302
+    )  # another client of the proxy
 
 
-@pytest.mark.parametrize(("remote", "forwarded", "expected"), [
-    ("10.0.0.1", "", "10.0.0.1"),
-    ("10.0.0.1", "203.0.113.5", "203.0.113.5"),
-    ("10.0.0.1", "6.6.6.6, 203.0.113.5, 10.0.0.2", "203.0.113.5"),  # two trusted hops
-    ("10.0.0.1", "10.0.0.3, 10.0.0.2", "10.0.0.3"),  # every hop trusted: the farthest one
-    ("10.0.0.1", "203.0.113.5, not-an-address", "10.0.0.1"),  # garbage: the last address a proxy saw
-    ("192.0.2.1", "203.0.113.5", "192.0.2.1"),  # not a trusted proxy: its header means nothing
-    ("unix-socket", "203.0.113.5", None),
-    ("::1", "2001:db8::7", "2001:db8::7"),
-])
+@pytest.mark.parametrize(
+    ("remote", "forwarded", "expected"),
+    [
+        ("10.0.0.1", "", "10.0.0.1"),
+        ("10.0.0.1", "203.0.113.5", "203.0.113.5"),
+        ("10.0.0.1", "6.6.6.6, 203.0.113.5, 10.0.0.2", "203.0.113.5"),  # two trusted hops
+        ("10.0.0.1", "10.0.0.3, 10.0.0.2", "10.0.0.3"),  # every hop trusted: the farthest one
+        ("10.0.0.1", "203.0.113.5, not-an-address", "10.0.0.1"),  # garbage: the last address a proxy saw
+        ("192.0.2.1", "203.0.113.5", "192.0.2.1"),  # not a trusted proxy: its header means nothing
+        ("unix-socket", "203.0.113.5", None),
+        ("::1", "2001:db8::7", "2001:db8::7"),
+    ],
+)
 def test_client_address(rf, settings, remote, forwarded, expected):
     settings.LOGIN_TRUSTED_PROXIES = ["10.0.0.0/24", "::1/128"]
     request = rf.get("/", REMOTE_ADDR=remote, HTTP_X_FORWARDED_FOR=forwarded)

@@ -18,20 +18,37 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres"  # parsed only: these checks open no connection
 STRONG_KEY = "x9Fq2LmZ7vR4tB8nW1cK6yH3pJ5sD0gA-uE_oI7rT2wQ9zX4cV8bN1mL6kJ3hG5f"
-SETTINGS = ["DEBUG", "SECRET_KEY", "SECURE_SSL_REDIRECT", "SECURE_HSTS_SECONDS", "SECURE_HSTS_INCLUDE_SUBDOMAINS",
-            "SECURE_HSTS_PRELOAD", "SESSION_COOKIE_SECURE", "CSRF_COOKIE_SECURE", "SECURE_PROXY_SSL_HEADER",
-            "AXES_FAILURE_LIMIT", "LOGIN_LOCKOUT_MINUTES", "LOGIN_TRUSTED_PROXIES"]
-READ_SETTINGS = ("import json; from django.conf import settings; "
-                 f"print(json.dumps({{name: getattr(settings, name) for name in {SETTINGS!r}}}))")
+SETTINGS = [
+    "DEBUG",
+    "SECRET_KEY",
+    "SECURE_SSL_REDIRECT",
+    "SECURE_HSTS_SECONDS",
+    "SECURE_HSTS_INCLUDE_SUBDOMAINS",
+    "SECURE_HSTS_PRELOAD",
+    "SESSION_COOKIE_SECURE",
+    "CSRF_COOKIE_SECURE",
+    "SECURE_PROXY_SSL_HEADER",
+    "AXES_FAILURE_LIMIT",
+    "LOGIN_LOCKOUT_MINUTES",
+    "LOGIN_TRUSTED_PROXIES",
+]
+READ_SETTINGS = (
+    "import json; from django.conf import settings; "
+    f"print(json.dumps({{name: getattr(settings, name) for name in {SETTINGS!r}}}))"
+)
 
 
 def run(args: list[str], var_dir: Path, **env: str) -> subprocess.CompletedProcess:
     """`args` run from the repository root with a clean portal environment plus `env`."""
-    base = {key: value for key, value in os.environ.items()
-            if key in {"PATH", "HOME", "LANG", "LC_ALL", "SYSTEMROOT", "TMPDIR"}}
+    base = {
+        key: value
+        for key, value in os.environ.items()
+        if key in {"PATH", "HOME", "LANG", "LC_ALL", "SYSTEMROOT", "TMPDIR"}
+    }
     environment = {**base, "DJANGO_SETTINGS_MODULE": "portal.settings", "PORTAL_VAR_DIR": str(var_dir), **env}
-    return subprocess.run([sys.executable, *args], cwd=ROOT, env=environment, capture_output=True, text=True,
-                          timeout=120)
+    return subprocess.run(
+        [sys.executable, *args], cwd=ROOT, env=environment, capture_output=True, text=True, timeout=120
+    )
 
 
 def settings_in(var_dir: Path, **env: str) -> dict:
@@ -102,11 +119,21 @@ def test_development_leaves_them_off(tmp_path):
 
 
 def test_each_https_setting_can_be_overridden(tmp_path):
-    values = settings_in(tmp_path, **production(
-        SECURE_SSL_REDIRECT="false", SECURE_HSTS_SECONDS="3600", SECURE_HSTS_PRELOAD="false",
-        SECURE_HSTS_INCLUDE_SUBDOMAINS="no", SESSION_COOKIE_SECURE="0", CSRF_COOKIE_SECURE="off",
-        SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO", LOGIN_FAILURE_LIMIT="7", LOGIN_LOCKOUT_MINUTES="30",
-        LOGIN_TRUSTED_PROXIES="10.0.0.0/8, 192.168.1.7"))
+    values = settings_in(
+        tmp_path,
+        **production(
+            SECURE_SSL_REDIRECT="false",
+            SECURE_HSTS_SECONDS="3600",
+            SECURE_HSTS_PRELOAD="false",
+            SECURE_HSTS_INCLUDE_SUBDOMAINS="no",
+            SESSION_COOKIE_SECURE="0",
+            CSRF_COOKIE_SECURE="off",
+            SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO",
+            LOGIN_FAILURE_LIMIT="7",
+            LOGIN_LOCKOUT_MINUTES="30",
+            LOGIN_TRUSTED_PROXIES="10.0.0.0/8, 192.168.1.7",
+        ),
+    )
     assert values["SECURE_SSL_REDIRECT"] is False and values["SECURE_HSTS_SECONDS"] == 3600
     assert values["SECURE_HSTS_PRELOAD"] is False and values["SECURE_HSTS_INCLUDE_SUBDOMAINS"] is False
     assert values["SESSION_COOKIE_SECURE"] is False and values["CSRF_COOKIE_SECURE"] is False
@@ -115,13 +142,16 @@ def test_each_https_setting_can_be_overridden(tmp_path):
     assert values["LOGIN_TRUSTED_PROXIES"] == ["10.0.0.0/8", "192.168.1.7/32"]
 
 
-@pytest.mark.parametrize(("name", "value", "message"), [
-    ("SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto", "expected a request.META header name"),
-    ("SECURE_HSTS_SECONDS", "-1", "expected 0 (off) or a number of seconds"),
-    ("SECURE_SSL_REDIRECT", "maybe", "expected one of true/false"),
-    ("LOGIN_TRUSTED_PROXIES", "10.0.0.0/8,proxy.example", "'proxy.example' is not an IP address or network"),
-    ("LOGIN_FAILURE_LIMIT", "0", "both must be 1 or more"),
-])
+@pytest.mark.parametrize(
+    ("name", "value", "message"),
+    [
+        ("SECURE_PROXY_SSL_HEADER", "X-Forwarded-Proto", "expected a request.META header name"),
+        ("SECURE_HSTS_SECONDS", "-1", "expected 0 (off) or a number of seconds"),
+        ("SECURE_SSL_REDIRECT", "maybe", "expected one of true/false"),
+        ("LOGIN_TRUSTED_PROXIES", "10.0.0.0/8,proxy.example", "'proxy.example' is not an IP address or network"),
+        ("LOGIN_FAILURE_LIMIT", "0", "both must be 1 or more"),
+    ],
+)
 def test_bad_values_are_refused_by_name(tmp_path, name, value, message):
     process = run(["manage.py", "check"], tmp_path, **production(**{name: value}))
     assert process.returncode != 0
@@ -132,14 +162,20 @@ def test_bad_values_are_refused_by_name(tmp_path, name, value, message):
 
 
 def test_check_deploy_is_clean_in_production(tmp_path):
-    process = run(["manage.py", "check", "--deploy", "--fail-level", "DEBUG"], tmp_path, **production(
-        ALLOWED_HOSTS="portal.example.com"))
+    process = run(
+        ["manage.py", "check", "--deploy", "--fail-level", "DEBUG"],
+        tmp_path,
+        **production(ALLOWED_HOSTS="portal.example.com"),
+    )
     assert process.returncode == 0, process.stdout + process.stderr
     assert "System check identified no issues (0 silenced)." in process.stdout
 
 
 def test_check_deploy_reports_production_settings_turned_off(tmp_path):
-    process = run(["manage.py", "check", "--deploy"], tmp_path, **production(
-        SECURE_SSL_REDIRECT="false", SESSION_COOKIE_SECURE="false", SECURE_HSTS_SECONDS="0"))
+    process = run(
+        ["manage.py", "check", "--deploy"],
+        tmp_path,
+        **production(SECURE_SSL_REDIRECT="false", SESSION_COOKIE_SECURE="false", SECURE_HSTS_SECONDS="0"),
+    )
     for code in ("security.W004", "security.W008", "security.W012"):  # HSTS, SSL redirect, session cookie
         assert f"({code})" in process.stderr

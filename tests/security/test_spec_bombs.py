@@ -34,7 +34,8 @@ def merge_bomb(levels: int = 30) -> str:
 
 def alias_bomb() -> str:
     levels = ["x-a: &a [x, x, x, x, x, x, x, x, x]"] + [
-        f"x-{b}: &{b} [{', '.join([f'*{a}'] * 9)}]" for a, b in zip("abcdefgh", "bcdefghi", strict=True)]
+        f"x-{b}: &{b} [{', '.join([f'*{a}'] * 9)}]" for a, b in zip("abcdefgh", "bcdefghi", strict=True)
+    ]
     return HEAD + "  tasks:\n" + TASK % 0 + "".join(f"  {line}\n" for line in levels)
 
 
@@ -42,15 +43,24 @@ BOMBS = {
     "merge-key doubling, 30 levels": (merge_bomb(), "more than 20000 values"),
     "alias fan-out, 9^9": (alias_bomb(), "more than 20000 values"),
     "flow nesting, 200,000 levels": (HEAD + "  tasks: " + "[" * 200_000 + "\n", "nested more than 32 levels"),
-    "block nesting, 700 levels": (HEAD + "  tasks:\n" + "".join("  " * (i + 2) + f"k{i}:\n" for i in range(700)),
-                                    "nested more than 32 levels"),
+    "block nesting, 700 levels": (
+        HEAD + "  tasks:\n" + "".join("  " * (i + 2) + f"k{i}:\n" for i in range(700)),
+        "nested more than 32 levels",
+    ),
     "recursive alias": (HEAD + "  tasks: &t\n  - {name: t0, image: i, command: *t}\n", "recursive alias *t"),
-    "2.4 MB, error on the last line": (HEAD + "  tasks:\n" + "".join(TASK % i for i in range(45_000)) + "  ]\n",
-                                       "the spec is larger than 524288 bytes"),
-    "60,000 tasks in 512 KiB": (HEAD + "  tasks:\n" + "".join(f"  - t{i}\n" for i in range(60_000))[:500_000],
-                                "more than 100 tasks"),
-    "10,000-digit exit code": (HEAD + "  tasks:\n  - name: t0\n    image: i\n    command: [c]\n"
-                               "    exitActions: {FAIL: " + "9" * 10_000 + "}\n", "at most 4300 digits"),
+    "2.4 MB, error on the last line": (
+        HEAD + "  tasks:\n" + "".join(TASK % i for i in range(45_000)) + "  ]\n",
+        "the spec is larger than 524288 bytes",
+    ),
+    "60,000 tasks in 512 KiB": (
+        HEAD + "  tasks:\n" + "".join(f"  - t{i}\n" for i in range(60_000))[:500_000],
+        "more than 100 tasks",
+    ),
+    "10,000-digit exit code": (
+        HEAD + "  tasks:\n  - name: t0\n    image: i\n    command: [c]\n"
+        "    exitActions: {FAIL: " + "9" * 10_000 + "}\n",
+        "at most 4300 digits",
+    ),
 }
 
 

@@ -95,9 +95,20 @@ def test_more_tasks_than_allowed_are_refused_while_parsing(client, settings):
     assert error["reason"].startswith("request body:") and "more than 100 tasks" in error["reason"]
     assert error["field"] == "tasks[100]"
     settings.WORKFLOW_MAX_TASKS = 3
-    groups = {"version": 2, "workflow": {"name": "g", "resources": spec()["workflow"]["resources"], "groups": [
-        {"name": f"g{g}", "tasks": [dict(spec()["workflow"]["tasks"][0], name=f"t{g}{i}", lead=i == 0)
-                                    for i in range(2)]} for g in range(2)]}}
+    groups = {
+        "version": 2,
+        "workflow": {
+            "name": "g",
+            "resources": spec()["workflow"]["resources"],
+            "groups": [
+                {
+                    "name": f"g{g}",
+                    "tasks": [dict(spec()["workflow"]["tasks"][0], name=f"t{g}{i}", lead=i == 0) for i in range(2)],
+                }
+                for g in range(2)
+            ],
+        },
+    }
     error = refusal(client, {"file": text(groups)})
     assert "more than 3 tasks" in error["reason"] and error["field"] == "groups[1].tasks[1]"
 
@@ -126,11 +137,14 @@ def test_the_value_count_is_a_setting(client, settings):
 
 
 def test_duplicate_keys_are_refused_with_their_line(client):
-    body = ("version: 2\nworkflow:\n  name: dup\n  resources: {default: {cpu: 1}}\n  tasks:\n"
-            "  - name: t0\n    image: busybox\n    command: [echo]\n    image: other\n")
+    body = (
+        "version: 2\nworkflow:\n  name: dup\n  resources: {default: {cpu: 1}}\n  tasks:\n"
+        "  - name: t0\n    image: busybox\n    command: [echo]\n    image: other\n"
+    )
     error = refusal(client, body)
-    assert error["reason"] == ("request body:9:5: duplicate key 'image' (first at line 7); a key may appear once "
-                               "in a mapping")
+    assert error["reason"] == (
+        "request body:9:5: duplicate key 'image' (first at line 7); a key may appear once in a mapping"
+    )
     assert (error["field"], error["value"]) == ("tasks[0].image", "image")
     error = refusal(client, '{"version": 2, "version": 2}', content_type="application/json")
     assert error["reason"] == "request body: invalid JSON: key 'version' appears twice in one object"
@@ -139,7 +153,9 @@ def test_duplicate_keys_are_refused_with_their_line(client):
 def test_huge_integers_are_refused_naming_the_field(client):
     digits = "9" * 10_000
     error = refusal(client, text(with_task(exitActions={"FAIL": "1"})).replace("'1'", digits))
-    assert "an integer may have at most 4300 digits" in error["reason"] and error["field"] == "tasks[0].exitActions.FAIL"
+    assert (
+        "an integer may have at most 4300 digits" in error["reason"] and error["field"] == "tasks[0].exitActions.FAIL"
+    )
     error = refusal(client, with_task(exitActions={"FAIL": digits}))
     assert error["field"] == "tasks[0].exitActions.FAIL" and "outside the exit code range 0-255" in error["reason"]
     error = refusal(client, with_task(exitActions={"FAIL": "1-" + digits}))
@@ -149,8 +165,9 @@ def test_huge_integers_are_refused_naming_the_field(client):
     assert error["reason"] == "request body: invalid JSON: an integer may have at most 4300 digits"
 
 
-@pytest.mark.parametrize("value", ["99999999999999999999d", "P99999999999999999999D", "PT99999999999999999999S",
-                                   "3651d", 10**30, 1e300])
+@pytest.mark.parametrize(
+    "value", ["99999999999999999999d", "P99999999999999999999D", "PT99999999999999999999S", "3651d", 10**30, 1e300]
+)
 @pytest.mark.parametrize("kind", ["exec_timeout", "queue_timeout"])
 def test_timeouts_longer_than_3650_days_are_refused(client, value, kind):
     document = spec("slow", timeout={kind: value})
@@ -164,13 +181,23 @@ def test_a_timeout_of_3650_days_is_accepted(client):
     assert response.status_code == 200, response.json()
 
 
-@pytest.mark.parametrize(("body", "content_type", "code"), [
-    ('{"version": 2, "workflow": {"name": "n", "resources": {"default": {"cpu": NaN}}}}', "application/json",
-     "invalid_spec"),
-    ('{"file": "{\\"version\\": 2, \\"workflow\\": {\\"name\\": Infinity}}"}', "application/json", "invalid_spec"),
-    ("version: 2\nworkflow:\n  name: n\n  resources: {default: {cpu: .nan}}\n", "application/yaml", "invalid_spec"),
-    ("version: 2\nworkflow:\n  name: n\n  resources: {default: {cpu: -.inf}}\n", "application/yaml", "invalid_spec"),
-])
+@pytest.mark.parametrize(
+    ("body", "content_type", "code"),
+    [
+        (
+            '{"version": 2, "workflow": {"name": "n", "resources": {"default": {"cpu": NaN}}}}',
+            "application/json",
+            "invalid_spec",
+        ),
+        ('{"file": "{\\"version\\": 2, \\"workflow\\": {\\"name\\": Infinity}}"}', "application/json", "invalid_spec"),
+        ("version: 2\nworkflow:\n  name: n\n  resources: {default: {cpu: .nan}}\n", "application/yaml", "invalid_spec"),
+        (
+            "version: 2\nworkflow:\n  name: n\n  resources: {default: {cpu: -.inf}}\n",
+            "application/yaml",
+            "invalid_spec",
+        ),
+    ],
+)
 def test_nan_and_infinity_are_refused(client, body, content_type, code):
     error = refusal(client, body, content_type=content_type, code=code)
     assert "numbers must be finite" in error["reason"], error
@@ -208,21 +235,29 @@ def page(pool, alice):
     return browser
 
 
-@pytest.mark.parametrize(("body", "expected"), [
-    ("version: 2\nworkflow:\n  name: a\n  name: b\n", "editor:4:3: duplicate key &#x27;name&#x27; (first at line 3)"),
-    (text(spec("many", tasks=101)), "more than 100 tasks"),
-    (text(spec("slow", timeout={"exec_timeout": "99999999999999999999d"})), "is longer than 3650 days"),
-    (text(dict(spec("l"), workflow={**spec("l")["workflow"], "labels": {"k8s.io/x": "y"}})),
-     "is reserved for Kubernetes"),
-    ("#" * 600_000, "the spec is larger than 524288 bytes"),
-    ("version: 2\nworkflow:\n  name: n\n  resources: {default: {cpu: .nan}}\n", "numbers must be finite"),
-])
+@pytest.mark.parametrize(
+    ("body", "expected"),
+    [
+        (
+            "version: 2\nworkflow:\n  name: a\n  name: b\n",
+            "editor:4:3: duplicate key &#x27;name&#x27; (first at line 3)",
+        ),
+        (text(spec("many", tasks=101)), "more than 100 tasks"),
+        (text(spec("slow", timeout={"exec_timeout": "99999999999999999999d"})), "is longer than 3650 days"),
+        (
+            text(dict(spec("l"), workflow={**spec("l")["workflow"], "labels": {"k8s.io/x": "y"}})),
+            "is reserved for Kubernetes",
+        ),
+        ("#" * 600_000, "the spec is larger than 524288 bytes"),
+        ("version: 2\nworkflow:\n  name: n\n  resources: {default: {cpu: .nan}}\n", "numbers must be finite"),
+    ],
+)
 @pytest.mark.parametrize("url", ["/pools/batch/submit/", "/pools/batch/submit/preview/"])
 def test_the_self_service_pages_show_the_refusal(page, body, expected, url):
     response = page.post(url, {"spec": body, "priority": "NORMAL"})
     assert response.status_code == 400
     html = response.content.decode()
-    assert "The spec has a mistake" in html and expected in html, html[html.find("submit-error"):][:600]
+    assert "The spec has a mistake" in html and expected in html, html[html.find("submit-error") :][:600]
     assert not Workflow.objects.exists()
 
 
@@ -233,9 +268,21 @@ def test_the_workflow_cli_applies_the_same_limits(pool, alice, tmp_path):
     path = tmp_path / "dup.yaml"
     path.write_text("version: 2\nworkflow:\n  name: a\n  name: b\n")
     with pytest.raises(InvalidSpec) as caught:
-        call_command("workflow", "submit", str(path), "--pool", "batch", "--user", "alice", "--validation-only",
-                     stdout=StringIO(), stderr=StringIO())
-    assert caught.value.reason == f"{path}:4:3: duplicate key 'name' (first at line 3); a key may appear once in a mapping"
+        call_command(
+            "workflow",
+            "submit",
+            str(path),
+            "--pool",
+            "batch",
+            "--user",
+            "alice",
+            "--validation-only",
+            stdout=StringIO(),
+            stderr=StringIO(),
+        )
+    assert (
+        caught.value.reason == f"{path}:4:3: duplicate key 'name' (first at line 3); a key may appear once in a mapping"
+    )
 
 
 def test_config_documents_refuse_duplicates_and_bombs_in_the_cli(db, tmp_path):
@@ -244,18 +291,22 @@ def test_config_documents_refuse_duplicates_and_bombs_in_the_cli(db, tmp_path):
     with pytest.raises(DocumentError) as caught:
         call_command("config", "update", "POD_TEMPLATE", "--file", str(path), stdout=StringIO())
     assert caught.value.reason.startswith(f"{path}:3:1: duplicate key 'gpu' (first at line 1)")
-    path.write_text("x-k0: &k0 {a: 1}\n" + "".join(f"x-k{i}: &k{i} {{<<: [*k{i - 1}, *k{i - 1}]}}\n"
-                                                   for i in range(1, 31)))
+    path.write_text(
+        "x-k0: &k0 {a: 1}\n" + "".join(f"x-k{i}: &k{i} {{<<: [*k{i - 1}, *k{i - 1}]}}\n" for i in range(1, 31))
+    )
     with pytest.raises(DocumentError) as caught:
         call_command("config", "update", "POD_TEMPLATE", "--file", str(path), stdout=StringIO())
     assert "the document has more than 200000 values" in caught.value.reason
 
 
-@pytest.mark.parametrize(("field", "value", "reason"), [
-    ("default_exec_timeout", "99999999999999999999d", "is longer than 3650 days"),
-    ("max_queue_timeout", "P99999999999999999999D", "is longer than 3650 days"),
-    ("default_exit_actions", {"FAIL": "9" * 10_000}, "outside the exit code range 0-255"),
-])
+@pytest.mark.parametrize(
+    ("field", "value", "reason"),
+    [
+        ("default_exec_timeout", "99999999999999999999d", "is longer than 3650 days"),
+        ("max_queue_timeout", "P99999999999999999999D", "is longer than 3650 days"),
+        ("default_exit_actions", {"FAIL": "9" * 10_000}, "outside the exit code range 0-255"),
+    ],
+)
 def test_the_config_api_refuses_huge_pool_timeouts_and_exit_codes(admin, field, value, reason):
     body = {"backend": "sim", "platforms": {"cpu": {}}, field: value}
     response = admin.put("/api/configs/pool/huge", {"configs": body}, format="json")
@@ -265,8 +316,10 @@ def test_the_config_api_refuses_huge_pool_timeouts_and_exit_codes(admin, field, 
 
 
 def test_the_config_api_refuses_nan_and_duplicate_keys_in_json(admin):
-    for body, reason in (('{"configs": {"backend": "sim", "x": NaN}}', "NaN is not allowed"),
-                         ('{"configs": {"backend": "sim", "backend": "other"}}', "key 'backend' appears twice")):
+    for body, reason in (
+        ('{"configs": {"backend": "sim", "x": NaN}}', "NaN is not allowed"),
+        ('{"configs": {"backend": "sim", "backend": "other"}}', "key 'backend' appears twice"),
+    ):
         response = admin.generic("PUT", "/api/configs/pool/p", body, content_type="application/json")
         assert response.status_code == 400 and response.json()["code"] == "parse_error", response.json()
         assert reason in response.json()["reason"]
@@ -274,12 +327,14 @@ def test_the_config_api_refuses_nan_and_duplicate_keys_in_json(admin):
 
 def test_a_kubeconfig_bomb_is_refused_without_echoing_its_content(admin):
     bomb = "x-k0: &k0 {a: secret}\n" + "".join(f"x-k{i}: &k{i} {{<<: [*k{i - 1}, *k{i - 1}]}}\n" for i in range(1, 31))
-    for kubeconfig, reason in ((bomb, "the document has more than 200000 values"),
-                               ("users: []\nusers: [secret]\n", "duplicate key")):
-        response = admin.put("/api/configs/backend/kc", {"configs": {"namespace": "default", "kubeconfig": kubeconfig}},
-                             format="json")
+    for kubeconfig, reason in (
+        (bomb, "the document has more than 200000 values"),
+        ("users: []\nusers: [secret]\n", "duplicate key"),
+    ):
+        response = admin.put(
+            "/api/configs/backend/kc", {"configs": {"namespace": "default", "kubeconfig": kubeconfig}}, format="json"
+        )
         assert response.status_code == 400, response.json()
         error = response.json()
         assert "kubeconfig is not valid YAML" in error["reason"] and reason in error["reason"], error
         assert "secret" not in json.dumps(error)
-

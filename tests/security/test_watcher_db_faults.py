@@ -46,15 +46,18 @@ from workflows.services import SubmitRequest, submit
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS, TASKS = 6, 30  # 180 pods, each ADDED, bound, Running, Succeeded: ~720 watch events
 KILLS = 3
-TERMINATE = ("SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
-             "WHERE datname = current_database() AND pid <> pg_backend_pid()")
+TERMINATE = (
+    "SELECT count(pg_terminate_backend(pid)) FROM pg_stat_activity "
+    "WHERE datname = current_database() AND pid <> pg_backend_pid()"
+)
 
 
 @pytest.fixture
 def kube_server():
     # pods run for a second, so the watcher is still applying a stream of changes when connections drop
-    with EmulatorServer(host="127.0.0.1", port=0, fleet="demo",
-                        kubelet={"start_delay": 0.05, "run_seconds": 1.0}) as server:
+    with EmulatorServer(
+        host="127.0.0.1", port=0, fleet="demo", kubelet={"start_delay": 0.05, "run_seconds": 1.0}
+    ) as server:
         yield server
         assert not server.emulator.internal_errors, list(server.emulator.internal_errors)
 
@@ -68,11 +71,22 @@ def _terminate_database_connections() -> int:
 
 
 def _start(command: list[str]) -> subprocess.Popen:
-    env = {**os.environ, "DATABASE_URL": _database_url(), "PYTHONUNBUFFERED": "1", "PORTAL_INSTANCE": "test-portal",
-           "LOG_LEVEL": "INFO"}
+    env = {
+        **os.environ,
+        "DATABASE_URL": _database_url(),
+        "PYTHONUNBUFFERED": "1",
+        "PORTAL_INSTANCE": "test-portal",
+        "LOG_LEVEL": "INFO",
+    }
     env.pop("CELERY_BROKER_URL", None)
-    return subprocess.Popen([sys.executable, "manage.py", *command], cwd=ROOT, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True)
+    return subprocess.Popen(
+        [sys.executable, "manage.py", *command],
+        cwd=ROOT,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
 
 
 def _stop(process: subprocess.Popen) -> tuple[str, str]:
@@ -119,7 +133,8 @@ def test_watch_workflows_resumes_after_its_connections_are_killed_and_loses_no_e
     assert all(kills), f"each kill should have ended the watcher's session: {kills}"
     assert statuses == {"COMPLETED": WORKFLOWS * TASKS}, (
         f"tasks not brought to their pod's final state (events lost): {dict(statuses)}; "
-        f"{len(lines)} log lines, e.g. {lines[:3]}")
+        f"{len(lines)} log lines, e.g. {lines[:3]}"
+    )
     kinds = Counter(TaskEvent.objects.values_list("kind", flat=True))
     assert kinds == {kind: WORKFLOWS * TASKS for kind in ("SUBMITTED", "CREATED", "SCHEDULED", "RUNNING", "EXITED")}
     assert set(Workflow.objects.values_list("status", flat=True)) == {"COMPLETED"}
@@ -141,15 +156,19 @@ def test_watch_cluster_keeps_node_sums_right_across_lost_connections(transaction
         assert first == "backend sim: 29 nodes, 0 pods; watching\n", first or process.stderr.read()
         for wave in range(KILLS):
             for number in range(40):
-                emulator.create("pods", _pod(f"w{wave}-{number}", f"cpu-node-{number % 4}",
-                                             forever=number % 2 == 0), "default")
+                emulator.create(
+                    "pods", _pod(f"w{wave}-{number}", f"cpu-node-{number % 4}", forever=number % 2 == 0), "default"
+                )
             floor = 20 * wave + 10
             wait_until(lambda floor=floor: _recorded_pods(sim) >= floor, timeout=30)  # busy with this wave
             _terminate_database_connections()
 
         def sums_match() -> bool:
-            running = Counter(p["spec"]["nodeName"] for p in emulator.list("pods", "default")
-                              if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed"))
+            running = Counter(
+                p["spec"]["nodeName"]
+                for p in emulator.list("pods", "default")
+                if (p.get("status") or {}).get("phase") not in ("Succeeded", "Failed")
+            )
             recorded = {n.name: n.workload_pods + n.other_pods for n in Node.objects.filter(backend=sim)}
             return all(recorded.get(name, 0) == running.get(name, 0) for name in recorded)
 
@@ -170,10 +189,16 @@ def _recorded_pods(backend_row) -> int:
 def _pod(name: str, node: str, *, forever: bool) -> dict:
     """A pod bound to `node`: half of them never finish, so lost events show as wrong sums either way."""
     annotations = {"kubesim/never-finish": "true"} if forever else {"kubesim/run-seconds": "0.5"}
-    return {"metadata": {"name": name, "annotations": annotations},
-            "spec": {"nodeName": node, "restartPolicy": "Never",
-                     "containers": [{"name": "main", "image": "busybox",
-                                     "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}]}}
+    return {
+        "metadata": {"name": name, "annotations": annotations},
+        "spec": {
+            "nodeName": node,
+            "restartPolicy": "Never",
+            "containers": [
+                {"name": "main", "image": "busybox", "resources": {"requests": {"cpu": "100m", "memory": "64Mi"}}}
+            ],
+        },
+    }
 
 
 @pytest.mark.usefixtures("pool", "alice")
@@ -199,4 +224,9 @@ def test_an_event_met_by_a_killed_session_is_applied_after_reconnecting(transact
     restored = [r.getMessage() for r in caplog.records if "database connection restored" in r.getMessage()]
     assert len(lost) == 1 and len(restored) == 1, caplog.text
     assert Counter(TaskEvent.objects.filter(task__workflow=workflow).values_list("kind", flat=True)) == {
-        "SUBMITTED": 2, "CREATED": 2, "SCHEDULED": 2, "RUNNING": 2, "EXITED": 2}
+        "SUBMITTED": 2,
+        "CREATED": 2,
+        "SCHEDULED": 2,
+        "RUNNING": 2,
+        "EXITED": 2,
+    }

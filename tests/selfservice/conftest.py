@@ -53,11 +53,16 @@ def load_fleet(busy: dict[str, int] | None = None) -> None:
 
 def workload_pod(name: str, node: str, gpus: int) -> dict:
     requests = {"cpu": "1", "memory": "1Gi", "nvidia.com/gpu": str(gpus)}
-    return {"apiVersion": "v1", "kind": "Pod",
-            "metadata": {"name": name, "namespace": "osmo-workflows", "labels": {"pool-portal/workflow": "w-1"}},
-            "spec": {"nodeName": node, "containers": [{"name": "main", "image": "x",
-                                                       "resources": {"requests": requests, "limits": requests}}]},
-            "status": {"phase": "Running"}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "namespace": "osmo-workflows", "labels": {"pool-portal/workflow": "w-1"}},
+        "spec": {
+            "nodeName": node,
+            "containers": [{"name": "main", "image": "x", "resources": {"requests": requests, "limits": requests}}],
+        },
+        "status": {"phase": "Running"},
+    }
 
 
 def person(username: str, *role_names: str):
@@ -71,8 +76,11 @@ def make_world() -> World:
     roles.ensure_builtin_roles()  # a transactional test's flush removed the migration's roles
     roles.set_pool_role("osmo-robotics", ACTOR)
     load_fleet()
-    return World(researcher=person("researcher", "osmo-user", "osmo-robotics"), nobody=person("nobody"),
-                 admin=person("boss", "osmo-admin"))
+    return World(
+        researcher=person("researcher", "osmo-user", "osmo-robotics"),
+        nobody=person("nobody"),
+        admin=person("boss", "osmo-admin"),
+    )
 
 
 @pytest.fixture

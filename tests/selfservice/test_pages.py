@@ -48,8 +48,9 @@ def test_catalog_requires_sign_in(client, demo_world):
 
 
 def test_local_account_signs_in_on_the_login_page_and_lands_on_the_catalog(client, demo_world):
-    response = client.post("/login/?next=/", {"username": "researcher", "password": "pw-for-tests-1",
-                                              "next": "/"}, follow=True)
+    response = client.post(
+        "/login/?next=/", {"username": "researcher", "password": "pw-for-tests-1", "next": "/"}, follow=True
+    )
     assert response.redirect_chain[-1][0] == "/"
     assert b'id="catalog"' in response.content
 
@@ -61,20 +62,24 @@ def test_catalog_shows_usable_pools_first_with_gpu_bars_and_others_requestable(d
     html = response.content.decode()
     cards = re.findall(r'id="pool-([^"]+)" data-usable="(yes|no)"', html)
     assert [name for name, usable in cards if usable == "yes"] == [
-        "robotics-inference", "robotics-simulation", "robotics-training"]
+        "robotics-inference",
+        "robotics-simulation",
+        "robotics-training",
+    ]
     assert {name for name, usable in cards if usable == "no"} == {"heterogeneous_pool", "team-development"}
     assert cards[:3] == [(n, "yes") for n in ("robotics-inference", "robotics-simulation", "robotics-training")]
-    training = html[html.index('id="pool-robotics-training"'):html.index('id="pool-team-development"')]
+    training = html[html.index('id="pool-robotics-training"') : html.index('id="pool-team-development"')]
     assert "h100-platform" in training and "NVIDIA-H100-80GB-HBM3" in training
     assert "32 free of 32" in training  # 4 H100 nodes × 8 GPUs, nothing running
     assert "/pools/robotics-training/submit/" in training
-    simulation = html[html.index('id="pool-robotics-simulation"'):]
+    simulation = html[html.index('id="pool-robotics-simulation"') :]
     assert "maintenance" in simulation[:600]
-    other = html[html.index('id="pool-team-development"'):]
+    other = html[html.index('id="pool-team-development"') :]
     assert "Request access" in other and "/requests/?pool=team-development" in other
     # the colleague's access home page said this; it is kept on the real home page
-    assert "You are signed in as <strong>researcher</strong>; your roles: osmo-default, osmo-robotics, osmo-user" \
-        in html
+    assert (
+        "You are signed in as <strong>researcher</strong>; your roles: osmo-default, osmo-robotics, osmo-user" in html
+    )
 
 
 def test_a_user_without_a_role_sees_only_requestable_pools(demo_world):
@@ -94,11 +99,22 @@ def test_catalog_query_count_is_constant_in_pools_and_platforms(demo_world):
 
     def add_pools():
         for n in range(6):
-            store.apply("POOL", f"robotics-extra-{n}", {
-                "backend": "gpu-cluster-01", "common_pod_template": ["default_amd64"],
-                "common_default_variables": {"USER_CPU": 1, "USER_GPU": 1, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
-                "platforms": {f"p{i}": {"override_pod_template": ["training_h100_template"]} for i in range(3)}},
-                ACTOR)
+            store.apply(
+                "POOL",
+                f"robotics-extra-{n}",
+                {
+                    "backend": "gpu-cluster-01",
+                    "common_pod_template": ["default_amd64"],
+                    "common_default_variables": {
+                        "USER_CPU": 1,
+                        "USER_GPU": 1,
+                        "USER_MEMORY": "1Gi",
+                        "USER_STORAGE": "1Gi",
+                    },
+                    "platforms": {f"p{i}": {"override_pod_template": ["training_h100_template"]} for i in range(3)},
+                },
+                ACTOR,
+            )
         assert Pool.objects.count() == 11
 
     assert_constant_queries(catalog, grow=add_pools, at_most=12)  # 5 pools, then 11
@@ -157,8 +173,9 @@ def test_a_user_without_a_role_gets_a_403_page_and_the_refusal_is_audited(demo_w
     assert response.status_code == 403
     assert b"You may not submit workflows to pool robotics-training" in response.content
     assert b"Request access to robotics-training" in response.content
-    assert AuditEvent.objects.filter(action="access.denied", source="page", actor_name="nobody",
-                                     target=f"workflow:Create on pool/{TRAINING}").exists()
+    assert AuditEvent.objects.filter(
+        action="access.denied", source="page", actor_name="nobody", target=f"workflow:Create on pool/{TRAINING}"
+    ).exists()
     response = client.post(f"/pools/{TRAINING}/submit/", {"spec": SPEC, "priority": "NORMAL"})
     assert response.status_code == 403 and not Workflow.objects.exists()
     preview = client.post(f"/pools/{TRAINING}/submit/preview/", {"spec": SPEC, "priority": "NORMAL"}, **HX)
@@ -183,7 +200,8 @@ def test_htmx_is_told_to_swap_a_404_so_the_message_shows(demo_world):
 
 def test_preview_shows_the_resolved_pod_with_provenance_and_node_verdicts(demo_world):
     response = demo_world.client(demo_world.researcher).post(
-        f"/pools/{TRAINING}/submit/preview/", {"spec": SPEC, "priority": "NORMAL"}, **HX)
+        f"/pools/{TRAINING}/submit/preview/", {"spec": SPEC, "priority": "NORMAL"}, **HX
+    )
     assert response.status_code == 200
     html = response.content.decode()
     assert "<html" not in html  # a fragment for htmx
@@ -192,8 +210,10 @@ def test_preview_shows_the_resolved_pod_with_provenance_and_node_verdicts(demo_w
     for node in ("h100-node-0", "h100-node-3"):
         assert f'<span class="chip ok mono">{node}</span>' in html
     lines = dict(re.findall(r'<td class="code">([^<]*)</td><td class="note">([^<]*)</td>', html))
-    assert any("nvidia.com/gpu: &#x27;2&#x27;" in line or "nvidia.com/gpu: '2'" in line or
-               "nvidia.com/gpu: 2" in line for line in lines), list(lines)[:40]
+    assert any(
+        "nvidia.com/gpu: &#x27;2&#x27;" in line or "nvidia.com/gpu: '2'" in line or "nvidia.com/gpu: 2" in line
+        for line in lines
+    ), list(lines)[:40]
     assert any(note.startswith("template training_h100_template") for note in lines.values())
     assert any(note == "task" for note in lines.values())
     assert not Workflow.objects.exists()  # a dry run stores nothing
@@ -203,37 +223,47 @@ def test_preview_explains_why_nodes_would_not_take_the_pod(demo_world):
     load_fleet(busy={"h100-node-0": 8, "h100-node-1": 8, "h100-node-2": 7, "h100-node-3": 4})
     client = demo_world.client(demo_world.researcher)
     spec = SPEC.replace("gpu: 2", "gpu: 4")
-    html = client.post(f"/pools/{TRAINING}/submit/preview/", {"spec": spec, "priority": "NORMAL"},
-                       **HX).content.decode()
+    html = client.post(
+        f"/pools/{TRAINING}/submit/preview/", {"spec": spec, "priority": "NORMAL"}, **HX
+    ).content.decode()
     assert 'data-verdict="fits"' in html and "Would start now: 1 node can take it" in html
     assert '<span class="chip ok mono">h100-node-3</span>' in html
     assert "Why not the other 3 nodes" in html and "Insufficient nvidia.com/gpu: requested 4, free 1 of 8" in html
-    html = client.post(f"/pools/{TRAINING}/submit/preview/", {"spec": SPEC.replace("gpu: 2", "gpu: 5"),
-                                                              "priority": "NORMAL"}, **HX).content.decode()
+    html = client.post(
+        f"/pools/{TRAINING}/submit/preview/", {"spec": SPEC.replace("gpu: 2", "gpu: 5"), "priority": "NORMAL"}, **HX
+    ).content.decode()
     assert 'data-verdict="queues"' in html and "no node has room right now" in html
     page = client.get(f"/pools/{TRAINING}/").content.decode()
     assert 'id="gpus-in-use">27 GPUs in use' in page and "5 free of 32" in page
 
 
-@pytest.mark.parametrize(("spec", "expected"), [
-    ("version: 2\nworkflow: [", "The spec has a mistake"),
-    ("version: 2\nworkflow:\n  name: x\n", "a workflow needs at least one group or one task"),
-    (SPEC.replace("image: nvcr.io/nvidia/pytorch:24.01-py3", "imag: x"), "tasks[0]"),
-    (SPEC.replace("gpu: 2", "gpu: 0"), "Training pools need at least one GPU"),
-    (SPEC.replace("memory: 64Gi", "memory: lots"), "memory"),
-])
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("version: 2\nworkflow: [", "The spec has a mistake"),
+        ("version: 2\nworkflow:\n  name: x\n", "a workflow needs at least one group or one task"),
+        (SPEC.replace("image: nvcr.io/nvidia/pytorch:24.01-py3", "imag: x"), "tasks[0]"),
+        (SPEC.replace("gpu: 2", "gpu: 0"), "Training pools need at least one GPU"),
+        (SPEC.replace("memory: 64Gi", "memory: lots"), "memory"),
+    ],
+)
 def test_preview_errors_are_shown_inline_with_their_path(demo_world, spec, expected):
     response = demo_world.client(demo_world.researcher).post(
-        f"/pools/{TRAINING}/submit/preview/", {"spec": spec, "priority": "NORMAL"}, **HX)
+        f"/pools/{TRAINING}/submit/preview/", {"spec": spec, "priority": "NORMAL"}, **HX
+    )
     assert response.status_code == 200
     html = response.content.decode()
     assert 'id="submit-error"' in html and expected in html.replace("&#x27;", "'")
 
 
 def test_rule_failures_list_every_problem_per_task(demo_world):
-    html = demo_world.client(demo_world.researcher).post(
-        f"/pools/{TRAINING}/submit/preview/", {"spec": SPEC.replace("gpu: 2", "gpu: 0"), "priority": "NORMAL"},
-        **HX).content.decode()
+    html = (
+        demo_world.client(demo_world.researcher)
+        .post(
+            f"/pools/{TRAINING}/submit/preview/", {"spec": SPEC.replace("gpu: 2", "gpu: 0"), "priority": "NORMAL"}, **HX
+        )
+        .content.decode()
+    )
     assert "A task cannot run on its platform" in html
     assert 'class="problems"' in html and "task <b>train</b> on h100-platform" in html
 
@@ -249,7 +279,8 @@ def test_a_pool_in_maintenance_says_so(demo_world):
 
 def test_preview_without_javascript_renders_the_whole_page(demo_world):
     response = demo_world.client(demo_world.researcher).post(
-        f"/pools/{TRAINING}/submit/preview/", {"spec": SPEC, "priority": "NORMAL"})
+        f"/pools/{TRAINING}/submit/preview/", {"spec": SPEC, "priority": "NORMAL"}
+    )
     assert response.status_code == 200
     html = response.content.decode()
     assert "<html" in html and 'id="preview-task-train"' in html and "train-resnet" in html
@@ -272,8 +303,9 @@ def test_submit_stores_the_workflow_and_redirects_to_its_page(demo_world, django
 
 def test_submit_errors_re_render_the_editor_with_the_error_and_store_nothing(demo_world):
     client = demo_world.client(demo_world.researcher)
-    response = client.post(f"/pools/{TRAINING}/submit/", {"spec": "version: 2\nworkflow: {name: Bad_Name}\n",
-                                                          "priority": "NORMAL"})
+    response = client.post(
+        f"/pools/{TRAINING}/submit/", {"spec": "version: 2\nworkflow: {name: Bad_Name}\n", "priority": "NORMAL"}
+    )
     assert response.status_code == 400
     html = response.content.decode()
     assert 'id="submit-error"' in html and 'id="spec-editor"' in html and "Bad_Name" in html
@@ -307,7 +339,9 @@ def test_others_cannot_see_or_cancel_a_workflow(demo_world, submitted):
     assert client.post(f"/workflows/{submitted.workflow_id}/cancel/").status_code == 404
     submitted.refresh_from_db()
     assert submitted.status == WorkflowStatus.PENDING
-    refusals = AuditEvent.objects.filter(action="access.denied", target=f"workflow:Read on workflow/{submitted.workflow_id}")
+    refusals = AuditEvent.objects.filter(
+        action="access.denied", target=f"workflow:Read on workflow/{submitted.workflow_id}"
+    )
     assert set(refusals.values_list("source", flat=True)) == {"page"} and refusals.count() == 2
     api = APIClient()
     api.force_authenticate(demo_world.nobody)

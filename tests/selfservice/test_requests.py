@@ -47,7 +47,7 @@ def test_asking_for_access_creates_a_pending_request_shown_to_the_requester(demo
     html = demo_world.client(demo_world.nobody).get("/requests/").content.decode()
     assert f'id="access-request-{request.pk}"' in html and "Waiting for an administrator" in html
     catalog = demo_world.client(demo_world.nobody).get("/").content.decode()
-    card = catalog[catalog.index(f'id="pool-{TRAINING}"'):]
+    card = catalog[catalog.index(f'id="pool-{TRAINING}"') :]
     assert "access requested" in card[:3000]
     assert AuditEvent.objects.filter(action="request.create", target=f"access-request/{request.pk}").exists()
 
@@ -86,10 +86,10 @@ def test_approving_access_grants_the_pools_team_role_and_the_user_can_submit(dem
     assert client.get(f"/pools/{TRAINING}/submit/").status_code == 200
     html = client.get("/requests/").content.decode()
     assert "Approved by boss" in html and "welcome aboard" in html and "role <code>osmo-robotics</code>" in html
-    assert AuditEvent.objects.filter(action="request.approve", target=f"access-request/{request.pk}",
-                                     actor_name="boss").exists()
-    assert AuditEvent.objects.filter(action="role.grant", target="user/nobody",
-                                     detail__role="osmo-robotics").exists()
+    assert AuditEvent.objects.filter(
+        action="request.approve", target=f"access-request/{request.pk}", actor_name="boss"
+    ).exists()
+    assert AuditEvent.objects.filter(action="role.grant", target="user/nobody", detail__role="osmo-robotics").exists()
 
 
 def test_approving_access_without_a_role_generates_osmo_pool(demo_world):
@@ -104,11 +104,17 @@ def test_approving_access_without_a_role_generates_osmo_pool(demo_world):
 
 def test_the_most_specific_role_is_chosen_never_admin_or_all_pools(demo_world):
     RoleFactory(name="everything", policies=[{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/*"]}])
-    RoleFactory(name="robotics-training-only",
-                policies=[{"effect": "Allow", "actions": ["workflow:Create"], "resources": [f"pool/{TRAINING}"]}])
-    RoleFactory(name="denied", policies=[
-        {"effect": "Allow", "actions": ["workflow:*"], "resources": [f"pool/{TRAINING}"]},
-        {"effect": "Deny", "actions": ["workflow:Create"], "resources": ["pool/robotics*"]}])
+    RoleFactory(
+        name="robotics-training-only",
+        policies=[{"effect": "Allow", "actions": ["workflow:Create"], "resources": [f"pool/{TRAINING}"]}],
+    )
+    RoleFactory(
+        name="denied",
+        policies=[
+            {"effect": "Allow", "actions": ["workflow:*"], "resources": [f"pool/{TRAINING}"]},
+            {"effect": "Deny", "actions": ["workflow:Create"], "resources": ["pool/robotics*"]},
+        ],
+    )
     assert service.best_role(TRAINING).name == "robotics-training-only"
     assert service.best_role("robotics-simulation").name == "osmo-robotics"
     assert service.best_role(OTHER) is None
@@ -132,8 +138,9 @@ def test_only_deciders_may_decide(demo_world):
     request = ask_access(demo_world)
     with pytest.raises(PermissionDenied, match="may not decide access requests"):
         service.approve_access(request.pk, demo_world.researcher)
-    RoleFactory(name="request-readers",
-                policies=[{"effect": "Allow", "actions": ["config:*"], "resources": ["config/request"]}])
+    RoleFactory(
+        name="request-readers", policies=[{"effect": "Allow", "actions": ["config:*"], "resources": ["config/request"]}]
+    )
     half = person("half", "request-readers")
     with pytest.raises(PermissionDenied, match="config:Update on config/role"):
         service.approve_access(request.pk, half)
@@ -154,8 +161,16 @@ def test_hardware_kinds_come_from_single_product_platforms(demo_world):
 
 def test_approving_a_pool_request_creates_the_pool_and_its_role(demo_world):
     client = demo_world.client(demo_world.nobody)
-    response = client.post("/requests/", {"kind": "pool", "team": "vision", "hardware": "NVIDIA-H100-80GB-HBM3",
-                                          "gpus": "16", "purpose": "train detectors"})
+    response = client.post(
+        "/requests/",
+        {
+            "kind": "pool",
+            "team": "vision",
+            "hardware": "NVIDIA-H100-80GB-HBM3",
+            "gpus": "16",
+            "purpose": "train detectors",
+        },
+    )
     assert response.status_code == 302
     request = PoolRequest.objects.get()
     assert request.pool_name == "vision-h100" and request.template == "robotics-training/h100-platform"
@@ -187,8 +202,9 @@ def test_pool_request_validation(demo_world):
         service.request_pool(demo_world.nobody, "vision", "NVIDIA-B300", 8, "x")
     with pytest.raises(Exception, match="CPU-only"):
         service.request_pool(demo_world.nobody, "vision", "cpu", 8, "x")
-    response = demo_world.client(demo_world.nobody).post("/requests/", {
-        "kind": "pool", "team": "Vision Team", "hardware": "cpu", "gpus": "0", "purpose": "x"})
+    response = demo_world.client(demo_world.nobody).post(
+        "/requests/", {"kind": "pool", "team": "Vision Team", "hardware": "cpu", "gpus": "0", "purpose": "x"}
+    )
     assert response.status_code == 400 and b"lowercase letters" in response.content
 
 
@@ -220,8 +236,15 @@ def test_admin_bulk_actions_ask_one_comment(demo_world):
     url = reverse("admin:selfservice_accessrequest_changelist")
     ask = admin.post(url, {"action": "deny_selected", "_selected_action": [first.pk, second.pk]})
     assert ask.status_code == 200 and b"Deny 2 request(s)" in ask.content
-    done = admin.post(url, {"action": "deny_selected", "_selected_action": [first.pk, second.pk], "confirm": "yes",
-                            "comment": "quota exhausted"})
+    done = admin.post(
+        url,
+        {
+            "action": "deny_selected",
+            "_selected_action": [first.pk, second.pk],
+            "confirm": "yes",
+            "comment": "quota exhausted",
+        },
+    )
     assert done.status_code == 302
     assert set(AccessRequest.objects.values_list("status", "comment")) == {(RequestStatus.DENIED, "quota exhausted")}
 
@@ -237,8 +260,9 @@ def test_admin_pool_request_decision_creates_the_pool(demo_world):
 
 
 def test_a_pool_admin_may_not_see_the_queues(demo_world):
-    RoleFactory(name="pool-admins", policies=[{"effect": "Allow", "actions": ["config:*"],
-                                               "resources": ["config/pool"]}])
+    RoleFactory(
+        name="pool-admins", policies=[{"effect": "Allow", "actions": ["config:*"], "resources": ["config/pool"]}]
+    )
     client = demo_world.client(person("poolie", "pool-admins"))
     assert client.get(reverse("admin:selfservice_accessrequest_changelist")).status_code == 403
     assert client.get(reverse("admin:selfservice_poolrequest_changelist")).status_code == 403

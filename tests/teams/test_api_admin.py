@@ -21,8 +21,17 @@ def test_admins_see_everything_members_their_own_outsiders_nothing(team_admin, v
     outsider = UserFactory(username="olaf")
     assert [p["name"] for p in api(team_admin).get(PROJECTS).json()["projects"]] == ["speech", "vision"]
     mine = api(ana).get(PROJECTS).json()["projects"]
-    assert mine == [{"name": "vision", "department": "research", "description": "test project", "role": "osmo-vision",
-                     "idp_groups": ["osmo-vision"], "member_count": 1, "created_at": mine[0]["created_at"]}]
+    assert mine == [
+        {
+            "name": "vision",
+            "department": "research",
+            "description": "test project",
+            "role": "osmo-vision",
+            "idp_groups": ["osmo-vision"],
+            "member_count": 1,
+            "created_at": mine[0]["created_at"],
+        }
+    ]
     assert api(outsider).get(PROJECTS).json() == {"projects": []}
     assert api(ana).get(DEPARTMENTS).json()["departments"][0]["projects"] == ["vision"]
     assert api(outsider).get(DEPARTMENTS).json() == {"departments": []}
@@ -45,8 +54,9 @@ def test_detail_lists_members_and_hides_other_teams(team_admin, vision, speech):
 def test_admins_create_others_may_not(team_admin):
     client = api(team_admin)
     assert client.post(DEPARTMENTS, {"name": "research"}, format="json").status_code == 201
-    created = client.post(PROJECTS, {"name": "vision", "department": "research", "idp_groups": ["vision-users"]},
-                          format="json")
+    created = client.post(
+        PROJECTS, {"name": "vision", "department": "research", "idp_groups": ["vision-users"]}, format="json"
+    )
     assert created.status_code == 201, created.json()
     assert created.json()["role_created"] is True and created.json()["idp_groups"] == ["osmo-vision", "vision-users"]
     assert Role.objects.get(name="osmo-vision").external_roles == ["vision-users"]
@@ -85,8 +95,12 @@ def test_list_query_count_does_not_grow_with_rows(team_admin, research):
 @pytest.mark.django_db
 def test_openapi_schema_documents_the_teams_endpoints(admin_api):
     paths = yaml.safe_load(admin_api.get("/api/schema/").content)["paths"]
-    assert {"/api/teams/projects", "/api/teams/projects/{name}", "/api/teams/departments",
-            "/api/teams/departments/{name}"} <= set(paths)
+    assert {
+        "/api/teams/projects",
+        "/api/teams/projects/{name}",
+        "/api/teams/departments",
+        "/api/teams/departments/{name}",
+    } <= set(paths)
     assert "project" in {p["name"] for p in paths["/api/pool/{pool}/workflow"]["post"]["parameters"]}
 
 
@@ -112,8 +126,10 @@ def test_admin_changelist_query_count_is_constant(client, team_admin, research):
 @pytest.mark.django_db
 def test_admin_adds_a_project_through_the_service_and_shows_it_read_only(client, team_admin, research):
     client.force_login(team_admin)
-    response = client.post("/admin/teams/project/add/", {"name": "vision", "department": research.pk,
-                                                          "description": "eyes", "idp_groups": "vision-users"})
+    response = client.post(
+        "/admin/teams/project/add/",
+        {"name": "vision", "department": research.pk, "description": "eyes", "idp_groups": "vision-users"},
+    )
     assert response.status_code == 302, response.content.decode()[:2000]
     project = Project.objects.get(name="vision")
     assert project.role.name == "osmo-vision" and project.role.external_roles == ["vision-users"]

@@ -58,10 +58,15 @@ def test_an_admin_of_d_creates_projects_in_d_only(dora, ops):
     assert refused.status_code == 403
     body = refused.json()
     assert body["code"] == "forbidden" and body["field"] == "department" and body["value"] == "ops"
-    assert body["reason"].startswith("dora may not create projects in department ops (it takes a team admin "
-                                     "or an admin of that department)")
-    assert AuditEvent.objects.filter(action="access.denied", outcome="denied",
-                                     target="config:Update on department/ops").count() == 1
+    assert body["reason"].startswith(
+        "dora may not create projects in department ops (it takes a team admin or an admin of that department)"
+    )
+    assert (
+        AuditEvent.objects.filter(
+            action="access.denied", outcome="denied", target="config:Update on department/ops"
+        ).count()
+        == 1
+    )
     assert not Project.objects.filter(name="pager").exists()
     # a department admin creates no departments
     assert api(dora).post(DEPARTMENTS, {"name": "lab"}, format="json").status_code == 403
@@ -118,8 +123,9 @@ def test_a_revocation_takes_effect_at_the_next_request(client, dora, vision):
     services.remove_department_admin("research", "dora", audit.SYSTEM_CLI)
     assert client.get("/admin/teams/project/").status_code == 302  # no longer an admin of anything
     assert api(dora).get(PROJECTS).json() == {"projects": []}
-    assert AuditEvent.objects.filter(action="access.object_right.revoke",
-                                     target="admin of department research: dora").exists()
+    assert AuditEvent.objects.filter(
+        action="access.object_right.revoke", target="admin of department research: dora"
+    ).exists()
 
 
 # --- the admin ---------------------------------------------------------------------------------------------
@@ -138,8 +144,9 @@ def test_an_admin_gets_the_console_with_only_their_department(client, dora, ops,
     assert client.get("/admin/teams/department/add/").status_code == 403
     form = client.get("/admin/teams/project/add/")
     assert form.status_code == 200
-    assert f'value="{vision.department.pk}"'.encode() in form.content and f'value="{ops.pk}"'.encode() \
-        not in form.content
+    assert (
+        f'value="{vision.department.pk}"'.encode() in form.content and f'value="{ops.pk}"'.encode() not in form.content
+    )
     added = client.post("/admin/teams/project/add/", {"name": "eyes", "department": vision.department.pk})
     assert added.status_code == 302 and Project.objects.get(name="eyes").department.name == "research"
     elsewhere = client.post("/admin/teams/project/add/", {"name": "pager2", "department": ops.pk})
@@ -172,8 +179,9 @@ def test_team_admins_appoint_admins_on_the_department_page(client, team_admin, r
     assert client.get(rights).status_code == 200
     assert client.post(rights, {"right": 0, "username": "dora"}).status_code == 302
     assert services.department_admins("research") == ["dora"]
-    assert AuditEvent.objects.filter(action="access.object_right.grant",
-                                     target="admin of department research: dora").exists()
+    assert AuditEvent.objects.filter(
+        action="access.object_right.grant", target="admin of department research: dora"
+    ).exists()
     assert client.get(rights).status_code == 200
     bad = client.post(rights, {"right": 7, "username": "dora"}, follow=True)
     assert b"no such object right" in bad.content  # never a 500
@@ -184,10 +192,13 @@ def test_team_admins_appoint_admins_on_the_department_page(client, team_admin, r
 
 def test_team_admins_command(research):
     UserFactory(username="dora")
-    assert team("admins", "add", "research", "dora") == ("dora is now an admin of department research\n"
-                                                        "admins of department research: dora\n")
+    assert team("admins", "add", "research", "dora") == (
+        "dora is now an admin of department research\nadmins of department research: dora\n"
+    )
     assert json.loads(team("admins", "list", "research", "--format", "json")) == {
-        "department": "research", "admins": ["dora"]}
+        "department": "research",
+        "admins": ["dora"],
+    }
     with pytest.raises(Conflict, match="dora is already admin of research"):
         team("admins", "add", "research", "dora")
     with pytest.raises(NotFound, match="no user named 'nobody'"):
@@ -222,9 +233,12 @@ def test_explain_shows_a_department_admins_object_right(dora, ops):
     call_command("access", "explain", "dora", "department/research", "--action", "config:Update", stdout=out)
     text = out.getvalue()
     assert text.startswith("ALLOWED: dora config:Update on department/research\n")
-    assert ("object right: dora is admin (config:Read, config:Update) of department research "
-            "(object right teams.manage_department)") in text
+    assert (
+        "object right: dora is admin (config:Read, config:Update) of department research "
+        "(object right teams.manage_department)"
+    ) in text
     out = StringIO()
-    call_command("access", "explain", "dora", "department/ops", "--action", "config:Update", "--format", "json",
-                 stdout=out)
+    call_command(
+        "access", "explain", "dora", "department/ops", "--action", "config:Update", "--format", "json", stdout=out
+    )
     assert json.loads(out.getvalue())["allowed"] is False and "object_rights" not in json.loads(out.getvalue())

@@ -27,15 +27,23 @@ def test_teams_page_runs_as_written(monkeypatch):
         call_command(*args, stdout=out, stderr=StringIO())
         outputs[" ".join(args)] = out.getvalue()
     page = PAGE.read_text()
-    for command in ("team show project vision", "team list", "team admins add research dora",
-                    "access explain dora department/research --action config:Update"):
+    for command in (
+        "team show project vision",
+        "team list",
+        "team admins add research dora",
+        "access explain dora department/research --action config:Update",
+    ):
         for line in outputs[command].splitlines():
             assert line in page, line  # the page shows the real output
     assert json.loads(outputs["team list departments --format json"])["departments"][0]["projects"] == [
-        "speech", "vision"]
+        "speech",
+        "vision",
+    ]
     assert json.loads(outputs["config show ROLE osmo-vision"])["external_roles"] == ["vision-researchers"]
-    assert json.loads(outputs["team admins list research --format json"]) == {"department": "research",
-                                                                              "admins": ["dora"]}
+    assert json.loads(outputs["team admins list research --format json"]) == {
+        "department": "research",
+        "admins": ["dora"],
+    }
     [transcript] = transcripts(PAGE)
     with pytest.raises(DomainError) as refused:
         call_command(*shlex.split(transcript.command)[2:], stdout=StringIO())

@@ -50,15 +50,22 @@ def test_workflows_are_charged_to_the_submitters_only_project(before):
     both = user_model.objects.create(username="both")  # ambiguous: stays uncharged
     both.groups.add(projects["vision"].role.group_id, projects["speech"].role.group_id)
     none = user_model.objects.create(username="none")
-    workflow.objects.create(workflow_id="kept-1", name="kept", pool=pool, submitted_by=one,
-                            project=projects["speech"])
+    workflow.objects.create(workflow_id="kept-1", name="kept", pool=pool, submitted_by=one, project=projects["speech"])
     for user in (one, both, none):
         for number in (1, 2):
-            workflow.objects.create(workflow_id=f"{user.username}-{number}", name=user.username, pool=pool,
-                                    submitted_by=user)
+            workflow.objects.create(
+                workflow_id=f"{user.username}-{number}", name=user.username, pool=pool, submitted_by=user
+            )
 
     after = migrate(MIGRATE_TO)
 
     charged = dict(after.get_model("workflows", "Workflow").objects.values_list("workflow_id", "project__name"))
-    assert charged == {"one-1": "vision", "one-2": "vision", "both-1": None, "both-2": None, "none-1": None,
-                       "none-2": None, "kept-1": "speech"}
+    assert charged == {
+        "one-1": "vision",
+        "one-2": "vision",
+        "both-1": None,
+        "both-2": None,
+        "none-1": None,
+        "none-2": None,
+        "kept-1": "speech",
+    }

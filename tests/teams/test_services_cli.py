@@ -31,17 +31,23 @@ def team(*args: str) -> str:
 @pytest.mark.django_db
 def test_create_project_creates_its_role_with_one_revision():
     team("create", "department", "research", "--description", "Research")
-    data = json.loads(team("create", "project", "vision", "--department", "research", "--idp-group", "vision-users",
-                           "--format", "json"))
+    data = json.loads(
+        team(
+            "create", "project", "vision", "--department", "research", "--idp-group", "vision-users", "--format", "json"
+        )
+    )
     assert data["role"] == "osmo-vision" and data["role_created"] is True
     assert data["idp_groups"] == ["osmo-vision", "vision-users"] and data["members"] == []
     role = Role.objects.get(name="osmo-vision")
     assert role.policies == [{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/vision*"]}]
     assert role.external_roles == ["vision-users"]
-    assert list(Revision.objects.filter(config_type="ROLE", name="osmo-vision").values_list("revision", flat=True)) \
-        == [1]
+    assert list(Revision.objects.filter(config_type="ROLE", name="osmo-vision").values_list("revision", flat=True)) == [
+        1
+    ]
     assert set(AuditEvent.objects.filter(action="team.create").values_list("target", flat=True)) == {
-        "department/research", "project/vision"}
+        "department/research",
+        "project/vision",
+    }
 
 
 @pytest.mark.django_db
@@ -63,14 +69,17 @@ def test_idp_groups_join_an_existing_roles_mapping(research):
 
 
 @pytest.mark.django_db
-@pytest.mark.parametrize(("name", "field", "reason"), [
-    ("", "name", "a name is required"),
-    ("9lives", "name", "must start with a letter"),
-    ("bad name", "name", "must start with a letter"),
-    ("a" * 124, "name", "longer than"),
-    ("admin", "name", "built-in role (osmo-admin)"),
-    ("user", "name", "built-in role (osmo-user)"),
-])
+@pytest.mark.parametrize(
+    ("name", "field", "reason"),
+    [
+        ("", "name", "a name is required"),
+        ("9lives", "name", "must start with a letter"),
+        ("bad name", "name", "must start with a letter"),
+        ("a" * 124, "name", "longer than"),
+        ("admin", "name", "built-in role (osmo-admin)"),
+        ("user", "name", "built-in role (osmo-user)"),
+    ],
+)
 def test_bad_project_names_are_refused_clearly(research, name, field, reason):
     before = Role.objects.count()
     with pytest.raises(DomainError) as caught:

@@ -44,10 +44,13 @@ def test_several_projects_need_a_choice(pool, alice, vision, speech):
     member(alice, vision, speech)
     refused = submit(alice, "which")
     assert refused.status_code == 400
-    assert refused.json() == {"code": "project_required", "field": "project", "value": None,
-                              "choices": ["speech", "vision"],
-                              "reason": "you belong to several projects (speech, vision); name the one to charge "
-                                        "with project=<name>"}
+    assert refused.json() == {
+        "code": "project_required",
+        "field": "project",
+        "value": None,
+        "choices": ["speech", "vision"],
+        "reason": "you belong to several projects (speech, vision); name the one to charge with project=<name>",
+    }
     assert not Workflow.objects.filter(name="which").exists()
     chosen = submit(alice, "which", "?project=speech")
     assert chosen.status_code == 200 and chosen.json()["project"] == "speech"
@@ -83,8 +86,21 @@ def test_cli_submit_and_show_name_the_project(pool, alice, vision, speech, tmp_p
     path = tmp_path / "w.yaml"
     path.write_text(yaml.safe_dump(spec("cli")))
     out = StringIO()
-    call_command("workflow", "submit", str(path), "--pool", "batch", "--user", "alice", "--project", "vision",
-                 "--format", "json", stdout=out, stderr=StringIO())
+    call_command(
+        "workflow",
+        "submit",
+        str(path),
+        "--pool",
+        "batch",
+        "--user",
+        "alice",
+        "--project",
+        "vision",
+        "--format",
+        "json",
+        stdout=out,
+        stderr=StringIO(),
+    )
     assert json.loads(out.getvalue())["project"] == "vision"
     shown = StringIO()
     call_command("workflow", "show", "cli-1", stdout=shown)

@@ -31,8 +31,10 @@ def test_busy_port_is_refused_with_its_name_and_a_free_one_passes():
 
 def supervisor(tmp_path, *programs: str) -> tuple[devserver.Supervisor, io.StringIO]:
     console = io.StringIO()
-    children = [devserver.Child(f"child{n}", [sys.executable, "-c", program], tmp_path / f"child{n}.log")
-                for n, program in enumerate(programs)]
+    children = [
+        devserver.Child(f"child{n}", [sys.executable, "-c", program], tmp_path / f"child{n}.log")
+        for n, program in enumerate(programs)
+    ]
     return devserver.Supervisor(children, {}, tmp_path, console=console), console
 
 
@@ -54,9 +56,12 @@ def test_a_crashed_child_is_reported_in_one_line_and_restarted_with_a_growing_ba
 
 def test_stop_all_ends_every_child_and_its_group(tmp_path, monkeypatch):
     monkeypatch.setattr(devserver, "STOP_GRACE", 1.0)
-    sup, console = supervisor(tmp_path, "import time; time.sleep(60)",
-                              "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('de' + 'af', "
-                              "flush=True); time.sleep(60)")
+    sup, console = supervisor(
+        tmp_path,
+        "import time; time.sleep(60)",
+        "import signal, time; signal.signal(signal.SIGTERM, signal.SIG_IGN); print('de' + 'af', "
+        "flush=True); time.sleep(60)",
+    )
     for child in sup.children:
         sup.start(child)
     wait_until(lambda: "\ndeaf" in (tmp_path / "child1.log").read_text(), 10, "child1 ignores SIGTERM")
@@ -95,7 +100,8 @@ def test_periodic_jobs_are_beats_schedule_and_one_failure_does_not_stop_the_othe
     assert sorted(ran) == sorted(job.task for job in jobs.values())
     failed = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert [r.getMessage() for r in failed] == [
-        "periodic workflows-timeouts failed: RuntimeError: cluster on fire (next run in 30s)"]
+        "periodic workflows-timeouts failed: RuntimeError: cluster on fire (next run in 30s)"
+    ]
     assert not failed[0].exc_info  # one line, no traceback
     assert jobs["workflows-timeouts"].failures == 1 and jobs["workflows-reaper"].runs == 1
 

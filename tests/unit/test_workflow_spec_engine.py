@@ -22,7 +22,7 @@ from workflows.spec import (
     parse_workflow,
 )
 
-# ----------------------------------------------------------------------------------------------- engine input, platforms
+# --------------------------------------------------------------------------------------- engine input, platforms
 
 
 def test_task_input_carries_the_task_and_its_resource():
@@ -30,11 +30,19 @@ def test_task_input_carries_the_task_and_its_resource():
     leader = parsed.tasks()[0]
     given = parsed.task_input(leader)
     assert (given.name, given.image, given.command, given.args) == (
-        "Leader_0", "nvcr.io/nvidia/pytorch:24.01-py3", ["torchrun"], ["--nnodes", "2", "train.py"])
+        "Leader_0",
+        "nvcr.io/nvidia/pytorch:24.01-py3",
+        ["torchrun"],
+        ["--nnodes", "2", "train.py"],
+    )
     assert given.environment == {"EPOCHS": "10", "DEBUG": "true", "RUN": "{{workflow_id}}"}
     assert given.resources == {"cpu": 8, "gpu": 2, "memory": "64Gi", "storage": "100Gi", "nodesExcluded": ["node-7"]}
     assert (given.privileged, given.host_network, given.volume_mounts, given.variables) == (
-        True, True, ["/data", "/scratch:/mnt/scratch"], {})
+        True,
+        True,
+        ["/data", "/scratch:/mnt/scratch"],
+        {},
+    )
     summarize = parsed.tasks()[2]
     assert parsed.task_input(summarize).resources == {"cpu": "500m", "gpu": 0, "memory": "2Gi"}  # gpu 0 is a value
 
@@ -44,24 +52,40 @@ def test_task_input_omits_what_is_not_given():
     assert parsed.task_input(parsed.tasks()[0]).resources == {}
 
 
-@pytest.mark.parametrize(("platform", "default", "platforms", "expected"), [
-    (None, "a100", {"a100", "h100"}, "a100"),  # default platform assigned
-    ("h100", "a100", {"a100", "h100"}, "h100"),  # explicit wins
-    ("h100", None, {"h100"}, "h100"),
-])
+@pytest.mark.parametrize(
+    ("platform", "default", "platforms", "expected"),
+    [
+        (None, "a100", {"a100", "h100"}, "a100"),  # default platform assigned
+        ("h100", "a100", {"a100", "h100"}, "h100"),  # explicit wins
+        ("h100", None, {"h100"}, "h100"),
+    ],
+)
 def test_platform_of(platform, default, platforms, expected):
     parsed = parse_workflow(spec(resources={"default": {"platform": platform}}))
     assert parsed.platform_of(parsed.tasks()[0], default, platforms) == expected
 
 
-@pytest.mark.parametrize(("platform", "default", "platforms", "field", "reason"), [
-    (None, None, {"a100"}, "tasks[0].resource", "Task train does not have a platform"),  # no platform, no default
-    (None, "", {"a100"}, "tasks[0].resource", "does not have a platform"),
-    (None, "gone", {"a100"}, "tasks[0].resource",  # default_platform not in platforms
-     "the pool's default_platform gone is not one of its platforms (a100)"),
-    ("v100", "a100", {"a100", "h100"}, "resources.default.platform",
-     "platform v100 does not exist in this pool (platforms: a100, h100)"),
-])
+@pytest.mark.parametrize(
+    ("platform", "default", "platforms", "field", "reason"),
+    [
+        (None, None, {"a100"}, "tasks[0].resource", "Task train does not have a platform"),  # no platform, no default
+        (None, "", {"a100"}, "tasks[0].resource", "does not have a platform"),
+        (
+            None,
+            "gone",
+            {"a100"},
+            "tasks[0].resource",  # default_platform not in platforms
+            "the pool's default_platform gone is not one of its platforms (a100)",
+        ),
+        (
+            "v100",
+            "a100",
+            {"a100", "h100"},
+            "resources.default.platform",
+            "platform v100 does not exist in this pool (platforms: a100, h100)",
+        ),
+    ],
+)
 def test_platform_of_errors(platform, default, platforms, field, reason):
     parsed = parse_workflow(spec(resources={"default": {"platform": platform}}))
     with pytest.raises(SpecError) as caught:
@@ -78,8 +102,14 @@ def test_platform_of_in_a_group_names_the_task_path():
 
 def test_a_hand_built_spec_with_a_dangling_resource_is_reported():
     orphan = TaskSpec(name="x", image="i", command=["c"], resource="nope", path="tasks[0]")
-    built = WorkflowSpec(name="wf", labels={}, exec_timeout=None, queue_timeout=None, resources={},
-                         groups=[GroupSpec(name="x-group", tasks=[orphan])])
+    built = WorkflowSpec(
+        name="wf",
+        labels={},
+        exec_timeout=None,
+        queue_timeout=None,
+        resources={},
+        groups=[GroupSpec(name="x-group", tasks=[orphan])],
+    )
     with pytest.raises(SpecError, match="Task x has no specified resource"):
         built.task_input(orphan)
 
@@ -90,28 +120,52 @@ def test_a_hand_built_spec_with_a_dangling_resource_is_reported():
 H = timedelta(hours=1)
 
 
-@pytest.mark.parametrize(("timeout", "defaults", "maxima", "expected", "warnings"), [
-    # pool default used when unset
-    ({}, {"exec_timeout": 1 * H, "queue_timeout": 0.5 * H}, {"exec_timeout": 2 * H, "queue_timeout": H},
-     (1 * H, 0.5 * H), []),
-    # user value capped at pool max (10h -> 2h, 10h -> 3h)
-    ({"exec_timeout": "10h", "queue_timeout": "10h"}, {"exec_timeout": H, "queue_timeout": H},
-     {"exec_timeout": 2 * H, "queue_timeout": 3 * H}, (2 * H, 3 * H),
-     ["timeout.exec_timeout 10h is longer than the pool's maximum 2h; using 2h",
-      "timeout.queue_timeout 10h is longer than the pool's maximum 3h; using 3h"]),
-    # user value within the max is kept
-    ({"exec_timeout": "90m"}, {"exec_timeout": H}, {"exec_timeout": 2 * H}, (1.5 * H, None), []),
-    # nothing anywhere: no limit
-    ({}, {}, {}, (None, None), []),
-    # unset with only a maximum: the maximum
-    ({}, {"exec_timeout": None}, {"exec_timeout": 4 * H, "queue_timeout": None}, (4 * H, None), []),
-    # a default above the maximum is capped too
-    ({}, {"queue_timeout": 5 * H}, {"queue_timeout": 2 * H}, (None, 2 * H),
-     ["the pool's default queue_timeout 5h is longer than the pool's maximum 2h; using 2h"]),
-    # short keys work too
-    ({"exec_timeout": 5400}, {"exec": H}, {"exec": H}, (H, None),
-     ["timeout.exec_timeout 1h30m is longer than the pool's maximum 1h; using 1h"]),
-])
+@pytest.mark.parametrize(
+    ("timeout", "defaults", "maxima", "expected", "warnings"),
+    [
+        # pool default used when unset
+        (
+            {},
+            {"exec_timeout": 1 * H, "queue_timeout": 0.5 * H},
+            {"exec_timeout": 2 * H, "queue_timeout": H},
+            (1 * H, 0.5 * H),
+            [],
+        ),
+        # user value capped at pool max (10h -> 2h, 10h -> 3h)
+        (
+            {"exec_timeout": "10h", "queue_timeout": "10h"},
+            {"exec_timeout": H, "queue_timeout": H},
+            {"exec_timeout": 2 * H, "queue_timeout": 3 * H},
+            (2 * H, 3 * H),
+            [
+                "timeout.exec_timeout 10h is longer than the pool's maximum 2h; using 2h",
+                "timeout.queue_timeout 10h is longer than the pool's maximum 3h; using 3h",
+            ],
+        ),
+        # user value within the max is kept
+        ({"exec_timeout": "90m"}, {"exec_timeout": H}, {"exec_timeout": 2 * H}, (1.5 * H, None), []),
+        # nothing anywhere: no limit
+        ({}, {}, {}, (None, None), []),
+        # unset with only a maximum: the maximum
+        ({}, {"exec_timeout": None}, {"exec_timeout": 4 * H, "queue_timeout": None}, (4 * H, None), []),
+        # a default above the maximum is capped too
+        (
+            {},
+            {"queue_timeout": 5 * H},
+            {"queue_timeout": 2 * H},
+            (None, 2 * H),
+            ["the pool's default queue_timeout 5h is longer than the pool's maximum 2h; using 2h"],
+        ),
+        # short keys work too
+        (
+            {"exec_timeout": 5400},
+            {"exec": H},
+            {"exec": H},
+            (H, None),
+            ["timeout.exec_timeout 1h30m is longer than the pool's maximum 1h; using 1h"],
+        ),
+    ],
+)
 def test_effective_timeouts(timeout, defaults, maxima, expected, warnings):
     parsed = parse_workflow(spec(timeout=timeout))
     exec_timeout, queue_timeout, found = effective_timeouts(parsed, pool_defaults=defaults, pool_maxima=maxima)
@@ -131,7 +185,8 @@ def test_documented_examples_parse():
     assert train.resources["default"].gpu == 1 and train.exec_timeout == timedelta(hours=8)
     pair = parse_workflow((EXAMPLES / "two-task-group.yaml").read_text(), source="two-task-group.yaml")
     assert [(g.name, [(t.name, t.lead) for t in g.tasks]) for g in pair.groups] == [
-        ("serve-and-test", [("server", False), ("client", True)])]
+        ("serve-and-test", [("server", False), ("client", True)])
+    ]
     assert pair.warnings == []
 
 
@@ -147,26 +202,34 @@ def _one_group(*tasks_):
     return spec(groups=[{"name": "g", "tasks": list(tasks_)}])
 
 
-@pytest.mark.parametrize("document", [
-    spec(version=3),
-    {"version": 2, "workflow": {"name": "wf", "resources": {}, "tasks": [task()], "groups": []}},
-    spec(resources={"default": {"memory": "10A"}}),
-    spec(resources={"default": {"gpu": 1.5}}),
-    with_task(command="python train.py"),
-    spec(tasks=[task(name="Task_1"), task(name="task-1")]),
-    _one_group(task(name="a"), task(name="b")),
-    with_task(exitActions={"RETRY": "1"}),
-    with_task(volumeMounts=["/a:/b:/c"]),
-])
+@pytest.mark.parametrize(
+    "document",
+    [
+        spec(version=3),
+        {"version": 2, "workflow": {"name": "wf", "resources": {}, "tasks": [task()], "groups": []}},
+        spec(resources={"default": {"memory": "10A"}}),
+        spec(resources={"default": {"gpu": 1.5}}),
+        with_task(command="python train.py"),
+        spec(tasks=[task(name="Task_1"), task(name="task-1")]),
+        _one_group(task(name="a"), task(name="b")),
+        with_task(exitActions={"RETRY": "1"}),
+        with_task(volumeMounts=["/a:/b:/c"]),
+    ],
+)
 def test_documented_errors_are_what_the_parser_says(document):
     with pytest.raises(SpecError) as caught:
         parse_workflow(document)
     assert f"`{caught.value}`" in (ROOT / "docs" / "workflows.md").read_text()
 
 
-@pytest.mark.parametrize(("platform", "default", "platforms"), [
-    (None, None, {"a100"}), ("v100", "a100", {"a100", "h100"}), (None, "gone", {"a100"}),
-])
+@pytest.mark.parametrize(
+    ("platform", "default", "platforms"),
+    [
+        (None, None, {"a100"}),
+        ("v100", "a100", {"a100", "h100"}),
+        (None, "gone", {"a100"}),
+    ],
+)
 def test_documented_platform_errors_are_what_the_parser_says(platform, default, platforms):
     parsed = parse_workflow(spec(resources={"default": {"platform": platform}}))
     with pytest.raises(SpecError) as caught:
@@ -184,69 +247,135 @@ def test_the_python_example_in_the_docs_runs(monkeypatch):
     assert namespace["exec_timeout"] == timedelta(hours=2)
 
 
-# ----------------------------------------------------------------------------------------------- property: engine accepts
+# --------------------------------------------------------------------------------------- property: engine accepts
 
-SIMPLE_PLATFORM = compile_platform(PlatformConfig(
-    pool="p", platform="x",
-    templates=[("user", {"spec": {"containers": [{
-        "name": "{{USER_CONTAINER_NAME}}",
-        "resources": {"limits": {"cpu": "{{USER_CPU}}", "memory": "{{USER_MEMORY}}", "nvidia.com/gpu": "{{USER_GPU}}",
-                                 "ephemeral-storage": "{{USER_STORAGE}}"}}}]}})],
-    pool_variables=dict(OSMO_DEFAULT_VARIABLES),
-    privileged_allowed=True, host_network_allowed=True, allowed_mounts=["/data", "/scratch"],
-))
+SIMPLE_PLATFORM = compile_platform(
+    PlatformConfig(
+        pool="p",
+        platform="x",
+        templates=[
+            (
+                "user",
+                {
+                    "spec": {
+                        "containers": [
+                            {
+                                "name": "{{USER_CONTAINER_NAME}}",
+                                "resources": {
+                                    "limits": {
+                                        "cpu": "{{USER_CPU}}",
+                                        "memory": "{{USER_MEMORY}}",
+                                        "nvidia.com/gpu": "{{USER_GPU}}",
+                                        "ephemeral-storage": "{{USER_STORAGE}}",
+                                    }
+                                },
+                            }
+                        ]
+                    }
+                },
+            )
+        ],
+        pool_variables=dict(OSMO_DEFAULT_VARIABLES),
+        privileged_allowed=True,
+        host_network_allowed=True,
+        allowed_mounts=["/data", "/scratch"],
+    )
+)
 
 # Mostly valid values at the edges of what the parser accepts, with a few refusals mixed in.
-names = st.one_of(st.from_regex(r"[A-Za-z]([A-Za-z0-9_-]{0,8}[A-Za-z0-9])?", fullmatch=True),
-                  st.sampled_from(["a", "B", "Train_Model", "x" * 63, "osmo-ctrl"]))
+names = st.one_of(
+    st.from_regex(r"[A-Za-z]([A-Za-z0-9_-]{0,8}[A-Za-z0-9])?", fullmatch=True),
+    st.sampled_from(["a", "B", "Train_Model", "x" * 63, "osmo-ctrl"]),
+)
 text = st.text(max_size=12)
-label_values = st.one_of(st.from_regex(r"([A-Za-z0-9]([A-Za-z0-9_.-]{0,10}[A-Za-z0-9])?)?", fullmatch=True),
-                         st.integers(0, 99), st.booleans())
+label_values = st.one_of(
+    st.from_regex(r"([A-Za-z0-9]([A-Za-z0-9_.-]{0,10}[A-Za-z0-9])?)?", fullmatch=True),
+    st.integers(0, 99),
+    st.booleans(),
+)
 quantities = st.one_of(
     st.none(),
-    st.sampled_from(["500m", "0", "1", "2Gi", "10.5Gi", "1G", "1e3", "0.001", "100Ki", "+1Gi", "1E", " 3Gi ",
-                     "7.5", "1n", "10A"]),
+    st.sampled_from(
+        ["500m", "0", "1", "2Gi", "10.5Gi", "1G", "1e3", "0.001", "100Ki", "+1Gi", "1E", " 3Gi ", "7.5", "1n", "10A"]
+    ),
     st.integers(0, 2**40),
 )
 cpus = st.one_of(quantities, st.floats(0, 1e4, allow_nan=False), st.decimals(0, 64, places=3).map(str))
-resource_bodies = st.fixed_dictionaries({}, optional={
-    "cpu": cpus, "gpu": st.one_of(st.none(), st.integers(0, 16), st.sampled_from([2.0, "3", " 4 "])),
-    "memory": quantities, "storage": quantities,
-    "nodesExcluded": st.lists(st.sampled_from(["node-1", "n2", "gpu-node.example.com"]), max_size=2),
-})
-task_bodies = st.fixed_dictionaries(
-    {"name": names,
-     "image": st.sampled_from(["ubuntu:24.04", "nvcr.io/nvidia/pytorch:24.01-py3", "repo/{{workflow_id}}:1",
-                               "localhost:5000/x@sha256:" + "a" * 64]),
-     "command": st.lists(st.one_of(text, st.integers(0, 9)), min_size=1, max_size=3)},
+resource_bodies = st.fixed_dictionaries(
+    {},
     optional={
-        "args": st.lists(st.one_of(text, st.integers(), st.floats(allow_nan=False),
-                                   st.sampled_from(["{{workflow_id}}", "{{ uuid }}", "{{output}}"])), max_size=3),
-        "environment": st.dictionaries(st.sampled_from(["A", "B_1", "my.var", "x-y", "_u", ".dot", "-dash"]),
-                                       st.one_of(text, st.integers(), st.floats(allow_nan=False), st.booleans()),
-                                       max_size=4),
+        "cpu": cpus,
+        "gpu": st.one_of(st.none(), st.integers(0, 16), st.sampled_from([2.0, "3", " 4 "])),
+        "memory": quantities,
+        "storage": quantities,
+        "nodesExcluded": st.lists(st.sampled_from(["node-1", "n2", "gpu-node.example.com"]), max_size=2),
+    },
+)
+task_bodies = st.fixed_dictionaries(
+    {
+        "name": names,
+        "image": st.sampled_from(
+            [
+                "ubuntu:24.04",
+                "nvcr.io/nvidia/pytorch:24.01-py3",
+                "repo/{{workflow_id}}:1",
+                "localhost:5000/x@sha256:" + "a" * 64,
+            ]
+        ),
+        "command": st.lists(st.one_of(text, st.integers(0, 9)), min_size=1, max_size=3),
+    },
+    optional={
+        "args": st.lists(
+            st.one_of(
+                text,
+                st.integers(),
+                st.floats(allow_nan=False),
+                st.sampled_from(["{{workflow_id}}", "{{ uuid }}", "{{output}}"]),
+            ),
+            max_size=3,
+        ),
+        "environment": st.dictionaries(
+            st.sampled_from(["A", "B_1", "my.var", "x-y", "_u", ".dot", "-dash"]),
+            st.one_of(text, st.integers(), st.floats(allow_nan=False), st.booleans()),
+            max_size=4,
+        ),
         "resource": st.sampled_from(["default", "default", "default", "gpu"]),
-        "privileged": st.booleans(), "hostNetwork": st.booleans(),
-        "volumeMounts": st.lists(st.sampled_from(["/data", "/data:/mnt/d", "/scratch:/s", "/scratch/", "/a:"]),
-                                 max_size=2, unique=True),
-        "exitActions": st.dictionaries(st.sampled_from(["COMPLETE", "fail", "Reschedule"]),
-                                       st.sampled_from(["0", "1-10,16", "255", 3]), max_size=2),
+        "privileged": st.booleans(),
+        "hostNetwork": st.booleans(),
+        "volumeMounts": st.lists(
+            st.sampled_from(["/data", "/data:/mnt/d", "/scratch:/s", "/scratch/", "/a:"]), max_size=2, unique=True
+        ),
+        "exitActions": st.dictionaries(
+            st.sampled_from(["COMPLETE", "fail", "Reschedule"]), st.sampled_from(["0", "1-10,16", "255", 3]), max_size=2
+        ),
         "inputs": st.just([{"task": "prep"}]),
     },
 )
-specs = st.fixed_dictionaries({
-    "version": st.sampled_from([2, "2", 2.0]),
-    "workflow": st.fixed_dictionaries({
-        "name": st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True),
-        "resources": st.fixed_dictionaries({"default": resource_bodies}, optional={"gpu": resource_bodies}),
-        "tasks": st.lists(task_bodies, min_size=1, max_size=4),
-    }, optional={"labels": st.dictionaries(st.sampled_from(["team", "a-b", "x.io/y", "k8s.io/z_1"]), label_values,
-                                           max_size=3),
-                 "timeout": st.fixed_dictionaries({}, optional={
-                     "exec_timeout": st.sampled_from(["1h", 30, 1.5, "PT2H", "500ms"]),
-                     "queue_timeout": st.sampled_from(["1d", 3600, "P1DT1H"])}),
-                 "pool": st.just("ignored")}),
-})
+specs = st.fixed_dictionaries(
+    {
+        "version": st.sampled_from([2, "2", 2.0]),
+        "workflow": st.fixed_dictionaries(
+            {
+                "name": st.from_regex(r"[a-z0-9]([a-z0-9-]{0,20}[a-z0-9])?", fullmatch=True),
+                "resources": st.fixed_dictionaries({"default": resource_bodies}, optional={"gpu": resource_bodies}),
+                "tasks": st.lists(task_bodies, min_size=1, max_size=4),
+            },
+            optional={
+                "labels": st.dictionaries(
+                    st.sampled_from(["team", "a-b", "x.io/y", "k8s.io/z_1"]), label_values, max_size=3
+                ),
+                "timeout": st.fixed_dictionaries(
+                    {},
+                    optional={
+                        "exec_timeout": st.sampled_from(["1h", 30, 1.5, "PT2H", "500ms"]),
+                        "queue_timeout": st.sampled_from(["1d", 3600, "P1DT1H"]),
+                    },
+                ),
+                "pool": st.just("ignored"),
+            },
+        ),
+    }
+)
 
 
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -259,8 +388,9 @@ def test_every_accepted_spec_gives_task_inputs_the_engine_resolves(document):
         return
     for item in parsed.tasks():
         given_task = parsed.task_input(item)
-        result = resolve(SIMPLE_PLATFORM, given_task, WorkflowContext(workflow_id=f"{parsed.name}-1",
-                                                                      group_name=item.group))
+        result = resolve(
+            SIMPLE_PLATFORM, given_task, WorkflowContext(workflow_id=f"{parsed.name}-1", group_name=item.group)
+        )
         container = result.pod["spec"]["containers"][0]
         assert (container["image"], container["command"]) == (item.image, item.command)
         assert result.validation["gates"] == [], result.validation

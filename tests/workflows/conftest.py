@@ -45,16 +45,27 @@ TEMPLATES = {
 }
 
 
-def spec(name: str = "hello", *, tasks: int = 1, resource: str = "default", platform: str | None = None,
-         exit_actions: dict | None = None, timeout: dict | None = None) -> dict:
+def spec(
+    name: str = "hello",
+    *,
+    tasks: int = 1,
+    resource: str = "default",
+    platform: str | None = None,
+    exit_actions: dict | None = None,
+    timeout: dict | None = None,
+) -> dict:
     """A workflow document with `tasks` tasks on one resource entry (optionally an explicit platform)."""
     resources: dict[str, Any] = {"cpu": 0.1, "memory": "64Mi", "storage": "64Mi"}
     if platform:
         resources["platform"] = platform
     items = []
     for index in range(tasks):
-        task: dict[str, Any] = {"name": f"t{index}", "image": "busybox:1.36", "command": ["sh", "-c", "echo hi"],
-                                "resource": resource}
+        task: dict[str, Any] = {
+            "name": f"t{index}",
+            "image": "busybox:1.36",
+            "command": ["sh", "-c", "echo hi"],
+            "resource": resource,
+        }
         if exit_actions:
             task["exitActions"] = exit_actions
         items.append(task)
@@ -62,7 +73,6 @@ def spec(name: str = "hello", *, tasks: int = 1, resource: str = "default", plat
     if timeout:
         workflow["timeout"] = timeout
     return {"version": 2, "workflow": workflow}
-
 
 
 @pytest.fixture(autouse=True)
@@ -79,16 +89,16 @@ def portal_instance(settings):
 
 @pytest.fixture
 def kube_server() -> Iterator[EmulatorServer]:
-    with EmulatorServer(host="127.0.0.1", port=0, fleet="demo",
-                        kubelet={"start_delay": 0.05, "run_seconds": 0.2}) as server:
+    with EmulatorServer(
+        host="127.0.0.1", port=0, fleet="demo", kubelet={"start_delay": 0.05, "run_seconds": 0.2}
+    ) as server:
         yield server
         assert not server.emulator.internal_errors, list(server.emulator.internal_errors)
 
 
 @pytest.fixture
 def backend(db, kube_server) -> Backend:
-    store.apply("BACKEND", "sim", {"description": "simulated", "namespace": NAMESPACE,
-                                     "api_url": kube_server.url}, CLI)
+    store.apply("BACKEND", "sim", {"description": "simulated", "namespace": NAMESPACE, "api_url": kube_server.url}, CLI)
     return Backend.objects.get(name="sim")
 
 
@@ -103,17 +113,26 @@ def pool(backend) -> Pool:
     for extra in ("forever", "exit3", "parked"):
         platforms[extra] = {"override_pod_template": ["cpu", extra]}
     platforms["nowhere"] = {"override_pod_template": ["nowhere"]}
-    store.apply("POOL", "batch", {
-        "backend": "sim", "default_platform": "cpu", "common_pod_template": ["default_user"],
-        "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
-        "platforms": platforms}, CLI)
+    store.apply(
+        "POOL",
+        "batch",
+        {
+            "backend": "sim",
+            "default_platform": "cpu",
+            "common_pod_template": ["default_user"],
+            "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
+            "platforms": platforms,
+        },
+        CLI,
+    )
     return Pool.objects.get(name="batch")
 
 
 @pytest.fixture
 def batch_role(db):
-    return RoleFactory(name="osmo-batch", policies=[{"effect": "Allow", "actions": ["workflow:*"],
-                                                     "resources": ["pool/batch*"]}])
+    return RoleFactory(
+        name="osmo-batch", policies=[{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/batch*"]}]
+    )
 
 
 def _user(name: str, *role_names: str):
@@ -172,15 +191,19 @@ def run_on_commit(django_capture_on_commit_callbacks):
 
 
 def events(workflow) -> list[tuple[str, str]]:
-    return list(TaskEvent.objects.filter(task__workflow=workflow).order_by("at", "id").values_list("task__name", "kind"))
+    return list(
+        TaskEvent.objects.filter(task__workflow=workflow).order_by("at", "id").values_list("task__name", "kind")
+    )
 
 
 def settle_until(backend, workflow, statuses, run_on_commit, timeout=10.0) -> Workflow:
     """Reconcile (what the beat task does) until the workflow reaches one of `statuses`."""
+
     def done():
         run_on_commit(reconcile.reconcile_backend, backend.pk)
         workflow.refresh_from_db()
         return workflow.status in statuses
+
     wait_until(done, timeout=timeout, interval=0.05)
     return workflow
 
@@ -189,10 +212,23 @@ def pod_of(task: Task, phase: str, exit_code: int | None = None, node: str = "cp
     """`task`'s pod as the cluster would report it: in `phase`, on `node`, exited with `exit_code` if given."""
     status: dict = {"phase": phase, "startTime": "2026-01-01T00:00:00Z"}
     if exit_code is not None:
-        status["containerStatuses"] = [{"name": container_of(task), "state": {"terminated": {
-            "exitCode": exit_code, "startedAt": "2026-01-01T00:00:01Z", "finishedAt": "2026-01-01T00:00:09Z"}}}]
-    return {"metadata": {"name": task.pod_name, "namespace": task.namespace, "uid": f"uid-{task.pod_name}"},
-            "spec": {"nodeName": node}, "status": status}
+        status["containerStatuses"] = [
+            {
+                "name": container_of(task),
+                "state": {
+                    "terminated": {
+                        "exitCode": exit_code,
+                        "startedAt": "2026-01-01T00:00:01Z",
+                        "finishedAt": "2026-01-01T00:00:09Z",
+                    }
+                },
+            }
+        ]
+    return {
+        "metadata": {"name": task.pod_name, "namespace": task.namespace, "uid": f"uid-{task.pod_name}"},
+        "spec": {"nodeName": node},
+        "status": status,
+    }
 
 
 def waiting(task: Task) -> Task:

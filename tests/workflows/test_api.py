@@ -37,8 +37,7 @@ def envelope(response) -> dict:
 # ------------------------------------------------------------------------------------------ submission
 
 
-def test_submit_as_file_text_document_yaml_or_upload(pool, alice, no_pod_creation,
-                                                     django_capture_on_commit_callbacks):
+def test_submit_as_file_text_document_yaml_or_upload(pool, alice, no_pod_creation, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         _submit_five_ways(api(alice))
     assert len(no_pod_creation) == 5  # each enqueued once, after commit
@@ -67,8 +66,7 @@ def _submit_five_ways(client):
 
 
 def test_dry_run_returns_resolved_pods_with_provenance_and_placement(pool, alice, no_pod_creation):
-    response = api(alice).post(f"{SUBMIT}?dry_run=true", {"file": yaml.safe_dump(spec("dry", tasks=2))},
-                               format="json")
+    response = api(alice).post(f"{SUBMIT}?dry_run=true", {"file": yaml.safe_dump(spec("dry", tasks=2))}, format="json")
     assert response.status_code == 200, response.json()
     body = response.json()
     assert body["workflow_id"] is None and body["status"] == "DRY_RUN"
@@ -102,22 +100,25 @@ def test_submission_with_a_portal_token(pool, alice):
 # ------------------------------------------------------------------------------------------ error matrix
 
 
-@pytest.mark.parametrize(("case", "status", "code", "field"), [
-    ("anonymous", 401, "not_authenticated", ""),
-    ("unknown pool", 404, "pool_not_found", "pool"),
-    ("no access", 403, "forbidden", "resource"),
-    ("not YAML", 400, "invalid_spec", ""),
-    ("unknown field", 400, "invalid_spec", "tasks[0].imag"),
-    ("missing resource", 400, "invalid_spec", "tasks[0].resource"),
-    ("unknown platform", 400, "invalid_spec", "resources.default.platform"),
-    ("gate refused", 400, "workflow_invalid", "tasks[0].spec.containers[0].securityContext.privileged"),
-    ("empty body", 400, "invalid_spec", "file"),
-    ("file not text", 400, "invalid_spec", "file"),
-    ("bad JSON", 400, "parse_error", ""),
-    ("bad flag", 400, "invalid", "dry_run"),
-    ("too large", 400, "parse_error", ""),
-    ("maintenance", 409, "pool_in_maintenance", "pool"),
-])
+@pytest.mark.parametrize(
+    ("case", "status", "code", "field"),
+    [
+        ("anonymous", 401, "not_authenticated", ""),
+        ("unknown pool", 404, "pool_not_found", "pool"),
+        ("no access", 403, "forbidden", "resource"),
+        ("not YAML", 400, "invalid_spec", ""),
+        ("unknown field", 400, "invalid_spec", "tasks[0].imag"),
+        ("missing resource", 400, "invalid_spec", "tasks[0].resource"),
+        ("unknown platform", 400, "invalid_spec", "resources.default.platform"),
+        ("gate refused", 400, "workflow_invalid", "tasks[0].spec.containers[0].securityContext.privileged"),
+        ("empty body", 400, "invalid_spec", "file"),
+        ("file not text", 400, "invalid_spec", "file"),
+        ("bad JSON", 400, "parse_error", ""),
+        ("bad flag", 400, "invalid", "dry_run"),
+        ("too large", 400, "parse_error", ""),
+        ("maintenance", 409, "pool_in_maintenance", "pool"),
+    ],
+)
 def test_error_matrix(case, status, code, field, pool, alice, bob):
     client, url, body, kwargs = api(alice), SUBMIT, spec("bad"), {"format": "json"}
     if case == "anonymous":
@@ -163,8 +164,12 @@ def test_a_spec_error_names_the_path_value_and_reason(pool, alice):
     document = spec("bad")
     document["workflow"]["resources"]["default"]["memory"] = "10A"
     error = api(alice).post(SUBMIT, document, format="json").json()
-    assert error == {"code": "invalid_spec", "field": "resources.default.memory", "value": "10A",
-                     "reason": "is not a Kubernetes quantity; use e.g. 16Gi or 512Mi"}
+    assert error == {
+        "code": "invalid_spec",
+        "field": "resources.default.memory",
+        "value": "10A",
+        "reason": "is not a Kubernetes quantity; use e.g. 16Gi or 512Mi",
+    }
 
 
 def test_yaml_errors_name_line_and_column(pool, alice):
@@ -172,15 +177,19 @@ def test_yaml_errors_name_line_and_column(pool, alice):
     assert error["code"] == "invalid_spec" and error["reason"].startswith("file:4:1: invalid YAML")
 
 
-@pytest.mark.parametrize("text", [
-    "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
-    "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
-    "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
-    "version: 2\nworkflow: " + "[" * 5000 + "]" * 5000 + "\n",
-    "version: 2\nworkflow: {name: x, labels: {a: .nan}}\n",
-    "version: 2\nworkflow: {name: x, labels: {when: 2024-01-01}, tasks: []}\n",
-    "version: 2\nworkflow:\n  name: nul\n  resources: {default: {}}\n  tasks: [{name: t, image: x, command: [\"a\\0b\"]}]\n",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\n"
+        "c: &c [*b, *b, *b, *b, *b, *b, *b, *b, *b]\nd: &d [*c, *c, *c, *c, *c, *c, *c, *c, *c]\n"
+        "e: &e [*d, *d, *d, *d, *d, *d, *d, *d, *d]\nf: [*e, *e, *e, *e, *e, *e, *e, *e, *e]\n",
+        "version: 2\nworkflow: " + "[" * 5000 + "]" * 5000 + "\n",
+        "version: 2\nworkflow: {name: x, labels: {a: .nan}}\n",
+        "version: 2\nworkflow: {name: x, labels: {when: 2024-01-01}, tasks: []}\n",
+        "version: 2\nworkflow:\n  name: nul\n  resources: {default: {}}\n"
+        '  tasks: [{name: t, image: x, command: ["a\\0b"]}]\n',
+    ],
+)
 def test_hostile_documents_are_refused_cleanly(pool, alice, text):
     response = api(alice).post(SUBMIT, {"file": text}, format="json")
     assert response.status_code == 400, response.content[:300]
@@ -190,20 +199,35 @@ def test_hostile_documents_are_refused_cleanly(pool, alice, text):
 JSONISH = st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(max_size=20),
     lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=10), children, max_size=4),
-    max_leaves=25)
+    max_leaves=25,
+)
 
 
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
-@given(garbage=st.one_of(
-    st.binary(max_size=300),
-    st.text(max_size=300),
-    JSONISH.map(lambda value: json.dumps(value)),
-    JSONISH.map(lambda value: json.dumps({"version": 2, "workflow": value})),
-    JSONISH.map(lambda value: json.dumps({"file": yaml.safe_dump({"version": 2, "workflow": value})})),
-    JSONISH.map(lambda value: json.dumps({"version": 2, "workflow": {"name": "fz", "resources": {"default": {}},
-                                                                     "tasks": [value]}})),
-), content_type=st.sampled_from(["application/json", "application/yaml", "text/plain", "application/xml",
-                                 "multipart/form-data; boundary=x", "application/x-www-form-urlencoded"]))
+@given(
+    garbage=st.one_of(
+        st.binary(max_size=300),
+        st.text(max_size=300),
+        JSONISH.map(lambda value: json.dumps(value)),
+        JSONISH.map(lambda value: json.dumps({"version": 2, "workflow": value})),
+        JSONISH.map(lambda value: json.dumps({"file": yaml.safe_dump({"version": 2, "workflow": value})})),
+        JSONISH.map(
+            lambda value: json.dumps(
+                {"version": 2, "workflow": {"name": "fz", "resources": {"default": {}}, "tasks": [value]}}
+            )
+        ),
+    ),
+    content_type=st.sampled_from(
+        [
+            "application/json",
+            "application/yaml",
+            "text/plain",
+            "application/xml",
+            "multipart/form-data; boundary=x",
+            "application/x-www-form-urlencoded",
+        ]
+    ),
+)
 def test_fuzzed_garbage_never_breaks_the_endpoint(pool, alice, garbage, content_type):
     data = garbage if isinstance(garbage, bytes) else garbage.encode("utf-8", "surrogatepass")
     response = api(alice).generic("POST", SUBMIT, data, content_type=content_type)
@@ -239,8 +263,9 @@ def test_others_workflows_need_workflow_list_on_their_pool(three, alice, bob, ba
 
     assert ids(api(alice).get("/api/workflow?all_users=true")) == ["c-one-1", "a-two-1", "a-one-1"]
     assert ids(api(alice).get("/api/workflow?users=carol")) == ["c-one-1"]
-    Role.objects.filter(name="osmo-user").update(policies=[
-        {"effect": "Allow", "actions": ["workflow:Read"], "resources": ["*"]}])  # no workflow:List for bob
+    Role.objects.filter(name="osmo-user").update(
+        policies=[{"effect": "Allow", "actions": ["workflow:Read"], "resources": ["*"]}]
+    )  # no workflow:List for bob
     assert ids(api(bob).get("/api/workflow?all_users=true")) == []
     assert ids(api(bob).get("/api/workflow?users=alice,carol")) == []
 
@@ -249,8 +274,7 @@ def test_list_filters_and_paging(three, alice):
     client = api(alice)
     assert ids(client.get("/api/workflow?statuses=CANCELLED")) == ["a-one-1"]
     assert ids(client.get("/api/workflow?statuses=pending&statuses=cancelled")) == ["a-two-1", "a-one-1"]
-    assert ids(client.get("/api/workflow?all_users=true&pools=batch&order=asc")) == ["a-one-1", "a-two-1",
-                                                                                     "c-one-1"]
+    assert ids(client.get("/api/workflow?all_users=true&pools=batch&order=asc")) == ["a-one-1", "a-two-1", "c-one-1"]
     assert ids(client.get("/api/workflow?all_users=true&name=one")) == ["c-one-1", "a-one-1"]
     first = client.get("/api/workflow?all_users=true&limit=2").json()
     assert first["more_entries"] is True and len(first["workflows"]) == 2
@@ -259,8 +283,19 @@ def test_list_filters_and_paging(three, alice):
     assert envelope(client.get("/api/workflow?limit=1001"))["field"] == "limit"
     assert envelope(client.get("/api/workflow?statuses=DONE"))["field"] == "statuses"
     row = client.get("/api/workflow").json()["workflows"][0]
-    assert {"name", "workflow_id", "uuid", "pool", "submitted_by", "priority", "status", "task_count",
-            "submit_time", "start_time", "end_time"} <= set(row)
+    assert {
+        "name",
+        "workflow_id",
+        "uuid",
+        "pool",
+        "submitted_by",
+        "priority",
+        "status",
+        "task_count",
+        "submit_time",
+        "start_time",
+        "end_time",
+    } <= set(row)
 
 
 def test_list_query_count_does_not_grow_with_rows(three, alice):
@@ -295,7 +330,11 @@ def test_detail_spec_and_events(three, alice, carol, bob):
     Role.objects.filter(name="osmo-user").update(policies=[])
     hidden = api(bob).get("/api/workflow/a-two-1/events")  # another team's: exactly as a missing one
     assert hidden.status_code == 404 and envelope(hidden) == {
-        "code": "workflow_not_found", "field": "workflow_id", "value": "a-two-1", "reason": "no workflow 'a-two-1'"}
+        "code": "workflow_not_found",
+        "field": "workflow_id",
+        "value": "a-two-1",
+        "reason": "no workflow 'a-two-1'",
+    }
     missing = api(alice).get("/api/workflow/nope-1")
     assert missing.status_code == 404 and envelope(missing)["code"] == "workflow_not_found"
 
@@ -312,8 +351,10 @@ def test_cancel_over_the_api(three, alice, bob, carol):
     again = api(carol).post("/api/workflow/a-two-1/cancel", {}, format="json")
     assert again.status_code == 409 and envelope(again)["code"] == "workflow_finished"
     assert api(carol).post("/api/workflow/a-two-1/cancel?force=true", {}, format="json").status_code == 200
-    assert envelope(api(alice).post("/api/workflow/a-two-1/cancel", {"force": "sometimes"},
-                                    format="json"))["field"] == "force"
+    assert (
+        envelope(api(alice).post("/api/workflow/a-two-1/cancel", {"force": "sometimes"}, format="json"))["field"]
+        == "force"
+    )
 
 
 # ------------------------------------------------------------------------------------------ cost and schema
@@ -335,9 +376,14 @@ def test_submission_query_count_is_the_same_for_1_and_8_tasks(pool, alice):
 def test_openapi_schema_documents_every_workflow_endpoint(admin_api):
     schema = yaml.safe_load(admin_api.get("/api/schema/").content)
     paths = schema["paths"]
-    operations = {"/api/pool/{pool}/workflow": "post", "/api/workflow": "get", "/api/workflow/{workflow_id}": "get",
-                  "/api/workflow/{workflow_id}/spec": "get", "/api/workflow/{workflow_id}/events": "get",
-                  "/api/workflow/{workflow_id}/cancel": "post"}
+    operations = {
+        "/api/pool/{pool}/workflow": "post",
+        "/api/workflow": "get",
+        "/api/workflow/{workflow_id}": "get",
+        "/api/workflow/{workflow_id}/spec": "get",
+        "/api/workflow/{workflow_id}/events": "get",
+        "/api/workflow/{workflow_id}/cancel": "post",
+    }
     for path, method in operations.items():
         operation = paths[path][method]
         assert operation["summary"] and "200" in operation["responses"] and "403" in operation["responses"]
@@ -361,8 +407,10 @@ URL_TEXT = st.characters(blacklist_categories=("Cs",))
 
 
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
-@given(text=st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/"), min_size=1, max_size=40),
-       query=st.text(URL_TEXT, max_size=20))
+@given(
+    text=st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="/"), min_size=1, max_size=40),
+    query=st.text(URL_TEXT, max_size=20),
+)
 @example(text="a\x00b", query="\x00").via("NUL: PostgreSQL refuses it in text")
 @example(text="\ud7ff\ue000", query="\U0010ffff").via("the code points around the surrogates")
 def test_fuzzed_paths_and_filters_never_break_the_api(pool, alice, admin_user, text, query):
@@ -374,11 +422,14 @@ def test_fuzzed_paths_and_filters_never_break_the_api(pool, alice, admin_user, t
     admin_user.groups.add(Group.objects.get(name="osmo-admin"))
     segment, value = quote(text, safe=""), quote(query, safe="")
     for client in (api(alice), api(admin_user)):
-        responses = [client.get(f"/api/workflow/{segment}"), client.get(f"/api/workflow/{segment}/events"),
-                     client.get(f"/api/workflow/{segment}/spec"),
-                     client.post(f"/api/workflow/{segment}/cancel", {}, format="json"),
-                     client.post(f"/api/pool/{segment}/workflow", spec("fz"), format="json"),
-                     client.get(f"/api/workflow?users={value}&pools={value}&name={value}&statuses={value}")]
+        responses = [
+            client.get(f"/api/workflow/{segment}"),
+            client.get(f"/api/workflow/{segment}/events"),
+            client.get(f"/api/workflow/{segment}/spec"),
+            client.post(f"/api/workflow/{segment}/cancel", {}, format="json"),
+            client.post(f"/api/pool/{segment}/workflow", spec("fz"), format="json"),
+            client.get(f"/api/workflow?users={value}&pools={value}&name={value}&statuses={value}"),
+        ]
         for response in responses:
             assert response.status_code < 500, (response.status_code, text, query)
             if response.status_code >= 400:

@@ -21,8 +21,10 @@ def test_cancel_deletes_pods_and_marks_unfinished_tasks(submitted, kube_server, 
     assert cancelled.status == "CANCELLED" and cancelled.finished_at
     assert set(workflow.tasks.values_list("status", flat=True)) == {"CANCELLED"}
     assert kube_server.emulator.list("pods", NAMESPACE) == []
-    assert TaskEvent.objects.filter(task__workflow=workflow, kind="CANCELLED").first().message == \
-        "cancelled by alice: wrong data"
+    assert (
+        TaskEvent.objects.filter(task__workflow=workflow, kind="CANCELLED").first().message
+        == "cancelled by alice: wrong data"
+    )
     with pytest.raises(WorkflowFinished) as caught:
         cancel(workflow.workflow_id, alice)
     assert (caught.value.status, caught.value.code) == (409, "workflow_finished")

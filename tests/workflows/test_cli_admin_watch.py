@@ -61,19 +61,23 @@ def test_cli_dry_run_prints_the_pods(pool, alice, spec_file):
     out = run("submit", str(spec_file), "--pool", "batch", "--user", "alice", "--dry-run")
     assert out.startswith(f"{spec_file}: valid for pool batch (DRY_RUN; nothing stored)")
     assert "hive.openshift.io/machine-pool: cpu" in out
-    data = json.loads(run("submit", str(spec_file), "--pool", "batch", "--user", "alice", "--dry-run",
-                          "--format", "json"))
+    data = json.loads(
+        run("submit", str(spec_file), "--pool", "batch", "--user", "alice", "--dry-run", "--format", "json")
+    )
     assert data["status"] == "DRY_RUN" and data["tasks"][0]["pod"]["kind"] == "Pod"
     assert not Workflow.objects.exists()
 
 
-@pytest.mark.parametrize(("args", "message"), [
-    (["submit", "missing.yaml", "--pool", "batch", "--user", "alice"], "missing.yaml: file not found"),
-    (["submit", "{spec}", "--pool", "nope", "--user", "alice"], "pool: no pool named 'nope' (value: 'nope')"),
-    (["submit", "{spec}", "--pool", "batch", "--user", "bob"], "bob may not submit workflows to pool batch"),
-    (["submit", "{spec}", "--pool", "batch"], "--user: name the submitter with --user (or set PORTAL_CLI_USER)"),
-    (["show", "nope-1"], "workflow_id: no workflow 'nope-1' (value: 'nope-1')"),
-])
+@pytest.mark.parametrize(
+    ("args", "message"),
+    [
+        (["submit", "missing.yaml", "--pool", "batch", "--user", "alice"], "missing.yaml: file not found"),
+        (["submit", "{spec}", "--pool", "nope", "--user", "alice"], "pool: no pool named 'nope' (value: 'nope')"),
+        (["submit", "{spec}", "--pool", "batch", "--user", "bob"], "bob may not submit workflows to pool batch"),
+        (["submit", "{spec}", "--pool", "batch"], "--user: name the submitter with --user (or set PORTAL_CLI_USER)"),
+        (["show", "nope-1"], "workflow_id: no workflow 'nope-1' (value: 'nope-1')"),
+    ],
+)
 def test_cli_errors_are_one_line(pool, alice, bob, spec_file, args, message):
     args = [str(spec_file) if a == "{spec}" else a for a in args]
     with pytest.raises(DomainError) as caught:
@@ -83,9 +87,14 @@ def test_cli_errors_are_one_line(pool, alice, bob, spec_file, args, message):
 
 def test_cli_exit_code_and_stderr_outside_call_command(tmp_path):
     """The real command line: one `error:` line and exit status 1 (no database needed to get there)."""
-    result = subprocess.run([sys.executable, "manage.py", "workflow", "submit", str(tmp_path / "none.yaml"),
-                             "--pool", "x", "--user", "u"], cwd=ROOT, capture_output=True, text=True, timeout=120,
-                            env={"PATH": "/usr/bin:/bin", "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"})
+    result = subprocess.run(
+        [sys.executable, "manage.py", "workflow", "submit", str(tmp_path / "none.yaml"), "--pool", "x", "--user", "u"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PATH": "/usr/bin:/bin", "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"},
+    )
     assert result.returncode == 1
     assert result.stderr.strip().splitlines()[-1].startswith("error: ")
 
@@ -93,8 +102,9 @@ def test_cli_exit_code_and_stderr_outside_call_command(tmp_path):
 # ------------------------------------------------------------------------------------------ admin
 
 
-def test_admin_lists_and_shows_workflows_read_only(pool, alice, admin_user, admin_client,
-                                                   django_capture_on_commit_callbacks):
+def test_admin_lists_and_shows_workflows_read_only(
+    pool, alice, admin_user, admin_client, django_capture_on_commit_callbacks
+):
     from django.contrib.auth.models import Group
 
     from workflows.services import SubmitRequest, submit
@@ -121,8 +131,9 @@ def test_watcher_lists_again_after_410_and_catches_up(transactional_db, watcher,
     from workflows.services import SubmitRequest, submit
 
     drain_until(watcher, lambda: watcher.backends[0].lists >= 1)
-    workflow = Workflow.objects.get(workflow_id=submit(SubmitRequest(
-        pool="batch", spec=spec("watched", platform="forever"), who=alice)).workflow_id)  # eager: pod created now
+    workflow = Workflow.objects.get(
+        workflow_id=submit(SubmitRequest(pool="batch", spec=spec("watched", platform="forever"), who=alice)).workflow_id
+    )  # eager: pod created now
     drain_until(watcher, lambda: Workflow.objects.get(pk=workflow.pk).status == "RUNNING")
     kube_server.emulator.compact()
     kube_server.emulator.expire_watches("pods")  # 410: the watcher must list again
@@ -131,7 +142,9 @@ def test_watcher_lists_again_after_410_and_catches_up(transactional_db, watcher,
     drain_until(watcher, lambda: watcher.backends[0].lists >= 2)
     kube_server.emulator.delete("pods", task.pod_name, NAMESPACE)
     drain_until(watcher, lambda: Task.objects.get(pk=task.pk).status == "FAILED_BACKEND_ERROR")
-    assert "was deleted" in Task.objects.get(pk=task.pk).error or "no longer exists" in Task.objects.get(pk=task.pk).error
+    assert (
+        "was deleted" in Task.objects.get(pk=task.pk).error or "no longer exists" in Task.objects.get(pk=task.pk).error
+    )
     assert instance() == "test-portal"
 
 

@@ -27,8 +27,13 @@ def _condition(pod: dict, kind: str) -> dict:
 
 
 def _finished_pod(kube_server, name: str) -> dict:
-    return wait_until(lambda: (pod := kube_server.emulator.get("pods", name, NAMESPACE)) and
-                      pod["status"].get("phase") == "Succeeded" and pod)
+    return wait_until(
+        lambda: (
+            (pod := kube_server.emulator.get("pods", name, NAMESPACE))
+            and pod["status"].get("phase") == "Succeeded"
+            and pod
+        )
+    )
 
 
 @pytest.mark.parametrize("path", ["watch events", "listing"])
@@ -40,7 +45,9 @@ def test_a_watcher_that_catches_up_late_records_when_things_happened(submitted, 
     task = workflow.tasks.get()
     pod = _finished_pod(kube_server, task.pod_name)
     finished = parse_time(pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"])
-    ended = max(finished, task.created_at)  # the API's times have whole seconds; see workflows.lifecycle.transitions.happened
+    ended = max(
+        finished, task.created_at
+    )  # the API's times have whole seconds; see workflows.lifecycle.transitions.happened
     wait_until(lambda: timezone.now() >= ended + timedelta(seconds=1.5))  # the portal is now clearly late
     drain_until(watcher, lambda: Workflow.objects.get(pk=workflow.pk).status == "COMPLETED")
 
@@ -81,20 +88,39 @@ def test_the_simulated_kubelet_dates_conditions_like_a_kubelet():
     """lastTransitionTime changes only when a condition's status does; the times follow the pod's life."""
     with EmulatorServer(fleet="demo", kubelet={"start_delay": 0.05, "run_seconds": 0.1}) as server:
         emulator = server.emulator
-        emulator.create("pods", {
-            "metadata": {"name": "late-starter", "annotations": {"kubesim/start-seconds": "1.2"}},
-            "spec": {"restartPolicy": "Never", "containers": [{"name": "main", "image": "busybox"}],
-                     "nodeSelector": {"hive.openshift.io/machine-pool": "cpu"}}}, "default")
-        bound = wait_until(lambda: (pod := emulator.get("pods", "late-starter", "default"))["spec"].get("nodeName")
-                           and pod)
-        done = wait_until(lambda: (pod := emulator.get("pods", "late-starter", "default"))["status"].get("phase")
-                          == "Succeeded" and pod)
+        emulator.create(
+            "pods",
+            {
+                "metadata": {"name": "late-starter", "annotations": {"kubesim/start-seconds": "1.2"}},
+                "spec": {
+                    "restartPolicy": "Never",
+                    "containers": [{"name": "main", "image": "busybox"}],
+                    "nodeSelector": {"hive.openshift.io/machine-pool": "cpu"},
+                },
+            },
+            "default",
+        )
+        bound = wait_until(
+            lambda: (pod := emulator.get("pods", "late-starter", "default"))["spec"].get("nodeName") and pod
+        )
+        done = wait_until(
+            lambda: (
+                (pod := emulator.get("pods", "late-starter", "default"))["status"].get("phase") == "Succeeded" and pod
+            )
+        )
     scheduled = _condition(bound, "PodScheduled")["lastTransitionTime"]
     assert _condition(done, "PodScheduled")["lastTransitionTime"] == scheduled  # not re-dated when it started
     terminated = done["status"]["containerStatuses"][0]["state"]["terminated"]
-    times = [parse_time(value) for value in (done["metadata"]["creationTimestamp"], scheduled,
-                                             done["status"]["startTime"], terminated["startedAt"],
-                                             terminated["finishedAt"])]
+    times = [
+        parse_time(value)
+        for value in (
+            done["metadata"]["creationTimestamp"],
+            scheduled,
+            done["status"]["startTime"],
+            terminated["startedAt"],
+            terminated["finishedAt"],
+        )
+    ]
     assert times == sorted(times) and times[1] < times[3]  # started 1.2 s after it was bound
     assert _condition(done, "Ready")["status"] == "False"
     assert parse_time(_condition(done, "Ready")["lastTransitionTime"]) == times[4]

@@ -35,8 +35,10 @@ def our_pods(kube_server) -> list[dict]:
 
 
 def test_submit_runs_to_completion(redis_worker, watcher, kube_server, pool, alice):
-    yaml_text = ("version: 2\nworkflow:\n  name: hello\n  resources: {default: {cpu: 100m, memory: 64Mi}}\n"
-                 "  tasks:\n  - {name: say, image: busybox:1.36, command: [echo, '{{workflow_id}}']}\n")
+    yaml_text = (
+        "version: 2\nworkflow:\n  name: hello\n  resources: {default: {cpu: 100m, memory: 64Mi}}\n"
+        "  tasks:\n  - {name: say, image: busybox:1.36, command: [echo, '{{workflow_id}}']}\n"
+    )
     workflow = submit(alice, yaml_text)
     task = workflow.tasks.get()
     assert task.pod["spec"]["containers"][0]["command"] == ["echo", workflow.workflow_id]
@@ -58,12 +60,14 @@ def test_submit_runs_to_completion(redis_worker, watcher, kube_server, pool, ali
 
 def test_a_group_ends_with_its_lead_and_its_server_pod_is_deleted(redis_worker, watcher, kube_server, pool, alice):
     """The client/server pattern: the server never exits; the lead client finishing completes the workflow."""
-    yaml_text = ("version: 2\nworkflow:\n  name: clientserver\n"
-                 "  resources:\n    default: {cpu: 100m, memory: 64Mi}\n"
-                 "    server: {cpu: 100m, memory: 64Mi, platform: forever}\n"
-                 "  groups:\n  - name: pair\n    tasks:\n"
-                 "    - {name: client, lead: true, image: busybox:1.36, command: [sh, -c, 'true']}\n"
-                 "    - {name: server, resource: server, image: busybox:1.36, command: [sleep, infinity]}\n")
+    yaml_text = (
+        "version: 2\nworkflow:\n  name: clientserver\n"
+        "  resources:\n    default: {cpu: 100m, memory: 64Mi}\n"
+        "    server: {cpu: 100m, memory: 64Mi, platform: forever}\n"
+        "  groups:\n  - name: pair\n    tasks:\n"
+        "    - {name: client, lead: true, image: busybox:1.36, command: [sh, -c, 'true']}\n"
+        "    - {name: server, resource: server, image: busybox:1.36, command: [sleep, infinity]}\n"
+    )
     workflow = submit(alice, yaml_text)
     drain_until(watcher, lambda: status_of(workflow) == "COMPLETED", timeout=20)
     assert dict(workflow.tasks.values_list("name", "status")) == {"client": "COMPLETED", "server": "CANCELLED"}
@@ -86,9 +90,14 @@ def test_queue_and_exec_timeouts(redis_worker, watcher, kube_server, pool, alice
     queued = submit(alice, spec("queued", platform="parked", timeout={"queue_timeout": "1s"}))
     running = submit(alice, spec("running", platform="forever", timeout={"exec_timeout": "1s"}))
     drain_until(watcher, lambda: status_of(running) == "RUNNING" and status_of(queued) == "WAITING", timeout=20)
-    wait_until(lambda: run(jobs.enforce_timeouts) and
-               {status_of(queued), status_of(running)} == {"FAILED_QUEUE_TIMEOUT", "FAILED_EXEC_TIMEOUT"},
-               timeout=20, interval=0.25)
+    wait_until(
+        lambda: (
+            run(jobs.enforce_timeouts)
+            and {status_of(queued), status_of(running)} == {"FAILED_QUEUE_TIMEOUT", "FAILED_EXEC_TIMEOUT"}
+        ),
+        timeout=20,
+        interval=0.25,
+    )
     wait_until(lambda: not our_pods(kube_server))
     assert queued.tasks.get().status == "FAILED_QUEUE_TIMEOUT" and running.tasks.get().status == "FAILED_EXEC_TIMEOUT"
 
@@ -103,8 +112,12 @@ def test_exit_actions_fail_or_reschedule(redis_worker, watcher, kube_server, poo
     assert "all 2 retries are used" in task.error
     assert TaskEvent.objects.filter(task=task, kind="RESCHEDULED").count() == 2
     assert TaskEvent.objects.filter(task=task, kind="CREATED").count() == 3
-    wait_until(lambda: {p["metadata"]["name"] for p in our_pods(kube_server)} ==
-               {f"{failing.workflow_id}-t0", f"{retried.workflow_id}-t0-r2"})  # old attempts deleted
+    wait_until(
+        lambda: (
+            {p["metadata"]["name"] for p in our_pods(kube_server)}
+            == {f"{failing.workflow_id}-t0", f"{retried.workflow_id}-t0-r2"}
+        )
+    )  # old attempts deleted
 
 
 def test_cluster_outage_during_submission_is_retried(redis_worker, kube_server, pool, alice):
@@ -133,9 +146,17 @@ def test_redelivered_create_is_idempotent(redis_worker, kube_server, pool, alice
 
 def test_reaper_deletes_an_orphan_pod(redis_worker, kube_server, pool, alice):
     kube_server.emulator.create("namespaces", {"metadata": {"name": NAMESPACE}})
-    kube_server.emulator.create("pods", {"metadata": {"name": "gone-7-t0", "labels": {
-        "pool-portal/instance": "test-portal", "pool-portal/workflow": "gone-7"}},
-        "spec": {"containers": [{"name": "t0", "image": "x"}]}}, NAMESPACE)
+    kube_server.emulator.create(
+        "pods",
+        {
+            "metadata": {
+                "name": "gone-7-t0",
+                "labels": {"pool-portal/instance": "test-portal", "pool-portal/workflow": "gone-7"},
+            },
+            "spec": {"containers": [{"name": "t0", "image": "x"}]},
+        },
+        NAMESPACE,
+    )
     report = run(jobs.reap_pods)
     assert report["deleted"] == 1 and report["errors"] == []
     assert our_pods(kube_server) == []
@@ -144,5 +165,4 @@ def test_reaper_deletes_an_orphan_pod(redis_worker, kube_server, pool, alice):
 def test_reconciliation_catches_up_without_the_watcher(redis_worker, kube_server, pool, alice):
     workflow = submit(alice, spec("unwatched"))
     wait_until(lambda: kube_server.emulator.get("pods", f"{workflow.workflow_id}-t0", NAMESPACE))
-    wait_until(lambda: run(jobs.reconcile_workflows) and status_of(workflow) == "COMPLETED",
-               timeout=20, interval=0.2)
+    wait_until(lambda: run(jobs.reconcile_workflows) and status_of(workflow) == "COMPLETED", timeout=20, interval=0.2)

@@ -12,14 +12,17 @@ from workflows.lifecycle.observe import observe
 from workflows.models import Task, TaskEvent, TaskStatus, Workflow
 
 
-@pytest.mark.parametrize(("code", "task_actions", "pool_actions", "expected"), [
-    (0, {}, {}, ("COMPLETE", "the exit status")),
-    (3, {}, {}, ("FAIL", "the exit status")),
-    (3, {"COMPLETE": "0,3"}, {}, ("COMPLETE", "the task's exitActions")),
-    (3, {"RESCHEDULE": "1-10,16"}, {"FAIL": "3"}, ("RESCHEDULE", "the task's exitActions")),
-    (3, {"RESCHEDULE": "16"}, {"COMPLETE": "3"}, ("COMPLETE", "the pool's default_exit_actions")),
-    (None, {"COMPLETE": "0-255"}, {}, ("FAIL", "the exit status")),
-])
+@pytest.mark.parametrize(
+    ("code", "task_actions", "pool_actions", "expected"),
+    [
+        (0, {}, {}, ("COMPLETE", "the exit status")),
+        (3, {}, {}, ("FAIL", "the exit status")),
+        (3, {"COMPLETE": "0,3"}, {}, ("COMPLETE", "the task's exitActions")),
+        (3, {"RESCHEDULE": "1-10,16"}, {"FAIL": "3"}, ("RESCHEDULE", "the task's exitActions")),
+        (3, {"RESCHEDULE": "16"}, {"COMPLETE": "3"}, ("COMPLETE", "the pool's default_exit_actions")),
+        (None, {"COMPLETE": "0-255"}, {}, ("FAIL", "the exit status")),
+    ],
+)
 def test_exit_action_precedence(code, task_actions, pool_actions, expected):
     assert exit_action(code, task_actions, pool_actions) == expected
 
@@ -38,8 +41,9 @@ def test_fail_exit_action_fails_the_task(submitted, backend):
     assert workflow.status == "FAILED"
 
 
-def test_reschedule_recreates_with_the_next_retry_name_up_to_the_limit(submitted, backend, pool, run_on_commit,
-                                                                        monkeypatch):
+def test_reschedule_recreates_with_the_next_retry_name_up_to_the_limit(
+    submitted, backend, pool, run_on_commit, monkeypatch
+):
     from workflows import tasks as jobs
 
     enqueued = []
@@ -62,8 +66,9 @@ def test_reschedule_recreates_with_the_next_retry_name_up_to_the_limit(submitted
     assert task.status == TaskStatus.FAILED and "all 2 retries are used" in task.error
     assert [kind for _, kind in events(workflow)].count("RESCHEDULED") == 2
     message = TaskEvent.objects.filter(task=task, kind="RESCHEDULED").first().message
-    assert message == (f"exited with code 3; the task's exitActions: RESCHEDULE: retry 1 of 2 as pod "
-                       f"{workflow.workflow_id}-t0-r1")
+    assert message == (
+        f"exited with code 3; the task's exitActions: RESCHEDULE: retry 1 of 2 as pod {workflow.workflow_id}-t0-r1"
+    )
     assert Workflow.objects.get(pk=workflow.pk).status == "FAILED"
 
 
@@ -76,8 +81,16 @@ def _with_template_on_cpu(name: str, body: dict) -> None:
 
 
 def test_each_attempt_is_resolved_again_with_its_retry_id(submitted, backend, pool, run_on_commit, deleted_pods):
-    _with_template_on_cpu("attempt", {"spec": {"containers": [
-        {"name": "{{USER_CONTAINER_NAME}}", "env": [{"name": "ATTEMPT", "value": "{{WF_RETRY_ID}}"}]}]}})
+    _with_template_on_cpu(
+        "attempt",
+        {
+            "spec": {
+                "containers": [
+                    {"name": "{{USER_CONTAINER_NAME}}", "env": [{"name": "ATTEMPT", "value": "{{WF_RETRY_ID}}"}]}
+                ]
+            }
+        },
+    )
     workflow = submitted(exit_actions={"RESCHEDULE": "3"})
     task = workflow.tasks.get()
 
@@ -90,12 +103,14 @@ def test_each_attempt_is_resolved_again_with_its_retry_id(submitted, backend, po
     run_on_commit(observe, task, pod_of(task, "Failed", exit_code=3))
     task.refresh_from_db()
     assert (task.retry_id, attempt(task.pod), task.pod["metadata"]["name"]) == (1, "1", f"{workflow.workflow_id}-t0-r1")
-    assert {k: v for k, v in task.pod["spec"].items() if k != "containers"} == \
-        {k: v for k, v in first["spec"].items() if k != "containers"}
+    assert {k: v for k, v in task.pod["spec"].items() if k != "containers"} == {
+        k: v for k, v in first["spec"].items() if k != "containers"
+    }
 
 
-def test_a_retry_whose_platform_is_gone_runs_the_first_attempts_pod(submitted, backend, pool, run_on_commit,
-                                                                   deleted_pods):
+def test_a_retry_whose_platform_is_gone_runs_the_first_attempts_pod(
+    submitted, backend, pool, run_on_commit, deleted_pods
+):
     workflow = submitted(exit_actions={"RESCHEDULE": "3"}, platform="exit3")
     task = waiting(workflow.tasks.get())
     first = task.pod
@@ -107,8 +122,10 @@ def test_a_retry_whose_platform_is_gone_runs_the_first_attempts_pod(submitted, b
     assert task.retry_id == 1
     assert task.pod == {**first, "metadata": {**first["metadata"], "name": f"{workflow.workflow_id}-t0-r1"}}
     message = TaskEvent.objects.get(task=task, kind="RESCHEDULED").message
-    assert message.endswith("(with the first attempt's pod: the task no longer resolves: "
-                            "platform: platform exit3 of pool batch no longer exists (value: 'exit3'))")
+    assert message.endswith(
+        "(with the first attempt's pod: the task no longer resolves: "
+        "platform: platform exit3 of pool batch no longer exists (value: 'exit3'))"
+    )
 
 
 def test_pool_default_exit_actions_apply(submitted, backend, pool):

@@ -21,9 +21,13 @@ def test_pod_is_the_stored_manifest_plus_the_instance_label(submitted, kube_serv
     result = create_pods(workflow.pk)
     assert (result.created, result.adopted, result.failed) == (1, 0, 0)
     posted = [r for r in kube_server.emulator._requests if r.method == "POST" and r.url.path.endswith("/pods")]
-    expected = {**task.pod, "metadata": {**task.pod["metadata"],
-                                         "labels": {**task.pod["metadata"]["labels"],
-                                                    "pool-portal/instance": "test-portal"}}}
+    expected = {
+        **task.pod,
+        "metadata": {
+            **task.pod["metadata"],
+            "labels": {**task.pod["metadata"]["labels"], "pool-portal/instance": "test-portal"},
+        },
+    }
     assert posted[-1].data == expected
     # typed substitution gives JSON numbers; they go out as they are (the typed client would refuse them)
     assert expected["spec"]["containers"][0]["resources"]["requests"]["cpu"] == 0.1
@@ -62,7 +66,7 @@ def test_a_worker_that_died_after_the_post_is_recovered(submitted, kube_server, 
 
 def test_a_4xx_fails_the_task_with_the_api_message_and_is_not_retried(submitted, kube_server, backend):
     workflow = submitted()
-    kube_server.emulator.fail_next("create", "pods", status=403, message='pods is forbidden: exceeded quota: gpu')
+    kube_server.emulator.fail_next("create", "pods", status=403, message="pods is forbidden: exceeded quota: gpu")
     result = create_pods(workflow.pk)
     assert result.failed == 1
     task = workflow.tasks.get()
@@ -77,8 +81,14 @@ def test_someone_elses_pod_of_the_same_name_fails_the_task(submitted, kube_serve
     workflow = submitted()
     task = workflow.tasks.get()
     kube_server.emulator.create("namespaces", {"metadata": {"name": NAMESPACE}})
-    kube_server.emulator.create("pods", {"metadata": {"name": task.pod_name, "labels": {"app": "theirs"}},
-                                         "spec": {"containers": [{"name": "x", "image": "x"}]}}, NAMESPACE)
+    kube_server.emulator.create(
+        "pods",
+        {
+            "metadata": {"name": task.pod_name, "labels": {"app": "theirs"}},
+            "spec": {"containers": [{"name": "x", "image": "x"}]},
+        },
+        NAMESPACE,
+    )
     create_pods(workflow.pk)
     task.refresh_from_db()
     assert task.status == TaskStatus.FAILED_BACKEND_ERROR and "is not this task's" in task.error

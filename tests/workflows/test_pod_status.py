@@ -43,8 +43,12 @@ def test_unschedulable_reason_is_an_event_once_per_reason(submitted, kube_server
     workflow = submitted(platform="nowhere")
     create_pods(workflow.pk)
     task = workflow.tasks.get()
-    wait_until(lambda: run_on_commit(reconcile.reconcile_backend, backend.pk) and
-               Task.objects.get(pk=task.pk).error.startswith("Unschedulable"))
+    wait_until(
+        lambda: (
+            run_on_commit(reconcile.reconcile_backend, backend.pk)
+            and Task.objects.get(pk=task.pk).error.startswith("Unschedulable")
+        )
+    )
     for _ in range(3):
         run_on_commit(reconcile.reconcile_backend, backend.pk)
     unschedulable = TaskEvent.objects.filter(task=task, kind="UNSCHEDULABLE")

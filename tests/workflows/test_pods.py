@@ -16,8 +16,12 @@ OURS = {pods.WORKFLOW_LABEL: "wf-1", pods.TASK_LABEL: "t0", pods.INSTANCE_LABEL:
 
 
 def manifest(name: str = "wf-1-t0", labels: dict | None = None) -> dict:
-    return {"apiVersion": "v1", "kind": "Pod", "metadata": {"name": name, "labels": dict(labels or OURS)},
-            "spec": {"restartPolicy": "Never", "containers": [{"name": "t0", "image": "busybox"}]}}
+    return {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": name, "labels": dict(labels or OURS)},
+        "spec": {"restartPolicy": "Never", "containers": [{"name": "t0", "image": "busybox"}]},
+    }
 
 
 @pytest.fixture
@@ -73,8 +77,12 @@ def test_server_errors_are_transient_client_errors_are_not(kube, server):
 
 
 def test_unreachable_cluster_is_transient():
-    with connect(ConnectionSettings(name="gone", connection="url", api_url="http://127.0.0.1:9"),
-                 timeout=(0.5, 0.5)) as client, pytest.raises(KubeError) as caught:
+    with (
+        connect(
+            ConnectionSettings(name="gone", connection="url", api_url="http://127.0.0.1:9"), timeout=(0.5, 0.5)
+        ) as client,
+        pytest.raises(KubeError) as caught,
+    ):
         pods.create_pod(client, "default", manifest())
     assert caught.value.transient
 
@@ -116,26 +124,69 @@ def test_watch_sees_our_pods_only_and_410_means_list_again(kube, server):
 
 
 def _pod(phase="Pending", **status) -> dict:
-    return {"metadata": {"name": "p", "namespace": "ns", "uid": "u-1", "labels": OURS,
-                         "creationTimestamp": "2026-01-02T03:04:05Z"},
-            "spec": {"nodeName": status.pop("node", "")}, "status": {"phase": phase, **status}}
+    return {
+        "metadata": {
+            "name": "p",
+            "namespace": "ns",
+            "uid": "u-1",
+            "labels": OURS,
+            "creationTimestamp": "2026-01-02T03:04:05Z",
+        },
+        "spec": {"nodeName": status.pop("node", "")},
+        "status": {"phase": phase, **status},
+    }
 
 
 def test_pod_state_reads_scheduling_running_and_exit():
-    unschedulable = pods.pod_state(_pod(conditions=[{"type": "PodScheduled", "status": "False",
-                                                     "reason": "Unschedulable", "message": "0/25 nodes fit"}]))
+    unschedulable = pods.pod_state(
+        _pod(
+            conditions=[
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable", "message": "0/25 nodes fit"}
+            ]
+        )
+    )
     assert unschedulable.unschedulable == "Unschedulable: 0/25 nodes fit" and not unschedulable.node
-    pulling = pods.pod_state(_pod(node="n1", containerStatuses=[{"name": "t0", "state": {"waiting": {
-        "reason": "ErrImagePull", "message": "not found"}}}]), "t0")
+    pulling = pods.pod_state(
+        _pod(
+            node="n1",
+            containerStatuses=[
+                {"name": "t0", "state": {"waiting": {"reason": "ErrImagePull", "message": "not found"}}}
+            ],
+        ),
+        "t0",
+    )
     assert pulling.waiting == "ErrImagePull: not found" and pulling.started_at is None
-    running = pods.pod_state(_pod("Running", node="n1", startTime="2026-01-02T03:04:06Z", containerStatuses=[
-        {"name": "t0", "state": {"running": {"startedAt": "2026-01-02T03:04:07Z"}}}]), "t0")
+    running = pods.pod_state(
+        _pod(
+            "Running",
+            node="n1",
+            startTime="2026-01-02T03:04:06Z",
+            containerStatuses=[{"name": "t0", "state": {"running": {"startedAt": "2026-01-02T03:04:07Z"}}}],
+        ),
+        "t0",
+    )
     assert running.running and running.started_at == datetime(2026, 1, 2, 3, 4, 7, tzinfo=UTC)
-    failed = pods.pod_state(_pod("Failed", node="n1", containerStatuses=[
-        {"name": "sidecar", "state": {"terminated": {"exitCode": 0}}},
-        {"name": "t0", "state": {"terminated": {"exitCode": 137, "reason": "OOMKilled",
-                                                "startedAt": "2026-01-02T03:04:07Z",
-                                                "finishedAt": "2026-01-02T03:05:00.5Z"}}}]), "t0")
+    failed = pods.pod_state(
+        _pod(
+            "Failed",
+            node="n1",
+            containerStatuses=[
+                {"name": "sidecar", "state": {"terminated": {"exitCode": 0}}},
+                {
+                    "name": "t0",
+                    "state": {
+                        "terminated": {
+                            "exitCode": 137,
+                            "reason": "OOMKilled",
+                            "startedAt": "2026-01-02T03:04:07Z",
+                            "finishedAt": "2026-01-02T03:05:00.5Z",
+                        }
+                    },
+                },
+            ],
+        ),
+        "t0",
+    )
     assert (failed.terminal, failed.exit_code, failed.reason) == (True, 137, "OOMKilled")
     assert failed.finished_at == datetime(2026, 1, 2, 3, 5, 0, 500000, tzinfo=UTC)
     evicted = pods.pod_state(_pod("Failed", node="n1", reason="Evicted", message="low on memory"), "t0")

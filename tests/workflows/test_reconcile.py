@@ -35,10 +35,14 @@ def test_reaper_deletes_orphans_and_old_finished_pods_only(submitted, kube_serve
     create_pods(finished.pk)
     Workflow.objects.filter(pk=finished.pk).update(status="COMPLETED", finished_at=timezone.now())
     Task.objects.filter(workflow=finished).update(status="COMPLETED")
-    orphan = {"metadata": {"name": "ghost-1-t0", "labels": {"pool-portal/instance": "test-portal"}},
-              "spec": {"containers": [{"name": "t0", "image": "x"}]}}
-    foreign = {"metadata": {"name": "theirs-1-t0", "labels": {"pool-portal/instance": "another-portal"}},
-               "spec": {"containers": [{"name": "t0", "image": "x"}]}}
+    orphan = {
+        "metadata": {"name": "ghost-1-t0", "labels": {"pool-portal/instance": "test-portal"}},
+        "spec": {"containers": [{"name": "t0", "image": "x"}]},
+    }
+    foreign = {
+        "metadata": {"name": "theirs-1-t0", "labels": {"pool-portal/instance": "another-portal"}},
+        "spec": {"containers": [{"name": "t0", "image": "x"}]},
+    }
     kube_server.emulator.create("pods", orphan, NAMESPACE)
     kube_server.emulator.create("pods", foreign, NAMESPACE)
     assert reconcile.reap_backend(backend.pk) == 1  # the orphan; the finished one is kept for its retention
@@ -51,8 +55,9 @@ def test_reaper_deletes_orphans_and_old_finished_pods_only(submitted, kube_serve
     assert reconcile.run_locked("reaper-test", reconcile.reap_all)["deleted"] == 0
 
 
-def test_a_second_backend_on_the_same_cluster_reaps_nothing_of_the_first(submitted, kube_server, backend,
-                                                                           run_on_commit):
+def test_a_second_backend_on_the_same_cluster_reaps_nothing_of_the_first(
+    submitted, kube_server, backend, run_on_commit
+):
     """Backend rows may share a cluster (say one per namespace): each lists every pod of this portal there."""
     store.apply("BACKEND", "sim-team-b", {"namespace": "team-b", "api_url": kube_server.url}, CLI)
     twin = Backend.objects.get(name="sim-team-b")

@@ -41,8 +41,11 @@ def test_beat_schedule_expires_before_the_next_run():
     from portal.celery import app
 
     schedule = app.conf.beat_schedule
-    for name, task in (("workflows-reconcile", "reconcile_workflows"), ("workflows-timeouts", "enforce_timeouts"),
-                       ("workflows-reaper", "reap_pods")):
+    for name, task in (
+        ("workflows-reconcile", "reconcile_workflows"),
+        ("workflows-timeouts", "enforce_timeouts"),
+        ("workflows-reaper", "reap_pods"),
+    ):
         entry = schedule[name]
         assert entry["task"] == f"workflows.tasks.{task}"
         assert 0 < entry["options"]["expires"] < entry["schedule"]

@@ -34,19 +34,30 @@ class NamesField(serializers.Field):
 
 
 class SubmitQuerySerializer(serializers.Serializer):
-    dry_run = serializers.BooleanField(default=False, help_text=(
-        "Resolve every task and return the pods (with provenance and placement); store nothing."))
+    dry_run = serializers.BooleanField(
+        default=False,
+        help_text=("Resolve every task and return the pods (with provenance and placement); store nothing."),
+    )
     validation_only = serializers.BooleanField(default=False, help_text="Validate only; store nothing.")
     priority = serializers.CharField(default=Priority.NORMAL, help_text="HIGH, NORMAL or LOW.")
-    project = serializers.CharField(default="", allow_blank=True, max_length=128, help_text=(
-        "The project to charge (docs/teams.md). Empty: your only project; none if you belong to none; "
-        "400 project_required, listing them, if you belong to several."))
+    project = serializers.CharField(
+        default="",
+        allow_blank=True,
+        max_length=128,
+        help_text=(
+            "The project to charge (docs/teams.md). Empty: your only project; none if you belong to none; "
+            "400 project_required, listing them, if you belong to several."
+        ),
+    )
 
 
 class SubmitBodySerializer(serializers.Serializer):
-    file = serializers.CharField(help_text=(
-        "The workflow spec (OSMO v2) as YAML or JSON text. The body may also be the spec document itself "
-        "(JSON), raw YAML (Content-Type: application/yaml or text/plain), or a multipart upload named file."))
+    file = serializers.CharField(
+        help_text=(
+            "The workflow spec (OSMO v2) as YAML or JSON text. The body may also be the spec document itself "
+            "(JSON), raw YAML (Content-Type: application/yaml or text/plain), or a multipart upload named file."
+        )
+    )
 
 
 class SubmittedTaskSerializer(serializers.Serializer):
@@ -87,8 +98,9 @@ class ListQuerySerializer(serializers.Serializer):
     def validate_statuses(self, value):
         unknown = [status for status in value if status.upper() not in WorkflowStatus.values]
         if unknown:
-            raise serializers.ValidationError(f"unknown status {unknown[0]!r}; expected one of "
-                                              f"{', '.join(WorkflowStatus.values)}")
+            raise serializers.ValidationError(
+                f"unknown status {unknown[0]!r}; expected one of {', '.join(WorkflowStatus.values)}"
+            )
         return value
 
 
@@ -97,8 +109,9 @@ class WorkflowSummarySerializer(serializers.Serializer):
     workflow_id = serializers.CharField()
     uuid = serializers.UUIDField()
     pool = serializers.CharField(source="pool.name")
-    project = serializers.CharField(source="project.name", allow_null=True, default=None,
-                                    help_text="The project it is charged to (null: none).")
+    project = serializers.CharField(
+        source="project.name", allow_null=True, default=None, help_text="The project it is charged to (null: none)."
+    )
     submitted_by = serializers.CharField(source="submitted_by.username")
     priority = serializers.ChoiceField(choices=Priority.values)
     status = serializers.ChoiceField(choices=WORKFLOW_STATUSES)
@@ -162,5 +175,7 @@ class SpecSerializer(serializers.Serializer):
 
 class CancelSerializer(serializers.Serializer):
     message = serializers.CharField(required=False, allow_blank=True, default="", max_length=1000)
-    force = serializers.BooleanField(default=False, help_text=(
-        "Also for a finished workflow: delete any pods it left behind (otherwise 409 workflow_finished)."))
+    force = serializers.BooleanField(
+        default=False,
+        help_text=("Also for a finished workflow: delete any pods it left behind (otherwise 409 workflow_finished)."),
+    )

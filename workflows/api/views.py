@@ -100,8 +100,9 @@ def spec_of(request) -> tuple[str | dict, str]:
     except RecursionError:
         raise exceptions.ParseError("the JSON body is nested too deeply") from None
     except RequestDataTooBig:
-        raise exceptions.ParseError(f"the request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} "
-                                    "bytes") from None
+        raise exceptions.ParseError(
+            f"the request body is larger than {settings.DATA_UPLOAD_MAX_MEMORY_SIZE} bytes"
+        ) from None
     if isinstance(data, str):
         return data, "request body"
     if hasattr(data, "keys"):
@@ -111,15 +112,19 @@ def spec_of(request) -> tuple[str | dict, str]:
                 return _read_upload(value), value.name or "file"
             if isinstance(value, (str, dict)):
                 return value, "file"
-            raise InvalidSpec("must be the workflow spec as YAML or JSON text", field="file",
-                              value=type(value).__name__)
+            raise InvalidSpec(
+                "must be the workflow spec as YAML or JSON text", field="file", value=type(value).__name__
+            )
         if hasattr(data, "getlist"):  # a form without `file`
             raise InvalidSpec("send the workflow spec in the form field file", field="file")
         if data:
             return dict(data), "request body"
-    raise InvalidSpec("send the workflow spec: {\"file\": \"<YAML or JSON text>\"}, the spec document itself, "
-                      "or YAML text with Content-Type application/yaml", field="file",
-                      value=None if not isinstance(data, (list, int, float, bool)) else type(data).__name__)
+    raise InvalidSpec(
+        'send the workflow spec: {"file": "<YAML or JSON text>"}, the spec document itself, '
+        "or YAML text with Content-Type application/yaml",
+        field="file",
+        value=None if not isinstance(data, (list, int, float, bool)) else type(data).__name__,
+    )
 
 
 def _read_upload(upload: UploadedFile) -> str:
@@ -158,25 +163,45 @@ class SubmitView(APIView):
         return actions.pool(self.kwargs.get("pool", ""))
 
     @extend_schema(
-        operation_id="workflow_submit", summary="Submit a workflow to a pool", parameters=[POOL, s.SubmitQuerySerializer],
-        request={"application/json": s.SubmitBodySerializer, "application/yaml": OpenApiTypes.STR,
-                 "text/plain": OpenApiTypes.STR, "multipart/form-data": s.SubmitBodySerializer},
-        responses={200: s.SubmitResultSerializer, **ERRORS,
-                   409: OpenApiResponse(ErrorSerializer, description="pool_in_maintenance")},
+        operation_id="workflow_submit",
+        summary="Submit a workflow to a pool",
+        parameters=[POOL, s.SubmitQuerySerializer],
+        request={
+            "application/json": s.SubmitBodySerializer,
+            "application/yaml": OpenApiTypes.STR,
+            "text/plain": OpenApiTypes.STR,
+            "multipart/form-data": s.SubmitBodySerializer,
+        },
+        responses={
+            200: s.SubmitResultSerializer,
+            **ERRORS,
+            409: OpenApiResponse(ErrorSerializer, description="pool_in_maintenance"),
+        },
         examples=[OpenApiExample("spec as text", value={"file": EXAMPLE_SPEC}, request_only=True)],
-        description=("Needs `workflow:Create` on `pool/<pool>`. 400 `invalid_spec` (the document: path, value, "
-                     "reason), `invalid` (the engine refused an input), `workflow_invalid` (a task cannot run on "
-                     "its platform; every problem in `problems`); 404 `pool_not_found`; 403 `forbidden`; "
-                     "409 `pool_in_maintenance`. The project charged: `project`, else your only project "
-                     "(400 `project_required` with `choices` when you belong to several; docs/teams.md)."))
+        description=(
+            "Needs `workflow:Create` on `pool/<pool>`. 400 `invalid_spec` (the document: path, value, "
+            "reason), `invalid` (the engine refused an input), `workflow_invalid` (a task cannot run on "
+            "its platform; every problem in `problems`); 404 `pool_not_found`; 403 `forbidden`; "
+            "409 `pool_in_maintenance`. The project charged: `project`, else your only project "
+            "(400 `project_required` with `choices` when you belong to several; docs/teams.md)."
+        ),
+    )
     def post(self, request, pool):
         options = _query(s.SubmitQuerySerializer, request)
         spec, source = spec_of(request)
         try:
-            result = submit(SubmitRequest(pool=pool, spec=spec, who=request, priority=options["priority"],
-                                          project=options["project"], dry_run=options["dry_run"],
-                                          validation_only=options["validation_only"],
-                                          source=source))
+            result = submit(
+                SubmitRequest(
+                    pool=pool,
+                    spec=spec,
+                    who=request,
+                    priority=options["priority"],
+                    project=options["project"],
+                    dry_run=options["dry_run"],
+                    validation_only=options["validation_only"],
+                    source=source,
+                )
+            )
         except SpecError as error:
             raise InvalidSpec(error.reason, field=error.field, value=error.value) from None
         except RecursionError:
@@ -187,10 +212,16 @@ class SubmitView(APIView):
 class WorkflowListView(APIView):
     permission_classes = [SignedIn]
 
-    @extend_schema(operation_id="workflow_list", summary="List workflows", parameters=[s.ListQuerySerializer],
-                   responses={200: s.WorkflowListSerializer, **ERRORS},
-                   description=("Default: your own workflows, newest first. `users`/`all_users` widen the list to "
-                                "other users' workflows in pools where you hold `workflow:List`."))
+    @extend_schema(
+        operation_id="workflow_list",
+        summary="List workflows",
+        parameters=[s.ListQuerySerializer],
+        responses={200: s.WorkflowListSerializer, **ERRORS},
+        description=(
+            "Default: your own workflows, newest first. `users`/`all_users` widen the list to "
+            "other users' workflows in pools where you hold `workflow:List`."
+        ),
+    )
     def get(self, request):
         options = _query(s.ListQuerySerializer, request)
         page = queries.list_workflows(request, queries.WorkflowQuery(**options))
@@ -200,10 +231,16 @@ class WorkflowListView(APIView):
 class WorkflowView(APIView):
     permission_classes = [SignedIn]
 
-    @extend_schema(operation_id="workflow_retrieve", summary="One workflow with its tasks", parameters=[WORKFLOW_ID],
-                   responses={200: s.WorkflowDetailSerializer, **ERRORS},
-                   description=("Yours, or in a pool where you hold `workflow:Read`; any other is a 404 "
-                                "`workflow_not_found`, exactly as an unknown id."))
+    @extend_schema(
+        operation_id="workflow_retrieve",
+        summary="One workflow with its tasks",
+        parameters=[WORKFLOW_ID],
+        responses={200: s.WorkflowDetailSerializer, **ERRORS},
+        description=(
+            "Yours, or in a pool where you hold `workflow:Read`; any other is a 404 "
+            "`workflow_not_found`, exactly as an unknown id."
+        ),
+    )
     def get(self, request, workflow_id):
         workflow = queries.visible_workflow(request, workflow_id)
         workflow.task_rows = list(queries.tasks_of(workflow))
@@ -214,8 +251,12 @@ class WorkflowView(APIView):
 class WorkflowSpecView(APIView):
     permission_classes = [SignedIn]
 
-    @extend_schema(operation_id="workflow_spec", summary="The spec as submitted", parameters=[WORKFLOW_ID],
-                   responses={200: s.SpecSerializer, **ERRORS})
+    @extend_schema(
+        operation_id="workflow_spec",
+        summary="The spec as submitted",
+        parameters=[WORKFLOW_ID],
+        responses={200: s.SpecSerializer, **ERRORS},
+    )
     def get(self, request, workflow_id):
         workflow = queries.visible_workflow(request, workflow_id)
         return Response({"workflow_id": workflow.workflow_id, "spec": workflow.spec})
@@ -224,11 +265,17 @@ class WorkflowSpecView(APIView):
 class WorkflowEventsView(APIView):
     permission_classes = [SignedIn]
 
-    @extend_schema(operation_id="workflow_events", summary="What happened to the workflow's tasks",
-                   parameters=[WORKFLOW_ID], responses={200: s.EventListSerializer, **ERRORS},
-                   description=("Oldest first. Kinds: SUBMITTED, CREATED, SCHEDULED, UNSCHEDULABLE, WAITING, RUNNING, "
-                                "EXITED, RESCHEDULED, QUEUE_TIMEOUT, EXEC_TIMEOUT, BACKEND_ERROR, POD_LOST, STOPPED, "
-                                "CANCELLED."))
+    @extend_schema(
+        operation_id="workflow_events",
+        summary="What happened to the workflow's tasks",
+        parameters=[WORKFLOW_ID],
+        responses={200: s.EventListSerializer, **ERRORS},
+        description=(
+            "Oldest first. Kinds: SUBMITTED, CREATED, SCHEDULED, UNSCHEDULABLE, WAITING, RUNNING, "
+            "EXITED, RESCHEDULED, QUEUE_TIMEOUT, EXEC_TIMEOUT, BACKEND_ERROR, POD_LOST, STOPPED, "
+            "CANCELLED."
+        ),
+    )
     def get(self, request, workflow_id):
         workflow = queries.visible_workflow(request, workflow_id)
         events = queries.events_of(workflow)
@@ -238,21 +285,31 @@ class WorkflowEventsView(APIView):
 class WorkflowCancelView(APIView):
     permission_classes = [SignedIn]
 
-    @extend_schema(operation_id="workflow_cancel", summary="Cancel a workflow", parameters=[WORKFLOW_ID],
-                   request=s.CancelSerializer,
-                   responses={200: s.WorkflowDetailSerializer, **ERRORS,
-                              409: OpenApiResponse(ErrorSerializer, description="workflow_finished")},
-                   description=("Its submitter, or `workflow:Cancel` on `pool/<pool>` (a workflow you may not see is a 404, "
-                                "as an unknown one). Unfinished tasks become "
-                                "CANCELLED and their pods are deleted. A finished workflow answers 409 "
-                                "`workflow_finished` unless `force`."))
+    @extend_schema(
+        operation_id="workflow_cancel",
+        summary="Cancel a workflow",
+        parameters=[WORKFLOW_ID],
+        request=s.CancelSerializer,
+        responses={
+            200: s.WorkflowDetailSerializer,
+            **ERRORS,
+            409: OpenApiResponse(ErrorSerializer, description="workflow_finished"),
+        },
+        description=(
+            "Its submitter, or `workflow:Cancel` on `pool/<pool>` (a workflow you may not see is a 404, "
+            "as an unknown one). Unfinished tasks become "
+            "CANCELLED and their pods are deleted. A finished workflow answers 409 "
+            "`workflow_finished` unless `force`."
+        ),
+    )
     def post(self, request, workflow_id):
         body = request.data if hasattr(request.data, "keys") else {}
         data = s.CancelSerializer(data={**request.query_params.dict(), **body})
         data.is_valid(raise_exception=True)
         queries.visible_workflow(request, workflow_id)  # one you may not see is a 404, as an unknown one
-        workflow = cancel(workflow_id, request, force=data.validated_data["force"],
-                                    message=data.validated_data["message"])
+        workflow = cancel(
+            workflow_id, request, force=data.validated_data["force"], message=data.validated_data["message"]
+        )
         workflow.task_rows = list(queries.tasks_of(workflow))
         workflow.task_count = len(workflow.task_rows)
         return Response(s.WorkflowDetailSerializer(workflow).data)

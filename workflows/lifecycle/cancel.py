@@ -38,26 +38,44 @@ def cancel(workflow_id: str, who=None, *, force: bool = False, message: str = ""
     by = "the command line"
     if who is not None:
         by = policy.principal(who).name
-        policy.require(who, CANCEL, obj=workflow, target=actions.workflow(workflow_id),
-                       refusal=_cancel_refusal(workflow), field="workflow_id", value=workflow_id)
+        policy.require(
+            who,
+            CANCEL,
+            obj=workflow,
+            target=actions.workflow(workflow_id),
+            refusal=_cancel_refusal(workflow),
+            field="workflow_id",
+            value=workflow_id,
+        )
     if workflow.is_finished and not force:
-        raise WorkflowFinished(f"workflow {workflow_id} has already finished ({workflow.status}); "
-                               "cancel with force to delete any pods it left behind",
-                               field="workflow_id", value=workflow_id)
+        raise WorkflowFinished(
+            f"workflow {workflow_id} has already finished ({workflow.status}); "
+            "cancel with force to delete any pods it left behind",
+            field="workflow_id",
+            value=workflow_id,
+        )
     reason = f"cancelled by {by}" + (f": {message}" if message else "")
     now = timezone.now()
     with transaction.atomic():
         Workflow.objects.select_for_update().filter(pk=workflow.pk).values_list("pk").first()  # see `transitions.lock`
-        tasks = list(Task.objects.filter(workflow=workflow).order_by("id").only(
-            "pk", "status", "namespace", "pod_name", "pod_created_at"))
+        tasks = list(
+            Task.objects.filter(workflow=workflow)
+            .order_by("id")
+            .only("pk", "status", "namespace", "pod_name", "pod_created_at")
+        )
         cancelled = [t for t in tasks if t.status in UNFINISHED]
         Task.objects.filter(pk__in=[t.pk for t in cancelled], status__in=UNFINISHED).update(
-            status=TaskStatus.CANCELLED, finished_at=now, error=reason)
+            status=TaskStatus.CANCELLED, finished_at=now, error=reason
+        )
         TaskEvent.objects.bulk_create([TaskEvent(task=t, kind="CANCELLED", message=reason) for t in cancelled])
         Workflow.objects.filter(pk=workflow.pk).exclude(status__in=list(FINISHED_WORKFLOW)).update(
-            status=WorkflowStatus.CANCELLED, finished_at=now, error=reason)
+            status=WorkflowStatus.CANCELLED, finished_at=now, error=reason
+        )
         # only pods we created or adopted (never someone else's pod that a task collided with)
-        delete_later(workflow.pool.backend_id, [(t.namespace, t.pod_name) for t in tasks
-                                                 if t.status != PENDING and t.pod_created_at is not None], "cancelled")
+        delete_later(
+            workflow.pool.backend_id,
+            [(t.namespace, t.pod_name) for t in tasks if t.status != PENDING and t.pod_created_at is not None],
+            "cancelled",
+        )
     workflow.refresh_from_db()
     return workflow

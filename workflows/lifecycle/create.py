@@ -71,8 +71,9 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
         if error.transient:
             raise
         for task in tasks:  # the backend's connection settings are unusable: retrying will not help
-            result.failed += fail_task(task, TaskStatus.FAILED_BACKEND_ERROR, str(error), kind="BACKEND_ERROR",
-                                       from_statuses=(PENDING,))
+            result.failed += fail_task(
+                task, TaskStatus.FAILED_BACKEND_ERROR, str(error), kind="BACKEND_ERROR", from_statuses=(PENDING,)
+            )
         return result
     try:
         for task in tasks:
@@ -81,8 +82,9 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
             except KubeError as error:
                 if error.transient:
                     raise
-                result.failed += fail_task(task, TaskStatus.FAILED_BACKEND_ERROR, str(error), kind="BACKEND_ERROR",
-                                           from_statuses=(PENDING,))
+                result.failed += fail_task(
+                    task, TaskStatus.FAILED_BACKEND_ERROR, str(error), kind="BACKEND_ERROR", from_statuses=(PENDING,)
+                )
                 continue
             if _record_created(task, outcome):
                 if outcome.created:
@@ -104,12 +106,17 @@ def _record_created(task: Task, outcome: pods.Created) -> bool:
             # cancelled (or failed, or rescheduled) while we were creating it: the pod is not wanted
             delete_later(backend_of(task), [(task.namespace, created_name)], "not wanted any more")
             return False
-        if not transition(task, (PENDING,), status=WAITING, pod_uid=state.uid, pod_created_at=timezone.now(),
-                           error=""):
+        if not transition(task, (PENDING,), status=WAITING, pod_uid=state.uid, pod_created_at=timezone.now(), error=""):
             return False  # another worker recorded it first
         where = f"{task.namespace}/{task.pod_name}"
-        record_event(task, "CREATED", f"pod {where} created" if outcome.created else
-               f"pod {where} already existed (created by an earlier attempt): adopted", at=happened(task, state.created_at))
+        record_event(
+            task,
+            "CREATED",
+            f"pod {where} created"
+            if outcome.created
+            else f"pod {where} already existed (created by an earlier attempt): adopted",
+            at=happened(task, state.created_at),
+        )
     if outcome.created:
         return True
     observe(task, outcome.pod)  # an adopted pod may have moved on already
@@ -119,5 +126,7 @@ def _record_created(task: Task, outcome: pods.Created) -> bool:
 def fail_pending(workflow_pk: int, reason: str) -> int:
     """Creating pods kept failing (transient errors, retries exhausted): tasks without a pod fail."""
     tasks = list(Task.objects.select_related("workflow__pool").filter(workflow_id=workflow_pk, status=PENDING))
-    return sum(fail_task(task, TaskStatus.FAILED_BACKEND_ERROR, reason, kind="BACKEND_ERROR",
-                         from_statuses=(PENDING,)) for task in tasks)
+    return sum(
+        fail_task(task, TaskStatus.FAILED_BACKEND_ERROR, reason, kind="BACKEND_ERROR", from_statuses=(PENDING,))
+        for task in tasks
+    )

@@ -31,19 +31,25 @@ def finish(task: Task, state: pods.PodState) -> bool:
     code = state.exit_code
     action, source = exit_action(code, task.exit_actions, task.workflow.pool.default_exit_actions)
     if code is None:
-        describe = f"ended {state.phase}" + (f" ({state.reason}: {state.message})".replace(": )", ")")
-                                             if state.reason else " without an exit code")
+        describe = f"ended {state.phase}" + (
+            f" ({state.reason}: {state.message})".replace(": )", ")") if state.reason else " without an exit code"
+        )
     else:
-        describe = f"exited with code {code}" + (f" ({state.reason})" if state.reason not in ("", "Completed",
-                                                                                               "Error") else "")
+        describe = f"exited with code {code}" + (
+            f" ({state.reason})" if state.reason not in ("", "Completed", "Error") else ""
+        )
     limit = settings.WORKFLOW_MAX_RETRIES_PER_TASK
     if action == RESCHEDULE:
         if task.retry_id < limit:
             return _reschedule(task, f"{describe}; {source}: RESCHEDULE", at=happened(task, state.finished_at))
         action, source = FAIL, f"{source}: RESCHEDULE, but all {limit} retries are used"
     status = TaskStatus.COMPLETED if action == COMPLETE else TaskStatus.FAILED
-    values = {"status": status, "exit_code": code, "finished_at": happened(task, state.finished_at) or timezone.now(),
-              "error": "" if status == TaskStatus.COMPLETED else f"{describe} ({source}: {action})"}
+    values = {
+        "status": status,
+        "exit_code": code,
+        "finished_at": happened(task, state.finished_at) or timezone.now(),
+        "error": "" if status == TaskStatus.COMPLETED else f"{describe} ({source}: {action})",
+    }
     if not task.started_at and state.started_at:
         values["started_at"] = happened(task, state.started_at)
     if not task.node and state.node:
@@ -58,11 +64,28 @@ def _reschedule(task: Task, why: str, at=None) -> bool:
     old_name, retry = task.pod_name, task.retry_id + 1
     new_name = pod_name(task.workflow.workflow_id, task.name, retry)
     pod, note = _retry_pod(task, retry, new_name)
-    if not transition(task, ACTIVE, status=PENDING, retry_id=retry, pod_name=new_name, pod=pod, node="",
-                       pod_uid="", exit_code=None, started_at=None, finished_at=None, pod_created_at=None, error=""):
+    if not transition(
+        task,
+        ACTIVE,
+        status=PENDING,
+        retry_id=retry,
+        pod_name=new_name,
+        pod=pod,
+        node="",
+        pod_uid="",
+        exit_code=None,
+        started_at=None,
+        finished_at=None,
+        pod_created_at=None,
+        error="",
+    ):
         return False
-    record_event(task, "RESCHEDULED", f"{why}: retry {retry} of {settings.WORKFLOW_MAX_RETRIES_PER_TASK} as pod "
-                                f"{new_name}{note}", at=at)
+    record_event(
+        task,
+        "RESCHEDULED",
+        f"{why}: retry {retry} of {settings.WORKFLOW_MAX_RETRIES_PER_TASK} as pod {new_name}{note}",
+        at=at,
+    )
     delete_later(backend_of(task), [(task.namespace, old_name)], "rescheduled")
     enqueue.create_pods(task.workflow_id)
     return True
@@ -83,8 +106,10 @@ def exit_action(code: int | None, task_actions: dict | None, pool_actions: dict 
     """(COMPLETE|FAIL|RESCHEDULE, where it came from): the task's exitActions, else the pool's
     default_exit_actions, else the status as reported (0 completes, anything else fails)."""
     if code is not None:
-        for actions, source in ((task_actions, "the task's exitActions"),
-                                (pool_actions, "the pool's default_exit_actions")):
+        for actions, source in (
+            (task_actions, "the task's exitActions"),
+            (pool_actions, "the pool's default_exit_actions"),
+        ):
             for action, codes in (actions or {}).items():
                 if code in exit_codes(codes):
                     return action.upper(), source

@@ -57,9 +57,13 @@ def observe(task: Task, raw: dict | None, *, deleted: bool = False) -> bool:
         if task.status not in ACTIVE:
             return False
         what = "was deleted" if raw is not None else "no longer exists"
-        return fail_task(task, TaskStatus.FAILED_BACKEND_ERROR,
-                         f"pod {task.namespace}/{task.pod_name} {what} before it finished (outside the portal)",
-                         kind="POD_LOST", from_statuses=ACTIVE)
+        return fail_task(
+            task,
+            TaskStatus.FAILED_BACKEND_ERROR,
+            f"pod {task.namespace}/{task.pod_name} {what} before it finished (outside the portal)",
+            kind="POD_LOST",
+            from_statuses=ACTIVE,
+        )
     state = pods.pod_state(raw, container_of(task))
     changed = False
     with transaction.atomic():
@@ -69,8 +73,12 @@ def observe(task: Task, raw: dict | None, *, deleted: bool = False) -> bool:
         if task.status == PENDING:  # the pod exists, its creation was never recorded (a worker died after the POST)
             if not transition(task, (PENDING,), status=WAITING, pod_uid=state.uid, pod_created_at=now):
                 return False
-            record_event(task, "CREATED", f"pod {task.namespace}/{task.pod_name} found in the cluster: adopted",
-                   at=happened(task, state.created_at))
+            record_event(
+                task,
+                "CREATED",
+                f"pod {task.namespace}/{task.pod_name} found in the cluster: adopted",
+                at=happened(task, state.created_at),
+            )
             changed = True
         if state.uid and not task.pod_uid:
             Task.objects.filter(pk=task.pk, pod_name=task.pod_name, pod_uid="").update(pod_uid=state.uid)
@@ -78,7 +86,12 @@ def observe(task: Task, raw: dict | None, *, deleted: bool = False) -> bool:
         if state.node and not task.node:
             clear = {"error": ""} if task.status == WAITING else {}
             if transition(task, ACTIVE, Q(node=""), node=state.node, **clear):
-                record_event(task, "SCHEDULED", f"scheduled on node {state.node}", at=happened(task, state.scheduled_at or state.started_at))
+                record_event(
+                    task,
+                    "SCHEDULED",
+                    f"scheduled on node {state.node}",
+                    at=happened(task, state.scheduled_at or state.started_at),
+                )
                 changed = True
         if task.status == WAITING and not state.terminal:
             # why it is not running yet: not scheduled (PodScheduled=False), or its container waits (image pull)
@@ -90,9 +103,13 @@ def observe(task: Task, raw: dict | None, *, deleted: bool = False) -> bool:
                 record_event(task, "UNSCHEDULABLE" if not state.node else "WAITING", reason, at=since)
                 changed = True
         started = state.running or (state.terminal and state.started_at)
-        if task.status == WAITING and started and transition(task, (WAITING,), status=RUNNING,
-                                                              started_at=happened(task, state.started_at) or now,
-                                                              error=""):
+        if (
+            task.status == WAITING
+            and started
+            and transition(
+                task, (WAITING,), status=RUNNING, started_at=happened(task, state.started_at) or now, error=""
+            )
+        ):
             record_event(task, "RUNNING", f"running on node {task.node or state.node}", at=task.started_at)
             changed = True
         if state.terminal:

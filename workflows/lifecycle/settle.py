@@ -29,13 +29,13 @@ from workflows.models import (
 )
 
 
-def fail_task(task: Task, status: str, reason: str, *, kind: str, from_statuses=UNFINISHED,
-              delete_pod: bool = False) -> bool:
+def fail_task(
+    task: Task, status: str, reason: str, *, kind: str, from_statuses=UNFINISHED, delete_pod: bool = False
+) -> bool:
     """End `task` with a failure `status` (guarded); optionally delete its pod; then settle the workflow."""
     now = timezone.now()
     with transaction.atomic():
-        if not lock(task) or not transition(task, from_statuses, status=status, error=reason[:4000],
-                                              finished_at=now):
+        if not lock(task) or not transition(task, from_statuses, status=status, error=reason[:4000], finished_at=now):
             return False
         record_event(task, kind, reason)
         if delete_pod:
@@ -68,12 +68,27 @@ def _counts(row: dict) -> bool:
 
 
 def _settle(workflow_pk: int) -> str:
-    rows = list(Task.objects.filter(workflow_id=workflow_pk).order_by("id").values(
-        "pk", "name", "status", "started_at", "finished_at", "error", "namespace", "pod_name", "group_name", "lead",
-        "ignore_non_lead_status"))
+    rows = list(
+        Task.objects.filter(workflow_id=workflow_pk)
+        .order_by("id")
+        .values(
+            "pk",
+            "name",
+            "status",
+            "started_at",
+            "finished_at",
+            "error",
+            "namespace",
+            "pod_name",
+            "group_name",
+            "lead",
+            "ignore_non_lead_status",
+        )
+    )
     counting = [r for r in rows if _counts(r)]
-    failed = sorted((r for r in counting if r["status"] in FAILURES),
-                    key=lambda r: (r["finished_at"] or timezone.now(), r["pk"]))
+    failed = sorted(
+        (r for r in counting if r["status"] in FAILURES), key=lambda r: (r["finished_at"] or timezone.now(), r["pk"])
+    )
     unfinished = [r for r in rows if r["status"] in UNFINISHED]
     if failed and unfinished:
         _stop(workflow_pk, unfinished, f"stopped: task {failed[0]['name']} ended {failed[0]['status']}")
@@ -92,14 +107,16 @@ def _settle(workflow_pk: int) -> str:
         if failed:
             values["error"] = f"task {failed[0]['name']}: {failed[0]['error']}"[:4000]
     Workflow.objects.filter(pk=workflow_pk).exclude(status__in=list(FINISHED_WORKFLOW)).exclude(
-        **{key: value for key, value in values.items() if key != "error"}).update(**values)
+        **{key: value for key, value in values.items() if key != "error"}
+    ).update(**values)
     return status
 
 
 def _stop_after_leads(workflow_pk: int, rows: list[dict], unfinished: list[dict]) -> bool:
     """Stop the unfinished tasks of every `ignoreNonleadStatus` group whose lead has finished."""
-    finished_leads = {r["group_name"]: r for r in rows
-                      if r["lead"] and r["ignore_non_lead_status"] and r["status"] in FINISHED_TASK}
+    finished_leads = {
+        r["group_name"]: r for r in rows if r["lead"] and r["ignore_non_lead_status"] and r["status"] in FINISHED_TASK
+    }
     stopped = False
     for group, lead in finished_leads.items():
         rest = [r for r in unfinished if r["group_name"] == group]
@@ -133,7 +150,8 @@ def _stop(workflow_pk: int, rows: list[dict], reason: str) -> None:
     stopped, targets = [], []
     for row in rows:
         updated = Task.objects.filter(pk=row["pk"], pod_name=row["pod_name"], status=row["status"]).update(
-            status=TaskStatus.CANCELLED, finished_at=now, error=reason)
+            status=TaskStatus.CANCELLED, finished_at=now, error=reason
+        )
         if updated:
             stopped.append(TaskEvent(task_id=row["pk"], kind="STOPPED", message=reason))
             if row["status"] in ACTIVE:

@@ -29,8 +29,19 @@ def happened(task: Task, cluster_time):
     return max(cluster_time, task.created_at) if task.created_at else cluster_time
 
 
-_TASK_FIELDS = ("status", "pod_name", "pod", "retry_id", "node", "pod_uid", "exit_code", "error", "pod_created_at",
-                "started_at", "finished_at")
+_TASK_FIELDS = (
+    "status",
+    "pod_name",
+    "pod",
+    "retry_id",
+    "node",
+    "pod_uid",
+    "exit_code",
+    "error",
+    "pod_created_at",
+    "started_at",
+    "finished_at",
+)
 
 
 def lock(task: Task) -> bool:
@@ -52,8 +63,9 @@ def lock(task: Task) -> bool:
 def transition(task: Task, from_statuses, *conditions: Q, **values) -> bool:
     """UPDATE the task only if it still has its pod name, one of `from_statuses` and `conditions`; mirror on the
     object. Under `lock` this is belt and braces: it also keeps a stale caller from writing twice."""
-    updated = Task.objects.filter(*conditions, pk=task.pk, pod_name=task.pod_name,
-                                  status__in=list(from_statuses)).update(**values)
+    updated = Task.objects.filter(
+        *conditions, pk=task.pk, pod_name=task.pod_name, status__in=list(from_statuses)
+    ).update(**values)
     if updated:
         for key, value in values.items():
             setattr(task, key, value)

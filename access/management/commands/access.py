@@ -41,5 +41,7 @@ class Command(PortalCommand):
         for line in result.object_rights:
             self.stdout.write(f"  object right: {line}")
         if result.listed is not None and result.listed != result.allowed:
-            self.stdout.write(f"  note: the pool {'is' if result.listed else 'is not'} in this user's pool list "
-                              "(a Deny only hides a pool within its own role)")
+            self.stdout.write(
+                f"  note: the pool {'is' if result.listed else 'is not'} in this user's pool list "
+                "(a Deny only hides a pool within its own role)"
+            )

@@ -29,14 +29,21 @@ class Command(PortalCommand):
 
     def do_create(self, options):
         roles = None if options["roles"] is None else [r for r in options["roles"].split(",") if r.strip()]
-        created = tokens.create(users.get(options["username"]), options["name"], roles=roles,
-                                expires=options["expires"], actor=audit.SYSTEM_CLI)
+        created = tokens.create(
+            users.get(options["username"]),
+            options["name"],
+            roles=roles,
+            expires=options["expires"],
+            actor=audit.SYSTEM_CLI,
+        )
         if options["format"] == "json":
             self.emit(created.as_dict())
             return
         self.stdout.write(created.secret)
-        self.warn(f"token {created.token.name} expires {created.token.expires_at:%Y-%m-%d %H:%M} UTC; "
-                  "the secret is shown only now")
+        self.warn(
+            f"token {created.token.name} expires {created.token.expires_at:%Y-%m-%d %H:%M} UTC; "
+            "the secret is shown only now"
+        )
 
     def do_list(self, options):
         rows = [tokens.describe(token) for token in tokens.tokens_of(users.get(options["username"]))]
@@ -45,8 +52,10 @@ class Command(PortalCommand):
             return
         self.stdout.write(f"{'NAME':<24} {'PREFIX':<12} {'STATUS':<8} {'EXPIRES':<17} ROLES")
         for row in rows:
-            self.stdout.write(f"{row['name']:<24} {row['prefix']:<12} {row['status']:<8} {row['expires'][:16]:<17} "
-                              f"{', '.join(row['roles']) or '-'}")
+            self.stdout.write(
+                f"{row['name']:<24} {row['prefix']:<12} {row['status']:<8} {row['expires'][:16]:<17} "
+                f"{', '.join(row['roles']) or '-'}"
+            )
 
     def do_revoke(self, options):
         token = tokens.revoke(users.get(options["username"]), options["name"], actor=audit.SYSTEM_CLI)

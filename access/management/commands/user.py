@@ -32,18 +32,26 @@ class Command(PortalCommand):
         getattr(self, f"do_{options['verb']}")(options)
 
     def do_create(self, options):
-        user = users.create(options["username"], email=options["email"], password=options["password"],
-                            role_names=_names(options["roles"]), actor=audit.SYSTEM_CLI)
+        user = users.create(
+            options["username"],
+            email=options["email"],
+            password=options["password"],
+            role_names=_names(options["roles"]),
+            actor=audit.SYSTEM_CLI,
+        )
         held = roles.user_role_names(user)
         self.stdout.write(f"user {user.username} created; roles: {', '.join(held) or '(none)'}")
 
     def do_update(self, options):
         user = users.get(options["username"])
-        change = roles.update_user_roles(user, add=_names(options["add_roles"]),
-                                         remove=_names(options["remove_roles"]), actor=audit.SYSTEM_CLI)
-        self.stdout.write(f"user {user.username}: added {', '.join(change.added) or '-'}; removed "
-                          f"{', '.join(change.removed) or '-'}; roles now: "
-                          f"{', '.join(roles.user_role_names(user)) or '(none)'}")
+        change = roles.update_user_roles(
+            user, add=_names(options["add_roles"]), remove=_names(options["remove_roles"]), actor=audit.SYSTEM_CLI
+        )
+        self.stdout.write(
+            f"user {user.username}: added {', '.join(change.added) or '-'}; removed "
+            f"{', '.join(change.removed) or '-'}; roles now: "
+            f"{', '.join(roles.user_role_names(user)) or '(none)'}"
+        )
 
     def do_show(self, options):
         data = users.describe(users.get(options["username"]))
@@ -53,5 +61,7 @@ class Command(PortalCommand):
         self.stdout.write(f"user:   {data['username']} ({'active' if data['active'] else 'inactive'})")
         self.stdout.write(f"roles:  {', '.join(data['roles']) or '(none)'} (and osmo-default)")
         for token in data["tokens"]:
-            self.stdout.write(f"token:  {token['name']} {token['status']} until {token['expires'][:16]} "
-                              f"roles {', '.join(token['roles']) or '-'}")
+            self.stdout.write(
+                f"token:  {token['name']} {token['status']} until {token['expires'][:16]} "
+                f"roles {', '.join(token['roles']) or '-'}"
+            )

@@ -20,7 +20,9 @@ class Command(PortalCommand):
         sync.add_argument("names", nargs="*", metavar="NAME")
         sync.add_argument("--all", action="store_true", help="every backend with a connection")
         sync.add_argument("--queue", action="store_true", help="enqueue the Celery task instead of running it")
-        verbs.add_parser("reencrypt", help="store every backend's secrets again with the first FIELD_ENCRYPTION_KEYS key")
+        verbs.add_parser(
+            "reencrypt", help="store every backend's secrets again with the first FIELD_ENCRYPTION_KEYS key"
+        )
         status = verbs.add_parser("status", help="connection, sync status, node count, last error")
         status.add_argument("--format", choices=["table", "json"], default="table")
 
@@ -55,9 +57,11 @@ class Command(PortalCommand):
                 failed.append(backend.name)
                 self.stderr.write(f"backend {backend.name}: sync failed: {error}")
                 continue
-            self.stdout.write(f"backend {backend.name}: {result.nodes} nodes ({result.created} new, "
-                              f"{result.updated} changed, {result.deleted} gone), {result.pods} pods, "
-                              f"{result.seconds:.2f}s")
+            self.stdout.write(
+                f"backend {backend.name}: {result.nodes} nodes ({result.created} new, "
+                f"{result.updated} changed, {result.deleted} gone), {result.pods} pods, "
+                f"{result.seconds:.2f}s"
+            )
         if failed:
             raise KubeError(f"sync failed for {', '.join(failed)}; the inventory of each was left as it was")
 
@@ -65,18 +69,23 @@ class Command(PortalCommand):
         count, unreadable = inventory.reencrypt_secrets()
         self.stdout.write(f"{count} backend(s) re-encrypted")
         if unreadable:
-            raise KubeError(f"no configured key opens the secrets of {', '.join(unreadable)}; they were left as "
-                            "they are", field="FIELD_ENCRYPTION_KEYS")
+            raise KubeError(
+                f"no configured key opens the secrets of {', '.join(unreadable)}; they were left as they are",
+                field="FIELD_ENCRYPTION_KEYS",
+            )
 
     def do_status(self, options):
         rows = inventory.backend_status()
         if options["format"] == "json":
             self.emit({"backends": rows})
             return
-        self.stdout.write(f"{'NAME':<24} {'CONNECTION':<11} {'STATUS':<9} {'ONLINE':<7} {'NODES':>6}  "
-                          f"{'LAST SYNC':<20} LAST ERROR")
+        self.stdout.write(
+            f"{'NAME':<24} {'CONNECTION':<11} {'STATUS':<9} {'ONLINE':<7} {'NODES':>6}  {'LAST SYNC':<20} LAST ERROR"
+        )
         for row in rows:
             synced = row["last_sync_at"][:19].replace("T", " ") if row["last_sync_at"] else "-"
-            self.stdout.write(f"{row['name']:<24} {row['connection'] or '-':<11} {row['sync_status']:<9} "
-                              f"{'yes' if row['online'] else 'no':<7} {row['nodes']:>6}  {synced:<20} "
-                              f"{row['last_error'] or ''}")
+            self.stdout.write(
+                f"{row['name']:<24} {row['connection'] or '-':<11} {row['sync_status']:<9} "
+                f"{'yes' if row['online'] else 'no':<7} {row['nodes']:>6}  {synced:<20} "
+                f"{row['last_error'] or ''}"
+            )

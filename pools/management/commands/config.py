@@ -48,8 +48,10 @@ class Command(PortalCommand):
         rollback.add_argument("revision", type=int)
         _describe(rollback)
         # --- ROLE generator (access app) ---
-        setter = verbs.add_parser("set", help="`set ROLE osmo-<prefix> pool`: generate OSMO's pool role; "
-                                              "`set ROLE NAME --file F`: same as update")
+        setter = verbs.add_parser(
+            "set",
+            help="`set ROLE osmo-<prefix> pool`: generate OSMO's pool role; `set ROLE NAME --file F`: same as update",
+        )
         setter.add_argument("type", type=str.upper, choices=[ConfigType.ROLE], metavar="TYPE")
         setter.add_argument("name")
         setter.add_argument("kind", nargs="?", choices=["pool"], help="pool: grants workflow:* on pool/<prefix>*")
@@ -82,16 +84,20 @@ class Command(PortalCommand):
         self.stdout.write(f"{options['type']} {options['name']} deleted (revision {number})")
 
     def do_history(self, options):
-        rows = [revisions.revision_summary(r) for r in
-                revisions.history(options["type"], options["name"], limit=options["limit"])]
+        rows = [
+            revisions.revision_summary(r)
+            for r in revisions.history(options["type"], options["name"], limit=options["limit"])
+        ]
         if options["format"] == "json":
             self.emit(rows)
             return
         self.stdout.write(f"{'TYPE':<20} {'NAME':<28} {'REV':>4}  {'AUTHOR':<18} {'TIME':<20} DESCRIPTION")
         for row in rows:
             description = ("[deleted] " if row["deleted"] else "") + row["description"]
-            self.stdout.write(f"{row['config_type']:<20} {row['name']:<28} {row['revision']:>4}  "
-                              f"{row['author']:<18} {row['created_at'][:19]:<20} {description}")
+            self.stdout.write(
+                f"{row['config_type']:<20} {row['name']:<28} {row['revision']:>4}  "
+                f"{row['author']:<18} {row['created_at'][:19]:<20} {description}"
+            )
 
     def do_diff(self, options):
         result = revisions.diff(options["type"], options["name"], options["first"], options["second"])
@@ -101,8 +107,9 @@ class Command(PortalCommand):
             self.stdout.write(result.unified or "no differences", ending="" if result.unified else "\n")
 
     def do_rollback(self, options):
-        result = store.rollback(options["type"], options["name"], options["revision"], Actor.of(None, "cli"),
-                                  **_described(options))
+        result = store.rollback(
+            options["type"], options["name"], options["revision"], Actor.of(None, "cli"), **_described(options)
+        )
         state = f"revision {result.revision}" if result.revision else "already identical, nothing written"
         self.stdout.write(f"{result.config_type} {result.name} rolled back to r{options['revision']} ({state})")
 
@@ -128,5 +135,4 @@ def _describe(parser) -> None:
 
 
 def _described(options) -> dict:
-    return {"description": options["description"],
-            "tags": [t.strip() for t in options["tags"].split(",") if t.strip()]}
+    return {"description": options["description"], "tags": [t.strip() for t in options["tags"].split(",") if t.strip()]}

@@ -18,7 +18,11 @@ class Command(PortalCommand):
     help = "Explain where a pod can be placed among kubectl-exported nodes (and pods)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--pod", required=True, help="Pod manifest, or a workload with a pod template (Job, CronJob, Deployment, ...)")
+        parser.add_argument(
+            "--pod",
+            required=True,
+            help="Pod manifest, or a workload with a pod template (Job, CronJob, Deployment, ...)",
+        )
         parser.add_argument("--nodes", required=True, help="kubectl get nodes -o json")
         parser.add_argument("--pods", help="kubectl get pods -A -o json (their requests occupy the nodes)")
         parser.add_argument("--format", choices=["json", "table"], default="table")
@@ -28,8 +32,12 @@ class Command(PortalCommand):
         pods = load_document(options["pods"]) if options["pods"] else None
         verdicts = place(pod, nodes_from_kubectl(load_document(options["nodes"]), pods))
         if options["format"] == "json":
-            self.emit({"nodes": [{"name": v.node, "fits": v.fits, "reasons": list(v.reasons)} for v in verdicts],
-                       "not_evaluated": list(NOT_EVALUATED)})
+            self.emit(
+                {
+                    "nodes": [{"name": v.node, "fits": v.fits, "reasons": list(v.reasons)} for v in verdicts],
+                    "not_evaluated": list(NOT_EVALUATED),
+                }
+            )
             return
         width = max([len(v.node) for v in verdicts] + [4])
         self.stdout.write(f"{'NODE':<{width}}  FITS  REASONS")

@@ -36,14 +36,21 @@ class Command(PortalCommand):
         self.stdout.write(f"{'NAME':<28} {'BACKEND':<22} {'STATUS':<12} {'PLATFORMS':<36} DESCRIPTION")
         for row in rows:
             platforms = ",".join(row["platforms"]) or "-"
-            self.stdout.write(f"{row['name']:<28} {row['backend']:<22} {row['status']:<12} {platforms:<36} "
-                              f"{row['description']}")
+            self.stdout.write(
+                f"{row['name']:<28} {row['backend']:<22} {row['status']:<12} {platforms:<36} {row['description']}"
+            )
 
     def do_preview(self, options):
         request = PreviewRequest(
-            pool=options["pool"], platform=options["platform"], task=options["task"], image=options["image"],
+            pool=options["pool"],
+            platform=options["platform"],
+            task=options["task"],
+            image=options["image"],
             resources={key: options[key] for key in ("cpu", "gpu", "memory", "storage")},
-            variables=parse_assignments(options["assignments"]))
+            variables=parse_assignments(options["assignments"]),
+        )
         result = preview(request)
-        self.emit({key: result[key] for key in ("pod", "provenance", "warnings", "validation", "pool", "platform")},
-                  options["format"])
+        self.emit(
+            {key: result[key] for key in ("pod", "provenance", "warnings", "validation", "pool", "platform")},
+            options["format"],
+        )

@@ -38,14 +38,20 @@ class Command(PortalCommand):
         write(f"{'POOL/PLATFORM':<{width + 52}}  {columns}  FREE GPU")
         for name, entry in report.pools.items():
             figures = entry["figures"]
-            write(f"{name + ' (' + str(figures.nodes) + ' nodes)':<{width + 52}}  {self._figures(figures)}  "
-                  f"{figures.free['nvidia.com/gpu']}")
+            write(
+                f"{name + ' (' + str(figures.nodes) + ' nodes)':<{width + 52}}  {self._figures(figures)}  "
+                f"{figures.free['nvidia.com/gpu']}"
+            )
             for platform, platform_figures in entry["platforms"].items():
-                write(f"{'  ' + platform:<{width + 52}}  {self._figures(platform_figures)}  "
-                      f"{platform_figures.free['nvidia.com/gpu']}")
+                write(
+                    f"{'  ' + platform:<{width + 52}}  {self._figures(platform_figures)}  "
+                    f"{platform_figures.free['nvidia.com/gpu']}"
+                )
         total = report.total
-        write(f"{'TOTAL (' + str(total.nodes) + ' nodes, each once)':<{width + 52}}  {self._figures(total)}  "
-              f"{total.free['nvidia.com/gpu']}")
+        write(
+            f"{'TOTAL (' + str(total.nodes) + ' nodes, each once)':<{width + 52}}  {self._figures(total)}  "
+            f"{total.free['nvidia.com/gpu']}"
+        )
 
     @staticmethod
     def _figures(figures) -> str:

@@ -21,8 +21,12 @@ from teams import services as teams
 from teams.models import Department, Project
 
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
-LOAD_ORDER = (("BACKEND", "backends.yaml"), ("POD_TEMPLATE", "pod_templates.yaml"),
-              ("RESOURCE_VALIDATION", "resource_validations.yaml"), ("POOL", "pools.json"))
+LOAD_ORDER = (
+    ("BACKEND", "backends.yaml"),
+    ("POD_TEMPLATE", "pod_templates.yaml"),
+    ("RESOURCE_VALIDATION", "resource_validations.yaml"),
+    ("POOL", "pools.json"),
+)
 
 
 def demo_documents() -> list[tuple[str, dict]]:
@@ -38,8 +42,10 @@ def demo_documents() -> list[tuple[str, dict]]:
 
 
 class Command(PortalCommand):
-    help = ("Load demo pools, templates, validations, backends, two accounts, their roles and the researcher's "
-            "project (idempotent).")
+    help = (
+        "Load demo pools, templates, validations, backends, two accounts, their roles and the researcher's "
+        "project (idempotent)."
+    )
 
     def handle(self, *args, **options):
         actor = Actor(name="seed_demo", source="system")
@@ -70,8 +76,9 @@ class Command(PortalCommand):
         roles.ensure_builtin_roles()
         roles.set_pool_role("osmo-robotics", actor, description="demo data")
         roles.update_user_roles(users.objects.get(username="admin"), add=["osmo-admin"], actor=actor)
-        roles.update_user_roles(users.objects.get(username="researcher"), add=["osmo-user", "osmo-robotics"],
-                                actor=actor)
+        roles.update_user_roles(
+            users.objects.get(username="researcher"), add=["osmo-user", "osmo-robotics"], actor=actor
+        )
 
     def _teams(self, actor) -> None:
         """The researcher's team as a project (docs/teams.md): department research, project robotics, whose

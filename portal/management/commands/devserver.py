@@ -15,8 +15,10 @@ from portal.commands import LongRunningCommand
 
 
 class Command(LongRunningCommand):
-    help = ("Run the simulated cluster, the web server, both watchers and the periodic jobs together; restart "
-            "any that crashes; stop them all on Ctrl-C. Logs go to the var folder (PORTAL_VAR_DIR).")
+    help = (
+        "Run the simulated cluster, the web server, both watchers and the periodic jobs together; restart "
+        "any that crashes; stop them all on Ctrl-C. Logs go to the var folder (PORTAL_VAR_DIR)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
@@ -27,14 +29,19 @@ class Command(LongRunningCommand):
         try:
             devserver.check_ports({"web server": port, "simulated cluster": kubesim_port})
         except devserver.PortInUse as error:
-            raise CommandError(f"{error}: stop what uses it (another `make dev`?) or choose other ports, "
-                               f"e.g. make dev PORT={port + 10000} KUBESIM_PORT={kubesim_port + 10000}") from None
+            raise CommandError(
+                f"{error}: stop what uses it (another `make dev`?) or choose other ports, "
+                f"e.g. make dev PORT={port + 10000} KUBESIM_PORT={kubesim_port + 10000}"
+            ) from None
         var_dir = Path(settings.VAR_DIR).resolve()
         var_dir.mkdir(parents=True, exist_ok=True)
         manage = str(Path(settings.BASE_DIR) / "manage.py")
         supervisor = devserver.Supervisor(
             devserver.children(sys.executable, manage, var_dir, port, kubesim_port),
-            devserver.environment(dict(os.environ)), var_dir, console=self.stdout._out)
+            devserver.environment(dict(os.environ)),
+            var_dir,
+            console=self.stdout._out,
+        )
         for sig in (signal.SIGINT, signal.SIGTERM):
             signal.signal(sig, lambda *_: supervisor.stopping.set())
         try:

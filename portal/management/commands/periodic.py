@@ -10,8 +10,10 @@ from portal.periodic import PeriodicRunner, jobs_from_schedule
 
 
 class Command(LongRunningCommand):
-    help = ("Run the periodic jobs (inventory resync, workflow reconciliation, timeouts, reaper) in-process on "
-            "their beat intervals, for deployments without Celery beat (the embedded default, `make dev`).")
+    help = (
+        "Run the periodic jobs (inventory resync, workflow reconciliation, timeouts, reaper) in-process on "
+        "their beat intervals, for deployments without Celery beat (the embedded default, `make dev`)."
+    )
 
     def add_arguments(self, parser):
         parser.add_argument("--once", action="store_true", help="run every job once and exit")

@@ -31,8 +31,13 @@ class Command(PortalCommand):
         create.add_argument("name")
         create.add_argument("--department", help="the project's department (projects only)")
         create.add_argument("--description", default="")
-        create.add_argument("--idp-group", action="append", default=[], dest="idp_groups",
-                            help="an IdP group that grants the project's role (repeatable; projects only)")
+        create.add_argument(
+            "--idp-group",
+            action="append",
+            default=[],
+            dest="idp_groups",
+            help="an IdP group that grants the project's role (repeatable; projects only)",
+        )
         create.add_argument("--format", choices=["text", "json"], default="text")
         show = verbs.add_parser("show", help="one department or project")
         show.add_argument("kind", choices=KINDS)
@@ -53,22 +58,29 @@ class Command(PortalCommand):
 
     def do_create(self, options):
         if options["kind"] == "department":
-            department = services.create_department(options["name"], audit.SYSTEM_CLI,
-                                                    description=options["description"])
+            department = services.create_department(
+                options["name"], audit.SYSTEM_CLI, description=options["description"]
+            )
             if options["format"] == "text":
                 self.stdout.write(f"department {department.name} created")
                 return None
             return self._show_department(department, options["format"])
         if not options["department"]:
-            raise TeamInvalid("a project belongs to a department: name it with --department",
-                                       field="--department")
-        created = services.create_project(options["name"], options["department"], audit.SYSTEM_CLI,
-                                          description=options["description"], idp_groups=options["idp_groups"])
+            raise TeamInvalid("a project belongs to a department: name it with --department", field="--department")
+        created = services.create_project(
+            options["name"],
+            options["department"],
+            audit.SYSTEM_CLI,
+            description=options["description"],
+            idp_groups=options["idp_groups"],
+        )
         project = services.get_project(created.project.name)
         if options["format"] == "text":
             action = "created" if created.role_created else "linked (existing)"
-            self.stdout.write(f"project {project.name} created in department {project.department.name}; "
-                              f"role {project.role.name} {action}")
+            self.stdout.write(
+                f"project {project.name} created in department {project.department.name}; "
+                f"role {project.role.name} {action}"
+            )
             return None
         return self.emit({**services.describe_project(project, members=True), "role_created": created.role_created})
 
@@ -101,8 +113,10 @@ class Command(PortalCommand):
             return self.emit({"projects": rows})
         self.stdout.write(f"{'PROJECT':<24} {'DEPARTMENT':<20} {'ROLE':<28} {'MEMBERS':>7}  IDP GROUPS")
         for row in rows:
-            self.stdout.write(f"{row['name']:<24} {row['department']:<20} {row['role']:<28} {row['member_count']:>7}  "
-                              f"{', '.join(row['idp_groups'])}")
+            self.stdout.write(
+                f"{row['name']:<24} {row['department']:<20} {row['role']:<28} {row['member_count']:>7}  "
+                f"{', '.join(row['idp_groups'])}"
+            )
         return None
 
     def do_admins(self, options):
@@ -110,8 +124,7 @@ class Command(PortalCommand):
         if operation == "list":
             names = services.department_admins(department)
         elif not username:
-            raise TeamInvalid(f"name the user to {operation}: team admins {operation} {department} USER",
-                              field="USER")
+            raise TeamInvalid(f"name the user to {operation}: team admins {operation} {department} USER", field="USER")
         elif operation == "add":
             names = services.add_department_admin(department, username, audit.SYSTEM_CLI)
         else:

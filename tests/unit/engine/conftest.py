@@ -11,9 +11,13 @@ from pools.engine.platform import PlatformConfig, compile_platform
 def osmo_config(*, extra_templates=(), extra_rules=(), **overrides) -> PlatformConfig:
     templates = default_templates()
     config = PlatformConfig(
-        pool="team", platform="a100",
-        templates=[("default_ctrl", templates["default_ctrl"]), ("default_user", templates["default_user"]),
-                   *extra_templates],
+        pool="team",
+        platform="a100",
+        templates=[
+            ("default_ctrl", templates["default_ctrl"]),
+            ("default_user", templates["default_user"]),
+            *extra_templates,
+        ],
         rule_sets=[*default_validations().items(), *extra_rules],
         pool_variables=dict(OSMO_DEFAULT_VARIABLES),
     )

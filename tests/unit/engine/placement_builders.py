@@ -48,9 +48,7 @@ def verdict(pod: dict, node: NodeInfo, **kwargs) -> Verdict:
 
 
 def required_affinity(*terms) -> dict:
-    return {
-        "nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}
-    }
+    return {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": list(terms)}}}
 
 
 def expr(key, operator, *values) -> dict:

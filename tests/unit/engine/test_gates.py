@@ -22,11 +22,14 @@ USER = "{{USER_CONTAINER_NAME}}"
 # --------------------------------------------------------------------------- volume mount syntax (OSMO)
 
 
-@pytest.mark.parametrize(("spec", "expected"), [
-    ("/data", ("/data", "/data")),
-    ("/data:/mnt/data", ("/data", "/mnt/data")),
-    ("/data/:/mnt/", ("/data", "/mnt")),
-])
+@pytest.mark.parametrize(
+    ("spec", "expected"),
+    [
+        ("/data", ("/data", "/data")),
+        ("/data:/mnt/data", ("/data", "/mnt/data")),
+        ("/data/:/mnt/", ("/data", "/mnt")),
+    ],
+)
 def test_volume_mount_syntax(spec, expected):
     assert parse_volume_mount(spec) == expected
 
@@ -37,16 +40,19 @@ def test_bad_volume_mounts_are_rejected(spec):
         parse_volume_mount(spec)
 
 
-@pytest.mark.parametrize(("allowed", "platform_mounts", "mount", "outcome"), [
-    ((), set(), "/data", "not an allowed mount"),  # no platform flags
-    (("/data",), set(), "/data", "ok"),
-    (("/data",), set(), "/data:/in", "ok"),
-    ((), {"/data"}, "/data", "already provided by platform"),  # default-only mount rejected
-    (("/data",), {"/data"}, "/data", "ok"),  # default + allowed ok
-    (("/data",), set(), "/data/sub", "not an allowed mount"),  # exact paths, as OSMO compares them
-    (("/data/",), set(), "/data", "ok"),
-    ((), set(), "a:b:c", "is 'src' or 'src:dst'"),
-])
+@pytest.mark.parametrize(
+    ("allowed", "platform_mounts", "mount", "outcome"),
+    [
+        ((), set(), "/data", "not an allowed mount"),  # no platform flags
+        (("/data",), set(), "/data", "ok"),
+        (("/data",), set(), "/data:/in", "ok"),
+        ((), {"/data"}, "/data", "already provided by platform"),  # default-only mount rejected
+        (("/data",), {"/data"}, "/data", "ok"),  # default + allowed ok
+        (("/data",), set(), "/data/sub", "not an allowed mount"),  # exact paths, as OSMO compares them
+        (("/data/",), set(), "/data", "ok"),
+        ((), set(), "a:b:c", "is 'src' or 'src:dst'"),
+    ],
+)
 def test_plan_mounts_follows_osmo(allowed, platform_mounts, mount, outcome):
     mounts, errors = plan_mounts([mount], GatePolicy("a100", allowed_mounts=allowed), platform_mounts)
     if outcome == "ok":
@@ -60,9 +66,21 @@ def test_plan_mounts_follows_osmo(allowed, platform_mounts, mount, outcome):
 # --------------------------------------------------------------------------- on the final pod
 
 
-@pytest.mark.parametrize(("allowed", "expected"), [(False, [("spec.containers[0].securityContext.privileged",
-                                                             "privileged containers are not allowed on platform a100")]),
-                                                   (True, [])])
+@pytest.mark.parametrize(
+    ("allowed", "expected"),
+    [
+        (
+            False,
+            [
+                (
+                    "spec.containers[0].securityContext.privileged",
+                    "privileged containers are not allowed on platform a100",
+                )
+            ],
+        ),
+        (True, []),
+    ],
+)
 def test_privileged_task(make_platform, allowed, expected):
     result = resolve(make_platform(privileged_allowed=allowed), TaskInput("t", privileged=True))
     assert gates(result) == expected
@@ -72,29 +90,36 @@ def test_privileged_task(make_platform, allowed, expected):
 def test_a_template_cannot_sneak_privileged_in(make_platform):
     sneaky = ("sneaky", containers({"name": "osmo-ctrl", "securityContext": {"privileged": True}}))
     result = resolve(make_platform(extra_templates=[sneaky]), TaskInput("t"))
-    assert gates(result) == [("spec.containers[1].securityContext.privileged",
-                              "privileged containers are not allowed on platform a100")]
+    assert gates(result) == [
+        ("spec.containers[1].securityContext.privileged", "privileged containers are not allowed on platform a100")
+    ]
     assert not result.ok
 
 
 def test_privileged_init_containers_are_gated_too(make_platform):
-    init = ("init", containers(initContainers=[{"name": "setup", "image": "busybox",
-                                                "securityContext": {"privileged": True}}]))
+    init = (
+        "init",
+        containers(initContainers=[{"name": "setup", "image": "busybox", "securityContext": {"privileged": True}}]),
+    )
     result = resolve(make_platform(extra_templates=[init]), TaskInput("t"))
     assert [field for field, _ in gates(result)] == ["spec.initContainers[0].securityContext.privileged"]
 
 
-@pytest.mark.parametrize(("task_flag", "template_flag", "allowed", "blocked"), [
-    (True, None, False, True),
-    (True, None, True, False),
-    (False, True, False, True),  # a template cannot turn it on either
-    (False, True, True, False),
-    (False, None, False, False),
-])
+@pytest.mark.parametrize(
+    ("task_flag", "template_flag", "allowed", "blocked"),
+    [
+        (True, None, False, True),
+        (True, None, True, False),
+        (False, True, False, True),  # a template cannot turn it on either
+        (False, True, True, False),
+        (False, None, False, False),
+    ],
+)
 def test_host_network(make_platform, task_flag, template_flag, allowed, blocked):
     extra = [("net", {"spec": {"hostNetwork": template_flag}})] if template_flag else []
-    result = resolve(make_platform(extra_templates=extra, host_network_allowed=allowed),
-                     TaskInput("t", host_network=task_flag))
+    result = resolve(
+        make_platform(extra_templates=extra, host_network_allowed=allowed), TaskInput("t", host_network=task_flag)
+    )
     assert gates(result) == ([("spec.hostNetwork", "hostNetwork is not allowed on platform a100")] if blocked else [])
 
 
@@ -113,8 +138,13 @@ def test_refused_mounts_are_reported_and_left_out(make_platform):
 
 
 def test_template_host_paths_are_allowed_and_count_as_provided_by_platform(make_platform):
-    shm = ("shm", containers({"name": USER, "volumeMounts": [{"name": "cache", "mountPath": "/cache"}]},
-                             volumes=[{"name": "cache", "hostPath": {"path": "/mnt/cache"}}]))
+    shm = (
+        "shm",
+        containers(
+            {"name": USER, "volumeMounts": [{"name": "cache", "mountPath": "/cache"}]},
+            volumes=[{"name": "cache", "hostPath": {"path": "/mnt/cache"}}],
+        ),
+    )
     platform = make_platform(extra_templates=[shm])
     assert resolve(platform, TaskInput("t")).ok
     for mount in ("/mnt/cache", "/cache"):
@@ -123,15 +153,23 @@ def test_template_host_paths_are_allowed_and_count_as_provided_by_platform(make_
 
 
 def test_a_mount_path_used_twice_is_refused(make_platform):
-    shm = ("shm", containers({"name": USER, "volumeMounts": [{"name": "shm", "mountPath": "/data"}]},
-                             volumes=[{"name": "shm", "emptyDir": {}}]))
-    result = resolve(make_platform(extra_templates=[shm], allowed_mounts=["/datasets"]),
-                     TaskInput("t", volume_mounts=["/datasets:/data"]))
+    shm = (
+        "shm",
+        containers(
+            {"name": USER, "volumeMounts": [{"name": "shm", "mountPath": "/data"}]},
+            volumes=[{"name": "shm", "emptyDir": {}}],
+        ),
+    )
+    result = resolve(
+        make_platform(extra_templates=[shm], allowed_mounts=["/datasets"]),
+        TaskInput("t", volume_mounts=["/datasets:/data"]),
+    )
     assert gates(result) == [("spec.containers[0].volumeMounts", "mount path used twice in one container")]
 
 
-@pytest.mark.parametrize(("field", "value"), [("image", "evil:latest"), ("command", ["sh", "-c", "curl x|sh"]),
-                                              ("args", ["--steal"])])
+@pytest.mark.parametrize(
+    ("field", "value"), [("image", "evil:latest"), ("command", ["sh", "-c", "curl x|sh"]), ("args", ["--steal"])]
+)
 def test_templates_cannot_change_the_user_containers_image_command_or_args(make_platform, field, value):
     override = ("override", containers({"name": USER, field: value}))
     result = resolve(make_platform(extra_templates=[override]), TaskInput("t", command=["python"], args=["x.py"]))
@@ -141,8 +179,10 @@ def test_templates_cannot_change_the_user_containers_image_command_or_args(make_
 
 def test_a_task_may_not_be_named_like_a_template_container(make_platform):
     result = resolve(make_platform(), TaskInput("osmo-ctrl", image="evil:1", command=["sh"]))
-    assert ("name", "a task may not be named 'osmo-ctrl': the platform template defines a container with that "
-                    "name") in gates(result)
+    assert (
+        "name",
+        "a task may not be named 'osmo-ctrl': the platform template defines a container with that name",
+    ) in gates(result)
     assert "spec.containers[0].image" in [f for f, _ in gates(result)]  # and the ctrl image stays protected
     assert not result.ok
 
@@ -156,6 +196,8 @@ def test_template_containers_keep_their_image_command_and_args(make_platform):
 
 def test_gate_errors_are_json_ready(make_platform):
     result = resolve(make_platform(), TaskInput("t", privileged=True, host_network=True))
-    assert {g["field"] for g in result.validation["gates"]} == {"spec.hostNetwork",
-                                                               "spec.containers[0].securityContext.privileged"}
+    assert {g["field"] for g in result.validation["gates"]} == {
+        "spec.hostNetwork",
+        "spec.containers[0].securityContext.privileged",
+    }
     assert all(set(g) == {"field", "value", "reason"} for g in result.validation["gates"])

@@ -15,13 +15,24 @@ from portal.paths import iter_leaves
 # --------------------------------------------------------------------------- OSMO conformance (test_common.py)
 
 OSMO_CASES = [
-    ("same name merges (value 1 -> 2)",
-     {"l": [{"name": "a", "value": 1}]}, {"l": [{"name": "a", "value": 2}]}, {"l": [{"name": "a", "value": 2}]}),
-    ("different names append",
-     {"l": [{"name": "a", "value": 1}]}, {"l": [{"name": "b", "value": 2}]},
-     {"l": [{"name": "a", "value": 1}, {"name": "b", "value": 2}]}),
-    ("item without name appends",
-     {"l": [{"name": "a", "value": 1}]}, {"l": [{"value": 2}]}, {"l": [{"name": "a", "value": 1}, {"value": 2}]}),
+    (
+        "same name merges (value 1 -> 2)",
+        {"l": [{"name": "a", "value": 1}]},
+        {"l": [{"name": "a", "value": 2}]},
+        {"l": [{"name": "a", "value": 2}]},
+    ),
+    (
+        "different names append",
+        {"l": [{"name": "a", "value": 1}]},
+        {"l": [{"name": "b", "value": 2}]},
+        {"l": [{"name": "a", "value": 1}, {"name": "b", "value": 2}]},
+    ),
+    (
+        "item without name appends",
+        {"l": [{"name": "a", "value": 1}]},
+        {"l": [{"value": 2}]},
+        {"l": [{"name": "a", "value": 1}, {"value": 2}]},
+    ),
     ("scalar replaced", {"x": 1}, {"x": 2}, {"x": 2}),
     ("new key added", {"x": 1}, {"y": 2}, {"x": 1, "y": 2}),
     ("nested dict merge", {"d": {"x": 1, "y": 2}}, {"d": {"y": 20, "z": 3}}, {"d": {"x": 1, "y": 20, "z": 3}}),
@@ -31,16 +42,30 @@ OSMO_CASES = [
     ("empty overlay dict is a no-op", {"d": {"x": 1}}, {"d": {}}, {"d": {"x": 1}}),
     ("null replaces", {"x": 1}, {"x": None}, {"x": None}),
     ("dict replaces a scalar (OSMO would crash)", {"x": 1}, {"x": {"y": 2}}, {"x": {"y": 2}}),
-    ("the last base item of a repeated name is the one merged",
-     {"l": [{"name": "a", "v": 1}, {"name": "a", "v": 2}]}, {"l": [{"name": "a", "v": 3}]},
-     {"l": [{"name": "a", "v": 1}, {"name": "a", "v": 3}]}),
-    ("overlay items merge only into base items, not into each other",
-     {"l": []}, {"l": [{"name": "a", "v": 1}, {"name": "a", "v": 2}]},
-     {"l": [{"name": "a", "v": 1}, {"name": "a", "v": 2}]}),
-    ("strings containing 'name' are plain items (no OSMO substring bug)",
-     {"args": ["--username"]}, {"args": ["--name", "--username"]}, {"args": ["--username", "--name", "--username"]}),
-    ("a string item named like a dict item does not merge", {"l": [{"name": "a"}]}, {"l": ["a"]},
-     {"l": [{"name": "a"}, "a"]}),
+    (
+        "the last base item of a repeated name is the one merged",
+        {"l": [{"name": "a", "v": 1}, {"name": "a", "v": 2}]},
+        {"l": [{"name": "a", "v": 3}]},
+        {"l": [{"name": "a", "v": 1}, {"name": "a", "v": 3}]},
+    ),
+    (
+        "overlay items merge only into base items, not into each other",
+        {"l": []},
+        {"l": [{"name": "a", "v": 1}, {"name": "a", "v": 2}]},
+        {"l": [{"name": "a", "v": 1}, {"name": "a", "v": 2}]},
+    ),
+    (
+        "strings containing 'name' are plain items (no OSMO substring bug)",
+        {"args": ["--username"]},
+        {"args": ["--name", "--username"]},
+        {"args": ["--username", "--name", "--username"]},
+    ),
+    (
+        "a string item named like a dict item does not merge",
+        {"l": [{"name": "a"}]},
+        {"l": ["a"]},
+        {"l": [{"name": "a"}, "a"]},
+    ),
 ]
 
 
@@ -65,10 +90,18 @@ def test_override_ephemeral_storage_of_one_container_leaves_the_other_untouched(
 
 
 def test_volumes_and_volume_mounts_are_appended():  # test_pod_template_override_volumes
-    base = {"spec": {"volumes": [{"name": "a", "emptyDir": {}}],
-                     "containers": [{"name": "user", "volumeMounts": [{"name": "a", "mountPath": "/a"}]}]}}
-    overlay = {"spec": {"volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}}],
-                        "containers": [{"name": "user", "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}]}}
+    base = {
+        "spec": {
+            "volumes": [{"name": "a", "emptyDir": {}}],
+            "containers": [{"name": "user", "volumeMounts": [{"name": "a", "mountPath": "/a"}]}],
+        }
+    }
+    overlay = {
+        "spec": {
+            "volumes": [{"name": "shm", "emptyDir": {"medium": "Memory"}}],
+            "containers": [{"name": "user", "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]}],
+        }
+    }
     result = merge(base, overlay)["spec"]
     assert [v["name"] for v in result["volumes"]] == ["a", "shm"]
     assert [m["mountPath"] for m in result["containers"][0]["volumeMounts"]] == ["/a", "/dev/shm"]
@@ -98,22 +131,46 @@ PATCH_CASES = [
     ("delete a key", {"a": {"b": 1, "c": 2}}, {"a": {"b": {"$patch": "delete"}}}, {"a": {"c": 2}}),
     ("delete a missing key is a no-op", {"a": 1}, {"b": {"$patch": "delete"}}, {"a": 1}),
     ("replace a dict", {"a": {"b": 1, "c": 2}}, {"a": {"$patch": "replace", "d": 3}}, {"a": {"d": 3}}),
-    ("replace cleans nested directives", {"a": {"b": 1}},
-     {"a": {"$patch": "replace", "x": {"y": {"$patch": "delete"}, "z": 1}}}, {"a": {"x": {"z": 1}}}),
+    (
+        "replace cleans nested directives",
+        {"a": {"b": 1}},
+        {"a": {"$patch": "replace", "x": {"y": {"$patch": "delete"}, "z": 1}}},
+        {"a": {"x": {"z": 1}}},
+    ),
     ("explicit merge is the default", {"a": {"b": 1}}, {"a": {"$patch": "merge", "c": 2}}, {"a": {"b": 1, "c": 2}}),
-    ("delete a named list item", {"l": [{"name": "a"}, {"name": "b"}]}, {"l": [{"name": "a", "$patch": "delete"}]},
-     {"l": [{"name": "b"}]}),
-    ("delete an unknown named item is a no-op", {"l": [{"name": "a"}]}, {"l": [{"name": "x", "$patch": "delete"}]},
-     {"l": [{"name": "a"}]}),
-    ("replace a named list item", {"l": [{"name": "a", "v": 1, "w": 2}]},
-     {"l": [{"name": "a", "$patch": "replace", "v": 9}]}, {"l": [{"name": "a", "v": 9}]}),
+    (
+        "delete a named list item",
+        {"l": [{"name": "a"}, {"name": "b"}]},
+        {"l": [{"name": "a", "$patch": "delete"}]},
+        {"l": [{"name": "b"}]},
+    ),
+    (
+        "delete an unknown named item is a no-op",
+        {"l": [{"name": "a"}]},
+        {"l": [{"name": "x", "$patch": "delete"}]},
+        {"l": [{"name": "a"}]},
+    ),
+    (
+        "replace a named list item",
+        {"l": [{"name": "a", "v": 1, "w": 2}]},
+        {"l": [{"name": "a", "$patch": "replace", "v": 9}]},
+        {"l": [{"name": "a", "v": 9}]},
+    ),
     ("replace a whole list", {"l": [1, 2, {"name": "a"}]}, {"l": [{"$patch": "replace"}, 3]}, {"l": [3]}),
     ("clear a list", {"tolerations": [{"key": "k"}]}, {"tolerations": [{"$patch": "replace"}]}, {"tolerations": []}),
-    ("delete then re-add a name in one overlay", {"l": [{"name": "a", "v": 1}]},
-     {"l": [{"name": "a", "$patch": "delete"}, {"name": "a", "v": 2}]}, {"l": [{"name": "a", "v": 2}]}),
+    (
+        "delete then re-add a name in one overlay",
+        {"l": [{"name": "a", "v": 1}]},
+        {"l": [{"name": "a", "$patch": "delete"}, {"name": "a", "v": 2}]},
+        {"l": [{"name": "a", "v": 2}]},
+    ),
     ("top-level replace", {"a": 1}, {"$patch": "replace", "b": 2}, {"b": 2}),
-    ("directives in appended items are consumed", {"l": []}, {"l": [{"name": "n", "x": {"$patch": "delete"}}]},
-     {"l": [{"name": "n"}]}),
+    (
+        "directives in appended items are consumed",
+        {"l": []},
+        {"l": [{"name": "n", "x": {"$patch": "delete"}}]},
+        {"l": [{"name": "n"}]},
+    ),
 ]
 
 
@@ -149,11 +206,16 @@ def test_directives_off_keep_patch_as_data():
 
 
 def test_merge_templates_records_the_last_template_setting_each_leaf():
-    merged = merge_templates([
-        ("ctrl", _containers({"name": "osmo-ctrl", "image": "ctrl:1", "resources": {"limits": {"cpu": "1"}}})),
-        ("user", _containers({"name": "{{USER_CONTAINER_NAME}}", "resources": {"limits": {"cpu": "{{USER_CPU}}"}}})),
-        ("big-ctrl", _containers({"name": "osmo-ctrl", "resources": {"limits": {"cpu": "4"}}})),
-    ])
+    merged = merge_templates(
+        [
+            ("ctrl", _containers({"name": "osmo-ctrl", "image": "ctrl:1", "resources": {"limits": {"cpu": "1"}}})),
+            (
+                "user",
+                _containers({"name": "{{USER_CONTAINER_NAME}}", "resources": {"limits": {"cpu": "{{USER_CPU}}"}}}),
+            ),
+            ("big-ctrl", _containers({"name": "osmo-ctrl", "resources": {"limits": {"cpu": "4"}}})),
+        ]
+    )
     assert merged.body["spec"]["containers"][0]["resources"]["limits"]["cpu"] == "4"
     assert merged.sources == {
         "spec.containers[0].name": "big-ctrl",
@@ -170,10 +232,12 @@ def test_merge_templates_sources_quote_keys_with_dots_and_slashes():
 
 
 def test_merge_templates_deleted_and_replaced_leaves_leave_provenance():
-    merged = merge_templates([
-        ("a", {"spec": {"tolerations": [{"key": "x"}], "hostIPC": True}}),
-        ("b", {"spec": {"tolerations": [{"$patch": "replace"}, {"key": "y"}], "hostIPC": {"$patch": "delete"}}}),
-    ])
+    merged = merge_templates(
+        [
+            ("a", {"spec": {"tolerations": [{"key": "x"}], "hostIPC": True}}),
+            ("b", {"spec": {"tolerations": [{"$patch": "replace"}, {"key": "y"}], "hostIPC": {"$patch": "delete"}}}),
+        ]
+    )
     assert merged.body == {"spec": {"tolerations": [{"key": "y"}]}}
     assert merged.sources == {"spec.tolerations[0].key": "b"}
 
@@ -183,10 +247,13 @@ def test_merge_templates_origin_tree_roundtrips_through_sources():
     assert merged.origin_tree() == {"x": {"y": ["a", {"z": "a"}, "b"]}}
 
 
-@pytest.mark.parametrize(("templates", "field"), [
-    ([("bad", ["not", "a", "dict"])], "pod_template[bad]"),
-    ([("ok", {}), ("broken", {"spec": {"$patch": "nope"}})], "pod_template[broken].spec.$patch"),
-])
+@pytest.mark.parametrize(
+    ("templates", "field"),
+    [
+        ([("bad", ["not", "a", "dict"])], "pod_template[bad]"),
+        ([("ok", {}), ("broken", {"spec": {"$patch": "nope"}})], "pod_template[broken].spec.$patch"),
+    ],
+)
 def test_merge_templates_errors_name_the_template(templates, field):
     with pytest.raises(EngineError) as caught:
         merge_templates(templates)
@@ -213,13 +280,16 @@ def _named_item(children):
 
 _documents = st.recursive(
     st.fixed_dictionaries({}, optional={"s": _scalars, "t": _scalars}),
-    lambda children: st.fixed_dictionaries({}, optional={
-        "s": _scalars,
-        "d": children,
-        "e": children,
-        "items": st.lists(st.one_of(_named_item(children), st.fixed_dictionaries({"v": _scalars}))),
-        "tags": st.lists(_scalars, max_size=3),
-    }),
+    lambda children: st.fixed_dictionaries(
+        {},
+        optional={
+            "s": _scalars,
+            "d": children,
+            "e": children,
+            "items": st.lists(st.one_of(_named_item(children), st.fixed_dictionaries({"v": _scalars}))),
+            "tags": st.lists(_scalars, max_size=3),
+        },
+    ),
     max_leaves=12,
 )
 

@@ -165,9 +165,7 @@ def test_cordoned_node_needs_the_unschedulable_toleration(tolerations, fits):
 # -------------------------------------------------------------------------------------------- nodeName
 
 
-@pytest.mark.parametrize(
-    ("node_name", "fits"), [("node-a", True), ("node-b", False), ("", True), (None, True)]
-)
+@pytest.mark.parametrize(("node_name", "fits"), [("node-a", True), ("node-b", False), ("", True), (None, True)])
 def test_node_name_binds_to_one_node(node_name, fits):
     result = verdict(make_pod(nodeName=node_name), make_node("node-a"))
     assert result.fits is fits
@@ -252,14 +250,10 @@ def test_affinity_operators(expression, labels, matches):
 
 
 def test_expressions_in_a_term_are_anded():
-    pod = make_pod(
-        affinity=required_affinity({"matchExpressions": [expr("zone", "In", "a"), expr("gpu", "Exists")]})
-    )
+    pod = make_pod(affinity=required_affinity({"matchExpressions": [expr("zone", "In", "a"), expr("gpu", "Exists")]}))
     assert verdict(pod, make_node(labels={"zone": "a", "gpu": "1"})).fits
     result = verdict(pod, make_node(labels={"zone": "a"}))
-    assert result.reasons == [
-        "node(s) didn't match required node affinity: gpu Exists (node has no gpu label)"
-    ]
+    assert result.reasons == ["node(s) didn't match required node affinity: gpu Exists (node has no gpu label)"]
 
 
 def test_terms_are_ored():

@@ -26,9 +26,7 @@ def test_all_failing_resources_are_reported_with_units():
         allocatable={"cpu": 2000, "memory": 8 * GiB, "nvidia.com/gpu": 8, "pods": 10},
         requested={"nvidia.com/gpu": 4, "memory": 4 * GiB},
     )
-    pod = make_pod(
-        containers=[container(requests={"cpu": "2500m", "memory": "6Gi"}, limits={"nvidia.com/gpu": "8"})]
-    )
+    pod = make_pod(containers=[container(requests={"cpu": "2500m", "memory": "6Gi"}, limits={"nvidia.com/gpu": "8"})])
     assert verdict(pod, node).reasons == [
         "Insufficient cpu: requested 2500m, free 2 of 2",
         "Insufficient memory: requested 6Gi, free 4Gi of 8Gi",
@@ -60,9 +58,7 @@ def test_pod_count_is_checked_first_even_for_an_empty_pod(pod_count, allowed, fi
 
 
 def test_a_pod_requesting_nothing_fits_a_full_node():
-    node = make_node(
-        allocatable={"cpu": 1000, "memory": GiB, "pods": 10}, requested={"cpu": 1000, "memory": GiB}
-    )
+    node = make_node(allocatable={"cpu": 1000, "memory": GiB, "pods": 10}, requested={"cpu": 1000, "memory": GiB})
     assert verdict(make_pod(), node).fits
 
 
@@ -93,11 +89,7 @@ REQUEST_CASES = [
     ),
     # limits are copied into unset requests; a set request wins over its limit
     (
-        {
-            "containers": [
-                container(requests={"cpu": "1"}, limits={"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": "1"})
-            ]
-        },
+        {"containers": [container(requests={"cpu": "1"}, limits={"cpu": "2", "memory": "2Gi", "nvidia.com/gpu": "1"})]},
         {"cpu": 1000, "memory": 2 * GiB, "nvidia.com/gpu": 1},
     ),
     # init container larger than the sum of app containers
@@ -154,9 +146,7 @@ REQUEST_CASES = [
     # pod-level resources replace the aggregate for cpu and memory
     (
         {
-            "containers": [
-                container(requests={"cpu": "1", "nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "1"})
-            ],
+            "containers": [container(requests={"cpu": "1", "nvidia.com/gpu": "1"}, limits={"nvidia.com/gpu": "1"})],
             "resources": {"requests": {"cpu": "3"}},
         },
         {"cpu": 3000, "nvidia.com/gpu": 1},
@@ -197,9 +187,7 @@ def test_resources_the_scheduler_does_not_compare_are_ignored():
 
 @given(request=st.integers(0, 10_000), allocatable=st.integers(0, 10_000), used=st.integers(0, 10_000))
 def test_fit_is_request_at_most_free(request, allocatable, used):
-    node = make_node(
-        allocatable={"example.com/dev": allocatable, "pods": 10}, requested={"example.com/dev": used}
-    )
+    node = make_node(allocatable={"example.com/dev": allocatable, "pods": 10}, requested={"example.com/dev": used})
     pod = make_pod(containers=[container(limits={"example.com/dev": str(request)})])
     assert verdict(pod, node).fits is (request == 0 or request <= allocatable - used)
 

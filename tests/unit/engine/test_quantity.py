@@ -131,9 +131,7 @@ def test_numbers_are_accepted(given, printed):
     assert str(parse_quantity(given)) == printed
 
 
-@pytest.mark.parametrize(
-    "bad", [True, False, float("nan"), float("inf"), Decimal("NaN"), None, [1], {"a": 1}]
-)
+@pytest.mark.parametrize("bad", [True, False, float("nan"), float("inf"), Decimal("NaN"), None, [1], {"a": 1}])
 def test_non_quantity_types_are_rejected(bad):
     with pytest.raises(QuantityError):
         parse_quantity(bad)

@@ -37,23 +37,42 @@ def rule(operator, left, right, message="failed"):
 
 
 def test_osmo_defaults_resolve_to_a_valid_pod(make_platform):
-    result = resolve(make_platform(), TaskInput("Train_Model", image="nvcr.io/nv/pytorch:24.01",
-                                                command=["python"], args=["train.py"],
-                                                environment={"EPOCHS": 3, "DEBUG": True},
-                                                resources={"cpu": "1500m", "gpu": 2, "memory": "10Gi"}),
-                     WorkflowContext(workflow_id="wf-42"))
+    result = resolve(
+        make_platform(),
+        TaskInput(
+            "Train_Model",
+            image="nvcr.io/nv/pytorch:24.01",
+            command=["python"],
+            args=["train.py"],
+            environment={"EPOCHS": 3, "DEBUG": True},
+            resources={"cpu": "1500m", "gpu": 2, "memory": "10Gi"},
+        ),
+        WorkflowContext(workflow_id="wf-42"),
+    )
     assert result.ok, result.validation
     pod = result.pod
     assert pod["metadata"]["name"] == "wf-42-train-model"
-    assert pod["metadata"]["labels"] == {"pool-portal/workflow": "wf-42", "pool-portal/task": "Train_Model",
-                                         "pool-portal/pool": "team", "pool-portal/platform": "a100"}
+    assert pod["metadata"]["labels"] == {
+        "pool-portal/workflow": "wf-42",
+        "pool-portal/task": "Train_Model",
+        "pool-portal/pool": "team",
+        "pool-portal/platform": "a100",
+    }
     assert pod["spec"]["restartPolicy"] == "Never"
     user, ctrl = pod["spec"]["containers"]
     assert (user["name"], user["image"], user["command"], user["args"]) == (
-        "train-model", "nvcr.io/nv/pytorch:24.01", ["python"], ["train.py"])
+        "train-model",
+        "nvcr.io/nv/pytorch:24.01",
+        ["python"],
+        ["train.py"],
+    )
     assert user["env"] == [{"name": "EPOCHS", "value": "3"}, {"name": "DEBUG", "value": "true"}]
-    assert user["resources"]["limits"] == {"cpu": 1.5, "memory": "10Gi", "nvidia.com/gpu": 2,
-                                           "ephemeral-storage": "1Gi"}
+    assert user["resources"]["limits"] == {
+        "cpu": 1.5,
+        "memory": "10Gi",
+        "nvidia.com/gpu": 2,
+        "ephemeral-storage": "1Gi",
+    }
     assert ctrl["name"] == "osmo-ctrl" and ctrl["image"].startswith("nvcr.io/nvidia/osmo/osmo-ctrl")
     assert ctrl["resources"]["requests"] == {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "1Gi"}
 
@@ -68,8 +87,7 @@ def test_osmo_ctrl_requests_need_a_task_of_at_least_one_cpu(make_platform):
 
 
 def test_gpu_zero_means_zero_gpus(make_platform):
-    platform = make_platform(pool_variables={"USER_CPU": 1, "USER_GPU": 4, "USER_MEMORY": "1Gi",
-                                             "USER_STORAGE": "1Gi"})
+    platform = make_platform(pool_variables={"USER_CPU": 1, "USER_GPU": 4, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"})
     result = resolve(platform, TaskInput("cpu-job", resources={"gpu": 0}))
     assert result.pod["spec"]["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] == 0
     assert result.variables["USER_GPU"] == {"value": 0, "layer": "task"}
@@ -89,13 +107,19 @@ def test_workflow_labels_sit_under_system_labels(make_platform):
     result = resolve(make_platform(), TaskInput("t"), ctx)
     labels = result.pod["metadata"]["labels"]
     assert (labels["team"], labels["pool-portal/pool"]) == ("vision", "team")
-    assert result.provenance['metadata.labels.team'] == {"source": "task"}
+    assert result.provenance["metadata.labels.team"] == {"source": "task"}
     assert result.provenance['metadata.labels["pool-portal/pool"]'] == {"source": "system"}
 
 
 def test_templates_cannot_change_the_pod_identity_but_add_labels(make_platform):
-    sneaky = ("sneaky", {"apiVersion": "v2", "kind": "Deployment",
-                         "metadata": {"name": "other", "labels": {"pool-portal/task": "x", "tier": "gpu"}}})
+    sneaky = (
+        "sneaky",
+        {
+            "apiVersion": "v2",
+            "kind": "Deployment",
+            "metadata": {"name": "other", "labels": {"pool-portal/task": "x", "tier": "gpu"}},
+        },
+    )
     result = resolve(make_platform(extra_templates=[sneaky]), TaskInput("t"))
     pod = result.pod
     assert (pod["apiVersion"], pod["kind"], pod["metadata"]["name"]) == ("v1", "Pod", "preview-1-t")
@@ -106,11 +130,31 @@ def test_templates_cannot_change_the_pod_identity_but_add_labels(make_platform):
 
 
 def test_typed_substitution_in_the_pod(make_platform):
-    extra = ("typed", {"spec": {
-        "terminationGracePeriodSeconds": "{{GRACE}}",
-        "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
-            {"matchExpressions": [{"key": "kubernetes.io/hostname", "operator": "NotIn",
-                                   "values": "{{USER_EXCLUDED_NODES}}"}]}]}}}}})
+    extra = (
+        "typed",
+        {
+            "spec": {
+                "terminationGracePeriodSeconds": "{{GRACE}}",
+                "affinity": {
+                    "nodeAffinity": {
+                        "requiredDuringSchedulingIgnoredDuringExecution": {
+                            "nodeSelectorTerms": [
+                                {
+                                    "matchExpressions": [
+                                        {
+                                            "key": "kubernetes.io/hostname",
+                                            "operator": "NotIn",
+                                            "values": "{{USER_EXCLUDED_NODES}}",
+                                        }
+                                    ]
+                                }
+                            ]
+                        }
+                    }
+                },
+            }
+        },
+    )
     platform = make_platform(extra_templates=[extra], platform_variables={"GRACE": 30})
     result = resolve(platform, TaskInput("t", resources={"nodesExcluded": "ARRAY:[node-1, node-2]"}))
     spec = result.pod["spec"]
@@ -118,37 +162,53 @@ def test_typed_substitution_in_the_pod(make_platform):
     terms = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
     assert terms[0]["matchExpressions"][0]["values"] == ["node-1", "node-2"]
     assert result.ok, result.validation
-    values_path = ("spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
-                   "nodeSelectorTerms[0].matchExpressions[0].values[1]")
+    values_path = (
+        "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution."
+        "nodeSelectorTerms[0].matchExpressions[0].values[1]"
+    )
     assert result.provenance[values_path] == {
-        "source": "template", "template": "typed", "variables": [{"name": "USER_EXCLUDED_NODES", "layer": "task"}]}
+        "source": "template",
+        "template": "typed",
+        "variables": [{"name": "USER_EXCLUDED_NODES", "layer": "task"}],
+    }
 
 
 # --------------------------------------------------------------------------- provenance and warnings
 
 
 def test_every_leaf_has_provenance(make_platform):
-    result = resolve(make_platform(platform_variables={"USER_MEMORY": "4Gi"}),
-                     TaskInput("t", command=["run"], environment={"A": "1"}, resources={"cpu": 2}))
+    result = resolve(
+        make_platform(platform_variables={"USER_MEMORY": "4Gi"}),
+        TaskInput("t", command=["run"], environment={"A": "1"}, resources={"cpu": 2}),
+    )
     provenance = result.provenance
     assert provenance["spec.containers[0].image"] == {"source": "task"}
     assert provenance["spec.containers[0].command[0]"] == {"source": "task"}
     assert provenance["spec.containers[0].env[0].value"] == {"source": "task"}
     assert provenance["spec.restartPolicy"] == {"source": "system"}
     assert provenance["spec.containers[0].resources.limits.cpu"] == {
-        "source": "template", "template": "default_user", "variables": [{"name": "USER_CPU", "layer": "task"}]}
+        "source": "template",
+        "template": "default_user",
+        "variables": [{"name": "USER_CPU", "layer": "task"}],
+    }
     assert provenance["spec.containers[0].resources.limits.memory"]["variables"] == [
-        {"name": "USER_MEMORY", "layer": "platform"}]
+        {"name": "USER_MEMORY", "layer": "platform"}
+    ]
     assert provenance["spec.containers[1].resources.requests.cpu"] == {
-        "source": "template", "template": "default_ctrl", "variables": []}
+        "source": "template",
+        "template": "default_ctrl",
+        "variables": [],
+    }
     assert provenance["spec.containers[0].resources.limits.ephemeral-storage"]["variables"] == [
-        {"name": "USER_STORAGE", "layer": "pool"}]
+        {"name": "USER_STORAGE", "layer": "pool"}
+    ]
     leaves = _leaf_paths(result.pod)
     assert set(provenance) == leaves
 
 
 def _leaf_paths(value, path=""):
     from portal.paths import iter_leaves
+
     return {p for p, _, _ in iter_leaves(value, None, path)}
 
 
@@ -180,7 +240,8 @@ def test_static_rule_failures_make_the_result_not_ok(make_platform):
     result = resolve(make_platform(), TaskInput("t", resources={"cpu": 0}))
     assert not result.ok
     assert [(f["validation"], f["message"]) for f in result.validation["static"]] == [
-        ("default_cpu", "Value 0 needs to be greater than 0 for CPU")]
+        ("default_cpu", "Value 0 needs to be greater than 0 for CPU")
+    ]
 
 
 def test_node_rules_with_an_inventory(make_platform):
@@ -216,16 +277,19 @@ def test_to_dict_is_json_ready(make_platform):
 # --------------------------------------------------------------------------- bad input raises
 
 
-@pytest.mark.parametrize(("task", "error", "field"), [
-    (TaskInput("t", resources={"cpu": "lots"}), VariableError, "resources.cpu"),
-    (TaskInput("t", resources={"memory": "10A"}), VariableError, "resources.memory"),
-    (TaskInput("t", variables={"USER_CPU": 9}), VariableError, "variables.USER_CPU"),
-    (TaskInput(""), EngineError, "name"),
-    (TaskInput("t", image=""), EngineError, "image"),
-    (TaskInput("t", command="python x.py"), EngineError, "command"),
-    (TaskInput("t", environment={"A": ["x"]}), EngineError, "environment.A"),
-    (TaskInput("t", privileged="yes"), EngineError, "privileged"),
-])
+@pytest.mark.parametrize(
+    ("task", "error", "field"),
+    [
+        (TaskInput("t", resources={"cpu": "lots"}), VariableError, "resources.cpu"),
+        (TaskInput("t", resources={"memory": "10A"}), VariableError, "resources.memory"),
+        (TaskInput("t", variables={"USER_CPU": 9}), VariableError, "variables.USER_CPU"),
+        (TaskInput(""), EngineError, "name"),
+        (TaskInput("t", image=""), EngineError, "image"),
+        (TaskInput("t", command="python x.py"), EngineError, "command"),
+        (TaskInput("t", environment={"A": ["x"]}), EngineError, "environment.A"),
+        (TaskInput("t", privileged="yes"), EngineError, "privileged"),
+    ],
+)
 def test_bad_task_input_raises_with_the_field(make_platform, task, error, field):
     with pytest.raises(error) as caught:
         resolve(make_platform(), task)
@@ -249,12 +313,25 @@ HOSTILE = ["{{7*7}}", '"}]', "a: b\nc: d", "ARRAY:[x]", "{{ ''.__class__ }}", "{
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_user_values_reach_the_pod_as_literal_text(make_platform, value):
-    extra = ("annotate", {"metadata": {"annotations": {"by": "{{WF_SUBMITTED_BY}}", "group": "{{WF_GROUP_NAME}}",
-                                                       "wf": "{{WF_ID}}", "extra": "x-{{EXTRA}}"}}})
+    extra = (
+        "annotate",
+        {
+            "metadata": {
+                "annotations": {
+                    "by": "{{WF_SUBMITTED_BY}}",
+                    "group": "{{WF_GROUP_NAME}}",
+                    "wf": "{{WF_ID}}",
+                    "extra": "x-{{EXTRA}}",
+                }
+            }
+        },
+    )
     ctx = WorkflowContext(workflow_id=value, submitted_by=value, group_name=value)
-    result = resolve(make_platform(extra_templates=[extra]),
-                     TaskInput("t", command=[value], args=[value], environment={"V": value},
-                               variables={"EXTRA": value}), ctx)
+    result = resolve(
+        make_platform(extra_templates=[extra]),
+        TaskInput("t", command=[value], args=[value], environment={"V": value}, variables={"EXTRA": value}),
+        ctx,
+    )
     pod = result.pod
     assert pod["metadata"]["annotations"] == {"by": value, "group": value, "wf": value, "extra": f"x-{value}"}
     user = pod["spec"]["containers"][0]
@@ -264,8 +341,9 @@ def test_user_values_reach_the_pod_as_literal_text(make_platform, value):
 
 def test_a_patch_directive_inside_a_variable_value_stays_data(make_platform):
     extra = ("annotate", {"metadata": {"annotations": "{{ANNOTATIONS}}"}})
-    result = resolve(make_platform(extra_templates=[extra]),
-                     TaskInput("t", variables={"ANNOTATIONS": {"$patch": "delete"}}))
+    result = resolve(
+        make_platform(extra_templates=[extra]), TaskInput("t", variables={"ANNOTATIONS": {"$patch": "delete"}})
+    )
     assert result.pod["metadata"]["annotations"] == {"$patch": "delete"}
 
 
@@ -281,20 +359,32 @@ def test_resolve_does_not_mutate_the_compiled_platform(make_platform):
 # --------------------------------------------------------------------------- compile_platform
 
 
-@pytest.mark.parametrize(("overrides", "field", "reason"), [
-    ({"extra_templates": [("broken", {"spec": {"$patch": "bogus"}})]}, "pod_template[broken].spec.$patch",
-     "unknown $patch directive"),
-    ({"extra_templates": [("evil", {"spec": {"hostname": "{{ ''.__class__ }}"}})]},
-     "pod_template[evil].spec.hostname", "private attribute"),
-    ({"extra_templates": [("typo", {"spec": {"hostname": "{{ X "}})]}, "pod_template[typo].spec.hostname",
-     "template error"),
-    ({"extra_rules": [("mine", [rule("BETWEEN", "1", "2")])]}, "mine[0].operator", "operator must be one of"),
-    ({"pool_variables": {"USER_CPU": "many"}}, "common_default_variables.USER_CPU", "not a quantity"),
-    ({"platform_variables": {"K8_CPU": 4}}, "default_variables.K8_CPU", "K8_ variables"),
-    ({"allowed_mounts": ["data"]}, "allowed_mounts[0]", "absolute"),
-    ({"pool": ""}, "pool", "non-empty"),
-    ({"privileged_allowed": "yes"}, "privileged_allowed", "true or false"),
-])
+@pytest.mark.parametrize(
+    ("overrides", "field", "reason"),
+    [
+        (
+            {"extra_templates": [("broken", {"spec": {"$patch": "bogus"}})]},
+            "pod_template[broken].spec.$patch",
+            "unknown $patch directive",
+        ),
+        (
+            {"extra_templates": [("evil", {"spec": {"hostname": "{{ ''.__class__ }}"}})]},
+            "pod_template[evil].spec.hostname",
+            "private attribute",
+        ),
+        (
+            {"extra_templates": [("typo", {"spec": {"hostname": "{{ X "}})]},
+            "pod_template[typo].spec.hostname",
+            "template error",
+        ),
+        ({"extra_rules": [("mine", [rule("BETWEEN", "1", "2")])]}, "mine[0].operator", "operator must be one of"),
+        ({"pool_variables": {"USER_CPU": "many"}}, "common_default_variables.USER_CPU", "not a quantity"),
+        ({"platform_variables": {"K8_CPU": 4}}, "default_variables.K8_CPU", "K8_ variables"),
+        ({"allowed_mounts": ["data"]}, "allowed_mounts[0]", "absolute"),
+        ({"pool": ""}, "pool", "non-empty"),
+        ({"privileged_allowed": "yes"}, "privileged_allowed", "true or false"),
+    ],
+)
 def test_compile_platform_errors_name_the_path(overrides, field, reason):
     with pytest.raises(EngineError) as caught:
         compile_platform(osmo_config(**overrides))
@@ -303,10 +393,15 @@ def test_compile_platform_errors_name_the_path(overrides, field, reason):
 
 
 def test_compiled_platform_exposes_osmo_computed_fields():
-    gpu = ("gpu", containers({"name": USER, "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]},
-                             {"name": "osmo-ctrl", "volumeMounts": [{"name": "x", "mountPath": "/ctrl"}]},
-                             nodeSelector={"nvidia.com/gpu.product": "A100"},
-                             tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]))
+    gpu = (
+        "gpu",
+        containers(
+            {"name": USER, "volumeMounts": [{"name": "shm", "mountPath": "/dev/shm"}]},
+            {"name": "osmo-ctrl", "volumeMounts": [{"name": "x", "mountPath": "/ctrl"}]},
+            nodeSelector={"nvidia.com/gpu.product": "A100"},
+            tolerations=[{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}],
+        ),
+    )
     platform = compile_platform(osmo_config(extra_templates=[gpu]))
     assert platform.node_selector == {"nvidia.com/gpu.product": "A100"}
     assert platform.tolerations == [{"key": "nvidia.com/gpu", "operator": "Exists", "effect": "NoSchedule"}]
@@ -349,11 +444,15 @@ def test_osmo_defaults_pass_the_config_check(make_platform):
 
 
 def test_config_check_names_every_unknown_variable_with_its_path(make_platform):
-    extra = ("vars", containers({"name": USER, "env": [{"name": "A", "value": "{{TEAM}}"},
-                                                        {"name": "B", "value": "{{PROJECT}}"}]}))
+    extra = (
+        "vars",
+        containers({"name": USER, "env": [{"name": "A", "value": "{{TEAM}}"}, {"name": "B", "value": "{{PROJECT}}"}]}),
+    )
     errors = check_platform(make_platform(extra_templates=[extra]))
-    assert [(e.field, e.value) for e in errors] == [("pod_template.spec.containers[1].env[0].value", "TEAM"),
-                                                   ("pod_template.spec.containers[1].env[1].value", "PROJECT")]
+    assert [(e.field, e.value) for e in errors] == [
+        ("pod_template.spec.containers[1].env[0].value", "TEAM"),
+        ("pod_template.spec.containers[1].env[1].value", "PROJECT"),
+    ]
 
 
 def test_config_check_needs_a_valid_pod(make_platform):
@@ -369,8 +468,12 @@ def test_config_check_needs_consistent_gates(make_platform):
 
 
 def test_config_check_needs_every_rule_to_evaluate(make_platform):
-    rules = [("mine", [rule("LE", "{{USER_MEMORY}}", "{{K8_MEMORY}} * 0.8"), rule("GT", "{{NOPE}}", "0"),
-                       rule("EQ", "a", "b")])]
+    rules = [
+        (
+            "mine",
+            [rule("LE", "{{USER_MEMORY}}", "{{K8_MEMORY}} * 0.8"), rule("GT", "{{NOPE}}", "0"), rule("EQ", "a", "b")],
+        )
+    ]
     errors = check_platform(make_platform(extra_rules=rules))
     assert sorted(e.field for e in errors) == ["mine[0]", "mine[1]"]  # mine[2] evaluates (and fails): fine
 
@@ -380,7 +483,8 @@ def test_config_check_against_the_live_inventory(make_platform):
     nodes = [NodeCapacity("n1", "8", "8", "64Gi", "1Ti"), NodeCapacity("n2", "8", "4", "64Gi", "1Ti")]
     errors = check_platform(make_platform(extra_rules=rules), nodes=nodes)
     assert [(e.field, e.reason) for e in errors] == [
-        ("big-only[0]", "with the default values this rule rejects every node of platform a100: needs a 16-GPU node")]
+        ("big-only[0]", "with the default values this rule rejects every node of platform a100: needs a 16-GPU node")
+    ]
 
 
 # --------------------------------------------------------------------------- the benchmark scenario
@@ -388,6 +492,7 @@ def test_config_check_against_the_live_inventory(make_platform):
 
 def test_three_templates_two_containers_twelve_variables_four_static_rules():
     from bench.bench_engine import scenario
+
     platform, task, ctx = scenario()
     result = resolve(platform, task, ctx)
     assert result.ok, result.validation

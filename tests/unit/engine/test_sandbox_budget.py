@@ -39,28 +39,34 @@ def render(source: str, **values) -> str:
     return render_string(compile_string(source), render_context(values))
 
 
-@pytest.mark.parametrize("source", [
-    "{{ [[[1]*1000]*1000]*30 }}",
-    "{% set b = [[1]*1000]*300 %}{{ b|length }}",
-    "{% set b = [[1]*1000]*150 %}{% for i in range(10000) %}{% if b == b %}{% endif %}{% endfor %}",
-    "{% set b = [[1]*1000]*150 %}{% for i in range(10000) %}{% set s = b ~ '' %}{% endfor %}",
-    "{% set b = [[1]*1000]*150 %}{% for i in range(10000) %}{% if 5 in b %}{% endif %}{% endfor %}",
-    "{% set b = [[1]*1000]*150 %}{% for i in range(10000) %}{% if b is sequence %}{% endif %}{% endfor %}",
-    "{% set b = [[1]*1000]*150 %}{% for i in range(10000) %}{% set d = dict(x=b) %}{% endfor %}",
-    "{% set b = [[1]*1000]*150 %}{% for i in range(10000) %}{% set c = b + b %}{% endfor %}",
-])
+@pytest.mark.parametrize(
+    "source",
+    [
+        "{{ [[[1]*1000]*1000]*30 }}",
+        "{% set b = [[1]*1000]*300 %}{{ b|length }}",
+        "{% set b = [[1]*1000]*150 %}{% for i in range(10000) %}{% if b == b %}{% endif %}{% endfor %}",
+        "{% set b = [[1]*1000]*150 %}{% for i in range(10000) %}{% set s = b ~ '' %}{% endfor %}",
+        "{% set b = [[1]*1000]*150 %}{% for i in range(10000) %}{% if 5 in b %}{% endif %}{% endfor %}",
+        "{% set b = [[1]*1000]*150 %}{% for i in range(10000) %}{% if b is sequence %}{% endif %}{% endfor %}",
+        "{% set b = [[1]*1000]*150 %}{% for i in range(10000) %}{% set d = dict(x=b) %}{% endfor %}",
+        "{% set b = [[1]*1000]*150 %}{% for i in range(10000) %}{% set c = b + b %}{% endfor %}",
+    ],
+)
 def test_expensive_templates_are_refused_by_the_budget(source):
     with pytest.raises(SandboxError, match="too much work for one template string"):
         render(source)
 
 
-@pytest.mark.parametrize(("source", "expected"), [
-    ("{{ USER }}-{{ WF_ID ~ '-x' }}", "ana-wf-1-x"),
-    ("{% if GPUS > 0 and 'a' in NAMES %}{{ GPUS * 2 }}{% endif %}", "8"),
-    ("{{ NAMES|join(',')|upper }}", "A,B"),
-    ("{% for i in range(3) %}{{ i }}{% endfor %}", "012"),
-    ("{{ dict(a=1).items()|list }}", "[('a', 1)]"),
-])
+@pytest.mark.parametrize(
+    ("source", "expected"),
+    [
+        ("{{ USER }}-{{ WF_ID ~ '-x' }}", "ana-wf-1-x"),
+        ("{% if GPUS > 0 and 'a' in NAMES %}{{ GPUS * 2 }}{% endif %}", "8"),
+        ("{{ NAMES|join(',')|upper }}", "A,B"),
+        ("{% for i in range(3) %}{{ i }}{% endfor %}", "012"),
+        ("{{ dict(a=1).items()|list }}", "[('a', 1)]"),
+    ],
+)
 def test_ordinary_templates_render(source, expected):
     assert render(source, USER="ana", WF_ID="wf-1", GPUS=4, NAMES=["a", "b"]) == expected
 

@@ -451,9 +451,7 @@ def test_wrong_types_do_not_crash_semantic_checks():
 
 @pytest.mark.parametrize("manifest", [None, [], "pod"])
 def test_non_object_manifest(manifest):
-    assert validate_pod(manifest) == [
-        Violation("", f"manifest must be an object, not {type(manifest).__name__}")
-    ]
+    assert validate_pod(manifest) == [Violation("", f"manifest must be an object, not {type(manifest).__name__}")]
 
 
 def test_violation_serialises():
@@ -490,9 +488,7 @@ def test_checker_is_built_once_per_version():
 
 def test_schema_follows_the_requested_version():
     # sidecar containers (initContainers[].restartPolicy) arrived in 1.28
-    assert paths(validate_pod(typical_pod(), "1.25")) == {
-        "spec.initContainers[0].restartPolicy": "unknown field"
-    }
+    assert paths(validate_pod(typical_pod(), "1.25")) == {"spec.initContainers[0].restartPolicy": "unknown field"}
     assert validate_pod(typical_pod(), "1.28") == []
 
 
@@ -511,8 +507,7 @@ JSON_VALUES = st.recursive(
     | st.floats(allow_nan=False, allow_infinity=False)
     | st.sampled_from(["", "a", "Always", "8", "1Gi", "TCP", "v1", "Pod"]),
     lambda inner: (
-        st.lists(inner, max_size=3)
-        | st.dictionaries(st.sampled_from(["name", "image", "x", "cpu"]), inner, max_size=3)
+        st.lists(inner, max_size=3) | st.dictionaries(st.sampled_from(["name", "image", "x", "cpu"]), inner, max_size=3)
     ),
     max_leaves=6,
 )

@@ -7,16 +7,26 @@ from workflows.watcher import WorkflowWatcher
 
 
 class Command(WatchCommand):
-    help = ("Follow the pods of workflows (this portal's instance label) on backends (all connected ones by "
-            "default) and update tasks and workflows as they change.")
+    help = (
+        "Follow the pods of workflows (this portal's instance label) on backends (all connected ones by "
+        "default) and update tasks and workflows as they change."
+    )
     names_metavar = "BACKEND"
     watch_seconds_help = "server-side timeout of one watch request; it then resumes"
 
     def add_arguments(self, parser):
         super().add_arguments(parser)
-        parser.add_argument("--periodic", type=int, default=0, metavar="SECONDS",
-                            help="also enforce timeouts and reap pods every SECONDS (when no Celery beat runs)")
+        parser.add_argument(
+            "--periodic",
+            type=int,
+            default=0,
+            metavar="SECONDS",
+            help="also enforce timeouts and reap pods every SECONDS (when no Celery beat runs)",
+        )
 
     def watcher(self, options) -> WorkflowWatcher:
-        return WorkflowWatcher(options["names"] or None, watch_seconds=options["watch_seconds"],
-                               periodic_seconds=options["periodic"] or None)
+        return WorkflowWatcher(
+            options["names"] or None,
+            watch_seconds=options["watch_seconds"],
+            periodic_seconds=options["periodic"] or None,
+        )

@@ -45,11 +45,15 @@ class Command(PortalCommand):
         sub = verbs.add_parser("submit", help="submit a workflow spec (YAML or JSON) to a pool")
         sub.add_argument("file", help="the spec file, or - for standard input")
         sub.add_argument("--pool", "-p", required=True)
-        sub.add_argument("--user", default=os.environ.get("PORTAL_CLI_USER", ""),
-                         help="submit as this user, with their roles (default: $PORTAL_CLI_USER)")
+        sub.add_argument(
+            "--user",
+            default=os.environ.get("PORTAL_CLI_USER", ""),
+            help="submit as this user, with their roles (default: $PORTAL_CLI_USER)",
+        )
         sub.add_argument("--priority", default="NORMAL", help="HIGH, NORMAL or LOW")
-        sub.add_argument("--project", default="",
-                         help="the project to charge (default: the user's only project; see docs/teams.md)")
+        sub.add_argument(
+            "--project", default="", help="the project to charge (default: the user's only project; see docs/teams.md)"
+        )
         sub.add_argument("--dry-run", action="store_true", help="resolve and show the pods; store nothing")
         sub.add_argument("--validation-only", action="store_true", help="validate only; store nothing")
         _format(sub)
@@ -68,8 +72,10 @@ class Command(PortalCommand):
         cancel_verb.add_argument("--force", action="store_true", help="also for a finished workflow: delete its pods")
         cancel_verb.add_argument("--message", default="")
         _format(cancel_verb)
-        verbs.add_parser("charge-projects", help=(
-            "charge workflows without a project to their submitter's only project (after creating projects)"))
+        verbs.add_parser(
+            "charge-projects",
+            help=("charge workflows without a project to their submitter's only project (after creating projects)"),
+        )
 
     def handle(self, *args, **options):
         getattr(self, f"do_{options['verb'].replace('-', '_')}")(options)
@@ -81,10 +87,18 @@ class Command(PortalCommand):
             raise InvalidSpec("name the submitter with --user (or set PORTAL_CLI_USER)", field="--user")
         text, source = _read(options["file"])
         try:
-            result = submit(SubmitRequest(pool=options["pool"], spec=text, who=users.get(options["user"]),
-                                          priority=options["priority"], project=options["project"],
-                                          dry_run=options["dry_run"],
-                                          validation_only=options["validation_only"], source=source))
+            result = submit(
+                SubmitRequest(
+                    pool=options["pool"],
+                    spec=text,
+                    who=users.get(options["user"]),
+                    priority=options["priority"],
+                    project=options["project"],
+                    dry_run=options["dry_run"],
+                    validation_only=options["validation_only"],
+                    source=source,
+                )
+            )
         except SpecError as error:
             raise InvalidSpec(error.reason, field=error.field, value=error.value) from None
         data = result.as_dict()
@@ -94,7 +108,9 @@ class Command(PortalCommand):
             return self.emit(data, options["format"])
         if data["status"] in ("DRY_RUN", "VALID"):
             verdict = "valid" if all(task.get("ok", True) for task in data["tasks"]) else "NOT valid"
-            self.stdout.write(f"{options['file']}: {verdict} for pool {data['pool']} ({data['status']}; nothing stored)")
+            self.stdout.write(
+                f"{options['file']}: {verdict} for pool {data['pool']} ({data['status']}; nothing stored)"
+            )
             for task in data["tasks"]:
                 self.stdout.write(f"- task {task['name']} on platform {task['platform']}")
                 if "pod" in task:
@@ -108,14 +124,23 @@ class Command(PortalCommand):
         return None
 
     def do_list(self, options):
-        page = queries.list_workflows(None, queries.WorkflowQuery(
-            users=options["user"], pools=options["pool"], statuses=options["status"], all_users=True,
-            limit=options["limit"]))
+        page = queries.list_workflows(
+            None,
+            queries.WorkflowQuery(
+                users=options["user"],
+                pools=options["pool"],
+                statuses=options["status"],
+                all_users=True,
+                limit=options["limit"],
+            ),
+        )
         data = s.WorkflowListSerializer(page).data
         if options["format"] != "text":
             return self.emit(data, options["format"])
-        rows = [(w["workflow_id"], w["pool"], w["submitted_by"], w["status"], w["task_count"], w["submit_time"])
-                for w in data["workflows"]]
+        rows = [
+            (w["workflow_id"], w["pool"], w["submitted_by"], w["status"], w["task_count"], w["submit_time"])
+            for w in data["workflows"]
+        ]
         self._table(("WORKFLOW", "POOL", "USER", "STATUS", "TASKS", "SUBMITTED"), rows)
         if data["more_entries"]:
             self.stdout.write(f"(more than {data['limit']}; use --limit)")
@@ -133,8 +158,9 @@ class Command(PortalCommand):
         events = s.EventSerializer(queries.events_of(workflow), many=True).data
         if options["format"] != "text":
             return self.emit({"workflow_id": workflow.workflow_id, "events": events}, options["format"])
-        self._table(("TIME", "TASK", "EVENT", "MESSAGE"), [(e["time"], e["task"], e["kind"], e["message"])
-                                                           for e in events])
+        self._table(
+            ("TIME", "TASK", "EVENT", "MESSAGE"), [(e["time"], e["task"], e["kind"], e["message"]) for e in events]
+        )
         return None
 
     def do_charge_projects(self, options):
@@ -152,16 +178,40 @@ class Command(PortalCommand):
     # ------------------------------------------------------------------------------------------ output
 
     def _detail_text(self, data: dict) -> None:
-        for key in ("workflow_id", "pool", "project", "submitted_by", "priority", "status", "submit_time", "start_time",
-                    "end_time", "queue_timeout_seconds", "exec_timeout_seconds", "error"):
+        for key in (
+            "workflow_id",
+            "pool",
+            "project",
+            "submitted_by",
+            "priority",
+            "status",
+            "submit_time",
+            "start_time",
+            "end_time",
+            "queue_timeout_seconds",
+            "exec_timeout_seconds",
+            "error",
+        ):
             if data.get(key) not in (None, ""):
                 self.stdout.write(f"{key.replace('_', ' ')}: {data[key]}")
         for warning in data["warnings"]:
             self.stdout.write(f"warning: {warning}")
-        self._table(("TASK", "PLATFORM", "STATUS", "RETRY", "POD", "NODE", "EXIT", "ERROR"),
-                    [(t["name"], t["platform"], t["status"], t["retry_id"], t["pod_name"], t["node"] or "-",
-                      "-" if t["exit_code"] is None else t["exit_code"], t["error"] or "")
-                     for t in data["tasks"]])
+        self._table(
+            ("TASK", "PLATFORM", "STATUS", "RETRY", "POD", "NODE", "EXIT", "ERROR"),
+            [
+                (
+                    t["name"],
+                    t["platform"],
+                    t["status"],
+                    t["retry_id"],
+                    t["pod_name"],
+                    t["node"] or "-",
+                    "-" if t["exit_code"] is None else t["exit_code"],
+                    t["error"] or "",
+                )
+                for t in data["tasks"]
+            ],
+        )
 
     def _table(self, headers: tuple, rows: list[tuple]) -> None:
         cells = [tuple(str(c) for c in row) for row in rows]
