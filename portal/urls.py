@@ -1,4 +1,6 @@
 from django.contrib import admin
+from django.shortcuts import redirect
+from django.templatetags.static import static
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
@@ -6,7 +8,14 @@ from portal.apps import load_admin
 
 load_admin()  # every app's ModelAdmins, on the policy admin site (not at start-up: see portal.apps)
 
+
+def favicon(request):
+    """Browsers ask for /favicon.ico on pages that name no icon (the admin's): the portal's, not a 404."""
+    return redirect(static("portal/favicon.svg"))
+
+
 urlpatterns = [
+    path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("oidc/", include("access.oidc.views")),  # sign-in, callback, logout (POST), failure and no-role pages
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
