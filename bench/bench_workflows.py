@@ -368,7 +368,9 @@ def _in_process() -> list[Row]:
         submit(SubmitRequest(pool="bench", spec=spec("profiled", 1), who=user))
     profile.disable()
     out = io.StringIO()
-    pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(r"/(workflows|pools|access)/", 12)
+    pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(
+        r"/(workflows|pools|access|teams|clusters|configs)/", 16
+    )
     print(
         "bench_workflows: where a 1-task submission spends its time (in process, 100 runs, profiled):", file=sys.stderr
     )
