@@ -242,20 +242,7 @@ class BackendForm(forms.ModelForm):
         for key in SECRET_FIELDS:
             if key in self.fields and not cleaned.get(key):
                 cleaned[key] = "" if cleaned.get("clear_secrets") else getattr(self.instance, key, "")
-        body = {
-            key: cleaned[key]
-            for key in (
-                "namespace",
-                "connection",
-                "api_url",
-                "token",
-                "ca_cert",
-                "verify_tls",
-                "kubeconfig",
-                "kube_context",
-            )
-            if key in cleaned
-        }
+        body = {key: cleaned[key] for key in BACKEND.form_fields() if key in cleaned}  # early field errors
         try:
             BACKEND.parse(cleaned.get("name") or self.instance.name or "backend", body)
         except ConfigError as error:
