@@ -186,11 +186,12 @@ def _yaml(snapshot) -> str:
     return yaml.safe_dump(snapshot, sort_keys=False, allow_unicode=True) if snapshot is not None else ""
 
 
-def check_type(config_type: str) -> str:
+def check_type(config_type: str, *, spelled=str) -> str:
+    """The config type in upper case, or a ConfigError listing the types as `spelled` (the API: lower case)."""
     value = str(config_type).upper()
     if value not in ConfigType.values:
         raise ConfigError(
-            f"unknown config type; expected one of {', '.join(ConfigType.values)}",
+            f"unknown config type; expected one of {', '.join(spelled(t) for t in ConfigType.values)}",
             field="config_type",
             value=config_type,
         )

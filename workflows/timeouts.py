@@ -11,6 +11,7 @@ then fails fast like any other failure (`workflows.lifecycle.settle.settle`).
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -31,12 +32,16 @@ class _Limit:
     since: str  # … counted from this task field
     failed: str
     kind: str
+    message: Callable[[Task, timedelta], str]
 
-    def message(self, task, limit: timedelta) -> str:
-        if self.kind == "QUEUE_TIMEOUT":
-            last = f" (last: {task.error})" if task.error else ""
-            return f"queue timeout: not running {format_duration(limit)} after its pod was created{last}"
-        return f"exec timeout: still running after {format_duration(limit)}"
+
+def _queue_message(task: Task, limit: timedelta) -> str:
+    last = f" (last: {task.error})" if task.error else ""
+    return f"queue timeout: not running {format_duration(limit)} after its pod was created{last}"
+
+
+def _exec_message(task: Task, limit: timedelta) -> str:
+    return f"exec timeout: still running after {format_duration(limit)}"
 
 
 LIMITS = (
@@ -47,6 +52,7 @@ LIMITS = (
         "pod_created_at",
         TaskStatus.FAILED_QUEUE_TIMEOUT,
         "QUEUE_TIMEOUT",
+        _queue_message,
     ),
     _Limit(
         "exec_timeouts",
@@ -55,6 +61,7 @@ LIMITS = (
         "started_at",
         TaskStatus.FAILED_EXEC_TIMEOUT,
         "EXEC_TIMEOUT",
+        _exec_message,
     ),
 )
 

@@ -12,7 +12,7 @@ from access.api.permissions import ConfigPermission, PolicyPermission
 from configs import revisions, store
 from configs.errors import ConfigError
 from configs.models import ConfigType
-from configs.revisions import Actor
+from configs.revisions import Actor, check_type
 from configs.serializers import body_serializers
 from pools.api import serializers as s
 from pools.services import pool_listing
@@ -36,14 +36,7 @@ def config_body() -> PolymorphicProxySerializer:
 
 
 def _config_type(value: str) -> str:
-    upper = value.upper()
-    if upper not in ConfigType.values:
-        raise ConfigError(
-            f"unknown config type; expected one of {', '.join(t.lower() for t in ConfigType.values)}",
-            field="config_type",
-            value=value,
-        )
-    return upper
+    return check_type(value, spelled=str.lower)  # the API's paths spell types in lower case
 
 
 def _valid(serializer_class, data) -> dict:
