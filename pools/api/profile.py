@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -14,9 +15,10 @@ from pools.services import profiles
 
 
 class ProfileSettingsView(APIView):
-    """`profile:Read` to read, `profile:Update` to change (both in the built-in `osmo-default` role)."""
+    """`profile:Read` to read, `profile:Update` to change (both in the built-in `osmo-default` role, which
+    anonymous callers hold too: a profile needs a user, so they are refused first)."""
 
-    permission_classes = [PolicyPermission]
+    permission_classes = [IsAuthenticated, PolicyPermission]
 
     def get_policy_action(self, request) -> str:
         return actions.PROFILE_READ if request.method in ("GET", "HEAD", "OPTIONS") else actions.PROFILE_UPDATE

@@ -95,7 +95,7 @@ def _usable_pool(request, name: object) -> Pool | None:
         request,
         actions.WORKFLOW_CREATE,
         actions.pool(name),
-        refusal=f"may not make {name!r} their default pool (no workflow:Create there)",
+        refusal=f"may not make {name!r} their default pool, not being allowed to submit there",
         field="pool",
         value=name,
     )
