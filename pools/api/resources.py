@@ -1,4 +1,5 @@
-"""`GET /api/resources?pools=a,b&platforms=x`: nodes and capacity (OSMO's path). Thin: capacity service."""
+"""`GET /api/resources?pools=a,b&platforms=x`: nodes and capacity (OSMO's path, with the per-node fields
+`osmo resource list` reads: `pools.services.osmo_resources`). Thin: capacity service."""
 
 from __future__ import annotations
 
@@ -9,30 +10,15 @@ from rest_framework.views import APIView
 
 from access import actions
 from configs.errors import ConfigError
+from pools.api import params
 from pools.api.views import PoolListView
-from pools.services import capacity
+from pools.services import capacity, osmo_resources
 from portal.api import ErrorSerializer
 
 LIST_HELP = "Comma-separated, or repeated (?{0}=a&{0}=b). Empty: all."
 
 
-KNOWN_PARAMS = {"pools", "platforms", "nodes", "format"}
-
-
-def _names(request, key: str) -> list[str]:
-    """The names given in `?key=`; an empty one (`?pools=`, `?pools=a,,b`) is refused naming the value, so a
-    typo never silently widens the answer to every pool."""
-    names = []
-    for value in request.query_params.getlist(key):
-        parts = [name.strip() for name in value.split(",")]
-        if not all(parts):
-            raise ConfigError(
-                f"an empty {key[:-1]} name; give {key} as name[,name...], or leave {key} out for all",
-                field=key,
-                value=value,
-            )
-        names.extend(parts)
-    return names
+KNOWN_PARAMS = {"pools", "platforms", "all_pools", "nodes", "format"}
 
 
 def _check_params(request) -> None:
@@ -54,6 +40,7 @@ class ResourceListView(APIView):
         parameters=[
             OpenApiParameter("pools", str, description=LIST_HELP.format("pools")),
             OpenApiParameter("platforms", str, description=LIST_HELP.format("platforms")),
+            OpenApiParameter("all_pools", bool, description="Every pool, whatever `pools` says (OSMO's `--all`)."),
             OpenApiParameter("nodes", bool, description="Include per-node rows (default true)."),
         ],
         responses={200: OpenApiTypes.OBJECT, 400: ErrorSerializer, 404: ErrorSerializer},
@@ -61,6 +48,6 @@ class ResourceListView(APIView):
     )
     def get(self, request):
         _check_params(request)
-        report = capacity.capacity(_names(request, "pools"), _names(request, "platforms"))
-        with_nodes = request.query_params.get("nodes", "true").lower() not in ("0", "false", "no")
-        return Response(report.as_dict(with_nodes=with_nodes))
+        pools = [] if params.flag(request, "all_pools") else params.names(request, "pools")
+        report = capacity.capacity(pools, params.names(request, "platforms"))
+        return Response(osmo_resources.answer(report, with_nodes=params.flag(request, "nodes", default=True)))

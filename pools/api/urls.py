@@ -1,6 +1,6 @@
 from django.urls import path
 
-from pools.api import resources, views
+from pools.api import profile, resources, views
 
 urlpatterns = [
     path("configs/history", views.HistoryView.as_view(), name="config-history"),
@@ -10,4 +10,5 @@ urlpatterns = [
     path("configs/<str:config_type>/<str:name>", views.ConfigObjectView.as_view(), name="config-object"),
     path("pool", views.PoolListView.as_view(), name="pool-list"),
     path("resources", resources.ResourceListView.as_view(), name="resources"),
+    path("profile/settings", profile.ProfileSettingsView.as_view(), name="profile-settings"),
 ]

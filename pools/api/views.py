@@ -14,6 +14,7 @@ from configs.errors import ConfigError
 from configs.models import ConfigType
 from configs.revisions import Actor, check_type
 from configs.serializers import body_serializers
+from pools.api import params
 from pools.api import serializers as s
 from pools.services import pool_listing
 from portal.api import APIRefusal, ErrorSerializer
@@ -178,22 +179,36 @@ class RollbackView(ConfigAPIView):
         return Response(result.as_dict())
 
 
+POOL_LIST_PARAMETERS = [
+    OpenApiParameter("all_pools", bool, description="Every pool, not only yours."),
+    OpenApiParameter("pools", str, many=True, description="Only these pools (repeated, as OSMO's client sends)."),
+]
+
+
+def listed_pools(request) -> list[str] | None:
+    """The pools a pool list shows: those named in `?pools=` (unknown names left out, as OSMO); every pool
+    (None) with `?all_pools=true`; else the pools the caller may use (`access.policy.allowed_pools`)."""
+    named = params.names(request, "pools")
+    if named:
+        return named
+    if params.flag(request, "all_pools"):
+        return None
+    return sorted(policy.allowed_pools(request))
+
+
 class PoolListView(APIView):
     """`pool:List`; lists the pools the caller may use (`access.policy.allowed_pools`), every pool with
-    `?all_pools=true` (as OSMO)."""
+    `?all_pools=true` (as OSMO), the ones named with `?pools=a&pools=b`."""
 
     permission_classes = [PolicyPermission]
     policy_action = actions.POOL_LIST
 
     @extend_schema(
-        parameters=[OpenApiParameter("all_pools", bool, description="Every pool, not only yours.")],
+        parameters=POOL_LIST_PARAMETERS,
         responses={200: OpenApiTypes.OBJECT, **ERRORS},
         summary="Pools with their platforms and capacity (allocatable, used, free)",
     )
     def get(self, request):
-        if request.query_params.get("all_pools", "").lower() in ("1", "true", "yes"):
-            rows = pool_listing.pool_rows_with_capacity()
-        else:
-            names = policy.allowed_pools(request)
-            rows = pool_listing.pool_rows_with_capacity(sorted(names)) if names else []
+        names = listed_pools(request)
+        rows = pool_listing.pool_rows_with_capacity(names) if names is None or names else []
         return Response({"pools": {row["name"]: row for row in rows}})

@@ -9,6 +9,7 @@ from pools.models.config import (
     ResourceValidation,
 )
 from pools.models.inventory import NodeMembership, PoolCapacity, ResourceType
+from pools.models.profile import UserProfile
 
 __all__ = [
     "NodeMembership",
@@ -22,4 +23,5 @@ __all__ = [
     "PoolValidation",
     "ResourceType",
     "ResourceValidation",
+    "UserProfile",
 ]

@@ -29,6 +29,7 @@ NODE_COLUMNS = (
     "gpu_product",
     "ready",
     "unschedulable",
+    "taints",
     *(f"{c}_allocatable" for c in CAPACITY_COLUMNS.values()),
     *(f"{c}_used" for c in CAPACITY_COLUMNS.values()),
 )
@@ -69,7 +70,9 @@ class NodeFigures:
     allocatable: dict[str, int]
     used: dict[str, int]
     free: dict[str, int]
+    taints: list = field(default_factory=list)
     pools: dict[str, list[str]] = field(default_factory=dict)  # every pool/platform it serves
+    asked_pools: dict[str, list[str]] = field(default_factory=dict)  # those of the pools/platforms asked for
     pool_count: int = 0
 
     @property
@@ -143,6 +146,7 @@ def capacity(pools: list[str] | None = None, platforms: list[str] | None = None)
         node.pools.setdefault(pool, []).append(platform)
         if not in_scope(pool, platform):
             continue
+        node.asked_pools.setdefault(pool, []).append(platform)
         entry = report.pools[pool]
         entry["backend"] = backend
         entry["platforms"].setdefault(platform, Figures()).add(node)
@@ -173,12 +177,13 @@ def pool_totals(pool_ids: list[int]) -> dict[int, Figures]:
 
 
 def _node_figures(row: tuple) -> NodeFigures:
-    pk, name, backend, gpu_product, ready, unschedulable, *amounts = row
+    pk, name, backend, gpu_product, ready, unschedulable, taints, *amounts = row
     count = len(CAPACITY_COLUMNS)
     allocatable = dict(zip(CAPACITY_COLUMNS, amounts[:count], strict=True))
     used = dict(zip(CAPACITY_COLUMNS, amounts[count:], strict=True))
     free = {name_: max(0, allocatable[name_] - used[name_]) for name_ in CAPACITY_COLUMNS}
-    return NodeFigures(pk, name, backend, gpu_product, ready and not unschedulable, allocatable, used, free)
+    schedulable = ready and not unschedulable
+    return NodeFigures(pk, name, backend, gpu_product, schedulable, allocatable, used, free, taints or [])
 
 
 def _check_names(pools: list[str], platforms: list[str]) -> tuple[list[str], list[str]]:

@@ -1,0 +1,30 @@
+"""`GET /api/pool_quota` (OSMO's path; what `osmo pool list` prints): GPU quota and capacity per pool.
+
+Here, not in pools/api, because the quota usage is the running tasks' GPUs (`workflows.quota`); the answer's
+shape is `pools.services.pool_quota`. Which pools: as `GET /api/pool` (`pools.api.views.listed_pools`).
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import extend_schema
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from pools.api.views import ERRORS, POOL_LIST_PARAMETERS, PoolListView, listed_pools
+from pools.services.pool_quota import pool_quota
+from workflows.quota import running_gpus
+
+
+class PoolQuotaView(APIView):
+    permission_classes = PoolListView.permission_classes
+    policy_action = PoolListView.policy_action
+
+    @extend_schema(
+        parameters=POOL_LIST_PARAMETERS,
+        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        summary="GPU quota (limit, used, free) and capacity per pool, pools sharing nodes grouped in node sets",
+    )
+    def get(self, request):
+        names = listed_pools(request)
+        return Response(pool_quota(names, running_gpus(names)))
