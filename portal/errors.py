@@ -14,10 +14,12 @@ _PLAIN = (str, int, float, bool, type(None))
 class PortalError(Exception):
     """A bad input: `field` (a dotted path such as `tasks[0].image`), its `value` and the `reason`.
 
-    `status` and `code` are what the API answers with; `value_limit` bounds the value shown in messages."""
+    `status` and `code` are what the API answers with; `value_limit` bounds the value shown in messages.
+    `osmo_code` is OSMO's `error_code` for it (None: derived from the status, portal/error_responses.py)."""
 
     status = 400
     code = "invalid"
+    osmo_code: str | None = None
     value_limit: int | None = 120
 
     def __init__(self, reason: str, *, field: str = "", value: object = None, code: str | None = None) -> None:
