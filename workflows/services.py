@@ -310,9 +310,11 @@ def _name(project) -> str | None:
 def _priority(value: str) -> str:
     upper = str(value or Priority.NORMAL).upper()
     if upper not in Priority.values:
-        raise WorkflowInvalid(
+        refusal = WorkflowInvalid(
             f"unknown priority; expected one of {', '.join(Priority.values)}", field="priority", value=value
         )
+        refusal.osmo_code = "USAGE"  # a bad option, not a resource refusal
+        raise refusal
     return upper
 
 

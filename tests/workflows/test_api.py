@@ -84,7 +84,7 @@ def test_priority_is_stored_and_checked(pool, alice):
     assert Workflow.objects.get(workflow_id="low-1").priority == "LOW"
     refused = api(alice).post(f"{SUBMIT}?priority=URGENT", spec("urgent"), format="json")
     assert refused.status_code == 400
-    assert envelope(refused)["field"] == "priority"
+    assert envelope(refused)["field"] == "priority" and refused.json()["error_code"] == "USAGE"
 
 
 def test_submission_with_a_portal_token(pool, alice):
