@@ -68,6 +68,7 @@ def test_workflows_api_page_runs_as_written(demo_site):
     assert statuses["hello-4"] == statuses["hello-5"] == "CANCELLED"  # the two the page cancels, by their ids
     assert "workflow hello-5: CANCELLED" in out  # cancel used the id the submit printed
     assert "pod osmo-workflows/hello-5-say-hello created" in out  # and so did events
+    assert "echo hi from {{workflow_id}}" in out  # the templated spec's dry run printed it rendered
 
 
 def test_readme_api_example_runs_in_a_shell_without_the_environment_on_its_path(demo_site):

@@ -7,6 +7,7 @@ class WorkflowInvalid(DomainError):
     """The spec is valid YAML but a task cannot run on its platform (rules, gates, schema)."""
 
     code = "workflow_invalid"
+    osmo_code = "RESOURCE"  # OSMO's resource-validation refusal
 
     def __init__(self, reason: str, *, field: str = "", value: object = None, problems: list | None = None):
         super().__init__(reason, field=field, value=value)
@@ -20,6 +21,7 @@ class InvalidSpec(DomainError):
     """The submitted document is not a valid workflow spec (`field` is its path, e.g. `tasks[0].image`)."""
 
     code = "invalid_spec"
+    osmo_code = "USAGE"  # OSMO's OSMOUsageError: the spec or the submission's options are wrong
 
 
 class PoolNotFound(NotFound):

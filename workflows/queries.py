@@ -34,7 +34,9 @@ def get_workflow(workflow_id: str) -> Workflow:
     if not workflow_id or "\x00" in workflow_id:  # no id has one (PostgreSQL refuses NUL in text)
         raise missing(workflow_id)
     workflow = (
-        Workflow.objects.select_related("pool", "submitted_by", "project").filter(workflow_id=workflow_id).first()
+        Workflow.objects.select_related("pool__backend", "submitted_by", "project")
+        .filter(workflow_id=workflow_id)
+        .first()
     )
     if workflow is None:
         raise missing(workflow_id)
@@ -46,6 +48,7 @@ class WorkflowQuery:
     users: list[str] = field(default_factory=list)
     pools: list[str] = field(default_factory=list)
     statuses: list[str] = field(default_factory=list)
+    priority: list[str] = field(default_factory=list)
     name: str = ""
     submitted_after: datetime | None = None
     submitted_before: datetime | None = None
@@ -79,6 +82,8 @@ def list_workflows(who, query: WorkflowQuery) -> WorkflowPage:
         rows = rows.filter(pool__name__in=query.pools)
     if query.statuses:
         rows = rows.filter(status__in=[s.upper() for s in query.statuses])
+    if query.priority:
+        rows = rows.filter(priority__in=query.priority)
     if query.name:
         rows = rows.filter(name__icontains=query.name)
     if query.submitted_after:

@@ -14,6 +14,7 @@ import uuid
 from dataclasses import dataclass, field
 from datetime import timedelta
 
+import yaml
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, transaction
 
@@ -30,9 +31,11 @@ from portal.prepared import PreparedInsert, PreparedQuery
 from portal.safe_yaml import spec_limits
 from teams.services import charged_project
 from workflows import enqueue
-from workflows.errors import PoolInMaintenance, PoolNotFound, WorkflowInvalid
+from workflows.errors import InvalidSpec, PoolInMaintenance, PoolNotFound, WorkflowInvalid
 from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName
 from workflows.spec import SpecError, WorkflowSpec, effective_timeouts, parse_workflow, substitute_tokens
+from workflows.submit_options import with_options
+from workflows.templating import is_templated, render_spec
 
 CREATE = actions.WORKFLOW_CREATE
 MAINTENANCE_BYPASS = actions.POOL_MAINTENANCE  # only roles granting it (osmo-admin's *:*) submit during maintenance
@@ -48,6 +51,11 @@ class SubmitRequest:
     validation_only: bool = False
     source: str = "workflow.yaml"
     project: str = ""  # the project to charge; empty: the submitter's only project (teams.services)
+    # OSMO's submission options (docs/workflows-api.md): template values, extra environment, labels.
+    set_variables: list[str] = field(default_factory=list)
+    set_string_variables: list[str] = field(default_factory=list)
+    env_vars: list[str] = field(default_factory=list)
+    labels: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -65,16 +73,23 @@ class SubmitResult:
     tasks: list[dict] = field(default_factory=list)
     warnings: list[str] = field(default_factory=list)
     project: str | None = None
+    spec_name: str = ""
+    rendered: str | None = None  # dry run: the spec as it would be submitted (templates rendered), as YAML
 
     def as_dict(self) -> dict:
+        """The portal's answer, with OSMO's SubmitResponse keys (name, logs, spec; the view adds `overview`).
+        A dry run's `name` is the spec's name, as OSMO answers it (its `workflow_id` stays null)."""
         return {
-            "name": self.workflow_id,
+            "name": self.workflow_id or self.spec_name,
             "workflow_id": self.workflow_id,
             "status": self.status,
             "pool": self.pool,
             "project": self.project,
             "tasks": self.tasks,
             "warnings": self.warnings,
+            "spec": self.rendered,
+            "logs": "Workflow validation succeeded." if self.status == "VALID" else None,
+            "dashboard_url": None,
         }
 
 
@@ -82,9 +97,7 @@ def submit(request: SubmitRequest) -> SubmitResult:
     who = policy.principal(request.who)
     pool = _authorized_pool(request.pool, who)
     project = charged_project(who, request.project)
-    spec = parse_workflow(
-        request.spec, source=request.source, max_tasks=settings.WORKFLOW_MAX_TASKS, limits=spec_limits()
-    )
+    spec = _parse(request)
     document = _json_safe(spec.document)
     priority = _priority(request.priority)
     exec_timeout, queue_timeout, timeout_warnings = effective_timeouts(
@@ -96,7 +109,10 @@ def submit(request: SubmitRequest) -> SubmitResult:
         candidates = _placement_nodes({p.platform.pk for p in plan}) if request.dry_run else None
         tasks = [_dry_run_row(p, candidates) for p in plan]
         status = "DRY_RUN" if request.dry_run else "VALID"
-        return SubmitResult(None, status, pool.name, tasks, warnings + _plan_warnings(plan), _name(project))
+        rendered = yaml.safe_dump(document, sort_keys=False) if request.dry_run else None
+        return SubmitResult(
+            None, status, pool.name, tasks, warnings + _plan_warnings(plan), _name(project), spec.name, rendered
+        )
     with transaction.atomic():
         workflow_id = _next_id(spec.name)
         workflow_uuid = uuid.uuid4()
@@ -134,6 +150,28 @@ def submit(request: SubmitRequest) -> SubmitResult:
         workflow.warnings,
         _name(project),
     )
+
+
+def _parse(request: SubmitRequest) -> WorkflowSpec:
+    """The spec, rendered first when it is a template (OSMO's `default-values` and `--set`), then with the
+    submission's extra environment and labels (`--set-env`, `--label`) merged in and checked again."""
+    text = request.spec
+    if isinstance(text, str) and is_templated(text, request.set_variables, request.set_string_variables):
+        limits = spec_limits()
+        text = render_spec(
+            text,
+            request.set_variables,
+            request.set_string_variables,
+            max_chars=settings.WORKFLOW_SPEC_MAX_BYTES,
+            limits=limits,
+        )
+    elif request.set_variables or request.set_string_variables:
+        raise InvalidSpec("values can only be set for a spec sent as text", field="set_variables")
+    spec = parse_workflow(text, source=request.source, max_tasks=settings.WORKFLOW_MAX_TASKS, limits=spec_limits())
+    if not request.env_vars and not request.labels:
+        return spec
+    document = with_options(spec.document, request.env_vars, request.labels)
+    return parse_workflow(document, source=request.source, max_tasks=settings.WORKFLOW_MAX_TASKS)
 
 
 def resolve_retry(workflow: Workflow, task: Task, retry_id: int) -> dict:
@@ -272,9 +310,11 @@ def _name(project) -> str | None:
 def _priority(value: str) -> str:
     upper = str(value or Priority.NORMAL).upper()
     if upper not in Priority.values:
-        raise WorkflowInvalid(
+        refusal = WorkflowInvalid(
             f"unknown priority; expected one of {', '.join(Priority.values)}", field="priority", value=value
         )
+        refusal.osmo_code = "USAGE"  # a bad option, not a resource refusal
+        raise refusal
     return upper
 
 

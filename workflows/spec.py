@@ -265,7 +265,7 @@ class _Parser:
         _check_keys(document, _TOP_FIELDS, "", hint=_top_hint(document))
         self.version(document)
         if "default-values" in document:
-            self.warn("default-values ignored: Jinja templating of specs is not supported; {{...}} stays literal text")
+            self.warn("default-values ignored: only a spec sent as text is rendered; {{...}} stays literal text")
         workflow = document.get("workflow")
         if not isinstance(workflow, Mapping):
             _fail("is required: a mapping with name, resources and tasks or groups", "workflow", workflow)

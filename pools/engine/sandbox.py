@@ -42,6 +42,7 @@ __all__ = [
     "SandboxError",
     "UndefinedVariableError",
     "compile_string",
+    "compile_template",
     "has_template_syntax",
     "render_string",
     "render_context",
@@ -323,6 +324,11 @@ def has_template_syntax(text: str) -> bool:
 @functools.lru_cache(maxsize=8192)
 def compile_string(source: str) -> CompiledString:
     """Compile (and cache by content) one template string. Raises SandboxError without a field."""
+    return compile_template(source)
+
+
+def compile_template(source: str) -> CompiledString:
+    """`compile_string` without the cache: for large one-off texts (a whole workflow spec)."""
     if not has_template_syntax(source):
         return CompiledString(source, frozenset())
     bare = _BARE.fullmatch(source)
@@ -358,15 +364,16 @@ def render_context(values: Mapping[str, object]) -> dict:
     return {**_GLOBALS, **values}
 
 
-def render_string(compiled: CompiledString, context: Mapping[str, object]) -> str:
-    """Render to text (a bare `{{ NAME }}` gives str(value), like Jinja). Raises SandboxError without a field."""
+def render_string(compiled: CompiledString, context: Mapping[str, object], max_chars: int = MAX_OUTPUT_CHARS) -> str:
+    """Render to text (a bare `{{ NAME }}` gives str(value), like Jinja), at most `max_chars` long.
+    Raises SandboxError without a field."""
     if compiled.template is None:
         if compiled.bare is None:
             return compiled.source
         return str(_lookup(compiled, context))
     work = _work.set(_RenderBudget())
     try:
-        return _stream(compiled, context)
+        return _stream(compiled, context, max_chars)
     except EngineError:
         raise
     except BudgetExceeded as error:
@@ -383,13 +390,13 @@ def render_string(compiled: CompiledString, context: Mapping[str, object]) -> st
         _work.reset(work)
 
 
-def _stream(compiled: CompiledString, context: Mapping[str, object]) -> str:
+def _stream(compiled: CompiledString, context: Mapping[str, object], max_chars: int) -> str:
     ctx = compiled.template.new_context(context if isinstance(context, dict) else dict(context), shared=True)
     parts, size = [], 0
     for chunk in compiled.template.root_render_func(ctx):
         size += len(chunk)
-        if size > MAX_OUTPUT_CHARS:
-            raise SandboxError(f"rendered text longer than {MAX_OUTPUT_CHARS} characters", value=compiled.source)
+        if size > max_chars:
+            raise SandboxError(f"rendered text longer than {max_chars} characters", value=compiled.source)
         parts.append(chunk)
     return "".join(parts)
 

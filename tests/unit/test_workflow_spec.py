@@ -144,7 +144,7 @@ def test_pool_backend_and_default_values_are_ignored_with_warnings():
     document = spec(pool="other-pool", backend="cluster-b")
     document["default-values"] = {"x": 1}
     assert parse_workflow(document).warnings == [
-        "default-values ignored: Jinja templating of specs is not supported; {{...}} stays literal text",
+        "default-values ignored: only a spec sent as text is rendered; {{...}} stays literal text",
         "pool ignored: the pool in the submission URL decides",
         "backend ignored: the pool in the submission URL decides",
     ]

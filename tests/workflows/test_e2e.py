@@ -79,7 +79,7 @@ def test_cancel_deletes_the_pods(redis_worker, watcher, kube_server, pool, alice
     workflow = submit(alice, spec("long", tasks=2, platform="forever"))
     drain_until(watcher, lambda: status_of(workflow) == "RUNNING", timeout=20)
     response = api(alice).post(f"/api/workflow/{workflow.workflow_id}/cancel", {"message": "enough"}, format="json")
-    assert response.status_code == 200 and response.json()["status"] == "CANCELLED"
+    assert response.status_code == 200 and response.json()["status"] == "FAILED_CANCELED"
     wait_until(lambda: not our_pods(kube_server))
     assert set(workflow.tasks.values_list("status", flat=True)) == {"CANCELLED"}
     again = api(alice).post(f"/api/workflow/{workflow.workflow_id}/cancel", {}, format="json")

@@ -6,11 +6,13 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.api import MAX_INT
+from workflows.api import osmo
 from workflows.models import Priority, TaskStatus, WorkflowStatus
 
 # Named in SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]: two `status` fields, two schema enums.
 WORKFLOW_STATUSES = WorkflowStatus.values
 TASK_STATUSES = TaskStatus.values
+OSMO_STATUSES = [osmo.workflow_status(status) for status in WorkflowStatus.values]
 
 
 @extend_schema_field({"type": "array", "items": {"type": "string"}})
@@ -33,6 +35,32 @@ class NamesField(serializers.Field):
         return value
 
 
+@extend_schema_field({"type": "array", "items": {"type": "string"}})
+class RepeatedField(NamesField):
+    """Repeated query parameters taken whole (`env_vars=A=1,2&env_vars=B=3`): values may hold commas."""
+
+    def to_internal_value(self, data):
+        items = data if isinstance(data, list) else [data]
+        if not all(isinstance(item, str) and "\x00" not in item for item in items):
+            raise serializers.ValidationError("must be a list of text values")
+        return items
+
+
+@extend_schema_field({"type": "string", "format": "date-time", "example": "2025-05-01T12:34:56.123456"})
+class OsmoTimeField(serializers.DateTimeField):
+    """OSMO's time format: naive UTC ISO 8601, which its CLI parses (workflows/api/osmo.py)."""
+
+    def to_representation(self, value):
+        return osmo.osmo_time(value)
+
+
+class OsmoStatusField(serializers.ChoiceField):
+    """A workflow status by OSMO's name (the portal's CANCELLED is OSMO's FAILED_CANCELED)."""
+
+    def to_representation(self, value):
+        return osmo.workflow_status(value)
+
+
 class SubmitQuerySerializer(serializers.Serializer):
     dry_run = serializers.BooleanField(
         default=False,
@@ -49,6 +77,11 @@ class SubmitQuerySerializer(serializers.Serializer):
             "400 project_required, listing them, if you belong to several."
         ),
     )
+    env_vars = RepeatedField(required=False, help_text="KEY=VALUE, added to every task's environment (OSMO).")
+    label = RepeatedField(required=False, help_text="KEY=VALUE, over the spec's labels (OSMO).")
+    workflow_id = serializers.CharField(
+        required=False, max_length=80, help_text="Submit again the spec of this workflow (no body then)."
+    )
 
 
 class SubmitBodySerializer(serializers.Serializer):
@@ -57,6 +90,24 @@ class SubmitBodySerializer(serializers.Serializer):
             "The workflow spec (OSMO v2) as YAML or JSON text. The body may also be the spec document itself "
             "(JSON), raw YAML (Content-Type: application/yaml or text/plain), or a multipart upload named file."
         )
+    )
+    set_variables = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="NAME=VALUE for the template (int, float or text)."
+    )
+    set_string_variables = serializers.ListField(
+        child=serializers.CharField(), required=False, help_text="NAME=VALUE for the template, always text."
+    )
+    uploaded_templated_spec = serializers.CharField(
+        required=False, allow_null=True, help_text="OSMO's copy of the template before rendering: accepted, not kept."
+    )
+
+
+class TemplateValuesSerializer(serializers.Serializer):
+    """The template values of OSMO's TemplateSpec body (`file` is read by the view's spec_of)."""
+
+    set_variables = serializers.ListField(child=serializers.CharField(max_length=10_000), default=list, max_length=1000)
+    set_string_variables = serializers.ListField(
+        child=serializers.CharField(max_length=10_000, allow_blank=True), default=list, max_length=1000
     )
 
 
@@ -74,8 +125,12 @@ class SubmittedTaskSerializer(serializers.Serializer):
 
 
 class SubmitResultSerializer(serializers.Serializer):
-    name = serializers.CharField(allow_null=True, help_text="The workflow id (null for a dry run).")
-    workflow_id = serializers.CharField(allow_null=True)
+    name = serializers.CharField(help_text="The workflow id (a dry run: the spec's workflow name).")
+    workflow_id = serializers.CharField(allow_null=True, help_text="null when nothing was stored.")
+    overview = serializers.CharField(allow_null=True, help_text="The workflow's page (null when nothing was stored).")
+    spec = serializers.CharField(allow_null=True, help_text="Dry run: the spec as submitted, templates rendered.")
+    logs = serializers.CharField(allow_null=True, help_text="validation_only: 'Workflow validation succeeded.'")
+    dashboard_url = serializers.CharField(allow_null=True, help_text="Always null (OSMO's cluster dashboard).")
     status = serializers.CharField(help_text="PENDING, or DRY_RUN / VALID when nothing was stored.")
     pool = serializers.CharField()
     project = serializers.CharField(allow_null=True, help_text="The project charged (null: none).")
@@ -89,36 +144,84 @@ class ListQuerySerializer(serializers.Serializer):
     pools = NamesField(required=False)
     statuses = NamesField(required=False, help_text=", ".join(WorkflowStatus.values))
     name = serializers.CharField(required=False, allow_blank=True, help_text="Part of the workflow name.")
-    submitted_after = serializers.DateTimeField(required=False)
+    priority = NamesField(required=False, help_text="HIGH, NORMAL, LOW.")
+    submitted_after = serializers.DateTimeField(required=False, help_text="Naive times are UTC.")
     submitted_before = serializers.DateTimeField(required=False)
     offset = serializers.IntegerField(min_value=0, max_value=MAX_INT, default=0)
     limit = serializers.IntegerField(min_value=1, max_value=1000, default=20)
-    order = serializers.ChoiceField(choices=["asc", "desc"], default="desc")
+    order = serializers.CharField(default="desc", help_text="desc (newest first) or asc; any case (OSMO sends DESC).")
+    all_pools = serializers.BooleanField(default=False, help_text="OSMO's CLI sends it without --pool: no filter.")
+    tags = NamesField(required=False, help_text="Not supported: 400.")
+    app = serializers.CharField(required=False, help_text="Not supported: 400.")
+    label = RepeatedField(required=False, help_text="Not supported: 400.")
+    no_label = RepeatedField(required=False, help_text="Not supported: 400.")
 
     def validate_statuses(self, value):
-        unknown = [status for status in value if status.upper() not in WorkflowStatus.values]
+        known = set(WorkflowStatus.values) | set(osmo.OSMO_WORKFLOW_STATUSES)
+        unknown = [status for status in value if status.upper() not in known]
         if unknown:
             raise serializers.ValidationError(
-                f"unknown status {unknown[0]!r}; expected one of {', '.join(WorkflowStatus.values)}"
+                f"unknown status {unknown[0]!r}; expected one of {', '.join(sorted(known))}"
             )
-        return value
+        return osmo.stored_statuses(value)
+
+    def validate_priority(self, value):
+        unknown = [p for p in value if p.upper() not in Priority.values]
+        if unknown:
+            raise serializers.ValidationError(f"unknown priority {unknown[0]!r}; expected one of HIGH, NORMAL, LOW")
+        return [p.upper() for p in value]
+
+    def validate_order(self, value):
+        if value.lower() not in ("asc", "desc"):
+            raise serializers.ValidationError("must be asc or desc")
+        return value.lower()
+
+    def validate(self, attrs):
+        for unsupported in ("tags", "app", "label", "no_label"):
+            if attrs.pop(unsupported, None):
+                raise serializers.ValidationError({unsupported: "the portal has no workflow filter by " + unsupported})
+        attrs.pop("all_pools", None)
+        return attrs
 
 
 class WorkflowSummarySerializer(serializers.Serializer):
+    """OSMO's list entry (`user`, `name`, `submit_time`, `status`, `priority`, `labels`, `overview`, …) with the
+    portal's fields. Times are OSMO's (naive UTC); statuses OSMO's names."""
+
     name = serializers.CharField(source="workflow_id")
     workflow_id = serializers.CharField()
     uuid = serializers.UUIDField()
+    workflow_uuid = serializers.SerializerMethodField(help_text="OSMO's spelling: hex, no dashes.")
     pool = serializers.CharField(source="pool.name")
     project = serializers.CharField(
         source="project.name", allow_null=True, default=None, help_text="The project it is charged to (null: none)."
     )
+    user = serializers.CharField(source="submitted_by.username", help_text="OSMO's name for the submitter.")
     submitted_by = serializers.CharField(source="submitted_by.username")
     priority = serializers.ChoiceField(choices=Priority.values)
-    status = serializers.ChoiceField(choices=WORKFLOW_STATUSES)
+    status = OsmoStatusField(choices=OSMO_STATUSES)
+    labels = serializers.JSONField()
     task_count = serializers.IntegerField(required=False)
-    submit_time = serializers.DateTimeField(source="created_at")
-    start_time = serializers.DateTimeField(source="started_at", allow_null=True)
-    end_time = serializers.DateTimeField(source="finished_at", allow_null=True)
+    submit_time = OsmoTimeField(source="created_at")
+    start_time = OsmoTimeField(source="started_at", allow_null=True)
+    end_time = OsmoTimeField(source="finished_at", allow_null=True)
+    queued_time = serializers.SerializerMethodField(help_text="Seconds from submission to start (or now).")
+    duration = serializers.SerializerMethodField(help_text="Seconds from start to end (or now); null if not started.")
+    overview = serializers.SerializerMethodField(help_text="The workflow's page.")
+    dashboard_url = serializers.ReadOnlyField(default=None, help_text="Always null.")
+    grafana_url = serializers.ReadOnlyField(default=None, help_text="Always null.")
+
+    def get_workflow_uuid(self, workflow) -> str:
+        return workflow.uuid.hex
+
+    def get_queued_time(self, workflow) -> float:
+        return osmo.seconds_between(workflow.created_at, workflow.started_at)
+
+    def get_duration(self, workflow) -> float | None:
+        return osmo.seconds_between(workflow.started_at, workflow.finished_at)
+
+    def get_overview(self, workflow) -> str:
+        return osmo.overview_url(self.context.get("request"), workflow.workflow_id)
 
 
 class WorkflowListSerializer(serializers.Serializer):
@@ -141,19 +244,40 @@ class TaskSerializer(serializers.Serializer):
     exit_code = serializers.IntegerField(allow_null=True)
     error = serializers.CharField(allow_blank=True, help_text="Why it failed, or why it is not running yet.")
     exit_actions = serializers.JSONField()
-    submit_time = serializers.DateTimeField(source="created_at")
-    pod_created_time = serializers.DateTimeField(source="pod_created_at", allow_null=True)
-    start_time = serializers.DateTimeField(source="started_at", allow_null=True)
-    end_time = serializers.DateTimeField(source="finished_at", allow_null=True)
+    submit_time = OsmoTimeField(source="created_at")
+    pod_created_time = OsmoTimeField(source="pod_created_at", allow_null=True)
+    start_time = OsmoTimeField(source="started_at", allow_null=True)
+    end_time = OsmoTimeField(source="finished_at", allow_null=True)
 
 
 class WorkflowDetailSerializer(WorkflowSummarySerializer):
-    labels = serializers.JSONField()
+    """OSMO's workflow query answer (`groups` of `tasks`, `submitted_by`, `overview`, `spec` and `events` links,
+    timeouts in seconds) with the portal's (`tasks`, flat, with the portal's task statuses)."""
+
     exec_timeout_seconds = serializers.IntegerField(allow_null=True)
     queue_timeout_seconds = serializers.IntegerField(allow_null=True)
+    exec_timeout = serializers.IntegerField(source="exec_timeout_seconds", allow_null=True, help_text="Seconds.")
+    queue_timeout = serializers.IntegerField(source="queue_timeout_seconds", allow_null=True, help_text="Seconds.")
     warnings = serializers.ListField(child=serializers.CharField())
     error = serializers.CharField(allow_blank=True)
+    failure_message = serializers.CharField(source="error", allow_blank=True)
+    backend = serializers.CharField(source="pool.backend.name", default=None)
+    spec = serializers.SerializerMethodField(help_text="Link to the spec as submitted.")
+    events = serializers.SerializerMethodField(help_text="Link to the events.")
+    cancelled_by = serializers.ReadOnlyField(default=None, help_text="Not kept: see the CANCELLED event.")
+    tags = serializers.ReadOnlyField(default=list, help_text="Always empty: the portal has no tags.")
+    groups = serializers.SerializerMethodField(help_text="OSMO's shape: the tasks by group, OSMO's statuses.")
     tasks = TaskSerializer(many=True, source="task_rows")
+
+    def get_spec(self, workflow) -> str:
+        return osmo.api_url(self.context.get("request"), workflow.workflow_id, "spec")
+
+    def get_events(self, workflow) -> str:
+        return osmo.api_url(self.context.get("request"), workflow.workflow_id, "events")
+
+    @extend_schema_field({"type": "array", "items": {"type": "object"}})
+    def get_groups(self, workflow) -> list:
+        return osmo.groups(workflow.task_rows)
 
 
 class EventSerializer(serializers.Serializer):

@@ -31,6 +31,7 @@ from portal.api import APIRefusal, ErrorSerializer
 from portal.parsers import FormParser, JSONParser, MultiPartParser, TextParser
 from portal.safe_yaml import Limits, SafeYAMLError, spec_limits
 from workflows import queries
+from workflows.api import osmo
 from workflows.api import serializers as s
 from workflows.errors import InvalidSpec, PoolNotFound
 from workflows.lifecycle.cancel import cancel
@@ -188,7 +189,7 @@ class SubmitView(APIView):
     )
     def post(self, request, pool):
         options = _query(s.SubmitQuerySerializer, request)
-        spec, source = spec_of(request)
+        spec, source, values = _submitted(request, options.get("workflow_id"))
         try:
             result = submit(
                 SubmitRequest(
@@ -200,13 +201,43 @@ class SubmitView(APIView):
                     dry_run=options["dry_run"],
                     validation_only=options["validation_only"],
                     source=source,
+                    set_variables=values["set_variables"],
+                    set_string_variables=values["set_string_variables"],
+                    env_vars=options.get("env_vars", []),
+                    labels=options.get("label", []),
                 )
             )
         except SpecError as error:
             raise InvalidSpec(error.reason, field=error.field, value=error.value) from None
         except RecursionError:
             raise InvalidSpec("the spec is nested too deeply") from None
-        return Response(result.as_dict())
+        answer = result.as_dict()
+        answer["overview"] = osmo.overview_url(request, result.workflow_id) if result.workflow_id else None
+        return Response(answer)
+
+
+def _submitted(request, workflow_id: str | None) -> tuple[str | dict, str, dict]:
+    """(the spec, a name for messages, OSMO's template values) from the body, or, with `workflow_id` (OSMO's
+    `osmo workflow submit <workflow id>`), the stored spec of that workflow, which must be visible."""
+    if workflow_id is not None:
+        if _has_body(request):
+            raise InvalidSpec("Either file contents or workflow ID can be provided, but not both.", field="workflow_id")
+        workflow = queries.visible_workflow(request, workflow_id)
+        return workflow.spec, f"{workflow.workflow_id} (stored spec)", {"set_variables": [], "set_string_variables": []}
+    spec, source = spec_of(request)
+    data = request.data if isinstance(request.data, dict) else {}
+    values = s.TemplateValuesSerializer(
+        data={k: data[k] for k in ("set_variables", "set_string_variables") if k in data}
+    )
+    values.is_valid(raise_exception=True)
+    return spec, source, values.validated_data
+
+
+def _has_body(request) -> bool:
+    try:
+        return bool(request.data)
+    except exceptions.ParseError:
+        return True
 
 
 class WorkflowListView(APIView):
@@ -225,7 +256,7 @@ class WorkflowListView(APIView):
     def get(self, request):
         options = _query(s.ListQuerySerializer, request)
         page = queries.list_workflows(request, queries.WorkflowQuery(**options))
-        return Response(s.WorkflowListSerializer(page).data)
+        return Response(s.WorkflowListSerializer(page, context={"request": request}).data)
 
 
 class WorkflowView(APIView):
@@ -242,10 +273,11 @@ class WorkflowView(APIView):
         ),
     )
     def get(self, request, workflow_id):
+        # OSMO's `verbose` (every retry of each task) changes nothing: a task keeps only its latest attempt.
         workflow = queries.visible_workflow(request, workflow_id)
         workflow.task_rows = list(queries.tasks_of(workflow))
         workflow.task_count = len(workflow.task_rows)
-        return Response(s.WorkflowDetailSerializer(workflow).data)
+        return Response(s.WorkflowDetailSerializer(workflow, context={"request": request}).data)
 
 
 class WorkflowSpecView(APIView):
@@ -312,4 +344,4 @@ class WorkflowCancelView(APIView):
         )
         workflow.task_rows = list(queries.tasks_of(workflow))
         workflow.task_count = len(workflow.task_rows)
-        return Response(s.WorkflowDetailSerializer(workflow).data)
+        return Response(s.WorkflowDetailSerializer(workflow, context={"request": request}).data)
