@@ -4,6 +4,7 @@ from access.api import user_views, views
 
 urlpatterns = [
     path("auth/login", views.LoginInfoView.as_view(), name="login-info"),
+    path("auth/jwt/access_token", views.JWTExchangeView.as_view(), name="jwt-exchange"),
     path("auth/access_token", views.TokenCollectionView.as_view(), name="token-collection"),
     path("auth/access_token/<str:name>", views.TokenObjectView.as_view(), name="token-object"),
     path("auth/user/<str:user_id>/access_token", views.UserTokenCollectionView.as_view(), name="user-tokens"),

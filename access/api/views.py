@@ -20,7 +20,7 @@ from access import actions, policy
 from access.api import serializers as s
 from access.api.permissions import PolicyPermission
 from access.oidc.cli_login import login_info
-from access.services import tokens, users
+from access.services import jwt_tokens, tokens, users
 from configs.revisions import Actor
 from portal.api import ErrorSerializer
 
@@ -118,3 +118,24 @@ class UserTokenCollectionView(UserTokenAPIView, TokenCollectionView):
 
 class UserTokenObjectView(UserTokenAPIView, TokenObjectView):
     pass
+
+
+class JWTExchangeView(APIView):
+    """`osmo login URL --method token` and every later refresh: an API token in, a short-lived JWT out.
+    OSMO's client POSTs `{"token": ...}`; OSMO's older servers took `GET ?access_token=...`: both work."""
+
+    authentication_classes: list = []  # the API token in the body is the credential
+    permission_classes: list = []
+
+    @extend_schema(
+        request=s.JWTExchangeSerializer,
+        responses={200: s.JWTSerializer, **ERRORS},
+        summary="Exchange an API token for a short-lived JWT",
+    )
+    def post(self, request):
+        body = request.data if hasattr(request.data, "get") else {}
+        return Response(jwt_tokens.exchange(body.get("token")))
+
+    @extend_schema(responses={200: s.JWTSerializer, **ERRORS}, summary="The same, OSMO's older spelling")
+    def get(self, request):
+        return Response(jwt_tokens.exchange(request.query_params.get("access_token")))
