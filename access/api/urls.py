@@ -1,4 +1,5 @@
 from django.urls import path
+from drf_spectacular.utils import extend_schema
 
 from access.api import user_views, views
 
@@ -11,15 +12,17 @@ urlpatterns = [
     path("auth/user/<str:user_id>/access_token/<str:name>", views.UserTokenObjectView.as_view(), name="user-token"),
 ]
 
-# OSMO's user API: `api/auth/user…` (OSMO 6.4's CLI) and `api/auth/users…` (later CLIs), same views.
-for _prefix in ("user", "users"):
+# OSMO's user API: `api/auth/user…` (OSMO 6.4's CLI) and `api/auth/users…` (later CLIs), the same views; the
+# second spelling is left out of the OpenAPI schema (one documented operation each).
+USER_VIEWS = {
+    "": user_views.UserCollectionView,
+    "/<str:user_id>": user_views.UserObjectView,
+    "/<str:user_id>/roles": user_views.UserRolesView,
+    "/<str:user_id>/roles/<str:role_name>": user_views.UserRoleObjectView,
+}
+for _suffix, _view in USER_VIEWS.items():
+    _alias = extend_schema(exclude=True)(type(f"Plural{_view.__name__}", (_view,), {}))
     urlpatterns += [
-        path(f"auth/{_prefix}", user_views.UserCollectionView.as_view(), name=f"{_prefix}-collection"),
-        path(f"auth/{_prefix}/<str:user_id>", user_views.UserObjectView.as_view(), name=f"{_prefix}-object"),
-        path(f"auth/{_prefix}/<str:user_id>/roles", user_views.UserRolesView.as_view(), name=f"{_prefix}-roles"),
-        path(
-            f"auth/{_prefix}/<str:user_id>/roles/<str:role_name>",
-            user_views.UserRoleObjectView.as_view(),
-            name=f"{_prefix}-role",
-        ),
+        path(f"auth/user{_suffix}", _view.as_view()),
+        path(f"auth/users{_suffix}", _alias.as_view()),
     ]

@@ -69,6 +69,7 @@ class UserCollectionView(UserAPIView):
         ],
         responses={200: OpenApiTypes.OBJECT, **ERRORS},
         summary="Users (OSMO's UserListResponse)",
+        operation_id="auth_user_list",
     )
     def get(self, request, **kwargs):
         query = ListQuery(data=request.query_params.dict())
