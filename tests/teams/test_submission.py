@@ -50,6 +50,9 @@ def test_several_projects_need_a_choice(pool, alice, vision, speech):
         "value": None,
         "choices": ["speech", "vision"],
         "reason": "you belong to several projects (speech, vision); name the one to charge with project=<name>",
+        "error_code": "USER",
+        "message": "project: you belong to several projects (speech, vision); "
+        "name the one to charge with project=<name>",
     }
     assert not Workflow.objects.filter(name="which").exists()
     chosen = submit(alice, "which", "?project=speech")
