@@ -60,6 +60,7 @@ class APIToken(models.Model):
 
     user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="api_tokens")
     name = models.CharField(max_length=128)
+    description = models.TextField(blank=True, default="")
     token_hash = models.CharField(max_length=64, unique=True)  # sha256 hex of the secret
     prefix = models.CharField(max_length=16)  # first characters, to recognise a token in lists
     roles = models.ManyToManyField(Role, blank=True, related_name="tokens")

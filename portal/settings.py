@@ -148,6 +148,7 @@ OIDC_STORE_ID_TOKEN = True  # for id_token_hint at logout
 OIDC_TOKEN_USE_BASIC_AUTH = env_bool("OIDC_TOKEN_USE_BASIC_AUTH", False)  # client_secret_basic, else _post
 OIDC_TIMEOUT = env_int("OIDC_TIMEOUT", 10)
 OIDC_BEARER_AUDIENCES = env_list("OIDC_BEARER_AUDIENCES", [])  # more clients whose tokens the API accepts
+OIDC_CLI_CLIENT_ID = env_str("OIDC_CLI_CLIENT_ID", "")  # the osmo CLI's public client (GET /api/auth/login)
 OIDC_LOGIN_REDIRECT_URL = env_str("OIDC_LOGIN_REDIRECT_URL", "")  # after sign-in without ?next=; default: home
 AUTHENTICATION_BACKENDS = [
     "access.oidc.backend.PortalOIDCBackend",  # inert while OIDC_ISSUER is unset

@@ -1,4 +1,4 @@
-"""Request and response shapes of the token API (`/api/auth/access_token[/NAME]`)."""
+"""Request and response shapes of the token API (`/api/auth/access_token…`, `/api/auth/user/USER/access_token…`)."""
 
 from __future__ import annotations
 
@@ -31,16 +31,14 @@ class TokenCreateSerializer(serializers.Serializer):
         ),
     )
     roles = RolesField(required=False, allow_null=True, help_text="Subset of your roles; default: all of them.")
-
-
-class NewTokenSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    token = serializers.CharField(help_text="The secret. Shown once; send it as `Authorization: Bearer <token>`.")
-    expires = serializers.DateTimeField()
-    roles = serializers.ListField(child=serializers.CharField())
+    description = serializers.CharField(required=False, allow_blank=True, allow_null=True, max_length=1000)
 
 
 class TokenSerializer(serializers.Serializer):
+    user_name = serializers.CharField(help_text="OSMO: the owner")
+    token_name = serializers.CharField(help_text="OSMO: the token's name (= name)")
+    description = serializers.CharField()
+    expires_at = serializers.DateTimeField(help_text="OSMO: when it stops working (its revocation, if revoked)")
     name = serializers.CharField()
     prefix = serializers.CharField()
     roles = serializers.ListField(child=serializers.CharField())

@@ -34,5 +34,11 @@ def allowed_algorithms() -> list[str]:
     return [alg for alg in algs if alg[:2] in ("RS", "PS", "ES")]
 
 
+def cli_client_id() -> str:
+    """The public client the `osmo` CLI signs in with (device code, password): OIDC_CLI_CLIENT_ID, else the
+    portal's own client."""
+    return setting("OIDC_CLI_CLIENT_ID", "") or client_id()
+
+
 def bearer_audiences() -> set[str]:
-    return {client_id(), *setting("OIDC_BEARER_AUDIENCES", [])} - {""}
+    return {client_id(), cli_client_id(), *setting("OIDC_BEARER_AUDIENCES", [])} - {""}

@@ -49,6 +49,7 @@ class ProviderMetadata:
     jwks_uri: str
     userinfo_endpoint: str = ""
     end_session_endpoint: str = ""
+    device_authorization_endpoint: str = ""  # RFC 8628; what `osmo login` (device code) starts at
 
 
 @dataclass
@@ -103,6 +104,7 @@ def provider_metadata() -> ProviderMetadata:
             jwks_uri=doc["jwks_uri"],
             userinfo_endpoint=doc.get("userinfo_endpoint") or "",
             end_session_endpoint=doc.get("end_session_endpoint") or "",
+            device_authorization_endpoint=doc.get("device_authorization_endpoint") or "",
         )
     except KeyError as exc:
         raise OIDCError(f"discovery document of {issuer} lacks {exc}", code="unavailable") from exc

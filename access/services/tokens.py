@@ -90,7 +90,14 @@ def parse_expiry(value: object, now: datetime | None = None) -> datetime:
 
 
 def create(
-    owner, name: str, *, roles: list[str] | None = None, expires: object = None, issuer=None, actor: Actor | None = None
+    owner,
+    name: str,
+    *,
+    roles: list[str] | None = None,
+    expires: object = None,
+    description: str = "",
+    issuer=None,
+    actor: Actor | None = None,
 ) -> NewToken:
     """Create a token for `owner`. `roles` must be held by `issuer` (the principal asking: the owner's
     session, or a token of the owner, whose own subset then bounds the new one); None = all of them."""
@@ -120,7 +127,12 @@ def create(
         try:
             with transaction.atomic():
                 token = APIToken.objects.create(
-                    user=owner, name=name, token_hash=digest(secret), prefix=secret[:10], expires_at=expires_at
+                    user=owner,
+                    name=name,
+                    description=description or "",
+                    token_hash=digest(secret),
+                    prefix=secret[:10],
+                    expires_at=expires_at,
                 )
         except IntegrityError:
             raise Conflict(
@@ -137,12 +149,12 @@ def create(
 
 
 def tokens_of(owner) -> list[APIToken]:
-    return list(APIToken.objects.filter(user=owner).prefetch_related("roles").order_by("name"))
+    return list(APIToken.objects.filter(user=owner).select_related("user").prefetch_related("roles").order_by("name"))
 
 
 def get(owner, name: str) -> APIToken:
     try:
-        return APIToken.objects.prefetch_related("roles").get(user=owner, name=name)
+        return APIToken.objects.select_related("user").prefetch_related("roles").get(user=owner, name=name)
     except APIToken.DoesNotExist:
         raise NotFound(f"{owner.get_username()} has no token named {name!r}", field="name", value=name) from None
 
@@ -166,7 +178,14 @@ def status(token: APIToken, now: datetime | None = None) -> str:
 
 
 def describe(token: APIToken) -> dict:
+    """The portal's fields, and OSMO's (`user_name`, `token_name`, `expires_at`, `description`): OSMO's
+    `expires_at` is when the token stops working, so a revoked token reports its revocation time there."""
+    ends = min(token.expires_at, token.revoked_at) if token.revoked_at else token.expires_at
     return {
+        "user_name": token.user.get_username(),
+        "token_name": token.name,
+        "description": token.description,
+        "expires_at": ends.isoformat(),
         "name": token.name,
         "prefix": token.prefix,
         "roles": sorted(r.name for r in token.roles.all()),

@@ -102,9 +102,15 @@ API_MATRIX = [
     ("get", "/api/pool", None, [401, 403, 200, 200, 403, 200, 200]),
     ("get", "/api/pool?all_pools=true", None, [401, 403, 200, 200, 403, 200, 200]),
     ("get", "/api/auth/access_token", None, [401, 403, 200, 200, 403, 200, 200]),
-    ("post", "/api/auth/access_token/new-token", None, [401, 403, 201, 201, 403, 201, 201]),
+    ("post", "/api/auth/access_token/new-token", None, [401, 403, 200, 200, 403, 200, 200]),
     ("get", "/api/auth/access_token/ghost", None, [401, 403, 404, 404, 403, 404, 404]),
     ("delete", "/api/auth/access_token/ghost", None, [401, 403, 404, 404, 403, 404, 404]),
+    ("get", "/api/auth/user", None, [401, 403, 403, 403, 403, 200, 403]),
+    ("get", "/api/auth/users/matrix-team", None, [401, 403, 403, 403, 403, 200, 403]),
+    ("post", "/api/auth/user", {"id": "matrix-new"}, [401, 403, 403, 403, 403, 200, 403]),
+    ("post", "/api/auth/user/matrix-team/roles", {"role_name": "osmo-other"}, [401, 403, 403, 403, 403, 200, 403]),
+    ("get", "/api/auth/user/matrix-team/access_token", None, [401, 403, 403, 403, 403, 200, 403]),
+    ("get", "/api/auth/login", None, [200, 200, 200, 200, 200, 200, 200]),
 ]
 
 

@@ -144,18 +144,24 @@ def test_unusable_tokens_answer_401_with_the_envelope(state, reason):
 def test_token_api_create_list_show_revoke(team_role):
     user = holder("osmo-user", "osmo-team")
     client = api(user)
-    created = client.post("/api/auth/access_token/laptop?expires_at=30d&roles=osmo-team")
-    assert created.status_code == 201, created.json()
-    body = created.json()
-    assert set(body) == {"name", "token", "expires", "roles"} and body["roles"] == ["osmo-team"]
+    created = client.post("/api/auth/access_token/laptop?expires_at=30d&roles=osmo-team&description=my+laptop")
+    assert created.status_code == 200, created.json()
+    secret = created.json()  # OSMO's answer: the secret as a JSON string
+    assert isinstance(secret, str) and secret.startswith("pp_")
     listed = client.get("/api/auth/access_token").json()
     assert [(t["name"], t["status"]) for t in listed] == [("laptop", "active")]
-    assert "token" not in listed[0] and listed[0]["prefix"] == body["token"][:10]
+    assert secret not in json.dumps(listed) and listed[0]["prefix"] == secret[:10]
+    assert (listed[0]["token_name"], listed[0]["description"], listed[0]["roles"]) == (
+        "laptop",
+        "my laptop",
+        ["osmo-team"],
+    )
     assert client.get("/api/auth/access_token/laptop").json()["roles"] == ["osmo-team"]
-    assert client.delete("/api/auth/access_token/laptop").json()["status"] == "revoked"
-    assert api(secret=body["token"]).get("/api/auth/access_token").status_code == 401
+    revoked = client.delete("/api/auth/access_token/laptop").json()
+    assert revoked["status"] == "revoked" and revoked["expires_at"] < revoked["expires"]  # stopped working now
+    assert api(secret=secret).get("/api/auth/access_token").status_code == 401
     again = client.post("/api/auth/access_token/laptop", {"roles": ["osmo-user"]}, format="json")
-    assert again.status_code == 201  # a revoked token's name can be reused
+    assert again.status_code == 200  # a revoked token's name can be reused
 
 
 def test_token_api_errors_name_the_role_and_the_name():

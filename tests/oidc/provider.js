@@ -7,6 +7,7 @@
 //                        user's groups between logins. A login that is not in it does not exist.
 //   OIDC_CLIENT_ID, OIDC_CLIENT_SECRET, OIDC_REDIRECT_URIS (comma-separated), OIDC_POST_LOGOUT_REDIRECT_URIS
 //   OIDC_JWKS_FILE       optional private JWKS (the tests mint tokens with the same key); else one is generated
+//   OIDC_CLI_CLIENT_ID   a public client for the osmo CLI's device-code sign-in (default osmo-cli)
 import fs from 'node:fs';
 import { parse as parseForm } from 'node:querystring';
 import Provider from 'oidc-provider';
@@ -51,6 +52,14 @@ const provider = new Provider(issuer, {
     response_types: ['code'],
     token_endpoint_auth_method: 'client_secret_post', // client_secret_basic is accepted as well
     id_token_signed_response_alg: 'RS256',
+  }, {
+    // The osmo CLI's public client, as Keycloak's osmo-device: device code (RFC 8628) and refresh, no secret.
+    client_id: env('OIDC_CLI_CLIENT_ID', 'osmo-cli'),
+    token_endpoint_auth_method: 'none',
+    grant_types: ['urn:ietf:params:oauth:grant-type:device_code', 'refresh_token'],
+    response_types: [],
+    redirect_uris: [],
+    id_token_signed_response_alg: 'RS256',
   }],
   jwks: process.env.OIDC_JWKS_FILE ? JSON.parse(fs.readFileSync(process.env.OIDC_JWKS_FILE, 'utf8')) : undefined,
   findAccount,
@@ -62,7 +71,7 @@ const provider = new Provider(issuer, {
   },
   conformIdTokenClaims: false, // like Keycloak: profile, groups and roles in the ID token too
   pkce: { required: () => false }, // optional, S256 when the client sends it
-  features: { devInteractions: { enabled: true }, rpInitiatedLogout: { enabled: true } },
+  features: { devInteractions: { enabled: true }, rpInitiatedLogout: { enabled: true }, deviceFlow: { enabled: true } },
   cookies: { keys: ['pool-portal-test-idp-only'] },
   // First-party client: no consent screen (Keycloak's default), the grant covers what was asked.
   async loadExistingGrant(ctx) {
@@ -90,6 +99,14 @@ provider.use(async (ctx, next) => {
   }
   ctx.request.body = form; // oidc-provider reads an already parsed body from here
   return next();
+});
+// Keycloak's device authorization answer names its polling interval (the CLI reads it); oidc-provider leaves
+// the RFC's default of 5 s unsaid.
+provider.use(async (ctx, next) => {
+  await next();
+  if (ctx.path === '/device/auth' && ctx.status === 200 && ctx.body && typeof ctx.body === 'object') {
+    ctx.body.interval ??= 5;
+  }
 });
 provider.on('server_error', (ctx, err) => console.error('server_error', err));
 
