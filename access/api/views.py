@@ -11,7 +11,7 @@ Creating answers OSMO's shape: 200 with the secret as a JSON string. Lists carry
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiTypes, extend_schema
+from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -76,9 +76,16 @@ def create_token(view: TokenAPIView, request, name: str) -> Response:
 
 
 class TokenCollectionView(TokenAPIView):
-    @extend_schema(responses={200: s.TokenSerializer(many=True), **ERRORS}, summary="Your API tokens")
+    @extend_schema(
+        parameters=[OpenApiParameter("access_token", str, description="a token's secret: answer that token alone")],
+        responses={200: s.TokenSerializer(many=True), **ERRORS},
+        summary="Your API tokens (or, with access_token, the one with that secret)",
+    )
     def get(self, request, **kwargs):
-        return Response([tokens.describe(token) for token in tokens.tokens_of(self.owner(request))])
+        owner = self.owner(request)
+        if "access_token" in request.query_params:  # `osmo profile list` after a token login: that token
+            return Response(tokens.describe(tokens.by_secret(owner, request.query_params["access_token"])))
+        return Response([tokens.describe(token) for token in tokens.tokens_of(owner)])
 
 
 class TokenObjectView(TokenAPIView):

@@ -196,6 +196,14 @@ def describe(token: APIToken) -> dict:
     }
 
 
+def by_secret(owner, secret: str) -> APIToken:
+    """One of `owner`'s tokens, named by its secret (OSMO's `GET /api/auth/access_token?access_token=`)."""
+    token = verify(secret) if secret else None
+    if token is None or token.user_id != owner.pk:
+        raise NotFound("no token of yours has this secret", field="access_token", value=secret[:10] or None)
+    return token
+
+
 def digest(secret: str) -> str:
     return hashlib.sha256(secret.encode()).hexdigest()
 

@@ -110,3 +110,13 @@ def test_errors_carry_osmos_error_code_and_message(osmo_user, osmo_login):
         cli.request("POST", "api/auth/access_token/bad name!", params={"expires_at": "2020-01-01"})
     assert invalid.value.status_code == 400 and invalid.value.payload["error_code"] == "USER"
     assert invalid.value.message.startswith("name 'bad name!': ")
+
+
+def test_a_token_is_described_by_its_secret_only_to_its_owner(osmo_user, osmo_login):
+    cli = osmo_login(osmo_user("osmo-user"))
+    mine = cli.request("GET", "api/auth/access_token", params={"access_token": cli.api_token})
+    assert mine["token_name"] == jwt_claims(cli.jwt)["token_name"]
+    someone_elses = TokenFactory(user=osmo_user("osmo-user"))
+    with pytest.raises(OsmoUserError) as refused:
+        cli.request("GET", "api/auth/access_token", params={"access_token": someone_elses.secret})
+    assert refused.value.status_code == 404 and refused.value.payload["field"] == "access_token"

@@ -117,6 +117,15 @@ def test_osmo_profile_set_pool_then_list(cli):
     assert result["profile"]["email_notification"] is False and result["profile"]["slack_notification"] is False
     assert result["profile"]["bucket"] is None
     assert result["pools"] == ["train"]
+    # src/cli/profile.py _run_setting_list, logged in with a token (using_osmo_token): GET
+    # api/auth/access_token params {'access_token': <the token>}; reads token_name, expires_at (split at 'T',
+    # parsed as %Y-%m-%d) and roles (joined with ', ')
+    token = cli.request("GET", "api/auth/access_token", params={"access_token": cli.api_token})
+    assert isinstance(token, dict) and token["token_name"].startswith("token-")
+    assert len(token["expires_at"].split("T")[0].split("-")) == 3 and isinstance(token["roles"], list)
+    with pytest.raises(OsmoUserError) as unknown:
+        cli.request("GET", "api/auth/access_token", params={"access_token": "pp_not-a-token-of-anyone"})
+    assert unknown.value.status_code == 401 and unknown.value.payload["error_code"] == "USER"
     # src/cli/profile.py: `osmo profile set notifications email true` → {'email_notification': True}
     cli.request("POST", "api/profile/settings", payload={"email_notification": True}, params={})
     assert cli.request("GET", "api/profile/settings")["profile"] == {
