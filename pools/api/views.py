@@ -9,11 +9,12 @@ from rest_framework.views import APIView
 
 from access import actions, policy
 from access.api.permissions import ConfigPermission, PolicyPermission
-from configs import revisions, store
+from configs import store
 from configs.errors import ConfigError
 from configs.models import ConfigType
 from configs.revisions import Actor, check_type
 from configs.serializers import body_serializers
+from pools.api import osmo_shapes
 from pools.api import serializers as s
 from pools.services import pool_listing
 from portal.api import APIRefusal, ErrorSerializer
@@ -68,17 +69,18 @@ class ConfigCollectionView(ConfigAPIView):
         operation_id="configs_list",
         parameters=[TYPE_PARAM],
         responses={200: OpenApiTypes.OBJECT, **ERRORS},
-        summary="Every object of a config type as {name: body}",
+        summary="Every object of a config type, in OSMO's shape ({pools: {name: body}}, {backends: [..]}, [roles])",
     )
     def get(self, request, config_type):
-        return Response(store.show(_config_type(config_type)))
+        kind = _config_type(config_type)
+        return Response(osmo_shapes.listing(kind, store.show(kind)))
 
     @extend_schema(
         operation_id="configs_update_many",
         parameters=[TYPE_PARAM],
         request=s.ConfigWriteSerializer,
         responses={200: s.ApplyResultSerializer(many=True), **ERRORS},
-        summary="Create or replace several objects at once (all or nothing)",
+        summary="Create or replace several objects at once (all or nothing); `configs_dict` is read as `configs`",
     )
     def put(self, request, config_type):
         data = _valid(s.ConfigWriteSerializer, request.data)
@@ -100,24 +102,46 @@ class ConfigObjectView(ConfigAPIView):
     @extend_schema(
         parameters=[TYPE_PARAM],
         request=s.ConfigWriteSerializer,
-        responses={200: s.ApplyResultSerializer, 201: s.ApplyResultSerializer, **ERRORS},
-        summary="Create or replace one object",
+        responses={200: s.ApplyResultSerializer, **ERRORS},
+        summary="Create or replace one object (200 either way, as OSMO; `created` tells)",
     )
     def put(self, request, config_type, name):
         kind = _config_type(config_type)
         data = _valid(s.ConfigWriteSerializer, request.data)
         body = store.unwrap(kind, name, data["configs"])
         result = store.apply(kind, name, body, _actor(request), description=data["description"], tags=data["tags"])
-        return Response(result.as_dict(), status=201 if result.created else 200)
+        return Response(result.as_dict())
 
     @extend_schema(
         parameters=[TYPE_PARAM],
         request=s.ConfigWriteSerializer,
-        responses={200: s.ApplyResultSerializer, 201: s.ApplyResultSerializer, **ERRORS},
-        summary="Create or replace one object (OSMO uses POST for backends)",
+        responses={200: s.ApplyResultSerializer, **ERRORS},
+        summary="Replace the fields given, keep the others (OSMO's backend update); creates a missing object",
     )
     def post(self, request, config_type, name):
-        return self.put(request, config_type, name)
+        kind = _config_type(config_type)
+        data = _valid(s.ConfigWriteSerializer, request.data)
+        fields = store.unwrap(kind, name, data["configs"])
+        if not store.exists(kind, name):
+            return self.put(request, config_type, name)
+        result = store.patch(
+            kind, name, fields, _actor(request), deep=False, description=data["description"], tags=data["tags"]
+        )
+        return Response(result.as_dict())
+
+    @extend_schema(
+        parameters=[TYPE_PARAM],
+        request=s.ConfigPatchSerializer,
+        responses={200: config_body(), **ERRORS},
+        summary="Merge `configs_dict` into the object (OSMO's named PATCH); answers the new body",
+    )
+    def patch(self, request, config_type, name):
+        kind = _config_type(config_type)
+        data = _valid(s.ConfigPatchSerializer, request.data)
+        store.patch(
+            kind, name, data["configs_dict"], _actor(request), description=data["description"], tags=data["tags"]
+        )
+        return Response(store.show(kind, name))
 
     @extend_schema(
         parameters=[TYPE_PARAM],
@@ -131,51 +155,6 @@ class ConfigObjectView(ConfigAPIView):
             _config_type(config_type), name, _actor(request), description=data["description"], tags=data["tags"]
         )
         return Response({"config_type": _config_type(config_type), "name": name, "revision": number, "deleted": True})
-
-
-class HistoryView(ConfigAPIView):
-    @extend_schema(
-        parameters=[s.HistoryQuerySerializer],
-        responses={200: OpenApiTypes.OBJECT, **ERRORS},
-        summary="Revisions, newest first",
-    )
-    def get(self, request):
-        query = _valid(s.HistoryQuerySerializer, request.query_params)
-        rows = revisions.history(
-            query.get("config_types"), query.get("name"), limit=query["limit"], offset=query["offset"]
-        )
-        return Response({"configs": [revisions.revision_summary(r, with_data=not query["omit_data"]) for r in rows]})
-
-
-class DiffView(ConfigAPIView):
-    @extend_schema(
-        parameters=[s.DiffQuerySerializer],
-        responses={200: OpenApiTypes.OBJECT, **ERRORS},
-        summary="What changed between two revisions of one object",
-    )
-    def get(self, request):
-        query = _valid(s.DiffQuerySerializer, request.query_params)
-        result = revisions.diff(query["config_type"], query["name"], query["first_revision"], query["second_revision"])
-        return Response(result.as_dict())
-
-
-class RollbackView(ConfigAPIView):
-    @extend_schema(
-        request=s.RollbackSerializer,
-        responses={200: s.ApplyResultSerializer, **ERRORS},
-        summary="Restore an object to a revision (written as a new revision)",
-    )
-    def post(self, request):
-        data = _valid(s.RollbackSerializer, request.data)
-        result = store.rollback(
-            data["config_type"],
-            data["name"],
-            data["revision"],
-            _actor(request),
-            description=data["description"],
-            tags=data["tags"],
-        )
-        return Response(result.as_dict())
 
 
 class PoolListView(APIView):
