@@ -32,6 +32,7 @@ from django.utils import timezone
 from access.oidc.configuration import oidc_enabled  # settings only: app loading imports this module
 from access.services import audit
 from configs.revisions import Actor
+from portal.errors import with_osmo_fields
 
 # --------------------------------------------------------------------------- who is signing in, from where
 
@@ -91,17 +92,15 @@ def lockout_response(request: HttpRequest, original_response=None, credentials: 
         f"try again after {until.isoformat(timespec='seconds')} (in {seconds} s)"
     )
     if _wants_json(request):
-        response = JsonResponse(
-            {
-                "code": "locked_out",
-                "field": "",
-                "value": None,
-                "reason": reason,
-                "retry_after": seconds,
-                "locked_until": until.isoformat(timespec="seconds"),
-            },
-            status=429,
-        )
+        body = {
+            "code": "locked_out",
+            "field": "",
+            "value": None,
+            "reason": reason,
+            "retry_after": seconds,
+            "locked_until": until.isoformat(timespec="seconds"),
+        }
+        response = JsonResponse(with_osmo_fields(body, 429), status=429)
     else:
         response = render(
             request,

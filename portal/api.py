@@ -20,6 +20,8 @@ class ErrorSerializer(serializers.Serializer):
     field = serializers.CharField()
     value = serializers.JSONField(allow_null=True)
     reason = serializers.CharField()
+    error_code = serializers.CharField(help_text="OSMO's error class: USER, USAGE, RESOURCE, NOTFOUND, SERVER ...")
+    message = serializers.CharField(help_text="What OSMO's client prints: the field, the value and the reason")
 
 
 class APIRefusal(exceptions.APIException):

@@ -3,6 +3,8 @@
 
 `APIGuardMiddleware` (first in MIDDLEWARE, so it sees every response):
 
+- a doubled leading slash on an API path (`//api/pool`, as OSMO's client sends some) is one before routing;
+
 - a NUL character (raw or `%00`) in the path is a 404: no resource has one, and PostgreSQL refuses NUL
   in text, so it must never reach a query; in the query string it is a 400 naming the parameter;
 - an error response that DRF did not render (Django's 404/405/400/500 pages, a URL no route matches,
@@ -15,13 +17,18 @@ Their log lines: `portal.log_filters.ClientErrorsOnOneLine`.
 
 from __future__ import annotations
 
+import re
+
 from django.core.exceptions import SuspiciousOperation
 from django.db import DataError
 from django.http import JsonResponse
 from rest_framework.response import Response as DRFResponse
 
+from portal.errors import with_osmo_fields
+
 API_PREFIX = "/api/"
 NUL = "\x00"
+_LEADING_SLASHES = re.compile("^/{2,}")
 
 # What Django's own error pages mean, in the envelope's terms (status -> code, reason).
 _DJANGO_ERRORS = {
@@ -34,11 +41,25 @@ _DJANGO_ERRORS = {
 
 
 def envelope(status: int, code: str, reason: str, *, field: str = "", value: object = None) -> JsonResponse:
-    return JsonResponse({"code": code, "field": field, "value": value, "reason": reason}, status=status)
+    body = {"code": code, "field": field, "value": value, "reason": reason}
+    return JsonResponse(with_osmo_fields(body, status), status=status)
 
 
 def is_api(request) -> bool:
     return request.path_info.startswith(API_PREFIX)
+
+
+def collapse_slashes(request) -> None:
+    """`//api/pool` is `/api/pool`. OSMO's client joins its base URL and a path that may start with a slash;
+    gunicorn hands the doubled slash on as it came (Django's development server too), and no route would
+    match. Only API paths are rewritten: a page's URL stays what the browser asked for."""
+    path = request.path_info
+    if not path.startswith("//"):
+        return
+    collapsed = _LEADING_SLASHES.sub("/", path)
+    if collapsed.startswith(API_PREFIX):
+        request.path_info = collapsed
+        request.path = request.META.get("SCRIPT_NAME", "").rstrip("/") + collapsed
 
 
 def database_refusal(error: DataError) -> dict:
@@ -52,6 +73,7 @@ class APIGuardMiddleware:
         self.get_response = get_response
 
     def __call__(self, request):
+        collapse_slashes(request)
         if not is_api(request):
             return self.get_response(request)
         refusal = self.refuse_nul(request)

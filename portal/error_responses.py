@@ -1,5 +1,6 @@
 """The REST API's exception handler (settings.REST_FRAMEWORK["EXCEPTION_HANDLER"]): every error becomes one
-JSON envelope, `{"code", "field", "value", "reason"}`: a stable code, the field at fault, its value and why.
+JSON envelope, `{"code", "field", "value", "reason"}`: a stable code, the field at fault, its value and why,
+plus OSMO's `error_code` and `message` so OSMO's own client prints a clean error (`with_osmo_fields`).
 
 Apart from `portal.api` because `rest_framework.views` loads the permission classes, which import
 `portal.api`: this module may import `rest_framework.views` at the top.
@@ -15,12 +16,19 @@ from rest_framework.views import exception_handler as drf_exception_handler
 
 from portal.api import APIRefusal
 from portal.api_guards import database_refusal
-from portal.errors import PortalError
+from portal.errors import PortalError, with_osmo_fields
 
 
 def exception_handler(exc, context):
     if isinstance(exc, APIRefusal):
         exc = exc.error
+    response = _envelope_response(exc, context)
+    if response is not None:
+        response.data = with_osmo_fields(response.data, response.status_code, getattr(exc, "osmo_code", None))
+    return response
+
+
+def _envelope_response(exc, context):
     if isinstance(exc, PortalError):  # a domain or an engine error (the engine's as_dict has no code)
         return Response({"code": exc.code, **exc.as_dict()}, status=exc.status)
     if isinstance(exc, DataError):  # a bound nobody checked before the database: the client's value, a 400

@@ -14,10 +14,13 @@ _PLAIN = (str, int, float, bool, type(None))
 class PortalError(Exception):
     """A bad input: `field` (a dotted path such as `tasks[0].image`), its `value` and the `reason`.
 
-    `status` and `code` are what the API answers with; `value_limit` bounds the value shown in messages."""
+    `status` and `code` are what the API answers with; `value_limit` bounds the value shown in messages.
+    `osmo_code` is the `error_code` OSMO's own client expects for this refusal (USAGE, RESOURCE, ...);
+    None lets the API derive it from the status (portal.error_responses)."""
 
     status = 400
     code = "invalid"
+    osmo_code: str | None = None
     value_limit: int | None = 120
 
     def __init__(self, reason: str, *, field: str = "", value: object = None, code: str | None = None) -> None:
@@ -67,6 +70,24 @@ class Conflict(DomainError):
 class PermissionDenied(DomainError):
     status = 403
     code = "forbidden"
+
+
+def with_osmo_fields(body: dict, status: int, osmo_code: str | None = None) -> dict:
+    """The envelope plus what OSMO's own client reads from an error: `error_code` (which error class it
+    raises) and `message` (what it prints). `osmo_code` wins; else NOTFOUND for a 404, SERVER for a 5xx,
+    USER for any other refusal."""
+    if osmo_code is None:
+        osmo_code = "NOTFOUND" if status == 404 else "SERVER" if status >= 500 else "USER"
+    return {**body, "error_code": osmo_code, "message": error_message(body)}
+
+
+def error_message(body: dict) -> str:
+    """One line a person can act on: the field and the value at fault, then why."""
+    field, value, reason = body.get("field") or "", body.get("value"), str(body.get("reason") or "")
+    if not field:
+        return reason
+    shown = "" if value is None or value == "" else f" {value!r}"
+    return f"{field}{shown}: {reason}"
 
 
 def _short(value: object, limit: int | None = 120) -> str:

@@ -157,6 +157,10 @@ AUTHENTICATION_BACKENDS = [
 
 # --- access: API tokens and the policy entry point (access/policy.py, docs/access.md) ---------------------
 TOKEN_MAX_LIFETIME_DAYS = env_int("TOKEN_MAX_LIFETIME_DAYS", 90)
+# An API token exchanges for a JWT of this lifetime (`POST /api/auth/jwt/access_token`, OSMO's client);
+# signed with JWT_SIGNING_KEY, by default a key derived from SECRET_KEY (access/services/jwt_tokens.py).
+JWT_LIFETIME_SECONDS = env_int("JWT_LIFETIME_SECONDS", 900)
+JWT_SIGNING_KEY = env_str("JWT_SIGNING_KEY", "")
 # Token lookups and role rules are cached per process, keyed on the access epoch (access.epoch); an entry
 # also expires after this many seconds, the bound for a change made behind Django's back (raw SQL).
 ACCESS_CACHE_SECONDS = env_int("ACCESS_CACHE_SECONDS", 60)

@@ -2,8 +2,8 @@
 
 A list of verifiers is tried in order; each takes the presented secret and returns `(user, auth)` when
 it recognises the token, None when the token is not its kind (the next verifier is asked), or raises
-`AuthenticationFailed` when it is its kind but unusable. Portal API tokens (`pp_…`) come first; the
-OIDC access-token verifier follows.
+`AuthenticationFailed` when it is its kind but unusable. Portal API tokens (`pp_…`) come first, then the
+JWTs the portal signs in exchange for them (`access.services.jwt_tokens`), then OIDC access tokens.
 A token nobody recognises, and an expired, revoked or unknown portal token, answer 401 with the
 JSON error envelope.
 """
@@ -16,7 +16,7 @@ from drf_spectacular.extensions import OpenApiAuthenticationExtension
 from rest_framework import exceptions
 from rest_framework.authentication import BaseAuthentication, get_authorization_header
 
-from access.services import tokens
+from access.services import jwt_tokens, tokens
 
 Verifier = Callable[[str], "tuple[object, object] | None"]
 
@@ -24,6 +24,15 @@ Verifier = Callable[[str], "tuple[object, object] | None"]
 def verify_portal_token(secret: str):
     try:
         token = tokens.verify(secret)
+    except tokens.TokenInvalid as error:
+        raise exceptions.AuthenticationFailed(str(error)) from None
+    return None if token is None else (token.user, token)
+
+
+def verify_portal_jwt(secret: str):
+    """A JWT the portal signed in exchange for an API token: it acts as that token."""
+    try:
+        token = jwt_tokens.verify(secret)
     except tokens.TokenInvalid as error:
         raise exceptions.AuthenticationFailed(str(error)) from None
     return None if token is None else (token.user, token)
@@ -37,7 +46,7 @@ def verify_oidc_token(secret: str):
     return None if user is None else (user, None)
 
 
-VERIFIERS: list[Verifier] = [verify_portal_token, verify_oidc_token]
+VERIFIERS: list[Verifier] = [verify_portal_token, verify_portal_jwt, verify_oidc_token]
 
 
 class BearerTokenAuthentication(BaseAuthentication):
@@ -75,5 +84,5 @@ class BearerTokenScheme(OpenApiAuthenticationExtension):
         return {
             "type": "http",
             "scheme": "bearer",
-            "description": "A portal API token (pp_…, see /tokens/) or an OIDC access token.",
+            "description": "A portal API token (pp_…, see /tokens/), a JWT exchanged for one, or an OIDC access token.",
         }

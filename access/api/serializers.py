@@ -48,3 +48,13 @@ class TokenSerializer(serializers.Serializer):
     expires = serializers.DateTimeField()
     last_used = serializers.DateTimeField(allow_null=True)
     status = serializers.ChoiceField(choices=["active", "expired", "revoked"])
+
+
+class JWTExchangeSerializer(serializers.Serializer):
+    token = serializers.CharField(help_text="A portal API token (pp_…)")
+
+
+class JWTSerializer(serializers.Serializer):
+    token = serializers.CharField(help_text="A JWT for `Authorization: Bearer`; it acts as the API token")
+    expires_at = serializers.IntegerField(help_text="When the JWT expires, in seconds since the epoch")
+    error = serializers.CharField(allow_null=True, help_text="Always null (OSMO's shape)")

@@ -13,7 +13,7 @@ from rest_framework.views import APIView
 from access import actions, policy
 from access.api import serializers as s
 from access.api.permissions import PolicyPermission
-from access.services import tokens
+from access.services import jwt_tokens, tokens
 from configs.revisions import Actor
 from portal.api import ErrorSerializer
 
@@ -60,3 +60,24 @@ class TokenObjectView(TokenAPIView):
     def delete(self, request, name):
         token = tokens.revoke(request.user, name, Actor.for_request(request, "api"))
         return Response(tokens.describe(token))
+
+
+class JWTExchangeView(APIView):
+    """`osmo login URL --method token` and every later refresh: an API token in, a short-lived JWT out.
+    OSMO's client POSTs `{"token": ...}`; OSMO's older servers took `GET ?access_token=...`: both work."""
+
+    authentication_classes: list = []  # the API token in the body is the credential
+    permission_classes: list = []
+
+    @extend_schema(
+        request=s.JWTExchangeSerializer,
+        responses={200: s.JWTSerializer, **ERRORS},
+        summary="Exchange an API token for a short-lived JWT",
+    )
+    def post(self, request):
+        body = request.data if hasattr(request.data, "get") else {}
+        return Response(jwt_tokens.exchange(body.get("token")))
+
+    @extend_schema(responses={200: s.JWTSerializer, **ERRORS}, summary="The same, OSMO's older spelling")
+    def get(self, request):
+        return Response(jwt_tokens.exchange(request.query_params.get("access_token")))

@@ -193,7 +193,12 @@ def verify(secret: str) -> APIToken | None:
     if not secret.startswith(PREFIX):
         return None
     token_hash = digest(secret)
-    cached = _VERIFIED.lookup(token_hash, lambda: _stored(token_hash))
+    return usable(_VERIFIED.lookup(token_hash, lambda: _stored(token_hash)))
+
+
+def usable(cached: APIToken) -> APIToken:
+    """A copy of a (cached) token row, refused when it is revoked, expired or its owner inactive; its last
+    use is recorded at most once a minute."""
     token = copy.copy(cached)
     token.user = copy.copy(cached.user)
     now = timezone.now()

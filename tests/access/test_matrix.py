@@ -22,7 +22,7 @@ from tests.factories import TokenFactory
 pytestmark = pytest.mark.django_db
 
 PRINCIPALS = ["anonymous", "no_role", "team", "other_team", "pool_admin", "admin", "token_subset"]
-ENVELOPE = {"code", "field", "value", "reason"}
+ENVELOPE = {"code", "field", "value", "reason", "error_code", "message"}
 
 
 @pytest.fixture

@@ -19,7 +19,7 @@ from tests.access.conftest import ACTOR, api, holder
 from tests.factories import TokenFactory
 
 pytestmark = pytest.mark.django_db
-ENVELOPE = {"code", "field", "value", "reason"}
+ENVELOPE = {"code", "field", "value", "reason", "error_code", "message"}
 
 
 def test_create_stores_only_a_hash_and_shows_the_secret_once(team_role):

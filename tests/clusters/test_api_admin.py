@@ -62,6 +62,8 @@ def test_api_resources_errors_and_permissions(admin_api, client, synced):
         "field": "pools",
         "value": "ghost",
         "reason": "no pool named 'ghost'",
+        "error_code": "NOTFOUND",
+        "message": "pools 'ghost': no pool named 'ghost'",
     }
     assert client.get("/api/resources").status_code in (401, 403)
 

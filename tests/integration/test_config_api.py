@@ -12,7 +12,7 @@ from tests.factories import NodeFactory, UserFactory
 from tests.integration.conftest import CLI
 from tests.queries import assert_constant_queries
 
-ERROR_KEYS = {"code", "field", "value", "reason"}
+ERROR_KEYS = {"code", "field", "value", "reason", "error_code", "message"}
 
 
 def test_put_get_delete_one_object(admin_api, reference_config):

@@ -80,7 +80,7 @@ def test_api_delete_answers_409_in_use_in_the_error_shape(used_pool, admin_api):
     response = admin_api.delete("/api/configs/pool/busy")
     assert response.status_code == 409
     body = response.json()
-    assert set(body) == {"code", "field", "value", "reason"}
+    assert set(body) == {"code", "field", "value", "reason", "error_code", "message"}
     assert (body["code"], body["field"], body["value"]) == ("in_use", "name", "busy")
     assert "4 workflows" in body["reason"]
 

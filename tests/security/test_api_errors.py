@@ -206,7 +206,14 @@ def test_an_unknown_config_type_lists_the_valid_ones_before_any_policy_question(
 
 def test_a_pool_name_with_a_slash_is_a_json_404(researcher):
     body = envelope(researcher.post("/api/pool/a%2Fb/workflow", spec("s"), format="json"), 404)
-    assert body == {"code": "pool_not_found", "field": "pool", "value": "a/b", "reason": "no pool named 'a/b'"}
+    assert body == {
+        "code": "pool_not_found",
+        "field": "pool",
+        "value": "a/b",
+        "reason": "no pool named 'a/b'",
+        "error_code": "NOTFOUND",  # what OSMO's client reads (src/lib/utils/client.py handle_response)
+        "message": "pool 'a/b': no pool named 'a/b'",
+    }
     assert envelope(researcher.post("/api/pool/a/b/workflow", spec("s"), format="json"), 404)["value"] == "a/b"
 
 
@@ -224,7 +231,12 @@ def test_another_teams_workflow_answers_exactly_as_a_missing_one(researcher, poo
     for suffix, method in (("", "get"), ("/spec", "get"), ("/events", "get"), ("/cancel", "post")):
         hidden = envelope(getattr(outsider, method)(f"/api/workflow/{submitted}{suffix}", {}, format="json"), 404)
         missing = envelope(getattr(outsider, method)(f"/api/workflow/absent-1{suffix}", {}, format="json"), 404)
-        assert hidden == {**missing, "value": submitted, "reason": f"no workflow {submitted!r}"}
+        assert hidden == {
+            **missing,
+            "value": submitted,
+            "reason": f"no workflow {submitted!r}",
+            "message": f"workflow_id {submitted!r}: no workflow {submitted!r}",
+        }
         assert hidden["code"] == "workflow_not_found"
     denied = AuditEvent.objects.filter(
         action="access.denied", actor__username="mallory", target=f"workflow:Read on workflow/{submitted}"

@@ -164,11 +164,12 @@ def test_a_spec_error_names_the_path_value_and_reason(pool, alice):
     document = spec("bad")
     document["workflow"]["resources"]["default"]["memory"] = "10A"
     error = api(alice).post(SUBMIT, document, format="json").json()
-    assert error == {
+    assert {key: error[key] for key in ("code", "field", "value", "reason", "message")} == {
         "code": "invalid_spec",
         "field": "resources.default.memory",
         "value": "10A",
         "reason": "is not a Kubernetes quantity; use e.g. 16Gi or 512Mi",
+        "message": "resources.default.memory '10A': is not a Kubernetes quantity; use e.g. 16Gi or 512Mi",
     }
 
 
@@ -334,6 +335,8 @@ def test_detail_spec_and_events(three, alice, carol, bob):
         "field": "workflow_id",
         "value": "a-two-1",
         "reason": "no workflow 'a-two-1'",
+        "error_code": "NOTFOUND",
+        "message": "workflow_id 'a-two-1': no workflow 'a-two-1'",
     }
     missing = api(alice).get("/api/workflow/nope-1")
     assert missing.status_code == 404 and envelope(missing)["code"] == "workflow_not_found"
