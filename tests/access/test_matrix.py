@@ -81,6 +81,22 @@ API_MATRIX = [
     ("put", "/api/configs/role/osmo-new", {"configs": {"policies": []}}, [401, 403, 403, 403, 403, 200, 403]),
     ("get", "/api/configs/history", None, [401, 403, 403, 403, 403, 200, 403]),
     ("get", "/api/configs/history?config_types=POOL", None, [401, 403, 403, 403, 200, 200, 403]),
+    # every type asked for is checked, not only the last
+    ("get", "/api/configs/history?config_types=ROLE&config_types=POOL", None, [401, 403, 403, 403, 403, 200, 403]),
+    (
+        "patch",
+        "/api/configs/pool/teamcluster01",
+        {"configs_dict": {"description": "y"}},
+        [401, 403, 403, 403, 200, 200, 403],
+    ),
+    (
+        "get",
+        "/api/configs/diff?config_type=POOL&first_revision=1&second_revision=1",
+        None,
+        [401, 403, 403, 403, 200, 200, 403],
+    ),
+    ("post", "/api/configs/history/pool/revision/1/tags", {"set_tags": ["x"]}, [401, 403, 403, 403, 200, 200, 403]),
+    ("post", "/api/configs/history/role/revision/1/tags", {"set_tags": ["x"]}, [401, 403, 403, 403, 403, 200, 403]),
     (
         "get",
         "/api/configs/diff?config_type=POOL&name=teamcluster01&first_revision=1&second_revision=1",
