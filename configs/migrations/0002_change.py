@@ -32,7 +32,7 @@ def one_change_per_existing_revision(apps, schema_editor):
 class Migration(migrations.Migration):
     dependencies = [
         ("configs", "0001_initial"),
-        ("pools", "0006_revision_moves_to_configs"),  # the revision table is created by pools' 0001
+        ("pools", "0001_initial"),  # which creates the revision table
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
