@@ -16,7 +16,7 @@ from configs import changes, revisions, store
 from configs.models import Change
 from pools.api import osmo_shapes
 from pools.api import serializers as s
-from pools.api.views import ERRORS, ConfigAPIView, _actor, _config_type, _valid
+from pools.api.views import ERRORS, ConfigAPIView, actor_of, path_type, valid
 from portal.api import APIRefusal
 from portal.errors import PermissionDenied
 
@@ -74,7 +74,7 @@ class HistoryView(ConfigAPIView):
         summary="Changes of config types (OSMO's history): the newest `limit`, oldest first unless order=DESC",
     )
     def get(self, request):
-        query = _valid(s.HistoryQuerySerializer, request.query_params)
+        query = valid(s.HistoryQuerySerializer, request.query_params)
         omit_data = query.pop("omit_data")
         rows = changes.history(changes.HistoryQuery(**query))
         return Response({"configs": [entry(row) for row in rows] if omit_data else with_data(rows)})
@@ -87,7 +87,7 @@ class DiffView(ConfigAPIView):
         summary="Two revisions of a config type (`first_data`, `second_data`), or of one object with `name`",
     )
     def get(self, request):
-        query = _valid(s.DiffQuerySerializer, request.query_params)
+        query = valid(s.DiffQuerySerializer, request.query_params)
         kind, first, second = query["config_type"], query["first_revision"], query["second_revision"]
         if "name" in query:
             return Response(revisions.diff(kind, query["name"], first, second).as_dict())
@@ -111,8 +111,8 @@ class RollbackView(ConfigAPIView):
         summary="Restore a config type (or, with `name`, one object) to a revision, as a new revision",
     )
     def post(self, request):
-        data = _valid(s.RollbackSerializer, request.data)
-        kind, number, actor = data["config_type"], data["revision"], _actor(request)
+        data = valid(s.RollbackSerializer, request.data)
+        kind, number, actor = data["config_type"], data["revision"], actor_of(request)
         if "name" in data:
             result = store.rollback(
                 kind, data["name"], number, actor, description=data["description"], tags=data["tags"]
@@ -127,7 +127,7 @@ class RevisionView(ConfigAPIView):
         summary="Remove a past revision from the history list (OSMO's `config delete TYPE:N`)",
     )
     def delete(self, request, config_type, revision):
-        found = changes.hide(_config_type(config_type), revision, _actor(request).name)
+        found = changes.hide(path_type(config_type), revision, actor_of(request).name)
         return Response({"config_type": found.config_type, "revision": found.revision, "deleted": True})
 
 
@@ -138,8 +138,6 @@ class RevisionTagsView(ConfigAPIView):
         summary="Add and remove tags of a revision (OSMO's `config tag`)",
     )
     def post(self, request, config_type, revision):
-        data = _valid(s.TagsSerializer, request.data)
-        found = changes.retag(
-            _config_type(config_type), revision, data.get("set_tags", []), data.get("delete_tags", [])
-        )
+        data = valid(s.TagsSerializer, request.data)
+        found = changes.retag(path_type(config_type), revision, data.get("set_tags", []), data.get("delete_tags", []))
         return Response({"config_type": found.config_type, "revision": found.revision, "tags": found.tags})

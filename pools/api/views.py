@@ -36,17 +36,17 @@ def config_body() -> PolymorphicProxySerializer:
     )
 
 
-def _config_type(value: str) -> str:
+def path_type(value: str) -> str:
     return check_type(value, spelled=str.lower)  # the API's paths spell types in lower case
 
 
-def _valid(serializer_class, data) -> dict:
+def valid(serializer_class, data) -> dict:
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
 
 
-def _actor(request) -> Actor:
+def actor_of(request) -> Actor:
     return Actor.for_request(request, "api")
 
 
@@ -58,7 +58,7 @@ class ConfigAPIView(APIView):
     def check_permissions(self, request):
         if "config_type" in self.kwargs:  # an unknown type is a 400 listing the valid ones, before the policy
             try:
-                _config_type(self.kwargs["config_type"])
+                path_type(self.kwargs["config_type"])
             except ConfigError as error:
                 raise APIRefusal(error) from None  # DRF's kind: the browsable API renders it too
         super().check_permissions(request)
@@ -72,7 +72,7 @@ class ConfigCollectionView(ConfigAPIView):
         summary="Every object of a config type, in OSMO's shape ({pools: {name: body}}, {backends: [..]}, [roles])",
     )
     def get(self, request, config_type):
-        kind = _config_type(config_type)
+        kind = path_type(config_type)
         return Response(osmo_shapes.listing(kind, store.show(kind)))
 
     @extend_schema(
@@ -83,11 +83,11 @@ class ConfigCollectionView(ConfigAPIView):
         summary="Create or replace several objects at once (all or nothing); `configs_dict` is read as `configs`",
     )
     def put(self, request, config_type):
-        data = _valid(s.ConfigWriteSerializer, request.data)
+        data = valid(s.ConfigWriteSerializer, request.data)
         results = store.apply_many(
-            _config_type(config_type),
+            path_type(config_type),
             data["configs"],
-            _actor(request),
+            actor_of(request),
             description=data["description"],
             tags=data["tags"],
         )
@@ -97,7 +97,7 @@ class ConfigCollectionView(ConfigAPIView):
 class ConfigObjectView(ConfigAPIView):
     @extend_schema(parameters=[TYPE_PARAM], responses={200: config_body(), **ERRORS}, summary="One object's body")
     def get(self, request, config_type, name):
-        return Response(store.show(_config_type(config_type), name))
+        return Response(store.show(path_type(config_type), name))
 
     @extend_schema(
         parameters=[TYPE_PARAM],
@@ -106,10 +106,10 @@ class ConfigObjectView(ConfigAPIView):
         summary="Create or replace one object (200 either way, as OSMO; `created` tells)",
     )
     def put(self, request, config_type, name):
-        kind = _config_type(config_type)
-        data = _valid(s.ConfigWriteSerializer, request.data)
+        kind = path_type(config_type)
+        data = valid(s.ConfigWriteSerializer, request.data)
         body = store.unwrap(kind, name, data["configs"])
-        result = store.apply(kind, name, body, _actor(request), description=data["description"], tags=data["tags"])
+        result = store.apply(kind, name, body, actor_of(request), description=data["description"], tags=data["tags"])
         return Response(result.as_dict())
 
     @extend_schema(
@@ -119,13 +119,13 @@ class ConfigObjectView(ConfigAPIView):
         summary="Replace the fields given, keep the others (OSMO's backend update); creates a missing object",
     )
     def post(self, request, config_type, name):
-        kind = _config_type(config_type)
-        data = _valid(s.ConfigWriteSerializer, request.data)
+        kind = path_type(config_type)
+        data = valid(s.ConfigWriteSerializer, request.data)
         fields = store.unwrap(kind, name, data["configs"])
         if not store.exists(kind, name):
             return self.put(request, config_type, name)
         result = store.patch(
-            kind, name, fields, _actor(request), deep=False, description=data["description"], tags=data["tags"]
+            kind, name, fields, actor_of(request), deep=False, description=data["description"], tags=data["tags"]
         )
         return Response(result.as_dict())
 
@@ -136,10 +136,10 @@ class ConfigObjectView(ConfigAPIView):
         summary="Merge `configs_dict` into the object (OSMO's named PATCH); answers the new body",
     )
     def patch(self, request, config_type, name):
-        kind = _config_type(config_type)
-        data = _valid(s.ConfigPatchSerializer, request.data)
+        kind = path_type(config_type)
+        data = valid(s.ConfigPatchSerializer, request.data)
         store.patch(
-            kind, name, data["configs_dict"], _actor(request), description=data["description"], tags=data["tags"]
+            kind, name, data["configs_dict"], actor_of(request), description=data["description"], tags=data["tags"]
         )
         return Response(store.show(kind, name))
 
@@ -150,11 +150,11 @@ class ConfigObjectView(ConfigAPIView):
         summary="Delete one object",
     )
     def delete(self, request, config_type, name):
-        data = _valid(s.ConfigDeleteSerializer, request.data or {})
+        data = valid(s.ConfigDeleteSerializer, request.data or {})
         number = store.delete(
-            _config_type(config_type), name, _actor(request), description=data["description"], tags=data["tags"]
+            path_type(config_type), name, actor_of(request), description=data["description"], tags=data["tags"]
         )
-        return Response({"config_type": _config_type(config_type), "name": name, "revision": number, "deleted": True})
+        return Response({"config_type": path_type(config_type), "name": name, "revision": number, "deleted": True})
 
 
 class PoolListView(APIView):
