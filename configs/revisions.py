@@ -9,9 +9,11 @@ from dataclasses import dataclass, field
 
 import yaml
 from django.contrib.auth.models import AbstractBaseUser
+from django.db import connection
 from django.db.models import Max
 
 from configs.errors import ConfigError, ConfigNotFound
+from configs.models import Change as TypeChange
 from configs.models import ConfigType, Revision
 
 
@@ -72,12 +74,42 @@ class Diff:
         }
 
 
+def open_change(config_type: str, name: str, actor: Actor, *, description: str = "", tags=()) -> TypeChange:
+    """The next change of a config type (OSMO's revision number of the type). Callers hold the transaction;
+    writers of the same type queue on a transaction lock so numbers never collide."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", [f"configs.change.{config_type}"])
+    latest = TypeChange.objects.filter(config_type=config_type).aggregate(n=Max("revision"))["n"] or 0
+    return TypeChange.objects.create(
+        config_type=config_type,
+        revision=latest + 1,
+        name=name,
+        author=actor.user if actor.user and actor.user.pk else None,
+        username=actor.name,
+        source=actor.source,
+        description=description,
+        tags=list(tags),
+    )
+
+
 def record(
-    config_type: str, name: str, snapshot, actor: Actor, *, description: str = "", tags=(), deleted: bool = False
+    config_type: str,
+    name: str,
+    snapshot,
+    actor: Actor,
+    *,
+    description: str = "",
+    tags=(),
+    deleted: bool = False,
+    change: TypeChange | None = None,
 ) -> Revision:
-    """Append the next revision of (type, name). Callers hold the transaction."""
+    """Append the next revision of (type, name), in `change` (a new change named `name` if none). Callers
+    hold the transaction."""
+    change = change or open_change(config_type, name, actor, description=description, tags=tags)
     latest = Revision.objects.filter(config_type=config_type, name=name).aggregate(n=Max("revision"))["n"] or 0
     revision = Revision.objects.create(
+        change=change,
         config_type=config_type,
         name=name,
         revision=latest + 1,
@@ -93,11 +125,20 @@ def record(
 
 
 def record_many(
-    config_type: str, snapshots: dict[str, object], actor: Actor, *, description: str = "", tags=()
+    config_type: str,
+    snapshots: dict[str, object],
+    actor: Actor,
+    *,
+    description: str = "",
+    tags=(),
+    change: TypeChange | None = None,
+    change_name: str = "",
 ) -> dict[str, int]:
-    """Append one revision per name in one insert; returns the new revision number of each name."""
+    """Append one revision per name in one insert, all in `change` (a new change named `change_name` if
+    none); returns the new revision number of each name."""
     if not snapshots:
         return {}
+    change = change or open_change(config_type, change_name, actor, description=description, tags=tags)
     latest = dict(
         Revision.objects.filter(config_type=config_type, name__in=list(snapshots))
         .values("name")
@@ -107,6 +148,7 @@ def record_many(
     author = actor.user if actor.user and actor.user.pk else None
     rows = [
         Revision(
+            change=change,
             config_type=config_type,
             name=name,
             revision=latest.get(name, 0) + 1,

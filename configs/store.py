@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.db.models import PROTECT, RESTRICT, Model, ProtectedError, RestrictedError
 
-from configs import registry, revisions
+from configs import changes, registry, revisions
 from configs.errors import ConfigError, ConfigInUse, ConfigNotFound
 from configs.revisions import Actor
 
@@ -38,6 +38,10 @@ def show(config_type: str, name: str | None = None):
     return handler.snapshot(_get(handler, name))
 
 
+def exists(config_type: str, name: str) -> bool:
+    return registry.get(revisions.check_type(config_type)).queryset().filter(name=name).exists()
+
+
 def unwrap(config_type: str, name: str, body: object) -> object:
     """Accept a named object's body as the seed documents write it: `{NAME: body}` or a body with `name`."""
     if isinstance(body, dict) and len(body) == 1 and name in body:
@@ -55,7 +59,37 @@ def unwrap(config_type: str, name: str, body: object) -> object:
 def apply(config_type: str, name: str, body: object, actor: Actor, *, description: str = "", tags=()) -> ApplyResult:
     handler = registry.get(revisions.check_type(config_type))
     with transaction.atomic():
-        return _apply_batch(handler, [(name, body)], actor, description, tags)[0]
+        return _apply_batch(handler, [(name, body)], actor, description, tags, change_name=name)[0]
+
+
+def patch(
+    config_type: str, name: str, fields: object, actor: Actor, *, deep: bool = True, description: str = "", tags=()
+) -> ApplyResult:
+    """Apply `changes` over the object's current body: OSMO's named PATCH (`deep`: nested objects merge,
+    lists and values replace, `{"$action": "delete"}` removes a key) or its backend POST (top-level fields
+    replace). An object that does not exist is a 404."""
+    if not isinstance(fields, dict):
+        raise ConfigError("must be an object of the fields to change", field="configs_dict", value=fields)
+    with transaction.atomic():
+        current = show(config_type, name)
+        if not isinstance(current, dict):
+            raise ConfigError(
+                "this config type's body is not an object; send the whole body with PUT", field="name", value=name
+            )
+        body = merge_patch(current, fields) if deep else {**current, **fields}
+        return apply(config_type, name, body, actor, description=description, tags=tags)
+
+
+def merge_patch(current: dict, fields: dict) -> dict:
+    merged = copy.deepcopy(current)
+    for key, value in fields.items():
+        if isinstance(value, dict) and value.get("$action") == "delete":
+            merged.pop(key, None)
+        elif isinstance(value, dict) and isinstance(merged.get(key), dict):
+            merged[key] = merge_patch(merged[key], value)
+        else:
+            merged[key] = copy.deepcopy(value)
+    return merged
 
 
 def apply_many(
@@ -75,7 +109,7 @@ def apply_many(
         return _apply_batch(handler, list(documents.items()), actor, description, tags, qualify=True)
 
 
-def delete(config_type: str, name: str, actor: Actor, *, description: str = "", tags=()) -> int:
+def delete(config_type: str, name: str, actor: Actor, *, description: str = "", tags=(), change=None) -> int:
     handler = registry.get(revisions.check_type(config_type))
     with transaction.atomic():
         obj = _get(handler, name, lock=True)
@@ -85,8 +119,31 @@ def delete(config_type: str, name: str, actor: Actor, *, description: str = "", 
         except (ProtectedError, RestrictedError) as error:  # a reference added since the check above
             raise _in_use(name, describe_protected(_blocking(error))) from None
         return revisions.record(
-            handler.config_type, name, None, actor, description=description, tags=tags, deleted=True
+            handler.config_type, name, None, actor, description=description, tags=tags, deleted=True, change=change
         ).revision
+
+
+def restore(config_type: str, number: int, actor: Actor, *, description: str = "", tags=()) -> dict:
+    """OSMO's rollback: make the whole config type what it was at its change `number`, as one new change
+    (objects absent then are deleted, refused while referenced). History is never rewritten."""
+    config_type = revisions.check_type(config_type)
+    handler = registry.get(config_type)
+    with transaction.atomic():
+        target = changes.get(config_type, number)
+        then = changes.state(config_type, number)
+        description = f"Roll back {config_type} to r{number}" + (f": {description}" if description else "")
+        change = revisions.open_change(config_type, "", actor, description=description, tags=tags)
+        results = _apply_batch(handler, list(then.items()), actor, description, tags, qualify=True, change=change)
+        gone = sorted(set(handler.queryset().values_list("name", flat=True)) - set(then))
+        for name in gone:
+            delete(config_type, name, actor, description=description, tags=tags, change=change)
+    return {
+        "config_type": config_type,
+        "revision": change.revision,
+        "rolled_back_to": target.revision,
+        "changed": sorted(r.name for r in results if r.changed),
+        "deleted": gone,
+    }
 
 
 def rollback(
@@ -192,6 +249,8 @@ def _apply_batch(
     tags,
     *,
     qualify: bool = False,
+    change=None,
+    change_name: str = "",
 ) -> list[ApplyResult]:
     """Parse everything first, load what the batch refers to once, write only what changed."""
     docs = []
@@ -226,7 +285,15 @@ def _apply_batch(
         )
     if saved:
         handler.after_save(saved, prepared)
-    numbers = revisions.record_many(handler.config_type, snapshots, actor, description=description, tags=tags)
+    numbers = revisions.record_many(
+        handler.config_type,
+        snapshots,
+        actor,
+        description=description,
+        tags=tags,
+        change=change,
+        change_name=change_name,
+    )
     for result in results:
         result.revision = numbers.get(result.name)
     return results

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import datetime
+
 from rest_framework import serializers
 
 from configs.models import ConfigType
@@ -25,36 +27,89 @@ class ConfigTypeField(serializers.ChoiceField):
 
 class ConfigWriteSerializer(serializers.Serializer):
     configs = serializers.JSONField(help_text="The object's body, or for a whole type a {name: body} map.")
-    description = serializers.CharField(required=False, allow_blank=True, default="")
-    tags = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+    description = serializers.CharField(required=False, allow_blank=True, allow_null=True, default="")
+    tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True, default=list)
+
+    def to_internal_value(self, data):
+        # OSMO's `config update RESOURCE_VALIDATION` (whole type) sends its map as `configs_dict`
+        if hasattr(data, "get") and "configs" not in data and "configs_dict" in data:
+            data = {**data, "configs": data["configs_dict"]}
+        values = super().to_internal_value(data)
+        return {**values, "description": values["description"] or "", "tags": values["tags"] or []}
+
+
+class ConfigPatchSerializer(serializers.Serializer):
+    configs_dict = serializers.JSONField(help_text="The fields to change (OSMO's deep diff of the body).")
+    description = serializers.CharField(required=False, allow_blank=True, allow_null=True, default="")
+    tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True, default=list)
 
 
 class ConfigDeleteSerializer(serializers.Serializer):
-    description = serializers.CharField(required=False, allow_blank=True, default="")
-    tags = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+    description = serializers.CharField(required=False, allow_blank=True, allow_null=True, default="")
+    tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True, default=list)
 
 
 class RollbackSerializer(serializers.Serializer):
     config_type = ConfigTypeField()
-    name = serializers.CharField()
+    name = serializers.CharField(
+        required=False, help_text="Roll back this object only; `revision` is then its own revision number."
+    )
     revision = serializers.IntegerField(min_value=1, max_value=MAX_INT)
-    description = serializers.CharField(required=False, allow_blank=True, default="")
-    tags = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+    description = serializers.CharField(required=False, allow_blank=True, allow_null=True, default="")
+    tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True, default=list)
+
+
+class UTCDateTimeField(serializers.DateTimeField):
+    """OSMO's CLI sends UTC times without an offset (`2025-05-18T00:00:00`)."""
+
+    def __init__(self, **kwargs):
+        super().__init__(default_timezone=datetime.UTC, **kwargs)
 
 
 class HistoryQuerySerializer(serializers.Serializer):
-    config_types = ConfigTypeField(required=False)
+    config_types = serializers.ListField(child=ConfigTypeField(), required=False, default=list)
     name = serializers.CharField(required=False)
+    revision = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False)
+    tags = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+    created_before = UTCDateTimeField(required=False)
+    created_after = UTCDateTimeField(required=False)
+    at_timestamp = UTCDateTimeField(required=False)
+    order = serializers.ChoiceField(choices=["ASC", "DESC"], default="ASC")
     offset = serializers.IntegerField(min_value=0, max_value=MAX_INT, default=0)
-    limit = serializers.IntegerField(min_value=1, max_value=1000, default=100)
-    omit_data = serializers.BooleanField(default=True)
+    limit = serializers.IntegerField(min_value=1, max_value=1000, default=20)
+    omit_data = serializers.BooleanField(default=False)
+
+    def to_internal_value(self, data):
+        if hasattr(data, "get") and isinstance(data.get("order"), str):
+            data = data.copy()
+            data["order"] = data["order"].upper()
+        return super().to_internal_value(data)
+
+    def validate(self, attrs):
+        if attrs.get("at_timestamp") and (attrs.get("created_before") or attrs.get("created_after")):
+            raise serializers.ValidationError(
+                {"at_timestamp": "cannot be combined with created_before or created_after"}
+            )
+        return attrs
 
 
 class DiffQuerySerializer(serializers.Serializer):
     config_type = ConfigTypeField()
-    name = serializers.CharField()
+    name = serializers.CharField(
+        required=False, help_text="Diff this object's own revisions; without it, the whole type's (OSMO)."
+    )
     first_revision = serializers.IntegerField(min_value=1, max_value=MAX_INT)
     second_revision = serializers.IntegerField(min_value=1, max_value=MAX_INT)
+
+
+class TagsSerializer(serializers.Serializer):
+    set_tags = serializers.ListField(child=serializers.CharField(), required=False, allow_empty=False)
+    delete_tags = serializers.ListField(child=serializers.CharField(), required=False, allow_empty=False)
+
+    def validate(self, attrs):
+        if not attrs.get("set_tags") and not attrs.get("delete_tags"):
+            raise serializers.ValidationError({"set_tags": "give set_tags, delete_tags or both"})
+        return attrs
 
 
 class ApplyResultSerializer(serializers.Serializer):

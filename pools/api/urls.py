@@ -1,11 +1,21 @@
 from django.urls import path
 
-from pools.api import profile, resources, views
+from pools.api import history, profile, resources, views
 
 urlpatterns = [
-    path("configs/history", views.HistoryView.as_view(), name="config-history"),
-    path("configs/history/rollback", views.RollbackView.as_view(), name="config-rollback"),
-    path("configs/diff", views.DiffView.as_view(), name="config-diff"),
+    path("configs/history", history.HistoryView.as_view(), name="config-history"),
+    path("configs/history/rollback", history.RollbackView.as_view(), name="config-rollback"),
+    path(
+        "configs/history/<str:config_type>/revision/<int:revision>",
+        history.RevisionView.as_view(),
+        name="config-revision",
+    ),
+    path(
+        "configs/history/<str:config_type>/revision/<int:revision>/tags",
+        history.RevisionTagsView.as_view(),
+        name="config-revision-tags",
+    ),
+    path("configs/diff", history.DiffView.as_view(), name="config-diff"),
     path("configs/<str:config_type>", views.ConfigCollectionView.as_view(), name="config-collection"),
     path("configs/<str:config_type>/<str:name>", views.ConfigObjectView.as_view(), name="config-object"),
     path("pool", views.PoolListView.as_view(), name="pool-list"),

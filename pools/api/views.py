@@ -9,12 +9,12 @@ from rest_framework.views import APIView
 
 from access import actions, policy
 from access.api.permissions import ConfigPermission, PolicyPermission
-from configs import revisions, store
+from configs import store
 from configs.errors import ConfigError
 from configs.models import ConfigType
 from configs.revisions import Actor, check_type
 from configs.serializers import body_serializers
-from pools.api import params
+from pools.api import osmo_shapes, params
 from pools.api import serializers as s
 from pools.services import pool_listing
 from portal.api import APIRefusal, ErrorSerializer
@@ -36,17 +36,17 @@ def config_body() -> PolymorphicProxySerializer:
     )
 
 
-def _config_type(value: str) -> str:
+def path_type(value: str) -> str:
     return check_type(value, spelled=str.lower)  # the API's paths spell types in lower case
 
 
-def _valid(serializer_class, data) -> dict:
+def valid(serializer_class, data) -> dict:
     serializer = serializer_class(data=data)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
 
 
-def _actor(request) -> Actor:
+def actor_of(request) -> Actor:
     return Actor.for_request(request, "api")
 
 
@@ -58,7 +58,7 @@ class ConfigAPIView(APIView):
     def check_permissions(self, request):
         if "config_type" in self.kwargs:  # an unknown type is a 400 listing the valid ones, before the policy
             try:
-                _config_type(self.kwargs["config_type"])
+                path_type(self.kwargs["config_type"])
             except ConfigError as error:
                 raise APIRefusal(error) from None  # DRF's kind: the browsable API renders it too
         super().check_permissions(request)
@@ -69,24 +69,25 @@ class ConfigCollectionView(ConfigAPIView):
         operation_id="configs_list",
         parameters=[TYPE_PARAM],
         responses={200: OpenApiTypes.OBJECT, **ERRORS},
-        summary="Every object of a config type as {name: body}",
+        summary="Every object of a config type, in OSMO's shape ({pools: {name: body}}, {backends: [..]}, [roles])",
     )
     def get(self, request, config_type):
-        return Response(store.show(_config_type(config_type)))
+        kind = path_type(config_type)
+        return Response(osmo_shapes.listing(kind, store.show(kind)))
 
     @extend_schema(
         operation_id="configs_update_many",
         parameters=[TYPE_PARAM],
         request=s.ConfigWriteSerializer,
         responses={200: s.ApplyResultSerializer(many=True), **ERRORS},
-        summary="Create or replace several objects at once (all or nothing)",
+        summary="Create or replace several objects at once (all or nothing); `configs_dict` is read as `configs`",
     )
     def put(self, request, config_type):
-        data = _valid(s.ConfigWriteSerializer, request.data)
+        data = valid(s.ConfigWriteSerializer, request.data)
         results = store.apply_many(
-            _config_type(config_type),
+            path_type(config_type),
             data["configs"],
-            _actor(request),
+            actor_of(request),
             description=data["description"],
             tags=data["tags"],
         )
@@ -96,29 +97,51 @@ class ConfigCollectionView(ConfigAPIView):
 class ConfigObjectView(ConfigAPIView):
     @extend_schema(parameters=[TYPE_PARAM], responses={200: config_body(), **ERRORS}, summary="One object's body")
     def get(self, request, config_type, name):
-        return Response(store.show(_config_type(config_type), name))
+        return Response(store.show(path_type(config_type), name))
 
     @extend_schema(
         parameters=[TYPE_PARAM],
         request=s.ConfigWriteSerializer,
-        responses={200: s.ApplyResultSerializer, 201: s.ApplyResultSerializer, **ERRORS},
-        summary="Create or replace one object",
+        responses={200: s.ApplyResultSerializer, **ERRORS},
+        summary="Create or replace one object (200 either way, as OSMO; `created` tells)",
     )
     def put(self, request, config_type, name):
-        kind = _config_type(config_type)
-        data = _valid(s.ConfigWriteSerializer, request.data)
+        kind = path_type(config_type)
+        data = valid(s.ConfigWriteSerializer, request.data)
         body = store.unwrap(kind, name, data["configs"])
-        result = store.apply(kind, name, body, _actor(request), description=data["description"], tags=data["tags"])
-        return Response(result.as_dict(), status=201 if result.created else 200)
+        result = store.apply(kind, name, body, actor_of(request), description=data["description"], tags=data["tags"])
+        return Response(result.as_dict())
 
     @extend_schema(
         parameters=[TYPE_PARAM],
         request=s.ConfigWriteSerializer,
-        responses={200: s.ApplyResultSerializer, 201: s.ApplyResultSerializer, **ERRORS},
-        summary="Create or replace one object (OSMO uses POST for backends)",
+        responses={200: s.ApplyResultSerializer, **ERRORS},
+        summary="Replace the fields given, keep the others (OSMO's backend update); creates a missing object",
     )
     def post(self, request, config_type, name):
-        return self.put(request, config_type, name)
+        kind = path_type(config_type)
+        data = valid(s.ConfigWriteSerializer, request.data)
+        fields = store.unwrap(kind, name, data["configs"])
+        if not store.exists(kind, name):
+            return self.put(request, config_type, name)
+        result = store.patch(
+            kind, name, fields, actor_of(request), deep=False, description=data["description"], tags=data["tags"]
+        )
+        return Response(result.as_dict())
+
+    @extend_schema(
+        parameters=[TYPE_PARAM],
+        request=s.ConfigPatchSerializer,
+        responses={200: config_body(), **ERRORS},
+        summary="Merge `configs_dict` into the object (OSMO's named PATCH); answers the new body",
+    )
+    def patch(self, request, config_type, name):
+        kind = path_type(config_type)
+        data = valid(s.ConfigPatchSerializer, request.data)
+        store.patch(
+            kind, name, data["configs_dict"], actor_of(request), description=data["description"], tags=data["tags"]
+        )
+        return Response(store.show(kind, name))
 
     @extend_schema(
         parameters=[TYPE_PARAM],
@@ -127,56 +150,11 @@ class ConfigObjectView(ConfigAPIView):
         summary="Delete one object",
     )
     def delete(self, request, config_type, name):
-        data = _valid(s.ConfigDeleteSerializer, request.data or {})
+        data = valid(s.ConfigDeleteSerializer, request.data or {})
         number = store.delete(
-            _config_type(config_type), name, _actor(request), description=data["description"], tags=data["tags"]
+            path_type(config_type), name, actor_of(request), description=data["description"], tags=data["tags"]
         )
-        return Response({"config_type": _config_type(config_type), "name": name, "revision": number, "deleted": True})
-
-
-class HistoryView(ConfigAPIView):
-    @extend_schema(
-        parameters=[s.HistoryQuerySerializer],
-        responses={200: OpenApiTypes.OBJECT, **ERRORS},
-        summary="Revisions, newest first",
-    )
-    def get(self, request):
-        query = _valid(s.HistoryQuerySerializer, request.query_params)
-        rows = revisions.history(
-            query.get("config_types"), query.get("name"), limit=query["limit"], offset=query["offset"]
-        )
-        return Response({"configs": [revisions.revision_summary(r, with_data=not query["omit_data"]) for r in rows]})
-
-
-class DiffView(ConfigAPIView):
-    @extend_schema(
-        parameters=[s.DiffQuerySerializer],
-        responses={200: OpenApiTypes.OBJECT, **ERRORS},
-        summary="What changed between two revisions of one object",
-    )
-    def get(self, request):
-        query = _valid(s.DiffQuerySerializer, request.query_params)
-        result = revisions.diff(query["config_type"], query["name"], query["first_revision"], query["second_revision"])
-        return Response(result.as_dict())
-
-
-class RollbackView(ConfigAPIView):
-    @extend_schema(
-        request=s.RollbackSerializer,
-        responses={200: s.ApplyResultSerializer, **ERRORS},
-        summary="Restore an object to a revision (written as a new revision)",
-    )
-    def post(self, request):
-        data = _valid(s.RollbackSerializer, request.data)
-        result = store.rollback(
-            data["config_type"],
-            data["name"],
-            data["revision"],
-            _actor(request),
-            description=data["description"],
-            tags=data["tags"],
-        )
-        return Response(result.as_dict())
+        return Response({"config_type": path_type(config_type), "name": name, "revision": number, "deleted": True})
 
 
 POOL_LIST_PARAMETERS = [

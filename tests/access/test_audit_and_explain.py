@@ -21,7 +21,7 @@ def test_config_writes_are_audited_with_door_and_address():
     store.apply("BACKEND", "c1", {}, ACTOR)
     admin = holder("osmo-admin", username="ada")
     client = api(admin)
-    assert client.put("/api/configs/pod_template/t1", {"configs": {"spec": {}}}, format="json").status_code == 201
+    assert client.put("/api/configs/pod_template/t1", {"configs": {"spec": {}}}, format="json").status_code == 200
     assert client.delete("/api/configs/pod_template/t1").status_code == 200
     events = list(AuditEvent.objects.filter(action__startswith="config.").order_by("id"))
     assert [(e.action, e.target, e.actor_name, e.source, e.remote_addr) for e in events] == [

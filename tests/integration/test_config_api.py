@@ -18,8 +18,8 @@ ERROR_KEYS = {"code", "field", "value", "reason", "error_code", "message"}
 def test_put_get_delete_one_object(admin_api, reference_config):
     body = {"configs": {"backend": "default", "description": "api pool"}, "description": "via api", "tags": ["x"]}
     created = admin_api.put("/api/configs/pool/api-pool", body, format="json")
-    assert created.status_code == 201, created.json()
-    assert created.json()["revision"] == 1
+    assert created.status_code == 200, created.json()  # OSMO answers 200; `created` tells
+    assert created.json()["created"] is True and created.json()["revision"] == 1
     assert admin_api.get("/api/configs/pool/api-pool").json()["description"] == "api pool"
     updated = admin_api.put("/api/configs/pool/api-pool", {"configs": {"backend": "default"}}, format="json")
     assert updated.status_code == 200 and updated.json()["revision"] == 2
@@ -39,8 +39,12 @@ def test_collection_put_is_all_or_nothing(admin_api, reference_config):
 
 def test_backend_post_as_osmo_does(admin_api, db):
     response = admin_api.post("/api/configs/backend/c9", {"configs": {"description": "x"}}, format="json")
-    assert response.status_code == 201
+    assert response.status_code == 200 and response.json()["created"] is True
     assert admin_api.get("/api/configs/backend/c9").json()["namespace"] == "default"
+    # on an existing backend POST replaces the fields it names and keeps the others (OSMO's update_backend)
+    admin_api.post("/api/configs/backend/c9", {"configs": {"namespace": "team"}}, format="json")
+    backend = admin_api.get("/api/configs/backend/c9").json()
+    assert (backend["namespace"], backend["description"]) == ("team", "x")
 
 
 @pytest.mark.parametrize(
@@ -74,7 +78,7 @@ def test_backend_post_as_osmo_does(admin_api, db):
             404,
             "revision",
         ),
-        ("get", "/api/configs/diff?config_type=POOL", None, 400, "name"),
+        ("get", "/api/configs/diff?config_type=POOL", None, 400, "first_revision"),
         (
             "post",
             "/api/configs/history/rollback",
@@ -103,10 +107,15 @@ def test_malformed_json_body_is_a_400_not_a_500(admin_api, db):
 def test_history_diff_rollback_endpoints(admin_api, reference_config):
     store.apply("POOL", "h", {"backend": "default", "description": "one"}, CLI)
     store.apply("POOL", "h", {"backend": "default", "description": "two"}, CLI)
-    history = admin_api.get("/api/configs/history?config_types=POOL&name=h").json()["configs"]
-    assert [h["revision"] for h in history] == [2, 1] and "data" not in history[0]
-    with_data = admin_api.get("/api/configs/history?name=h&omit_data=false&limit=1").json()["configs"]
-    assert with_data[0]["data"]["description"] == "two"
+    history = admin_api.get("/api/configs/history?config_types=POOL&name=h&omit_data=true").json()["configs"]
+    # OSMO's order: oldest first; `revision` numbers the POOL type's changes, `objects` the pool's own
+    assert [h["objects"] for h in history] == [
+        [{"name": "h", "revision": 1, "deleted": False}],
+        [{"name": "h", "revision": 2, "deleted": False}],
+    ]
+    assert history[1]["revision"] == history[0]["revision"] + 1 and history[0]["data"] is None
+    with_data = admin_api.get("/api/configs/history?name=h&order=desc&limit=1").json()["configs"]
+    assert with_data[0]["data"]["pools"]["h"]["description"] == "two"
     diff = admin_api.get("/api/configs/diff?config_type=POOL&name=h&first_revision=1&second_revision=2").json()
     assert diff["changes"] == [{"path": "description", "op": "changed", "old": "one", "new": "two"}]
     rolled = admin_api.post(
@@ -206,7 +215,7 @@ def test_collection_put_accepts_osmo_list_form(admin_api, db):
     ]
     response = admin_api.put("/api/configs/role", {"configs": roles}, format="json")
     assert response.status_code == 200, response.json()
-    assert {"osmo-vision", "osmo-speech"} <= set(admin_api.get("/api/configs/role").json())
+    assert {"osmo-vision", "osmo-speech"} <= {role["name"] for role in admin_api.get("/api/configs/role").json()}
     twice = admin_api.put("/api/configs/role", {"configs": [roles[0], roles[0]]}, format="json")
     assert twice.status_code == 400 and twice.json()["value"] == "osmo-vision"
 
