@@ -132,6 +132,13 @@ def _read(item: object, here: str) -> tuple[str, str]:
         raise ConfigError("only the 'http' base is supported", field=f"{here}.base", value=base)
     if not isinstance(path, str) or not path:
         raise ConfigError("is required: an API path glob such as /api/pool/team*", field=f"{here}.path", value=path)
+    bare = path[1:] if path.startswith("!") else path
+    if not bare.startswith(("/", "*")) and not re.match(r"^[a-z]+:/", bare):  # a scheme gets its own hint later
+        raise ConfigError(
+            f"an API path glob starts with '/' or '*' (as OSMO requires): did you mean {'/' + bare!r}?",
+            field=f"{here}.path",
+            value=path,
+        )
     if method != "*" and method not in METHODS:
         raise ConfigError(
             f"unknown method; expected * or one of {', '.join(METHODS)}",

@@ -119,3 +119,12 @@ def test_legacy_actions_inside_policies_are_converted_too():
         {"effect": "Allow", "actions": ["workflow:Read"], "resources": ["*"]},
         {"effect": "Deny", "actions": ["workflow:Create"], "resources": ["pool/x*"]},
     ]
+
+
+@pytest.mark.parametrize("path", ["api/pool/shared*", "!api/workflow/*", "pool/shared"])
+def test_a_path_without_its_leading_slash_is_refused_not_dropped(path):
+    # OSMO refuses these; dropping them with a warning saved a role that grants nothing and exited 0
+    with pytest.raises(ConfigError) as refused:
+        convert([{"base": "http", "path": path, "method": "*"}], "policies[0].actions")
+    assert refused.value.field == "policies[0].actions[0].path" and refused.value.value == path
+    assert "did you mean '/" in refused.value.reason

@@ -222,6 +222,12 @@ def test_an_invalid_update_is_a_clean_user_error(admin):
     with pytest.raises(OsmoUserError) as missing:
         admin.request("PATCH", "api/configs/pool/ghost", payload={"configs_dict": {"description": "x"}})
     assert missing.value.status_code == 404
+    # a 6.0 role action whose path lost its leading slash: OSMO refuses it; saving a role that grants nothing
+    # and exiting 0 would be worse
+    legacy = {"name": "osmo-habit", "description": "", "policies": [{"actions": ["http:api/pool/habit*:*"]}]}
+    with pytest.raises(OsmoUserError) as bare_path:
+        admin.request("PUT", "api/configs/role/osmo-habit", payload={"configs": legacy, "description": "habit"})
+    assert bare_path.value.status_code == 400 and "did you mean '/api/pool/habit*'" in bare_path.value.message
 
 
 # --- history and list -------------------------------------------------------------------------------
