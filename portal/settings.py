@@ -229,7 +229,7 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
     # Three serializers have a `status` choice field; each set gets its own name in the schema.
     "ENUM_NAME_OVERRIDES": {
-        "WorkflowStatusEnum": "workflows.api.serializers.WORKFLOW_STATUSES",
+        "WorkflowStatusEnum": "workflows.api.serializers.OSMO_STATUSES",
         "TaskStatusEnum": "workflows.api.serializers.TASK_STATUSES",
         "TokenStatusEnum": ["active", "expired", "revoked"],
     },

@@ -21,7 +21,10 @@ from portal.safe_yaml import (
 )
 
 ROOT = Path(__file__).resolve().parents[2]
-MALFORMED_ON_PURPOSE = {ROOT / "docs/examples/workflows/invalid-yaml.yaml"}  # the docs show its refusal
+MALFORMED_ON_PURPOSE = {
+    ROOT / "docs/examples/workflows/invalid-yaml.yaml",  # the docs show its refusal
+    ROOT / "docs/examples/workflows/templated.yaml",  # a Jinja template: YAML once rendered (docs/workflows.md)
+}
 REPO_YAML = sorted(
     p
     for pattern in ("docs/**/*.yaml", "pools/demo/*.yaml")

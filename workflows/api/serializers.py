@@ -10,7 +10,6 @@ from workflows.api import osmo
 from workflows.models import Priority, TaskStatus, WorkflowStatus
 
 # Named in SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]: two `status` fields, two schema enums.
-WORKFLOW_STATUSES = WorkflowStatus.values
 TASK_STATUSES = TaskStatus.values
 OSMO_STATUSES = [osmo.workflow_status(status) for status in WorkflowStatus.values]
 
@@ -208,8 +207,8 @@ class WorkflowSummarySerializer(serializers.Serializer):
     queued_time = serializers.SerializerMethodField(help_text="Seconds from submission to start (or now).")
     duration = serializers.SerializerMethodField(help_text="Seconds from start to end (or now); null if not started.")
     overview = serializers.SerializerMethodField(help_text="The workflow's page.")
-    dashboard_url = serializers.ReadOnlyField(default=None, help_text="Always null.")
-    grafana_url = serializers.ReadOnlyField(default=None, help_text="Always null.")
+    dashboard_url = serializers.CharField(read_only=True, default=None, allow_null=True, help_text="Always null.")
+    grafana_url = serializers.CharField(read_only=True, default=None, allow_null=True, help_text="Always null.")
 
     def get_workflow_uuid(self, workflow) -> str:
         return workflow.uuid.hex
@@ -264,8 +263,12 @@ class WorkflowDetailSerializer(WorkflowSummarySerializer):
     backend = serializers.CharField(source="pool.backend.name", default=None)
     spec = serializers.SerializerMethodField(help_text="Link to the spec as submitted.")
     events = serializers.SerializerMethodField(help_text="Link to the events.")
-    cancelled_by = serializers.ReadOnlyField(default=None, help_text="Not kept: see the CANCELLED event.")
-    tags = serializers.ReadOnlyField(default=list, help_text="Always empty: the portal has no tags.")
+    cancelled_by = serializers.CharField(
+        read_only=True, default=None, allow_null=True, help_text="Not kept: see the CANCELLED event."
+    )
+    tags = serializers.ListField(
+        child=serializers.CharField(), read_only=True, default=list, help_text="Always empty: the portal has no tags."
+    )
     groups = serializers.SerializerMethodField(help_text="OSMO's shape: the tasks by group, OSMO's statuses.")
     tasks = TaskSerializer(many=True, source="task_rows")
 
