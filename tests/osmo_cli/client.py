@@ -45,8 +45,22 @@ class OsmoClient:
         self.url = url.rstrip("/")
         self.api_token = api_token
         self.refresh_url = f"{self.url}/api/auth/jwt/access_token"  # login.py construct_token_refresh_url
+        self.login_info = self._fetch_login_info()
         self.jwt = self._exchange()
         self.refreshes = 0
+
+    def _fetch_login_info(self) -> dict:
+        # cli/login.py _login: without --device-endpoint, every method (token included) first reads
+        # login_info['device_endpoint'] and ['device_client_id'] from GET api/auth/login (login.py
+        # fetch_login_info: a status outside 2xx is "Unexpected status code")
+        answer = requests.get(f"{self.url}/api/auth/login", timeout=60)
+        if not 200 <= answer.status_code < 300:
+            raise OsmoUserError(f"Unexpected status code ({answer.status_code})", answer.status_code)
+        info = answer.json()
+        missing = {"device_endpoint", "device_client_id"} - set(info)
+        if missing:
+            raise OsmoServerError(f"KeyError: {sorted(missing)} (the CLI crashes here)", answer.status_code)
+        return info
 
     def _exchange(self) -> str:
         # login.py token_login / refresh_id_token (osmo_token=True): POST json {"token": ...}, read ["token"]
