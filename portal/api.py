@@ -4,6 +4,8 @@ exceptions. Every error becomes one JSON envelope in `portal.error_responses`.
 
 from __future__ import annotations
 
+from datetime import UTC, datetime
+
 from rest_framework import exceptions, serializers
 
 from portal.errors import PortalError
@@ -33,3 +35,11 @@ class APIRefusal(exceptions.APIException):
         super().__init__(error.reason, code=error.code)
         self.status_code = error.status
         self.error = error
+
+
+def osmo_time(moment: datetime | None) -> str | None:
+    """A time as OSMO answers it: naive UTC ISO 8601 (`2025-05-01T12:34:56.123456`). OSMO's client parses it
+    with strptime after replacing `T` by a space (src/lib/utils/common.py), which refuses `Z` and `+00:00`."""
+    if moment is None:
+        return None
+    return moment.astimezone(UTC).replace(tzinfo=None).isoformat()

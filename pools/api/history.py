@@ -4,7 +4,6 @@ with `name`, rollback and diff work on that object's own revisions (the portal's
 
 from __future__ import annotations
 
-import datetime
 from collections import defaultdict
 
 from drf_spectacular.types import OpenApiTypes
@@ -17,13 +16,8 @@ from configs.models import Change
 from pools.api import osmo_shapes
 from pools.api import serializers as s
 from pools.api.views import ERRORS, ConfigAPIView, actor_of, path_type, valid
-from portal.api import APIRefusal
+from portal.api import APIRefusal, osmo_time
 from portal.errors import PermissionDenied
-
-
-def osmo_time(moment: datetime.datetime) -> str:
-    """UTC without an offset, as OSMO answers (its CLI parses `%Y-%m-%d %H:%M:%S.%f` after replacing `T`)."""
-    return moment.astimezone(datetime.UTC).replace(tzinfo=None).isoformat()
 
 
 def entry(change: Change) -> dict:

@@ -12,7 +12,7 @@ the client prints it once and marks the others "(shared)". Per pool (all figures
   on those nodes requests (never below zero per node).
 
 `resource_sum` adds the quota figures of every pool listed and the capacity of every node of those pools once.
-Figures are strings, as OSMO answers them. Queries: four, whatever the number of pools and nodes.
+Figures are strings, as OSMO answers them. Queries: three, whatever the number of pools and nodes.
 """
 
 from __future__ import annotations
@@ -20,9 +20,8 @@ from __future__ import annotations
 from collections import defaultdict
 from dataclasses import dataclass
 
-from django.db.models import Prefetch, Subquery
+from django.db.models import Prefetch
 
-from clusters.models import Node
 from pools.models import NodeMembership, Platform, Pool
 
 USAGE_KEYS = ("quota_used", "quota_free", "quota_limit", "total_usage", "total_capacity", "total_free")
@@ -39,21 +38,20 @@ class GpuUsage:
 def pool_quota(names: list[str] | None, usage: dict[str, GpuUsage]) -> dict:
     """The answer for the pools `names` (every pool when None; unknown names are left out, as OSMO)."""
     pools = _pools(names)
-    members: dict[str, frozenset[int]] = defaultdict(frozenset)
-    for pool_name, node_id in NodeMembership.objects.filter(pool__in=[pool.pk for pool in pools]).values_list(
-        "pool__name", "node_id"
-    ):
-        members[pool_name] = members[pool_name] | {node_id}
-    gpus = {
-        pk: (allocatable, max(0, allocatable - used))
-        for pk, allocatable, used in Node.objects.filter(
-            pk__in=Subquery(NodeMembership.objects.filter(pool__in=[pool.pk for pool in pools]).values("node_id"))
-        ).values_list("pk", "gpu_allocatable", "gpu_used")
-    }
+    # One read of the memberships with their nodes' GPUs: per pool its node ids, per node (allocatable, free).
+    node_ids: dict[str, set[int]] = defaultdict(set)
+    gpus: dict[int, tuple[int, int]] = {}
+    rows = NodeMembership.objects.filter(pool__in=[pool.pk for pool in pools]).values_list(
+        "pool__name", "node_id", "node__gpu_allocatable", "node__gpu_used"
+    )
+    for pool_name, node_id, allocatable, used in rows:
+        node_ids[pool_name].add(node_id)
+        gpus[node_id] = (allocatable, max(0, allocatable - used))
+    members = {name: frozenset(ids) for name, ids in node_ids.items()}
 
     node_sets: dict[tuple, list[Pool]] = {}
     for pool in pools:  # by name: node sets in the order of their first pool, as OSMO
-        node_sets.setdefault((pool.backend.name, members[pool.name]), []).append(pool)
+        node_sets.setdefault((pool.backend.name, members.get(pool.name, frozenset())), []).append(pool)
     sums = dict.fromkeys(USAGE_KEYS, 0)
     answer = []
     for (_, nodes), grouped in node_sets.items():

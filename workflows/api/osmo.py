@@ -10,11 +10,12 @@ src/service/core/workflow/objects.py): its status names, its time format, its gr
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from datetime import datetime
 
 from django.urls import reverse
 from django.utils import timezone
 
+from portal.api import osmo_time
 from workflows.models import FINISHED_TASK, TaskStatus, WorkflowStatus
 
 # Every status OSMO's `osmo workflow list --status` offers (src/cli/workflow.py, src/utils/job/workflow.py).
@@ -39,12 +40,6 @@ OSMO_WORKFLOW_STATUSES = (
 _WORKFLOW_TO_OSMO = {WorkflowStatus.CANCELLED: "FAILED_CANCELED"}
 _OSMO_TO_WORKFLOW = {osmo: portal for portal, osmo in _WORKFLOW_TO_OSMO.items()}
 _TASK_TO_OSMO = {TaskStatus.PENDING: "PROCESSING", TaskStatus.CANCELLED: "FAILED_CANCELED"}
-
-
-def osmo_time(moment: datetime | None) -> str | None:
-    if moment is None:
-        return None
-    return moment.astimezone(UTC).replace(tzinfo=None).isoformat()
 
 
 def workflow_status(status: str) -> str:
