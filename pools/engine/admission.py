@@ -1,0 +1,393 @@
+"""One admission pass for one node pool: admit or hold every queued workflow, with reasons, and choose the
+preemptions that make room for guaranteed work. Pure: same inputs, same answer (docs/admission.md).
+
+Units as in pools.engine.quota_model (gpu count, cpu millicores, memory bytes). A workflow's demand and
+usage are summed over its tasks.
+
+The pass:
+1. Fair shares per resource (pools.engine.fairshare) with each project's request = what its running
+   workflows use + what its queued workflows ask for. They stay fixed during the pass.
+2. Queue order: project priority (higher first), workflow priority (HIGH, NORMAL, LOW), submission time,
+   id. A workflow that cannot be admitted does not block those behind it.
+3. Guaranteed phase, in that order, over workflows whose project stays within its deserved quota in every
+   resource the workflow asks for (`allocated + demand ≤ deserved`), and within the department's limit:
+   - fits in free capacity → admitted, non-preemptible;
+   - else reclaim (pools.engine.reclaim): if enough over-quota work of other projects can be stopped, those
+     workflows are preempted, the free capacity is reserved for this one (nothing else takes it in this
+     pass) and it waits with code RECLAIMING; it is admitted by a later pass once its victims are gone;
+   - else held: NO_CAPACITY, and its demand is kept out of reach of the over-quota phase (admitting
+     over-quota work there would only have it reclaimed for this one later: churn).
+4. Over-quota phase (the rest, same order): only if the node pool's over-quota switch is on; admitted,
+   preemptible, if for every resource asked for `allocated + demand ≤ fair share` (fair shares are capped
+   by limits) and it fits in the free capacity that guaranteed work does not wait for. Otherwise held,
+   with the first failing check as the reason.
+Hold codes, checked in this order per resource (gpu, cpu, memory): TOO_BIG (more than the node pool has),
+LIMIT (project's or department's limit), NO_OVER_QUOTA (above deserved with over-quota off), FAIR_SHARE
+(above the project's fair share), NO_CAPACITY (within quota, not enough free, nothing to reclaim),
+RECLAIMING. Each reason carries its numbers and the workflow's 1-based position among the held workflows of
+the node pool, in queue order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from pools.engine.errors import EngineError
+from pools.engine.fairshare import FairShare, fair_shares
+from pools.engine.quota_model import RESOURCES, QuotaTree, Resources
+from pools.engine.quota_text import amount, amount_noun, noun
+from pools.engine.reclaim import ReclaimContext, RunningWorkflow, Victim, choose_victims
+
+PRIORITY_RANK = {"HIGH": 0, "NORMAL": 1, "LOW": 2}
+
+
+@dataclass(frozen=True, slots=True)
+class QueuedWorkflow:
+    """A workflow waiting for admission. `submitted`: any sortable submission key (e.g. epoch seconds)."""
+
+    id: str
+    project: str
+    demand: Resources
+    submitted: float = 0.0
+    priority: str = "NORMAL"
+
+
+@dataclass(frozen=True)
+class PoolState:
+    """Everything one pass reads. `gpu_noun` names the node pool's GPUs in reasons ("A100 GPUs")."""
+
+    name: str
+    capacity: Resources
+    tree: QuotaTree
+    running: tuple[RunningWorkflow, ...] = ()
+    queued: tuple[QueuedWorkflow, ...] = ()
+    over_quota: bool = True
+    min_runtime_seconds: int = 0
+    gpu_noun: str = "GPUs"
+
+
+@dataclass(frozen=True, slots=True)
+class Admission:
+    workflow: str
+    project: str
+    preemptible: bool
+
+
+@dataclass(frozen=True, slots=True)
+class HoldReason:
+    """Why a workflow waits: `code`, the `scope` (project, department or node_pool) and its `team`, the
+    `resource` and the numbers behind it, its `position` in the queue, and the rendered `text`."""
+
+    code: str
+    scope: str
+    team: str
+    resource: str
+    demand: int
+    allocated: int
+    deserved: int
+    fair_share: int
+    limit: int | None
+    free: int
+    borrowable: int
+    position: int
+    text: str
+    victims: tuple[str, ...] = ()
+
+    def as_dict(self) -> dict:
+        return {
+            "code": self.code,
+            "text": self.text,
+            "scope": self.scope,
+            "team": self.team,
+            "resource": self.resource,
+            "demand": self.demand,
+            "allocated": self.allocated,
+            "deserved": self.deserved,
+            "fair_share": self.fair_share,
+            "limit": self.limit,
+            "free": self.free,
+            "borrowable": self.borrowable,
+            "position": self.position,
+            "victims": list(self.victims),
+        }
+
+
+@dataclass(frozen=True, slots=True)
+class Hold:
+    workflow: str
+    project: str
+    reason: HoldReason
+
+
+@dataclass(frozen=True)
+class PassResult:
+    """The decisions of one pass. `allocated_before`: per project, what its running workflows use;
+    `allocated_after`: once the decisions apply (+ admitted, + reserved for RECLAIMING, − victims)."""
+
+    node_pool: str
+    capacity: Resources
+    over_quota: bool
+    tree: QuotaTree
+    shares: Mapping[str, FairShare]
+    admitted: tuple[Admission, ...]
+    held: tuple[Hold, ...]
+    preempted: tuple[Victim, ...]
+    allocated_before: Mapping[str, Resources]
+    allocated_after: Mapping[str, Resources]
+    gpu_noun: str = "GPUs"
+    _by_id: dict = field(default_factory=dict, repr=False, compare=False)
+
+    def decision(self, workflow_id: str) -> Admission | Hold | None:
+        if not self._by_id:
+            self._by_id.update({a.workflow: a for a in self.admitted})
+            self._by_id.update({h.workflow: h for h in self.held})
+        return self._by_id.get(workflow_id)
+
+
+def queue_order(workflow: QueuedWorkflow, project_priority: int) -> tuple:
+    return (-project_priority, PRIORITY_RANK.get(workflow.priority, 1), workflow.submitted, workflow.id)
+
+
+class _Pass:
+    """The mutable bookkeeping of one pass (free capacity, allocations); `run_admission` drives it."""
+
+    def __init__(self, state: PoolState) -> None:
+        state.tree.check()
+        self.state = state
+        self.projects = {p.name: p for p in state.tree.projects}
+        self.departments = {d.name: d for d in state.tree.departments}
+        self.allocated: dict[str, Resources] = {name: Resources() for name in self.projects}
+        for workflow in state.running:
+            self.allocated[workflow.project] = self.allocated.get(workflow.project, Resources()) + workflow.usage
+        self.before = dict(self.allocated)
+        requests = dict(self.allocated)
+        for workflow in state.queued:
+            requests[workflow.project] = requests.get(workflow.project, Resources()) + workflow.demand
+        self.shares = fair_shares(state.capacity, state.tree, requests, over_quota=state.over_quota)
+        used = Resources()
+        for usage in self.allocated.values():
+            used = used + usage
+        self.free = (state.capacity - used).clamp()
+        self.deserved = {
+            name: Resources(*(p.quota(r).deserved for r in RESOURCES)) for name, p in self.projects.items()
+        }
+        self.department_allocated: dict[str, Resources] = {name: Resources() for name in self.departments}
+        for name, usage in self.allocated.items():
+            if name in self.projects:
+                department = self.projects[name].department
+                self.department_allocated[department] = self.department_allocated[department] + usage
+        self.admitted: list[Admission] = []
+        self.pending: list[tuple[QueuedWorkflow, dict]] = []  # (workflow, reason fields) until positions are known
+        self.victims: list[Victim] = []
+        self.victim_ids: set[str] = set()
+        self.reserved = Resources()  # free room kept for guaranteed work that waits (NO_CAPACITY)
+
+    # -- bookkeeping -------------------------------------------------------------------------------------------
+    def charge(self, project: str, amount_: Resources, sign: int = 1) -> None:
+        delta = amount_ if sign > 0 else Resources() - amount_
+        self.allocated[project] = self.allocated[project] + delta
+        department = self.projects[project].department
+        self.department_allocated[department] = self.department_allocated[department] + delta
+
+    def fair(self, project: str, resource: str) -> int:
+        return self.shares[resource].projects[project].fair_share
+
+    def hold(
+        self, workflow: QueuedWorkflow, code: str, resource: str, scope: str = "project", room=None, **extra
+    ) -> None:
+        project = self.projects[workflow.project]
+        team = project.department if scope == "department" else workflow.project
+        quota = (self.departments[team] if scope == "department" else project).quota(resource)
+        allocated = (self.department_allocated if scope == "department" else self.allocated)[team].get(resource)
+        deserved, free = quota.deserved, (room or self.free).get(resource)
+        fair = self.fair(workflow.project, resource)
+        borrowable = max(0, min(free, fair - max(allocated, deserved))) if self.state.over_quota else 0
+        fields = {
+            "code": code,
+            "scope": scope,
+            "team": team,
+            "resource": resource,
+            "demand": workflow.demand.get(resource),
+            "allocated": allocated,
+            "deserved": deserved,
+            "fair_share": fair,
+            "limit": quota.limit,
+            "free": free,
+            "borrowable": borrowable,
+            **extra,
+        }
+        self.pending.append((workflow, fields))
+
+    # -- checks ------------------------------------------------------------------------------------------------
+    def asked(self, workflow: QueuedWorkflow) -> list[str]:
+        return [r for r in RESOURCES if workflow.demand.get(r) > 0]
+
+    def within_deserved(self, workflow: QueuedWorkflow) -> bool:
+        after = self.allocated[workflow.project] + workflow.demand
+        deserved = self.deserved[workflow.project]
+        return all(after.get(r) <= deserved.get(r) for r in self.asked(workflow))
+
+    def quota_refusal(self, workflow: QueuedWorkflow, over_quota_phase: bool) -> tuple[str, str, str] | None:
+        """The first failing check as (code, resource, scope), or None if quota allows it."""
+        project = self.projects[workflow.project]
+        department = self.departments[project.department]
+        for resource in self.asked(workflow):
+            demand = workflow.demand.get(resource)
+            if demand > self.state.capacity.get(resource):
+                return "TOO_BIG", resource, "node_pool"
+            limit = project.quota(resource).limit
+            if limit is not None and self.allocated[project.name].get(resource) + demand > limit:
+                return "LIMIT", resource, "project"
+            limit = department.quota(resource).limit
+            if limit is not None and self.department_allocated[department.name].get(resource) + demand > limit:
+                return "LIMIT", resource, "department"
+        if not over_quota_phase:
+            return None
+        for resource in self.asked(workflow):
+            after = self.allocated[project.name].get(resource) + workflow.demand.get(resource)
+            if not self.state.over_quota and after > project.quota(resource).deserved:
+                return "NO_OVER_QUOTA", resource, "project"
+            if self.state.over_quota and after > self.fair(project.name, resource):
+                return "FAIR_SHARE", resource, "project"
+        return None
+
+    def shortfall_resource(self, workflow: QueuedWorkflow, room: Resources | None = None) -> str:
+        room = room or self.free
+        return next(r for r in self.asked(workflow) if workflow.demand.get(r) > room.get(r))
+
+    # -- phases ------------------------------------------------------------------------------------------------
+    def guaranteed(self, workflow: QueuedWorkflow) -> None:
+        refusal = self.quota_refusal(workflow, over_quota_phase=False)
+        if refusal:
+            self.hold(workflow, refusal[0], refusal[1], refusal[2])
+            return
+        if workflow.demand.fits_in(self.free):
+            self.admit(workflow, preemptible=False)
+            return
+        need = (workflow.demand - self.free).clamp()
+        candidates = [w for w in self.state.running if w.id not in self.victim_ids]
+        context = ReclaimContext(
+            self.state.capacity,
+            self.shares,
+            self.deserved,
+            self.allocated,
+            self.state.min_runtime_seconds,
+            self.state.gpu_noun,
+        )
+        victims = choose_victims(need, workflow.id, workflow.project, candidates, context)
+        resource = self.shortfall_resource(workflow)
+        if victims is None:
+            self.hold(workflow, "NO_CAPACITY", resource)
+            # over-quota work admitted into this room now would only be reclaimed for it later (churn)
+            self.reserved = self.reserved + workflow.demand
+            return
+        self.hold(workflow, "RECLAIMING", resource, victims=tuple(v.workflow for v in victims))
+        for victim in victims:
+            self.victims.append(victim)
+            self.victim_ids.add(victim.workflow)
+            self.charge(victim.project, victim.usage, sign=-1)
+        self.charge(workflow.project, workflow.demand)  # reserved: its deserved room is taken
+        self.free = (self.free - workflow.demand).clamp()  # victims' room is not free until they are gone
+
+    def over_quota(self, workflow: QueuedWorkflow) -> None:
+        room = (self.free - self.reserved).clamp()
+        refusal = self.quota_refusal(workflow, over_quota_phase=True)
+        if refusal:
+            self.hold(workflow, refusal[0], refusal[1], refusal[2], room=room)
+        elif not workflow.demand.fits_in(room):
+            self.hold(workflow, "NO_CAPACITY", self.shortfall_resource(workflow, room), room=room)
+        else:
+            self.admit(workflow, preemptible=True)
+
+    def admit(self, workflow: QueuedWorkflow, *, preemptible: bool) -> None:
+        self.admitted.append(Admission(workflow.id, workflow.project, preemptible))
+        self.charge(workflow.project, workflow.demand)
+        self.free = self.free - workflow.demand
+
+
+def run_admission(state: PoolState) -> PassResult:
+    """One admission pass (module docstring). Raises EngineError on a malformed quota tree; a queued or
+    running workflow of a project that is not in the tree is an error too (the caller charges projects)."""
+    known = {p.name for p in state.tree.projects}
+    for workflow in (*state.queued, *state.running):
+        if workflow.project not in known:
+            raise EngineError(
+                "project has no quota in this node pool",
+                field=f"workflows.{workflow.id}.project",
+                value=workflow.project,
+            )
+    run = _Pass(state)
+    ordered = sorted(state.queued, key=lambda w: queue_order(w, run.projects[w.project].priority))
+    later = []
+    for workflow in ordered:
+        if run.within_deserved(workflow):
+            run.guaranteed(workflow)
+        else:
+            later.append(workflow)
+    for workflow in later:
+        run.over_quota(workflow)
+    return _result(run, ordered)
+
+
+def _result(run: _Pass, ordered: list[QueuedWorkflow]) -> PassResult:
+    state = run.state
+    rank = {w.id: i for i, w in enumerate(ordered)}
+    pending = sorted(run.pending, key=lambda item: rank[item[0].id])
+    held = []
+    for position, (workflow, fields) in enumerate(pending, start=1):
+        fields["position"] = position
+        text = hold_text(fields, workflow, state)
+        held.append(Hold(workflow.id, workflow.project, HoldReason(**fields, text=text)))
+    return PassResult(
+        node_pool=state.name,
+        capacity=state.capacity,
+        over_quota=state.over_quota,
+        tree=state.tree,
+        shares=run.shares,
+        admitted=tuple(run.admitted),
+        held=tuple(held),
+        preempted=tuple(run.victims),
+        allocated_before=run.before,
+        allocated_after=dict(run.allocated),
+        gpu_noun=state.gpu_noun,
+    )
+
+
+def hold_text(fields: Mapping, workflow: QueuedWorkflow, state: PoolState) -> str:
+    """The sentence a researcher reads, e.g. "project vision: 16 of 16 guaranteed A100 GPUs in use;
+    0 free to borrow; position 3 in the queue"."""
+    r, gpu = fields["resource"], state.gpu_noun
+    what = noun(r, gpu)
+    team = f"{fields['scope'] if fields['scope'] != 'node_pool' else 'node pool'} {fields['team']}"
+    used = (
+        f"{amount(r, fields['allocated'])} of {amount(r, fields['deserved'])} guaranteed {what} in use"
+        if fields["allocated"] <= fields["deserved"]
+        else f"{amount(r, fields['allocated'])} {what} in use, {amount(r, fields['deserved'])} guaranteed"
+    )
+    code = fields["code"]
+    if code == "TOO_BIG":
+        head = (
+            f"node pool {state.name}: asks for {amount_noun(r, fields['demand'], gpu)}, "
+            f"more than the node pool's {amount_noun(r, state.capacity.get(r), gpu)}"
+        )
+    elif code == "LIMIT":
+        head = (
+            f"{team}: limit of {amount_noun(r, fields['limit'], gpu)} reached "
+            f"({amount(r, fields['allocated'])} in use, this workflow asks for {amount(r, fields['demand'])})"
+        )
+    elif code == "NO_OVER_QUOTA":
+        head = f"{team}: {used}; over-quota is off in node pool {state.name}"
+    elif code == "FAIR_SHARE" or fields["allocated"] + fields["demand"] > fields["deserved"]:
+        head = f"{team}: {used}; {amount(r, fields['borrowable'])} free to borrow"
+    elif code == "RECLAIMING":
+        head = (
+            f"{team}: within its guaranteed quota ({used}); preempting {len(fields['victims'])} over-quota "
+            f"workflow(s) of other projects to free {amount_noun(r, fields['demand'] - fields['free'], gpu)}"
+        )
+    else:  # NO_CAPACITY
+        head = (
+            f"{team}: {used}; asks for {amount(r, fields['demand'])}, "
+            f"{amount(r, fields['free'])} free in node pool {state.name}"
+        )
+    return f"{head}; position {fields['position']} in the queue"

@@ -1,0 +1,184 @@
+"""Fair share per node pool and resource, hierarchical department → project, after KAI-Scheduler's
+proportion plugin (quota-reference.md §1.2) but in exact integers.
+
+Units: amounts are ints — gpu count, cpu millicores, memory bytes (pools.engine.quota_model). Every share
+is an int; no floats anywhere, so the same inputs always give the same answer on every machine.
+
+One level (`divide`) gives a set of sibling queues a `total`:
+1. Requestable: `r_i = min(request_i, limit_i)` (limit None = no cap). `request` is what the queue holds
+   plus what it has queued.
+2. Deserved pass: each queue gets `g_i = min(deserved_i, r_i)`. If the total cannot cover Σ g_i (capacity
+   below the guarantees, e.g. nodes down), the total is water-filled over the queues with weight
+   `deserved_i` instead, capped at `g_i`: guarantees shrink in proportion to their size.
+3. Over-quota pass (only when over-quota is on): the rest `R = total - Σ g_i` goes to the priority levels
+   from highest to lowest; inside a level it is water-filled by over-quota weight, each queue capped at
+   `r_i - g_i`. A queue with weight 0 gets no surplus. What one level leaves goes to the next.
+
+Water-filling (`water_fill`), exact: queues whose cap is at most their weighted slice `R·w_i / W` of what is
+left are satisfied (sorted by cap/weight, the smallest first; each one leaves more for the rest); the others
+get `floor(R·w_i / W)`, and the units the floors leave (fewer than the number of queues) go one each to the
+largest fractions, ties by larger weight then by name. A unit never takes a queue above its cap.
+
+Hierarchy (`fair_share`): departments first, over the node pool's capacity, each department's request being
+the sum of its projects' requestable amounts; then each department's fair share is the total that its
+projects divide (priority and weight of the projects). Over-quota off: every share is its deserved part
+(`min(deserved, requestable)`, shrunk as in 2 if needed).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from fractions import Fraction
+
+from pools.engine.quota_model import RESOURCES, QuotaTree, Resources, TeamQuota
+
+
+@dataclass(frozen=True, slots=True)
+class ShareInput:
+    """One queue of one level, for one resource. `priority`: higher is served first over quota."""
+
+    name: str
+    deserved: int = 0
+    limit: int | None = None
+    weight: int = 1
+    priority: int = 0
+    request: int = 0
+
+    @property
+    def requestable(self) -> int:
+        return self.request if self.limit is None else min(self.request, self.limit)
+
+
+@dataclass(frozen=True, slots=True)
+class Share:
+    """A queue's fair share = `deserved_part` (guaranteed, ≤ deserved) + `over_quota_part` (surplus)."""
+
+    name: str
+    deserved_part: int
+    over_quota_part: int
+    requestable: int
+
+    @property
+    def fair_share(self) -> int:
+        return self.deserved_part + self.over_quota_part
+
+
+@dataclass(frozen=True)
+class FairShare:
+    """One resource of one node pool: every department's and project's share; `unassigned` is what nobody
+    asked for (capacity − Σ department shares)."""
+
+    resource: str
+    capacity: int
+    over_quota: bool
+    departments: Mapping[str, Share]
+    projects: Mapping[str, Share]
+
+    @property
+    def unassigned(self) -> int:
+        return self.capacity - sum(s.fair_share for s in self.departments.values())
+
+
+def water_fill(amount: int, caps: Sequence[int], weights: Sequence[int], names: Sequence[str]) -> list[int]:
+    """Split `amount` over queues by `weights`, nobody above its cap; exact ints (see the module docstring).
+
+    Returns one int per queue; queues with weight 0 or cap 0 get 0. Σ result ≤ amount, = amount unless
+    every weighted queue reached its cap."""
+    given = [0] * len(caps)
+    live = [i for i in range(len(caps)) if caps[i] > 0 and weights[i] > 0]
+    if amount <= 0 or not live:
+        return given
+    if sum(caps[i] for i in live) <= amount:
+        for i in live:
+            given[i] = caps[i]
+        return given
+    live.sort(key=lambda i: (Fraction(caps[i], weights[i]), names[i]))
+    left, weight_left = amount, sum(weights[i] for i in live)
+    start = 0
+    # caps[i] / w_i <= left / weight_left, in integers
+    while start < len(live) and caps[live[start]] * weight_left <= left * weights[live[start]]:
+        i = live[start]
+        given[i] = caps[i]
+        left -= caps[i]
+        weight_left -= weights[i]
+        start += 1
+    rest = live[start:]
+    fractions = []
+    for i in rest:
+        whole, fraction = divmod(left * weights[i], weight_left)
+        given[i] = whole
+        fractions.append((-fraction, -weights[i], names[i], i))
+    spare = left - sum(given[i] for i in rest)
+    fractions.sort()
+    for _, _, _, i in fractions[:spare]:
+        given[i] += 1
+    return given
+
+
+def divide(total: int, queues: Sequence[ShareInput], *, over_quota: bool = True) -> dict[str, Share]:
+    """Give `total` to sibling `queues` (one level; steps 1–3 of the module docstring). Keyed by name."""
+    names = [q.name for q in queues]
+    wants = [min(q.deserved, q.requestable) for q in queues]
+    # capacity below the guarantees: they shrink in proportion to deserved
+    short = sum(wants) > total
+    guaranteed = water_fill(total, wants, [q.deserved for q in queues], names) if short else wants
+    surplus = [0] * len(queues)
+    left = total - sum(guaranteed)
+    if over_quota and left > 0:
+        for level in sorted({q.priority for q in queues}, reverse=True):
+            members = [i for i, q in enumerate(queues) if q.priority == level]
+            given = water_fill(
+                left,
+                [queues[i].requestable - guaranteed[i] for i in members],
+                [queues[i].weight for i in members],
+                [names[i] for i in members],
+            )
+            for i, amount in zip(members, given, strict=True):
+                surplus[i] = amount
+            left -= sum(given)
+            if left <= 0:
+                break
+    return {q.name: Share(q.name, guaranteed[i], surplus[i], q.requestable) for i, q in enumerate(queues)}
+
+
+def _share_input(team: TeamQuota, resource: str, request: int) -> ShareInput:
+    quota = team.quota(resource)
+    return ShareInput(team.name, quota.deserved, quota.limit, quota.weight, team.priority, request)
+
+
+def fair_share(
+    capacity: int, tree: QuotaTree, resource: str, requests: Mapping[str, int], *, over_quota: bool = True
+) -> FairShare:
+    """Fair share of one resource in one node pool. `requests`: project name → allocated + queued demand
+    (missing = 0). Departments first, then each department's share over its projects."""
+    project_inputs = {p.name: _share_input(p, resource, max(0, requests.get(p.name, 0))) for p in tree.projects}
+    by_department: dict[str, list[ShareInput]] = {d.name: [] for d in tree.departments}
+    for project in tree.projects:
+        by_department[project.department].append(project_inputs[project.name])
+    department_inputs = [
+        _share_input(d, resource, sum(p.requestable for p in by_department[d.name])) for d in tree.departments
+    ]
+    departments = divide(max(0, capacity), department_inputs, over_quota=over_quota)
+    projects: dict[str, Share] = {}
+    for department in tree.departments:
+        projects.update(
+            divide(departments[department.name].fair_share, by_department[department.name], over_quota=over_quota)
+        )
+    return FairShare(resource, capacity, over_quota, departments, projects)
+
+
+def fair_shares(
+    capacity: Resources, tree: QuotaTree, requests: Mapping[str, Resources], *, over_quota: bool = True
+) -> dict[str, FairShare]:
+    """`fair_share` for every resource (gpu, cpu, memory), each divided independently as KAI does."""
+    return {
+        resource: fair_share(
+            capacity.get(resource),
+            tree,
+            resource,
+            {name: amount.get(resource) for name, amount in requests.items()},
+            over_quota=over_quota,
+        )
+        for resource in RESOURCES
+    }

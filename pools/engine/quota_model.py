@@ -1,0 +1,134 @@
+"""The quota vocabulary the fair-share, admission and reclaim engines share (docs/admission.md).
+
+Units, everywhere in these modules: every amount is a non-negative `int`:
+* `gpu`    — whole devices (count);
+* `cpu`    — millicores (1 core = 1000);
+* `memory` — bytes.
+The doors turn Kubernetes quantities ("8", "500m", "64Gi") into these ints before calling the engine.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from pools.engine.errors import EngineError
+
+GPU, CPU, MEMORY = "gpu", "cpu", "memory"
+RESOURCES: tuple[str, ...] = (GPU, CPU, MEMORY)
+
+
+@dataclass(frozen=True, slots=True)
+class Resources:
+    """An amount of each quota resource: gpu (count), cpu (millicores), memory (bytes)."""
+
+    gpu: int = 0
+    cpu: int = 0
+    memory: int = 0
+
+    @classmethod
+    def of(cls, values: Mapping[str, int] | None) -> Resources:
+        values = values or {}
+        unknown = set(values) - set(RESOURCES)
+        if unknown:
+            raise EngineError(f"unknown resource; expected one of {', '.join(RESOURCES)}", value=sorted(unknown)[0])
+        return cls(**{name: int(values.get(name, 0)) for name in RESOURCES})
+
+    def get(self, resource: str) -> int:
+        return getattr(self, resource)
+
+    def __add__(self, other: Resources) -> Resources:
+        return Resources(self.gpu + other.gpu, self.cpu + other.cpu, self.memory + other.memory)
+
+    def __sub__(self, other: Resources) -> Resources:
+        return Resources(self.gpu - other.gpu, self.cpu - other.cpu, self.memory - other.memory)
+
+    def clamp(self) -> Resources:
+        """Negative parts become 0 (a shortfall vector from a difference)."""
+        return Resources(max(0, self.gpu), max(0, self.cpu), max(0, self.memory))
+
+    def fits_in(self, room: Resources) -> bool:
+        return self.gpu <= room.gpu and self.cpu <= room.cpu and self.memory <= room.memory
+
+    def is_zero(self) -> bool:
+        return not (self.gpu or self.cpu or self.memory)
+
+    def as_dict(self) -> dict[str, int]:
+        return {GPU: self.gpu, CPU: self.cpu, MEMORY: self.memory}
+
+
+ZERO = Resources()
+
+
+@dataclass(frozen=True, slots=True)
+class Quota:
+    """One team's quota for one resource in one node pool.
+
+    `deserved`: guaranteed amount (≥ 0). `limit`: hard cap, None = no cap (else ≥ deserved).
+    `weight`: over-quota weight (≥ 0; 0 = never gets surplus)."""
+
+    deserved: int = 0
+    limit: int | None = None
+    weight: int = 1
+
+    def check(self, where: str) -> None:
+        if self.deserved < 0:
+            raise EngineError("deserved quota cannot be negative", field=f"{where}.deserved", value=self.deserved)
+        if self.weight < 0:
+            raise EngineError("over-quota weight cannot be negative", field=f"{where}.weight", value=self.weight)
+        if self.limit is not None and self.limit < self.deserved:
+            raise EngineError(
+                f"limit is below the deserved quota {self.deserved}", field=f"{where}.limit", value=self.limit
+            )
+
+
+NO_QUOTA = Quota(0, None, 1)
+
+
+@dataclass(frozen=True, slots=True)
+class TeamQuota:
+    """A department's or a project's quotas in one node pool, per resource (missing resource = NO_QUOTA).
+
+    `priority`: over-quota rank, higher is served first (projects; departments usually 0).
+    `department`: for a project, its department's name; None for a department."""
+
+    name: str
+    quotas: Mapping[str, Quota] = field(default_factory=dict)
+    priority: int = 0
+    department: str | None = None
+
+    def quota(self, resource: str) -> Quota:
+        return self.quotas.get(resource, NO_QUOTA)
+
+
+@dataclass(frozen=True, slots=True)
+class QuotaTree:
+    """Departments and their projects in one node pool. Names are unique per kind."""
+
+    departments: tuple[TeamQuota, ...]
+    projects: tuple[TeamQuota, ...]
+
+    def check(self) -> None:
+        """Raise EngineError on a duplicate name, an unknown department, or a bad quota."""
+        departments = _unique(self.departments, "departments")
+        _unique(self.projects, "projects")
+        for team, kind in [*((d, "departments") for d in self.departments), *((p, "projects") for p in self.projects)]:
+            for resource, quota in team.quotas.items():
+                if resource not in RESOURCES:
+                    raise EngineError("unknown resource", field=f"{kind}.{team.name}", value=resource)
+                quota.check(f"{kind}.{team.name}.{resource}")
+        for project in self.projects:
+            if project.department not in departments:
+                raise EngineError("unknown department", field=f"projects.{project.name}", value=project.department)
+
+    def projects_of(self, department: str) -> list[TeamQuota]:
+        return [p for p in self.projects if p.department == department]
+
+
+def _unique(teams: Iterable[TeamQuota], kind: str) -> set[str]:
+    seen: set[str] = set()
+    for team in teams:
+        if team.name in seen:
+            raise EngineError("duplicate name", field=kind, value=team.name)
+        seen.add(team.name)
+    return seen
