@@ -24,8 +24,10 @@ The pass:
 Hold codes, checked in this order per resource (gpu, cpu, memory): TOO_BIG (more than the node pool has),
 LIMIT (project's or department's limit), NO_OVER_QUOTA (above deserved with over-quota off), FAIR_SHARE
 (above the project's fair share), NO_CAPACITY (within quota, not enough free, nothing to reclaim),
-RECLAIMING. Each reason carries its numbers and the workflow's 1-based position among the held workflows of
-the node pool, in queue order.
+RECLAIMING. Each reason carries its numbers and the workflow's 1-based position among the held workflows
+of the node pool, in queue order.
+Known limit: a department's limit counts its projects' over-quota use too, and reclaim does not free room
+under it, so guaranteed work can wait on LIMIT (department) until that use ends.
 """
 
 from __future__ import annotations
