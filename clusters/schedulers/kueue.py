@@ -115,11 +115,18 @@ def _quota(pool: NodePool, project: Project, resource: str) -> dict:
     return entry
 
 
+_BINARY = (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10))
+
+
 def _quantity(resource: str, value: int) -> int | str:
-    """A Kubernetes quantity: cpu millicores as whole CPUs when exact ("500m" otherwise), the rest as is."""
-    if resource == "cpu" and value % 1000:
-        return f"{value}m"
-    return value // 1000 if resource == "cpu" else value
+    """A Kubernetes quantity as a person would write it: cpu millicores as whole CPUs when exact ("500m"
+    otherwise), memory bytes with the largest binary suffix that divides them ("512Gi"), GPUs as counts."""
+    if resource == "cpu":
+        return value // 1000 if value % 1000 == 0 else f"{value}m"
+    if resource == "memory" and value:
+        suffix, factor = next(((s, f) for s, f in _BINARY if value % f == 0), ("", 1))
+        return f"{value // factor}{suffix}" if suffix else value
+    return value
 
 
 def local_queues(tree: QuotaTree) -> list[dict]:

@@ -127,7 +127,7 @@ def test_kueue_cluster_queue_per_project_in_its_departments_cohort():
     assert list(flavors) == ["sim-default", "a100", "h100"]
     assert flavors["a100"] == [
         {"name": "cpu", "nominalQuota": 64},
-        {"name": "memory", "nominalQuota": 512 * GI},
+        {"name": "memory", "nominalQuota": "512Gi"},
         {"name": "nvidia.com/gpu", "nominalQuota": 8, "borrowingLimit": 4},
     ]
     assert flavors["h100"][2] == {"name": "nvidia.com/gpu", "nominalQuota": 4, "borrowingLimit": 0}  # over-quota off
