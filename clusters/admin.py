@@ -151,6 +151,7 @@ class BackendInventoryMixin:
                     "description",
                     "namespace",
                     "scheduler_name",
+                    "quota_scheduler",
                     "dashboard_url",
                     "grafana_url",
                     "history",

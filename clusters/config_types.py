@@ -10,11 +10,14 @@ import re
 
 from clusters.kube.kubeconfig import KubeconfigError, read_kubeconfig  # YAML only, no Kubernetes client
 from configs.errors import ConfigError
-from configs.kinds import KEEP_SECRET, Bool, Secret, Text
+from configs.kinds import KEEP_SECRET, Bool, Choice, Secret, Text
 from configs.models import ConfigType
 from configs.schema import Field, Schema
 
 CONNECTIONS = ("", "kubeconfig", "in-cluster", "url")
+# Who enforces the quotas of this cluster's node pools: the portal's own admission (default), or the
+# cluster's KAI-Scheduler or Kueue, to which the portal writes the same quotas (docs/quota-schedulers.md).
+QUOTA_SCHEDULERS = ("portal", "kai", "kueue")
 
 
 def _check_connection(doc) -> None:
@@ -77,6 +80,16 @@ BACKEND = Schema(
             help="Namespace for workload pods.",
         ),
         Field("scheduler_name", Text(), also_from="scheduler_settings", or_default=True),
+        Field(
+            "quota_scheduler",
+            Choice(QUOTA_SCHEDULERS, f"must be one of {', '.join(QUOTA_SCHEDULERS)}"),
+            default="portal",
+            or_default=True,
+            help=(
+                "Who enforces quotas on this cluster: the portal (default), KAI-Scheduler (kai) or Kueue "
+                "(kueue); with kai or kueue the portal writes the quotas as that scheduler's objects."
+            ),
+        ),
         Field("dashboard_url", Text(), or_default=True),
         Field("grafana_url", Text(), or_default=True),
         Field("connection", Text(strip=True), nullable=True),

@@ -31,11 +31,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--start-delay", type=float, default=1.0, help="kubelet: seconds Pending -> Running")
     parser.add_argument("--run-seconds", type=float, default=5.0, help="kubelet: seconds Running -> Succeeded")
     parser.add_argument("--git-version", default="v1.33.0")
+    parser.add_argument(
+        "--schedulers", default="", metavar="NAMES", help="serve quota schedulers' CRDs: kai, kueue (comma-separated)"
+    )
     parser.add_argument("--state", metavar="FILE", help="save the objects to FILE; load them from it at start")
     args = parser.parse_args(argv)
 
     kubelet = {"start_delay": args.start_delay, "run_seconds": args.run_seconds} if args.kubelet else False
-    server = EmulatorServer(args.host, args.port, kubelet=kubelet, git_version=args.git_version)
+    schedulers = [name for name in args.schedulers.split(",") if name]
+    try:
+        server = EmulatorServer(
+            args.host, args.port, kubelet=kubelet, git_version=args.git_version, schedulers=schedulers
+        )
+    except ValueError as error:
+        print(f"kubesim: {error}", file=sys.stderr)
+        return 2
     state = StateFile(server.emulator, args.state) if args.state else None
     restored = state is not None and state.exists()
     if restored:

@@ -41,6 +41,7 @@ from kmock import KubernetesScaffold
 from kmock import resource as kmock_resource
 from kmock._internal import dsl, enums, rendering
 
+from .crds import scheduler_resources
 from .emulator_watch import CLOSE, EXPIRE, WatchStream
 from .resources import (
     BUILTIN_RESOURCES,
@@ -153,6 +154,7 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
         max_list_snapshots: int = 64,
         watch_max_seconds: float = 1800.0,
         namespaces: Iterable[str] = DEFAULT_NAMESPACES,
+        schedulers: Iterable[str] = (),
     ) -> None:
         super().__init__()
         self.git_version = git_version
@@ -176,7 +178,7 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._random = random.Random()
-        for rt in BUILTIN_RESOURCES:
+        for rt in (*BUILTIN_RESOURCES, *scheduler_resources(schedulers)):
             self._register(rt)
         for ns in namespaces:
             self._create(self._types["", "namespaces"], None, {"metadata": {"name": ns}})
@@ -227,6 +229,21 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
         rt = ResourceType(group, version, plural, kind, namespaced, kind.lower(), short_names, subresources)
         self.run_in_loop(self._register, rt)
         return rt
+
+    def serve_schedulers(self, *names: str) -> list[ResourceType]:
+        """Serve the custom resources of quota schedulers (``"kai"``, ``"kueue"``; see kubesim.crds)."""
+        types = scheduler_resources(names)
+        for rt in types:
+            self.run_in_loop(self._register, rt)
+        return types
+
+    def set_status(self, plural: str, name: str, status: dict, namespace: str | None = None) -> dict:
+        """Write an object's ``status`` as its controller would (the status subresource, replaced whole)."""
+        rt = self.resource_type(plural)
+        obj = self.get(plural, name, namespace)
+        if obj is None:
+            raise KeyError(f"no {plural} named {name!r}")
+        return copy.deepcopy(self.run_in_loop(self._update, rt, namespace, name, {**obj, "status": status}, "status"))
 
     def add_listener(self, fn: Listener) -> None:
         """``fn(event_type, resource_type, old, new)`` runs on the loop after every change."""
@@ -515,6 +532,8 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
         if verb == "create" and sub == "binding":
             return _json(self._bind(ns, name, data), 201)
         if verb == "create" and name is None:
+            if rt.namespaced and ns is None:  # the all-namespaces path of a namespaced kind only lists and watches
+                raise ApiError(405, "the server does not allow this method on the requested resource")
             return _json(self._create(rt, ns, data), 201)
         if verb == "update" and sub in (None, "status"):
             return _json(self._update(rt, ns, name, data, sub))

@@ -105,7 +105,7 @@ def submit(request: SubmitRequest) -> SubmitResult:
     )
     warnings = [*spec.warnings, *timeout_warnings]
     if request.dry_run or request.validation_only:
-        plan = _plan(pool, spec, _context(spec.name + "-dry-run", who.user.get_username(), priority, spec))
+        plan = _plan(pool, spec, _context(pool, spec.name + "-dry-run", who.user.get_username(), priority, spec))
         candidates = _placement_nodes({p.platform.pk for p in plan}) if request.dry_run else None
         tasks = [_dry_run_row(p, candidates) for p in plan]
         status = "DRY_RUN" if request.dry_run else "VALID"
@@ -117,7 +117,7 @@ def submit(request: SubmitRequest) -> SubmitResult:
         workflow_id = _next_id(spec.name)
         workflow_uuid = uuid.uuid4()
         spec = substitute_tokens(spec, workflow_id, str(workflow_uuid))
-        plan = _plan(pool, spec, _context(workflow_id, who.user.get_username(), priority, spec, workflow_uuid))
+        plan = _plan(pool, spec, _context(pool, workflow_id, who.user.get_username(), priority, spec, workflow_uuid))
         # Prepared inserts (portal.prepared): `bulk_create` without compiling the SQL each time.
         [workflow] = _INSERT_WORKFLOW.insert(
             [
@@ -192,6 +192,7 @@ def resolve_retry(workflow: Workflow, task: Task, retry_id: int) -> dict:
     spec = substitute_tokens(spec, workflow.workflow_id, str(workflow.uuid))
     task_spec = next(t for t in spec.tasks() if t.name == task.name)
     context = _context(
+        pool,
         workflow.workflow_id,
         workflow.submitted_by.get_username(),
         workflow.priority,
@@ -245,7 +246,7 @@ _POOL_FIELDS = _fields(
     "max_exec_timeout",
     "max_queue_timeout",
 )
-_BACKEND_FIELDS = _fields(Backend, "id", "name", "namespace", "last_sync_at")
+_BACKEND_FIELDS = _fields(Backend, "id", "name", "namespace", "scheduler_name", "last_sync_at")
 _PLATFORM_FIELDS = _fields(Platform, "id", "pool_id", "name", "compiled")
 # Runs on every submission: compiled once per process (portal.prepared). One row per platform.
 _POOL_ROWS = PreparedQuery(
@@ -370,7 +371,7 @@ def _plan_warnings(plan: list[PlannedTask]) -> list[str]:
 
 
 def _context(
-    workflow_id: str, submitted_by: str, priority: str, spec: WorkflowSpec, workflow_uuid=None, **more
+    pool: Pool, workflow_id: str, submitted_by: str, priority: str, spec: WorkflowSpec, workflow_uuid=None, **more
 ) -> WorkflowContext:
     return WorkflowContext(
         workflow_id=workflow_id,
@@ -378,6 +379,7 @@ def _context(
         submitted_by=submitted_by,
         priority=priority,
         labels=dict(spec.labels),
+        scheduler_name=pool.backend.scheduler_name,
         **more,
     )
 

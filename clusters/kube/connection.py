@@ -151,6 +151,13 @@ class KubeClient:
 
         return client.CoreV1Api(self.api)
 
+    @cached_property
+    def custom(self) -> client.CustomObjectsApi:
+        """Custom resources (the schedulers' queues): see clusters.kube.custom."""
+        from kubernetes import client
+
+        return client.CustomObjectsApi(self.api)
+
     @property
     def host(self) -> str:
         return self.api.configuration.host

@@ -6,7 +6,8 @@ Build order (OSMO §2.2 step 2, adapted):
    the task's image/command/args/env, privileged, allowed host mounts), hostNetwork;
 2. ⊕ the platform's merged template rendered with the task's variables (its `{{USER_CONTAINER_NAME}}`
    container merges into the user container by name);
-3. system fields re-applied on top (apiVersion, kind, metadata.name, system labels);
+3. system fields re-applied on top (apiVersion, kind, metadata.name, system labels, and the backend's
+   schedulerName when it names one: the cluster's scheduler decides, not a template);
 4. gates, schema validation, static rules, node rules (when nodes are given).
 Bad input (a task value that is not a quantity, an undefined variable, a failing template) raises
 EngineError; a pod that the platform or Kubernetes would refuse is reported in `validation`.
@@ -68,6 +69,7 @@ class WorkflowContext:
     group_name: str = ""
     labels: dict[str, str] = field(default_factory=dict)
     retry_id: int = 0
+    scheduler_name: str = ""  # the backend's `scheduler_name`; empty leaves the cluster's default scheduler
 
 
 @dataclass
@@ -234,6 +236,17 @@ def _reapply_system(pod: dict, origins: dict, name: str, labels: dict[str, str])
     meta_origins["labels"] = {**current_origins, **dict.fromkeys(labels, SYSTEM)}
 
 
+def _set_scheduler(pod: dict, origins: dict, scheduler_name: str) -> None:
+    """The backend's scheduler on every pod: a template cannot route a pod around the scheduler that
+    enforces the cluster's quotas (KAI-Scheduler, for one)."""
+    spec = pod["spec"] if isinstance(pod.get("spec"), dict) else {}
+    spec_origins = origins.get("spec")
+    if not isinstance(spec_origins, dict):
+        spec_origins = dict.fromkeys(spec, spec_origins or SYSTEM)
+    pod["spec"], origins["spec"] = spec, spec_origins
+    spec["schedulerName"], spec_origins["schedulerName"] = scheduler_name, SYSTEM
+
+
 def _protected_fields(template: object, skip: str) -> dict[str, dict]:
     """image/command/args of every template-defined container (by name), except the user container."""
     spec = template.get("spec") if isinstance(template, dict) else None
@@ -308,6 +321,8 @@ def _build_pod(
     overrides: list = []
     pod, origins = merge_traced(base, base_origins, rendered, compiled.template_origins, overrides, directives=False)
     _reapply_system(pod, origins, name, labels)
+    if ctx.scheduler_name:
+        _set_scheduler(pod, origins, ctx.scheduler_name)
     return _Built(pod, origins, rendered, overrides, mount_errors, template_host_paths)
 
 

@@ -42,7 +42,12 @@ def preview(request: PreviewRequest) -> dict:
         resources={k: v for k, v in request.resources.items() if v not in (None, "")},
         variables=dict(request.variables),
     )
-    resolution = resolve(compiled_platform(platform), task, WorkflowContext(submitted_by="preview"), nodes)
+    resolution = resolve(
+        compiled_platform(platform),
+        task,
+        WorkflowContext(submitted_by="preview", scheduler_name=platform.pool.backend.scheduler_name),
+        nodes,
+    )
     result = resolution.to_dict()
     if nodes is None:
         result["warnings"].append("node rules (K8_*) were not checked: the cluster's nodes have not been synced yet")
@@ -54,7 +59,7 @@ def _platform(pool_name: str, platform_name: str | None) -> Platform:
         pool = Pool.objects.get(name=pool_name)
     except Pool.DoesNotExist:
         raise ConfigNotFound(f"no pool named {pool_name!r}", field="pool", value=pool_name) from None
-    platforms = {p.name: p for p in pool.platforms.select_related("pool")}
+    platforms = {p.name: p for p in pool.platforms.select_related("pool__backend")}
     name = platform_name or pool.default_platform
     if not name:
         if len(platforms) == 1:
