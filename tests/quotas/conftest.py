@@ -30,7 +30,7 @@ FLEET_SIZE = 29
 
 
 @pytest.fixture
-def synced(pools_config, backend):
+def synced(pools_config, backend):  # noqa: F811  (the imported fixtures)
     inventory.sync_backend(backend.pk)
     return backend
 
