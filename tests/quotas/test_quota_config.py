@@ -8,7 +8,7 @@ import pytest
 
 from access.services import roles
 from configs import revisions, store
-from configs.errors import ConfigError, ConfigNotFound
+from configs.errors import ConfigError, ConfigInUse, ConfigNotFound
 from portal.errors import PermissionDenied
 from quotas.models import NodePool, Quota
 from quotas.services import quotas
@@ -239,3 +239,27 @@ def test_quotas_of_is_the_tree_in_two_queries(carved, teams):
     assert_constant_queries(lambda: quotas.quotas_of(node_pool), grow, at_most=1)
     with pytest.raises(ConfigNotFound):
         quotas.quotas_of("nope")
+
+
+def test_the_rest_api_writes_and_shows_node_pools_like_any_config(carved, admin_api):
+    body = h100({"research": {"gpu": {"deserved": 8}}}, {"vision": {"gpu": {"deserved": "8"}}})
+    answer = admin_api.put("/api/configs/node_pool/h100", {"configs": body, "description": "api"}, format="json")
+    assert answer.status_code == 200, answer.json()
+    assert admin_api.get("/api/configs/node_pool/h100").json()["projects"] == {
+        "vision": {"gpu": {"deserved": 8, "limit": None, "weight": 1}}
+    }
+    bad = admin_api.put(
+        "/api/configs/node_pool/h100",
+        {"configs": h100(projects={"vision": {"gpu": {"deserved": 2, "limit": 1}}})},
+        format="json",
+    )
+    assert bad.status_code == 400 and bad.json()["field"] == "projects.vision.gpu.limit"
+
+
+def test_a_type_rollback_refuses_to_delete_a_default_created_since(carved):
+    then = revisions.get_revision("NODE_POOL", "h100", 1).change.revision
+    store.apply("BACKEND", "newer", {"description": "added later"}, CLI)
+    with pytest.raises(ConfigInUse) as refused:
+        store.restore("NODE_POOL", then, CLI)
+    assert refused.value.value == "newer-default" and "goes only with the backend" in refused.value.reason
+    assert NodePool.objects.filter(name="newer-default").exists()
