@@ -23,6 +23,7 @@ class ConfigType(models.TextChoices):
     RESOURCE_VALIDATION = "RESOURCE_VALIDATION", "Resource validation"
     BACKEND = "BACKEND", "Backend"
     ROLE = "ROLE", "Role"
+    NODE_POOL = "NODE_POOL", "Node pool"
 
 
 class Change(models.Model):

@@ -56,6 +56,7 @@ INSTALLED_APPS = [
     "access",
     "teams",  # departments and projects (docs/teams.md)
     "workflows",
+    "quotas",  # node pools and team quotas, above workflows (docs/quotas.md)
     "selfservice",  # self-service pages, access and pool requests (docs/self-service.md)
 ]
 

@@ -6,7 +6,7 @@ are the role's own name plus its `external_roles` (access.models.Role). Both sta
 IdP sync and the policy read them; a project only points at its role, so nothing is stored twice.
 
 Workflows record the project they are charged to (`workflows.models.Workflow.project`). Quotas per
-(project or department, pool) are the next step; they will hang off these two models.
+(project or department, node pool) hang off these two models in the quotas app (docs/quotas.md).
 """
 
 from __future__ import annotations
@@ -43,6 +43,8 @@ class Project(models.Model):
     name = models.CharField(max_length=123, unique=True)  # its role `osmo-<name>` fits a 128-character name
     department = models.ForeignKey(Department, on_delete=models.PROTECT, related_name="projects")
     description = models.TextField(blank=True, default="")
+    # Run:ai's project rank: higher is served first when the over-quota surplus is shared (docs/quotas.md).
+    priority = models.IntegerField(default=0, help_text="Higher is served first for over-quota capacity.")
     # The role whose holders are the project's members; always named `osmo-<project name>`.
     role = models.OneToOneField("access.Role", on_delete=models.PROTECT, related_name="project")
     created_at = models.DateTimeField(auto_now_add=True)

@@ -22,6 +22,7 @@ from pools.models import (
     PoolValidation,
     ResourceValidation,
 )
+from quotas.models import NodePool, Quota
 from teams.models import Department, Project, role_name
 from workflows.models import Task, Workflow
 
@@ -243,3 +244,41 @@ class ProjectFactory(factory.django.DjangoModelFactory):
             policies=[{"effect": "Allow", "actions": ["workflow:*"], "resources": [f"pool/{project.name}*"]}],
         )
     )
+
+
+# --- quotas ------------------------------------------------------------------------------------------
+
+
+class NodePoolFactory(factory.django.DjangoModelFactory):
+    """A node pool row (a label selector by default), without the zero quota rows the NODE_POOL config type
+    writes: `NodePoolFactory(backend=b, label_key="gpu", label_value="a100")`. Tests of the rules use
+    `configs.store.apply("NODE_POOL", …)`; a backend's Default exists from its creation (quotas.apps)."""
+
+    class Meta:
+        model = NodePool
+        django_get_or_create = ("name",)
+
+    name = factory.Sequence(lambda n: f"node-pool-{n:03d}")
+    backend = factory.SubFactory(BackendFactory)
+    selector_kind = "label"
+    label_key = "example.com/node-pool"
+    label_value = factory.LazyAttribute(lambda pool: pool.name)
+
+
+class QuotaFactory(factory.django.DjangoModelFactory):
+    """One quota row: `QuotaFactory(node_pool=p, project=vision, resource="gpu", deserved=8)`."""
+
+    class Meta:
+        model = Quota
+
+    node_pool = factory.SubFactory(NodePoolFactory)
+    resource = "gpu"
+    deserved = 0
+
+    @classmethod
+    def _create(cls, model_class, *args, node_pool, resource, department=None, project=None, **values):
+        # a team's zero row may already be there (quotas.apps): set it
+        row, _ = model_class.objects.update_or_create(
+            node_pool=node_pool, resource=resource, department=department, project=project, defaults=values
+        )
+        return row

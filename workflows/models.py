@@ -18,6 +18,7 @@ from portal.resources import PolicyResources, Scope
 
 
 class WorkflowStatus(models.TextChoices):
+    QUEUED = "QUEUED"  # stored; waiting for admission to its node pool's quota (docs/quotas.md)
     PENDING = "PENDING"  # stored; pods not created yet
     WAITING = "WAITING"  # pods created, not all running
     RUNNING = "RUNNING"
@@ -27,6 +28,7 @@ class WorkflowStatus(models.TextChoices):
     FAILED_EXEC_TIMEOUT = "FAILED_EXEC_TIMEOUT"
     FAILED_SUBMISSION = "FAILED_SUBMISSION"
     FAILED_BACKEND_ERROR = "FAILED_BACKEND_ERROR"
+    FAILED_PREEMPTED = "FAILED_PREEMPTED"  # its pods were stopped to give the capacity back (reclaim)
     CANCELLED = "CANCELLED"
 
 
@@ -39,6 +41,7 @@ class TaskStatus(models.TextChoices):
     FAILED_QUEUE_TIMEOUT = "FAILED_QUEUE_TIMEOUT"
     FAILED_EXEC_TIMEOUT = "FAILED_EXEC_TIMEOUT"
     FAILED_BACKEND_ERROR = "FAILED_BACKEND_ERROR"
+    FAILED_PREEMPTED = "FAILED_PREEMPTED"
     CANCELLED = "CANCELLED"
 
 
@@ -49,6 +52,7 @@ FINISHED_WORKFLOW = {
     WorkflowStatus.FAILED_EXEC_TIMEOUT,
     WorkflowStatus.FAILED_SUBMISSION,
     WorkflowStatus.FAILED_BACKEND_ERROR,
+    WorkflowStatus.FAILED_PREEMPTED,
     WorkflowStatus.CANCELLED,
 }
 FINISHED_TASK = {
@@ -57,6 +61,7 @@ FINISHED_TASK = {
     TaskStatus.FAILED_QUEUE_TIMEOUT,
     TaskStatus.FAILED_EXEC_TIMEOUT,
     TaskStatus.FAILED_BACKEND_ERROR,
+    TaskStatus.FAILED_PREEMPTED,
     TaskStatus.CANCELLED,
 }
 
@@ -100,6 +105,17 @@ class Workflow(models.Model):
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
+    # --- quotas (docs/quotas.md): written by the quotas app through workflows' hooks; workflows knows no quota.
+    # The node pool it is charged to, by name (workflows cannot refer up to quotas); "" before charging.
+    node_pool = models.CharField(max_length=128, blank=True, default="", db_index=True)
+    # What it asks for, summed over its tasks' resolved pods: {"gpu": devices, "cpu": millicores, "memory": bytes}.
+    requests = models.JSONField(default=dict, blank=True)
+    admitted_at = models.DateTimeField(null=True, blank=True)  # when admission let it create pods
+    preemptible = models.BooleanField(default=False)  # admitted above its project's deserved quota
+    # Why it waits, as admission wrote it: {"code", "text", "resource", numbers..., "position"}; {} when not queued.
+    queue_reason = models.JSONField(default=dict, blank=True)
+    # Why it was preempted and for whom: {"reason", "by", ...}; {} when never preempted.
+    preemption = models.JSONField(default=dict, blank=True)
 
     # `pool/<its pool>` to the policy; its submitter lists, reads and cancels it whatever their roles
     policy_resources = PolicyResources(

@@ -23,7 +23,7 @@ from clusters.models import Backend
 from configs.validators import parse_timeout
 from pools.engine import EngineError, WorkflowContext, resolve
 from pools.engine.placement import NodeInfo, place
-from pools.engine.placement_fit import parse_allocatable, sum_requests
+from pools.engine.placement_fit import parse_allocatable, pod_requests, sum_requests
 from pools.models import NodeMembership, Platform, Pool
 from pools.services.compilation import compiled_platform
 from pools.services.node_rules import capacities_for
@@ -134,6 +134,7 @@ def submit(request: SubmitRequest) -> SubmitResult:
                     warnings=warnings + _plan_warnings(plan),
                     exec_timeout_seconds=_seconds(exec_timeout),
                     queue_timeout_seconds=_seconds(queue_timeout),
+                    requests=workflow_requests(p.resolution.pod for p in plan),
                 )
             ]
         )
@@ -150,6 +151,16 @@ def submit(request: SubmitRequest) -> SubmitResult:
         workflow.warnings,
         _name(project),
     )
+
+
+# What a workflow asks its node pool for (docs/quotas.md): quota resource → the pods' resource name.
+QUOTA_RESOURCES = {"gpu": "nvidia.com/gpu", "cpu": "cpu", "memory": "memory"}
+
+
+def workflow_requests(pods) -> dict[str, int]:
+    """The summed requests of a workflow's pods in scheduler units: gpu devices, cpu millicores, memory bytes."""
+    total = sum_requests(pod_requests(pod) for pod in pods)
+    return {quota: total.get(name, 0) for quota, name in QUOTA_RESOURCES.items()}
 
 
 def _parse(request: SubmitRequest) -> WorkflowSpec:

@@ -8,8 +8,9 @@ reduced to the fields that decide placement; it is parsed once per compiled fing
 
 Recomputed for the nodes that changed (sync, watch events: `clusters.signals.nodes_changed`) and for the
 platforms whose configuration changed (`pools.services.handlers`, after `compilation.recompile_pools`).
-Writes are diffs: unchanged memberships cost nothing. Classification (OSMO §6.2): SHARED = several pools,
-RESERVED = one pool, UNUSED = none.
+Writes are diffs: unchanged memberships cost nothing; a change is announced to the apps above
+(`pools.signals.membership_changed`: the quotas app's node pools follow platforms).
+Classification (OSMO §6.2): SHARED = several pools, RESERVED = one pool, UNUSED = none.
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from pools.engine import EngineError, TaskInput, resolve
 from pools.engine.placement import NOT_EVALUATED, NodeInfo, PreparedPod, evaluate, prepare_pod
 from pools.models import NodeMembership, Platform, ResourceType
 from pools.services.compilation import compiled_platform
+from pools.signals import membership_changed
 
 log = logging.getLogger(__name__)
 
@@ -137,20 +139,27 @@ def _wanted(infos, found: list[Target]) -> dict[tuple[int, int], int]:
     }
 
 
-def _write(existing: QuerySet[NodeMembership], wanted: dict[tuple[int, int], int]) -> tuple[int, int]:
-    """Make `existing` (the rows in scope) equal `wanted`; returns (added, removed)."""
+def _write(
+    existing: QuerySet[NodeMembership], wanted: dict[tuple[int, int], int], backend_ids: Iterable[int]
+) -> tuple[int, int]:
+    """Make `existing` (the rows in scope) equal `wanted`; returns (added, removed). Announces the nodes whose
+    platforms changed (`pools.signals.membership_changed`), in this transaction."""
     current = {
         (node_id, platform_id): pk for pk, node_id, platform_id in existing.values_list("pk", "node_id", "platform_id")
     }
-    stale = [pk for key, pk in current.items() if key not in wanted]
+    stale = {key: pk for key, pk in current.items() if key not in wanted}
     fresh = [
         NodeMembership(node_id=node_id, platform_id=platform_id, pool_id=pool_id)
         for (node_id, platform_id), pool_id in wanted.items()
         if (node_id, platform_id) not in current
     ]
-    for start in range(0, len(stale), 1000):
-        NodeMembership.objects.filter(pk__in=stale[start : start + 1000]).delete()
+    stale_pks = list(stale.values())
+    for start in range(0, len(stale_pks), 1000):
+        NodeMembership.objects.filter(pk__in=stale_pks[start : start + 1000]).delete()
     NodeMembership.objects.bulk_create(fresh, batch_size=1000)
+    if stale or fresh:
+        moved = {node_id for node_id, _ in stale} | {row.node_id for row in fresh}
+        membership_changed.send(sender=NodeMembership, backend_ids=sorted(set(backend_ids)), node_ids=moved)
     return len(fresh), len(stale)
 
 
@@ -170,7 +179,7 @@ def recompute_nodes(
             nodes = nodes.filter(name__in=names)
             scope = scope.filter(node__name__in=names)
         infos = node_infos(nodes)
-    return _write(scope, _wanted(infos, targets(backend_ids=[backend_id])))
+    return _write(scope, _wanted(infos, targets(backend_ids=[backend_id])), [backend_id])
 
 
 def nodes_changed(*, backend_id: int, names: list[str] | str, nodes: list[Node] | None = None, **_) -> tuple[int, int]:
@@ -191,7 +200,7 @@ def recompute_platforms(platform_ids: Iterable[int]) -> tuple[int, int]:
     found = targets(platform_ids=platform_ids)
     backend_ids = {target.backend_id for target in found}
     infos = node_infos(Node.objects.filter(backend_id__in=backend_ids)) if backend_ids else []
-    return _write(NodeMembership.objects.filter(platform_id__in=platform_ids), _wanted(infos, found))
+    return _write(NodeMembership.objects.filter(platform_id__in=platform_ids), _wanted(infos, found), backend_ids)
 
 
 def recompute_for_pools(pools: QuerySet) -> tuple[int, int]:

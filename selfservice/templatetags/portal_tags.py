@@ -13,6 +13,7 @@ _STATUS_TONES = {
     "RUNNING": "run",
     "WAITING": "wait",
     "PENDING": "wait",
+    "QUEUED": "wait",  # waiting for quota admission (docs/quotas.md)
     "CANCELLED": "muted",
     "APPROVED": "ok",
     "DENIED": "bad",

@@ -25,11 +25,12 @@ def test_config_writes_are_audited_with_door_and_address():
     assert client.delete("/api/configs/pod_template/t1").status_code == 200
     events = list(AuditEvent.objects.filter(action__startswith="config.").order_by("id"))
     assert [(e.action, e.target, e.actor_name, e.source, e.remote_addr) for e in events] == [
+        ("config.update", "NODE_POOL c1-default", "system", "system", None),  # every backend's Default (quotas)
         ("config.update", "BACKEND c1", "tester", "cli", None),
         ("config.update", "POD_TEMPLATE t1", "ada", "api", "10.1.2.3"),
         ("config.delete", "POD_TEMPLATE t1", "ada", "api", "10.1.2.3"),
     ]
-    assert events[1].actor == admin and events[1].detail == {"config_type": "POD_TEMPLATE", "name": "t1", "revision": 1}
+    assert events[2].actor == admin and events[2].detail == {"config_type": "POD_TEMPLATE", "name": "t1", "revision": 1}
 
 
 def test_batch_writes_audit_each_object_and_failed_writes_leave_nothing():

@@ -20,7 +20,8 @@ from pools.management.commands.seed_demo import demo_documents
 from tests.osmo_cli.client import OsmoUserError
 
 SEEDER = Actor(name="seeder", source="cli")
-TYPES = ("POOL", "POD_TEMPLATE", "RESOURCE_VALIDATION", "BACKEND", "ROLE")
+# OSMO's types, and the portal's NODE_POOL (every backend's Default node pool has a revision: docs/quotas.md)
+TYPES = ("POOL", "POD_TEMPLATE", "RESOURCE_VALIDATION", "BACKEND", "ROLE", "NODE_POOL")
 
 
 @pytest.fixture
@@ -256,7 +257,7 @@ def test_history_fields_order_and_filters(admin):
     assert "three" in [r["description"] for r in history(admin, "POOL", created_after=stamp)]
     assert all(r["config_type"] == "POOL" for r in history(admin, "POOL"))
     every = history(admin, limit=1000)
-    assert {r["config_type"] for r in every} == {"POOL", "POD_TEMPLATE", "RESOURCE_VALIDATION", "BACKEND"}
+    assert {r["config_type"] for r in every} == {"POOL", "POD_TEMPLATE", "RESOURCE_VALIDATION", "BACKEND", "NODE_POOL"}
 
 
 def test_list_shows_each_types_current_revision(admin):
@@ -264,7 +265,13 @@ def test_list_shows_each_types_current_revision(admin):
     # revision, username, created_at; sorts by config_type
     for now in (datetime.datetime.now(datetime.UTC), datetime.datetime.utcnow()):  # noqa: DTZ003
         rows = history(admin, at_timestamp=str(now))
-        assert sorted(r["config_type"] for r in rows) == ["BACKEND", "POD_TEMPLATE", "POOL", "RESOURCE_VALIDATION"]
+        assert sorted(r["config_type"] for r in rows) == [
+            "BACKEND",
+            "NODE_POOL",
+            "POD_TEMPLATE",
+            "POOL",
+            "RESOURCE_VALIDATION",
+        ]
         assert {r["config_type"]: r["revision"] for r in rows}["POOL"] == latest_revision(admin, "POOL")
 
 

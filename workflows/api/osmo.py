@@ -4,7 +4,8 @@ src/service/core/workflow/objects.py): its status names, its time format, its gr
 - Times are naive UTC ISO 8601 (`2025-05-01T12:34:56.123456`): the CLI parses them with strptime after
   replacing `T` by a space (src/lib/utils/common.py convert_utc_datetime_to_user_zone), which refuses `Z`
   and `+00:00`.
-- Status names: the portal's CANCELLED is OSMO's FAILED_CANCELED. A task's PENDING (no pod yet) is OSMO's
+- Status names: the portal's CANCELLED is OSMO's FAILED_CANCELED; QUEUED (waiting for quota admission) is
+  OSMO's PENDING. A task's PENDING (no pod yet) is OSMO's
   PROCESSING; WAITING (a pod that does not run yet) is SCHEDULING until a node is bound, then INITIALIZING.
 """
 
@@ -37,8 +38,12 @@ OSMO_WORKFLOW_STATUSES = (
     "FAILED_START_TIMEOUT",
     "FAILED_PREEMPTED",
 )
-_WORKFLOW_TO_OSMO = {WorkflowStatus.CANCELLED: "FAILED_CANCELED"}
-_OSMO_TO_WORKFLOW = {osmo: portal for portal, osmo in _WORKFLOW_TO_OSMO.items()}
+# QUEUED (waiting for quota admission) has no OSMO name: OSMO's client sees it as PENDING, its word for a
+# workflow whose pods are not created yet; FAILED_PREEMPTED is OSMO's own.
+_WORKFLOW_TO_OSMO = {WorkflowStatus.CANCELLED: "FAILED_CANCELED", WorkflowStatus.QUEUED: "PENDING"}
+_OSMO_TO_WORKFLOW: dict[str, list[str]] = {}
+for _portal, _osmo in _WORKFLOW_TO_OSMO.items():
+    _OSMO_TO_WORKFLOW.setdefault(_osmo, [_osmo] if _osmo in WorkflowStatus.values else []).append(_portal)
 _TASK_TO_OSMO = {TaskStatus.PENDING: "PROCESSING", TaskStatus.CANCELLED: "FAILED_CANCELED"}
 
 
@@ -47,9 +52,14 @@ def workflow_status(status: str) -> str:
 
 
 def stored_statuses(names: list[str]) -> list[str]:
-    """The stored statuses a list filter asks for: OSMO's names or the portal's (an OSMO status the portal
-    never gives, such as FAILED_IMAGE_PULL, matches nothing)."""
-    return [_OSMO_TO_WORKFLOW.get(name.upper(), name.upper()) for name in names]
+    """The stored statuses a list filter asks for: OSMO's names or the portal's (OSMO's PENDING is PENDING and
+    QUEUED; an OSMO status the portal never gives, such as FAILED_IMAGE_PULL, matches nothing)."""
+    found: list[str] = []
+    for name in names:
+        for status in _OSMO_TO_WORKFLOW.get(name.upper(), [name.upper()]):
+            if status not in found:
+                found.append(status)
+    return found
 
 
 def task_status(task) -> str:

@@ -11,7 +11,7 @@ from workflows.models import Priority, TaskStatus, WorkflowStatus
 
 # Named in SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]: two `status` fields, two schema enums.
 TASK_STATUSES = TaskStatus.values
-OSMO_STATUSES = [osmo.workflow_status(status) for status in WorkflowStatus.values]
+OSMO_STATUSES = list(dict.fromkeys(osmo.workflow_status(status) for status in WorkflowStatus.values))
 
 
 @extend_schema_field({"type": "array", "items": {"type": "string"}})

@@ -1,0 +1,93 @@
+"""Admin for node pools: the list shows, per resource, the sum of the departments' deserved quotas against the
+capacity of the node pool's usable nodes, and flags a node pool whose guarantees exceed what its nodes hold
+(one query for the whole page: quotas.services.overview). Read-only here: node pools and quotas are written
+through the NODE_POOL config type (`config update NODE_POOL`, `/api/configs/node_pool/<name>`), which
+records their history. Rights: config:Read / config:Update on `config/node_pool` (access.policy)."""
+
+from __future__ import annotations
+
+from django.contrib import admin
+from django.urls import reverse
+from django.utils.html import format_html
+from unfold.decorators import display
+
+from access import actions
+from access.admin.site import PolicyAdminMixin
+from configs import store
+from configs.models import ConfigType
+from portal.admin_base import ServiceBackedAdmin, pretty_json
+from quotas import units
+from quotas.models import NodePool
+from quotas.services import overview
+
+
+@admin.register(NodePool)
+class NodePoolAdmin(PolicyAdminMixin, ServiceBackedAdmin):
+    policy_resource = actions.config(ConfigType.NODE_POOL)
+    list_display = ["name", "backend", "selector", "node_count", "gpu", "cpu", "memory", "commitment"]
+    list_filter = ["backend", "selector_kind"]
+    search_fields = ["name", "description"]
+    fields = ["name", "backend", "selector", "over_quota", "description", "document", "history"]
+    readonly_fields = fields
+
+    def get_queryset(self, request):
+        return overview.with_totals(super().get_queryset(request).select_related("backend"))
+
+    def has_add_permission(self, request, *args):
+        return False
+
+    def has_change_permission(self, request, obj=None):
+        return False
+
+    def has_delete_permission(self, request, obj=None):
+        return False
+
+    @display(description="Selector")
+    def selector(self, obj):
+        if obj.selector_kind == "label":
+            return f"label {obj.label_key}={obj.label_value}"
+        if obj.selector_kind == "platform":
+            return f"platform {obj.pool_name}/{obj.platform_name}"
+        return "Default (the nodes no other node pool claims)"
+
+    @display(description="Nodes", ordering="node_count")
+    def node_count(self, obj):
+        return obj.node_count
+
+    def _totals(self, obj, resource: str) -> str:
+        deserved, capacity = getattr(obj, f"deserved_{resource}"), getattr(obj, f"capacity_{resource}")
+        return f"{units.show(resource, deserved)} / {units.show(resource, capacity)}"
+
+    @display(description="GPU deserved / capacity")
+    def gpu(self, obj):
+        return self._totals(obj, "gpu")
+
+    @display(description="CPU deserved / capacity")
+    def cpu(self, obj):
+        return self._totals(obj, "cpu")
+
+    @display(description="Memory deserved / capacity")
+    def memory(self, obj):
+        return self._totals(obj, "memory")
+
+    @display(description="Quotas", label={"fits": "success", "over-committed": "danger"})
+    def commitment(self, obj):
+        over = overview.overcommitted(obj)
+        return ("over-committed", f"over-committed: {', '.join(over)}") if over else ("fits", "fits")
+
+    @display(description="NODE_POOL document")
+    def document(self, obj):
+        return pretty_json(store.show(ConfigType.NODE_POOL, obj.name)) if obj and obj.pk else "-"
+
+    @display(description="History")
+    def history(self, obj):
+        if obj is None or obj.pk is None:
+            return "-"
+        url = reverse("admin:configs_revision_changelist")
+        return format_html(
+            '<a href="{}?config_type__exact={}&name={}">Revisions of {}</a>',
+            url,
+            ConfigType.NODE_POOL,
+            obj.name,
+            obj.name,
+        )

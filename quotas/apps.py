@@ -1,0 +1,105 @@
+from django.apps import AppConfig
+
+
+class QuotasConfig(AppConfig):
+    """Node pools, team quotas and (later) admission: the layer above workflows (docs/quotas.md)."""
+
+    name = "quotas"
+    verbose_name = "Quotas"
+    default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.db.models.signals import post_delete, post_save
+
+        from clusters.models import Backend
+        from clusters.signals import nodes_changed
+        from configs import registry
+        from pools.models import Platform
+        from pools.signals import membership_changed
+        from quotas.config_handlers import CONFIG_TYPES
+        from quotas.models import NodePool
+        from teams.models import Department, Project
+
+        registry.register(*CONFIG_TYPES)  # NODE_POOL
+        nodes_changed.connect(_nodes_changed, dispatch_uid="quotas.nodes_changed")
+        membership_changed.connect(_membership_changed, dispatch_uid="quotas.membership_changed")
+        post_delete.connect(_platform_deleted, sender=Platform, dispatch_uid="quotas.platform_deleted")
+        post_delete.connect(_node_pool_deleted, sender=NodePool, dispatch_uid="quotas.node_pool_deleted")
+        post_save.connect(_backend_saved, sender=Backend, dispatch_uid="quotas.backend_saved")
+        post_save.connect(_team_saved, sender=Department, dispatch_uid="quotas.department_saved")
+        post_save.connect(_team_saved, sender=Project, dispatch_uid="quotas.project_saved")
+
+
+# Receivers: each runs in the sender's transaction, so what it writes commits or rolls back with it.
+
+
+def _nodes_changed(sender, *, backend_id, names, nodes=None, **kwargs) -> None:
+    """The inventory wrote nodes (new ones, or labels changed): their node pool."""
+    from clusters.models import Node
+    from clusters.signals import ALL
+    from quotas.services import membership
+
+    if names == ALL:
+        membership.recompute(backend_id)
+    elif nodes is not None:
+        membership.recompute(backend_id, [node.pk for node in nodes])
+    else:
+        written = Node.objects.filter(backend_id=backend_id, name__in=names).values_list("pk", flat=True)
+        membership.recompute(backend_id, list(written))
+
+
+def _membership_changed(sender, *, backend_ids, node_ids=None, **kwargs) -> None:
+    """Nodes changed platforms: platform node pools follow."""
+    from quotas.services import membership
+
+    for backend_id in backend_ids:
+        membership.recompute(backend_id, node_ids)
+
+
+def _platform_deleted(sender, instance, **kwargs) -> None:
+    """A platform went (its pool's config, or the pool deleted): its nodes leave a platform node pool."""
+    from pools.models import Pool
+    from quotas.models import NodePool
+    from quotas.services import membership
+
+    backend_id = Pool.objects.filter(pk=instance.pool_id).values_list("backend_id", flat=True).first()
+    if backend_id is not None and NodePool.objects.filter(backend_id=backend_id, selector_kind="platform").exists():
+        membership.recompute(backend_id)
+
+
+def _node_pool_deleted(sender, instance, **kwargs) -> None:
+    """A node pool deleted through the store: its nodes go back to the others. The Default goes only with its
+    backend: record that in its history (the store did not delete it)."""
+    from clusters.models import Backend
+    from configs import revisions
+    from configs.models import ConfigType
+    from quotas.services import membership
+
+    if instance.is_default:
+        from access.services.audit import SYSTEM
+
+        revisions.record(
+            ConfigType.NODE_POOL, instance.name, None, SYSTEM, deleted=True, description="its backend was deleted"
+        )
+    elif Backend.objects.filter(pk=instance.backend_id).exists():
+        membership.recompute(instance.backend_id)
+
+
+def _backend_saved(sender, instance, created, raw=False, **kwargs) -> None:
+    """Every backend has its Default node pool from its first moment."""
+    if created and not raw:
+        from quotas.services.node_pools import ensure_default
+
+        ensure_default(instance)
+
+
+def _team_saved(sender, instance, created, raw=False, **kwargs) -> None:
+    """A new department or project gets the zero quota in every node pool."""
+    if created and not raw:
+        from quotas.services.quotas import give_zero_quotas
+        from teams.models import Department
+
+        if isinstance(instance, Department):
+            give_zero_quotas(department=instance)
+        else:
+            give_zero_quotas(project=instance)

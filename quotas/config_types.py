@@ -1,0 +1,168 @@
+"""NODE_POOL: the config type the quotas app owns, described once (see configs.schema). One document per
+node pool, its selector and its teams' quotas; `config show NODE_POOL gpu-a100` prints:
+
+    {"backend": "sim",
+     "selector": {"label": {"key": "nvidia.com/gpu.product", "value": "NVIDIA-A100-SXM4-80GB"}},
+     "over_quota": true,
+     "description": "",
+     "departments": {"research": {"gpu": {"deserved": 16, "limit": null, "weight": 1}}},
+     "projects": {"vision": {"gpu": {"deserved": 8, "limit": 12, "weight": 2}}}}
+
+`selector` is `{}` (only the backend's Default node pool), `{"label": {"key", "value"}}` or
+`{"platform": {"pool", "platform"}}`. A team or resource absent from `departments`/`projects` has the zero
+quota (deserved 0, no limit, weight 1); snapshots leave zero quotas out, so a document stays as short as
+the quotas that mean something. Amounts are integers in scheduler units (gpu devices, cpu millicores,
+memory bytes) or Kubernetes quantities ("500m", "64Gi"), stored as integers.
+
+Checks that need no database are here (shape, negative values, limit < deserved); those that do (known
+teams and pools, a department covering its projects, the Default's rules) are the handler's
+(quotas.config_handlers). Descriptions only: no model import.
+"""
+
+from __future__ import annotations
+
+from configs.errors import ConfigError
+from configs.kinds import Bool, Kind, Reference, Text, reject_unknown
+from configs.models import ConfigType
+from configs.schema import Field, Schema
+from configs.validators import check_name, expect_mapping, expect_str
+from quotas import units
+
+RESOURCES = ("gpu", "cpu", "memory")
+QUOTA_KEYS = ("deserved", "limit", "weight")
+ZERO = {"deserved": 0, "limit": None, "weight": 1}
+
+
+class Selector(Kind):
+    """Which nodes a node pool holds: `{}`, `{"label": {"key", "value"}}` or `{"platform": {"pool", "platform"}}`.
+    Parsed to a dict with `kind` and its two names; the model keeps them in columns (see `read`)."""
+
+    on_row = False
+    nullable = True
+
+    def parse(self, value, where):
+        body = expect_mapping(value, where)
+        if not body:
+            return {"kind": "default"}
+        reject_unknown(body, {"label", "platform"}, where)
+        if len(body) > 1:
+            raise ConfigError("give either label or platform, not both", field=where, value=sorted(body))
+        (kind, inner), keys = next(iter(body.items())), ("key", "value") if "label" in body else ("pool", "platform")
+        at = f"{where}.{kind}"
+        inner = expect_mapping(inner, at)
+        reject_unknown(inner, set(keys), at)
+        parsed = {"kind": kind}
+        for key in keys:
+            text = expect_str(inner.get(key, ""), f"{at}.{key}").strip()
+            if not text and not (kind == "label" and key == "value"):
+                raise ConfigError("is required (a non-empty string)", field=f"{at}.{key}", value=inner.get(key))
+            parsed[key] = text
+        if kind == "label" and (len(parsed["key"]) > 317 or len(parsed["value"]) > 63):
+            raise ConfigError(
+                "a label key is at most 317 characters and a value at most 63", field=at, value=parsed["key"]
+            )
+        return parsed
+
+    def read(self, source, attr):
+        if not hasattr(source, "selector_kind"):  # a Doc: the parsed dict
+            return getattr(source, attr)
+        if source.selector_kind == "label":
+            return {"kind": "label", "key": source.label_key, "value": source.label_value}
+        if source.selector_kind == "platform":
+            return {"kind": "platform", "pool": source.pool_name, "platform": source.platform_name}
+        return {"kind": "default"}
+
+    def show(self, value):
+        if value["kind"] == "label":
+            return {"label": {"key": value["key"], "value": value["value"]}}
+        if value["kind"] == "platform":
+            return {"platform": {"pool": value["pool"], "platform": value["platform"]}}
+        return {}
+
+
+class Quotas(Kind):
+    """`{team: {resource: {deserved, limit, weight}}}` for departments or projects (`team_kind`). Parsed to
+    the same shape with every amount an integer, zero quotas left out (they are what absence means)."""
+
+    on_row = False
+    nullable = True
+
+    def __init__(self, team_kind: str) -> None:
+        self.team_kind = team_kind
+
+    def parse(self, value, where):
+        teams = expect_mapping(value, where)
+        parsed = {}
+        for team, resources in teams.items():
+            at = f"{where}.{team}"
+            check_name(team, at)
+            resources = expect_mapping(resources, at)
+            reject_unknown(resources, set(RESOURCES), at)
+            entry = {}
+            for resource, quota in resources.items():
+                one = parse_quota(resource, quota, f"{at}.{resource}")
+                if one != ZERO:
+                    entry[resource] = one
+            # a team with only zero quotas is kept (its name is checked against the teams) and never shown
+            parsed[team] = {resource: entry[resource] for resource in RESOURCES if resource in entry}
+        return dict(sorted(parsed.items()))
+
+    def read(self, source, attr):
+        if not hasattr(source, "quotas"):  # a Doc: the parsed dict
+            return getattr(source, attr)
+        shown: dict[str, dict] = {}
+        for quota in source.quotas.all():  # prefetched with their teams (quotas.config_handlers)
+            team = quota.department if self.team_kind == "department" else quota.project
+            if team is None or quota.is_zero:
+                continue
+            shown.setdefault(team.name, {})[quota.resource] = {
+                "deserved": quota.deserved,
+                "limit": quota.limit,
+                "weight": quota.weight,
+            }
+        return {
+            name: {resource: shown[name][resource] for resource in RESOURCES if resource in shown[name]}
+            for name in sorted(shown)
+        }
+
+    def show(self, value):
+        return {team: {res: dict(quota) for res, quota in entry.items()} for team, entry in value.items() if entry}
+
+
+def parse_quota(resource: str, value: object, where: str) -> dict:
+    """One `{deserved, limit, weight}` (missing keys: 0, none, 1); limit ≥ deserved."""
+    quota = expect_mapping(value, where)
+    reject_unknown(quota, set(QUOTA_KEYS), where)
+    deserved = units.amount(resource, quota.get("deserved", 0), f"{where}.deserved")
+    limit = quota.get("limit")
+    if limit is not None:
+        limit = units.amount(resource, limit, f"{where}.limit")
+        if limit < deserved:
+            raise ConfigError(
+                f"is below deserved ({deserved}); a limit caps what a team may use, so it must be at least what "
+                "it is guaranteed (or null for no limit)",
+                field=f"{where}.limit",
+                value=quota.get("limit"),
+            )
+    weight = quota.get("weight", 1)
+    if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0 or weight > 2**31 - 1:
+        raise ConfigError(
+            "must be an integer ≥ 0 (the share of the over-quota surplus)", field=f"{where}.weight", value=weight
+        )
+    return {"deserved": deserved, "limit": limit, "weight": weight}
+
+
+NODE_POOL = Schema(
+    ConfigType.NODE_POOL,
+    kind_label="node pool",
+    fields=(
+        Field(
+            "backend", Reference(), required="a node pool needs a backend (the name of the cluster its nodes are in)"
+        ),
+        Field("selector", Selector(), default={"kind": "default"}, help="{} (Default), label or platform"),
+        Field("over_quota", Bool(), default=True, help="projects may borrow idle capacity beyond deserved"),
+        Field("description", Text()),
+        Field("departments", Quotas("department"), default={}),
+        Field("projects", Quotas("project"), default={}),
+    ),
+)

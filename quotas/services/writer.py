@@ -1,0 +1,184 @@
+"""Writing one NODE_POOL document: the checks that need the database, then the node pool row and its quota
+rows (every department and project × every resource, zero where the document says nothing).
+
+Called by the NODE_POOL handler (quotas.config_handlers) inside `configs.store`'s transaction, so a refused
+document leaves nothing behind. Queries per batch: backends, departments, projects, the pools platform
+selectors name (`References.load`); per node pool: its row, one bulk insert and one bulk update of quotas.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from clusters.models import Backend
+from configs.errors import ConfigError
+from configs.schema import Doc
+from pools.models import Pool
+from quotas.config_types import NODE_POOL, RESOURCES, ZERO
+from quotas.models import DEFAULT_SUFFIX, NodePool, Quota, SelectorKind, default_name
+from teams.models import Department, Project
+
+
+@dataclass
+class References:
+    """What a batch of documents refers to, loaded once."""
+
+    backends: dict[str, Backend]
+    departments: dict[str, Department]
+    projects: dict[str, Project]
+    pools: dict[str, Pool]
+
+    @classmethod
+    def load(cls, docs: list[Doc]) -> References:
+        pool_names = {doc.selector["pool"] for doc in docs if doc.selector["kind"] == "platform"}
+        return cls(
+            backends={b.name: b for b in Backend.objects.filter(name__in={doc.backend for doc in docs})},
+            departments={d.name: d for d in Department.objects.all()},
+            projects={p.name: p for p in Project.objects.all()},
+            pools={
+                p.name: p
+                for p in Pool.objects.filter(name__in=pool_names)
+                .select_related("backend")
+                .prefetch_related("platforms")
+            },
+        )
+
+
+def save_node_pool(doc: Doc, existing: NodePool | None, refs: References) -> NodePool:
+    backend = _backend(doc, existing, refs)
+    _check_selector(doc, backend, refs)
+    wanted = _wanted_quotas(doc, refs)
+    node_pool = existing or NodePool(name=doc.name)
+    NODE_POOL.write(doc, node_pool)
+    node_pool.backend = backend
+    selector = doc.selector
+    node_pool.selector_kind = selector["kind"]
+    node_pool.label_key = selector.get("key", "")
+    node_pool.label_value = selector.get("value", "")
+    node_pool.pool_name = selector.get("pool", "")
+    node_pool.platform_name = selector.get("platform", "")
+    node_pool.save()
+    _write_quotas(node_pool, list(existing.quotas.all()) if existing else [], wanted, refs)
+    return node_pool
+
+
+def _backend(doc: Doc, existing: NodePool | None, refs: References) -> Backend:
+    backend = refs.backends.get(doc.backend)
+    if backend is None:
+        raise ConfigError(
+            "unknown backend; create it first with `config update BACKEND`", field="backend", value=doc.backend
+        )
+    if existing is not None and existing.backend_id != backend.pk:
+        raise ConfigError(
+            f"a node pool stays on its backend ({existing.backend.name}); create another node pool for {backend.name}",
+            field="backend",
+            value=doc.backend,
+        )
+    return backend
+
+
+def _check_selector(doc: Doc, backend: Backend, refs: References) -> None:
+    kind, the_default = doc.selector["kind"], default_name(backend.name)
+    if doc.name == the_default and kind != SelectorKind.DEFAULT:
+        raise ConfigError(
+            f"{the_default} is the Default node pool of backend {backend.name}: it holds every node no other node "
+            "pool claims and cannot be given a selector; create another node pool with this selector",
+            field="selector",
+            value=kind,
+        )
+    if kind == SelectorKind.DEFAULT and doc.name != the_default:
+        raise ConfigError(
+            f"only the Default node pool ({the_default}) selects no nodes; give a label "
+            '({"label": {"key": …, "value": …}}) or a platform ({"platform": {"pool": …, "platform": …}})',
+            field="selector",
+            value={},
+        )
+    if kind != SelectorKind.DEFAULT and doc.name.endswith(DEFAULT_SUFFIX):
+        raise ConfigError(
+            f"names ending in {DEFAULT_SUFFIX} are kept for the backends' Default node pools",
+            field="name",
+            value=doc.name,
+        )
+    if kind == SelectorKind.PLATFORM:
+        _check_platform(doc.selector, backend, refs)
+
+
+def _check_platform(selector: dict, backend: Backend, refs: References) -> None:
+    pool = refs.pools.get(selector["pool"])
+    if pool is None:
+        raise ConfigError("unknown pool", field="selector.platform.pool", value=selector["pool"])
+    if pool.backend_id != backend.pk:
+        raise ConfigError(
+            f"pool {pool.name} runs on backend {pool.backend.name}, not on this node pool's backend {backend.name}",
+            field="selector.platform.pool",
+            value=pool.name,
+        )
+    names = sorted(p.name for p in pool.platforms.all())
+    if selector["platform"] not in names:
+        raise ConfigError(
+            f"is not a platform of pool {pool.name} (platforms: {', '.join(names) or 'none'})",
+            field="selector.platform.platform",
+            value=selector["platform"],
+        )
+
+
+def _wanted_quotas(doc: Doc, refs: References) -> dict[tuple[str, int, str], dict]:
+    """(team kind, team id, resource) → {deserved, limit, weight} for every team: the document's, else zero."""
+    for kind, given, known in (
+        ("departments", doc.departments, refs.departments),
+        ("projects", doc.projects, refs.projects),
+    ):
+        unknown = sorted(set(given) - set(known))
+        if unknown:
+            raise ConfigError(
+                f"unknown {kind[:-1]}; create it first (`team create`)", field=f"{kind}.{unknown[0]}", value=unknown[0]
+            )
+    _check_coverage(doc, refs)
+    wanted = {}
+    for kind, given, known in (
+        ("department", doc.departments, refs.departments),
+        ("project", doc.projects, refs.projects),
+    ):
+        for name, team in known.items():
+            for resource in RESOURCES:
+                wanted[(kind, team.pk, resource)] = given.get(name, {}).get(resource, ZERO)
+    return wanted
+
+
+def _check_coverage(doc: Doc, refs: References) -> None:
+    """A department's deserved covers the sum of its projects' deserved, per resource."""
+    department_names = {d.pk: d.name for d in refs.departments.values()}
+    sums: dict[tuple[str, str], list[tuple[str, int]]] = {}
+    for name, resources in doc.projects.items():
+        department = department_names[refs.projects[name].department_id]
+        for resource, quota in resources.items():
+            if quota["deserved"]:
+                sums.setdefault((department, resource), []).append((name, quota["deserved"]))
+    for (department, resource), projects in sorted(sums.items()):
+        total = sum(amount for _, amount in projects)
+        deserved = doc.departments.get(department, {}).get(resource, ZERO)["deserved"]
+        if deserved < total:
+            listed = ", ".join(f"{name} {amount}" for name, amount in projects)
+            raise ConfigError(
+                f"department {department}'s deserved {resource} ({deserved}) is below the sum of its projects' "
+                f"deserved {resource} ({total}: {listed}); raise the department's or lower its projects'",
+                field=f"departments.{department}.{resource}.deserved",
+                value=deserved,
+            )
+
+
+def _write_quotas(node_pool: NodePool, current: list[Quota], wanted: dict, refs: References) -> None:
+    by_key = {
+        ("department" if row.department_id else "project", row.department_id or row.project_id, row.resource): row
+        for row in current
+    }
+    fresh, changed = [], []
+    for (kind, team_id, resource), quota in wanted.items():
+        row = by_key.get((kind, team_id, resource))
+        if row is None:
+            fresh.append(Quota(node_pool=node_pool, **{f"{kind}_id": team_id}, resource=resource, **quota))
+        elif (row.deserved, row.limit, row.weight) != (quota["deserved"], quota["limit"], quota["weight"]):
+            row.deserved, row.limit, row.weight = quota["deserved"], quota["limit"], quota["weight"]
+            changed.append(row)
+    Quota.objects.bulk_create(fresh, batch_size=1000)
+    Quota.objects.bulk_update(changed, ["deserved", "limit", "weight"], batch_size=500)
