@@ -1,0 +1,233 @@
+"""A node pool's live quota state, read once and shared by admission, the doors and the pages, so the CLI's
+`quota show`, the REST answer, the fair-share page and the admission pass can never disagree.
+
+`states(node_pools)` reads, whatever the number of node pools: the quota rows (one query), the capacities
+(one), and the workflows charged to them that are queued or in flight (one). It turns them into the pure
+engine's `PoolState` (pools.engine.admission), whose `run_admission` gives fair shares, what would be admitted
+or held and why, and `borrowing_view` who borrows from whom.
+
+In flight = admitted and not finished (PENDING, WAITING, RUNNING): what a project *uses* (its allocation) is
+the `requests` of those workflows. A workflow charged to no project cannot hold a quota; it is left out of the
+engine's state (`unassigned` lists it) and the admission pass decides what to do with it.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime
+from functools import cached_property
+
+from django.utils import timezone
+
+from pools.engine.admission import PassResult, PoolState, QueuedWorkflow, run_admission
+from pools.engine.borrowing import BorrowingView, borrowing_view
+from pools.engine.quota_model import Quota as EngineQuota
+from pools.engine.quota_model import QuotaTree, Resources, TeamQuota
+from pools.engine.reclaim import RunningWorkflow
+from quotas.models import RESOURCES, NodePool, Quota
+from quotas.services.capacity import capacities
+from workflows.models import Workflow, WorkflowStatus
+
+IN_FLIGHT = (WorkflowStatus.PENDING, WorkflowStatus.WAITING, WorkflowStatus.RUNNING)
+GPU_NOUN_DEFAULT = "GPUs"
+
+
+@dataclass(frozen=True)
+class Charged:
+    """A queued or in-flight workflow as the quota state sees it."""
+
+    workflow_id: str
+    project: str  # "" when charged to no project
+    status: str
+    requests: Resources
+    priority: str
+    preemptible: bool
+    created_at: datetime
+    admitted_at: datetime | None
+
+
+@dataclass
+class NodePoolState:
+    node_pool: NodePool
+    capacity: dict[str, int]  # gpu, cpu, memory, nodes
+    tree: QuotaTree
+    managed: bool
+    in_flight: list[Charged] = field(default_factory=list)
+    queued: list[Charged] = field(default_factory=list)
+    now: datetime = field(default_factory=timezone.now)
+    min_runtime_seconds: int = 0
+
+    @property
+    def unassigned(self) -> list[Charged]:
+        """Queued or in-flight workflows charged to no project (no quota can hold them)."""
+        return [w for w in (*self.in_flight, *self.queued) if not w.project]
+
+    def engine_state(self) -> PoolState:
+        return PoolState(
+            name=self.node_pool.name,
+            capacity=Resources.of(self.capacity),
+            tree=self.tree,
+            running=tuple(self._running()),
+            queued=tuple(
+                QueuedWorkflow(
+                    id=w.workflow_id,
+                    project=w.project,
+                    demand=w.requests,
+                    submitted=w.created_at.timestamp(),
+                    priority=w.priority,
+                )
+                for w in self.queued
+                if w.project
+            ),
+            over_quota=self.node_pool.over_quota,
+            min_runtime_seconds=self.min_runtime_seconds,
+            gpu_noun=gpu_noun(self.node_pool),
+        )
+
+    def _running(self) -> Iterable[RunningWorkflow]:
+        for w in self.in_flight:
+            if w.project:
+                since = w.admitted_at or w.created_at
+                yield RunningWorkflow(
+                    id=w.workflow_id,
+                    project=w.project,
+                    usage=w.requests,
+                    preemptible=w.preemptible,
+                    runtime_seconds=max(0, int((self.now - since).total_seconds())),
+                )
+
+    @cached_property
+    def result(self) -> PassResult:
+        """What an admission pass would decide now (pure; nothing is written)."""
+        return run_admission(self.engine_state())
+
+    def borrowing(self, resource: str = "gpu") -> BorrowingView:
+        """Who borrows from whom now (the allocation before any new admission)."""
+        return borrowing_view(self.result, resource, after=False)
+
+    def project_rows(self) -> list[dict]:
+        """Per project and resource, what `quota show` prints: deserved, limit, weight, allocated (in use),
+        queued (asked for by queued workflows), fair share, borrowed (in use above deserved)."""
+        allocated = self.result.allocated_before
+        queued: dict[str, Resources] = defaultdict(Resources)
+        for w in self.queued:
+            queued[w.project] = queued[w.project] + w.requests
+        rows = []
+        for project in self.tree.projects:
+            in_use = allocated.get(project.name, Resources())
+            for resource in RESOURCES:
+                quota = project.quota(resource)
+                share = self.result.shares[resource].projects.get(project.name)
+                used = in_use.get(resource)
+                rows.append(
+                    {
+                        "project": project.name,
+                        "department": project.department,
+                        "resource": resource,
+                        "deserved": quota.deserved,
+                        "limit": quota.limit,
+                        "weight": quota.weight,
+                        "priority": project.priority,
+                        "allocated": used,
+                        "queued": queued[project.name].get(resource),
+                        "fair_share": share.fair_share if share else 0,
+                        "borrowed": max(0, used - quota.deserved),
+                    }
+                )
+        return rows
+
+
+def gpu_noun(node_pool: NodePool) -> str:
+    """How hold reasons name the node pool's GPUs."""
+    return GPU_NOUN_DEFAULT
+
+
+def states(
+    node_pools: Iterable[NodePool], *, now: datetime | None = None, min_runtime_seconds: int = 0
+) -> dict[int, NodePoolState]:
+    """node pool id → its state; three queries whatever the number of node pools."""
+    pools = list(node_pools)
+    now = now or timezone.now()
+    caps = capacities(pools)
+    trees, managed = _trees(pools)
+    charged = _charged([p.name for p in pools])
+    found = {}
+    for pool in pools:
+        state = NodePoolState(
+            node_pool=pool,
+            capacity=caps[pool.pk],
+            tree=trees[pool.pk],
+            managed=pool.pk in managed,
+            now=now,
+            min_runtime_seconds=min_runtime_seconds,
+        )
+        for w in charged.get(pool.name, ()):
+            (state.queued if w.status == WorkflowStatus.QUEUED else state.in_flight).append(w)
+        found[pool.pk] = state
+    return found
+
+
+def state(node_pool: NodePool, **kwargs) -> NodePoolState:
+    return states([node_pool], **kwargs)[node_pool.pk]
+
+
+def _trees(pools: list[NodePool]) -> tuple[dict[int, QuotaTree], set[int]]:
+    rows = Quota.objects.filter(node_pool__in=pools).values_list(
+        "node_pool_id",
+        "resource",
+        "deserved",
+        "limit",
+        "weight",
+        "department__name",
+        "project__name",
+        "project__priority",
+        "project__department__name",
+    )
+    teams: dict[int, dict[tuple[str, str], dict]] = {p.pk: {} for p in pools}
+    managed: set[int] = set()
+    for pool_id, resource, deserved, limit, weight, dept, project, priority, project_dept in rows:
+        if deserved > 0 or limit is not None:
+            managed.add(pool_id)
+        key = ("department", dept) if dept else ("project", project)
+        team = teams[pool_id].setdefault(
+            key, {"quotas": {}, "priority": priority or 0, "department": None if dept else project_dept}
+        )
+        team["quotas"][resource] = EngineQuota(deserved=deserved, limit=limit, weight=weight)
+    trees = {}
+    for pool_id, by_team in teams.items():
+        built = {
+            kind: tuple(
+                TeamQuota(name=name, quotas=t["quotas"], priority=t["priority"], department=t["department"])
+                for (k, name), t in sorted(by_team.items())
+                if k == kind
+            )
+            for kind in ("department", "project")
+        }
+        trees[pool_id] = QuotaTree(departments=built["department"], projects=built["project"])
+    return trees, managed
+
+
+def _charged(names: list[str]) -> dict[str, list[Charged]]:
+    rows = (
+        Workflow.objects.filter(node_pool__in=names, status__in=(WorkflowStatus.QUEUED, *IN_FLIGHT))
+        .order_by("created_at", "pk")
+        .values_list(
+            "node_pool",
+            "workflow_id",
+            "project__name",
+            "status",
+            "requests",
+            "priority",
+            "preemptible",
+            "created_at",
+            "admitted_at",
+        )
+    )
+    found: dict[str, list[Charged]] = defaultdict(list)
+    for pool, wid, project, status, requests, priority, preemptible, created, admitted in rows:
+        found[pool].append(
+            Charged(wid, project or "", status, Resources.of(requests), priority, preemptible, created, admitted)
+        )
+    return found
