@@ -7,7 +7,9 @@ records their history. Rights: config:Read / config:Update on `config/node_pool`
 from __future__ import annotations
 
 from django.contrib import admin
-from django.urls import reverse
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
 from django.utils.html import format_html
 from unfold.decorators import display
 
@@ -19,16 +21,37 @@ from portal.admin_base import ServiceBackedAdmin, pretty_json
 from quotas import units
 from quotas.models import NodePool
 from quotas.services import overview
+from quotas.services.fairshare_view import fairshare_page
 
 
 @admin.register(NodePool)
 class NodePoolAdmin(PolicyAdminMixin, ServiceBackedAdmin):
     policy_resource = actions.config(ConfigType.NODE_POOL)
-    list_display = ["name", "backend", "selector", "node_count", "gpu", "cpu", "memory", "commitment"]
+    list_display = ["name", "backend", "selector", "node_count", "gpu", "cpu", "memory", "commitment", "fair_share"]
     list_filter = ["backend", "selector_kind"]
     search_fields = ["name", "description"]
-    fields = ["name", "backend", "selector", "over_quota", "description", "document", "history"]
+    fields = ["name", "backend", "selector", "over_quota", "description", "fair_share", "document", "history"]
     readonly_fields = fields
+
+    def get_urls(self):
+        view = self.admin_site.admin_view(self.fairshare_view)
+        return [path("<int:node_pool_id>/fairshare/", view, name="quotas_nodepool_fairshare"), *super().get_urls()]
+
+    def fairshare_view(self, request, node_pool_id: int):
+        """Per project: deserved, fair share, in use, borrowed (`?resource=gpu|cpu|memory`); who borrows from whom."""
+        node_pool = get_object_or_404(NodePool.objects.select_related("backend"), pk=node_pool_id)
+        if not self.has_view_permission(request, node_pool):
+            return self.admin_site.login(request)
+        page = fairshare_page(node_pool, request.GET.get("resource", "gpu"))
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "page": page,
+            "title": f"Fair share in {node_pool.name}",
+            "change_url": reverse("admin:quotas_nodepool_change", args=[node_pool.pk]),
+            "list_url": reverse("admin:quotas_nodepool_changelist"),
+        }
+        return TemplateResponse(request, "admin/quotas/fairshare.html", context)
 
     def get_queryset(self, request):
         return overview.with_totals(super().get_queryset(request).select_related("backend"))
@@ -74,6 +97,15 @@ class NodePoolAdmin(PolicyAdminMixin, ServiceBackedAdmin):
     def commitment(self, obj):
         over = overview.overcommitted(obj)
         return ("over-committed", f"over-committed: {', '.join(over)}") if over else ("fits", "fits")
+
+    @display(description="Fair share")
+    def fair_share(self, obj):
+        if obj is None or obj.pk is None:
+            return "-"
+        return format_html(
+            '<a class="underline" href="{}">chart and loans</a>',
+            reverse("admin:quotas_nodepool_fairshare", args=[obj.pk]),
+        )
 
     @display(description="NODE_POOL document")
     def document(self, obj):

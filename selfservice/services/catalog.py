@@ -2,7 +2,8 @@
 
 Every pool is listed (so a researcher can ask for access); whether the viewer may *use* a pool comes
 from `access.policy` only. Query cost is constant in the number of pools, platforms and nodes: the
-viewer's roles (1), the usable pools (1), pools with platforms (2), capacity (2), pending requests (1).
+viewer's roles (1), the usable pools (1), pools with platforms (2), capacity (2), pending requests (1), and
+for a viewer in some project, the quota panels (selfservice.services.quota_panels: 6).
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pools.models import Platform, Pool
 from pools.services import capacity as capacity_service
 from pools.services.capacity import Figures, NodeFigures
 from selfservice.models import AccessRequest, RequestStatus
+from selfservice.services.quota_panels import QuotaPanel, panels_for
 from workflows.models import FINISHED_TASK, Task, Workflow
 
 GPU = "nvidia.com/gpu"
@@ -79,6 +81,7 @@ class PoolCard:
     platforms: list[PlatformCard]
     gpu: Gauge
     nodes: int
+    quota: list[QuotaPanel] = field(default_factory=list)  # the viewer's projects in the charged node pools
 
 
 def catalog(who) -> list[PoolCard]:
@@ -106,6 +109,9 @@ def catalog(who) -> list[PoolCard]:
     cards = [
         _card(pool, report.pools.get(pool.name), products, pool.name in usable, pool.pk in pending) for pool in pools
     ]
+    quota = panels_for(pools, subject)
+    for card in cards:
+        card.quota = quota.get(card.name, [])
     return sorted(cards, key=lambda card: (not card.usable, card.name))
 
 
@@ -186,6 +192,7 @@ class PoolPage:
     workflows_24h_by_status: dict[str, int]
     running_tasks: int
     active_tasks: int
+    quota: list[QuotaPanel] = field(default_factory=list)
 
 
 def get_pool(name: str) -> Pool:
@@ -258,4 +265,5 @@ def pool_page(name: str, who) -> PoolPage:
         by_status,
         task_counts.get("RUNNING", 0),
         sum(task_counts.values()),
+        panels_for([pool], subject).get(pool.name, []),
     )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django import template
 
 from access import policy
+from selfservice.services.quota_panels import workflow_note
 
 register = template.Library()
 
@@ -42,3 +43,9 @@ def tone(status: str) -> str:
 def availability(percent_free: int) -> str:
     """Bar colour by how much is free: plenty (green), getting scarce (amber), nearly none (red)."""
     return "high" if percent_free <= 10 else ("mid" if percent_free <= 40 else "")
+
+
+@register.filter
+def quota_note(workflow):
+    """Why a queued workflow waits or a preempted one was stopped (selfservice.services.quota_panels)."""
+    return workflow_note(workflow)

@@ -1,0 +1,110 @@
+"""What the admin's fair-share page of one node pool shows (docs/quotas.md, "Seeing it"): per project, for one
+resource, its deserved quota, its fair share, what it uses and what it borrows, as bars on one scale; and who
+is borrowing from whom (pools.engine.borrowing, through quotas.services.state: the same numbers admission and
+`quota show` use). Three queries (the state), whatever the number of projects and workflows.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pools.engine.borrowing import Loan
+from quotas import units
+from quotas.models import RESOURCES, NodePool
+from quotas.services.state import state as state_of
+
+SERIES = (
+    ("deserved", "Deserved", "guaranteed quota"),
+    ("fair_share", "Fair share", "what the scheduler would give it now: deserved part + its slice of the surplus"),
+    ("allocated", "In use", "requests of its admitted, unfinished workflows"),
+    ("borrowed", "Borrowed", "in use above deserved: preemptible"),
+)
+
+
+@dataclass(frozen=True)
+class Bar:
+    series: str
+    label: str
+    value: int
+    shown: str
+    percent: float  # of the chart's scale
+
+
+@dataclass(frozen=True)
+class ProjectBars:
+    project: str
+    department: str
+    bars: tuple[Bar, ...]
+    lent: str
+    idle: str
+
+
+@dataclass(frozen=True)
+class LoanRow:
+    borrower: str
+    lender: str  # "" = capacity nobody is guaranteed
+    amount: str
+
+
+@dataclass(frozen=True)
+class FairSharePage:
+    node_pool: NodePool
+    resource: str
+    resources: tuple[str, ...]
+    managed: bool
+    over_quota: bool
+    capacity: str
+    in_use: str
+    free: str
+    queued_workflows: int
+    unassigned_workflows: int
+    scale: str
+    projects: tuple[ProjectBars, ...]
+    loans: tuple[LoanRow, ...]
+    series: tuple[tuple[str, str, str], ...] = SERIES
+
+
+def fairshare_page(node_pool: NodePool, resource: str = "gpu") -> FairSharePage:
+    """`resource` not one of gpu, cpu, memory: gpu."""
+    resource = resource if resource in RESOURCES else "gpu"
+    current = state_of(node_pool)
+    view = current.borrowing(resource)
+    capacity = view.capacity
+    used = sum(w.requests.get(resource) for w in current.in_flight)
+    scale = max([capacity, 1, *(max(r.deserved, r.fair_share, r.allocated) for r in view.rows)])
+
+    def show(value: int) -> str:
+        return units.show(resource, value)
+
+    projects = tuple(
+        ProjectBars(
+            row.project,
+            row.department,
+            tuple(
+                Bar(key, label, getattr(row, key), show(getattr(row, key)), round(100 * getattr(row, key) / scale, 2))
+                for key, label, _ in SERIES
+            ),
+            show(row.lent),
+            show(row.idle),
+        )
+        for row in view.rows
+    )
+    return FairSharePage(
+        node_pool=node_pool,
+        resource=resource,
+        resources=RESOURCES,
+        managed=current.managed,
+        over_quota=node_pool.over_quota,
+        capacity=show(capacity),
+        in_use=show(used),
+        free=show(max(0, capacity - used)),
+        queued_workflows=len(current.queued),
+        unassigned_workflows=len(current.unassigned),
+        scale=show(scale),
+        projects=projects,
+        loans=tuple(_loan(loan, show) for loan in view.loans),
+    )
+
+
+def _loan(loan: Loan, show) -> LoanRow:
+    return LoanRow(loan.borrower, loan.lender or "", show(loan.amount))

@@ -1,0 +1,183 @@
+"""A project's standing in a node pool, as a researcher sees it on the pool pages (docs/quotas.md, "Seeing it"):
+its deserved quota, what it uses, and what it could borrow now, per resource.
+
+Read through quotas.services.state (the same state admission, `quota show` and the fair-share page read), so
+the pages never disagree with the admission pass. Per (node pool, project, resource):
+
+* `deserved`   — guaranteed; `limit` — hard cap (None = none);
+* `in_use`     — the requests of its admitted, unfinished workflows (its allocation);
+* `queued`     — what its queued workflows ask for;
+* `borrowed`   — in use above deserved (preemptible: reclaimed when an owner needs its guarantee back);
+* `could_borrow` — how much above deserved a new workflow of the project could be admitted with *now*:
+  0 when the node pool's over-quota switch is off; else the node pool's free capacity (capacity − every
+  admitted, unfinished workflow's requests) less the project's own unused guarantee, bounded by the fair
+  share the project would get if it asked for everything (the engine's fair share, which applies its limit
+  and the other projects' demand by priority and weight) less what it already holds above deserved.
+
+`charged_node_pools` answers quotas.services.node_pools.charged_node_pool for many (pool, platform) pairs at
+once: two queries whatever their number (the catalog lists every pool).
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from django.db.models import Count
+
+from pools.engine.fairshare import fair_shares
+from pools.engine.quota_model import Resources
+from pools.models import Pool
+from quotas.models import RESOURCES, NodePool, NodePoolMember, SelectorKind
+from quotas.services.state import NodePoolState, states
+
+
+@dataclass(frozen=True)
+class ResourceStanding:
+    resource: str
+    deserved: int
+    limit: int | None
+    in_use: int
+    queued: int
+    fair_share: int
+    borrowed: int
+    could_borrow: int
+
+    @property
+    def guaranteed_left(self) -> int:
+        """Unused guarantee: what the project may still start without borrowing."""
+        return max(0, self.deserved - self.in_use)
+
+
+@dataclass
+class ProjectStanding:
+    project: str
+    resources: dict[str, ResourceStanding]
+
+    @property
+    def gpu(self) -> ResourceStanding:
+        return self.resources["gpu"]
+
+    @property
+    def cpu(self) -> ResourceStanding:
+        return self.resources["cpu"]
+
+    @property
+    def memory(self) -> ResourceStanding:
+        return self.resources["memory"]
+
+
+@dataclass
+class NodePoolStanding:
+    node_pool: NodePool
+    managed: bool
+    over_quota: bool
+    capacity: dict[str, int]
+    free: dict[str, int]
+    queued_workflows: int
+    projects: list[ProjectStanding] = field(default_factory=list)
+
+
+def charged_node_pools(pools: Iterable[Pool]) -> dict[tuple[str, str], NodePool]:
+    """(pool name, platform name) → the node pool a workflow on it is charged to (the rule of
+    `charged_node_pool`): two queries. Pools need their platforms prefetched (or cost one query each)."""
+    pools = list(pools)
+    backends = {p.backend_id for p in pools}
+    node_pools = list(NodePool.objects.filter(backend_id__in=backends).order_by("name"))
+    by_id = {np.pk: np for np in node_pools}
+    named: dict[tuple[int, str, str], NodePool] = {}
+    defaults: dict[int, NodePool] = {}
+    for np in node_pools:
+        if np.selector_kind == SelectorKind.PLATFORM:
+            named.setdefault((np.backend_id, np.pool_name, np.platform_name), np)
+        elif np.selector_kind == SelectorKind.DEFAULT:
+            defaults[np.backend_id] = np
+    counts = (
+        NodePoolMember.objects.filter(node__memberships__pool_id__in=[p.pk for p in pools])
+        .values("node__memberships__pool_id", "node__memberships__platform__name", "node_pool_id")
+        .annotate(nodes=Count("node_id", distinct=True))
+    )
+    most: dict[tuple[int, str], tuple[int, str, int]] = {}
+    for row in counts:
+        key = (row["node__memberships__pool_id"], row["node__memberships__platform__name"])
+        node_pool = by_id.get(row["node_pool_id"])
+        if node_pool is None:
+            continue
+        rank = (-row["nodes"], node_pool.name, node_pool.pk)
+        if key not in most or rank < most[key]:
+            most[key] = rank
+    found = {}
+    for pool in pools:
+        for platform in pool.platforms.all():
+            charged = named.get((pool.backend_id, pool.name, platform.name))
+            if charged is None and (pool.pk, platform.name) in most:
+                charged = by_id[most[(pool.pk, platform.name)][2]]
+            if charged is None:
+                charged = defaults.get(pool.backend_id)
+            if charged is not None:
+                found[(pool.name, platform.name)] = charged
+    return found
+
+
+def standings(node_pools: Iterable[NodePool], projects: Iterable[str]) -> dict[int, NodePoolStanding]:
+    """node pool id → the standing of `projects` (those with quota rows there) in it: three queries."""
+    wanted = set(projects)
+    return {pk: standing_of(state, wanted) for pk, state in states(node_pools).items()}
+
+
+def standing_of(state: NodePoolState, projects: set[str]) -> NodePoolStanding:
+    rows = {(r["project"], r["resource"]): r for r in state.project_rows() if r["project"] in projects}
+    used = Resources()
+    for workflow in state.in_flight:
+        used = used + workflow.requests
+    free = {r: max(0, state.capacity[r] - used.get(r)) for r in RESOURCES}
+    over_quota = state.node_pool.over_quota
+    found = NodePoolStanding(
+        state.node_pool,
+        state.managed,
+        over_quota,
+        state.capacity,
+        free,
+        len(state.queued),
+    )
+    names = sorted({project for project, _ in rows})
+    for name in names:
+        asking = _asking_everything(state, name) if over_quota else {}
+        figures = {}
+        for resource in RESOURCES:
+            row = rows[(name, resource)]
+            figures[resource] = ResourceStanding(
+                resource=resource,
+                deserved=row["deserved"],
+                limit=row["limit"],
+                in_use=row["allocated"],
+                queued=row["queued"],
+                fair_share=row["fair_share"],
+                borrowed=row["borrowed"],
+                could_borrow=_could_borrow(row, free[resource], asking.get(resource, 0)) if over_quota else 0,
+            )
+        found.projects.append(ProjectStanding(name, figures))
+    return found
+
+
+def _could_borrow(row: dict, free: int, share_if_asking: int) -> int:
+    above = max(row["allocated"], row["deserved"])
+    own_unused = max(0, row["deserved"] - row["allocated"])
+    return max(0, min(free - own_unused, share_if_asking - above))
+
+
+def _asking_everything(state: NodePoolState, project: str) -> dict[str, int]:
+    """The project's fair share per resource if it asked for the whole node pool while the others keep
+    their demand (held + queued), as the admission pass computes fair shares."""
+    result = state.result
+    requests: dict[str, Resources] = defaultdict(Resources)
+    for name, held in result.allocated_before.items():
+        requests[name] = requests[name] + held
+    for workflow in state.queued:
+        if workflow.project:
+            requests[workflow.project] = requests[workflow.project] + workflow.requests
+    capacity = Resources.of({r: state.capacity[r] for r in RESOURCES})
+    requests[project] = capacity  # nobody can be given more than the node pool holds
+    shares = fair_shares(capacity, state.tree, requests, over_quota=True)
+    return {r: shares[r].projects[project].fair_share if project in shares[r].projects else 0 for r in RESOURCES}

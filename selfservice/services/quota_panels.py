@@ -1,0 +1,149 @@
+"""The "your quota" panels of the catalog cards and the pool page, and why a workflow waits or was preempted.
+
+For each node pool the pool's platforms are charged to (quotas.services.standing.charged_node_pools, the rule
+of quotas.services.node_pools.charged_node_pool) and each project the viewer belongs to (holds the role of,
+teams.services.member_projects): deserved, in use, could borrow now — GPUs first, CPU and memory compact.
+The numbers are quotas.services.standing's (read through quotas.services.state, as admission reads them).
+Query cost is constant in pools and platforms: projects (1), charging (2), the node pools' state (3).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+
+from pools.models import Pool
+from quotas import units
+from quotas.models import NodePool
+from quotas.services.standing import NodePoolStanding, ResourceStanding, charged_node_pools, standings
+from teams.services import member_projects
+
+
+@dataclass(frozen=True)
+class Figure:
+    """One resource of one project, as shown: amounts already in the resource's unit."""
+
+    resource: str
+    deserved: str
+    in_use: str
+    could_borrow: str
+    limit: str
+    queued: str
+    borrowed: str
+    guaranteed_left: str
+    percent_of_deserved: int  # in use against deserved, for the bar (capped at 100)
+    over: bool  # in use above deserved
+
+    @classmethod
+    def of(cls, figures: ResourceStanding) -> Figure:
+        def show(value: int | None) -> str:
+            return _show(figures.resource, value)
+
+        deserved = figures.deserved
+        return cls(
+            figures.resource,
+            show(deserved),
+            show(figures.in_use),
+            show(figures.could_borrow),
+            show(figures.limit) if figures.limit is not None else "",
+            show(figures.queued),
+            show(figures.borrowed),
+            show(figures.guaranteed_left),
+            min(100, round(100 * figures.in_use / deserved)) if deserved else (100 if figures.in_use else 0),
+            figures.in_use > deserved,
+        )
+
+
+@dataclass(frozen=True)
+class ProjectQuota:
+    project: str
+    gpu: Figure
+    cpu: Figure
+    memory: Figure
+
+
+@dataclass
+class QuotaPanel:
+    node_pool: str
+    platforms: list[str]
+    managed: bool
+    over_quota: bool
+    queued_workflows: int
+    projects: list[ProjectQuota] = field(default_factory=list)
+
+
+def _show(resource: str, value: int | None) -> str:
+    if value is None:
+        return "-"
+    if resource == "cpu":
+        cores = value / 1000
+        return f"{cores:g}" if cores == int(cores) else f"{cores:.1f}"
+    return units.show(resource, value)
+
+
+def panels_for(pools: Iterable[Pool], who) -> dict[str, list[QuotaPanel]]:
+    """pool name → its quota panels for `who` (none when `who` belongs to no project)."""
+    projects = member_projects(who)
+    if not projects:
+        return {}
+    pools = list(pools)
+    charged = charged_node_pools(pools)
+    node_pools: dict[int, NodePool] = {np.pk: np for np in charged.values()}
+    found = standings(node_pools.values(), projects)
+    panels: dict[str, list[QuotaPanel]] = {}
+    for pool in pools:
+        by_node_pool: dict[int, list[str]] = {}
+        for platform in pool.platforms.all():
+            node_pool = charged.get((pool.name, platform.name))
+            if node_pool is not None:
+                by_node_pool.setdefault(node_pool.pk, []).append(platform.name)
+        panels[pool.name] = [
+            _panel(found[pk], names) for pk, names in sorted(by_node_pool.items(), key=_by_name(node_pools))
+        ]
+    return panels
+
+
+def _by_name(node_pools: dict[int, NodePool]):
+    return lambda item: node_pools[item[0]].name
+
+
+def _panel(standing: NodePoolStanding, platforms: list[str]) -> QuotaPanel:
+    return QuotaPanel(
+        standing.node_pool.name,
+        sorted(platforms),
+        standing.managed,
+        standing.over_quota,
+        standing.queued_workflows,
+        [ProjectQuota(p.project, Figure.of(p.gpu), Figure.of(p.cpu), Figure.of(p.memory)) for p in standing.projects],
+    )
+
+
+# --- why a workflow waits, or was stopped --------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Note:
+    kind: str  # "queued" | "preempted"
+    text: str
+    position: int | None = None
+    by: str = ""
+
+
+def workflow_note(workflow) -> Note | None:
+    """What to say next to a queued workflow (its queue_reason) or a preempted one (its preemption)."""
+    if workflow.status == "QUEUED":
+        reason = workflow.queue_reason or {}
+        text = str(reason.get("text") or "waiting for admission to its node pool's quota")
+        position = reason.get("position")
+        return Note("queued", text, position if isinstance(position, int) else None)
+    if workflow.status == "FAILED_PREEMPTED":
+        reason = workflow.preemption or {}
+        text = str(reason.get("text") or reason.get("reason") or "preempted to give capacity back to its owner")
+        by = reason.get("by") or reason.get("preemptor") or ""
+        project = reason.get("preemptor_project") or ""
+        if by and project:
+            by = f"workflow {by} of project {project}"
+        elif by:
+            by = f"workflow {by}"
+        return Note("preempted", text, by=str(by))
+    return None
