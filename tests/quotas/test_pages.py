@@ -124,7 +124,7 @@ def test_catalog_cards_and_pool_page_show_the_viewers_quota(world):
     assert "8 GPUs deserved · 4 in use · 12 to borrow now" in " ".join(re.sub(r"<[^>]+>", " ", train).split())
     assert 'data-node-pool="a100"' in train and "No quotas here" in train  # a100 has no quota rows
     detail = text(client.get("/pools/train/"))
-    assert "Your quota · node pool h100 platform h100" in detail
+    assert "Your quota in node pool h100 platform h100" in detail
     # CPU: 4 × 191.5 cores − 64 in use − its own 16 unused; memory: nothing deserved, all of it borrowable
     assert "CPU 16/32 cores, +686 · memory 128Gi/0, +7672Gi" in detail
     assert "To borrow now" in detail
