@@ -17,10 +17,11 @@ from __future__ import annotations
 from django.db import models
 
 from clusters.models import Backend, Node
+from clusters.schedulers.routing import DEFAULT_NODE_POOL_SUFFIX
 from portal.resources import PolicyResources, Scope
 from teams.models import Department, Project
 
-DEFAULT_SUFFIX = "-default"
+DEFAULT_SUFFIX = DEFAULT_NODE_POOL_SUFFIX  # pod routing finds the Default by name (clusters.schedulers)
 
 
 class Resource(models.TextChoices):

@@ -14,10 +14,11 @@ to it. Nothing here touches the database or a cluster. See docs/quota-schedulers
 
 from clusters.schedulers.crds import CustomResource, resource_of, validate
 from clusters.schedulers.errors import SchedulerObjectInvalid, TranslationError
-from clusters.schedulers.routing import pod_routing
+from clusters.schedulers.routing import DELEGATING, pod_routing, workload_routing
 from clusters.schedulers.tree import Department, NodePool, Project, Quota, QuotaTree
 
 __all__ = [
+    "DELEGATING",
     "CustomResource",
     "Department",
     "NodePool",
@@ -29,4 +30,5 @@ __all__ = [
     "pod_routing",
     "resource_of",
     "validate",
+    "workload_routing",
 ]

@@ -61,7 +61,7 @@ def resource_flavors(tree: QuotaTree) -> list[dict]:
 def _node_labels(pool: NodePool) -> dict[str, str]:
     if pool.node_labels:
         return dict(pool.node_labels)
-    if pool.node_names and not pool.default:
+    if not pool.default:  # chosen by node names (a platform's members): even before it has any
         return {NODE_POOL_LABEL: object_name(pool.name)}
     return {}
 

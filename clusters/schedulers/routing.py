@@ -7,6 +7,12 @@ from clusters.schedulers.errors import TranslationError
 from clusters.schedulers.tree import NodePool
 
 SCHEDULERS = ("portal", "kai", "kueue")
+DELEGATING = ("kai", "kueue")  # the quota schedulers that admit and preempt in the portal's place
+DEFAULT_NODE_POOL_SUFFIX = "-default"  # a backend's Default node pool is `<backend>-default` (quotas.models)
+
+
+def default_node_pool_name(backend_name: str) -> str:
+    return f"{backend_name}{DEFAULT_NODE_POOL_SUFFIX}"
 
 
 def pod_routing(
@@ -33,3 +39,16 @@ def pod_routing(
         labels = {kai.QUEUE_LABEL: kai.queue_name(project, node_pool), **kai.node_pool_labels(node_pool)}
         return scheduler_name or kai.SCHEDULER_NAME, labels
     return scheduler_name, {kueue.QUEUE_LABEL: kueue.local_queue_name(project)}
+
+
+def workload_routing(backend, project: str | None, node_pool: str) -> tuple[str, dict[str, str]]:
+    """`pod_routing` for a workload of `backend` (anything with name, quota_scheduler, scheduler_name)
+    charged to `project` in the node pool named `node_pool`: what pod creation needs, from names alone
+    (workflows records the charged node pool's name). "" or the backend's Default node pool name is the
+    Default (KAI's default shard)."""
+    scheduler = getattr(backend, "quota_scheduler", "") or "portal"
+    if not node_pool or node_pool == default_node_pool_name(backend.name):
+        pool = NodePool(node_pool or default_node_pool_name(backend.name), default=True)
+    else:
+        pool = NodePool(node_pool)
+    return pod_routing(scheduler, project, pool, scheduler_name=backend.scheduler_name)
