@@ -1,5 +1,9 @@
 """Creating the pods of a workflow's PENDING tasks: the stored manifest plus this portal's instance label, under a
-deterministic name, so a second attempt finds (adopts) the first one's pod instead of creating another."""
+deterministic name, so a second attempt finds (adopts) the first one's pod instead of creating another.
+
+On a backend whose quotas KAI-Scheduler or Kueue enforces (`Backend.quota_scheduler`), every pod also carries that
+scheduler's routing: its `schedulerName` and the queue labels of the workflow's project in the node pool it is
+charged to (`Workflow.node_pool`; clusters.schedulers.workload_routing; docs/quota-schedulers.md)."""
 
 from __future__ import annotations
 
@@ -13,6 +17,7 @@ from django.utils import timezone
 from clusters.kube import pods
 from clusters.kube.connection import connect
 from clusters.kube.errors import KubeError
+from clusters.schedulers import DELEGATING, TranslationError, workload_routing
 from pools.engine.resolve import label_value
 from workflows.lifecycle.observe import container_of, observe
 from workflows.lifecycle.settle import fail_task, settle
@@ -34,11 +39,30 @@ def instance() -> str:
     return label_value(settings.PORTAL_INSTANCE) or "default"
 
 
-def manifest(task: Task) -> dict:
-    """The pod to create: the stored `Task.pod`, exactly, plus the instance label."""
+Routing = tuple[str, dict[str, str]]  # (spec.schedulerName, labels)
+
+
+def routing(workflow: Workflow) -> Routing | None:
+    """The delegated scheduler's routing for the workflow's pods; None when the portal enforces quotas itself.
+    Raises TranslationError (a workflow without a project has no queue)."""
+    backend = workflow.pool.backend
+    if backend.quota_scheduler not in DELEGATING:
+        return None
+    project = workflow.project.name if workflow.project_id else None
+    return workload_routing(backend, project, workflow.node_pool)
+
+
+def manifest(task: Task, route: Routing | None = None) -> dict:
+    """The pod to create: the stored `Task.pod`, exactly, plus the instance label (and `route`, when given)."""
     pod = copy.deepcopy(task.pod)
     metadata = pod.setdefault("metadata", {})
-    metadata["labels"] = {**(metadata.get("labels") or {}), pods.INSTANCE_LABEL: instance()}
+    labels = {**(metadata.get("labels") or {})}
+    if route is not None:
+        scheduler_name, route_labels = route
+        labels.update(route_labels)
+        if scheduler_name:
+            pod.setdefault("spec", {})["schedulerName"] = scheduler_name
+    metadata["labels"] = {**labels, pods.INSTANCE_LABEL: instance()}
     return pod
 
 
@@ -57,7 +81,7 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
     for Celery to retry: tasks already created are WAITING and are skipped next time.
     """
     result = CreateResult()
-    workflow = Workflow.objects.select_related("pool__backend").filter(pk=workflow_pk).first()
+    workflow = Workflow.objects.select_related("pool__backend", "project").filter(pk=workflow_pk).first()
     if workflow is None or workflow.is_finished:
         return result
     tasks = list(workflow.tasks.filter(status=PENDING).order_by("id"))
@@ -65,6 +89,14 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
         return result
     for task in tasks:
         task.workflow = workflow
+    try:
+        route = routing(workflow)
+    except TranslationError as error:  # the cluster's scheduler would never admit it: say why, once
+        for task in tasks:
+            result.failed += fail_task(
+                task, TaskStatus.FAILED_BACKEND_ERROR, str(error), kind="BACKEND_ERROR", from_statuses=(PENDING,)
+            )
+        return result
     try:
         kube = connect_to(workflow.pool.backend)
     except KubeError as error:
@@ -78,7 +110,7 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
     try:
         for task in tasks:
             try:
-                outcome = pods.create_pod(kube, task.namespace, manifest(task))
+                outcome = pods.create_pod(kube, task.namespace, manifest(task, route))
             except KubeError as error:
                 if error.transient:
                     raise
