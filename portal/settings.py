@@ -311,6 +311,9 @@ WORKFLOW_REAPER_SECONDS = env_int("WORKFLOW_REAPER_SECONDS", 300)
 # sync it queues expires as the resync does (clusters.tasks), so queued resyncs never pile up.
 INVENTORY_RESYNC_SECONDS = env_int("INVENTORY_RESYNC_SECONDS", 300)
 INVENTORY_RESYNC_EXPIRES = max(1, INVENTORY_RESYNC_SECONDS * 4 // 5)
+# Delegating backends (quota_scheduler kai/kueue): their scheduler objects are rewritten after every change and,
+# in case a sync failed or someone edited them, every this many seconds (quotas.tasks).
+QUOTA_SCHEDULER_RESYNC_SECONDS = env_int("QUOTA_SCHEDULER_RESYNC_SECONDS", 600)
 
 
 def _every(task: str, seconds: int) -> dict:
@@ -322,4 +325,5 @@ CELERY_BEAT_SCHEDULE = {
     "workflows-reconcile": _every("workflows.tasks.reconcile_workflows", WORKFLOW_RECONCILE_SECONDS),
     "workflows-timeouts": _every("workflows.tasks.enforce_timeouts", WORKFLOW_TIMEOUT_CHECK_SECONDS),
     "workflows-reaper": _every("workflows.tasks.reap_pods", WORKFLOW_REAPER_SECONDS),
+    "quota-schedulers-resync": _every("quotas.tasks.sync_all_scheduler_objects", QUOTA_SCHEDULER_RESYNC_SECONDS),
 }

@@ -9,7 +9,7 @@ class QuotasConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from django.db.models.signals import post_delete, post_save
+        from django.db.models.signals import post_delete, post_save, pre_save
 
         from clusters.models import Backend
         from clusters.signals import nodes_changed
@@ -28,6 +28,9 @@ class QuotasConfig(AppConfig):
         post_save.connect(_backend_saved, sender=Backend, dispatch_uid="quotas.backend_saved")
         post_save.connect(_team_saved, sender=Department, dispatch_uid="quotas.department_saved")
         post_save.connect(_team_saved, sender=Project, dispatch_uid="quotas.project_saved")
+        post_delete.connect(_team_deleted, sender=Department, dispatch_uid="quotas.department_deleted")
+        post_delete.connect(_team_deleted, sender=Project, dispatch_uid="quotas.project_deleted")
+        pre_save.connect(_backend_saving, sender=Backend, dispatch_uid="quotas.backend_saving")
 
 
 # Receivers: each runs in the sender's transaction, so what it writes commits or rolls back with it.
@@ -83,14 +86,36 @@ def _node_pool_deleted(sender, instance, **kwargs) -> None:
         )
     elif Backend.objects.filter(pk=instance.backend_id).exists():
         membership.recompute(instance.backend_id)
+        from quotas.services.delegation import schedule_sync
+
+        schedule_sync(instance.backend_id)  # its KAI queues or Kueue flavor go
+
+
+def _backend_saving(sender, instance, raw=False, **kwargs) -> None:
+    """Remember what the scheduler objects depend on, to tell after the save whether they must follow."""
+    if raw or instance.pk is None:
+        return
+    instance._delegation_before = (
+        sender.objects.filter(pk=instance.pk).values_list("quota_scheduler", "namespace", "name").first()
+    )
 
 
 def _backend_saved(sender, instance, created, raw=False, **kwargs) -> None:
-    """Every backend has its Default node pool from its first moment."""
-    if created and not raw:
+    """Every backend has its Default node pool from its first moment. A backend that starts or stops delegating
+    to KAI or Kueue (or moves namespace) has its scheduler objects written or removed after commit."""
+    if raw:
+        return
+    from quotas.services.delegation import schedule_sync
+
+    if created:
         from quotas.services.node_pools import ensure_default
 
         ensure_default(instance)
+        schedule_sync(instance.pk)
+        return
+    before = getattr(instance, "_delegation_before", None)
+    if before is not None and before != (instance.quota_scheduler, instance.namespace, instance.name):
+        schedule_sync(instance.pk, even_if_portal=before[0] != instance.quota_scheduler)
 
 
 def _team_saved(sender, instance, created, raw=False, **kwargs) -> None:
@@ -103,3 +128,14 @@ def _team_saved(sender, instance, created, raw=False, **kwargs) -> None:
             give_zero_quotas(department=instance)
         else:
             give_zero_quotas(project=instance)
+    if not raw:  # new, renamed or reprioritised: every delegating backend's queues follow
+        from quotas.services.delegation import schedule_all
+
+        schedule_all()
+
+
+def _team_deleted(sender, instance, **kwargs) -> None:
+    """A department or project gone: its queues go from every delegating backend."""
+    from quotas.services.delegation import schedule_all
+
+    schedule_all()

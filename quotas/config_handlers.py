@@ -10,7 +10,7 @@ from django.db.models import Prefetch
 from configs.registry import SchemaHandler
 from quotas.config_types import NODE_POOL
 from quotas.models import NodePool, Quota
-from quotas.services import membership, writer
+from quotas.services import delegation, membership, writer
 
 
 class NodePoolHandler(SchemaHandler):
@@ -33,6 +33,8 @@ class NodePoolHandler(SchemaHandler):
 
     def after_save(self, objs, prepared):
         membership.recompute_backends(obj.backend_id for obj in objs)
+        for backend_id in sorted({obj.backend_id for obj in objs}):  # KAI/Kueue objects follow (after commit)
+            delegation.schedule_sync(backend_id)
 
 
 CONFIG_TYPES = [NodePoolHandler()]

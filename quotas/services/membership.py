@@ -15,6 +15,7 @@ from collections.abc import Iterable
 from clusters.models import Node
 from pools.models import NodeMembership
 from quotas.models import NodePool, NodePoolMember, SelectorKind
+from quotas.services.delegation import schedule_sync
 from quotas.services.node_pools import ensure_default
 
 BATCH = 1000
@@ -46,7 +47,10 @@ def recompute(backend_id: int, node_ids: Iterable[int] | None = None) -> tuple[i
         node_id: _claim(node_labels or {}, platforms.get(node_id, ()), labelled, by_platform, default)
         for node_id, node_labels in labels.items()
     }
-    return _write(wanted)
+    written = _write(wanted)
+    if any(written):  # a delegating backend's scheduler shards or flavors select nodes by the node pool
+        schedule_sync(backend_id)
+    return written
 
 
 def _claim(labels: dict, platforms, labelled: list[NodePool], by_platform: list[NodePool], default: NodePool) -> int:

@@ -1,0 +1,62 @@
+"""Celery tasks of the quotas app: thin shells (ids in) around `quotas.services`.
+
+* `sync_scheduler_objects(backend_id)`: write a delegating backend's quotas as its scheduler's objects and
+  delete the stale ones (quotas.services.delegation), queued after every change that alters them. Idempotent.
+  A cluster that is down (network, 429, 5xx) is retried with exponential backoff up to MAX_RETRIES, then
+  logged; a refusal (4xx, bad connection settings, an object the schema refuses) is logged and reported in
+  the result, never retried. In the embedded default (no broker, eager) a retry would raise into the writer
+  that queued it: there the failure is logged and the periodic resync puts the cluster in step later.
+* `sync_all_scheduler_objects`: the periodic resync (beat), one `sync_scheduler_objects` per delegating
+  backend: repairs what a failed sync or someone editing the objects by hand left behind.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from celery import shared_task
+from django.conf import settings
+
+from clusters.kube.errors import KubeError
+from clusters.models import Backend
+from portal.celery import app as _celery_app  # noqa: F401  (the app these tasks bind to: `portal` does not load it)
+from portal.errors import PortalError
+from quotas.services import delegation
+
+log = logging.getLogger(__name__)
+
+MAX_RETRIES = 5
+RESYNC_EXPIRES = max(1, settings.QUOTA_SCHEDULER_RESYNC_SECONDS * 4 // 5)
+
+
+def retry_countdown(retries: int) -> int:
+    return min(300, 5 * 2**retries)
+
+
+@shared_task(
+    name="quotas.tasks.sync_scheduler_objects", bind=True, max_retries=MAX_RETRIES, acks_late=True, ignore_result=False
+)
+def sync_scheduler_objects(self, backend_id: int) -> dict:
+    try:
+        result = delegation.sync_scheduler_objects(backend_id)
+    except Backend.DoesNotExist:
+        return {"backend_id": backend_id, "ok": False, "error": "no such backend"}
+    except KubeError as error:
+        if error.transient and not self.request.is_eager and self.request.retries < self.max_retries:
+            log.info("backend #%s: scheduler objects not written (%s); retrying", backend_id, error)
+            raise self.retry(exc=error, countdown=retry_countdown(self.request.retries)) from None
+        log.warning("backend #%s: scheduler objects not written: %s (the periodic resync retries)", backend_id, error)
+        return {"backend_id": backend_id, "ok": False, "error": str(error)}
+    except PortalError as error:  # the translation refused (a name clash) or the schema check failed
+        log.warning("backend #%s: scheduler objects not written: %s", backend_id, error)
+        return {"backend_id": backend_id, "ok": False, "error": str(error)}
+    return {"backend_id": backend_id, "ok": True, **result.as_dict()}
+
+
+@shared_task(name="quotas.tasks.sync_all_scheduler_objects", ignore_result=True)
+def sync_all_scheduler_objects() -> int:
+    """One `sync_scheduler_objects` per delegating backend; returns how many were queued."""
+    ids = delegation.delegating_backend_ids()
+    for backend_id in ids:
+        sync_scheduler_objects.apply_async((backend_id,), expires=RESYNC_EXPIRES)
+    return len(ids)
