@@ -67,7 +67,7 @@ class NodePoolState:
     def engine_state(self) -> PoolState:
         return PoolState(
             name=self.node_pool.name,
-            capacity=Resources.of(self.capacity),
+            capacity=Resources.of({r: self.capacity[r] for r in RESOURCES}),  # not `nodes`
             tree=self.tree,
             running=tuple(self._running()),
             queued=tuple(
