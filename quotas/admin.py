@@ -1,12 +1,15 @@
-"""Admin for node pools: the list shows, per resource, the sum of the departments' deserved quotas against the
-capacity of the node pool's usable nodes, and flags a node pool whose guarantees exceed what its nodes hold
-(one query for the whole page: quotas.services.overview). Read-only here: node pools and quotas are written
-through the NODE_POOL config type (`config update NODE_POOL`, `/api/configs/node_pool/<name>`), which
-records their history. Rights: config:Read / config:Update on `config/node_pool` (access.policy)."""
+"""Admin for node pools: the list (the grid overview) shows, per resource, the sum of the departments' deserved
+quotas against the capacity of the node pool's usable nodes, flags a node pool whose guarantees exceed what its
+nodes hold, says whether it is managed, and links each to its editable quota grid (quotas.admin_grid). One query
+for the whole list (quotas.services.overview, and an EXISTS for managed). Node pools themselves are written
+through the NODE_POOL config type (`config update NODE_POOL`, `/api/configs/node_pool/<name>`), quotas through
+the grid, `quota set` or the API: every write is a revision. Rights: config:Read / config:Update on
+`config/node_pool` (access.policy)."""
 
 from __future__ import annotations
 
 from django.contrib import admin
+from django.db.models import Exists, OuterRef
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
@@ -19,18 +22,41 @@ from configs import store
 from configs.models import ConfigType
 from portal.admin_base import ServiceBackedAdmin, pretty_json
 from quotas import units
-from quotas.models import NodePool
-from quotas.services import overview
+from quotas.admin_grid import QuotaGridMixin
+from quotas.models import NodePool, Quota
+from quotas.services import doors, node_pools, overview
 from quotas.services.fairshare_view import fairshare_page
 
 
 @admin.register(NodePool)
-class NodePoolAdmin(PolicyAdminMixin, ServiceBackedAdmin):
+class NodePoolAdmin(QuotaGridMixin, PolicyAdminMixin, ServiceBackedAdmin):
     policy_resource = actions.config(ConfigType.NODE_POOL)
-    list_display = ["name", "backend", "selector", "node_count", "gpu", "cpu", "memory", "commitment", "fair_share"]
+    list_display = [
+        "name",
+        "backend",
+        "selector",
+        "node_count",
+        "gpu",
+        "cpu",
+        "memory",
+        "commitment",
+        "managed",
+        "quota_grid",
+        "fair_share",
+    ]
     list_filter = ["backend", "selector_kind"]
     search_fields = ["name", "description"]
-    fields = ["name", "backend", "selector", "over_quota", "description", "fair_share", "document", "history"]
+    fields = [
+        "name",
+        "backend",
+        "selector",
+        "over_quota",
+        "description",
+        "quota_grid",
+        "fair_share",
+        "document",
+        "history",
+    ]
     readonly_fields = fields
 
     def get_urls(self):
@@ -54,7 +80,10 @@ class NodePoolAdmin(PolicyAdminMixin, ServiceBackedAdmin):
         return TemplateResponse(request, "admin/quotas/fairshare.html", context)
 
     def get_queryset(self, request):
-        return overview.with_totals(super().get_queryset(request).select_related("backend"))
+        managed = Exists(Quota.objects.filter(node_pools.managed_filter(), node_pool=OuterRef("pk")))
+        return overview.with_totals(super().get_queryset(request).select_related("backend")).annotate(
+            is_managed=managed
+        )
 
     def has_add_permission(self, request, *args):
         return False
@@ -67,11 +96,18 @@ class NodePoolAdmin(PolicyAdminMixin, ServiceBackedAdmin):
 
     @display(description="Selector")
     def selector(self, obj):
-        if obj.selector_kind == "label":
-            return f"label {obj.label_key}={obj.label_value}"
-        if obj.selector_kind == "platform":
-            return f"platform {obj.pool_name}/{obj.platform_name}"
-        return "Default (the nodes no other node pool claims)"
+        return doors.selector_text(obj)
+
+    @display(description="Managed", boolean=True)
+    def managed(self, obj):
+        return obj.is_managed
+
+    @display(description="Quotas")
+    def quota_grid(self, obj):
+        if obj is None or obj.pk is None:
+            return "-"
+        url = reverse("admin:quotas_nodepool_quotas", args=[obj.pk])
+        return format_html('<a class="underline" href="{}">Edit the quota grid</a>', url)
 
     @display(description="Nodes", ordering="node_count")
     def node_count(self, obj):

@@ -7,6 +7,8 @@ the client prints it once and marks the others "(shared)". Per pool (all figures
   none (-1, unset), as OSMO;
 - quota_used / total_usage: GPUs requested by the pool's RUNNING tasks of HIGH and NORMAL priority / of any
   priority; the caller (the workflows app, which owns tasks) passes them in as `usage`;
+- a pool named in `quotas` (`QuotaFigures`) takes its quota_limit and quota_used from there instead: the team
+  quotas of the node pools it is charged to (the quotas app decides them: quotas.services.osmo_quota);
 - quota_free: quota_limit - quota_used;
 - total_capacity / total_free: the node set's allocatable GPUs / allocatable minus what every non-terminal pod
   on those nodes requests (never below zero per node).
@@ -35,8 +37,19 @@ class GpuUsage:
     total: int = 0
 
 
-def pool_quota(names: list[str] | None, usage: dict[str, GpuUsage]) -> dict:
+@dataclass(frozen=True)
+class QuotaFigures:
+    """A pool's GPU quota from elsewhere than its own guarantee: the limit, and what counts against it."""
+
+    limit: int
+    used: int
+
+
+def pool_quota(
+    names: list[str] | None, usage: dict[str, GpuUsage], quotas: dict[str, QuotaFigures] | None = None
+) -> dict:
     """The answer for the pools `names` (every pool when None; unknown names are left out, as OSMO)."""
+    quotas = quotas or {}
     pools = _pools(names)
     # One read of the memberships with their nodes' GPUs: per pool its node ids, per node (allocatable, free).
     node_ids: dict[str, set[int]] = defaultdict(set)
@@ -59,7 +72,7 @@ def pool_quota(names: list[str] | None, usage: dict[str, GpuUsage]) -> dict:
         free = sum(gpus[node][1] for node in nodes)
         rows = []
         for pool in grouped:
-            figures = _pool_figures(pool, usage.get(pool.name, GpuUsage()), capacity, free)
+            figures = _pool_figures(pool, usage.get(pool.name, GpuUsage()), capacity, free, quotas.get(pool.name))
             for key in ("quota_used", "quota_free", "quota_limit", "total_usage"):
                 sums[key] += figures[key]
             rows.append({**_pool_row(pool), "resource_usage": {key: str(value) for key, value in figures.items()}})
@@ -79,12 +92,15 @@ def _pools(names: list[str] | None) -> list[Pool]:
     return list(query.order_by("name"))
 
 
-def _pool_figures(pool: Pool, usage: GpuUsage, capacity: int, free: int) -> dict[str, int]:
+def _pool_figures(pool: Pool, usage: GpuUsage, capacity: int, free: int, quota: QuotaFigures | None) -> dict[str, int]:
     guarantee = pool.gpu_guarantee
     limit = capacity if guarantee is None or guarantee == -1 else guarantee
+    used = usage.quota
+    if quota is not None:
+        limit, used = quota.limit, quota.used
     return {
-        "quota_used": usage.quota,
-        "quota_free": limit - usage.quota,
+        "quota_used": used,
+        "quota_free": limit - used,
         "quota_limit": limit,
         "total_usage": usage.total,
         "total_capacity": capacity,

@@ -1,4 +1,5 @@
-"""docs/quotas.md: its examples run as written, in order, against a fresh database, and print what it shows."""
+"""docs/quotas.md: its examples run as written, in order, against a fresh database, and print what it shows;
+the REST example runs in a shell against a live server."""
 
 from __future__ import annotations
 
@@ -9,9 +10,11 @@ from io import StringIO
 import pytest
 from django.core.management import call_command
 
+from access.services import roles
+from configs import revisions
 from portal.errors import DomainError
-from tests.docs_runner import transcripts
-from tests.test_docs_examples import ROOT, bash_commands
+from tests.docs_runner import DocsShell, bash_blocks, transcripts
+from tests.test_docs_examples import ROOT, bash_commands, json_documents
 
 PAGE = ROOT / "docs" / "quotas.md"
 
@@ -20,18 +23,48 @@ PAGE = ROOT / "docs" / "quotas.md"
 def test_quotas_page_runs_as_written(monkeypatch):
     monkeypatch.chdir(ROOT)
     commands = bash_commands(PAGE)
-    assert len(commands) == 7
+    assert len(commands) == 15
     outputs = {}
     for args in commands:
         out = StringIO()
         call_command(*args, stdout=out, stderr=StringIO())
         outputs[" ".join(args)] = out.getvalue()
     page = PAGE.read_text()
-    for command in ("config show NODE_POOL a100", "config show NODE_POOL gpu-cluster-default"):
+    for command in ("config show NODE_POOL a100", "config show NODE_POOL gpu-cluster-default", "quota show a100"):
         assert f"```\n{outputs[command]}```" in page  # the page shows the real output, whole
     shown = json.loads(outputs["config show NODE_POOL a100"])
     assert shown["projects"]["vision"]["memory"]["deserved"] == 512 * 2**30
-    [transcript] = transcripts(PAGE)
-    with pytest.raises(DomainError) as refused:
-        call_command(*shlex.split(transcript.command)[2:], stdout=StringIO())
-    assert f"error: {refused.value}" == transcript.expected
+    # the doors: one revision per `quota set`, and the rollback to revision 2 restored its quotas
+    research = json.loads(outputs["quota set --department research a100 --cpu 64 --format json"])
+    assert research["revision"] == 4 and research["quotas"]["cpu"]["deserved"] == 64000
+    shown_pool = json.loads(outputs["node-pool show a100 --format json"])
+    assert (shown_pool["deserved"]["gpu"], shown_pool["managed"], shown_pool["overcommitted"]) == (16, True, True)
+    after = json.loads(_run("config", "show", "NODE_POOL", "a100"))
+    assert after["projects"]["vision"]["gpu"] == {"deserved": 10, "limit": None, "weight": 2}
+    assert after["projects"]["speech"]["gpu"] == {"deserved": 4, "limit": None, "weight": 1}
+    assert "cpu" not in after["departments"]["research"]
+    for transcript in transcripts(PAGE):
+        with pytest.raises(DomainError) as refused:
+            _run(*shlex.split(transcript.command)[2:])
+        assert f"error: {refused.value}" == transcript.expected
+    assert len(transcripts(PAGE)) == 2
+
+
+def _run(*args: str) -> str:
+    out = StringIO()
+    call_command(*args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def test_quotas_rest_example_runs_in_a_shell_against_a_live_server(live_server, transactional_db, monkeypatch):
+    monkeypatch.chdir(ROOT)
+    roles.ensure_builtin_roles()  # a transactional test's flush removed the migration's roles
+    call_command("user", "create", "admin", "--roles", "osmo-admin", stdout=StringIO())
+    for args in bash_commands(PAGE)[:5]:  # the backend, the teams and node pool a100
+        call_command(*args, stdout=StringIO(), stderr=StringIO())
+    [block] = [block for block in bash_blocks(PAGE) if "curl" in block]
+    patched, shown = json_documents(DocsShell(PORTAL=live_server.url).run([block]))
+    assert patched["quotas"]["gpu"] == {"deserved": 8, "limit": 12, "weight": 2} and patched["revision"] == 2
+    vision = next(row for row in shown["projects"] if (row["project"], row["resource"]) == ("vision", "gpu"))
+    assert (vision["deserved"], vision["limit"]) == (8, 12)
+    assert revisions.history("NODE_POOL", "a100")[0].description == "vision lends 2"

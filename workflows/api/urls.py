@@ -1,10 +1,9 @@
 from django.urls import path
 
-from workflows.api import pool_quota, views
+from workflows.api import views
 
 urlpatterns = [
     path("pool/<path:pool>/workflow", views.SubmitView.as_view(), name="workflow-submit"),
-    path("pool_quota", pool_quota.PoolQuotaView.as_view(), name="pool-quota"),
     path("workflow", views.WorkflowListView.as_view(), name="workflow-list"),
     path("workflow/<str:workflow_id>", views.WorkflowView.as_view(), name="workflow-detail"),
     path("workflow/<str:workflow_id>/spec", views.WorkflowSpecView.as_view(), name="workflow-spec"),

@@ -1,0 +1,97 @@
+"""The admin's editable quota grid of one node pool (`<node pool id>/quotas/`): departments, each followed by its
+projects, × resources (GPU, CPU, memory), each cell a deserved, limit and weight. Saving writes one NODE_POOL
+revision per team that changed, through `quotas.services.grid` (nothing at all when any team is refused; each
+refusal is shown on its cell). Viewing needs what the node pool list needs; saving, config:Update on
+`config/node_pool` (`quotas.set_quotas` decides)."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404
+from django.template.response import TemplateResponse
+from django.urls import path, reverse
+
+from access import actions, policy
+from configs.models import ConfigType
+from portal.errors import PermissionDenied
+from quotas import units
+from quotas.config_types import QUOTA_KEYS, RESOURCES
+from quotas.models import NodePool
+from quotas.services import doors, grid, overview
+from quotas.services.quotas import quotas_of
+
+
+class QuotaGridMixin:
+    def get_urls(self):
+        view = self.admin_site.admin_view(self.quota_grid_view)
+        return [path("<int:node_pool_id>/quotas/", view, name="quotas_nodepool_quotas"), *super().get_urls()]
+
+    def quota_grid_view(self, request, node_pool_id: int):
+        node_pool = get_object_or_404(overview.with_totals(NodePool.objects.select_related("backend")), pk=node_pool_id)
+        if not self.has_view_permission(request, node_pool):
+            raise DjangoPermissionDenied
+        may_write = policy.decide(request, actions.CONFIG_UPDATE, actions.config(ConfigType.NODE_POOL)).allowed
+        errors, submitted = {}, {}
+        if request.method == "POST":
+            submitted = {key: value for key, value in request.POST.items() if key.count(":") == 3}
+            try:
+                saved = grid.save(request, node_pool, submitted)
+            except PermissionDenied as refusal:
+                messages.error(request, str(refusal))
+                return HttpResponseRedirect(request.path)
+            if saved.ok:
+                count = len(saved.revisions)
+                said = f"{count} team(s) changed, one revision each" if count else "nothing changed"
+                messages.success(request, f"Quotas of {node_pool.name} saved: {said}.")
+                return HttpResponseRedirect(request.path)
+            errors = saved.errors
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": f"Quotas of node pool {node_pool.name}",
+            "node_pool": node_pool,
+            "selector": doors.selector_text(node_pool),
+            "totals": _totals(node_pool),
+            "resources": [(r, grid.RESOURCE_WORDS[r]) for r in RESOURCES],
+            "keys": QUOTA_KEYS,
+            "rows": _rows(node_pool, submitted, errors),
+            "team_errors": [text for where, text in errors.items() if len(where) == 2],
+            "may_write": may_write,
+            "change_url": reverse("admin:quotas_nodepool_change", args=[node_pool.pk]),
+        }
+        return TemplateResponse(request, "admin/quotas/grid.html", context)
+
+
+def _totals(node_pool) -> list[dict]:
+    over = overview.overcommitted(node_pool)
+    return [
+        {
+            "resource": grid.RESOURCE_WORDS[r],
+            "deserved": units.show(r, getattr(node_pool, f"deserved_{r}")),
+            "capacity": units.show(r, getattr(node_pool, f"capacity_{r}")),
+            "over": r in over,
+        }
+        for r in RESOURCES
+    ]
+
+
+def _rows(node_pool, submitted: dict, errors: dict) -> list[dict]:
+    """Departments, each followed by its projects; per resource the three inputs (what was submitted when the
+    save was refused, else what is stored) and their cell's error."""
+    rows = []
+    for department in quotas_of(node_pool)["departments"]:
+        teams = [("department", department)] + [("project", project) for project in department["projects"]]
+        for kind, team in teams:
+            cells = []
+            for resource in RESOURCES:
+                inputs = []
+                for key in QUOTA_KEYS:
+                    name = grid.input_name(kind, team["name"], resource, key)
+                    value = submitted.get(name, grid.shown(resource, key, team["quotas"][resource][key]))
+                    inputs.append({"name": name, "key": key, "value": value})
+                here = (kind, team["name"], resource)
+                cells.append({"inputs": inputs, "error": next((errors[c] for c in errors if c[:3] == here), "")})
+            rows.append({"kind": kind, "name": team["name"], "cells": cells})
+    return rows

@@ -1,0 +1,92 @@
+"""Response and request shapes of the quota API (docs/quotas.md, "Doors"), for the schema. Shapes only:
+`quotas.services` validates (field/value/reason errors)."""
+
+from __future__ import annotations
+
+from rest_framework import serializers
+
+AMOUNT = "An integer in scheduler units (GPUs, CPU millicores, memory bytes) or a Kubernetes quantity ('500m', '64Gi')."
+
+
+class ResourcesSerializer(serializers.Serializer):
+    gpu = serializers.IntegerField()
+    cpu = serializers.IntegerField(help_text="millicores")
+    memory = serializers.IntegerField(help_text="bytes")
+
+
+class QuotaSerializer(serializers.Serializer):
+    deserved = serializers.IntegerField(help_text="guaranteed")
+    limit = serializers.IntegerField(allow_null=True, help_text="hard cap (≥ deserved); null = none")
+    weight = serializers.IntegerField(help_text="share of the over-quota surplus")
+
+
+class TeamQuotasSerializer(serializers.Serializer):
+    gpu = QuotaSerializer()
+    cpu = QuotaSerializer()
+    memory = QuotaSerializer()
+
+
+class NodePoolSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    backend = serializers.CharField()
+    selector = serializers.JSONField(help_text="As the NODE_POOL document: {}, {label: {key, value}} or {platform}.")
+    selector_text = serializers.CharField()
+    over_quota = serializers.BooleanField()
+    description = serializers.CharField(allow_blank=True)
+    managed = serializers.BooleanField(help_text="Some quota guarantees or caps something: admission runs.")
+    nodes = serializers.IntegerField()
+    capacity = ResourcesSerializer(help_text="Allocatable of the Ready, schedulable member nodes.")
+    deserved = ResourcesSerializer(help_text="Sum of the departments' deserved quotas.")
+    overcommitted = serializers.BooleanField(help_text="Deserved exceeds capacity for some resource.")
+    overcommitted_resources = serializers.ListField(child=serializers.CharField())
+
+
+class NodePoolListSerializer(serializers.Serializer):
+    node_pools = NodePoolSerializer(many=True)
+
+
+class DepartmentQuotaSerializer(serializers.Serializer):
+    name = serializers.CharField()
+    quotas = TeamQuotasSerializer()
+    projects = serializers.ListField(child=serializers.CharField())
+
+
+class ProjectRowSerializer(serializers.Serializer):
+    project = serializers.CharField()
+    department = serializers.CharField(allow_null=True)
+    resource = serializers.CharField()
+    deserved = serializers.IntegerField()
+    limit = serializers.IntegerField(allow_null=True)
+    weight = serializers.IntegerField()
+    priority = serializers.IntegerField()
+    allocated = serializers.IntegerField(help_text="In use by its admitted, unfinished workflows.")
+    queued = serializers.IntegerField(help_text="Asked for by its queued workflows.")
+    fair_share = serializers.FloatField()
+    borrowed = serializers.IntegerField(help_text="In use above deserved.")
+
+
+class NodePoolDetailSerializer(NodePoolSerializer):
+    departments = DepartmentQuotaSerializer(many=True)
+    projects = ProjectRowSerializer(many=True, help_text="Per project and resource.")
+
+
+class QuotaInputSerializer(serializers.Serializer):
+    deserved = serializers.JSONField(required=False, help_text=AMOUNT)
+    limit = serializers.JSONField(required=False, allow_null=True, help_text=f"{AMOUNT} null = no limit.")
+    weight = serializers.IntegerField(required=False, min_value=0)
+
+
+class QuotaWriteSerializer(serializers.Serializer):
+    gpu = QuotaInputSerializer(required=False)
+    cpu = QuotaInputSerializer(required=False)
+    memory = QuotaInputSerializer(required=False)
+    description = serializers.CharField(required=False, allow_blank=True, help_text="The revision's description.")
+
+
+class QuotaWrittenSerializer(serializers.Serializer):
+    node_pool = serializers.CharField()
+    team_kind = serializers.ChoiceField(choices=["department", "project"])
+    team = serializers.CharField()
+    quotas = TeamQuotasSerializer()
+    changed = serializers.BooleanField()
+    revision = serializers.IntegerField(allow_null=True, help_text="The NODE_POOL revision written (null: unchanged).")

@@ -1,0 +1,116 @@
+"""Quota REST API (docs/quotas.md, "Doors"). Views only translate HTTP; `quotas.services.doors` decides.
+
+    GET        /api/quotas/node_pools                                node pools: capacity, deserved sums, flags
+    GET        /api/quotas/node_pools/{name}                         one: its quota tree, per project and resource
+                                                                    deserved/limit/weight/allocated/fair share/borrowed
+    PUT|PATCH  /api/quotas/node_pools/{name}/projects/{project}      set a project's quota (one NODE_POOL revision)
+    PUT|PATCH  /api/quotas/node_pools/{name}/departments/{dept}      set a department's quota
+
+Reading: `pool:List` (what researchers hold: they may see every node pool's quotas, as `osmo pool list` shows
+quotas). Writing: `config:Update` on `config/node_pool`, as `quotas.set_quota` enforces. PATCH changes what the
+body names; PUT sets the team's quota whole (what the body leaves out: deserved 0, no limit, weight 1).
+"""
+
+from __future__ import annotations
+
+from drf_spectacular.utils import OpenApiParameter, extend_schema
+from rest_framework.permissions import SAFE_METHODS
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from access import actions
+from access.api.permissions import PolicyPermission
+from configs.errors import ConfigNotFound
+from configs.models import ConfigType
+from configs.revisions import Actor
+from portal.api import ErrorSerializer
+from quotas.api import serializers as s
+from quotas.services import doors
+
+ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
+NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, description="The node pool.")
+TEAM_KINDS = {"projects": "project", "departments": "department"}
+
+
+class QuotaPermission(PolicyPermission):
+    def target(self, request, view):
+        if request.method in SAFE_METHODS:
+            return actions.POOL_LIST, ""
+        return actions.CONFIG_UPDATE, actions.config(ConfigType.NODE_POOL)
+
+
+class NodePoolListView(APIView):
+    permission_classes = [QuotaPermission]
+
+    @extend_schema(
+        operation_id="quota_node_pool_list",
+        summary="Node pools: capacity, the departments' deserved sums, managed and over-committed flags",
+        parameters=[OpenApiParameter("node_pools", str, many=True, description="Only these (repeat the parameter).")],
+        responses={200: s.NodePoolListSerializer, **ERRORS},
+    )
+    def get(self, request):
+        names = [name for name in request.query_params.getlist("node_pools") if name] or None
+        return Response({"node_pools": doors.node_pool_rows(names)})
+
+
+class NodePoolView(APIView):
+    permission_classes = [QuotaPermission]
+
+    @extend_schema(
+        operation_id="quota_node_pool_retrieve",
+        summary="One node pool: its quota tree, and per project and resource the live figures",
+        parameters=[NAME],
+        responses={200: s.NodePoolDetailSerializer, **ERRORS},
+    )
+    def get(self, request, name):
+        return Response(doors.node_pool_detail(name))
+
+
+class TeamQuotaView(APIView):
+    permission_classes = [QuotaPermission]
+
+    def _write(self, request, name, team_kind, team, *, replace: bool):
+        kind = TEAM_KINDS.get(team_kind)
+        if kind is None:
+            raise ConfigNotFound("no API resource here: use projects or departments", field="path", value=team_kind)
+        result = doors.set_team_quota(
+            request, name, kind, team, request.data, replace=replace, actor=Actor.for_request(request, "api")
+        )
+        return Response(
+            {
+                "node_pool": name,
+                "team_kind": kind,
+                "team": team,
+                "quotas": doors.team_quotas(name, kind, team),
+                "changed": result.changed,
+                "revision": result.revision,
+            }
+        )
+
+    @extend_schema(
+        operation_id="quota_team_replace",
+        summary="Set a project's or department's quota whole (what is left out: deserved 0, no limit, weight 1)",
+        parameters=[
+            NAME,
+            OpenApiParameter("team_kind", str, OpenApiParameter.PATH, enum=sorted(TEAM_KINDS)),
+            OpenApiParameter("team", str, OpenApiParameter.PATH, description="The project or department."),
+        ],
+        request=s.QuotaWriteSerializer,
+        responses={200: s.QuotaWrittenSerializer, **ERRORS},
+    )
+    def put(self, request, name, team_kind, team):
+        return self._write(request, name, team_kind, team, replace=True)
+
+    @extend_schema(
+        operation_id="quota_team_update",
+        summary="Change some of a project's or department's quota (what is left out is kept)",
+        parameters=[
+            NAME,
+            OpenApiParameter("team_kind", str, OpenApiParameter.PATH, enum=sorted(TEAM_KINDS)),
+            OpenApiParameter("team", str, OpenApiParameter.PATH, description="The project or department."),
+        ],
+        request=s.QuotaWriteSerializer,
+        responses={200: s.QuotaWrittenSerializer, **ERRORS},
+    )
+    def patch(self, request, name, team_kind, team):
+        return self._write(request, name, team_kind, team, replace=False)

@@ -1,0 +1,61 @@
+"""`node-pool list` and `node-pool show NAME`: node pools with their capacity and quota totals
+(docs/quotas.md, "Doors"). Node pools are written through the NODE_POOL config type (`config update
+NODE_POOL`); their quotas with `quota set`. Errors print one line and exit 1.
+
+    manage.py node-pool list [--node-pool NAME]… [--format json]
+    manage.py node-pool show NAME [--format json]
+"""
+
+from __future__ import annotations
+
+from portal.commands import PortalCommand
+from quotas import units
+from quotas.config_types import RESOURCES
+from quotas.management.commands.quota import node_pool_header
+from quotas.services import doors
+
+
+class Command(PortalCommand):
+    help = "List node pools (capacity, deserved sums, over-committed); show one with its quota tree."
+
+    def add_arguments(self, parser):
+        verbs = parser.add_subparsers(dest="verb", required=True, metavar="VERB")
+        listing = verbs.add_parser("list", help="name, backend, selector, nodes, deserved / capacity, flags")
+        listing.add_argument("--node-pool", action="append", dest="names", default=[], metavar="NAME")
+        listing.add_argument("--format", choices=["table", "json"], default="table")
+        show = verbs.add_parser("show", help="one node pool: selector, capacity, departments and projects")
+        show.add_argument("name", metavar="NAME")
+        show.add_argument("--format", choices=["text", "json"], default="text")
+
+    def handle(self, *args, **options):
+        getattr(self, f"do_{options['verb']}")(options)
+
+    def do_list(self, options):
+        rows = doors.node_pool_rows(options["names"] or None)
+        if options["format"] == "json":
+            return self.emit({"node_pools": rows})
+        self.stdout.write(
+            f"{'NAME':<24} {'BACKEND':<14} {'NODES':>5}  {'GPU':>11} {'CPU':>13} {'MEMORY':>15}  "
+            f"{'OVER-QUOTA':<10} {'MANAGED':<7} {'COMMITMENT':<20} SELECTOR"
+        )
+        for row in rows:
+            figures = [f"{units.show(r, row['deserved'][r])}/{units.show(r, row['capacity'][r])}" for r in RESOURCES]
+            commitment = f"over: {','.join(row['overcommitted_resources'])}" if row["overcommitted"] else "fits"
+            self.stdout.write(
+                f"{row['name']:<24} {row['backend']:<14} {row['nodes']:>5}  {figures[0]:>11} {figures[1]:>13} "
+                f"{figures[2]:>15}  {'on' if row['over_quota'] else 'off':<10} "
+                f"{'yes' if row['managed'] else 'no':<7} {commitment:<20} {row['selector_text']}"
+            )
+        return None
+
+    def do_show(self, options):
+        detail = doors.node_pool_detail(options["name"])
+        if options["format"] == "json":
+            return self.emit({key: value for key, value in detail.items() if key != "projects"})
+        self.stdout.write(node_pool_header(detail))
+        if detail["description"]:
+            self.stdout.write(detail["description"])
+        for department in detail["departments"]:
+            said = ", ".join(f"{r} {units.show(r, department['quotas'][r]['deserved'])}" for r in RESOURCES)
+            self.stdout.write(f"department {department['name']} ({said}): {', '.join(department['projects']) or '-'}")
+        return None

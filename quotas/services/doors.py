@@ -1,0 +1,136 @@
+"""What the quota doors show and take: the CLI (`node-pool list|show`, `quota show|set`), the REST API
+(/api/quotas/node_pools…) and the admin grid all read these, so they can never disagree.
+
+- `node_pool_rows(names)`: per node pool its backend, selector, nodes, capacity, the departments' deserved sum,
+  over-quota switch, managed, over-committed resources. Two queries whatever the number of node pools.
+- `node_pool_detail(name)`: one node pool's row, its quota tree (departments with their quotas and projects)
+  and, per project and resource, what `quota show` prints (quotas.services.state: deserved, limit, weight,
+  allocated, queued, fair share, borrowed). A constant number of queries whatever the number of teams.
+- `set_team_quota(who, …)`: `quotas.set_quotas` for a door that names the team in its path: an unknown node
+  pool or team is a 404 (`ConfigNotFound`); `replace=True` (REST PUT) sets every resource not given to zero.
+
+Writes go through `quotas.services.quotas.set_quotas` (one NODE_POOL revision; config:Update on
+`config/node_pool`).
+"""
+
+from __future__ import annotations
+
+from configs.errors import ConfigError, ConfigNotFound
+from quotas.config_types import QUOTA_KEYS, RESOURCES, ZERO
+from quotas.models import NodePool, SelectorKind
+from quotas.services import node_pools, overview, state
+from quotas.services.quotas import TEAM_KINDS, quotas_of, set_quotas
+from teams.models import Department, Project
+
+
+def selector_text(node_pool: NodePool) -> str:
+    """How a person reads the selector: `label k=v`, `platform pool/platform`, or the Default's."""
+    if node_pool.selector_kind == SelectorKind.LABEL:
+        return f"label {node_pool.label_key}={node_pool.label_value}"
+    if node_pool.selector_kind == SelectorKind.PLATFORM:
+        return f"platform {node_pool.pool_name}/{node_pool.platform_name}"
+    return "Default (the nodes no other node pool claims)"
+
+
+def selector_doc(node_pool: NodePool) -> dict:
+    """The selector as the NODE_POOL document writes it."""
+    if node_pool.selector_kind == SelectorKind.LABEL:
+        return {"label": {"key": node_pool.label_key, "value": node_pool.label_value}}
+    if node_pool.selector_kind == SelectorKind.PLATFORM:
+        return {"platform": {"pool": node_pool.pool_name, "platform": node_pool.platform_name}}
+    return {}
+
+
+def _row(node_pool: NodePool, managed: bool) -> dict:
+    """One node pool from `overview.with_totals`."""
+    over = overview.overcommitted(node_pool)
+    return {
+        "name": node_pool.name,
+        "backend": node_pool.backend.name,
+        "selector": selector_doc(node_pool),
+        "selector_text": selector_text(node_pool),
+        "over_quota": node_pool.over_quota,
+        "description": node_pool.description,
+        "managed": managed,
+        "nodes": node_pool.node_count,
+        "capacity": {r: getattr(node_pool, f"capacity_{r}") for r in RESOURCES},
+        "deserved": {r: getattr(node_pool, f"deserved_{r}") for r in RESOURCES},
+        "overcommitted": bool(over),
+        "overcommitted_resources": over,
+    }
+
+
+def node_pool_rows(names: list[str] | None = None) -> list[dict]:
+    """Every node pool (or those named; unknown names left out), by name. Two queries."""
+    rows = NodePool.objects.select_related("backend").order_by("name")
+    if names is not None:
+        rows = rows.filter(name__in=names)
+    found = list(overview.with_totals(rows))
+    managed = node_pools.managed_ids(found)
+    return [_row(node_pool, node_pool.pk in managed) for node_pool in found]
+
+
+def get_node_pool(name: str) -> NodePool:
+    found = NodePool.objects.select_related("backend").filter(name=name).first() if "\x00" not in name else None
+    if found is None:
+        raise ConfigNotFound("unknown node pool", field="node_pool", value=name)
+    return found
+
+
+def node_pool_detail(name: str) -> dict:
+    """The node pool's row, `departments` (the quota tree: each with its quotas and its projects' names) and
+    `projects` (per project and resource: deserved, limit, weight, priority, allocated, queued, fair_share,
+    borrowed). `managed` and the figures come from one read of the live state."""
+    [totals] = overview.with_totals(NodePool.objects.select_related("backend").filter(pk=get_node_pool(name).pk))
+    live = state.state(totals)
+    tree = quotas_of(totals)
+    departments = [
+        {"name": d["name"], "quotas": d["quotas"], "projects": [p["name"] for p in d["projects"]]}
+        for d in tree["departments"]
+    ]
+    return {
+        **_row(totals, live.managed),
+        "departments": departments,
+        "projects": live.project_rows(),
+    }
+
+
+# --- writing -------------------------------------------------------------------------------------------
+
+
+def require_team(team_kind: str, name: str) -> None:
+    """A door that names the team in its path: an unknown one is a 404."""
+    if team_kind not in TEAM_KINDS:
+        raise ConfigError("must be department or project", field="team_kind", value=team_kind)
+    model = Department if team_kind == "department" else Project
+    if "\x00" in name or not model.objects.filter(name=name).exists():
+        raise ConfigNotFound(f"unknown {team_kind}", field=team_kind, value=name)
+
+
+def set_team_quota(who, node_pool: str, team_kind: str, team_name: str, body, *, replace: bool, actor=None):
+    """`body` = `{"gpu": {"deserved", "limit", "weight"}, …, "description"?}`. With `replace`, each resource is
+    set whole (keys not given: deserved 0, no limit, weight 1) and resources not given go back to zero;
+    otherwise only what is given changes. Returns the store's ApplyResult."""
+    get_node_pool(node_pool)
+    require_team(team_kind, team_name)
+    if not isinstance(body, dict):
+        raise ConfigError("must be an object of resources (gpu, cpu, memory)", field="body", value=body)
+    changes = dict(body)
+    description = changes.pop("description", "")
+    if not isinstance(description, str):
+        raise ConfigError("must be a string", field="description", value=description)
+    if replace:
+        for resource in RESOURCES:
+            given = changes.get(resource, {})
+            changes[resource] = {**ZERO, **given} if isinstance(given, dict) else given
+    return set_quotas(who, node_pool, team_kind, team_name, changes, actor=actor, description=description)
+
+
+def team_quotas(node_pool: str, team_kind: str, team_name: str) -> dict:
+    """`{resource: {deserved, limit, weight}}` of one team in one node pool (zeros included)."""
+    model_field = "department__name" if team_kind == "department" else "project__name"
+    rows = get_node_pool(node_pool).quotas.filter(**{model_field: team_name}).values_list("resource", *QUOTA_KEYS)
+    found = {resource: dict(ZERO) for resource in RESOURCES}
+    for resource, *values in rows:
+        found[resource] = dict(zip(QUOTA_KEYS, values, strict=True))
+    return found

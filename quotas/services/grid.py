@@ -1,0 +1,133 @@
+"""The admin's quota grid of one node pool: departments and their projects × resources, each cell a deserved,
+limit and weight. Reading is `quotas_of` (one query for the tree); saving compares what was submitted with what is
+stored and calls `set_quotas` ONCE per team that changed (one NODE_POOL revision each), in one transaction: if
+any team is refused, nothing is written and every refusal is given back on its cell, in the grid's words.
+
+Cells are keyed `(team_kind, team, resource, key)`; the form's inputs are named `kind:team:resource:key`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from django.db import transaction
+
+from configs.errors import ConfigError
+from portal.errors import PortalError
+from quotas import units
+from quotas.config_types import QUOTA_KEYS, RESOURCES, parse_quota
+from quotas.models import NodePool
+from quotas.services.quotas import quotas_of, require_quota_write, set_quotas
+
+RESOURCE_WORDS = {"gpu": "GPU", "cpu": "CPU", "memory": "memory"}
+SECTIONS = {"departments": "department", "projects": "project"}
+
+Cell = tuple[str, str, str, str]  # team kind, team, resource, key
+
+
+def input_name(kind: str, team: str, resource: str, key: str) -> str:
+    return f"{kind}:{team}:{resource}:{key}"
+
+
+def shown(resource: str, key: str, value) -> str:
+    """What a cell's input shows: quantities people write (`64Gi`, `500m`), empty for no limit."""
+    if value is None:
+        return ""
+    return str(value) if key == "weight" else units.show(resource, value)
+
+
+@dataclass
+class Saved:
+    revisions: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, team) → revision
+    errors: dict[Cell | tuple[str, str], str] = field(default_factory=dict)  # a cell, or a team as a whole
+
+    @property
+    def ok(self) -> bool:
+        return not self.errors
+
+
+def stored(node_pool: NodePool) -> dict[tuple[str, str], dict]:
+    """(kind, team) → {resource: {deserved, limit, weight}}, departments and projects."""
+    tree = quotas_of(node_pool)
+    found = {}
+    for department in tree["departments"]:
+        found[("department", department["name"])] = department["quotas"]
+        for project in department["projects"]:
+            found[("project", project["name"])] = project["quotas"]
+    return found
+
+
+def save(who, node_pool: NodePool, form: dict[str, str]) -> Saved:
+    """Apply the submitted grid (`form`: input name → text; a team's inputs missing = unchanged)."""
+    result = Saved()
+    require_quota_write(who)
+    current = stored(node_pool)
+    changes: dict[tuple[str, str], dict] = {}
+    for (kind, team), quotas in current.items():
+        for resource in RESOURCES:
+            texts = {key: form.get(input_name(kind, team, resource, key)) for key in QUOTA_KEYS}
+            if all(text is None for text in texts.values()):
+                continue
+            submitted = {key: _value(key, texts[key], quotas[resource][key]) for key in QUOTA_KEYS}
+            try:
+                parsed = parse_quota(resource, submitted, resource)
+            except ConfigError as error:
+                result.errors[_cell(kind, team, error)] = _words(kind, team, error)
+                continue
+            if parsed != quotas[resource]:
+                changes.setdefault((kind, team), {})[resource] = parsed
+    if result.errors:
+        return result
+    with transaction.atomic():
+        for kind, team in _order(changes, current):
+            try:
+                applied = set_quotas(who, node_pool.name, kind, team, changes[(kind, team)])
+            except PortalError as error:
+                result.errors[_cell(kind, team, error)] = _words(kind, team, error)
+                continue
+            result.revisions[(kind, team)] = applied.revision
+        if result.errors:
+            result.revisions.clear()
+            transaction.set_rollback(True)  # nothing half-written
+    return result
+
+
+def _value(key: str, text: str | None, current):
+    if text is None:
+        return current  # not submitted: kept
+    text = text.strip()
+    if key == "limit":
+        return text or None
+    if key == "weight":
+        return int(text) if text.isdigit() else text or 1
+    return text or 0
+
+
+def _order(changes: dict, current: dict) -> list[tuple[str, str]]:
+    """Departments whose deserved grows go first (so their projects fit under them), then projects, then the
+    departments whose deserved shrinks (after their projects shrank)."""
+
+    def grows(team) -> bool:
+        return any(q["deserved"] > current[team][r]["deserved"] for r, q in changes[team].items())
+
+    departments = [team for team in sorted(changes) if team[0] == "department"]
+    projects = [team for team in sorted(changes) if team[0] == "project"]
+    return [team for team in departments if grows(team)] + projects + [team for team in departments if not grows(team)]
+
+
+def _cell(kind: str, team: str, error: PortalError) -> Cell | tuple[str, str]:
+    """The cell an error is about: `gpu.limit` in this team's write, or `departments.research.gpu.deserved`
+    (a department that would no longer cover its projects), else the team as a whole."""
+    parts = error.field.split(".")
+    if len(parts) == 4 and parts[0] in SECTIONS:
+        return SECTIONS[parts[0]], parts[1], parts[2], parts[3]
+    if len(parts) == 2 and parts[0] in RESOURCES and parts[1] in QUOTA_KEYS:
+        return kind, team, parts[0], parts[1]
+    return kind, team
+
+
+def _words(kind: str, team: str, error: PortalError) -> str:
+    cell = _cell(kind, team, error)
+    where = f"{cell[0]} {cell[1]}, {RESOURCE_WORDS[cell[2]]} {cell[3]}" if len(cell) == 4 else f"{kind} {team}"
+    value = "" if error.value in (None, "") else f" (you entered {error.value!r})"
+    return f"{where}: {error.reason}{value}"
