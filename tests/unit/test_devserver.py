@@ -83,7 +83,13 @@ def test_periodic_jobs_are_beats_schedule_and_one_failure_does_not_stop_the_othe
     from portal.celery import app
 
     jobs = {job.name: job for job in jobs_from_schedule(app.conf.beat_schedule)}
-    assert set(jobs) == {"inventory-full-resync", "workflows-reconcile", "workflows-timeouts", "workflows-reaper"}
+    assert set(jobs) == {
+        "inventory-full-resync",
+        "workflows-reconcile",
+        "workflows-timeouts",
+        "workflows-reaper",
+        "quotas-admission",
+    }
     assert jobs["workflows-reconcile"].task == "workflows.tasks.reconcile_workflows"
     ran = []
 
@@ -95,7 +101,7 @@ def test_periodic_jobs_are_beats_schedule_and_one_failure_does_not_stop_the_othe
 
     runner = PeriodicRunner(list(jobs.values()), run=run)
     with caplog.at_level(logging.INFO, logger="portal.periodic"):
-        assert runner.run_due() == 4
+        assert runner.run_due() == 5
         assert runner.run_due() == 0  # not due again before its interval
     assert sorted(ran) == sorted(job.task for job in jobs.values())
     failed = [r for r in caplog.records if r.levelno == logging.WARNING]

@@ -130,7 +130,9 @@ class SubmitResultSerializer(serializers.Serializer):
     spec = serializers.CharField(allow_null=True, help_text="Dry run: the spec as submitted, templates rendered.")
     logs = serializers.CharField(allow_null=True, help_text="validation_only: 'Workflow validation succeeded.'")
     dashboard_url = serializers.CharField(allow_null=True, help_text="Always null (OSMO's cluster dashboard).")
-    status = serializers.CharField(help_text="PENDING, or DRY_RUN / VALID when nothing was stored.")
+    status = serializers.CharField(
+        help_text="PENDING (QUEUED: waiting for quota admission), or DRY_RUN / VALID when nothing was stored."
+    )
     pool = serializers.CharField()
     project = serializers.CharField(allow_null=True, help_text="The project charged (null: none).")
     tasks = SubmittedTaskSerializer(many=True)
