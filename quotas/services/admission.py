@@ -20,6 +20,9 @@ managed node pool they share the spare capacity as one more team, `(none)`: no d
 weight 1, ranked after every project (priority below the lowest). So they are admitted only into capacity
 nobody with a quota asks for, always preemptible, reclaimed like any over-quota work, and held with a reason
 ("no project: …") otherwise; with over-quota off they wait until the node pool becomes unmanaged.
+
+Only the resources some quota in the node pool guarantees or caps are admitted by quota (`managed_resources`):
+with GPU quotas only, a workflow's CPU and memory requests neither hold it nor make it preemptible.
 """
 
 from __future__ import annotations
@@ -31,7 +34,7 @@ from django.conf import settings
 from django.db import transaction
 
 from pools.engine.admission import PoolState, QueuedWorkflow, run_admission
-from pools.engine.quota_model import Quota, QuotaTree, TeamQuota
+from pools.engine.quota_model import Quota, QuotaTree, Resources, TeamQuota
 from pools.engine.reclaim import RunningWorkflow
 from quotas.models import RESOURCES, NodePool
 from quotas.services.node_pools import node_selector
@@ -139,15 +142,19 @@ def engine_state(current: NodePoolState) -> PoolState:
     """The engine's input: `state`'s, with the workflows charged to no project (or to a project without quota
     rows here) gathered as the team `(none)` instead of being left out (module docstring)."""
     known = {p.name for p in current.tree.projects}
+    counted = managed_resources(current.tree)
 
     def team(project: str) -> str:
         return project if project in known else NO_PROJECT
+
+    def only_counted(amount: Resources) -> Resources:
+        return Resources(**{r: amount.get(r) if r in counted else 0 for r in RESOURCES})
 
     running = tuple(
         RunningWorkflow(
             id=w.workflow_id,
             project=team(w.project),
-            usage=w.requests,
+            usage=only_counted(w.requests),
             preemptible=w.preemptible or team(w.project) == NO_PROJECT,
             runtime_seconds=max(0, int((current.now - (w.admitted_at or w.created_at)).total_seconds())),
         )
@@ -157,7 +164,7 @@ def engine_state(current: NodePoolState) -> PoolState:
         QueuedWorkflow(
             id=w.workflow_id,
             project=team(w.project),
-            demand=w.requests,
+            demand=only_counted(w.requests),
             submitted=w.created_at.timestamp(),
             priority=w.priority,
         )
@@ -181,6 +188,18 @@ def engine_state(current: NodePoolState) -> PoolState:
         min_runtime_seconds=current.min_runtime_seconds,
         gpu_noun=gpu_noun(current.node_pool),
     )
+
+
+def managed_resources(tree: QuotaTree) -> set[str]:
+    """The resources some team's quota guarantees (deserved > 0) or caps (a limit) in the node pool. Only those
+    are admitted by quota: a node pool with GPU quotas only does not hold a workflow for the CPU and memory it
+    asks (nobody is guaranteed any); Kubernetes still places it by what the nodes have."""
+    return {
+        resource
+        for team in (*tree.departments, *tree.projects)
+        for resource, quota in team.quotas.items()
+        if quota.deserved > 0 or quota.limit is not None
+    }
 
 
 def _named(reason: dict) -> dict:
