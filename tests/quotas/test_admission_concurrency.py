@@ -1,16 +1,17 @@
 """One admission pass at a time per node pool: two passes started together (two threads, two database
-connections, real PostgreSQL) admit each queued workflow once; the second waits for the first's lock and then
-finds nothing left to admit."""
+connections, real PostgreSQL) both wait on the node pool's row lock; then one admits every queued workflow and
+the other, let in after it commits, finds nothing left to admit."""
 
 from __future__ import annotations
 
 import threading
 
 import pytest
-from django.db import connection
+from django.db import connection, transaction
 
 from quotas.models import NodePool, Quota
 from quotas.services.admission import admission_pass
+from tests.polling import wait_until
 from tests.quotas import gpu_cluster as gc
 from workflows.models import TaskEvent, Workflow, WorkflowStatus
 
@@ -44,8 +45,11 @@ def test_two_concurrent_passes_admit_each_workflow_once(django_capture_on_commit
                 connection.close()
 
         threads = [threading.Thread(target=run) for _ in range(2)]
-        for thread in threads:
-            thread.start()
+        with transaction.atomic():  # hold the node pool's lock: both passes must queue behind it
+            NodePool.objects.select_for_update().get(pk=node_pool)
+            for thread in threads:
+                thread.start()
+            wait_until(lambda: _waiting_on_locks() == 2, timeout=20, what="both passes waiting on the lock")
         for thread in threads:
             thread.join(30)
         assert not errors
@@ -55,3 +59,14 @@ def test_two_concurrent_passes_admit_each_workflow_once(django_capture_on_commit
         for workflow in Workflow.objects.all():
             assert workflow.status != WorkflowStatus.QUEUED and not workflow.preemptible
             assert TaskEvent.objects.filter(task__workflow=workflow, kind="ADMITTED").count() == 1
+
+
+def _waiting_on_locks() -> int:
+    """Other sessions of this database now waiting for a row lock."""
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_stat_clear_snapshot()")  # a transaction sees one snapshot of the statistics
+        cursor.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' "
+            "AND pid <> pg_backend_pid()"
+        )
+        return cursor.fetchone()[0]
