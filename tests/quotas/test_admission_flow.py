@@ -7,9 +7,12 @@ Node pool a100-80gb: 2 nodes × 4 A100 = 8 GPUs. research deserves 8 (vision 8);
 
 from __future__ import annotations
 
+import json
 from datetime import timedelta
+from io import StringIO
 
 import pytest
+from django.core.management import call_command
 from django.utils import timezone
 from rest_framework.test import APIClient
 
@@ -152,3 +155,34 @@ def test_queue_timeout_counts_from_submission(run, django_capture_on_commit_call
     assert waiting.status == Q.FAILED_QUEUE_TIMEOUT
     assert waiting.error.startswith("queue timeout: not admitted 1h after submission (last: project vision: 8 of 8")
     assert waiting.tasks.get().status == "FAILED_QUEUE_TIMEOUT"
+
+
+def explain(*args: str) -> str:
+    out = StringIO()
+    call_command("workflow", "explain", *args, stdout=out, stderr=StringIO())
+    return out.getvalue()
+
+
+def test_workflow_explain_says_why_it_waits_and_why_it_was_preempted(run):
+    borrowed = run("infer", "borrow", 8)
+    owner = run("vision", "owner", 4)
+    held = run("vision", "more", 8)
+    text = explain(held.workflow_id)
+    assert text.splitlines()[:4] == [
+        f"workflow {held.workflow_id}: QUEUED",
+        "project: vision",
+        "node pool: a100-80gb",
+        "priority: NORMAL",
+    ]
+    assert text.splitlines()[4:] == [
+        "waiting: project vision: 4 of 8 guaranteed GPUs in use; 0 free to borrow; position 1 in the queue",
+        "numbers (gpu): demand 8, allocated 4, deserved 8, fair share 8, free 4, borrowable 0",
+        "position in the queue of node pool a100-80gb: 1",
+    ]
+    data = json.loads(explain(held.workflow_id, "--format", "json"))
+    assert data["queue"]["code"] == fresh(held).queue_reason["code"] and data["queue"]["position"] == 1
+    assert data["queue"]["reason"] == fresh(held).queue_reason["text"]
+    victim = explain(borrowed.workflow_id)
+    assert victim.splitlines()[0] == f"workflow {borrowed.workflow_id}: FAILED_PREEMPTED"
+    assert f"preempted for workflow {owner.workflow_id}: preempted: project infer was using 8 GPUs over quota" in victim
+    assert json.loads(explain(owner.workflow_id, "--format", "json"))["queue"] is None
