@@ -103,7 +103,8 @@ def check_timeouts(timeouts: dict[str, object]) -> None:
 
 
 def normalize_exit_actions(value: object, field: str = "default_exit_actions") -> dict[str, str]:
-    """`{"COMPLETE"|"FAIL"|"RESCHEDULE": "0,1-10,16"}`; keys are case-insensitive, codes 0-255."""
+    """`{"COMPLETE"|"FAIL"|"RESCHEDULE": "0,1-10,16"}`; keys are case-insensitive, codes 0-255 and OSMO's
+    reserved ones (1001, 3000-3006, 4000)."""
     if value in (None, ""):
         return {}
     if not isinstance(value, dict):
