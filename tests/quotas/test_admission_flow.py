@@ -186,3 +186,17 @@ def test_workflow_explain_says_why_it_waits_and_why_it_was_preempted(run):
     assert victim.splitlines()[0] == f"workflow {borrowed.workflow_id}: FAILED_PREEMPTED"
     assert f"preempted for workflow {owner.workflow_id}: preempted: project infer was using 8 GPUs over quota" in victim
     assert json.loads(explain(owner.workflow_id, "--format", "json"))["queue"] is None
+
+
+def test_exit_actions_may_name_osmos_reserved_codes_such_as_preempted():
+    from configs.errors import ConfigError
+    from configs.validators import normalize_exit_actions
+
+    assert normalize_exit_actions({"reschedule": "3006"}) == {"RESCHEDULE": "3006"}
+    assert normalize_exit_actions({"FAIL": "1-10,3000-3006,4000", "COMPLETE": 1001}) == {
+        "FAIL": "1-10,3000-3006,4000",
+        "COMPLETE": "1001",
+    }
+    for bad in ("256", "3007", "2999-3006", "255-3000"):
+        with pytest.raises(ConfigError, match="outside the exit code range 0-255"):
+            normalize_exit_actions({"RESCHEDULE": bad})
