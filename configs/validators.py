@@ -25,6 +25,10 @@ MAX_TIMEOUT_DAYS = 3650  # ten years: longer is a typo, and would overflow timed
 MAX_TIMEOUT = timedelta(days=MAX_TIMEOUT_DAYS)
 EXIT_ACTION_KEYS = ("COMPLETE", "FAIL", "RESCHEDULE")
 _EXIT_CODE_MAX = 255
+# OSMO's reserved exit codes (task.py ExitCode), which a task's exit actions may name too: 3006 is a preempted
+# task's (docs/admission.md: `exitActions: {RESCHEDULE: "3006"}` queues a preempted workflow again).
+_OSMO_CODES = ((1001, 1001), (3000, 3006), (4000, 4000))
+_OUTSIDE = f"outside the exit code range 0-{_EXIT_CODE_MAX} (or OSMO's reserved 1001, 3000-3006, 4000)"
 _DIGITS = re.compile(r"[0-9]+")
 
 
@@ -99,7 +103,8 @@ def check_timeouts(timeouts: dict[str, object]) -> None:
 
 
 def normalize_exit_actions(value: object, field: str = "default_exit_actions") -> dict[str, str]:
-    """`{"COMPLETE"|"FAIL"|"RESCHEDULE": "0,1-10,16"}`; keys are case-insensitive, codes 0-255."""
+    """`{"COMPLETE"|"FAIL"|"RESCHEDULE": "0,1-10,16"}`; keys are case-insensitive, codes 0-255 and OSMO's
+    reserved ones (1001, 3000-3006, 4000)."""
     if value in (None, ""):
         return {}
     if not isinstance(value, dict):
@@ -118,9 +123,9 @@ def normalize_exit_actions(value: object, field: str = "default_exit_actions") -
 def _check_exit_codes(codes: object, field: str) -> str:
     if isinstance(codes, bool) or not isinstance(codes, (str, int)):
         raise ConfigError("must be a string of exit codes and ranges such as '0,1-10,16'", field=field, value=codes)
-    if isinstance(codes, int) and not 0 <= codes <= _EXIT_CODE_MAX:  # before str(): huge ints cannot be printed
-        raise ConfigError(
-            f"is outside the exit code range 0-{_EXIT_CODE_MAX}",
+    if isinstance(codes, int) and not (0 <= codes <= _EXIT_CODE_MAX or _reserved(str(codes), "")):
+        raise ConfigError(  # before str(): huge ints cannot be printed
+            f"is {_OUTSIDE}",
             field=field,
             value=codes if codes.bit_length() < 64 else f"an integer of {codes.bit_length()} bits",
         )
@@ -131,14 +136,20 @@ def _check_exit_codes(codes: object, field: str) -> str:
             raise ConfigError(
                 f"'{part[:40]}' is not an exit code or a range like '1-10'", field=field, value=_short(codes)
             )
-        if _code_too_big(low) or (high and _code_too_big(high)):
+        if (_code_too_big(low) or (high and _code_too_big(high))) and not _reserved(low, high):
             part = part if len(part) <= 40 else part[:37] + "..."
-            raise ConfigError(
-                f"'{part}' is outside the exit code range 0-{_EXIT_CODE_MAX}", field=field, value=_short(codes)
-            )
+            raise ConfigError(f"'{part}' is {_OUTSIDE}", field=field, value=_short(codes))
         if high and int(high) < int(low):
             raise ConfigError(f"range '{part}' ends before it starts", field=field, value=_short(codes))
     return text
+
+
+def _reserved(low: str, high: str) -> bool:
+    """The codes low..high are all OSMO reserved ones (one block)."""
+    if len(low.lstrip("0")) > 4 or len(high.lstrip("0")) > 4:
+        return False
+    first, last = int(low), int(high or low)
+    return any(start <= first and last <= end for start, end in _OSMO_CODES)
 
 
 def _code_too_big(digits: str) -> bool:

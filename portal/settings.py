@@ -320,10 +320,17 @@ def _every(task: str, seconds: int) -> dict:
     return {"task": task, "schedule": seconds, "options": {"expires": max(1, seconds * 4 // 5)}}
 
 
+# --- quotas: admission (docs/admission.md). A pass per node pool runs on every queue event (submission, a
+# workflow finished) and periodically over the node pools with queued work; reclaim never preempts a workflow
+# admitted less than QUOTA_MIN_RUNTIME_SECONDS ago.
+QUOTA_ADMISSION_SECONDS = env_int("QUOTA_ADMISSION_SECONDS", 15)
+QUOTA_MIN_RUNTIME_SECONDS = env_int("QUOTA_MIN_RUNTIME_SECONDS", 0)
+
 CELERY_BEAT_SCHEDULE = {
     "inventory-full-resync": _every("clusters.tasks.sync_all_backends", INVENTORY_RESYNC_SECONDS),
     "workflows-reconcile": _every("workflows.tasks.reconcile_workflows", WORKFLOW_RECONCILE_SECONDS),
     "workflows-timeouts": _every("workflows.tasks.enforce_timeouts", WORKFLOW_TIMEOUT_CHECK_SECONDS),
     "workflows-reaper": _every("workflows.tasks.reap_pods", WORKFLOW_REAPER_SECONDS),
     "quota-schedulers-resync": _every("quotas.tasks.sync_all_scheduler_objects", QUOTA_SCHEDULER_RESYNC_SECONDS),
+    "quotas-admission": _every("quotas.tasks.admission_all", QUOTA_ADMISSION_SECONDS),
 }

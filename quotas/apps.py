@@ -2,7 +2,7 @@ from django.apps import AppConfig
 
 
 class QuotasConfig(AppConfig):
-    """Node pools, team quotas and (later) admission: the layer above workflows (docs/quotas.md)."""
+    """Node pools, team quotas, admission and delegation to KAI/Kueue: the layer above workflows (docs/quotas.md)."""
 
     name = "quotas"
     verbose_name = "Quotas"
@@ -19,6 +19,8 @@ class QuotasConfig(AppConfig):
         from quotas.config_handlers import CONFIG_TYPES
         from quotas.models import NodePool
         from teams.models import Department, Project
+        from workflows import admission_gate
+        from workflows.signals import workflow_finished
 
         registry.register(*CONFIG_TYPES)  # NODE_POOL
         nodes_changed.connect(_nodes_changed, dispatch_uid="quotas.nodes_changed")
@@ -31,6 +33,45 @@ class QuotasConfig(AppConfig):
         post_delete.connect(_team_deleted, sender=Department, dispatch_uid="quotas.department_deleted")
         post_delete.connect(_team_deleted, sender=Project, dispatch_uid="quotas.project_deleted")
         pre_save.connect(_backend_saving, sender=Backend, dispatch_uid="quotas.backend_saving")
+        admission_gate.register(AdmissionGate())
+        workflow_finished.connect(_workflow_finished, dispatch_uid="quotas.workflow_finished")
+
+
+class AdmissionGate:
+    """What workflows asks at submission (workflows.admission_gate): the node pool a workflow is charged to,
+    and whether it waits QUEUED for admission (a managed node pool) or is admitted at once (docs/admission.md):
+    unmanaged, or on a backend whose own scheduler (KAI, Kueue) admits (docs/quota-schedulers.md)."""
+
+    def charge(self, workflow, lead_platform: str):
+        from quotas.services.delegation import delegates
+        from quotas.services.node_pools import charged_node_pool, is_managed
+        from workflows.admission_gate import Charge
+
+        node_pool = charged_node_pool(workflow.pool, lead_platform)
+        return Charge(node_pool.name, queue=is_managed(node_pool) and not delegates(node_pool))
+
+    def on_queued(self, workflow_pks: list[int]) -> None:
+        from quotas.models import NodePool
+        from quotas.services.admission import request_pass
+        from workflows.models import Workflow
+
+        names = set(Workflow.objects.filter(pk__in=workflow_pks).values_list("node_pool", flat=True))
+        for node_pool_id in NodePool.objects.filter(name__in=names).values_list("pk", flat=True):
+            request_pass(node_pool_id)
+
+
+def _workflow_finished(sender, *, workflow_pk, **kwargs) -> None:
+    """A workflow finished (after commit): its capacity is free; admit what waits in its node pool."""
+    from quotas.models import NodePool
+    from quotas.services.admission import request_pass
+    from workflows.models import Workflow, WorkflowStatus
+
+    name = Workflow.objects.filter(pk=workflow_pk).values_list("node_pool", flat=True).first()
+    if not name or not Workflow.objects.filter(node_pool=name, status=WorkflowStatus.QUEUED).exists():
+        return
+    node_pool_id = NodePool.objects.filter(name=name).values_list("pk", flat=True).first()
+    if node_pool_id is not None:
+        request_pass(node_pool_id)
 
 
 # Receivers: each runs in the sender's transaction, so what it writes commits or rolls back with it.

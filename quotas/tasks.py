@@ -8,6 +8,12 @@
   that queued it: there the failure is logged and the periodic resync puts the cluster in step later.
 * `sync_all_scheduler_objects`: the periodic resync (beat), one `sync_scheduler_objects` per delegating
   backend: repairs what a failed sync or someone editing the objects by hand left behind.
+* `admission_pass(node_pool_id)`: one node pool's pass, queued on every queue event (a submission that waits,
+  a workflow finished or cancelled) by the gate and the receiver in `quotas.apps`. Passes for one node pool
+  never overlap (the pass locks the node pool's row), so a message delivered twice is harmless.
+* `admission_all`: the periodic pass (CELERY_BEAT_SCHEDULE, every QUOTA_ADMISSION_SECONDS) over every node
+  pool with queued work, so nothing waits on a lost message or on capacity that came back (nodes, quotas).
+* The embedded default (no broker) runs them in-process (CELERY_TASK_ALWAYS_EAGER).
 """
 
 from __future__ import annotations
@@ -21,7 +27,8 @@ from clusters.kube.errors import KubeError
 from clusters.models import Backend
 from portal.celery import app as _celery_app  # noqa: F401  (the app these tasks bind to: `portal` does not load it)
 from portal.errors import PortalError
-from quotas.services import delegation
+from quotas.services import admission, delegation
+from workflows import reconcile
 
 log = logging.getLogger(__name__)
 
@@ -60,3 +67,13 @@ def sync_all_scheduler_objects() -> int:
     for backend_id in ids:
         sync_scheduler_objects.apply_async((backend_id,), expires=RESYNC_EXPIRES)
     return len(ids)
+
+
+@shared_task(ignore_result=True, acks_late=True, reject_on_worker_lost=True)
+def admission_pass(node_pool_id: int) -> dict:
+    return admission.admission_pass(node_pool_id).as_dict()
+
+
+@shared_task(ignore_result=True)
+def admission_all() -> dict:
+    return reconcile.run_locked("quota-admission", admission.pass_all)

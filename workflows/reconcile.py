@@ -33,7 +33,7 @@ from workflows import enqueue
 from workflows.lifecycle.create import instance
 from workflows.lifecycle.observe import observe
 from workflows.lifecycle.transitions import PENDING, UNFINISHED
-from workflows.models import FINISHED_WORKFLOW, Task
+from workflows.models import FINISHED_WORKFLOW, Task, WorkflowStatus
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +132,7 @@ def reconcile_backend(backend_id: int, listing: pods.PodList | None = None, *, n
     tasks = list(
         Task.objects.select_related("workflow__pool")
         .filter(workflow__pool__backend_id=backend_id, status__in=UNFINISHED)
+        .exclude(workflow__status=WorkflowStatus.QUEUED)  # no pod until admitted: nothing to reconcile
         .order_by("id")
     )
     result = {"tasks": len(tasks), "changed": 0, "requeued": 0}

@@ -17,6 +17,7 @@ from datetime import timedelta
 import yaml
 from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connection, transaction
+from django.utils import timezone
 
 from access import actions, policy
 from clusters.models import Backend
@@ -30,9 +31,9 @@ from pools.services.node_rules import capacities_for
 from portal.prepared import PreparedInsert, PreparedQuery
 from portal.safe_yaml import spec_limits
 from teams.services import charged_project
-from workflows import enqueue
+from workflows import admission_gate, enqueue
 from workflows.errors import InvalidSpec, PoolInMaintenance, PoolNotFound, WorkflowInvalid
-from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName
+from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName, WorkflowStatus
 from workflows.spec import SpecError, WorkflowSpec, effective_timeouts, parse_workflow, substitute_tokens
 from workflows.submit_options import with_options
 from workflows.templating import is_templated, render_spec
@@ -119,30 +120,32 @@ def submit(request: SubmitRequest) -> SubmitResult:
         spec = substitute_tokens(spec, workflow_id, str(workflow_uuid))
         plan = _plan(pool, spec, _context(pool, workflow_id, who.user.get_username(), priority, spec, workflow_uuid))
         # Prepared inserts (portal.prepared): `bulk_create` without compiling the SQL each time.
-        [workflow] = _INSERT_WORKFLOW.insert(
-            [
-                Workflow(
-                    workflow_id=workflow_id,
-                    uuid=workflow_uuid,
-                    name=spec.name,
-                    pool=pool,
-                    submitted_by=who.user,
-                    project=project,
-                    priority=priority,
-                    spec=document,
-                    labels=spec.labels,
-                    warnings=warnings + _plan_warnings(plan),
-                    exec_timeout_seconds=_seconds(exec_timeout),
-                    queue_timeout_seconds=_seconds(queue_timeout),
-                    requests=workflow_requests(p.resolution.pod for p in plan),
-                )
-            ]
+        workflow = Workflow(
+            workflow_id=workflow_id,
+            uuid=workflow_uuid,
+            name=spec.name,
+            pool=pool,
+            submitted_by=who.user,
+            project=project,
+            priority=priority,
+            spec=document,
+            labels=spec.labels,
+            warnings=warnings + _plan_warnings(plan),
+            exec_timeout_seconds=_seconds(exec_timeout),
+            queue_timeout_seconds=_seconds(queue_timeout),
+            requests=workflow_requests(p.resolution.pod for p in plan),
         )
+        _charge(workflow, plan)  # quotas' admission gate, when installed
+        [workflow] = _INSERT_WORKFLOW.insert([workflow])
         tasks = _INSERT_TASKS.insert([_task_row(workflow, spec, p, pool) for p in plan])
         _INSERT_EVENTS.insert(
             [TaskEvent(task=t, kind="SUBMITTED", message=f"submitted by {who.name}", at=t.created_at) for t in tasks]
         )
-        enqueue.create_pods(workflow.pk)  # after commit; a broker that is down does not fail the submission
+        if workflow.status == WorkflowStatus.QUEUED:
+            gate = admission_gate.current()
+            transaction.on_commit(lambda: gate.on_queued([workflow.pk]), robust=True)
+        else:
+            enqueue.create_pods(workflow.pk)  # after commit; a broker that is down does not fail the submission
     return SubmitResult(
         workflow_id,
         str(workflow.status),
@@ -151,6 +154,21 @@ def submit(request: SubmitRequest) -> SubmitResult:
         workflow.warnings,
         _name(project),
     )
+
+
+def _charge(workflow: Workflow, plan: list[PlannedTask]) -> None:
+    """Ask the admission gate (quotas, when installed) where the workflow is charged and whether it waits
+    QUEUED for admission (workflows.admission_gate); without a gate it is admitted at once, as always."""
+    gate = admission_gate.current()
+    if gate is None:
+        return
+    lead = next((p for p in plan if p.task.lead), plan[0])
+    charge = gate.charge(workflow, lead.platform.name)
+    workflow.node_pool = charge.node_pool
+    if charge.queue:
+        workflow.status = WorkflowStatus.QUEUED
+    else:
+        workflow.admitted_at = timezone.now()
 
 
 # What a workflow asks its node pool for (docs/quotas.md): quota resource → the pods' resource name.

@@ -64,10 +64,15 @@ class NodePoolState:
         """Queued or in-flight workflows charged to no project (no quota can hold them)."""
         return [w for w in (*self.in_flight, *self.queued) if not w.project]
 
+    @property
+    def engine_capacity(self) -> Resources:
+        """The capacity in quota resources (`capacity` also counts the nodes)."""
+        return Resources.of({r: self.capacity[r] for r in RESOURCES})
+
     def engine_state(self) -> PoolState:
         return PoolState(
             name=self.node_pool.name,
-            capacity=Resources.of({r: self.capacity[r] for r in RESOURCES}),  # without the "nodes" count
+            capacity=self.engine_capacity,
             tree=self.tree,
             running=tuple(self._running()),
             queued=tuple(

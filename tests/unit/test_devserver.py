@@ -89,6 +89,7 @@ def test_periodic_jobs_are_beats_schedule_and_one_failure_does_not_stop_the_othe
         "workflows-timeouts",
         "workflows-reaper",
         "quota-schedulers-resync",
+        "quotas-admission",
     }
     assert jobs["workflows-reconcile"].task == "workflows.tasks.reconcile_workflows"
     ran = []

@@ -130,7 +130,9 @@ class SubmitResultSerializer(serializers.Serializer):
     spec = serializers.CharField(allow_null=True, help_text="Dry run: the spec as submitted, templates rendered.")
     logs = serializers.CharField(allow_null=True, help_text="validation_only: 'Workflow validation succeeded.'")
     dashboard_url = serializers.CharField(allow_null=True, help_text="Always null (OSMO's cluster dashboard).")
-    status = serializers.CharField(help_text="PENDING, or DRY_RUN / VALID when nothing was stored.")
+    status = serializers.CharField(
+        help_text="PENDING (QUEUED: waiting for quota admission), or DRY_RUN / VALID when nothing was stored."
+    )
     pool = serializers.CharField()
     project = serializers.CharField(allow_null=True, help_text="The project charged (null: none).")
     tasks = SubmittedTaskSerializer(many=True)
@@ -207,6 +209,14 @@ class WorkflowSummarySerializer(serializers.Serializer):
     queued_time = serializers.SerializerMethodField(help_text="Seconds from submission to start (or now).")
     duration = serializers.SerializerMethodField(help_text="Seconds from start to end (or now); null if not started.")
     overview = serializers.SerializerMethodField(help_text="The workflow's page.")
+    queue = serializers.SerializerMethodField(
+        help_text="While QUEUED (waiting for quota admission; OSMO's PENDING): why it waits — `reason` (a sentence), "
+        "`code`, the numbers (`demand`, `allocated`, `deserved`, `fair_share`, `limit`, `free`, `borrowable`), "
+        "its `position` in the node pool's queue. Null otherwise."
+    )
+    preemption = serializers.SerializerMethodField(
+        help_text="When it was preempted (reclaimed): why, for which workflow (`by`) and the numbers. Null otherwise."
+    )
     dashboard_url = serializers.CharField(read_only=True, default=None, allow_null=True, help_text="Always null.")
     grafana_url = serializers.CharField(read_only=True, default=None, allow_null=True, help_text="Always null.")
 
@@ -221,6 +231,23 @@ class WorkflowSummarySerializer(serializers.Serializer):
 
     def get_overview(self, workflow) -> str:
         return osmo.overview_url(self.context.get("request"), workflow.workflow_id)
+
+    @extend_schema_field({"type": "object", "nullable": True})
+    def get_queue(self, workflow) -> dict | None:
+        return queue_of(workflow)
+
+    @extend_schema_field({"type": "object", "nullable": True})
+    def get_preemption(self, workflow) -> dict | None:
+        return workflow.preemption or None
+
+
+def queue_of(workflow) -> dict | None:
+    """Why a QUEUED workflow waits, as the last admission pass wrote it (docs/admission.md)."""
+    if workflow.status != WorkflowStatus.QUEUED:
+        return None
+    reason = dict(workflow.queue_reason or {})
+    text = reason.pop("text", "") or "waiting for its node pool's next admission pass"
+    return {"status": WorkflowStatus.QUEUED.value, "node_pool": workflow.node_pool, "reason": text, **reason}
 
 
 class WorkflowListSerializer(serializers.Serializer):

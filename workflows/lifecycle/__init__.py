@@ -25,5 +25,7 @@ Modules, in the order they build on each other:
 * `exits` — a finished pod's exit code → COMPLETE / FAIL / RESCHEDULE (a retry with a new pod);
 * `observe` — a pod (watch event or reconciler read) folded into its task;
 * `create` — creating the pods of PENDING tasks (and adopting pods an earlier attempt created);
-* `cancel` — cancelling a workflow, and who may.
+* `cancel` — cancelling a workflow, and who may;
+* `admission` — the hooks quota admission uses: admit a QUEUED workflow, hold it with a reason, preempt it
+  (exit code 3006, then its exit action), and the queue timeout of a QUEUED workflow (docs/admission.md).
 """

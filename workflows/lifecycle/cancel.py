@@ -10,6 +10,7 @@ from workflows.errors import WorkflowFinished
 from workflows.lifecycle.transitions import PENDING, UNFINISHED, delete_later
 from workflows.models import FINISHED_WORKFLOW, Task, TaskEvent, TaskStatus, Workflow, WorkflowStatus
 from workflows.queries import get_workflow
+from workflows.signals import announce_finished
 
 CANCEL = actions.WORKFLOW_CANCEL
 
@@ -68,9 +69,12 @@ def cancel(workflow_id: str, who=None, *, force: bool = False, message: str = ""
             status=TaskStatus.CANCELLED, finished_at=now, error=reason
         )
         TaskEvent.objects.bulk_create([TaskEvent(task=t, kind="CANCELLED", message=reason) for t in cancelled])
-        Workflow.objects.filter(pk=workflow.pk).exclude(status__in=list(FINISHED_WORKFLOW)).update(
-            status=WorkflowStatus.CANCELLED, finished_at=now, error=reason
-        )
+        if (
+            Workflow.objects.filter(pk=workflow.pk)
+            .exclude(status__in=list(FINISHED_WORKFLOW))
+            .update(status=WorkflowStatus.CANCELLED, finished_at=now, error=reason)
+        ):
+            announce_finished(workflow.pk)
         # only pods we created or adopted (never someone else's pod that a task collided with)
         delete_later(
             workflow.pool.backend_id,

@@ -31,7 +31,7 @@ from workflows.lifecycle.transitions import (
     record_event,
     transition,
 )
-from workflows.models import Task, TaskStatus, Workflow
+from workflows.models import Task, TaskStatus, Workflow, WorkflowStatus
 
 
 def instance() -> str:
@@ -82,8 +82,8 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
     """
     result = CreateResult()
     workflow = Workflow.objects.select_related("pool__backend", "project").filter(pk=workflow_pk).first()
-    if workflow is None or workflow.is_finished:
-        return result
+    if workflow is None or workflow.is_finished or workflow.status == WorkflowStatus.QUEUED:
+        return result  # a QUEUED workflow's pods wait for admission (workflows.lifecycle.admission.admit)
     tasks = list(workflow.tasks.filter(status=PENDING).order_by("id"))
     if not tasks:
         return result

@@ -63,7 +63,7 @@ def finish(task: Task, state: pods.PodState) -> bool:
 def _reschedule(task: Task, why: str, at=None) -> bool:
     old_name, retry = task.pod_name, task.retry_id + 1
     new_name = pod_name(task.workflow.workflow_id, task.name, retry)
-    pod, note = _retry_pod(task, retry, new_name)
+    pod, note = retry_pod(task, retry, new_name)
     if not transition(
         task,
         ACTIVE,
@@ -91,7 +91,7 @@ def _reschedule(task: Task, why: str, at=None) -> bool:
     return True
 
 
-def _retry_pod(task: Task, retry: int, name: str) -> tuple[dict, str]:
+def retry_pod(task: Task, retry: int, name: str) -> tuple[dict, str]:
     """The next attempt's pod (resolved again, with `WF_RETRY_ID` = `retry`) and a note for the event; the
     first attempt's pod under the new name when the task no longer resolves (its config changed since)."""
     try:

@@ -27,6 +27,7 @@ from workflows.models import (
     Workflow,
     WorkflowStatus,
 )
+from workflows.signals import announce_finished
 
 
 def fail_task(
@@ -59,6 +60,8 @@ def settle(workflow_pk: int) -> str:
         current = Workflow.objects.select_for_update().filter(pk=workflow_pk).values_list("status", flat=True).first()
         if current is None or current in FINISHED_WORKFLOW:
             return current or ""
+        if current == WorkflowStatus.QUEUED:  # only admission moves it on (workflows.lifecycle.admission)
+            return current
         return _settle(workflow_pk)
 
 
@@ -106,9 +109,14 @@ def _settle(workflow_pk: int) -> str:
         values["finished_at"] = max((r["finished_at"] for r in rows if r["finished_at"]), default=timezone.now())
         if failed:
             values["error"] = f"task {failed[0]['name']}: {failed[0]['error']}"[:4000]
-    Workflow.objects.filter(pk=workflow_pk).exclude(status__in=list(FINISHED_WORKFLOW)).exclude(
-        **{key: value for key, value in values.items() if key != "error"}
-    ).update(**values)
+    updated = (
+        Workflow.objects.filter(pk=workflow_pk)
+        .exclude(status__in=list(FINISHED_WORKFLOW))
+        .exclude(**{key: value for key, value in values.items() if key != "error"})
+        .update(**values)
+    )
+    if updated and status in FINISHED_WORKFLOW:
+        announce_finished(workflow_pk)
     return status
 
 

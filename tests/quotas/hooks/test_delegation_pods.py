@@ -5,10 +5,13 @@ pool, read back from the simulated cluster."""
 from __future__ import annotations
 
 from configs import store
+from quotas.models import NodePool
+from quotas.services.node_pools import is_managed
+from quotas.services.quotas import set_quota
 from tests.factories import ProjectFactory
 from tests.workflows.conftest import CLI, NAMESPACE, spec
 from workflows.lifecycle import create
-from workflows.models import TaskStatus, Workflow
+from workflows.models import TaskStatus, Workflow, WorkflowStatus
 
 
 def delegate(backend, kube_server, scheduler: str, scheduler_name: str = "") -> None:
@@ -72,3 +75,14 @@ def test_a_workflow_without_a_project_cannot_reach_a_queue(submitted, backend, k
     task = workflow.tasks.get()
     assert task.status == TaskStatus.FAILED_BACKEND_ERROR and "must be charged to a project" in task.error
     assert kube_server.emulator.get("pods", task.pod_name, NAMESPACE) is None
+
+
+def test_a_managed_node_pool_on_a_delegating_backend_leaves_admission_to_the_cluster(submitted, backend, kube_server):
+    delegate(backend, kube_server, "kai")
+    project = ProjectFactory(name="vision")
+    set_quota(None, "sim-default", "department", project.department.name, "gpu", deserved=4)
+    set_quota(None, "sim-default", "project", "vision", "gpu", deserved=4)
+    assert is_managed(NodePool.objects.get(name="sim-default"))
+    workflow = submitted(spec("cluster-admits"))
+    assert workflow.status == WorkflowStatus.PENDING and workflow.admitted_at is not None  # not QUEUED
+    assert workflow.node_pool == "sim-default"

@@ -16,7 +16,9 @@ def test_requests_are_the_pods_summed_in_scheduler_units(submitted):
     assert len(pods) == 2
     # the default_user template asks USER_CPU=0.1 and USER_MEMORY=64Mi per task (the spec's resources)
     assert workflow.requests == {"gpu": 0, "cpu": 2 * 100, "memory": 2 * 64 * MI}
-    assert (workflow.node_pool, workflow.admitted_at, workflow.preemptible) == ("", None, False)
+    # charged to the backend's Default node pool, which has no quotas: admitted at once, as before quotas
+    assert (workflow.node_pool, workflow.status, workflow.preemptible) == ("sim-default", "PENDING", False)
+    assert workflow.admitted_at is not None
     assert (workflow.queue_reason, workflow.preemption) == ({}, {})
 
 

@@ -5,6 +5,7 @@
     manage.py workflow list [--user alice] [--pool team-a] [--status RUNNING] [--limit 50] [--format json]
     manage.py workflow show train-resnet-7 [--format json]
     manage.py workflow events train-resnet-7 [--format json]
+    manage.py workflow explain train-resnet-7 [--format json]   # why it waits (queued) or why it was preempted
     manage.py workflow cancel train-resnet-7 [--force] [--message "wrong data"]
     manage.py workflow charge-projects    # past workflows → their submitter's only project (docs/teams.md)
 
@@ -67,6 +68,11 @@ class Command(PortalCommand):
             one = verbs.add_parser(verb, help=text)
             one.add_argument("workflow_id")
             _format(one)
+        explain = verbs.add_parser(
+            "explain", help="its status and, when queued, why it waits (numbers, queue position); when preempted, why"
+        )
+        explain.add_argument("workflow_id")
+        _format(explain)
         cancel_verb = verbs.add_parser("cancel", help="cancel a workflow and delete its pods")
         cancel_verb.add_argument("workflow_id")
         cancel_verb.add_argument("--force", action="store_true", help="also for a finished workflow: delete its pods")
@@ -163,6 +169,34 @@ class Command(PortalCommand):
         )
         return None
 
+    def do_explain(self, options):
+        data = explanation(queries.visible_workflow(None, options["workflow_id"]))
+        if options["format"] != "text":
+            return self.emit(data, options["format"])
+        self.stdout.write(f"workflow {data['workflow_id']}: {data['status']}")
+        for key in ("project", "node_pool", "priority"):
+            if data[key]:
+                self.stdout.write(f"{key.replace('_', ' ')}: {data[key]}")
+        queue = data["queue"]
+        if queue:
+            self.stdout.write(f"waiting: {queue['reason']}")
+            numbers = [
+                f"{key.replace('_', ' ')} {queue[key]}"
+                for key in ("demand", "allocated", "deserved", "fair_share", "limit", "free", "borrowable")
+                if queue.get(key) is not None
+            ]
+            if numbers:
+                self.stdout.write(f"numbers ({queue.get('resource', '')}): {', '.join(numbers)}")
+            if queue.get("position"):
+                self.stdout.write(f"position in the queue of node pool {queue['node_pool']}: {queue['position']}")
+        preemption = data["preemption"]
+        if preemption:
+            self.stdout.write(f"preempted for workflow {preemption.get('by')}: {preemption.get('text')}")
+        if data["admitted_at"]:
+            kind = "preemptible (over quota)" if data["preemptible"] else "non-preemptible"
+            self.stdout.write(f"admitted: {data['admitted_at']}, {kind}")
+        return None
+
     def do_charge_projects(self, options):
         charged = charge_unassigned(Workflow, Project, get_user_model().groups.through)
         self.stdout.write(f"{charged} workflow{'' if charged == 1 else 's'} charged to their submitter's project")
@@ -229,6 +263,27 @@ def _detail(workflow) -> dict:
     workflow.task_rows = list(queries.tasks_of(workflow))
     workflow.task_count = len(workflow.task_rows)
     return json.loads(json.dumps(s.WorkflowDetailSerializer(workflow).data, default=str))
+
+
+def explanation(workflow) -> dict:
+    """What `workflow explain` prints: its status, and why it waits or was preempted (docs/admission.md)."""
+    return json.loads(
+        json.dumps(
+            {
+                "workflow_id": workflow.workflow_id,
+                "status": workflow.status,
+                "project": workflow.project.name if workflow.project else None,
+                "node_pool": workflow.node_pool,
+                "priority": workflow.priority,
+                "submitted_at": workflow.created_at,
+                "admitted_at": workflow.admitted_at,
+                "preemptible": workflow.preemptible,
+                "queue": s.queue_of(workflow),
+                "preemption": workflow.preemption or None,
+            },
+            default=str,
+        )
+    )
 
 
 def _read(name: str) -> tuple[str, str]:

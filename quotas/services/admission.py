@@ -1,0 +1,254 @@
+"""Admission for one node pool: read its live state, run the pure engine's pass, apply the decisions through
+workflows' hooks (docs/admission.md, "Queued workflows, reasons, reclaim and exit actions").
+
+`admission_pass(node_pool)` runs under a per-node-pool lock — `SELECT … FOR UPDATE` of the NodePool row, in a
+transaction — so one pass at a time decides for a node pool, however many workers run it; a second pass waits
+for the first to commit and then reads what it wrote (no workflow is admitted twice). Within the lock:
+
+1. `quotas.services.state.state(node_pool)` reads the quota tree, the capacity and the queued and in-flight
+   workflows charged to the node pool;
+2. unmanaged node pool (no quota guarantees or caps anything): every queued workflow is admitted at once,
+   non-preemptible (the portal's behaviour before quotas);
+3. managed: `pools.engine.admission.run_admission` decides; `admitted` → `workflows.lifecycle.admission.admit`
+   (with the node pool's nodeSelector, the preemptible label and an annotation saying why), `held` → `hold`
+   (the structured reason, with its text and queue position), `preempted` → `preempt` (the victim's reason:
+   who it was stopped for and the numbers). A preempted workflow whose exit action is RESCHEDULE is QUEUED
+   again; the pass then runs once more (at most `ROUNDS` times) so the room reclaimed is given out now.
+
+Workflows charged to no project (or to a project without quota rows in the node pool) have no quota. In a
+managed node pool they share the spare capacity as one more team, `(none)`: no deserved quota, over-quota
+weight 1, ranked after every project (priority below the lowest). So they are admitted only into capacity
+nobody with a quota asks for, always preemptible, reclaimed like any over-quota work, and held with a reason
+("no project: …") otherwise; with over-quota off they wait until the node pool becomes unmanaged.
+
+Only the resources some quota in the node pool guarantees or caps are admitted by quota (`managed_resources`):
+with GPU quotas only, a workflow's CPU and memory requests neither hold it nor make it preemptible.
+"""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+
+from django.conf import settings
+from django.db import transaction
+
+from pools.engine.admission import PoolState, QueuedWorkflow, run_admission
+from pools.engine.quota_model import Quota, QuotaTree, Resources, TeamQuota
+from pools.engine.reclaim import RunningWorkflow
+from quotas.models import RESOURCES, NodePool
+from quotas.services.node_pools import node_selector
+from quotas.services.state import NodePoolState, gpu_noun, state
+from workflows.lifecycle import admission as hooks
+from workflows.models import Workflow, WorkflowStatus
+
+log = logging.getLogger(__name__)
+
+NO_PROJECT = "(none)"  # the team of workflows charged to no project (no valid project name has parentheses)
+ROUNDS = 3  # passes in a row while reclaim frees room (a reclaimed workflow is QUEUED again at once)
+
+
+@dataclass
+class PassReport:
+    node_pool: str
+    managed: bool = False
+    rounds: int = 0
+    admitted: list[str] = field(default_factory=list)
+    held: list[str] = field(default_factory=list)
+    preempted: list[str] = field(default_factory=list)
+
+    def as_dict(self) -> dict:
+        return dict(vars(self))
+
+
+def admission_pass(node_pool: NodePool | int) -> PassReport:
+    """One admission pass for the node pool (module docstring); repeated while it preempts."""
+    node_pool_id = node_pool if isinstance(node_pool, int) else node_pool.pk
+    report = PassReport(node_pool="")
+    for _ in range(ROUNDS):
+        with transaction.atomic():
+            locked = NodePool.objects.select_for_update().filter(pk=node_pool_id).first()
+            if locked is None:
+                return report
+            report.node_pool = locked.name
+            report.rounds += 1
+            preempted = _round(locked, report)
+        if not preempted:
+            break
+    return report
+
+
+def _round(node_pool: NodePool, report: PassReport) -> int:
+    """Decide and apply once, under the lock. Returns how many workflows were preempted."""
+    current = state(node_pool, min_runtime_seconds=settings.QUOTA_MIN_RUNTIME_SECONDS)
+    report.managed = current.managed
+    if not current.queued:
+        return 0
+    selector = node_selector(node_pool)
+    if not current.managed:
+        pks = _pks([w.workflow_id for w in current.queued])
+        for workflow in current.queued:
+            why = f"node pool {node_pool.name} has no quotas: admitted at once"
+            if hooks.admit(
+                pks[workflow.workflow_id],
+                preemptible=False,
+                node_selector=selector,
+                annotations={hooks.ADMISSION_ANNOTATION: why},
+            ):
+                report.admitted.append(workflow.workflow_id)
+        return 0
+    result = run_admission(engine_state(current))
+    pks = _pks(
+        [
+            *(a.workflow for a in result.admitted),
+            *(h.workflow for h in result.held),
+            *(v.workflow for v in result.preempted),
+        ]
+    )
+    preempted = 0
+    for victim in result.preempted:
+        reason = {**_named(dict(victim.reason)), "by": victim.preemptor, "node_pool": node_pool.name}
+        if hooks.preempt(pks[victim.workflow], reason):
+            report.preempted.append(victim.workflow)
+            preempted += 1
+    for admission in result.admitted:
+        if hooks.admit(
+            pks[admission.workflow],
+            preemptible=admission.preemptible,
+            node_selector=selector,
+            annotations={hooks.ADMISSION_ANNOTATION: admitted_because(node_pool.name, admission)},
+        ):
+            report.admitted.append(admission.workflow)
+    for held in result.held:
+        reason = _named(held.reason.as_dict())
+        reason["node_pool"] = node_pool.name
+        hooks.hold(pks[held.workflow], reason)
+        report.held.append(held.workflow)
+    return preempted
+
+
+def admitted_because(node_pool: str, admission) -> str:
+    if admission.project == NO_PROJECT:
+        return f"node pool {node_pool}: charged to no project, admitted into spare capacity (preemptible)"
+    if admission.preemptible:
+        return (
+            f"node pool {node_pool}: project {admission.project} over its deserved quota, within its fair share "
+            "(preemptible: may be reclaimed)"
+        )
+    return f"node pool {node_pool}: within project {admission.project}'s deserved quota (non-preemptible)"
+
+
+def engine_state(current: NodePoolState) -> PoolState:
+    """The engine's input: `state`'s, with the workflows charged to no project (or to a project without quota
+    rows here) gathered as the team `(none)` instead of being left out (module docstring)."""
+    known = {p.name for p in current.tree.projects}
+    counted = managed_resources(current.tree)
+
+    def team(project: str) -> str:
+        return project if project in known else NO_PROJECT
+
+    def only_counted(amount: Resources) -> Resources:
+        return Resources(**{r: amount.get(r) if r in counted else 0 for r in RESOURCES})
+
+    running = tuple(
+        RunningWorkflow(
+            id=w.workflow_id,
+            project=team(w.project),
+            usage=only_counted(w.requests),
+            preemptible=w.preemptible or team(w.project) == NO_PROJECT,
+            runtime_seconds=max(0, int((current.now - (w.admitted_at or w.created_at)).total_seconds())),
+        )
+        for w in current.in_flight
+    )
+    queued = tuple(
+        QueuedWorkflow(
+            id=w.workflow_id,
+            project=team(w.project),
+            demand=only_counted(w.requests),
+            submitted=w.created_at.timestamp(),
+            priority=w.priority,
+        )
+        for w in current.queued
+    )
+    tree = current.tree
+    if any(w.project == NO_PROJECT for w in (*running, *queued)):
+        lowest = min((p.priority for p in tree.projects), default=0)
+        none = {resource: Quota(deserved=0, limit=None, weight=1) for resource in RESOURCES}
+        tree = QuotaTree(
+            departments=(*tree.departments, TeamQuota(NO_PROJECT, none)),
+            projects=(*tree.projects, TeamQuota(NO_PROJECT, none, priority=lowest - 1, department=NO_PROJECT)),
+        )
+    return PoolState(
+        name=current.node_pool.name,
+        capacity=current.engine_capacity,
+        tree=tree,
+        running=running,
+        queued=queued,
+        over_quota=current.node_pool.over_quota,
+        min_runtime_seconds=current.min_runtime_seconds,
+        gpu_noun=gpu_noun(current.node_pool),
+    )
+
+
+def managed_resources(tree: QuotaTree) -> set[str]:
+    """The resources some team's quota guarantees (deserved > 0) or caps (a limit) in the node pool. Only those
+    are admitted by quota: a node pool with GPU quotas only does not hold a workflow for the CPU and memory it
+    asks (nobody is guaranteed any); Kubernetes still places it by what the nodes have."""
+    return {
+        resource
+        for team in (*tree.departments, *tree.projects)
+        for resource, quota in team.quotas.items()
+        if quota.deserved > 0 or quota.limit is not None
+    }
+
+
+def _named(reason: dict) -> dict:
+    """The `(none)` team said in words."""
+    for key in ("team", "project", "preemptor_project"):
+        if reason.get(key) == NO_PROJECT:
+            reason[key] = ""
+    if "text" in reason:
+        reason["text"] = (
+            str(reason["text"])
+            .replace(f"department {NO_PROJECT}", "no project")
+            .replace(f"project {NO_PROJECT}", "no project")
+        )
+    return reason
+
+
+def _pks(workflow_ids: list[str]) -> dict[str, int]:
+    if not workflow_ids:
+        return {}
+    return dict(Workflow.objects.filter(workflow_id__in=workflow_ids).values_list("workflow_id", "pk"))
+
+
+# ------------------------------------------------------------------------------------------ when passes run
+
+
+def request_pass(node_pool_id: int) -> None:
+    """Run a pass for the node pool through Celery (in-process in the embedded default, eager)."""
+    from quotas import tasks  # lazy: the task module loads Celery (workflows.enqueue does the same)
+
+    tasks.admission_pass.delay(node_pool_id)
+
+
+def node_pools_with_queued_work() -> list[int]:
+    """Ids of the node pools some QUEUED workflow is charged to (what the periodic pass visits)."""
+    names = set(Workflow.objects.filter(status=WorkflowStatus.QUEUED).values_list("node_pool", flat=True))
+    return sorted(NodePool.objects.filter(name__in=names).values_list("pk", flat=True))
+
+
+def pass_all() -> dict:
+    """The periodic pass: every node pool with queued work (a node pool failing does not stop the others)."""
+    report = {"node_pools": 0, "admitted": 0, "held": 0, "preempted": 0, "errors": []}
+    for node_pool_id in node_pools_with_queued_work():
+        try:
+            done = admission_pass(node_pool_id)
+        except Exception as error:  # noqa: BLE001  (one node pool's failure is reported, the rest still run)
+            log.exception("admission pass of node pool #%s failed", node_pool_id)
+            report["errors"].append(f"node pool #{node_pool_id}: {error}")
+            continue
+        report["node_pools"] += 1
+        for key in ("admitted", "held", "preempted"):
+            report[key] += len(getattr(done, key))
+    return report

@@ -1,0 +1,207 @@
+"""The hooks admission uses to move a workflow through its node pool's queue (docs/admission.md, "Queued
+workflows"): `admit`, `hold`, `preempt`, and the queue timeout of a QUEUED workflow. Workflows decides none of
+this: the quotas app (or any registered `workflows.admission_gate`) calls these services with its decisions.
+
+* `admit`: QUEUED → PENDING (guarded), `admitted_at` now, `preemptible` recorded, `queue_reason` cleared; each
+  PENDING task's stored pod gets the node pool's nodeSelector, the label `pool-portal/preemptible:
+  "true"|"false"` and the annotation `pool-portal/admission` (why); then pod creation is enqueued.
+* `hold`: writes why it waits (`queue_reason`), only when that changed.
+* `preempt`: an admitted, unfinished workflow's unfinished tasks end FAILED_PREEMPTED with exit code 3006
+  (OSMO's preemption code), their pods are deleted after commit, `preemption` records why and for whom; then
+  the tasks' exit action for 3006 decides: all RESCHEDULE (with retries left) → the workflow goes back to
+  QUEUED with those tasks PENDING under a new retry pod name (as `exits` reschedules); otherwise the workflow
+  ends FAILED_PREEMPTED. `created_at` is never touched: the queue timeout counts from submission.
+* `expire_queued`: a QUEUED workflow whose queue timeout has passed since submission ends FAILED_QUEUE_TIMEOUT.
+"""
+
+from __future__ import annotations
+
+import copy
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from pools.engine.resolve import pod_name
+from workflows import enqueue
+from workflows.lifecycle.exits import RESCHEDULE, exit_action, retry_pod
+from workflows.lifecycle.transitions import PENDING, UNFINISHED, delete_later, record_event, transition
+from workflows.models import Task, TaskEvent, TaskStatus, Workflow, WorkflowStatus
+from workflows.signals import announce_finished
+from workflows.spec_fields import format_duration
+
+PREEMPTIBLE_LABEL = "pool-portal/preemptible"
+ADMISSION_ANNOTATION = "pool-portal/admission"
+PREEMPTED_EXIT_CODE = 3006  # OSMO's ExitCode for a preempted task (FAILED_PREEMPTED)
+ADMITTED = (WorkflowStatus.PENDING, WorkflowStatus.WAITING, WorkflowStatus.RUNNING)
+
+
+def _locked_status(workflow_pk: int) -> str | None:
+    """Lock the workflow row (the order every lifecycle write follows: workflow, then its tasks)."""
+    return Workflow.objects.select_for_update().filter(pk=workflow_pk).values_list("status", flat=True).first()
+
+
+def admitted_pod(
+    pod: dict, *, preemptible: bool, node_selector: dict | None = None, labels=None, annotations=None
+) -> dict:
+    """The stored pod as admission lets it start: nodeSelector merged (the node pool's keys win), the
+    preemptible label and any extra labels and annotations."""
+    pod = copy.deepcopy(pod)
+    metadata = pod.setdefault("metadata", {})
+    metadata["labels"] = {
+        **(metadata.get("labels") or {}),
+        **(labels or {}),
+        PREEMPTIBLE_LABEL: "true" if preemptible else "false",
+    }
+    if annotations:
+        metadata["annotations"] = {**(metadata.get("annotations") or {}), **annotations}
+    if node_selector:
+        spec = pod.setdefault("spec", {})
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **node_selector}
+    return pod
+
+
+def admit(
+    workflow_pk: int,
+    *,
+    preemptible: bool,
+    node_selector: dict | None = None,
+    labels: dict | None = None,
+    annotations: dict | None = None,
+) -> bool:
+    """QUEUED → PENDING with its pods patched, and pod creation enqueued after commit. False when the workflow
+    is no longer QUEUED (cancelled, timed out, admitted by another pass)."""
+    now = timezone.now()
+    why = (annotations or {}).get(ADMISSION_ANNOTATION) or (
+        "admitted over quota (preemptible)" if preemptible else "admitted"
+    )
+    with transaction.atomic():
+        if _locked_status(workflow_pk) != WorkflowStatus.QUEUED:
+            return False
+        tasks = list(Task.objects.filter(workflow_id=workflow_pk, status=PENDING).order_by("id").only("pk", "pod"))
+        for task in tasks:
+            task.pod = admitted_pod(
+                task.pod, preemptible=preemptible, node_selector=node_selector, labels=labels, annotations=annotations
+            )
+        Task.objects.bulk_update(tasks, ["pod"])
+        Workflow.objects.filter(pk=workflow_pk, status=WorkflowStatus.QUEUED).update(
+            status=WorkflowStatus.PENDING, admitted_at=now, preemptible=preemptible, queue_reason={}
+        )
+        TaskEvent.objects.bulk_create([TaskEvent(task_id=t.pk, kind="ADMITTED", message=why[:4000]) for t in tasks])
+        enqueue.create_pods(workflow_pk)
+    return True
+
+
+def hold(workflow_pk: int, reason: dict) -> bool:
+    """Record why a QUEUED workflow waits (written only when it changed). True when written."""
+    return bool(
+        Workflow.objects.filter(pk=workflow_pk, status=WorkflowStatus.QUEUED)
+        .exclude(queue_reason=reason)
+        .update(queue_reason=reason)
+    )
+
+
+def preempt(workflow_pk: int, reason: dict) -> str:
+    """Stop an admitted workflow to give its capacity back (module docstring). Returns its new status (QUEUED
+    or FAILED_PREEMPTED), or "" when it was not admitted and unfinished any more."""
+    now = timezone.now()
+    text = str(reason.get("text") or "preempted")
+    limit = settings.WORKFLOW_MAX_RETRIES_PER_TASK
+    with transaction.atomic():
+        if _locked_status(workflow_pk) not in ADMITTED:
+            return ""
+        workflow = Workflow.objects.select_related("pool").get(pk=workflow_pk)
+        tasks = list(workflow.tasks.filter(status__in=UNFINISHED).order_by("id"))
+        # PENDING tasks too: a pod being created now finds its task changed and deletes it (create._record_created)
+        targets = [(t.namespace, t.pod_name) for t in tasks]
+        again = []
+        for task in tasks:
+            task.workflow = workflow
+            action, source = exit_action(PREEMPTED_EXIT_CODE, task.exit_actions, workflow.pool.default_exit_actions)
+            transition(
+                task,
+                UNFINISHED,
+                status=TaskStatus.FAILED_PREEMPTED,
+                exit_code=PREEMPTED_EXIT_CODE,
+                finished_at=now,
+                error=f"{text} (exit code {PREEMPTED_EXIT_CODE}; {source}: {action})"[:4000],
+            )
+            record_event(task, "PREEMPTED", f"{text} (exit code {PREEMPTED_EXIT_CODE}; {source}: {action})")
+            again.append(action == RESCHEDULE and task.retry_id < limit)
+        delete_later(workflow.pool.backend_id, targets, "preempted")
+        record = {**reason, "at": now.isoformat(), "count": int(workflow.preemption.get("count", 0)) + 1}
+        if tasks and all(again):
+            for task in tasks:
+                _requeue(task, text)
+            Workflow.objects.filter(pk=workflow_pk).update(
+                status=WorkflowStatus.QUEUED, admitted_at=None, preemptible=False, preemption=record, queue_reason={}
+            )
+            return WorkflowStatus.QUEUED
+        Workflow.objects.filter(pk=workflow_pk).update(
+            status=WorkflowStatus.FAILED_PREEMPTED, finished_at=now, error=text[:4000], preemption=record
+        )
+        announce_finished(workflow_pk)
+    return WorkflowStatus.FAILED_PREEMPTED
+
+
+def _requeue(task: Task, why: str) -> None:
+    """A preempted task back to PENDING as its next attempt (new pod name, pod resolved again), like a
+    RESCHEDULE exit action; its workflow waits QUEUED for admission to create it."""
+    retry = task.retry_id + 1
+    new_name = pod_name(task.workflow.workflow_id, task.name, retry)
+    pod, note = retry_pod(task, retry, new_name)
+    transition(
+        task,
+        (TaskStatus.FAILED_PREEMPTED,),
+        status=PENDING,
+        retry_id=retry,
+        pod_name=new_name,
+        pod=pod,
+        node="",
+        pod_uid="",
+        exit_code=None,
+        started_at=None,
+        finished_at=None,
+        pod_created_at=None,
+        error="",
+    )
+    record_event(
+        task,
+        "RESCHEDULED",
+        f"preempted; exit action RESCHEDULE: retry {retry} of {settings.WORKFLOW_MAX_RETRIES_PER_TASK} as pod "
+        f"{new_name}, queued again for admission{note}",
+    )
+
+
+def expire_queued(now=None) -> int:
+    """QUEUED workflows whose queue timeout has passed since submission → FAILED_QUEUE_TIMEOUT. How many."""
+    now = now or timezone.now()
+    rows = Workflow.objects.filter(
+        status=WorkflowStatus.QUEUED, queue_timeout_seconds__isnull=False, created_at__lte=now
+    ).values_list("pk", "created_at", "queue_timeout_seconds")
+    return sum(
+        _time_out(pk, timedelta(seconds=seconds), now)
+        for pk, created, seconds in rows
+        if created + timedelta(seconds=seconds) <= now
+    )
+
+
+def _time_out(workflow_pk: int, limit: timedelta, now) -> bool:
+    with transaction.atomic():
+        if _locked_status(workflow_pk) != WorkflowStatus.QUEUED:
+            return False
+        last = Workflow.objects.filter(pk=workflow_pk).values_list("queue_reason", flat=True).first() or {}
+        reason = f"queue timeout: not admitted {format_duration(limit)} after submission" + (
+            f" (last: {last['text']})" if last.get("text") else ""
+        )
+        tasks = list(Task.objects.filter(workflow_id=workflow_pk, status=PENDING).only("pk"))
+        Task.objects.filter(pk__in=[t.pk for t in tasks], status=PENDING).update(
+            status=TaskStatus.FAILED_QUEUE_TIMEOUT, finished_at=now, error=reason[:4000]
+        )
+        TaskEvent.objects.bulk_create([TaskEvent(task_id=t.pk, kind="QUEUE_TIMEOUT", message=reason) for t in tasks])
+        Workflow.objects.filter(pk=workflow_pk).update(
+            status=WorkflowStatus.FAILED_QUEUE_TIMEOUT, finished_at=now, error=reason[:4000]
+        )
+        announce_finished(workflow_pk)
+    return True
