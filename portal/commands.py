@@ -37,6 +37,17 @@ class PortalCommand(BaseCommand):
     def warn(self, message: str) -> None:
         self.stderr.write(f"warning: {message}")
 
+    def table(self, headers: list[str], rows: list[list[str]], right: frozenset[str] = frozenset()) -> None:
+        """Columns as wide as their widest cell (names are not cut), the last one unpadded; `right` names the
+        headers whose column aligns right (numbers)."""
+        widths = [max(len(str(cell)) for cell in column) for column in zip(headers, *rows, strict=True)]
+        for line in (headers, *rows):
+            cells = [
+                f"{cell!s:>{width}}" if header in right else f"{cell!s:<{width}}"
+                for header, cell, width in zip(headers, line, widths, strict=True)
+            ]
+            self.stdout.write("  ".join(cells).rstrip())
+
 
 class LongRunningCommand(PortalCommand):
     """A watcher or server: start-up time does not matter, a configuration mistake should stop it at once."""

@@ -186,7 +186,7 @@ def engine_state(current: NodePoolState) -> PoolState:
         queued=queued,
         over_quota=current.node_pool.over_quota,
         min_runtime_seconds=current.min_runtime_seconds,
-        gpu_noun=gpu_noun(current.node_pool),
+        gpu_noun=gpu_noun(current.gpu_model),
     )
 
 

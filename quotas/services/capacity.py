@@ -37,3 +37,26 @@ def capacity(node_pool: NodePool | int) -> dict[str, int]:
     """{"gpu", "cpu", "memory", "nodes"} of one node pool."""
     pk = node_pool if isinstance(node_pool, int) else node_pool.pk
     return capacities([pk])[pk]
+
+
+def gpu_models(node_pools: Iterable[NodePool | int]) -> dict[int, str]:
+    """node pool id → the short model of its GPUs ("A100", "H100", "T4") when all its usable GPU nodes carry
+    one product (a node pool chosen by GPU product, the usual case), "" otherwise. One query."""
+    ids = [p if isinstance(p, int) else p.pk for p in node_pools]
+    products: dict[int, set[str]] = {pk: set() for pk in ids}
+    rows = (
+        NodePoolMember.objects.filter(node_pool_id__in=ids, node__ready=True, node__unschedulable=False)
+        .exclude(node__gpu_product="")
+        .values_list("node_pool_id", "node__gpu_product")
+        .distinct()
+    )
+    for pk, product in rows:
+        products[pk].add(product)
+    return {pk: short_model(next(iter(found))) if len(found) == 1 else "" for pk, found in products.items()}
+
+
+def short_model(product: str) -> str:
+    """`NVIDIA-A100-SXM4-80GB` → `A100`, `Tesla-T4` → `T4`, `NVIDIA-GB200` → `GB200`: the first part after the
+    vendor, as people name GPUs."""
+    parts = [p for p in product.replace(" ", "-").split("-") if p and p.upper() not in ("NVIDIA", "TESLA")]
+    return parts[0] if parts else product

@@ -2,9 +2,10 @@
 `quota show`, the REST answer, the fair-share page and the admission pass can never disagree.
 
 `states(node_pools)` reads, whatever the number of node pools: the quota rows (one query), the capacities
-(one), and the workflows charged to them that are queued or in flight (one). It turns them into the pure
-engine's `PoolState` (pools.engine.admission), whose `run_admission` gives fair shares, what would be admitted
-or held and why, and `borrowing_view` who borrows from whom.
+(one), the GPU model of each (one: reasons say "A100 GPUs"), and the workflows charged to them that are queued
+or in flight (one). It turns them into the pure engine's `PoolState` (pools.engine.admission), whose
+`run_admission` gives fair shares, what would be admitted or held and why, and `borrowing_view` who borrows
+from whom.
 
 In flight = admitted and not finished (PENDING, WAITING, RUNNING): what a project *uses* (its allocation) is
 the `requests` of those workflows. A workflow charged to no project cannot hold a quota; it is left out of the
@@ -27,7 +28,7 @@ from pools.engine.quota_model import Quota as EngineQuota
 from pools.engine.quota_model import QuotaTree, Resources, TeamQuota
 from pools.engine.reclaim import RunningWorkflow
 from quotas.models import RESOURCES, NodePool, Quota
-from quotas.services.capacity import capacities
+from quotas.services.capacity import capacities, gpu_models
 from workflows.models import Workflow, WorkflowStatus
 
 IN_FLIGHT = (WorkflowStatus.PENDING, WorkflowStatus.WAITING, WorkflowStatus.RUNNING)
@@ -58,6 +59,7 @@ class NodePoolState:
     queued: list[Charged] = field(default_factory=list)
     now: datetime = field(default_factory=timezone.now)
     min_runtime_seconds: int = 0
+    gpu_model: str = ""  # "A100" when its GPU nodes are all one model (capacity.gpu_models)
 
     @property
     def unassigned(self) -> list[Charged]:
@@ -88,7 +90,7 @@ class NodePoolState:
             ),
             over_quota=self.node_pool.over_quota,
             min_runtime_seconds=self.min_runtime_seconds,
-            gpu_noun=gpu_noun(self.node_pool),
+            gpu_noun=gpu_noun(self.gpu_model),
         )
 
     def _running(self) -> Iterable[RunningWorkflow]:
@@ -144,18 +146,19 @@ class NodePoolState:
         return rows
 
 
-def gpu_noun(node_pool: NodePool) -> str:
-    """How hold reasons name the node pool's GPUs."""
-    return GPU_NOUN_DEFAULT
+def gpu_noun(model: str) -> str:
+    """How reasons name the node pool's GPUs: "A100 GPUs" when they are all one model, else "GPUs"."""
+    return f"{model} {GPU_NOUN_DEFAULT}" if model else GPU_NOUN_DEFAULT
 
 
 def states(
     node_pools: Iterable[NodePool], *, now: datetime | None = None, min_runtime_seconds: int = 0
 ) -> dict[int, NodePoolState]:
-    """node pool id → its state; three queries whatever the number of node pools."""
+    """node pool id → its state; four queries whatever the number of node pools."""
     pools = list(node_pools)
     now = now or timezone.now()
     caps = capacities(pools)
+    models = gpu_models(pools)
     trees, managed = _trees(pools)
     charged = _charged([p.name for p in pools])
     found = {}
@@ -167,6 +170,7 @@ def states(
             managed=pool.pk in managed,
             now=now,
             min_runtime_seconds=min_runtime_seconds,
+            gpu_model=models[pool.pk],
         )
         for w in charged.get(pool.name, ()):
             (state.queued if w.status == WorkflowStatus.QUEUED else state.in_flight).append(w)

@@ -77,7 +77,7 @@ def test_queued_until_room_frees_then_admitted(run, users, server, django_captur
     assert third.queue_reason["code"] == "FAIR_SHARE"
     assert (
         third.queue_reason["text"]
-        == "project vision: 8 of 8 guaranteed GPUs in use; 0 free to borrow; position 1 in the queue"
+        == "project vision: 8 of 8 guaranteed A100 GPUs in use; 0 free to borrow; position 1 in the queue"
     )
     answer = api_detail(users["vision"], third)
     assert answer["status"] == "PENDING"  # OSMO's word; the portal's own status is in `queue`
@@ -119,7 +119,7 @@ def test_reclaim_requeues_a_rescheduled_workflow_and_fails_the_others(run, serve
     for victim in (stays, comes_back):
         assert victim.preemption["code"] == "RECLAIMED" and victim.preemption["by"] == owner.workflow_id
         assert victim.preemption["preemptor_project"] == "vision" and victim.preemption["count"] == 1
-        assert victim.preemption["text"].startswith("preempted: project infer was using 8 GPUs over quota")
+        assert victim.preemption["text"].startswith("preempted: project infer was using 8 A100 GPUs over quota")
     again = comes_back.tasks.get()
     assert (again.status, again.retry_id, again.pod_name) == ("PENDING", 1, f"{old_pod}-r1")
     assert comes_back.created_at == submitted_at  # the queue timeout still counts from submission
@@ -175,7 +175,7 @@ def test_workflow_explain_says_why_it_waits_and_why_it_was_preempted(run):
         "priority: NORMAL",
     ]
     assert text.splitlines()[4:] == [
-        "waiting: project vision: 4 of 8 guaranteed GPUs in use; 0 free to borrow; position 1 in the queue",
+        "waiting: project vision: 4 of 8 guaranteed A100 GPUs in use; 0 free to borrow; position 1 in the queue",
         "numbers (gpu): demand 8, allocated 4, deserved 8, fair share 8, free 4, borrowable 0",
         "position in the queue of node pool a100-80gb: 1",
     ]
@@ -184,7 +184,10 @@ def test_workflow_explain_says_why_it_waits_and_why_it_was_preempted(run):
     assert data["queue"]["reason"] == fresh(held).queue_reason["text"]
     victim = explain(borrowed.workflow_id)
     assert victim.splitlines()[0] == f"workflow {borrowed.workflow_id}: FAILED_PREEMPTED"
-    assert f"preempted for workflow {owner.workflow_id}: preempted: project infer was using 8 GPUs over quota" in victim
+    assert (
+        f"preempted for workflow {owner.workflow_id}: preempted: project infer was using 8 A100 GPUs over quota"
+        in victim
+    )
     assert json.loads(explain(owner.workflow_id, "--format", "json"))["queue"] is None
 
 

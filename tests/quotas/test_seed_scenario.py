@@ -67,7 +67,8 @@ def preempted(workflow_id: str) -> tuple[str, str]:
 
 def reclaimed(project: str, using: int, fair: int, by: str, by_project: str) -> str:
     return (
-        f"preempted: project {project} was using {using} GPUs over quota (deserved 0 GPUs, fair share {fair} GPUs); "
+        f"preempted: project {project} was using {using} A100 GPUs over quota "
+        f"(deserved 0 A100 GPUs, fair share {fair} A100 GPUs); "
         f"reclaimed for workflow {by} of project {by_project}, which is within its guaranteed quota"
     )
 
@@ -104,8 +105,8 @@ def test_seed_scenario(seed, django_capture_on_commit_callbacks):
     # exit action RESCHEDULE (vision-b*, infer-b4): queued again, waiting for their fair share
     queued = {w.workflow_id: w.queue_reason for w in Workflow.objects.filter(status="QUEUED")}
     assert {w: r["text"] for w, r in queued.items()} == {
-        "vision-b2-1": "project vision: 8 GPUs in use, 0 guaranteed; 0 free to borrow; position 1 in the queue",
-        "infer-b4-1": "project infer: 8 GPUs in use, 0 guaranteed; 0 free to borrow; position 1 in the queue",
+        "vision-b2-1": "project vision: 8 A100 GPUs in use, 0 guaranteed; 0 free to borrow; position 1 in the queue",
+        "infer-b4-1": "project infer: 8 A100 GPUs in use, 0 guaranteed; 0 free to borrow; position 1 in the queue",
     }
     assert {r["code"] for r in queued.values()} == {"FAIR_SHARE"}
     for workflow_id in ("nlp-b1-1", "infer-b3-1", "infer-b2-1"):  # no exit action for 3006: they end

@@ -20,6 +20,11 @@ from portal.docfiles import load_document
 from teams import services as teams
 from teams.models import Department, Project
 
+DEMO_PROJECTS = (
+    ("robotics", "research", "demo data: the robotics team"),
+    ("vision", "research", "demo data: the vision team"),
+    ("inference", "ml-ops", "demo data: the inference team"),
+)
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
 LOAD_ORDER = (
     ("BACKEND", "backends.yaml"),
@@ -56,6 +61,11 @@ class Command(PortalCommand):
                 self.stdout.write(f"{config_type}: {len(results)} objects, {changed} changed")
             self._accounts()
             self._teams(actor)
+            # node pools name the teams in their quotas, so they come after them
+            results = store.apply_many(
+                "NODE_POOL", load_document(DEMO_DIR / "node_pools.yaml"), actor, description="demo data"
+            )
+            self.stdout.write(f"NODE_POOL: {len(results)} objects, {sum(r.changed for r in results)} changed")
         # `manage.py devserver` prints where to sign in, once the web server answers
         self.stdout.write(self.style.SUCCESS("demo data loaded; accounts: admin (platform admin), researcher"))
 
@@ -82,8 +92,11 @@ class Command(PortalCommand):
 
     def _teams(self, actor) -> None:
         """The researcher's team as a project (docs/teams.md): department research, project robotics, whose
-        role osmo-robotics the researcher holds, so their workflows are charged to it."""
-        if not Department.objects.filter(name="research").exists():
-            teams.create_department("research", actor, description="demo data")
-        if not Project.objects.filter(name="robotics").exists():
-            teams.create_project("robotics", "research", actor, description="demo data: the robotics team")
+        role osmo-robotics the researcher holds, so their workflows are charged to it. Two more projects (vision
+        beside it, inference in department ml-ops) share the demo node pools' quotas (node_pools.yaml)."""
+        for department in ("research", "ml-ops"):
+            if not Department.objects.filter(name=department).exists():
+                teams.create_department(department, actor, description="demo data")
+        for project, department, description in DEMO_PROJECTS:
+            if not Project.objects.filter(name=project).exists():
+                teams.create_project(project, department, actor, description=description)

@@ -34,18 +34,28 @@ class Command(PortalCommand):
         rows = doors.node_pool_rows(options["names"] or None)
         if options["format"] == "json":
             return self.emit({"node_pools": rows})
-        self.stdout.write(
-            f"{'NAME':<24} {'BACKEND':<14} {'NODES':>5}  {'GPU':>11} {'CPU':>13} {'MEMORY':>15}  "
-            f"{'OVER-QUOTA':<10} {'MANAGED':<7} {'COMMITMENT':<20} SELECTOR"
-        )
+        headers = [
+            "NAME",
+            "BACKEND",
+            "NODES",
+            "GPU",
+            "CPU",
+            "MEMORY",
+            "OVER-QUOTA",
+            "MANAGED",
+            "COMMITMENT",
+            "SELECTOR",
+        ]
+        lines = []
         for row in rows:
             figures = [f"{units.show(r, row['deserved'][r])}/{units.show(r, row['capacity'][r])}" for r in RESOURCES]
             commitment = f"over: {','.join(row['overcommitted_resources'])}" if row["overcommitted"] else "fits"
-            self.stdout.write(
-                f"{row['name']:<24} {row['backend']:<14} {row['nodes']:>5}  {figures[0]:>11} {figures[1]:>13} "
-                f"{figures[2]:>15}  {'on' if row['over_quota'] else 'off':<10} "
-                f"{'yes' if row['managed'] else 'no':<7} {commitment:<20} {row['selector_text']}"
+            on_off = "on" if row["over_quota"] else "off"
+            managed = "yes" if row["managed"] else "no"
+            lines.append(
+                [row["name"], row["backend"], row["nodes"], *figures, on_off, managed, commitment, row["selector_text"]]
             )
+        self.table(headers, lines, right=frozenset({"NODES", "GPU", "CPU", "MEMORY"}))
         return None
 
     def do_show(self, options):
