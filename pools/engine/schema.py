@@ -213,6 +213,12 @@ def _type_test(names: object) -> Callable[[object], bool]:
     if unknown:
         raise _Unsupported(f"type {unknown}")
     number, integer = "number" in allowed, "integer" in allowed
+    if allowed == {"string"}:  # the common single types get a one-call test (same semantics)
+        return lambda value: isinstance(value, str)
+    if allowed == {"object"}:
+        return lambda value: isinstance(value, dict)
+    if allowed == {"array"}:
+        return lambda value: isinstance(value, list)
 
     def test(value: object) -> bool:
         if isinstance(value, str):
@@ -250,7 +256,10 @@ class _Compiler:
         if "enum" in schema:
             checks.append(self._enum(schema["enum"]))
         if any(k in schema for k in ("properties", "additionalProperties", "required")):
-            checks.append(self._object(schema))
+            if schema.get("type") == "object" and len(checks) == 1 and checks[0] is not None and "$ref" not in schema:
+                checks[0] = self._object(schema, must_be_object=True)  # the type test folded into the walk
+            else:
+                checks.append(self._object(schema))
         if "items" in schema:
             checks.append(self._items(schema["items"]))
         if "oneOf" in schema:
@@ -281,7 +290,7 @@ class _Compiler:
         allowed = frozenset(values)
         return lambda value: isinstance(value, str) and value in allowed
 
-    def _object(self, schema: dict) -> Callable[[object], bool]:
+    def _object(self, schema: dict, *, must_be_object: bool = False) -> Callable[[object], bool]:
         properties = {name: self.compile(sub) for name, sub in schema.get("properties", {}).items()}
         extra = schema.get("additionalProperties", True)
         extra_check = None if isinstance(extra, bool) else self.compile(extra)
@@ -290,7 +299,7 @@ class _Compiler:
 
         def check(value: object) -> bool:
             if not isinstance(value, dict):
-                return True
+                return not must_be_object
             for name in required:
                 if name not in value:
                     return False
@@ -309,7 +318,15 @@ class _Compiler:
         if not isinstance(items, dict):
             raise _Unsupported("tuple items")
         item_check = self.compile(items)
-        return lambda value: not isinstance(value, list) or all(item_check(item) for item in value)
+
+        def check(value: object) -> bool:
+            if isinstance(value, list):
+                for item in value:
+                    if not item_check(item):
+                        return False
+            return True
+
+        return check
 
     def _one_of(self, branches: list) -> Callable[[object], bool]:
         compiled = [self.compile(branch) for branch in branches]
