@@ -213,12 +213,16 @@ def _type_test(names: object) -> Callable[[object], bool]:
     if unknown:
         raise _Unsupported(f"type {unknown}")
     number, integer = "number" in allowed, "integer" in allowed
-    if allowed == {"string"}:  # the common single types get a one-call test (same semantics)
-        return lambda value: isinstance(value, str)
-    if allowed == {"object"}:
-        return lambda value: isinstance(value, dict)
-    if allowed == {"array"}:
-        return lambda value: isinstance(value, list)
+    plain = _PLAIN_TYPES.get(next(iter(allowed - {"null"}))) if len(allowed - {"null"}) == 1 else None
+    if plain is not None:  # string, object, array, boolean, nullable or not: one isinstance
+        if "null" in allowed:
+            return lambda value: value is None or isinstance(value, plain)
+        return lambda value: isinstance(value, plain)
+    single = _single_type_test(allowed - {"null"})  # integer, number: one short test
+    if single is not None:
+        if "null" not in allowed:
+            return single
+        return lambda value: value is None or single(value)
 
     def test(value: object) -> bool:
         if isinstance(value, str):
@@ -236,6 +240,31 @@ def _type_test(names: object) -> Callable[[object], bool]:
         return value is None and "null" in allowed
 
     return test
+
+
+_PLAIN_TYPES = {"string": str, "object": dict, "array": list, "boolean": bool}
+
+
+def _single_type_test(allowed: set[str]) -> Callable[[object], bool] | None:
+    """The general test below, specialised to one type (same answers: bool is not a number, 1.0 is an integer)."""
+    if len(allowed) != 1:
+        return None
+    name = next(iter(allowed))
+    if name == "string":
+        return lambda value: isinstance(value, str)
+    if name == "object":
+        return lambda value: isinstance(value, dict)
+    if name == "array":
+        return lambda value: isinstance(value, list)
+    if name == "boolean":
+        return lambda value: isinstance(value, bool)
+    if name == "integer":
+        return lambda value: (
+            not isinstance(value, bool) and isinstance(value, int) or isinstance(value, float) and value.is_integer()
+        )
+    if name == "number":
+        return lambda value: not isinstance(value, bool) and isinstance(value, (int, float))
+    return None
 
 
 class _Compiler:
@@ -256,8 +285,10 @@ class _Compiler:
         if "enum" in schema:
             checks.append(self._enum(schema["enum"]))
         if any(k in schema for k in ("properties", "additionalProperties", "required")):
-            if schema.get("type") == "object" and len(checks) == 1 and checks[0] is not None and "$ref" not in schema:
-                checks[0] = self._object(schema, must_be_object=True)  # the type test folded into the walk
+            kind = schema.get("type")
+            if kind in ("object", ["object", "null"]) and len(checks) == 1 and "$ref" not in schema:
+                # the type test folded into the walk
+                checks[0] = self._object(schema, must_be_object=True, allow_none=kind != "object")
             else:
                 checks.append(self._object(schema))
         if "items" in schema:
@@ -290,7 +321,9 @@ class _Compiler:
         allowed = frozenset(values)
         return lambda value: isinstance(value, str) and value in allowed
 
-    def _object(self, schema: dict, *, must_be_object: bool = False) -> Callable[[object], bool]:
+    def _object(
+        self, schema: dict, *, must_be_object: bool = False, allow_none: bool = False
+    ) -> Callable[[object], bool]:
         properties = {name: self.compile(sub) for name, sub in schema.get("properties", {}).items()}
         extra = schema.get("additionalProperties", True)
         extra_check = None if isinstance(extra, bool) else self.compile(extra)
@@ -299,7 +332,7 @@ class _Compiler:
 
         def check(value: object) -> bool:
             if not isinstance(value, dict):
-                return not must_be_object
+                return not must_be_object or (allow_none and value is None)
             for name in required:
                 if name not in value:
                     return False
@@ -330,6 +363,9 @@ class _Compiler:
 
     def _one_of(self, branches: list) -> Callable[[object], bool]:
         compiled = [self.compile(branch) for branch in branches]
+        if len(compiled) == 2:  # IntOrString and friends: exactly one of two
+            first, second = compiled
+            return lambda value: bool(first(value)) is not bool(second(value))
         return lambda value: sum(1 for check in compiled if check(value)) == 1
 
 
