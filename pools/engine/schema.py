@@ -21,7 +21,13 @@ from collections.abc import Callable
 
 from pools.engine.errors import EngineError
 from pools.engine.k8s_syntax import format_path, path_join
-from pools.engine.schema_checks import Violation, semantic_violations
+from pools.engine.schema_checks import (
+    Violation,
+    container_violations,
+    semantic_violations,
+    spec_violations,
+    volume_names,
+)
 
 __all__ = ["Violation", "supported_versions", "validate_pod"]
 
@@ -37,6 +43,8 @@ _SCHEMA_KEYWORDS = {
 }
 _DEFS_POINTER = "/$defs/"
 _DEFINITIONS_DOCUMENT = "/api/_definitions.json"  # how pod-v1.json refers to _definitions.json
+_CONTAINER_DEFINITION = "io.k8s.api.core.v1.Container"
+_SPEC_DEFINITION = "io.k8s.api.core.v1.PodSpec"
 _VERSION = re.compile(r"v?(\d+)\.(\d+)(\.\d+)?")
 
 
@@ -44,10 +52,67 @@ def validate_pod(manifest: dict, version: str = "1.33") -> list[Violation]:
     """Every schema and semantic violation in a Pod manifest (empty list = valid), in a stable order."""
     if not isinstance(manifest, dict):
         return [Violation("", f"manifest must be an object, not {type(manifest).__name__}")]
-    checker = _checker_for(_schema_version(version))
+    schema_version = _schema_version(version)
+    checker = _checker_for(schema_version)
+    if _valid_by_parts(checker, schema_version, manifest):
+        return []
     found = [] if checker.is_valid(manifest) else checker.violations(manifest)
     found.extend(semantic_violations(manifest))
     return list(dict.fromkeys(found))  # de-duplicate, keep order
+
+
+# A platform's template renders most of a pod alike for many tasks (volumes, tolerations, selectors, the
+# sidecars and control container, the user container's template part for the same resources): remember
+# which parts were valid, so a resolve validates only the parts its task and variables made different.
+# Parts are the spec without its containers, and each container; keyed by repr, which tells JSON values
+# apart (1, 1.0, True and "1" included). Only "valid" is remembered: any problem re-runs the whole
+# validation, which reports in its usual order.
+_VALID_PARTS: dict[tuple, bool] = {}
+_VALID_PARTS_LIMIT = 4096
+
+
+def _remember(key: tuple) -> None:
+    if len(_VALID_PARTS) >= _VALID_PARTS_LIMIT:
+        _VALID_PARTS.clear()
+    _VALID_PARTS[key] = True
+
+
+def _valid_by_parts(checker: _PodChecker, version: tuple[int, int], manifest: dict) -> bool:
+    """True only if the manifest is valid: the pod around its spec, the spec without its containers, then
+    each container (the last two memoised). The schema checks each property on its own, and the semantic
+    checks look across containers only for duplicate names (checked here) and volume names (in the key)."""
+    spec = manifest.get("spec")
+    container_check, spec_check = checker.container_check, checker.spec_check
+    if container_check is None or spec_check is None or not isinstance(spec, dict) or "initContainers" in spec:
+        return False
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers or "ephemeralContainers" in spec:
+        return False
+    names: set[str] = set()
+    for container in containers:
+        if not isinstance(container, dict):
+            return False
+        name = container.get("name")
+        if isinstance(name, str):
+            if name in names:
+                return False  # a duplicate name: let the full check report it
+            names.add(name)
+    if not checker.is_valid({**manifest, "spec": {"containers": []}}) or semantic_violations({**manifest, "spec": {}}):
+        return False
+    rest = {key: value for key, value in spec.items() if key != "containers"}
+    key = (version, "spec", repr(rest))
+    if key not in _VALID_PARTS:
+        if not spec_check({**rest, "containers": []}) or spec_violations(rest):
+            return False
+        _remember(key)
+    volumes = frozenset(volume_names(spec))
+    for container in containers:
+        key = (version, volumes, repr(container))
+        if key not in _VALID_PARTS:
+            if not container_check(container) or container_violations(container, volumes):
+                return False
+            _remember(key)
+    return True
 
 
 def supported_versions() -> list[str]:
@@ -129,8 +194,13 @@ class _PodChecker:
         self._pod_schema = pod_schema
         self._definitions = definitions
         self._validator = None
+        self.container_check: Callable[[object], bool] | None = None  # one entry of spec.containers
+        self.spec_check: Callable[[object], bool] | None = None  # the pod's spec
         try:
-            self._fast: Callable[[object], bool] | None = _Compiler(definitions["$defs"]).compile(pod_schema)
+            compiler = _Compiler(definitions["$defs"])
+            self._fast: Callable[[object], bool] | None = compiler.compile(pod_schema)
+            self.container_check = compiler.compiled_definition(_CONTAINER_DEFINITION)
+            self.spec_check = compiler.compiled_definition(_SPEC_DEFINITION)
         except _Unsupported:
             self._fast = None
 
@@ -301,6 +371,9 @@ class _Compiler:
             first, second = checks
             return lambda value: first(value) and second(value)
         return lambda value: all(check(value) for check in checks)
+
+    def compiled_definition(self, name: str) -> Callable[[object], bool] | None:
+        return self._by_ref.get(name)
 
     def _ref(self, ref: str) -> Callable[[object], bool]:
         document, _, pointer = ref.partition("#")

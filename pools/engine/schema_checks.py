@@ -16,7 +16,7 @@ from pools.engine import k8s_syntax
 from pools.engine.k8s_syntax import path_join
 from pools.engine.quantity import QuantityError, parse_quantity
 
-__all__ = ["Violation", "semantic_violations"]
+__all__ = ["Violation", "container_violations", "semantic_violations", "spec_violations", "volume_names"]
 
 ENUMS = {
     "restartPolicy": ("Always", "OnFailure", "Never"),
@@ -114,6 +114,27 @@ def semantic_violations(manifest: dict) -> list[Violation]:
     elif spec is None:
         report.add("spec", "required field is missing")
     return report
+
+
+def container_violations(container: dict, volume_names: set[str]) -> list[Violation]:
+    """What semantic_violations checks of one entry of spec.containers, duplicate names aside (paths as if
+    it were the first): used only to tell valid from invalid."""
+    report = _Report()
+    report.name(container.get("name"), "spec.containers[0].name", dns1123_label_error)
+    _check_container(container, "containers", "spec.containers[0]", volume_names, report)
+    return report
+
+
+def spec_violations(spec: dict) -> list[Violation]:
+    """What semantic_violations checks of the pod's spec (used only to tell valid from invalid)."""
+    report = _Report()
+    _check_spec(spec, report)
+    return report
+
+
+def volume_names(spec: dict) -> set[str]:
+    """The names _check_volumes collects."""
+    return {v["name"] for v in _list(spec, "volumes") if isinstance(v, dict) and isinstance(v.get("name"), str)}
 
 
 def _dict(owner: dict, key: str) -> dict:

@@ -4,7 +4,8 @@
   `merge_traced` from an empty dict, which walks and rebuilds every node;
 - provenance built on first read against one built eagerly with the generator `iter_leaves`, through whole
   resolutions of platforms compiled from either merge;
-- the cached name and quantity checks of the semantic Pod checks against cold caches and the parser itself.
+- the cached name and quantity checks of the semantic Pod checks against cold caches and the parser itself;
+- Pod validation by remembered-valid parts against validating the whole pod.
 """
 
 from __future__ import annotations
@@ -14,15 +15,17 @@ import copy
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pools.engine import TaskInput, WorkflowContext, resolve
+from pools.engine import TaskInput, WorkflowContext, resolve, schema
 from pools.engine.errors import EngineError
 from pools.engine.merge import MergedTemplate, merge_templates, merge_templates_traced, merge_traced, template_sources
 from pools.engine.platform import SYSTEM, CompiledPlatform, Origin, compile_platform
 from pools.engine.quantity import QuantityError, parse_quantity
+from pools.engine.schema import _checker_for, validate_pod
 from pools.engine.schema_checks import _quantity_value, semantic_violations
 from portal.paths import iter_leaves, leaf_origins
 
 from .conftest import osmo_config
+from .test_schema import JSON_VALUES, LOCATIONS, typical_pod
 
 # --------------------------------------------------------------------------- merge at config save
 
@@ -247,3 +250,49 @@ def test_property_cached_semantic_checks_equal_cold_ones(requests, limits, label
     pod = _pod(requests, limits, labels)
     warm = semantic_violations(pod)  # caches filled by earlier examples (1, 1.0 and True hash alike)
     assert warm == _cold(pod)
+
+
+# --------------------------------------------------------------------------- Pod validation by parts
+
+
+def _reference_validation(pod) -> list:
+    """The whole-pod path: the schema over the whole manifest, then every semantic check."""
+    checker = _checker_for((1, 33))
+    found = [] if checker.is_valid(pod) else checker.violations(pod)
+    found.extend(semantic_violations(pod))
+    return list(dict.fromkeys(found))
+
+
+def _with_second_container(pod, copy_main: bool):
+    containers = pod["spec"]["containers"]
+    second = copy.deepcopy(containers[0]) if copy_main else {"name": "side", "image": "busybox"}
+    if copy_main:
+        second["name"] = "main-2"
+    containers.append(second)
+    return pod
+
+
+@settings(max_examples=500, deadline=None)
+@given(
+    location=st.sampled_from(LOCATIONS),
+    value=JSON_VALUES,
+    add_key=st.booleans(),
+    second=st.sampled_from([None, True, False]),
+    cold=st.booleans(),
+)
+def test_property_validation_by_parts_equals_the_whole_pod_path(location, value, add_key, second, cold):
+    pod = typical_pod()
+    if second is not None:
+        _with_second_container(pod, second)
+    assert validate_pod(copy.deepcopy(pod)) == []  # the unchanged parts are now remembered as valid
+    target = pod
+    for part in location[:-1]:
+        target = target[part]
+    if add_key and isinstance(target[location[-1]], dict):
+        target[location[-1]]["name"] = value
+    else:
+        target[location[-1]] = value
+    if cold:
+        schema._VALID_PARTS.clear()
+    assert validate_pod(pod) == _reference_validation(pod)
+    assert validate_pod(pod) == _reference_validation(pod)  # and again, with what it remembered
