@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pools.engine.errors import EngineError
-from portal.paths import chain_to_path, child_origin, iter_leaves, json_copy, origin_tree_from_paths
+from portal.paths import chain_to_path, child_origin, json_copy, leaf_origins, origin_tree_from_paths
 
 __all__ = [
     "PATCH",
@@ -59,13 +59,38 @@ class Override:
     overlay_origin: object
 
 
-@dataclass(frozen=True)
 class MergedTemplate:
-    body: dict
-    sources: dict[str, str]  # leaf path -> name of the template that last set it
+    """The merged body and `sources`: {leaf path: name of the template that last set it}.
+
+    `sources` is built on first read from the merge's origin tree (same output as building it eagerly):
+    storing a compiled platform reads it, resolving a task never does.
+    """
+
+    __slots__ = ("_origins", "_sources", "body")
+
+    def __init__(self, body: dict, sources: dict[str, str] | None = None, *, origins: object = None) -> None:
+        self.body = body
+        self._sources = sources
+        self._origins = origins
+
+    @property
+    def sources(self) -> dict[str, str]:
+        if self._sources is None:
+            self._sources = template_sources(self.body, self._origins)
+        return self._sources
 
     def origin_tree(self) -> object:
         return origin_tree_from_paths(self.body, self.sources)
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, MergedTemplate):
+            return NotImplemented
+        return (self.body, self.sources) == (other.body, other.sources)
+
+    __hash__ = None  # mutable contents, as the dataclass it replaces
+
+    def __repr__(self) -> str:
+        return f"MergedTemplate(body={self.body!r}, sources={self.sources!r})"
 
 
 def merge(base: object, overlay: object) -> object:
@@ -98,26 +123,50 @@ def merge_traced(
 def merge_templates(ordered: list[tuple[str, dict]]) -> MergedTemplate:
     """Merge named templates in order (pool common ones, then platform overrides) onto an empty dict."""
     merged, origins = merge_templates_traced(ordered)
-    return MergedTemplate(merged, template_sources(merged, origins))
+    return MergedTemplate(merged, origins=origins)
 
 
 def template_sources(body: object, origins: object) -> dict[str, str]:
     """{leaf path: template name}; an empty document has no leaves."""
-    return {path: label for path, _, label in iter_leaves(body, origins) if path}
+    sources = leaf_origins(body, origins)  # iter_leaves' labels, without a generator per node
+    sources.pop("", None)  # the root path: an empty document
+    return sources
 
 
 def merge_templates_traced(ordered: list[tuple[str, dict]]) -> tuple[dict, object]:
+    """Merge onto an empty dict; the result shares nothing with the inputs (each template is copied once).
+
+    Subtrees of a template that land where the result has nothing yet are shared from that copy, with the
+    template's name covering them in the origin tree, instead of being rebuilt node by node, when the
+    template has no `$patch` directive anywhere (nothing in it to interpret). The merge never mutates its
+    inputs, so later templates merge over shared subtrees copy-on-write.
+    """
     body: object = {}
     origins: object = None
     for name, template in ordered:
         where = f"pod_template[{name}]"
         if not isinstance(template, dict):
             raise MergeError("a pod template must be a mapping", field=where, value=type(template).__name__)
+        patches: list[bool] = []
+        fresh = _copy_noting_patches(template, patches)
         try:
-            body, origins = merge_traced(body, origins, template, name)
+            value, origins = _Merger(None, True, share_missing=not patches).value(body, origins, fresh, name, None)
         except EngineError as error:
             raise error.at(where) from None
+        body = {} if value is _DELETED else value
+        origins = None if value is _DELETED else origins
     return body, origins
+
+
+def _copy_noting_patches(value: object, patches: list[bool]) -> object:
+    """json_copy, appending to `patches` when a mapping has a `$patch` key."""
+    if isinstance(value, dict):
+        if PATCH in value:
+            patches.append(True)
+        return {k: _copy_noting_patches(v, patches) for k, v in value.items()}
+    if isinstance(value, list):  # anything else is a leaf to the merge, as before
+        return [_copy_noting_patches(v, patches) for v in value]
+    return value
 
 
 def _directive(item: dict, chain: tuple | None) -> str | None:
@@ -154,14 +203,18 @@ def _is_list_replace_marker(item: object) -> bool:
 
 
 class _Merger:
-    __slots__ = ("directives", "overrides")
+    __slots__ = ("directives", "overrides", "share_missing")
 
-    def __init__(self, overrides: list[Override] | None, directives: bool = True) -> None:
+    def __init__(
+        self, overrides: list[Override] | None, directives: bool = True, *, share_missing: bool = False
+    ) -> None:
         self.overrides = overrides
         self.directives = directives
+        # True when nothing in the overlay needs interpreting: a subtree landing on a missing key is shared
+        self.share_missing = share_missing or not directives
 
     def value(self, base, base_origin, overlay, overlay_origin, chain):
-        if base is _MISSING and not self.directives:  # nothing to merge into and nothing to interpret
+        if base is _MISSING and self.share_missing:  # nothing to merge into and nothing to interpret
             return overlay, overlay_origin
         if isinstance(overlay, dict):
             return self._dict_value(base, base_origin, overlay, overlay_origin, chain)

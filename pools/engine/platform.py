@@ -16,7 +16,7 @@ from functools import cached_property
 
 from pools.engine.errors import EngineError
 from pools.engine.gates import container_mount_paths, host_paths, normalize_mounts
-from pools.engine.merge import MergedTemplate, merge_templates_traced, template_sources
+from pools.engine.merge import MergedTemplate, merge_templates_traced
 from pools.engine.rules import CompiledRules, compile_rules
 from pools.engine.variables import CompiledTemplate, Variable, check_variable_names, layer_defaults
 from portal.paths import json_copy
@@ -210,7 +210,7 @@ def compile_platform(cfg: PlatformConfig) -> CompiledPlatform:
         except EngineError as error:
             raise error.at(f"pod_template[{name}]") from None
     body, origins = merge_templates_traced(cfg.templates)
-    merged = MergedTemplate(body, template_sources(body, origins))
+    merged = MergedTemplate(body, origins=origins)
     compiled = CompiledPlatform(cfg, merged, origins=origins, warnings=warnings)
     compiled.default_variables = defaults
     _ = compiled.template, compiled.template_origins, compiled.rules  # compile now: errors at config save

@@ -74,15 +74,23 @@ class WorkflowContext:
 
 @dataclass
 class Resolution:
+    """The resolved pod and its verdict. `provenance` is built on first read: only previews and dry runs
+    read it, and it costs as much as the rest of a resolve. It describes the pod as resolved."""
+
     pod: dict
-    provenance: dict[str, dict]
     warnings: list[str]
     variables: dict[str, dict]
     validation: dict
+    origins: object = field(default=None, repr=False, compare=False)  # origin tree mirroring `pod`
+    variable_layers: Mapping[str, Variable] = field(default_factory=dict, repr=False, compare=False)
 
     @property
     def ok(self) -> bool:
         return self.validation["ok"]
+
+    @functools.cached_property
+    def provenance(self) -> dict[str, dict]:
+        return _provenance(self.pod, self.origins, self.variable_layers)
 
     def to_dict(self) -> dict:
         return {
@@ -286,10 +294,11 @@ def resolve(
         warnings.append(f"{len(compiled.rules.node)} node rule(s) not checked: no node inventory was given")
     return Resolution(
         built.pod,
-        _provenance(built.pod, built.origins, variables),
         warnings,
         {n: v.as_dict() for n, v in variables.items()},
         validation,
+        origins=built.origins,
+        variable_layers=variables,
     )
 
 

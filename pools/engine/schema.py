@@ -21,7 +21,13 @@ from collections.abc import Callable
 
 from pools.engine.errors import EngineError
 from pools.engine.k8s_syntax import format_path, path_join
-from pools.engine.schema_checks import Violation, semantic_violations
+from pools.engine.schema_checks import (
+    Violation,
+    container_violations,
+    semantic_violations,
+    spec_violations,
+    volume_names,
+)
 
 __all__ = ["Violation", "supported_versions", "validate_pod"]
 
@@ -37,6 +43,8 @@ _SCHEMA_KEYWORDS = {
 }
 _DEFS_POINTER = "/$defs/"
 _DEFINITIONS_DOCUMENT = "/api/_definitions.json"  # how pod-v1.json refers to _definitions.json
+_CONTAINER_DEFINITION = "io.k8s.api.core.v1.Container"
+_SPEC_DEFINITION = "io.k8s.api.core.v1.PodSpec"
 _VERSION = re.compile(r"v?(\d+)\.(\d+)(\.\d+)?")
 
 
@@ -44,10 +52,67 @@ def validate_pod(manifest: dict, version: str = "1.33") -> list[Violation]:
     """Every schema and semantic violation in a Pod manifest (empty list = valid), in a stable order."""
     if not isinstance(manifest, dict):
         return [Violation("", f"manifest must be an object, not {type(manifest).__name__}")]
-    checker = _checker_for(_schema_version(version))
+    schema_version = _schema_version(version)
+    checker = _checker_for(schema_version)
+    if _valid_by_parts(checker, schema_version, manifest):
+        return []
     found = [] if checker.is_valid(manifest) else checker.violations(manifest)
     found.extend(semantic_violations(manifest))
     return list(dict.fromkeys(found))  # de-duplicate, keep order
+
+
+# A platform's template renders most of a pod alike for many tasks (volumes, tolerations, selectors, the
+# sidecars and control container, the user container's template part for the same resources): remember
+# which parts were valid, so a resolve validates only the parts its task and variables made different.
+# Parts are the spec without its containers, and each container; keyed by repr, which tells JSON values
+# apart (1, 1.0, True and "1" included). Only "valid" is remembered: any problem re-runs the whole
+# validation, which reports in its usual order.
+_VALID_PARTS: dict[tuple, bool] = {}
+_VALID_PARTS_LIMIT = 4096
+
+
+def _remember(key: tuple) -> None:
+    if len(_VALID_PARTS) >= _VALID_PARTS_LIMIT:
+        _VALID_PARTS.clear()
+    _VALID_PARTS[key] = True
+
+
+def _valid_by_parts(checker: _PodChecker, version: tuple[int, int], manifest: dict) -> bool:
+    """True only if the manifest is valid: the pod around its spec, the spec without its containers, then
+    each container (the last two memoised). The schema checks each property on its own, and the semantic
+    checks look across containers only for duplicate names (checked here) and volume names (in the key)."""
+    spec = manifest.get("spec")
+    container_check, spec_check = checker.container_check, checker.spec_check
+    if container_check is None or spec_check is None or not isinstance(spec, dict) or "initContainers" in spec:
+        return False
+    containers = spec.get("containers")
+    if not isinstance(containers, list) or not containers or "ephemeralContainers" in spec:
+        return False
+    names: set[str] = set()
+    for container in containers:
+        if not isinstance(container, dict):
+            return False
+        name = container.get("name")
+        if isinstance(name, str):
+            if name in names:
+                return False  # a duplicate name: let the full check report it
+            names.add(name)
+    if not checker.is_valid({**manifest, "spec": {"containers": []}}) or semantic_violations({**manifest, "spec": {}}):
+        return False
+    rest = {key: value for key, value in spec.items() if key != "containers"}
+    key = (version, "spec", repr(rest))
+    if key not in _VALID_PARTS:
+        if not spec_check({**rest, "containers": []}) or spec_violations(rest):
+            return False
+        _remember(key)
+    volumes = frozenset(volume_names(spec))
+    for container in containers:
+        key = (version, volumes, repr(container))
+        if key not in _VALID_PARTS:
+            if not container_check(container) or container_violations(container, volumes):
+                return False
+            _remember(key)
+    return True
 
 
 def supported_versions() -> list[str]:
@@ -129,8 +194,13 @@ class _PodChecker:
         self._pod_schema = pod_schema
         self._definitions = definitions
         self._validator = None
+        self.container_check: Callable[[object], bool] | None = None  # one entry of spec.containers
+        self.spec_check: Callable[[object], bool] | None = None  # the pod's spec
         try:
-            self._fast: Callable[[object], bool] | None = _Compiler(definitions["$defs"]).compile(pod_schema)
+            compiler = _Compiler(definitions["$defs"])
+            self._fast: Callable[[object], bool] | None = compiler.compile(pod_schema)
+            self.container_check = compiler.compiled_definition(_CONTAINER_DEFINITION)
+            self.spec_check = compiler.compiled_definition(_SPEC_DEFINITION)
         except _Unsupported:
             self._fast = None
 
@@ -213,6 +283,16 @@ def _type_test(names: object) -> Callable[[object], bool]:
     if unknown:
         raise _Unsupported(f"type {unknown}")
     number, integer = "number" in allowed, "integer" in allowed
+    plain = _PLAIN_TYPES.get(next(iter(allowed - {"null"}))) if len(allowed - {"null"}) == 1 else None
+    if plain is not None:  # string, object, array, boolean, nullable or not: one isinstance
+        if "null" in allowed:
+            return lambda value: value is None or isinstance(value, plain)
+        return lambda value: isinstance(value, plain)
+    single = _single_type_test(allowed - {"null"})  # integer, number: one short test
+    if single is not None:
+        if "null" not in allowed:
+            return single
+        return lambda value: value is None or single(value)
 
     def test(value: object) -> bool:
         if isinstance(value, str):
@@ -230,6 +310,31 @@ def _type_test(names: object) -> Callable[[object], bool]:
         return value is None and "null" in allowed
 
     return test
+
+
+_PLAIN_TYPES = {"string": str, "object": dict, "array": list, "boolean": bool}
+
+
+def _single_type_test(allowed: set[str]) -> Callable[[object], bool] | None:
+    """The general test below, specialised to one type (same answers: bool is not a number, 1.0 is an integer)."""
+    if len(allowed) != 1:
+        return None
+    name = next(iter(allowed))
+    if name == "string":
+        return lambda value: isinstance(value, str)
+    if name == "object":
+        return lambda value: isinstance(value, dict)
+    if name == "array":
+        return lambda value: isinstance(value, list)
+    if name == "boolean":
+        return lambda value: isinstance(value, bool)
+    if name == "integer":
+        return lambda value: (
+            not isinstance(value, bool) and isinstance(value, int) or isinstance(value, float) and value.is_integer()
+        )
+    if name == "number":
+        return lambda value: not isinstance(value, bool) and isinstance(value, (int, float))
+    return None
 
 
 class _Compiler:
@@ -250,7 +355,12 @@ class _Compiler:
         if "enum" in schema:
             checks.append(self._enum(schema["enum"]))
         if any(k in schema for k in ("properties", "additionalProperties", "required")):
-            checks.append(self._object(schema))
+            kind = schema.get("type")
+            if kind in ("object", ["object", "null"]) and len(checks) == 1 and "$ref" not in schema:
+                # the type test folded into the walk
+                checks[0] = self._object(schema, must_be_object=True, allow_none=kind != "object")
+            else:
+                checks.append(self._object(schema))
         if "items" in schema:
             checks.append(self._items(schema["items"]))
         if "oneOf" in schema:
@@ -261,6 +371,9 @@ class _Compiler:
             first, second = checks
             return lambda value: first(value) and second(value)
         return lambda value: all(check(value) for check in checks)
+
+    def compiled_definition(self, name: str) -> Callable[[object], bool] | None:
+        return self._by_ref.get(name)
 
     def _ref(self, ref: str) -> Callable[[object], bool]:
         document, _, pointer = ref.partition("#")
@@ -281,7 +394,9 @@ class _Compiler:
         allowed = frozenset(values)
         return lambda value: isinstance(value, str) and value in allowed
 
-    def _object(self, schema: dict) -> Callable[[object], bool]:
+    def _object(
+        self, schema: dict, *, must_be_object: bool = False, allow_none: bool = False
+    ) -> Callable[[object], bool]:
         properties = {name: self.compile(sub) for name, sub in schema.get("properties", {}).items()}
         extra = schema.get("additionalProperties", True)
         extra_check = None if isinstance(extra, bool) else self.compile(extra)
@@ -290,7 +405,7 @@ class _Compiler:
 
         def check(value: object) -> bool:
             if not isinstance(value, dict):
-                return True
+                return not must_be_object or (allow_none and value is None)
             for name in required:
                 if name not in value:
                     return False
@@ -309,10 +424,21 @@ class _Compiler:
         if not isinstance(items, dict):
             raise _Unsupported("tuple items")
         item_check = self.compile(items)
-        return lambda value: not isinstance(value, list) or all(item_check(item) for item in value)
+
+        def check(value: object) -> bool:
+            if isinstance(value, list):
+                for item in value:
+                    if not item_check(item):
+                        return False
+            return True
+
+        return check
 
     def _one_of(self, branches: list) -> Callable[[object], bool]:
         compiled = [self.compile(branch) for branch in branches]
+        if len(compiled) == 2:  # IntOrString and friends: exactly one of two
+            first, second = compiled
+            return lambda value: bool(first(value)) is not bool(second(value))
         return lambda value: sum(1 for check in compiled if check(value)) == 1
 
 

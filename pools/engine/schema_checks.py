@@ -8,20 +8,15 @@ these checks simply skip what they cannot read.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 from decimal import Decimal
 
-from pools.engine.k8s_syntax import (
-    dns1123_label_error,
-    dns1123_subdomain_error,
-    label_value_error,
-    path_join,
-    port_name_error,
-    qualified_name_error,
-)
+from pools.engine import k8s_syntax
+from pools.engine.k8s_syntax import path_join
 from pools.engine.quantity import QuantityError, parse_quantity
 
-__all__ = ["Violation", "semantic_violations"]
+__all__ = ["Violation", "container_violations", "semantic_violations", "spec_violations", "volume_names"]
 
 ENUMS = {
     "restartPolicy": ("Always", "OnFailure", "Never"),
@@ -40,6 +35,38 @@ STANDARD_CONTAINER_RESOURCES = frozenset({"cpu", "memory", "ephemeral-storage"})
 HUGEPAGES_PREFIX = "hugepages-"
 NODE_NAME_FIELD = "metadata.name"
 INT64 = 2**63
+
+
+# The name checks are pure functions of one string, and a platform's pods repeat the same names, keys and
+# quantities on every resolve: remember the answers (bounded) instead of re-running the regular expressions.
+_NAME_CACHE_SIZE = 8192
+dns1123_label_error = functools.lru_cache(_NAME_CACHE_SIZE)(k8s_syntax.dns1123_label_error)
+dns1123_subdomain_error = functools.lru_cache(_NAME_CACHE_SIZE)(k8s_syntax.dns1123_subdomain_error)
+label_value_error = functools.lru_cache(_NAME_CACHE_SIZE)(k8s_syntax.label_value_error)
+port_name_error = functools.lru_cache(_NAME_CACHE_SIZE)(k8s_syntax.port_name_error)
+qualified_name_error = functools.lru_cache(_NAME_CACHE_SIZE)(k8s_syntax.qualified_name_error)
+
+
+@functools.lru_cache(_NAME_CACHE_SIZE)
+def _label_key_error(key: str) -> str | None:
+    reason = qualified_name_error(key)
+    return None if reason is None else f"key {reason}"
+
+
+@functools.lru_cache(_NAME_CACHE_SIZE)
+def _quantity_text(kind: type, raw: object) -> Decimal | QuantityError:
+    """parse_quantity(raw).value, or the error; keyed by type too, since 1, 1.0 and True hash alike."""
+    try:
+        return parse_quantity(raw).value
+    except QuantityError as error:
+        return error
+
+
+def _quantity_value(raw: object) -> Decimal | QuantityError:
+    try:
+        return _quantity_text(type(raw), raw)
+    except TypeError:  # unhashable (a signaling NaN): parse it uncached
+        return _quantity_text.__wrapped__(type(raw), raw)
 
 
 @dataclass(frozen=True)
@@ -89,6 +116,27 @@ def semantic_violations(manifest: dict) -> list[Violation]:
     return report
 
 
+def container_violations(container: dict, volume_names: set[str]) -> list[Violation]:
+    """What semantic_violations checks of one entry of spec.containers, duplicate names aside (paths as if
+    it were the first): used only to tell valid from invalid."""
+    report = _Report()
+    report.name(container.get("name"), "spec.containers[0].name", dns1123_label_error)
+    _check_container(container, "containers", "spec.containers[0]", volume_names, report)
+    return report
+
+
+def spec_violations(spec: dict) -> list[Violation]:
+    """What semantic_violations checks of the pod's spec (used only to tell valid from invalid)."""
+    report = _Report()
+    _check_spec(spec, report)
+    return report
+
+
+def volume_names(spec: dict) -> set[str]:
+    """The names _check_volumes collects."""
+    return {v["name"] for v in _list(spec, "volumes") if isinstance(v, dict) and isinstance(v.get("name"), str)}
+
+
 def _dict(owner: dict, key: str) -> dict:
     value = owner.get(key)
     return value if isinstance(value, dict) else {}
@@ -101,9 +149,12 @@ def _list(owner: dict, key: str) -> list:
 
 def _dicts(owner: dict, key: str, path: str):
     """(item, item_path) for every dict in the list owner[key]."""
-    for index, item in enumerate(_list(owner, key)):
-        if isinstance(item, dict):
-            yield item, f"{path_join(path, key)}[{index}]"
+    items = _list(owner, key)
+    if items:
+        prefix = path_join(path, key)
+        for index, item in enumerate(items):
+            if isinstance(item, dict):
+                yield item, f"{prefix}[{index}]"
 
 
 def _check_metadata(metadata: dict, report: _Report) -> None:
@@ -119,9 +170,12 @@ def _check_metadata(metadata: dict, report: _Report) -> None:
 
 def _check_labels(labels: dict, path: str, report: _Report) -> None:
     for key, value in labels.items():
-        key_path = path_join(path, key)
-        report.name(key, key_path, lambda k: None if (r := qualified_name_error(k)) is None else f"key {r}")
-        report.name(value, key_path, label_value_error)
+        key_error = _label_key_error(key) if isinstance(key, str) else None
+        value_error = label_value_error(value) if isinstance(value, str) else None
+        if key_error is not None or value_error is not None:
+            key_path = path_join(path, key)
+            report.name(key, key_path, _label_key_error)
+            report.name(value, key_path, label_value_error)
 
 
 def _check_spec(spec: dict, report: _Report) -> None:
@@ -293,8 +347,7 @@ def _is_int64(text: str) -> bool:
 def _check_requirements(requirements: dict, path: str, report: _Report) -> None:
     requests = _check_resource_map(_dict(requirements, "requests"), f"{path}.requests", report)
     limits = _check_resource_map(_dict(requirements, "limits"), f"{path}.limits", report)
-    for name, request in requests.items():
-        request_path = path_join(f"{path}.requests", name)
+    for name, request in requests.items():  # paths are formatted only for a violation: the hot path has none
         limit = limits.get(name)
         if limit is None and name in _dict(requirements, "limits"):
             continue  # the limit itself is invalid and already reported
@@ -302,9 +355,11 @@ def _check_requirements(requirements: dict, path: str, report: _Report) -> None:
             if limit is None:
                 report.add(path_join(f"{path}.limits", name), "limit must be set for non-overcommitable resources")
             elif request != limit:
-                report.add(request_path, f"must be equal to {name} limit of {_plain(limit)}")
+                report.add(path_join(f"{path}.requests", name), f"must be equal to {name} limit of {_plain(limit)}")
         elif limit is not None and request > limit:
-            report.add(request_path, f"must be less than or equal to {name} limit of {_plain(limit)}")
+            report.add(
+                path_join(f"{path}.requests", name), f"must be less than or equal to {name} limit of {_plain(limit)}"
+            )
 
 
 def _plain(value: Decimal) -> str:
@@ -315,27 +370,27 @@ def _check_resource_map(resources: dict, path: str, report: _Report) -> dict[str
     """Validate names and quantities; return the parsed values of the valid entries."""
     parsed: dict[str, Decimal] = {}
     for name, raw in resources.items():
-        entry_path = path_join(path, name)
         reason = _resource_name_error(name) if isinstance(name, str) else "must be a string"
         if reason is not None:
-            report.add(entry_path, f"invalid resource name {name!r}: {reason}")
+            report.add(path_join(path, name), f"invalid resource name {name!r}: {reason}")
             continue
         if raw is None or isinstance(raw, (list, dict)):
             continue  # a type error the schema reports
-        try:
-            value = parse_quantity(raw).value
-        except QuantityError as error:
-            report.add(entry_path, f"{error.reason} (value: {raw!r})")
-            continue
-        if value < 0:
-            report.add(entry_path, "must be greater than or equal to 0")
+        value = _quantity_value(raw)
+        if isinstance(value, QuantityError):
+            report.add(path_join(path, name), f"{value.reason} (value: {raw!r})")
+        elif value < 0:
+            report.add(path_join(path, name), "must be greater than or equal to 0")
         elif _is_extended(name) and value != value.to_integral_value():
-            report.add(entry_path, f"must be a whole number: {name} is an extended resource (value: {raw!r})")
+            report.add(
+                path_join(path, name), f"must be a whole number: {name} is an extended resource (value: {raw!r})"
+            )
         else:
             parsed[name] = value
     return parsed
 
 
+@functools.lru_cache(_NAME_CACHE_SIZE)
 def _resource_name_error(name: str) -> str | None:
     if (reason := qualified_name_error(name)) is not None:
         return reason
@@ -353,6 +408,7 @@ def _is_native(name: str) -> bool:
     return "/" not in name or "kubernetes.io/" in name
 
 
+@functools.lru_cache(_NAME_CACHE_SIZE)
 def _is_extended(name: str) -> bool:
     """IsExtendedResourceName: not native, and `requests.<name>` is still a qualified name."""
     return (
