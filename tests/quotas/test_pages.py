@@ -126,7 +126,7 @@ def test_catalog_cards_and_pool_page_show_the_viewers_quota(world):
     detail = text(client.get("/pools/train/"))
     assert "Your quota in node pool h100 platform h100" in detail
     # CPU: 4 × 191.5 cores − 64 in use − its own 16 unused; memory: nothing deserved, all of it borrowable
-    assert "CPU 16/32 cores, +686 · memory 128Gi/0, +7672Gi" in detail
+    assert "CPU cores 16 in use of 32 deserved, 686 to borrow · memory 128Gi in use of 0, 7672Gi to borrow" in detail
     assert "To borrow now" in detail
 
 
