@@ -1,7 +1,8 @@
 """The fast paths of a large pool import and of the pool list (issue 17) give what the straightforward paths
 give: new pools written in bulk (`pool_writer.save_new_pools`) and one by one (`save_pool`), compilation
-shared between pools of the same config and compiled per pool, the pool list's cached cells and unfold's
-own rendering."""
+shared between pools of the same config and compiled per pool, the engine inputs read as plain rows
+(`compilation.platform_configs`) and from prefetched models (`platform_config`), the pool list's cached
+cells and unfold's own rendering."""
 
 from __future__ import annotations
 
@@ -100,10 +101,13 @@ def test_compilation_shared_between_pools_is_each_pool_compiled_alone(reference_
     try:
         pool_writer.save_new_pools([(doc, pool_writer.new_pool(doc, refs)) for doc in docs], refs)
         shared: dict = {}
+        one_by_one = []
         for row in pools_for_snapshot().order_by("name"):
             for one in row.platforms.all():
+                one_by_one.append((one.pk, one.compiled, compilation.platform_config(row, one)))
                 alone = _outcome(lambda: compilation.compile_checked(row, one))  # noqa: B023 (called at once)
                 assert _outcome(lambda: compilation.compile_checked(row, one, shared)) == alone  # noqa: B023
+        assert compilation.platform_configs(Pool.objects.all()) == one_by_one
     finally:
         Pool.objects.all().delete()
 
