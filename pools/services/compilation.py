@@ -154,8 +154,11 @@ def _references(pool_model, pool_owner, pool_ids, platform_model, platform_owner
 
 
 def _store_compiled(changed: list[tuple[int, dict]]) -> None:
-    """One UPDATE from one JSON object `{platform id: compiled}`: Django's bulk_update (a CASE of one branch
-    per row) and an array of JSON values both cost more than compiling the platforms of a large import."""
+    """On PostgreSQL, one UPDATE from one JSON object `{platform id: compiled}`: Django's bulk_update (a CASE
+    of one branch per row) and an array of JSON values both cost more than compiling a large import."""
+    if connection.vendor != "postgresql":
+        Platform.objects.bulk_update([Platform(pk=pk, compiled=data) for pk, data in changed], ["compiled"], 500)
+        return
     table = Platform._meta.db_table
     with connection.cursor() as cursor:
         cursor.execute(
