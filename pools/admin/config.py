@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 
 from django.contrib import admin, messages
-from django.db.models import Count, Prefetch
+from django.db.models import Count
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
@@ -229,10 +229,16 @@ class PoolAdmin(RowCheckboxMixin, ObjectRightsAdminMixin, PoolAccessLinkMixin, P
         ("GPU quota", {"fields": ["gpu_guarantee", "gpu_maximum", "gpu_weight", "topology_keys"]}),
     ]
 
-    def get_queryset(self, request):
-        # The platform names only (platform_list): their compiled config is large JSON no pool page shows.
-        names_only = Platform.objects.only("pk", "pool_id", "name")
-        return super().get_queryset(request).prefetch_related(Prefetch("platforms", queryset=names_only))
+    def get_changelist_instance(self, request):
+        changelist = super().get_changelist_instance(request)
+        pools = list(changelist.result_list)  # evaluated once; the same objects are rendered
+        names: dict[int, list[str]] = {}
+        rows = Platform.objects.filter(pool_id__in=[pool.pk for pool in pools]).values_list("pool_id", "name")
+        for pool_id, name in rows:  # the names only: a platform's compiled config is large JSON
+            names.setdefault(pool_id, []).append(name)
+        for pool in pools:
+            pool.platform_names = names.get(pool.pk, [])
+        return changelist
 
     def get_changelist(self, request, **kwargs):
         return pool_list_changelist(super().get_changelist(request, **kwargs))
@@ -255,7 +261,8 @@ class PoolAdmin(RowCheckboxMixin, ObjectRightsAdminMixin, PoolAccessLinkMixin, P
 
     @display(description="Platforms")
     def platform_list(self, obj):
-        return ", ".join(sorted(p.name for p in obj.platforms.all())) or "-"
+        names = getattr(obj, "platform_names", None)  # set for the list's rows by get_changelist_instance
+        return ", ".join(sorted(names if names is not None else (p.name for p in obj.platforms.all()))) or "-"
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)
