@@ -85,7 +85,7 @@ def run() -> list[Row]:
                 f"pools this user may use ({POOLS} pools, {ROLES} team roles)",
                 lambda: policy.allowed_pools(warm),
                 runs=200,
-                target="≤ 5 ms",
+                target="≤ 2 ms",
                 note=f"{expected} pools, {len(queries)} query",
             )
         )

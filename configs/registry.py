@@ -2,7 +2,8 @@
 
 `configs.store` drives them in batches: `prepare` loads what a batch refers to once,
 `doc_snapshot` says what an object will look like once saved (so unchanged documents cost no writes),
-`save` writes one object, `after_save` recomputes what depends on the saved objects. Each app describes
+`save` writes one object (or queues it for a bulk write in `after_save`, which runs whenever anything was
+saved), `after_save` recomputes what depends on the saved objects. Each app describes
 its types in `<app>.config_types` and registers their handlers in its AppConfig.ready().
 """
 

@@ -7,13 +7,17 @@ refused save is shown.
 
 from __future__ import annotations
 
+import functools
+
 from django.contrib import admin, messages
 from django.db.models import Count
 from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
+from django.utils.safestring import mark_safe
 from unfold.admin import StackedInline, TabularInline
 from unfold.decorators import display
+from unfold.utils import display_for_label
 
 from access import actions
 from access.admin.object_rights import ObjectRightsAdminMixin
@@ -39,7 +43,7 @@ from pools.models import (
     PoolValidation,
     ResourceValidation,
 )
-from portal.admin_base import ServiceBackedAdmin, pretty_json
+from portal.admin_base import RowCheckboxMixin, ServiceBackedAdmin, pretty_json
 from portal.errors import DomainError
 
 
@@ -185,7 +189,7 @@ class PlatformInline(PoolConfigInline, StackedInline):
 
 
 @admin.register(Pool)
-class PoolAdmin(ObjectRightsAdminMixin, PoolAccessLinkMixin, PoolPreviewMixin, ConfigAdmin):
+class PoolAdmin(RowCheckboxMixin, ObjectRightsAdminMixin, PoolAccessLinkMixin, PoolPreviewMixin, ConfigAdmin):
     config_type = ConfigType.POOL
     form = PoolForm
     list_display = ["name", "backend", "status_badge", "platform_list", "description"]
@@ -225,8 +229,19 @@ class PoolAdmin(ObjectRightsAdminMixin, PoolAccessLinkMixin, PoolPreviewMixin, C
         ("GPU quota", {"fields": ["gpu_guarantee", "gpu_maximum", "gpu_weight", "topology_keys"]}),
     ]
 
-    def get_queryset(self, request):
-        return super().get_queryset(request).prefetch_related("platforms")
+    def get_changelist_instance(self, request):
+        changelist = super().get_changelist_instance(request)
+        pools = list(changelist.result_list)  # evaluated once; the same objects are rendered
+        names: dict[int, list[str]] = {}
+        rows = Platform.objects.filter(pool_id__in=[pool.pk for pool in pools]).values_list("pool_id", "name")
+        for pool_id, name in rows:  # the names only: a platform's compiled config is large JSON
+            names.setdefault(pool_id, []).append(name)
+        for pool in pools:
+            pool.platform_names = names.get(pool.pk, [])
+        return changelist
+
+    def get_changelist(self, request, **kwargs):
+        return pool_list_changelist(super().get_changelist(request, **kwargs))
 
     def get_readonly_fields(self, request, obj=None):
         return [*super().get_readonly_fields(request, obj), "preview"]
@@ -240,13 +255,14 @@ class PoolAdmin(ObjectRightsAdminMixin, PoolAccessLinkMixin, PoolPreviewMixin, C
             reverse("admin:pools_pool_preview", args=[obj.pk]),
         )
 
-    @display(description="Status", label={"ONLINE": "success", "MAINTENANCE": "warning", "OFFLINE": "danger"})
+    @display(description="Status")
     def status_badge(self, obj):
-        return obj.status
+        return status_label(obj.status)
 
     @display(description="Platforms")
     def platform_list(self, obj):
-        return ", ".join(sorted(p.name for p in obj.platforms.all())) or "-"
+        names = getattr(obj, "platform_names", None)  # set for the list's rows by get_changelist_instance
+        return ", ".join(sorted(names if names is not None else (p.name for p in obj.platforms.all()))) or "-"
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)
@@ -254,6 +270,29 @@ class PoolAdmin(ObjectRightsAdminMixin, PoolAccessLinkMixin, PoolPreviewMixin, C
             first = [f for f in fieldsets[0][1]["fields"] if f not in ("history", "preview")]
             return [(None, {"fields": first}), *fieldsets[1:]]
         return fieldsets
+
+
+STATUS_LABELS = {"ONLINE": "success", "MAINTENANCE": "warning", "OFFLINE": "danger"}
+
+
+@functools.cache
+def status_label(status: str) -> str:
+    """unfold's label for a pool status (what `@display(label=STATUS_LABELS)` renders), rendered once per
+    status rather than once per row: a pool has one of three."""
+    return mark_safe(display_for_label(status, "-", STATUS_LABELS))  # noqa: S308 (unfold's own markup)
+
+
+def pool_list_changelist(base: type) -> type:
+    """The pool list's ChangeList with its column ordering computed once per page, not once per row and
+    column (unfold rebuilds the headers for every row)."""
+
+    class PoolChangeList(base):
+        def get_ordering_field_columns(self):
+            if not hasattr(self, "_ordering_field_columns"):
+                self._ordering_field_columns = super().get_ordering_field_columns()
+            return self._ordering_field_columns
+
+    return PoolChangeList
 
 
 PlatformTemplateInline = ordered_reference_inline(

@@ -57,14 +57,27 @@ class PoolHandler(SchemaHandler):
         return pools_for_snapshot()
 
     def prepare(self, docs):
-        return pool_writer.References.load(docs)
+        return _PoolBatch(pool_writer.References.load(docs))
 
     def save(self, doc, existing, prepared):
-        prepared.check(doc)
-        return pool_writer.save_pool(doc, existing, prepared)
+        prepared.refs.check(doc)
+        if existing is None:  # written with the batch's other new pools in after_save: a few bulk inserts
+            pool = pool_writer.new_pool(doc, prepared.refs)
+            prepared.new.append((doc, pool))
+            return pool
+        return pool_writer.save_pool(doc, existing, prepared.refs)
 
     def after_save(self, objs, prepared):
+        pool_writer.save_new_pools(prepared.new, prepared.refs)
         _recompile(Pool.objects.filter(pk__in=[obj.pk for obj in objs]))
+
+
+class _PoolBatch:
+    """What one batch of pool documents refers to, and its new pools waiting for their bulk insert."""
+
+    def __init__(self, refs: pool_writer.References) -> None:
+        self.refs = refs
+        self.new: list = []
 
 
 CONFIG_TYPES = [PodTemplateHandler(), ResourceValidationHandler(), PoolHandler()]
