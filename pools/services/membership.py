@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from django.db.models import Count, Q, QuerySet
@@ -26,7 +26,7 @@ from django.db.models.fields.json import KT
 from clusters.models import Node
 from clusters.signals import ALL
 from pools.engine import EngineError, TaskInput, resolve
-from pools.engine.placement import NOT_EVALUATED, NodeInfo, PreparedPod, evaluate, prepare_pod
+from pools.engine.placement import NOT_EVALUATED, NodeInfo, PreparedPod, evaluate, fits, place, prepare_pod
 from pools.models import NodeMembership, Platform, ResourceType
 from pools.services.compilation import compiled_platform
 from pools.signals import membership_changed
@@ -123,20 +123,25 @@ def node_info(name: str, labels: dict, taints: list, unschedulable: bool) -> Nod
         return None
 
 
-def _fits(target: Target, info: NodeInfo | None) -> bool:
-    return info is not None and target.pod is not None and evaluate(target.pod, info, check_resources=False).fits
-
-
 def _wanted(infos, found: list[Target]) -> dict[tuple[int, int], int]:
-    by_backend: dict[int, list[Target]] = {}
+    """(node id, platform id) -> pool id for every member, node by node; the engine groups nodes into classes."""
+    by_backend: dict[int, list[NodeInfo]] = {}
+    for _, backend_id, info in infos:
+        if info is not None:  # a malformed node belongs to no platform
+            by_backend.setdefault(backend_id, []).append(info)
+    members: dict[int, list[tuple[Target, Iterator[bool]]]] = {}
     for target in found:
-        by_backend.setdefault(target.backend_id, []).append(target)
-    return {
-        (node_id, target.platform_id): target.pool_id
-        for node_id, backend_id, info in infos
-        for target in by_backend.get(backend_id, ())
-        if _fits(target, info)
-    }
+        if target.pod is not None and target.backend_id in by_backend:
+            mask = fits(target.pod, by_backend[target.backend_id], check_resources=False)
+            members.setdefault(target.backend_id, []).append((target, iter(mask)))
+    wanted = {}
+    for node_id, backend_id, info in infos:
+        if info is None:
+            continue
+        for target, mask in members.get(backend_id, ()):
+            if next(mask):
+                wanted[node_id, target.platform_id] = target.pool_id
+    return wanted
 
 
 def _write(
@@ -251,10 +256,8 @@ def explain_platform(platform: Platform) -> dict:
         result["error"] = f"the platform's pod cannot be evaluated: {error}"
         return result
     nodes = Node.objects.filter(backend_id=platform.pool.backend_id).order_by("name")
-    for _, _, info in node_infos(nodes):
-        if info is None:
-            continue
-        verdict = evaluate(pod, info, check_resources=False)
+    infos = [info for _, _, info in node_infos(nodes) if info is not None]
+    for info, verdict in zip(infos, place(pod, infos, check_resources=False), strict=True):
         if verdict.fits:
             result["members"].append(info.name)
         else:
