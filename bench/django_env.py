@@ -23,7 +23,9 @@ def throwaway_database():
     setup_test_environment()
     old_name = connection.settings_dict["NAME"]
     # Its own name, so a benchmark never drops the database of a test run going on at the same time.
-    connection.settings_dict["TEST"] = {**connection.settings_dict.get("TEST", {}), "NAME": "bench_portal"}
+    # BENCH_DATABASE_NAME lets benchmarks run side by side (one name each).
+    name = os.environ.get("BENCH_DATABASE_NAME", "bench_portal")
+    connection.settings_dict["TEST"] = {**connection.settings_dict.get("TEST", {}), "NAME": name}
     connection.creation.create_test_db(verbosity=0, autoclobber=True)
     try:
         yield
