@@ -194,6 +194,11 @@ class PreparedPod:
         self._label_keys = tuple(dict.fromkeys(keys))
         self._uses_node_name = any(term.fields for term in terms)
 
+    @property
+    def label_keys(self) -> tuple[str, ...]:
+        """The node labels the pod's nodeSelector and required affinity read: no other label changes its verdict."""
+        return self._label_keys
+
     def tolerates(self, taint: tuple[str, str, str]) -> bool:
         """Memoised per distinct (key, value, effect): thousands of nodes share a handful of taints."""
         known = self._tolerated.get(taint)
