@@ -276,6 +276,11 @@ def upsert_nodes(rows: list[Node]) -> None:
     thirty placeholders per node; either takes seconds for 5,000 nodes. Sets each row's pk."""
     if not rows:
         return
+    if connection.vendor != "postgresql":  # SQLite (the single-machine install): Django's own upsert
+        Node.objects.bulk_create(
+            rows, update_conflicts=True, unique_fields=["backend", "name"], update_fields=list(UPSERT_FIELDS)
+        )
+        return
     fields = [f for f in Node._meta.concrete_fields if not f.primary_key]
     quote = connection.ops.quote_name
     columns = ", ".join(quote(f.column) for f in fields)
