@@ -20,7 +20,7 @@ import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
@@ -53,6 +53,7 @@ SUM_FIELDS = (
     "other_pods",
     *(f"{column}_used" for column in CAPACITY_COLUMNS.values()),
 )
+PLACEMENT_FIELDS = ("labels", "taints", "unschedulable")  # what node membership (pools, quotas) depends on
 ALLOCATABLE_FIELDS = tuple(f"{column}_allocatable" for column in CAPACITY_COLUMNS.values())
 UPSERT_FIELDS = (*NODE_FIELDS, *ALLOCATABLE_FIELDS, *SUM_FIELDS, "fingerprint", "last_seen")
 
@@ -206,17 +207,23 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
 
     Queries: one read of the stored fingerprints, one upsert per BATCH_SIZE changed nodes, one
     `last_seen` update, plus what `nodes_changed` receivers do for the nodes whose labels, taints or cordon
-    changed (pools: their membership).
+    changed (pools: their membership). Without `complete` (watch events, a few nodes) that read also
+    returns the nodes' previous labels, taints and cordon, sent as `previous` so receivers can skip a node
+    whose change cannot move it.
     """
     now = timezone.now()
     names = [record["name"] for record in records]
     stored_rows = Node.objects.filter(backend_id=backend_id)
     if not complete:
         stored_rows = stored_rows.filter(name__in=names)
-    stored = {
-        name: (pk, fingerprint, tuple(values))
-        for pk, name, fingerprint, *values in stored_rows.values_list("pk", "name", "fingerprint", *SUM_FIELDS)
-    }
+    placement_fields = () if complete else PLACEMENT_FIELDS  # a few nodes (watch events): say what they were
+    stored, previous = {}, {}
+    for pk, name, fingerprint, *values in stored_rows.values_list(
+        "pk", "name", "fingerprint", *SUM_FIELDS, *placement_fields
+    ):
+        stored[name] = (pk, fingerprint, tuple(values[: len(SUM_FIELDS)]))
+        if placement_fields:
+            previous[name] = dict(zip(placement_fields, values[len(SUM_FIELDS) :], strict=True))
     rows, placement_changed, created = [], [], 0
     for record in records:
         fingerprint = node_fingerprint(record)
@@ -240,14 +247,8 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
                 **sums,
             )
         )
-    if rows:
-        Node.objects.bulk_create(
-            rows,
-            batch_size=BATCH_SIZE,
-            update_conflicts=True,
-            unique_fields=["backend", "name"],
-            update_fields=list(UPSERT_FIELDS),
-        )
+    for start in range(0, len(rows), BATCH_SIZE):
+        upsert_nodes(rows[start : start + BATCH_SIZE])
     deleted = 0
     if complete:
         listed = set(names)
@@ -258,8 +259,52 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
     if placement_changed:  # in this transaction: what depends on placement (membership) commits with the nodes
         changed = set(placement_changed)
         written = [row for row in rows if row.name in changed] if all(row.pk for row in rows) else None
-        nodes_changed.send(sender=Node, backend_id=backend_id, names=placement_changed, nodes=written)
+        nodes_changed.send(
+            sender=Node,
+            backend_id=backend_id,
+            names=placement_changed,
+            nodes=written,
+            previous={name: previous[name] for name in placement_changed if name in previous} if previous else None,
+        )
     return created, len(rows) - created, deleted
+
+
+def upsert_nodes(rows: list[Node]) -> None:
+    """`bulk_create(rows, update_conflicts=True, unique_fields=[backend, name], update_fields=UPSERT_FIELDS)`,
+    with the rows sent as one JSON document read by `jsonb_to_recordset`: Django's UNNEST insert sends each
+    JSON column as a text array that psycopg escapes quote by quote in Python, and its VALUES insert builds
+    thirty placeholders per node; either takes seconds for 5,000 nodes. Sets each row's pk."""
+    if not rows:
+        return
+    if connection.vendor != "postgresql":  # SQLite (the single-machine install): Django's own upsert
+        Node.objects.bulk_create(
+            rows, update_conflicts=True, unique_fields=["backend", "name"], update_fields=list(UPSERT_FIELDS)
+        )
+        return
+    fields = [f for f in Node._meta.concrete_fields if not f.primary_key]
+    quote = connection.ops.quote_name
+    columns = ", ".join(quote(f.column) for f in fields)
+    record_type = ", ".join(f"{quote(f.column)} {f.db_type(connection).split('(')[0]}" for f in fields)
+    updated = [Node._meta.get_field(name).column for name in UPSERT_FIELDS]
+    updates = ", ".join(f"{quote(column)} = EXCLUDED.{quote(column)}" for column in updated)
+    document = json.dumps(
+        [{f.column: _json_value(getattr(row, f.attname)) for f in fields} for row in rows], separators=(",", ":")
+    )
+    table = quote(Node._meta.db_table)
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} ({columns}) SELECT {columns} FROM jsonb_to_recordset(%s::jsonb) AS r({record_type}) "
+            f"ON CONFLICT ({quote('backend_id')}, {quote('name')}) DO UPDATE SET {updates} RETURNING id, name",
+            [document],
+        )
+        ids = {name: pk for pk, name in cursor.fetchall()}
+    for row in rows:
+        row.pk = ids[row.name]
+        row._state.adding = False
+
+
+def _json_value(value):
+    return value.isoformat() if hasattr(value, "isoformat") else value
 
 
 def node_fingerprint(record: dict) -> str:

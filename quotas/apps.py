@@ -77,8 +77,9 @@ def _workflow_finished(sender, *, workflow_pk, **kwargs) -> None:
 # Receivers: each runs in the sender's transaction, so what it writes commits or rolls back with it.
 
 
-def _nodes_changed(sender, *, backend_id, names, nodes=None, **kwargs) -> None:
-    """The inventory wrote nodes (new ones, or labels changed): their node pool."""
+def _nodes_changed(sender, *, backend_id, names, nodes=None, previous=None, **kwargs) -> None:
+    """The inventory wrote nodes (new ones, or labels changed): their node pool. With `previous` (watch events),
+    only new nodes and nodes whose labels read by a label node pool changed."""
     from clusters.models import Node
     from clusters.signals import ALL
     from quotas.services import membership
@@ -86,7 +87,10 @@ def _nodes_changed(sender, *, backend_id, names, nodes=None, **kwargs) -> None:
     if names == ALL:
         membership.recompute(backend_id)
     elif nodes is not None:
-        membership.recompute(backend_id, [node.pk for node in nodes])
+        before = None
+        if previous is not None:
+            before = {node.pk: previous[node.name]["labels"] for node in nodes if node.name in previous}
+        membership.recompute(backend_id, labels={node.pk: node.labels for node in nodes}, previous=before)
     else:
         written = Node.objects.filter(backend_id=backend_id, name__in=names).values_list("pk", flat=True)
         membership.recompute(backend_id, list(written))
@@ -97,7 +101,7 @@ def _membership_changed(sender, *, backend_ids, node_ids=None, **kwargs) -> None
     from quotas.services import membership
 
     for backend_id in backend_ids:
-        membership.recompute(backend_id, node_ids)
+        membership.recompute(backend_id, node_ids, platform_change=True)
 
 
 def _platform_deleted(sender, instance, **kwargs) -> None:

@@ -46,8 +46,10 @@ __all__ = [
     "PreparedPod",
     "Verdict",
     "evaluate",
+    "fits",
     "nodes_from_kubectl",
     "place",
+    "place_each",
     "pod_requests",
     "prepare_pod",
 ]
@@ -68,6 +70,8 @@ NOT_EVALUATED: tuple[str, ...] = (
 )
 
 TERMINAL_PHASES = frozenset({"Succeeded", "Failed"})
+_SHAPES: dict[tuple, tuple[int, tuple]] = {}
+_ABSENT = object()  # a label the node does not have (distinct from any value)
 _MEMO_LIMIT = 65_536  # per prepared pod; cleared when full
 
 
@@ -83,12 +87,35 @@ class NodeInfo:
     requested: dict[str, int] = field(default_factory=dict)  # summed requests of non-terminal pods
     pod_count: int = 0
     hard_taints: tuple[tuple[str, str, str], ...] = field(init=False, repr=False, compare=False)
+    # What the filters read besides the name and labels, with its hash: built at the first `place`.
+    _shape: tuple[int, tuple] | None = field(default=None, init=False, repr=False, compare=False)
+    _membership_shape: tuple[int, tuple] | None = field(default=None, init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         # only NoSchedule/NoExecute taints filter; PreferNoSchedule only affects scoring
         if not all(isinstance(taint, dict) for taint in self.taints):
             raise EngineError(f"node {self.name}: every taint must be an object", field="spec.taints")
         self.hard_taints = tuple(t for t in map(taint_tuple, self.taints) if t[2] in FILTER_EFFECTS)
+
+    def shape(self) -> tuple[int, tuple]:
+        """(hash, shape): cordon, filtering taints, pod count, allocatable and requested."""
+        if self._shape is None:
+            shape = (
+                self.unschedulable,
+                self.hard_taints,
+                self.pod_count,
+                tuple(sorted(self.allocatable.items())),
+                tuple(sorted(self.requested.items())),
+            )
+            self._shape = _interned(shape)
+        return self._shape
+
+    def membership_shape(self) -> tuple[int, tuple]:
+        """(hash, shape) without resources: cordon and filtering taints."""
+        if self._membership_shape is None:
+            shape = (self.unschedulable, self.hard_taints)
+            self._membership_shape = _interned(shape)
+        return self._membership_shape
 
     @classmethod
     def from_k8s(cls, node: dict, pods: Iterable[dict] = ()) -> NodeInfo:
@@ -113,6 +140,16 @@ class NodeInfo:
             requested=sum_requests(_bound_pod_requests(pod, name) for pod in active),
             pod_count=len(active),
         )
+
+
+def _interned(shape: tuple) -> tuple[int, tuple]:
+    """Equal shapes share one (hash, shape) object, so `place` compares them by identity first."""
+    known = _SHAPES.get(shape)
+    if known is None:
+        if len(_SHAPES) >= _MEMO_LIMIT:
+            _SHAPES.clear()  # only sharing is lost: `place` still compares shapes by value
+        known = _SHAPES[shape] = (hash(shape), shape)
+    return known
 
 
 def _phase(pod: dict) -> str:
@@ -157,6 +194,11 @@ class PreparedPod:
         self._label_keys = tuple(dict.fromkeys(keys))
         self._uses_node_name = any(term.fields for term in terms)
 
+    @property
+    def label_keys(self) -> tuple[str, ...]:
+        """The node labels the pod's nodeSelector and required affinity read: no other label changes its verdict."""
+        return self._label_keys
+
     def tolerates(self, taint: tuple[str, str, str]) -> bool:
         """Memoised per distinct (key, value, effect): thousands of nodes share a handful of taints."""
         known = self._tolerated.get(taint)
@@ -197,7 +239,7 @@ def _resource_order(name: str) -> tuple[int, str]:
     return ({"cpu": 0, "memory": 1, "ephemeral-storage": 2}.get(name, 3), name)
 
 
-@dataclass
+@dataclass(slots=True)
 class Verdict:
     node: str
     fits: bool
@@ -268,7 +310,58 @@ def _compute_affinity_reasons(pod: PreparedPod, labels: dict[str, str], node_nam
 
 
 def place(pod: dict | PreparedPod, nodes: Sequence[NodeInfo], *, check_resources: bool = True) -> list[Verdict]:
-    """One verdict per node, in the order given."""
+    """One verdict per node, in the order given, each with its complete reasons.
+
+    Nodes are grouped into equivalence classes: same cordon, same filtering taints, same values of the labels
+    the pod looks at and (with resources) the same pod count, allocatable and requested resources. The
+    filters run once per class (a 5,000-node cluster has a few dozen to a few hundred); every node gets a copy
+    of its class's verdict under its own name. A pod that names a node (nodeName, matchFields) is evaluated
+    node by node. `place_each` is the plain per-node path; both give identical verdicts.
+    """
+    prepared = prepare_pod(pod)
+    if prepared.node_name or prepared._uses_node_name:
+        return place_each(prepared, nodes, check_resources=check_resources)
+    return [
+        Verdict(node.name, verdict.fits, list(verdict.reasons), verdict.filters)
+        for node, verdict in zip(nodes, _class_verdicts(prepared, nodes, check_resources), strict=True)
+    ]
+
+
+def fits(pod: dict | PreparedPod, nodes: Sequence[NodeInfo], *, check_resources: bool = True) -> list[bool]:
+    """`[v.fits for v in place(pod, nodes)]` without building a verdict per node (pool membership)."""
+    prepared = prepare_pod(pod)
+    if prepared.node_name or prepared._uses_node_name:
+        return [verdict.fits for verdict in place_each(prepared, nodes, check_resources=check_resources)]
+    return [verdict.fits for verdict in _class_verdicts(prepared, nodes, check_resources)]
+
+
+def _class_verdicts(prepared: PreparedPod, nodes: Sequence[NodeInfo], check_resources: bool) -> list[Verdict]:
+    """Per node, the verdict of its class (evaluated on the class's first node: shared, never to be changed).
+
+    A node's shape is computed at its first placement: a NodeInfo must not change after it (see NodeInfo)."""
+    label_keys = prepared._label_keys
+    absent = (_ABSENT,) * len(label_keys)
+    shape_of = NodeInfo.shape if check_resources else NodeInfo.membership_shape
+    classes: dict[tuple, list[tuple[tuple, Verdict]]] = {}
+    verdicts = []
+    append = verdicts.append
+    for node in nodes:
+        shape_hash, shape = shape_of(node)
+        key = (shape_hash, tuple(map(node.labels.get, label_keys, absent)))  # map(): no Python-level loop
+        members = classes.setdefault(key, [])
+        for other_shape, verdict in members:
+            if other_shape is shape or other_shape == shape:  # interned shapes: usually the same object
+                append(verdict)
+                break
+        else:
+            verdict = evaluate(prepared, node, check_resources=check_resources)
+            members.append((shape, verdict))
+            append(verdict)
+    return verdicts
+
+
+def place_each(pod: dict | PreparedPod, nodes: Sequence[NodeInfo], *, check_resources: bool = True) -> list[Verdict]:
+    """The reference path: every filter on every node."""
     prepared = prepare_pod(pod)
     return [evaluate(prepared, node, check_resources=check_resources) for node in nodes]
 

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
 from django.db.models import Count, Q, QuerySet
@@ -26,7 +26,7 @@ from django.db.models.fields.json import KT
 from clusters.models import Node
 from clusters.signals import ALL
 from pools.engine import EngineError, TaskInput, resolve
-from pools.engine.placement import NOT_EVALUATED, NodeInfo, PreparedPod, evaluate, prepare_pod
+from pools.engine.placement import NOT_EVALUATED, NodeInfo, PreparedPod, evaluate, fits, place, prepare_pod
 from pools.models import NodeMembership, Platform, ResourceType
 from pools.services.compilation import compiled_platform
 from pools.signals import membership_changed
@@ -37,6 +37,7 @@ PLACEMENT_FIELDS = ("nodeSelector", "affinity", "tolerations")
 FULL_RECOMPUTE_ABOVE = 1000  # node names: beyond this, recompute the whole backend (cheaper than a big IN)
 _POD_CACHE: OrderedDict[str, PreparedPod | EngineError] = OrderedDict()
 _POD_CACHE_SIZE = 1024
+_ABSENT = object()
 
 
 @dataclass
@@ -123,20 +124,25 @@ def node_info(name: str, labels: dict, taints: list, unschedulable: bool) -> Nod
         return None
 
 
-def _fits(target: Target, info: NodeInfo | None) -> bool:
-    return info is not None and target.pod is not None and evaluate(target.pod, info, check_resources=False).fits
-
-
 def _wanted(infos, found: list[Target]) -> dict[tuple[int, int], int]:
-    by_backend: dict[int, list[Target]] = {}
+    """(node id, platform id) -> pool id for every member, node by node; the engine groups nodes into classes."""
+    by_backend: dict[int, list[NodeInfo]] = {}
+    for _, backend_id, info in infos:
+        if info is not None:  # a malformed node belongs to no platform
+            by_backend.setdefault(backend_id, []).append(info)
+    members: dict[int, list[tuple[Target, Iterator[bool]]]] = {}
     for target in found:
-        by_backend.setdefault(target.backend_id, []).append(target)
-    return {
-        (node_id, target.platform_id): target.pool_id
-        for node_id, backend_id, info in infos
-        for target in by_backend.get(backend_id, ())
-        if _fits(target, info)
-    }
+        if target.pod is not None and target.backend_id in by_backend:
+            mask = fits(target.pod, by_backend[target.backend_id], check_resources=False)
+            members.setdefault(target.backend_id, []).append((target, iter(mask)))
+    wanted = {}
+    for node_id, backend_id, info in infos:
+        if info is None:
+            continue
+        for target, mask in members.get(backend_id, ()):
+            if next(mask):
+                wanted[node_id, target.platform_id] = target.pool_id
+    return wanted
 
 
 def _write(
@@ -164,11 +170,16 @@ def _write(
 
 
 def recompute_nodes(
-    backend_id: int, names: list[str] | None = None, *, infos: list[tuple[int, int, NodeInfo | None]] | None = None
+    backend_id: int,
+    names: list[str] | None = None,
+    *,
+    infos: list[tuple[int, int, NodeInfo | None]] | None = None,
+    found: list[Target] | None = None,
 ) -> tuple[int, int]:
     """Membership of the backend's nodes called `names` (all when None) in every platform of the backend.
 
-    `infos` (node id, backend id, NodeInfo) saves reading back nodes the caller has just written.
+    `infos` (node id, backend id, NodeInfo) saves reading back nodes the caller has just written; `found`,
+    the backend's targets when the caller has read them.
     """
     scope = NodeMembership.objects.filter(node__backend_id=backend_id)
     if infos is not None:
@@ -179,19 +190,45 @@ def recompute_nodes(
             nodes = nodes.filter(name__in=names)
             scope = scope.filter(node__name__in=names)
         infos = node_infos(nodes)
-    return _write(scope, _wanted(infos, targets(backend_ids=[backend_id])), [backend_id])
+    if found is None:
+        found = targets(backend_ids=[backend_id])
+    return _write(scope, _wanted(infos, found), [backend_id])
 
 
-def nodes_changed(*, backend_id: int, names: list[str] | str, nodes: list[Node] | None = None, **_) -> tuple[int, int]:
-    """`clusters.signals.nodes_changed`: membership of those nodes; `nodes`, just written, are not read back."""
+def nodes_changed(
+    *,
+    backend_id: int,
+    names: list[str] | str,
+    nodes: list[Node] | None = None,
+    previous: dict[str, dict] | None = None,
+    **_,
+) -> tuple[int, int]:
+    """`clusters.signals.nodes_changed`: membership of those nodes; `nodes`, just written, are not read back.
+
+    With `previous` (their former labels, taints and cordon), a node whose taints and cordon are the same and
+    whose changed labels are none that a platform's pod reads keeps its memberships: it is not recomputed."""
     if names == ALL:
         return recompute_nodes(backend_id)
-    infos = None
-    if nodes is not None and len(names) <= FULL_RECOMPUTE_ABOVE:
-        infos = [
-            (node.pk, backend_id, node_info(node.name, node.labels, node.taints, node.unschedulable)) for node in nodes
-        ]
-    return recompute_nodes(backend_id, names=names, infos=infos)
+    if nodes is None or len(names) > FULL_RECOMPUTE_ABOVE:
+        return recompute_nodes(backend_id, names=names)
+    found = None
+    if previous is not None:
+        found = targets(backend_ids=[backend_id])
+        read = {key for target in found if target.pod is not None for key in target.pod.label_keys}
+        nodes = [node for node in nodes if may_move(node, previous.get(node.name), read)]
+        if not nodes:
+            return (0, 0)
+    infos = [(n.pk, backend_id, node_info(n.name, n.labels, n.taints, n.unschedulable)) for n in nodes]
+    return recompute_nodes(backend_id, names=names, infos=infos, found=found)
+
+
+def may_move(node: Node, before: dict | None, label_keys: set[str]) -> bool:
+    """Whether a node's change can change its memberships: new, other taints or cordon, or a label in `label_keys`
+    (the labels the platforms' pods read) added, removed or changed."""
+    if before is None or before["taints"] != node.taints or bool(before["unschedulable"]) != bool(node.unschedulable):
+        return True
+    old, new = before["labels"] or {}, node.labels or {}
+    return any(old.get(key, _ABSENT) != new.get(key, _ABSENT) for key in label_keys)
 
 
 def recompute_platforms(platform_ids: Iterable[int]) -> tuple[int, int]:
@@ -251,10 +288,8 @@ def explain_platform(platform: Platform) -> dict:
         result["error"] = f"the platform's pod cannot be evaluated: {error}"
         return result
     nodes = Node.objects.filter(backend_id=platform.pool.backend_id).order_by("name")
-    for _, _, info in node_infos(nodes):
-        if info is None:
-            continue
-        verdict = evaluate(pod, info, check_resources=False)
+    infos = [info for _, _, info in node_infos(nodes) if info is not None]
+    for info, verdict in zip(infos, place(pod, infos, check_resources=False), strict=True):
         if verdict.fits:
             result["members"].append(info.name)
         else:

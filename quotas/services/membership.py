@@ -21,24 +21,53 @@ from quotas.services.node_pools import ensure_default
 BATCH = 1000
 
 
-def recompute(backend_id: int, node_ids: Iterable[int] | None = None) -> tuple[int, int]:
-    """Assign the backend's nodes (only `node_ids` when given) to their node pools; (assigned, moved)."""
+def recompute(
+    backend_id: int,
+    node_ids: Iterable[int] | None = None,
+    *,
+    labels: dict[int, dict] | None = None,
+    previous: dict[int, dict] | None = None,
+    platform_change: bool = False,
+) -> tuple[int, int]:
+    """Assign the backend's nodes (only `node_ids` when given) to their node pools; (assigned, moved).
+
+    `labels` (node id -> labels, nodes of this backend the caller has just written) saves reading them back.
+    `previous` (node id -> former labels, for nodes that existed; with `labels`): a node none of whose labels
+    that a label node pool reads changed keeps its node pool (platform moves come as `platform_change`).
+    `platform_change`: only the nodes' platform memberships changed, which moves no node unless the backend
+    has platform node pools: then nothing more is read.
+    """
     node_pools = list(NodePool.objects.filter(backend_id=backend_id))
+    labelled = sorted((p for p in node_pools if p.selector_kind == SelectorKind.LABEL), key=lambda p: p.name)
+    by_platform = sorted((p for p in node_pools if p.selector_kind == SelectorKind.PLATFORM), key=lambda p: p.name)
+    if platform_change and not by_platform:
+        return (0, 0)
     default = next((p for p in node_pools if p.selector_kind == SelectorKind.DEFAULT), None)
     if default is None:  # a backend created before this app, or rows written by hand
         default = ensure_default(backend_id)
-    labelled = sorted((p for p in node_pools if p.selector_kind == SelectorKind.LABEL), key=lambda p: p.name)
-    by_platform = sorted((p for p in node_pools if p.selector_kind == SelectorKind.PLATFORM), key=lambda p: p.name)
-    nodes = Node.objects.filter(backend_id=backend_id)
-    if node_ids is not None:
-        node_ids = list(node_ids)
-        if not node_ids:
+    if labels is not None and previous is not None:
+        keys = {pool.label_key for pool in labelled}
+        labels = {
+            node_id: node_labels
+            for node_id, node_labels in labels.items()
+            if node_id not in previous or _label_moved(previous[node_id] or {}, node_labels or {}, keys)
+        }
+    if labels is not None:
+        if not labels:
             return (0, 0)
-        nodes = nodes.filter(pk__in=node_ids)
-    labels = dict(nodes.values_list("pk", "labels"))
+        node_scope = list(labels)
+    else:
+        nodes = Node.objects.filter(backend_id=backend_id)
+        if node_ids is not None:
+            node_ids = list(node_ids)
+            if not node_ids:
+                return (0, 0)
+            nodes = nodes.filter(pk__in=node_ids)
+        labels = dict(nodes.values_list("pk", "labels"))
+        node_scope = nodes.values("pk")
     platforms: dict[int, set[tuple[str, str]]] = {}
     if by_platform:
-        memberships = NodeMembership.objects.filter(node__in=nodes.values("pk")).values_list(
+        memberships = NodeMembership.objects.filter(node__in=node_scope).values_list(
             "node_id", "pool__name", "platform__name"
         )
         for node_id, pool, platform in memberships:
@@ -51,6 +80,10 @@ def recompute(backend_id: int, node_ids: Iterable[int] | None = None) -> tuple[i
     if any(written):  # a delegating backend's scheduler shards or flavors select nodes by the node pool
         schedule_sync(backend_id)
     return written
+
+
+def _label_moved(old: dict, new: dict, keys: set[str]) -> bool:
+    return any((key in old, old.get(key)) != (key in new, new.get(key)) for key in keys)
 
 
 def _claim(labels: dict, platforms, labelled: list[NodePool], by_platform: list[NodePool], default: NodePool) -> int:

@@ -3,6 +3,8 @@ Default; one each), kept current when nodes, platforms and node pools change; ca
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 
 from clusters import inventory
@@ -14,7 +16,7 @@ from quotas.models import NodePool, NodePoolMember
 from quotas.services import capacity, membership, node_pools
 from tests.factories import BackendFactory, NodeFactory, QuotaFactory
 from tests.queries import assert_constant_queries
-from tests.quotas.conftest import A100_MEMBERS, A100_PLATFORM, CLI, FLEET_SIZE, H100_LABEL, H100_NODES
+from tests.quotas.conftest import A100_MEMBERS, A100_PLATFORM, CLI, FLEET_SIZE, H100_LABEL, H100_NODES, H100_PRODUCT
 
 
 def members(name: str) -> set[str]:
@@ -210,3 +212,33 @@ def test_a_platform_selector_must_name_a_platform_of_the_same_backend(carved):
     with pytest.raises(ConfigError) as reserved:
         store.apply("NODE_POOL", "other-x-default", {"backend": "other", "selector": A100_PLATFORM}, CLI)
     assert reserved.value.field == "name"
+
+
+def test_watch_events_recompute_a_node_only_when_a_label_read_by_a_pool_changes(carved, kube_server):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from pools.models import NodeMembership
+
+    def platforms(name):
+        return set(NodeMembership.objects.filter(node__name=name).values_list("pool__name", "platform__name"))
+
+    index = inventory.PodIndex()
+    raw = copy.deepcopy(kube_server.emulator.get("nodes", "cpu-node-1"))
+    before = (platforms("cpu-node-1"), members("sim-default"))
+    raw["metadata"]["labels"]["example.com/read-by-nobody"] = "1"
+    with CaptureQueriesContext(connection) as unread:
+        inventory.apply_node_event(carved.pk, "MODIFIED", raw, index)
+    assert (platforms("cpu-node-1"), members("sim-default")) == before
+    raw["metadata"]["labels"]["nvidia.com/gpu.product"] = "NVIDIA-A100-SXM4-80GB"  # read by train/a100
+    with CaptureQueriesContext(connection) as read:
+        inventory.apply_node_event(carved.pk, "MODIFIED", raw, index)
+    assert ("train", "a100") in platforms("cpu-node-1") and "cpu-node-1" in members("a100")
+    assert len(unread) < len(read)
+    raw["metadata"]["labels"]["nvidia.com/gpu.product"] = H100_PRODUCT  # and by the h100 label node pool
+    inventory.apply_node_event(carved.pk, "MODIFIED", raw, index)
+    assert "cpu-node-1" in members("h100") and ("train", "a100") not in platforms("cpu-node-1")
+    # what a full recompute decides is what the events left
+    kept = set(NodePoolMember.objects.values_list("node__name", "node_pool__name"))
+    membership.recompute(carved.pk)
+    assert set(NodePoolMember.objects.values_list("node__name", "node_pool__name")) == kept
