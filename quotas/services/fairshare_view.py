@@ -138,12 +138,12 @@ def _scheduler_view(node_pool: NodePool) -> SchedulerView | None:
     backend = node_pool.backend
     if backend.quota_scheduler not in DELEGATING:
         return None
-    view = SchedulerView(backend.quota_scheduler, SCHEDULER_NAMES[backend.quota_scheduler])
+    scheduler, name = backend.quota_scheduler, SCHEDULER_NAMES[backend.quota_scheduler]
     read = read_status(backend)
     if read.status is None:
-        return SchedulerView(view.scheduler, view.name, error=read.error)
+        return SchedulerView(scheduler, name, error=read.error)
     rows = tuple(_scheduler_row(read.status, usage) for usage in read.status.usage if usage.node_pool == node_pool.name)
-    return SchedulerView(view.scheduler, view.name, rows)
+    return SchedulerView(scheduler, name, rows)
 
 
 def _scheduler_row(status: SchedulerStatus, usage) -> SchedulerRow:
