@@ -59,6 +59,12 @@ class AdmissionGate:
         for node_pool_id in NodePool.objects.filter(name__in=names).values_list("pk", flat=True):
             request_pass(node_pool_id)
 
+    def scheduler_says(self, workflow) -> dict | None:
+        """A delegated workflow not running yet: what KAI or Kueue says of its queue (docs/quota-schedulers.md)."""
+        from quotas.services.scheduler_status import scheduler_says
+
+        return scheduler_says(workflow)
+
 
 def _workflow_finished(sender, *, workflow_pk, **kwargs) -> None:
     """A workflow finished (after commit): its capacity is free; admit what waits in its node pool."""

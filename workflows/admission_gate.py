@@ -9,6 +9,9 @@ inside the submission's transaction, where the workflow is charged (`charge`), a
   non-preemptible, pods enqueued as before;
 * `Charge(node_pool, queue=True)`: stored QUEUED; once committed the gate hears of it (`on_queued`) and runs
   admission, which moves it on through `workflows.lifecycle.admission` (admit, hold, preempt).
+
+It also answers "why is it not running" for a workflow another scheduler admits (`scheduler_says`): one
+workflow's `explain` and API detail ask it, never a list.
 """
 
 from __future__ import annotations
@@ -30,6 +33,11 @@ class Gate(Protocol):
 
     def on_queued(self, workflow_pks: list[int]) -> None:
         """Workflows were stored QUEUED (called after commit): run admission for their node pools."""
+
+    def scheduler_says(self, workflow) -> dict | None:
+        """For a workflow admitted at once whose backend's own scheduler (KAI, Kueue) decides when it runs,
+        and not running yet: why it waits, as that scheduler says (`reason`, a sentence, and more keys for the
+        `queue` object). None when there is nothing to say. May read the cluster: one workflow at a time."""
 
 
 _gate: Gate | None = None

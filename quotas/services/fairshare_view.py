@@ -2,15 +2,21 @@
 resource, its deserved quota, its fair share, what it uses and what it borrows, as bars on one scale; and who
 is borrowing from whom (pools.engine.borrowing, through quotas.services.state: the same numbers admission and
 `quota show` use). Three queries (the state), whatever the number of projects and workflows.
+
+On a backend that delegates to KAI-Scheduler or Kueue, also the node pool "as the scheduler sees it": per project
+what it has allocated and its status message, read from its objects' status (quotas.services.scheduler_status:
+one list call, five more queries); a cluster that cannot be read is one line, never an error page.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from clusters.schedulers import DELEGATING
 from pools.engine.borrowing import Loan
 from quotas import units
 from quotas.models import RESOURCES, NodePool
+from quotas.services.scheduler_status import SCHEDULER_NAMES, SchedulerStatus, read_status
 from quotas.services.state import state as state_of
 
 SERIES = (
@@ -47,6 +53,26 @@ class LoanRow:
 
 
 @dataclass(frozen=True)
+class SchedulerRow:
+    """One project's queue in this node pool, as the scheduler reports it (figures shown; "-": not reported)."""
+
+    project: str
+    queue: str
+    allocated: tuple[str, ...]  # per resource, in RESOURCES order
+    borrowed: str  # Kueue: beyond nominal quota ("" for KAI)
+    workloads: str  # Kueue: "2 admitted, 3 pending" ("" for KAI)
+    message: str
+
+
+@dataclass(frozen=True)
+class SchedulerView:
+    scheduler: str  # kai | kueue
+    name: str  # KAI-Scheduler | Kueue
+    rows: tuple[SchedulerRow, ...] = ()
+    error: str = ""  # "could not read the scheduler's status: …"
+
+
+@dataclass(frozen=True)
 class FairSharePage:
     node_pool: NodePool
     resource: str
@@ -61,6 +87,7 @@ class FairSharePage:
     scale: str
     projects: tuple[ProjectBars, ...]
     loans: tuple[LoanRow, ...]
+    scheduler: SchedulerView | None = None  # None: the portal admits
     series: tuple[tuple[str, str, str], ...] = SERIES
 
 
@@ -103,6 +130,39 @@ def fairshare_page(node_pool: NodePool, resource: str = "gpu") -> FairSharePage:
         scale=show(scale),
         projects=projects,
         loans=tuple(_loan(loan, show) for loan in view.loans),
+        scheduler=_scheduler_view(node_pool),
+    )
+
+
+def _scheduler_view(node_pool: NodePool) -> SchedulerView | None:
+    backend = node_pool.backend
+    if backend.quota_scheduler not in DELEGATING:
+        return None
+    scheduler, name = backend.quota_scheduler, SCHEDULER_NAMES[backend.quota_scheduler]
+    read = read_status(backend)
+    if read.status is None:
+        return SchedulerView(scheduler, name, error=read.error)
+    rows = tuple(_scheduler_row(read.status, usage) for usage in read.status.usage if usage.node_pool == node_pool.name)
+    return SchedulerView(scheduler, name, rows)
+
+
+def _scheduler_row(status: SchedulerStatus, usage) -> SchedulerRow:
+    kueue = status.scheduler == "kueue"
+    borrowed = ", ".join(f"{r} {units.show(r, usage.borrowed[r])}" for r in RESOURCES if usage.borrowed.get(r))
+    workloads = ""
+    if kueue:
+        admitted, pending = (
+            status.admitted_workloads.get(usage.project, 0),
+            status.pending_workloads.get(usage.project, 0),
+        )
+        workloads = f"{admitted} admitted, {pending} pending"
+    return SchedulerRow(
+        usage.project,
+        usage.queue,
+        tuple(units.show(r, usage.allocated.get(r)) for r in RESOURCES),
+        (borrowed or "none") if kueue else "",
+        workloads,
+        status.messages.get(usage.queue, ""),
     )
 
 

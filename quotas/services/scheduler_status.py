@@ -26,8 +26,12 @@ from clusters.schedulers import DELEGATING, kai, kueue, resource_of
 from clusters.schedulers.tree import object_name
 from pools.engine.placement_fit import to_scheduler_units
 from pools.engine.quantity import QuantityError, parse_quantity
+from portal.errors import PortalError
 from quotas.services.delegation import _backend, managed_selector, tree_for
+from workflows.models import WorkflowStatus
 
+SCHEDULER_NAMES = {"kai": "KAI-Scheduler", "kueue": "Kueue"}  # as the pages say them
+SHORT_NAMES = {"kai": "KAI", "kueue": "Kueue"}  # in "scheduler (KAI): …"
 RESOURCE_OF = {"nvidia.com/gpu": "gpu", "gpu": "gpu", "cpu": "cpu", "memory": "memory"}
 K8S_NAME = {"gpu": "nvidia.com/gpu", "cpu": "cpu", "memory": "memory"}
 
@@ -56,7 +60,54 @@ class SchedulerStatus:
 
     def allocated(self, node_pool: str, project: str) -> dict[str, int | float]:
         """What the scheduler has allocated to `project` in `node_pool` ({} when it reported nothing)."""
-        return next((u.allocated for u in self.usage if u.node_pool == node_pool and u.project == project), {})
+        found = self.usage_of(node_pool, project)
+        return found.allocated if found else {}
+
+    def usage_of(self, node_pool: str, project: str) -> QueueUsage | None:
+        return next((u for u in self.usage if u.node_pool == node_pool and u.project == project), None)
+
+
+@dataclass(frozen=True)
+class StatusRead:
+    """The scheduler's status, or why it could not be read (`error`, one line for a page or a command)."""
+
+    status: SchedulerStatus | None
+    error: str = ""
+
+
+def read_status(backend: Backend | int, *, connect_to: Callable[[Backend], KubeClient] = connect) -> StatusRead:
+    """`scheduler_status`, with a cluster that cannot be read (down, refusing, not configured) as a line to show
+    instead of an exception: the pages that show the scheduler's view must still answer."""
+    try:
+        return StatusRead(scheduler_status(backend, connect_to=connect_to))
+    except PortalError as error:
+        return StatusRead(None, f"could not read the scheduler's status: {error}")
+
+
+def scheduler_says(workflow) -> dict | None:
+    """Why a workflow of a delegating backend is not running yet (PENDING or WAITING: the portal admitted it at
+    once and KAI or Kueue decides): the scheduler's status message on its project's queue in its node pool, as
+    `{"reason": "scheduler (KAI): …", "code", "scheduler", "scheduler_queue"}`. None for any other workflow.
+    One list call to the cluster (and the tree's five queries); a cluster that cannot be read is said so."""
+    backend = workflow.pool.backend
+    if (
+        backend.quota_scheduler not in DELEGATING
+        or workflow.status not in (WorkflowStatus.PENDING, WorkflowStatus.WAITING)
+        or workflow.project is None
+        or not workflow.node_pool
+    ):
+        return None
+    prefix = f"scheduler ({SHORT_NAMES[backend.quota_scheduler]})"
+    said = {"code": "scheduler", "scheduler": backend.quota_scheduler, "scheduler_queue": ""}
+    read = read_status(backend)
+    if read.status is None:
+        return {**said, "reason": f"{prefix}: {read.error}"}
+    usage = read.status.usage_of(workflow.node_pool, workflow.project.name)
+    if usage is None:
+        return {**said, "reason": f"{prefix}: no queue for project {workflow.project.name} in {workflow.node_pool}"}
+    message = read.status.messages.get(usage.queue)
+    text = message or f"no status message on queue {usage.queue} yet"
+    return {**said, "scheduler_queue": usage.queue, "reason": f"{prefix}: {text}"}
 
 
 def scheduler_status(

@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.api import MAX_INT
+from workflows import admission_gate
 from workflows.api import osmo
 from workflows.models import Priority, TaskStatus, WorkflowStatus
 
@@ -212,7 +213,9 @@ class WorkflowSummarySerializer(serializers.Serializer):
     queue = serializers.SerializerMethodField(
         help_text="While QUEUED (waiting for quota admission; OSMO's PENDING): why it waits — `reason` (a sentence), "
         "`code`, the numbers (`demand`, `allocated`, `deserved`, `fair_share`, `limit`, `free`, `borrowable`), "
-        "its `position` in the node pool's queue. Null otherwise."
+        "its `position` in the node pool's queue. In one workflow's detail, also while PENDING or WAITING on a "
+        "backend whose own scheduler (KAI, Kueue) admits it: that scheduler's status message on its project's "
+        "queue (`reason` 'scheduler (KAI): …', `scheduler`, `scheduler_queue`). Null otherwise."
     )
     preemption = serializers.SerializerMethodField(
         help_text="When it was preempted (reclaimed): why, for which workflow (`by`) and the numbers. Null otherwise."
@@ -241,8 +244,16 @@ class WorkflowSummarySerializer(serializers.Serializer):
         return workflow.preemption or None
 
 
-def queue_of(workflow) -> dict | None:
-    """Why a QUEUED workflow waits, as the last admission pass wrote it (docs/admission.md)."""
+def queue_of(workflow, *, ask_scheduler: bool = False) -> dict | None:
+    """Why a QUEUED workflow waits, as the last admission pass wrote it (docs/admission.md). With
+    `ask_scheduler` (one workflow's detail, never a list: it may read the cluster), a PENDING or WAITING
+    workflow whose backend's scheduler (KAI, Kueue) admits it: what that scheduler says (the admission gate's
+    `scheduler_says`; docs/quota-schedulers.md)."""
+    if ask_scheduler and workflow.status in (WorkflowStatus.PENDING, WorkflowStatus.WAITING):
+        gate = admission_gate.current()
+        said = gate.scheduler_says(workflow) if gate is not None and hasattr(gate, "scheduler_says") else None
+        if said:
+            return {"status": workflow.status, "node_pool": workflow.node_pool, **said}
     if workflow.status != WorkflowStatus.QUEUED:
         return None
     reason = dict(workflow.queue_reason or {})
@@ -301,6 +312,10 @@ class WorkflowDetailSerializer(WorkflowSummarySerializer):
 
     def get_spec(self, workflow) -> str:
         return osmo.api_url(self.context.get("request"), workflow.workflow_id, "spec")
+
+    @extend_schema_field({"type": "object", "nullable": True})
+    def get_queue(self, workflow) -> dict | None:
+        return queue_of(workflow, ask_scheduler=True)  # one workflow: its scheduler may be asked
 
     def get_events(self, workflow) -> str:
         return osmo.api_url(self.context.get("request"), workflow.workflow_id, "events")

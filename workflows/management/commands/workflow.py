@@ -278,7 +278,7 @@ def explanation(workflow) -> dict:
                 "submitted_at": workflow.created_at,
                 "admitted_at": workflow.admitted_at,
                 "preemptible": workflow.preemptible,
-                "queue": s.queue_of(workflow),
+                "queue": s.queue_of(workflow, ask_scheduler=True),
                 "preemption": workflow.preemption or None,
             },
             default=str,
