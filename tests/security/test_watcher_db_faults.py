@@ -13,6 +13,7 @@ pod sums end as the cluster's.
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import signal
 import subprocess
@@ -201,11 +202,30 @@ def _pod(name: str, node: str, *, forever: bool) -> dict:
     }
 
 
+def watchloop_lines(request) -> list[str]:
+    """What the watch loop logs, read by a handler of its own logger: the whole suite's other tests may have
+    reconfigured logging (a Celery worker hijacks the root logger), which must not hide these lines."""
+    logger = logging.getLogger("clusters.watchloop")
+    lines: list[str] = []
+    handler = logging.Handler(level=logging.WARNING)
+    handler.emit = lambda record: lines.append(record.getMessage())
+    was_disabled, logger.disabled = logger.disabled, False
+    logger.addHandler(handler)
+
+    def restore() -> None:
+        logger.removeHandler(handler)
+        logger.disabled = was_disabled
+
+    request.addfinalizer(restore)
+    return lines
+
+
 @pytest.mark.usefixtures("pool", "alice")
-def test_an_event_met_by_a_killed_session_is_applied_after_reconnecting(transactional_db, request, caplog):
+def test_an_event_met_by_a_killed_session_is_applied_after_reconnecting(transactional_db, request):
     """In-process and deterministic: the watcher's session dies mid-batch (no check before the batch can
     see it coming), so applying the next event fails; it is applied again on a new connection."""
     drain = request.getfixturevalue("watcher")
+    lines = watchloop_lines(request)
     submitter = get_user_model().objects.get(username="alice")
     result = submit(SubmitRequest(pool="batch", spec=spec("once", tasks=2), who=submitter))
     workflow = Workflow.objects.get(workflow_id=result.workflow_id)
@@ -220,9 +240,9 @@ def test_an_event_met_by_a_killed_session_is_applied_after_reconnecting(transact
     drain_until(drain, lambda: Workflow.objects.get(pk=workflow.pk).status == "COMPLETED")
     drain.faults.close()
     assert drain.dropped == 0 and drain.errors == 0
-    lost = [r.getMessage() for r in caplog.records if "database connection lost" in r.getMessage()]
-    restored = [r.getMessage() for r in caplog.records if "database connection restored" in r.getMessage()]
-    assert len(lost) == 1 and len(restored) == 1, caplog.text
+    lost = [line for line in lines if "database connection lost" in line]
+    restored = [line for line in lines if "database connection restored" in line]
+    assert len(lost) == 1 and len(restored) == 1, lines
     assert Counter(TaskEvent.objects.filter(task__workflow=workflow).values_list("kind", flat=True)) == {
         "SUBMITTED": 2,
         "CREATED": 2,
