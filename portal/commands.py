@@ -10,6 +10,7 @@ every view, the admin and the API schema generator, most of a CLI call's start-u
 from __future__ import annotations
 
 import json
+import os
 import sys
 
 import yaml
@@ -27,6 +28,9 @@ class PortalCommand(BaseCommand):
         except PortalError as error:
             sys.stderr.write(f"error: {error}\n")
             sys.exit(1)
+        except BrokenPipeError:  # `… | head` closed the pipe: stop quietly, as Unix tools do (no traceback)
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # flushing at exit fails otherwise
+            sys.exit(141)
 
     def emit(self, data, fmt: str = "json") -> None:
         if fmt == "yaml":
