@@ -30,6 +30,11 @@ from quotas.services import doors
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
 NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, description="The node pool.")
 TEAM_KINDS = {"projects": "project", "departments": "department"}
+TEAM_PATH = [
+    NAME,
+    OpenApiParameter("team_kind", str, OpenApiParameter.PATH, enum=sorted(TEAM_KINDS)),
+    OpenApiParameter("team", str, OpenApiParameter.PATH, description="The project or department."),
+]
 
 
 class QuotaPermission(PolicyPermission):
@@ -90,11 +95,7 @@ class TeamQuotaView(APIView):
     @extend_schema(
         operation_id="quota_team_replace",
         summary="Set a project's or department's quota whole (what is left out: deserved 0, no limit, weight 1)",
-        parameters=[
-            NAME,
-            OpenApiParameter("team_kind", str, OpenApiParameter.PATH, enum=sorted(TEAM_KINDS)),
-            OpenApiParameter("team", str, OpenApiParameter.PATH, description="The project or department."),
-        ],
+        parameters=TEAM_PATH,
         request=s.QuotaWriteSerializer,
         responses={200: s.QuotaWrittenSerializer, **ERRORS},
     )
@@ -104,11 +105,7 @@ class TeamQuotaView(APIView):
     @extend_schema(
         operation_id="quota_team_update",
         summary="Change some of a project's or department's quota (what is left out is kept)",
-        parameters=[
-            NAME,
-            OpenApiParameter("team_kind", str, OpenApiParameter.PATH, enum=sorted(TEAM_KINDS)),
-            OpenApiParameter("team", str, OpenApiParameter.PATH, description="The project or department."),
-        ],
+        parameters=TEAM_PATH,
         request=s.QuotaWriteSerializer,
         responses={200: s.QuotaWrittenSerializer, **ERRORS},
     )

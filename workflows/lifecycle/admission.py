@@ -23,9 +23,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from pools.engine.resolve import pod_name
 from workflows import enqueue
-from workflows.lifecycle.exits import RESCHEDULE, exit_action, retry_pod
+from workflows.lifecycle.exits import RESCHEDULE, exit_action, next_attempt
 from workflows.lifecycle.transitions import PENDING, UNFINISHED, delete_later, record_event, transition
 from workflows.models import Task, TaskEvent, TaskStatus, Workflow, WorkflowStatus
 from workflows.signals import announce_finished
@@ -146,26 +145,12 @@ def preempt(workflow_pk: int, reason: dict) -> str:
 
 
 def _requeue(task: Task, why: str) -> None:
-    """A preempted task back to PENDING as its next attempt (new pod name, pod resolved again), like a
-    RESCHEDULE exit action; its workflow waits QUEUED for admission to create it."""
-    retry = task.retry_id + 1
-    new_name = pod_name(task.workflow.workflow_id, task.name, retry)
-    pod, note = retry_pod(task, retry, new_name)
-    transition(
-        task,
-        (TaskStatus.FAILED_PREEMPTED,),
-        status=PENDING,
-        retry_id=retry,
-        pod_name=new_name,
-        pod=pod,
-        node="",
-        pod_uid="",
-        exit_code=None,
-        started_at=None,
-        finished_at=None,
-        pod_created_at=None,
-        error="",
-    )
+    """A preempted task back to PENDING as its next attempt, like a RESCHEDULE exit action; its workflow waits
+    QUEUED for admission to create it."""
+    moved = next_attempt(task, (TaskStatus.FAILED_PREEMPTED,))
+    if moved is None:
+        return
+    retry, new_name, note = moved
     record_event(
         task,
         "RESCHEDULED",

@@ -61,12 +61,31 @@ def finish(task: Task, state: pods.PodState) -> bool:
 
 
 def _reschedule(task: Task, why: str, at=None) -> bool:
-    old_name, retry = task.pod_name, task.retry_id + 1
+    old_name = task.pod_name
+    moved = next_attempt(task, ACTIVE)
+    if moved is None:
+        return False
+    retry, new_name, note = moved
+    record_event(
+        task,
+        "RESCHEDULED",
+        f"{why}: retry {retry} of {settings.WORKFLOW_MAX_RETRIES_PER_TASK} as pod {new_name}{note}",
+        at=at,
+    )
+    delete_later(backend_of(task), [(task.namespace, old_name)], "rescheduled")
+    enqueue.create_pods(task.workflow_id)
+    return True
+
+
+def next_attempt(task: Task, from_statuses) -> tuple[int, str, str] | None:
+    """The task back to PENDING as its next attempt (new pod name, pod resolved again) if it is still in one
+    of `from_statuses`: (retry, new pod name, note for the event), or None when another writer moved it."""
+    retry = task.retry_id + 1
     new_name = pod_name(task.workflow.workflow_id, task.name, retry)
     pod, note = retry_pod(task, retry, new_name)
-    if not transition(
+    moved = transition(
         task,
-        ACTIVE,
+        from_statuses,
         status=PENDING,
         retry_id=retry,
         pod_name=new_name,
@@ -78,17 +97,8 @@ def _reschedule(task: Task, why: str, at=None) -> bool:
         finished_at=None,
         pod_created_at=None,
         error="",
-    ):
-        return False
-    record_event(
-        task,
-        "RESCHEDULED",
-        f"{why}: retry {retry} of {settings.WORKFLOW_MAX_RETRIES_PER_TASK} as pod {new_name}{note}",
-        at=at,
     )
-    delete_later(backend_of(task), [(task.namespace, old_name)], "rescheduled")
-    enqueue.create_pods(task.workflow_id)
-    return True
+    return (retry, new_name, note) if moved else None
 
 
 def retry_pod(task: Task, retry: int, name: str) -> tuple[dict, str]:
