@@ -15,6 +15,7 @@ from django import forms
 from django.contrib.admin import helpers
 from django.db import transaction
 from django.template.response import TemplateResponse
+from django.urls import reverse
 from django.utils import translation
 from django.utils.html import escape, format_html
 from django.utils.safestring import mark_safe
@@ -156,3 +157,20 @@ class RowCheckboxMixin:
         return row_checkbox(obj.pk)
 
     action_checkbox.__dict__.update(ModelAdmin.action_checkbox.__dict__)  # unfold's column header
+
+
+def saved_object_link(obj, url_name: str, text: str) -> str:
+    """A link to one of the object's own admin pages (`url_name` takes its pk); "-" before it is saved."""
+    if obj is None or obj.pk is None:
+        return "-"
+    return format_html('<a class="underline" href="{}">{}</a>', reverse(url_name, args=[obj.pk]), text)
+
+
+def revisions_link(config_type: str, obj) -> str:
+    """The object's revisions in the config history; "-" before it is saved."""
+    if obj is None or obj.pk is None:
+        return "-"
+    url = reverse("admin:configs_revision_changelist")
+    return format_html(
+        '<a href="{}?config_type__exact={}&name={}">Revisions of {}</a>', url, config_type, obj.name, obj.name
+    )

@@ -13,14 +13,13 @@ from django.db.models import Exists, OuterRef
 from django.shortcuts import get_object_or_404
 from django.template.response import TemplateResponse
 from django.urls import path, reverse
-from django.utils.html import format_html
 from unfold.decorators import display
 
 from access import actions
 from access.admin.site import PolicyAdminMixin
 from configs import store
 from configs.models import ConfigType
-from portal.admin_base import ServiceBackedAdmin, pretty_json
+from portal.admin_base import ServiceBackedAdmin, pretty_json, revisions_link, saved_object_link
 from quotas import units
 from quotas.admin_grid import QuotaGridMixin
 from quotas.models import NodePool, Quota
@@ -104,10 +103,7 @@ class NodePoolAdmin(QuotaGridMixin, PolicyAdminMixin, ServiceBackedAdmin):
 
     @display(description="Quotas")
     def quota_grid(self, obj):
-        if obj is None or obj.pk is None:
-            return "-"
-        url = reverse("admin:quotas_nodepool_quotas", args=[obj.pk])
-        return format_html('<a class="underline" href="{}">Edit the quota grid</a>', url)
+        return saved_object_link(obj, "admin:quotas_nodepool_quotas", "Edit the quota grid")
 
     @display(description="Nodes", ordering="node_count")
     def node_count(self, obj):
@@ -136,12 +132,7 @@ class NodePoolAdmin(QuotaGridMixin, PolicyAdminMixin, ServiceBackedAdmin):
 
     @display(description="Fair share")
     def fair_share(self, obj):
-        if obj is None or obj.pk is None:
-            return "-"
-        return format_html(
-            '<a class="underline" href="{}">chart and loans</a>',
-            reverse("admin:quotas_nodepool_fairshare", args=[obj.pk]),
-        )
+        return saved_object_link(obj, "admin:quotas_nodepool_fairshare", "chart and loans")
 
     @display(description="NODE_POOL document")
     def document(self, obj):
@@ -149,13 +140,4 @@ class NodePoolAdmin(QuotaGridMixin, PolicyAdminMixin, ServiceBackedAdmin):
 
     @display(description="History")
     def history(self, obj):
-        if obj is None or obj.pk is None:
-            return "-"
-        url = reverse("admin:configs_revision_changelist")
-        return format_html(
-            '<a href="{}?config_type__exact={}&name={}">Revisions of {}</a>',
-            url,
-            ConfigType.NODE_POOL,
-            obj.name,
-            obj.name,
-        )
+        return revisions_link(ConfigType.NODE_POOL, obj)

@@ -43,7 +43,7 @@ from pools.models import (
     PoolValidation,
     ResourceValidation,
 )
-from portal.admin_base import RowCheckboxMixin, ServiceBackedAdmin, pretty_json
+from portal.admin_base import RowCheckboxMixin, ServiceBackedAdmin, pretty_json, revisions_link, saved_object_link
 from portal.errors import DomainError
 
 
@@ -89,12 +89,7 @@ class ConfigAdmin(PolicyAdminMixin, SchemaAdminMixin, ServiceBackedAdmin):
 
     @display(description="History")
     def history(self, obj):
-        if obj is None or obj.pk is None:
-            return "-"
-        url = reverse("admin:configs_revision_changelist")
-        return format_html(
-            '<a href="{}?config_type__exact={}&name={}">Revisions of {}</a>', url, self.config_type, obj.name, obj.name
-        )
+        return revisions_link(self.config_type, obj)
 
 
 @admin.register(Backend)
@@ -248,12 +243,7 @@ class PoolAdmin(RowCheckboxMixin, ObjectRightsAdminMixin, PoolAccessLinkMixin, P
 
     @display(description="Preview")
     def preview(self, obj):
-        if obj is None or obj.pk is None:
-            return "-"
-        return format_html(
-            '<a class="underline" href="{}">Preview the Pod a task would get</a>',
-            reverse("admin:pools_pool_preview", args=[obj.pk]),
-        )
+        return saved_object_link(obj, "admin:pools_pool_preview", "Preview the Pod a task would get")
 
     @display(description="Status")
     def status_badge(self, obj):
