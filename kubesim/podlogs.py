@@ -157,7 +157,7 @@ def select(lines: list[tuple[float, str]], query: LogQuery, now: float) -> list[
     elif query.since_seconds is not None:
         lines = [line for line in lines if line[0] >= now - query.since_seconds]
     if query.tail_lines is not None:
-        lines = lines[len(lines) - query.tail_lines :] if query.tail_lines else []
+        lines = lines[max(0, len(lines) - query.tail_lines) :] if query.tail_lines else []
     return lines
 
 
