@@ -111,7 +111,8 @@ def timelines(workflow: Workflow, now: datetime | None = None) -> list[TaskTimel
 def _timeline(workflow: Workflow, task: Task, events: list[TaskEvent], now: datetime) -> TaskTimeline:
     steps, before = [], None
     for event in events:
-        after = f"+{duration(event.at - before)}" if before is not None else ""
+        gap = event.at - before if before is not None else None
+        after = f"+{duration(gap)}" if gap and gap.total_seconds() >= 1 else ""  # same second: no "+0s"
         tone = "bad" if event.kind in BAD or (event.kind == "EXITED" and task.status == TaskStatus.FAILED) else ""
         steps.append(
             Step(
