@@ -134,7 +134,7 @@ def lines_until(run: Run, now: float) -> list[tuple[float, str]]:
     end = run.finished if run.finished is not None else now
     lines = [
         (run.started, f"[{run.container}] starting on node {run.node or 'unknown'}"),
-        (run.started, f"[{run.container}] found 1 GPU, seed {run.seed % 10000}"),
+        (run.started, f"[{run.container}] random seed {run.seed % 10000}"),
         (run.started, f"[{run.container}] training for as long as it runs"),
     ]
     steps = max(0, math.floor(end - run.started))

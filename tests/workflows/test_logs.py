@@ -151,11 +151,14 @@ def test_exit_reason_and_message_are_recorded(submitted, alice, run_on_commit):
     assert observe(task, pod)
     task.refresh_from_db()
     assert (task.exit_code, task.exit_reason, task.exit_message) == (137, "OOMKilled", "out of memory")
+    shown = api(alice).get(f"/api/workflow/{task.workflow.workflow_id}").json()["tasks"][0]
+    assert (shown["exit_code"], shown["exit_reason"], shown["exit_message"]) == (137, "OOMKilled", "out of memory")
 
 
 def test_the_canceller_is_recorded(submitted, alice, carol, run_on_commit):
     workflow = submitted()
     assert run_on_commit(cancel, workflow.workflow_id, carol).cancelled_by == "carol"
+    assert api(alice).get(f"/api/workflow/{workflow.workflow_id}").json()["cancelled_by"] == "carol"
     other = submitted()
     assert run_on_commit(cancel, other.workflow_id).cancelled_by == "the command line"
 
