@@ -132,8 +132,12 @@ def test_api_task_log_and_osmo_logs_path(submitted, kube_server, alice, eve):
     assert text["Content-Type"].startswith("text/plain")
     lines = text.content.decode().splitlines()
     assert len(lines) == 8 and lines[0].startswith("[t0] ") and lines[-1].startswith("[t1] ")
-    only = api(alice).get(f"{base}/logs?task_name=t1&last_n_lines=1").content.decode().splitlines()
+    # what OSMO's `osmo workflow logs wf --task t1 --retry-id 0 -n 1` sends (NVIDIA/OSMO src/cli/workflow.py)
+    only = api(alice).get(f"{base}/logs?last_n_lines=1&task_name=t1&retry_id=0").content.decode().splitlines()
     assert len(only) == 1 and only[0].startswith("[t1] ")
+    replaced = api(alice).get(f"{base}/logs?task_name=t1&retry_id=2").content.decode()
+    assert replaced == "[t1] (retry 2 is not the current attempt (0): its pod was replaced)\n"
+    assert api(alice).get(f"{base}/logs?retry_id=x").json()["field"] == "retry_id"
     hidden = api(eve).get(f"{base}/task/t1/logs")
     assert hidden.status_code == 404, hidden.content
     assert hidden.json()["code"] == "workflow_not_found"

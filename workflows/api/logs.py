@@ -17,6 +17,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from portal.errors import DomainError
 from workflows import logs, queries
 from workflows.api.views import ERRORS, WORKFLOW_ID, SignedIn
 
@@ -76,6 +77,7 @@ class WorkflowLogsView(APIView):
             WORKFLOW_ID,
             OpenApiParameter("task_name", str, description="only this task"),
             OpenApiParameter("last_n_lines", int, description=f"per task (default {logs.DEFAULT_TAIL})"),
+            OpenApiParameter("retry_id", int, description="the attempt; only the current one's pod (and log) exists"),
         ],
         responses={(200, "text/plain"): OpenApiTypes.STR, **ERRORS},
     )
@@ -83,11 +85,26 @@ class WorkflowLogsView(APIView):
         tail = logs.parse_tail(request.query_params.get("last_n_lines"), "last_n_lines")
         workflow = queries.visible_workflow(request, workflow_id)
         wanted = request.query_params.get("task_name")
-        names = [wanted] if wanted else list(queries.tasks_of(workflow).values_list("name", flat=True))
+        retry = _retry_id(request.query_params.get("retry_id"))
+        attempts = dict(queries.tasks_of(workflow).values_list("name", "retry_id"))
+        names = [wanted] if wanted else list(attempts)
         out = []
         for name in names:
+            if retry is not None and name in attempts and retry != attempts[name]:
+                out.append(
+                    f"[{name}] (retry {retry} is not the current attempt ({attempts[name]}): its pod was replaced)"
+                )
+                continue
             log = logs.task_log(workflow_id, name, request, tail=tail)
             out += [f"[{name}] {line.text}" for line in log.lines]
             if log.notice:
                 out.append(f"[{name}] ({log.notice})")
         return HttpResponse("".join(f"{line}\n" for line in out), content_type="text/plain; charset=utf-8")
+
+
+def _retry_id(raw: str | None) -> int | None:
+    if raw in (None, ""):
+        return None
+    if not raw.isdigit():
+        raise DomainError("must be a whole number (a task's retry_id)", field="retry_id", value=raw)
+    return int(raw)
