@@ -72,6 +72,7 @@ def test_workflows_api_page_runs_as_written(demo_site):
     # the logs of a pod the simulated cluster (no kubelet here) never starts: a notice, not an error
     waiting = 'container "say-hello" in pod "hello-4-say-hello" is waiting to start: ContainerCreating'
     assert f"[say-hello] (No log yet: {waiting})" in out  # the text path
+    assert '[say-hello] (No log yet: container "say-hello" in pod "hello-5-say-hello"' in out  # the CLI
     assert f'"notice":"No log yet: {waiting}"' in out.replace('\\"', '"')  # the JSON path
 
 
