@@ -74,6 +74,17 @@ def test_a_running_workflow_follows_its_log_and_ticks(page, live_server, demo_wo
             "() => { const p = document.getElementById('log-lines'); "
             "return {inner: p.scrollWidth, shown: p.clientWidth, page: document.documentElement.clientWidth}; }"
         )
-    assert overflow == {DESKTOP: 0, PHONE: 0}
-    assert pane["shown"] < pane["page"]  # at 390 px the log scrolls inside its pane, not the page
+        assert overflow == {DESKTOP: 0, PHONE: 0}
+        assert pane["shown"] < pane["page"]  # at 390 px the log scrolls inside its pane, not the page
+
+        # cancelled from the page: it says by whom and when, and the log pane why there is no more log
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.click("#cancel-workflow")
+        page.wait_for_selector("#ending-train")
+        ending = " ".join(page.locator("#ending-train").text_content().split())
+        when = page.locator("#ending-train time").text_content()  # in the browser's locale, by the page's script
+        assert ending == f"Cancelled by researcher at {when}" and not when.endswith("UTC")
+        page.wait_for_selector("#log-notice[data-state=gone]")
+        cancelled = shoot(page, url, "workflow-cancelled", ready="#log-notice[data-state=gone]")
+    assert cancelled == {DESKTOP: 0, PHONE: 0}
     assert failures == []
