@@ -128,6 +128,8 @@ def test_api_task_log_and_osmo_logs_path(submitted, kube_server, alice, eve):
     body = api(alice).get(f"{base}/task/t1/logs?tail=3").json()
     assert body["task"] == "t1" and body["state"] == "live" and len(body["lines"]) == 3
     assert body["cursor"] == body["lines"][-1]["at"]
+    for name in ("t0", "t1"):  # both have printed their first step (3 start-up lines, then one a second)
+        wait_until(lambda n=name: len(api(alice).get(f"{base}/task/{n}/logs").json()["lines"]) >= 4, interval=0.2)
     text = api(alice).get(f"{base}/logs?last_n_lines=4")
     assert text["Content-Type"].startswith("text/plain")
     lines = text.content.decode().splitlines()
