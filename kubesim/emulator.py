@@ -41,6 +41,7 @@ from kmock import KubernetesScaffold
 from kmock import resource as kmock_resource
 from kmock._internal import dsl, enums, rendering
 
+from . import podlogs
 from .crds import scheduler_resources
 from .emulator_watch import CLOSE, EXPIRE, WatchStream
 from .resources import (
@@ -522,11 +523,11 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
             for obj in self._select(rt, ns, None, labels, fields):
                 self._delete(rt, ns, obj["metadata"]["name"], None)
             return _json(status_body(200))
-        if sub == "log" and verb == "get":
-            pod = self._get(rt, ns, name)
-            phase = (pod.get("status") or {}).get("phase", "Pending")
-            node = (pod.get("spec") or {}).get("nodeName") or "<none>"
-            return aiohttp.web.Response(text=f"[kubesim] pod {ns}/{name} on {node}: phase {phase}\n")
+        if sub == "log" and verb == "get":  # a training loop's output (kubesim.podlogs)
+            pod, log_query = self._get(rt, ns, name), podlogs.LogQuery.parse(query)
+            if log_query.follow:
+                return await podlogs.follow(raw, pod, log_query, lambda: self._store[rt.key].get((ns or "", name)))
+            return aiohttp.web.Response(text=podlogs.log_text(pod, log_query))
         if verb == "get":
             return _json(self._get(rt, ns, name))
         if verb == "create" and sub == "binding":

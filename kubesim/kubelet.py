@@ -11,7 +11,9 @@
 
   - ``kubesim/exit-code: "3"``   -> ends Failed with that exit code;
   - ``kubesim/run-seconds: "0.5"`` -> run time;  ``kubesim/start-seconds`` -> start delay;
-  - ``kubesim/never-finish: "true"`` -> stays Running.
+  - ``kubesim/never-finish: "true"`` -> stays Running;
+  - ``kubesim/exit-reason: "OOMKilled"`` (and ``kubesim/exit-message``) -> the terminated state's reason
+    and message instead of Completed/Error.
 
   ``restartPolicy`` is ignored: every pod runs once. Pods are handled in arrival order, in
   passes of at most ``pass_seconds`` so that the API stays responsive with many pending pods.
@@ -40,6 +42,8 @@ EXIT_CODE_ANNOTATION = "kubesim/exit-code"
 RUN_SECONDS_ANNOTATION = "kubesim/run-seconds"
 START_SECONDS_ANNOTATION = "kubesim/start-seconds"
 NEVER_FINISH_ANNOTATION = "kubesim/never-finish"
+EXIT_REASON_ANNOTATION = "kubesim/exit-reason"
+EXIT_MESSAGE_ANNOTATION = "kubesim/exit-message"
 
 
 class Kubelet:
@@ -270,12 +274,15 @@ class Kubelet:
         except ValueError:
             exit_code = 1
         now = now_rfc3339()
+        annotations = meta.get("annotations") or {}
         terminated = {
             "exitCode": exit_code,
-            "reason": "Completed" if exit_code == 0 else "Error",
+            "reason": annotations.get(EXIT_REASON_ANNOTATION) or ("Completed" if exit_code == 0 else "Error"),
             "startedAt": started,
             "finishedAt": now,
         }
+        if annotations.get(EXIT_MESSAGE_ANNOTATION):
+            terminated["message"] = annotations[EXIT_MESSAGE_ANNOTATION]
         status = dict(pod.get("status") or {})
         for ctype in ("ContainersReady", "Ready"):
             status["conditions"] = self._set_condition(status, ctype, "False", "PodCompleted")

@@ -12,6 +12,7 @@ urlpatterns = [
     path("pools/<str:name>/submit/preview/", views.preview, name="preview"),
     path("workflows/", views.workflow_list, name="workflows"),
     path("workflows/<str:workflow_id>/", views.workflow_detail, name="workflow"),
+    path("workflows/<str:workflow_id>/tasks/<str:task_name>/log/", views.task_log, name="task-log"),
     path("workflows/<str:workflow_id>/cancel/", views.workflow_cancel, name="workflow-cancel"),
     path("requests/", views.requests_page, name="requests"),
     path("requests/<str:kind>/", views.requests_of_kind, name="requests-kind"),

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.contrib.auth.views import LoginView
+from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -21,6 +22,8 @@ from selfservice.services import catalog as catalog_service
 from selfservice.services import examples
 from selfservice.services import requests as request_service
 from selfservice.services import workflows as workflow_service
+from selfservice.timeline import timelines
+from workflows import logs
 from workflows.lifecycle.cancel import cancel
 from workflows.services import CREATE, SubmitRequest, submit
 
@@ -208,14 +211,40 @@ def workflow_detail(request, workflow_id):
 
 
 def _workflow_context(request, workflow):
+    tasks = list(workflow.tasks.all())
     return {
         "workflow": workflow,
-        "tasks": list(workflow.tasks.all()),
-        "events": workflow_service.events_of(workflow),
+        "tasks": tasks,
+        "log_task": _log_task(tasks),
+        "timelines": timelines(workflow),
         "may_cancel": not workflow.is_finished and workflow_service.may_cancel(workflow, request),
         "spec_yaml": workflow_service.resolved_spec_yaml(workflow),
         "pods": [(task, workflow_service.pod_yaml(task)) for task in workflow.tasks.all()],
     }
+
+
+def _log_task(tasks):
+    """Whose log the pane shows first: a running task, else the lead, else the first."""
+    running = [t for t in tasks if t.status == "RUNNING"]
+    return (running or [t for t in tasks if t.lead] or tasks or [None])[0]
+
+
+@login_required
+@require_GET
+def task_log(request, workflow_id, task_name):
+    """The task's container log as JSON for the page's log pane: the last `tail` lines, or those after
+    `since` (a follower's cursor). What cannot be read is a `notice` in a 200 answer; refusals are JSON."""
+    try:
+        log = logs.task_log(
+            workflow_id,
+            task_name,
+            request,
+            tail=logs.parse_tail(request.GET.get("tail")),
+            since=logs.parse_since(request.GET.get("since")),
+        )
+    except DomainError as error:
+        return JsonResponse(error.as_dict(), status=error.status)
+    return JsonResponse(log.as_dict())
 
 
 @login_required

@@ -69,6 +69,11 @@ def test_workflows_api_page_runs_as_written(demo_site):
     assert "workflow hello-5: CANCELLED" in out  # cancel used the id the submit printed
     assert "pod osmo-workflows/hello-5-say-hello created" in out  # and so did events
     assert "echo hi from {{workflow_id}}" in out  # the templated spec's dry run printed it rendered
+    # the logs of a pod the simulated cluster (no kubelet here) never starts: a notice, not an error
+    waiting = 'container "say-hello" in pod "hello-4-say-hello" is waiting to start: ContainerCreating'
+    assert f"[say-hello] (No log yet: {waiting})" in out  # the text path
+    assert '[say-hello] (No log yet: container "say-hello" in pod "hello-5-say-hello"' in out  # the CLI
+    assert f'"notice":"No log yet: {waiting}"' in out.replace('\\"', '"')  # the JSON path
 
 
 def test_readme_api_example_runs_in_a_shell_without_the_environment_on_its_path(demo_site):

@@ -116,6 +116,8 @@ class Workflow(models.Model):
     queue_reason = models.JSONField(default=dict, blank=True)
     # Why it was preempted and for whom: {"reason", "by", ...}; {} when never preempted.
     preemption = models.JSONField(default=dict, blank=True)
+    # Who cancelled it (a user's name, or "the command line"); "" when it was not cancelled.
+    cancelled_by = models.CharField(max_length=150, blank=True, default="")
 
     # `pool/<its pool>` to the policy; its submitter lists, reads and cancels it whatever their roles
     policy_resources = PolicyResources(
@@ -154,6 +156,9 @@ class Task(models.Model):
     node = models.CharField(max_length=253, blank=True, default="")
     pod_uid = models.CharField(max_length=64, blank=True, default="")
     exit_code = models.IntegerField(null=True, blank=True)
+    # The container's terminated reason and message as the cluster reported them (OOMKilled, Error, Completed…)
+    exit_reason = models.CharField(max_length=64, blank=True, default="")
+    exit_message = models.TextField(blank=True, default="")
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     pod_created_at = models.DateTimeField(null=True, blank=True)

@@ -56,8 +56,3 @@ def resolved_spec_yaml(workflow: Workflow) -> str:
 
 def pod_yaml(task: Task) -> str:
     return yaml.safe_dump(task.pod, sort_keys=False, default_flow_style=False, width=100)
-
-
-def events_of(workflow: Workflow) -> list[tuple[Task, TaskEvent]]:
-    rows = [(task, event) for task in workflow.tasks.all() for event in task.events.all()]
-    return sorted(rows, key=lambda row: (row[1].at, row[1].pk))

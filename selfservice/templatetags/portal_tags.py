@@ -6,6 +6,7 @@ from django import template
 
 from access import policy
 from selfservice.services.quota_panels import workflow_note
+from selfservice.timeline import duration
 
 register = template.Library()
 
@@ -49,3 +50,9 @@ def availability(percent_free: int) -> str:
 def quota_note(workflow):
     """Why a queued workflow waits or a preempted one was stopped (selfservice.services.quota_panels)."""
     return workflow_note(workflow)
+
+
+@register.filter
+def took(start, end) -> str:
+    """How long from `start` to `end`, as a person reads it (selfservice.timeline.duration)."""
+    return duration(end - start) if start and end else ""

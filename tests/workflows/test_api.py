@@ -386,6 +386,8 @@ def test_openapi_schema_documents_every_workflow_endpoint(admin_api):
         "/api/workflow/{workflow_id}/spec": "get",
         "/api/workflow/{workflow_id}/events": "get",
         "/api/workflow/{workflow_id}/cancel": "post",
+        "/api/workflow/{workflow_id}/logs": "get",
+        "/api/workflow/{workflow_id}/task/{task_name}/logs": "get",
     }
     for path, method in operations.items():
         operation = paths[path][method]

@@ -5,6 +5,8 @@
     GET  /api/workflow/{id}                 one workflow with its tasks
     GET  /api/workflow/{id}/spec            the spec as submitted
     GET  /api/workflow/{id}/events          what happened to its tasks
+    GET  /api/workflow/{id}/logs            container logs as text (workflows/api/logs.py)
+    GET  /api/workflow/{id}/task/{t}/logs   one task's log as JSON, to tail and follow
     POST /api/workflow/{id}/cancel          cancel (message, force)
 
 Authentication is the project's default (portal tokens, OIDC bearer tokens, sessions). Authorization is

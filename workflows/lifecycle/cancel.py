@@ -72,7 +72,7 @@ def cancel(workflow_id: str, who=None, *, force: bool = False, message: str = ""
         if (
             Workflow.objects.filter(pk=workflow.pk)
             .exclude(status__in=list(FINISHED_WORKFLOW))
-            .update(status=WorkflowStatus.CANCELLED, finished_at=now, error=reason)
+            .update(status=WorkflowStatus.CANCELLED, finished_at=now, error=reason, cancelled_by=by)
         ):
             announce_finished(workflow.pk)
         # only pods we created or adopted (never someone else's pod that a task collided with)

@@ -47,6 +47,8 @@ def finish(task: Task, state: pods.PodState) -> bool:
     values = {
         "status": status,
         "exit_code": code,
+        "exit_reason": state.reason[:64],
+        "exit_message": state.message[:4000],
         "finished_at": happened(task, state.finished_at) or timezone.now(),
         "error": "" if status == TaskStatus.COMPLETED else f"{describe} ({source}: {action})",
     }
@@ -93,6 +95,8 @@ def next_attempt(task: Task, from_statuses) -> tuple[int, str, str] | None:
         node="",
         pod_uid="",
         exit_code=None,
+        exit_reason="",
+        exit_message="",
         started_at=None,
         finished_at=None,
         pod_created_at=None,

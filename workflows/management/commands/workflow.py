@@ -28,7 +28,7 @@ from access.services import users
 from portal.commands import PortalCommand
 from portal.docfiles import DocumentError
 from teams.models import Project
-from workflows import queries
+from workflows import logs, queries
 from workflows.api import serializers as s
 from workflows.charging import charge_unassigned
 from workflows.errors import InvalidSpec
@@ -68,6 +68,11 @@ class Command(PortalCommand):
             one = verbs.add_parser(verb, help=text)
             one.add_argument("workflow_id")
             _format(one)
+        log_verb = verbs.add_parser("logs", help="its tasks' container logs, read from the cluster")
+        log_verb.add_argument("workflow_id")
+        log_verb.add_argument("--task", "-t", default="", help="only this task")
+        log_verb.add_argument("--tail", "-n", default=str(logs.DEFAULT_TAIL), help="last lines per task")
+        _format(log_verb)
         explain = verbs.add_parser(
             "explain", help="its status and, when queued, why it waits (numbers, queue position); when preempted, why"
         )
@@ -167,6 +172,24 @@ class Command(PortalCommand):
         self._table(
             ("TIME", "TASK", "EVENT", "MESSAGE"), [(e["time"], e["task"], e["kind"], e["message"]) for e in events]
         )
+        return None
+
+    def do_logs(self, options):
+        workflow = queries.visible_workflow(None, options["workflow_id"])
+        tail = logs.parse_tail(options["tail"], "--tail")
+        names = (
+            [options["task"]] if options["task"] else list(queries.tasks_of(workflow).values_list("name", flat=True))
+        )
+        found = [logs.task_log(workflow.workflow_id, name, None, tail=tail) for name in names]
+        if options["format"] != "text":
+            return self.emit(
+                {"workflow_id": workflow.workflow_id, "tasks": [log.as_dict() for log in found]}, options["format"]
+            )
+        for log in found:
+            for line in log.lines:
+                self.stdout.write(f"[{log.task}] {line.text}")
+            if log.notice:
+                self.stdout.write(f"[{log.task}] ({log.notice})")
         return None
 
     def do_explain(self, options):
