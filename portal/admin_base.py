@@ -55,6 +55,11 @@ class ServiceBackedAdmin(ModelAdmin):
         return FormWithServiceError
 
 
+def pending_error(request) -> PortalError | None:
+    """The error a refused save is being shown again with (None on a first render)."""
+    return getattr(request, _PENDING_ERROR, None)
+
+
 class ReadOnlyAdminMixin:
     """An admin (or inline) that shows rows and never adds, changes or deletes them: services write them."""
 
