@@ -97,7 +97,8 @@ class DocumentField(forms.Field):
 
 def pretty_json(data) -> str:
     return format_html(
-        '<pre class="font-mono text-sm whitespace-pre-wrap">{}</pre>', json.dumps(data, indent=2, sort_keys=True)
+        '<pre class="font-mono text-sm" style="white-space:pre-wrap;overflow-wrap:anywhere">{}</pre>',
+        json.dumps(data, indent=2, sort_keys=True),
     )
 
 

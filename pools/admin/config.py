@@ -204,6 +204,9 @@ class PoolAdmin(
 ):
     config_type = ConfigType.POOL
     form = PoolForm
+
+    class Media:
+        js = ("portal/pool-form.js",)  # the live node match and the default platform's choices
     list_display = ["name", "backend", "status_badge", "platform_list", "warning_list", "description"]
     list_filter = ["backend", "enable_maintenance"]
     search_fields = ["name", "description", "platforms__name"]
@@ -331,6 +334,9 @@ class PlatformAdmin(
     policy_resource = "config/pool"
     config_type, form_schema = ConfigType.POOL, PLATFORM
     form = PlatformForm
+
+    class Media:
+        js = ("portal/pool-form.js",)  # the live node match
     list_display = ["name", "pool", "description", "host_network_allowed", "privileged_allowed"]
     list_filter = ["pool", "privileged_allowed", "host_network_allowed"]
     search_fields = ["name", "pool__name", "description"]

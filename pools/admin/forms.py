@@ -24,7 +24,7 @@ from portal.ordered_widget import OrderedNamesField
 from portal.widget_classes import SELECT
 
 NAMES_OF = {ConfigType.POD_TEMPLATE: PodTemplate, ConfigType.RESOURCE_VALIDATION: ResourceValidation}
-SAVE_ANYWAY_HELP = "Save even though a platform matches no node (shown when a save would leave one so)."
+SAVE_ANYWAY_HELP = "Save even though a platform matches no node of the backend."
 
 
 def variables_field(help_text: str) -> KeyValueField:
@@ -110,9 +110,6 @@ def schema_form(schema: Schema, model, base: type[SchemaForm] | None = None, **d
 class PlatformChoice(forms.Select):
     """The pool's default platform: one of its platforms. The options are the platforms the pool has and the
     ones being added on the same page (static/portal/pool-form.js follows the names as they are typed)."""
-
-    class Media:
-        js = ("portal/pool-form.js",)
 
     def __init__(self):
         super().__init__(attrs={"class": SELECT, "data-default-platform": ""})

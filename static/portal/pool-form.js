@@ -48,7 +48,7 @@
       timer = setTimeout(ask, DEBOUNCE_MS);
     };
     ["input", "change", "pp:changed"].forEach((name) => form.addEventListener(name, later));
-    if (!panel.querySelector(".nm-platform")) ask();  // an add page: nothing computed yet
+    ask();  // the panel shows what is saved; a refused save shows the form as posted, so ask for that
   };
 
   document.addEventListener("DOMContentLoaded", () => {

@@ -24,7 +24,12 @@ TAINT = {"key": "dedicated", "value": "ml", "effect": "NoSchedule"}
 
 @pytest.fixture
 def cluster(db):
-    """Backend `gpu`: 3 H100 nodes, 1 tainted H100, 2 A100 and 1 unlabelled; templates that pick among them."""
+    return build_cluster()
+
+
+def build_cluster() -> Pool:
+    """Backend `gpu`: 3 H100 nodes, 1 tainted H100, 2 A100 and 1 unlabelled; templates that pick among them;
+    pool `train` with platforms `h100` (3 nodes) and `any` (6: all but the tainted one)."""
     backend = BackendFactory(name="gpu")
     for index in range(3):
         NodeFactory(backend=backend, name=f"h100-{index}", labels={GPU: "H100"})
