@@ -207,6 +207,7 @@ class PoolAdmin(
 
     class Media:
         js = ("portal/pool-form.js",)  # the live node match and the default platform's choices
+
     list_display = ["name", "backend", "status_badge", "platform_list", "warning_list", "description"]
     list_filter = ["backend", "enable_maintenance"]
     search_fields = ["name", "description", "platforms__name"]
@@ -337,6 +338,7 @@ class PlatformAdmin(
 
     class Media:
         js = ("portal/pool-form.js",)  # the live node match
+
     list_display = ["name", "pool", "description", "host_network_allowed", "privileged_allowed"]
     list_filter = ["pool", "privileged_allowed", "host_network_allowed"]
     search_fields = ["name", "pool__name", "description"]
