@@ -11,7 +11,6 @@ import pytest
 
 from access.services import roles
 from configs import store
-from pools.models import Pool
 from tests.e2e.looks import DESKTOP, PHONE, SHOTS, collect_failures, shoot, sign_in_admin
 from tests.integration.test_admin_pool_forms import build_cluster
 from tests.selfservice.conftest import person
@@ -121,10 +120,22 @@ def test_pool_and_platform_pages_at_both_widths(page, live_server, world):
     page.goto(f"{base}/admin/pools/pool/add/")
     page.select_option("select[name=backend]", str(world.backend_id))
     page.wait_for_function("() => document.querySelector('[data-node-match]').textContent.includes('6 of 7')")
-    # the default platform follows the platform rows typed on the page
+    # the default platform follows the platform rows typed on the page; a new pool saved with one
+    page.fill("input[name=name]", "fresh-pool")
     page.click("text=Add another Platform")
     page.fill("input[name=platforms-0-name]", "fresh")
     page.wait_for_selector("select[name=default_platform] option[value=fresh]", state="attached")
-    assert Pool.objects.count() == 1
+    page.select_option("select[name=default_platform]", "fresh")
+    row = "#id_platforms-0-default_variables"
+    page.fill(f"{row} [name=platforms-0-default_variables-key]", "SHARDS")
+    page.fill(f"{row} [name=platforms-0-default_variables-value]", "4")
+    page.click(f"{row} [data-kv-add]")
+    page.locator(f"{row} [name=platforms-0-default_variables-key]").last.fill("ZONE")
+    page.locator(f"{row} [name=platforms-0-default_variables-value]").last.fill("eu-1")
+    page.click(SAVE)
+    page.wait_for_url(f"{base}/admin/pools/pool/")
+    shown = store.show("POOL", "fresh-pool")
+    assert shown["default_platform"] == "fresh"
+    assert shown["platforms"]["fresh"]["default_variables"] == {"SHARDS": 4, "ZONE": "eu-1"}
     assert failures == []
     assert too_wide == {}, too_wide
