@@ -126,7 +126,7 @@ class KeyValueRows(forms.Widget):
             '<input type="text" name="{}-value" value="{}" class="{}" aria-label="{}" placeholder="{}"'
             ' spellcheck="false"></td>'
             '<td class="kv-actions"><button type="button" class="{}" data-kv-remove aria-label="Remove this row">'
-            "Remove</button></td></tr>",
+            '<span class="pp-wide">Remove</span><span class="pp-narrow" aria-hidden="true">✕</span></button></td></tr>',
             mark_safe(' class="kv-invalid" aria-invalid="true"') if invalid else "",
             self._key_input(name, key),
             name,

@@ -116,6 +116,10 @@ def test_pool_and_platform_pages_at_both_widths(page, live_server, world):
         overflow = shoot(page, f"{base}{path}", name, ready="[data-node-match]")
         if overflow[PHONE]:
             too_wide[name] = overflow[PHONE]
+    page.goto(f"{base}{pages['admin-pool-change']}")  # still 390 px wide: the widgets up close
+    for widget in ("common_default_variables", "default_exit_actions", "common_pod_template"):
+        page.locator(f"#id_{widget}").screenshot(path=str(SHOTS / f"admin-pool-{widget}-390.png"))
+    page.locator("[data-node-match]").screenshot(path=str(SHOTS / "admin-pool-node-match-390.png"))
     # the add page asks for the match as soon as a backend is chosen
     page.goto(f"{base}/admin/pools/pool/add/")
     page.select_option("select[name=backend]", str(world.backend_id))
