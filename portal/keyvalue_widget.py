@@ -55,8 +55,8 @@ class KeyValueRows(forms.Widget):
     """Rows of key and value inputs posted as `<name>-key` and `<name>-value` lists.
 
     `key_choices`: the keys allowed (a select per row instead of free text). `key_pattern`: the HTML pattern
-    a free key must match (checked again on the server). `invalid_keys` (set by the form after a refused
-    post) marks those rows."""
+    a free key must match (checked again on the server), `key_hint` the browser's words for it.
+    `invalid_keys` (set by the form after a refused post) marks those rows."""
 
     class Media:
         js = ("portal/keyvalue.js",)
@@ -69,13 +69,14 @@ class KeyValueRows(forms.Widget):
         value_label: str = "Value",
         key_choices: tuple[str, ...] = (),
         key_pattern: str = "",
+        key_hint: str = "",
         value_placeholder: str = "",
         plain_values: bool = False,
         attrs=None,
     ) -> None:
         super().__init__(attrs)
         self.key_label, self.value_label = key_label, value_label
-        self.key_choices, self.key_pattern = tuple(key_choices), key_pattern
+        self.key_choices, self.key_pattern, self.key_hint = tuple(key_choices), key_pattern, key_hint
         self.value_placeholder, self.plain_values = value_placeholder, plain_values
         self.invalid_keys: set[str] = set()
 
@@ -160,7 +161,7 @@ class KeyValueRows(forms.Widget):
             key,
             INPUT,
             self.key_label,
-            format_html(' pattern="{}"', self.key_pattern) if self.key_pattern else "",
+            format_html(' pattern="{}" title="{}"', self.key_pattern, self.key_hint) if self.key_pattern else "",
         )
 
 

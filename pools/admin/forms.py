@@ -30,7 +30,11 @@ SAVE_ANYWAY_HELP = "Save even though a platform matches no node of the backend."
 def variables_field(help_text: str) -> KeyValueField:
     return KeyValueField(
         widget=KeyValueRows(
-            key_label="Variable", value_label="Value", key_pattern="[A-Za-z_][A-Za-z0-9_]*", value_placeholder="e.g. 4"
+            key_label="Variable",
+            value_label="Value",
+            key_pattern="[A-Za-z_][A-Za-z0-9_]*",
+            key_hint="Letters, digits and _, not starting with a digit",
+            value_placeholder="e.g. 4",
         ),
         help_text=help_text,
     )

@@ -10,7 +10,6 @@ asks before a save leaves a platform matching no node.
 
 from __future__ import annotations
 
-from collections import Counter
 from dataclasses import dataclass, field
 
 from django.db.models import Exists, OuterRef
@@ -79,7 +78,11 @@ def match_drafts(backend_id: int | None, pool_name: str, drafts: list[PlatformDr
     bodies = dict(PodTemplate.objects.filter(name__in=names).values_list("name", "body")) if names else {}
     infos = []
     if backend_id is not None:
-        infos = [info for _, _, info in node_infos(Node.objects.filter(backend_id=backend_id)) if info is not None]
+        infos = [
+            info
+            for _, _, info in node_infos(Node.objects.filter(backend_id=backend_id).order_by("name"))
+            if info is not None
+        ]
     return [_match(draft, pool_name, bodies, infos) for draft in drafts]
 
 
@@ -102,18 +105,18 @@ def _match(draft: PlatformDraft, pool_name: str, bodies: dict, infos: list) -> M
     except EngineError as error:
         result.error = f"the platform's pod cannot be evaluated: {error}"
         return result
-    counts: Counter[str] = Counter()
+    counts: dict[str, int] = {}
     examples: dict[str, list[str]] = {}
     for verdict in verdicts:
         if verdict.fits:
             result.matching += 1
             continue
         for reason in verdict.reasons:
-            counts[reason] += 1
+            counts[reason] = counts.get(reason, 0) + 1
             named = examples.setdefault(reason, [])
             if len(named) < EXAMPLES:
                 named.append(verdict.node)
-    ranked = counts.most_common()
+    ranked = sorted(counts.items(), key=lambda item: (-item[1], item[0]))  # the commonest first, then by text
     result.reasons = [Reason(text, count, examples[text]) for text, count in ranked[:MAX_REASONS]]
     result.more_reasons = max(0, len(ranked) - MAX_REASONS)
     return result

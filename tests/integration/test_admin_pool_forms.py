@@ -278,6 +278,19 @@ def test_node_match_counts_and_groups_the_reasons(admin_client, cluster):
     assert "no node of 7 matches" in html
 
 
+def test_node_match_lists_a_few_reasons_and_counts_the_rest(admin_client, cluster):
+    for index in range(12):
+        NodeFactory(backend=cluster.backend, name=f"l40s-{index}", labels={GPU: f"L40S-{index}"})
+    url = reverse("admin:pools_pool_node_match", args=[cluster.pk])
+    h100 = match(admin_client, url, pool_post(cluster))["h100"]
+    assert (h100["matching"], h100["total"]) == (3, 19)
+    assert len(h100["reasons"]) == 8 and h100["more_reasons"] == 15 - 8  # 12 L40S kinds, A100, none, taint
+    assert h100["reasons"][0]["nodes"] == 2 and all(len(r["examples"]) <= 3 for r in h100["reasons"])
+    html = admin_client.post(url, pool_post(cluster)).content.decode().split("<b>h100</b>")[1]
+    assert "… and 7 other reasons" in html  # the commonest first, then in order: L40S-0 … L40S-4 are shown
+    assert "(node has L40S-4)" in html and "(node has L40S-5)" not in html and "untolerated taint" not in html
+
+
 def test_node_match_on_the_add_pages_and_the_platform_page(admin_client, cluster):
     add = reverse("admin:pools_pool_node_match")
     data = {"backend": cluster.backend_id, "common_pod_template": ["h100"], "platforms-TOTAL_FORMS": "0"}
