@@ -55,6 +55,11 @@ class ServiceBackedAdmin(ModelAdmin):
         return FormWithServiceError
 
 
+def pending_error(request) -> PortalError | None:
+    """The error a refused save is being shown again with (None on a first render)."""
+    return getattr(request, _PENDING_ERROR, None)
+
+
 class ReadOnlyAdminMixin:
     """An admin (or inline) that shows rows and never adds, changes or deletes them: services write them."""
 
@@ -92,7 +97,8 @@ class DocumentField(forms.Field):
 
 def pretty_json(data) -> str:
     return format_html(
-        '<pre class="font-mono text-sm whitespace-pre-wrap">{}</pre>', json.dumps(data, indent=2, sort_keys=True)
+        '<pre class="font-mono text-sm" style="white-space:pre-wrap;overflow-wrap:anywhere">{}</pre>',
+        json.dumps(data, indent=2, sort_keys=True),
     )
 
 

@@ -15,7 +15,7 @@ from django.http import HttpResponseRedirect
 from django.urls import reverse
 from django.utils.html import format_html
 from django.utils.safestring import mark_safe
-from unfold.admin import StackedInline, TabularInline
+from unfold.admin import StackedInline
 from unfold.decorators import display
 from unfold.utils import display_for_label
 
@@ -25,25 +25,25 @@ from access.admin.site import PolicyAdminMixin, PoolAccessLinkMixin
 from clusters.admin import BackendInventoryMixin
 from clusters.models import Backend
 from configs import store
-from configs.admin import SchemaAdminMixin, apply_formset
+from configs.admin import SchemaAdminMixin
 from configs.errors import ConfigInUse
 from configs.models import ConfigType
 from configs.revisions import Actor
-from pools.admin.forms import PodTemplateForm, PoolForm, ResourceValidationForm
+from pools.admin.forms import PlatformForm, PlatformRowForm, PodTemplateForm, PoolForm, ResourceValidationForm
 from pools.admin.inventory import BackendForm, PlatformNodesMixin
+from pools.admin.node_match import PlatformNodeMatchMixin, PoolNodeMatchMixin
 from pools.admin.preview import PoolPreviewMixin
 from pools.config_types import PLATFORM
-from pools.models import (
-    Platform,
-    PlatformTemplate,
-    PlatformValidation,
-    PodTemplate,
-    Pool,
-    PoolTemplate,
-    PoolValidation,
-    ResourceValidation,
+from pools.models import Platform, PodTemplate, Pool, ResourceValidation
+from pools.services.node_match import NoMatchingNode, confirm_matches, no_match_warning, unmatched_platforms
+from portal.admin_base import (
+    RowCheckboxMixin,
+    ServiceBackedAdmin,
+    pending_error,
+    pretty_json,
+    revisions_link,
+    saved_object_link,
 )
-from portal.admin_base import RowCheckboxMixin, ServiceBackedAdmin, pretty_json, revisions_link, saved_object_link
 from portal.errors import DomainError
 
 
@@ -152,46 +152,67 @@ class PoolConfigInline(PolicyAdminMixin):
     policy_resource = "config/pool"
 
 
-def ordered_reference_inline(model, target: str, label: str) -> type:
-    """An inline editing an ordered list of references (`position` decides merge/check order)."""
-    return type(
-        f"{model.__name__}Inline",
-        (PoolConfigInline, TabularInline),
-        {
-            "model": model,
-            "extra": 0,
-            "fields": ["position", target],
-            "autocomplete_fields": [target],
-            "verbose_name_plural": label,
-            "__module__": __name__,
-        },
-    )
-
-
-PoolTemplateInline = ordered_reference_inline(PoolTemplate, "template", "common pod templates (merged in order)")
-
-
-PoolValidationInline = ordered_reference_inline(
-    PoolValidation, "validation", "common resource validations (checked in order)"
-)
-
-
 class PlatformInline(PoolConfigInline, StackedInline):
     model = Platform
+    form = PlatformRowForm
     extra = 0
     show_change_link = True
     fields = ["name", *PLATFORM.form_fields()]
 
 
+class ConfirmNoMatchMixin:
+    """A save that leaves a platform matching no node of its backend (new, or matching some before) is refused
+    once with a "Save anyway" box; ticked, the save goes through and the pool shows a warning."""
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        if not asks_to_confirm(request):
+            return fieldsets
+        first = fieldsets[0][1]["fields"]
+        at = first.index("node_match") + 1 if "node_match" in first else len(first)
+        return [(fieldsets[0][0], {**fieldsets[0][1], "fields": [*first[:at], "save_anyway", *first[at:]]})] + list(
+            fieldsets[1:]
+        )
+
+    def save_related(self, request, form, formsets, change):
+        pool_id, only = self.confirming(form)
+        before = set(unmatched_platforms([pool_id]).get(pool_id, [])) if pool_id else set()
+        super().save_related(request, form, formsets, change)
+        if not form.cleaned_data.get("save_anyway"):
+            confirm_matches(pool_id or form.instance.pk, before, only)
+
+    def confirming(self, form) -> tuple[int | None, str | None]:
+        """(the pool's id, None while it is new; the one platform to check, None for all of the pool's)."""
+        return form.instance.pk, None
+
+
+def asks_to_confirm(request) -> bool:
+    return request.method == "POST" and (
+        isinstance(pending_error(request), NoMatchingNode) or "save_anyway" in request.POST
+    )
+
+
 @admin.register(Pool)
-class PoolAdmin(RowCheckboxMixin, ObjectRightsAdminMixin, PoolAccessLinkMixin, PoolPreviewMixin, ConfigAdmin):
+class PoolAdmin(
+    ConfirmNoMatchMixin,
+    RowCheckboxMixin,
+    ObjectRightsAdminMixin,
+    PoolAccessLinkMixin,
+    PoolPreviewMixin,
+    PoolNodeMatchMixin,
+    ConfigAdmin,
+):
     config_type = ConfigType.POOL
     form = PoolForm
-    list_display = ["name", "backend", "status_badge", "platform_list", "description"]
+
+    class Media:
+        js = ("portal/pool-form.js",)  # the live node match and the default platform's choices
+
+    list_display = ["name", "backend", "status_badge", "platform_list", "warning_list", "description"]
     list_filter = ["backend", "enable_maintenance"]
     search_fields = ["name", "description", "platforms__name"]
     list_select_related = ["backend"]
-    inlines = [PoolTemplateInline, PoolValidationInline, PlatformInline]
+    inlines = [PlatformInline]
     fieldsets = [
         (
             None,
@@ -200,6 +221,10 @@ class PoolAdmin(RowCheckboxMixin, ObjectRightsAdminMixin, PoolAccessLinkMixin, P
                     "name",
                     "description",
                     "backend",
+                    "warnings",
+                    "common_pod_template",
+                    "common_resource_validations",
+                    "node_match",
                     "default_platform",
                     "enable_maintenance",
                     "history",
@@ -231,19 +256,30 @@ class PoolAdmin(RowCheckboxMixin, ObjectRightsAdminMixin, PoolAccessLinkMixin, P
         rows = Platform.objects.filter(pool_id__in=[pool.pk for pool in pools]).values_list("pool_id", "name")
         for pool_id, name in rows:  # the names only: a platform's compiled config is large JSON
             names.setdefault(pool_id, []).append(name)
+        unmatched = unmatched_platforms([pool.pk for pool in pools])
         for pool in pools:
             pool.platform_names = names.get(pool.pk, [])
+            pool.unmatched = unmatched.get(pool.pk, [])
         return changelist
 
     def get_changelist(self, request, **kwargs):
         return pool_list_changelist(super().get_changelist(request, **kwargs))
 
     def get_readonly_fields(self, request, obj=None):
-        return [*super().get_readonly_fields(request, obj), "preview"]
+        return [*super().get_readonly_fields(request, obj), "preview", "warnings", "node_match"]
 
     @display(description="Preview")
     def preview(self, obj):
         return saved_object_link(obj, "admin:pools_pool_preview", "Preview the Pod a task would get")
+
+    @display(description="Warnings")
+    def warnings(self, obj):
+        names = unmatched_platforms([obj.pk]).get(obj.pk, []) if obj and obj.pk else []
+        return warning_text(no_match_warning(names))
+
+    @display(description="Warnings")
+    def warning_list(self, obj):
+        return warning_text(no_match_warning(obj.unmatched)) if obj.unmatched else ""
 
     @display(description="Status")
     def status_badge(self, obj):
@@ -257,7 +293,7 @@ class PoolAdmin(RowCheckboxMixin, ObjectRightsAdminMixin, PoolAccessLinkMixin, P
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)
         if obj is None:
-            first = [f for f in fieldsets[0][1]["fields"] if f not in ("history", "preview")]
+            first = [f for f in fieldsets[0][1]["fields"] if f not in ("history", "preview", "warnings")]
             return [(None, {"fields": first}), *fieldsets[1:]]
         return fieldsets
 
@@ -285,45 +321,61 @@ def pool_list_changelist(base: type) -> type:
     return PoolChangeList
 
 
-PlatformTemplateInline = ordered_reference_inline(
-    PlatformTemplate, "template", "override pod templates (merged after the pool's, in order)"
-)
-
-
-PlatformValidationInline = ordered_reference_inline(
-    PlatformValidation, "validation", "resource validations (after the pool's)"
-)
-
-
 @admin.register(Platform)
-class PlatformAdmin(PlatformNodesMixin, PolicyAdminMixin, SchemaAdminMixin, ServiceBackedAdmin):
+class PlatformAdmin(
+    ConfirmNoMatchMixin,
+    PlatformNodesMixin,
+    PlatformNodeMatchMixin,
+    PolicyAdminMixin,
+    SchemaAdminMixin,
+    ServiceBackedAdmin,
+):
     """A platform is part of its pool's document: saving one writes the pool (one POOL revision)."""
 
     policy_resource = "config/pool"
     config_type, form_schema = ConfigType.POOL, PLATFORM
+    form = PlatformForm
+
+    class Media:
+        js = ("portal/pool-form.js",)  # the live node match
+
     list_display = ["name", "pool", "description", "host_network_allowed", "privileged_allowed"]
     list_filter = ["pool", "privileged_allowed", "host_network_allowed"]
     search_fields = ["name", "pool__name", "description"]
     list_select_related = ["pool"]
-    inlines = [PlatformTemplateInline, PlatformValidationInline]
-    fields = [
-        "pool",
-        "name",
-        "description",
-        "host_network_allowed",
-        "privileged_allowed",
-        "default_variables",
-        "allowed_mounts",
-        "preview",
-        "resolved",
-        "member_nodes",
+    fieldsets = [
+        (
+            None,
+            {
+                "fields": [
+                    "pool",
+                    "name",
+                    "description",
+                    "override_pod_template",
+                    "resource_validations",
+                    "node_match",
+                    "host_network_allowed",
+                    "privileged_allowed",
+                    "default_variables",
+                    "allowed_mounts",
+                    "preview",
+                ]
+            },
+        ),
+        ("Resolved configuration and nodes", {"fields": ["resolved", "member_nodes"]}),
     ]
-    readonly_fields = ["preview", "resolved", "member_nodes"]
+    computed = ["preview", "resolved", "member_nodes", "node_match"]
 
     def get_readonly_fields(self, request, obj=None):
-        return (
-            ["pool", "name", "preview", "resolved", "member_nodes"] if obj else ["preview", "resolved", "member_nodes"]
-        )
+        return ["pool", "name", *self.computed] if obj else self.computed
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = super().get_fieldsets(request, obj)
+        return fieldsets if obj else fieldsets[:1]  # nothing resolved before the first save
+
+    def confirming(self, form):
+        pool = form.instance.pool if form.instance.pk else form.cleaned_data["pool"]
+        return pool.pk, form.instance.name if form.instance.pk else form.cleaned_data["name"]
 
     @display(description="Preview")
     def preview(self, obj):
@@ -345,10 +397,7 @@ class PlatformAdmin(PlatformNodesMixin, PolicyAdminMixin, SchemaAdminMixin, Serv
         body = store.show(ConfigType.POOL, self.config_name(form))
         name = form.instance.name if change else form.cleaned_data["name"]
         current = body["platforms"].get(name) if change else None
-        platform = PLATFORM.body_from_form(form.cleaned_data, current)
-        for formset in formsets:
-            apply_formset(PLATFORM, platform, formset, current)
-        body["platforms"][name] = platform
+        body["platforms"][name] = PLATFORM.body_from_form(form.cleaned_data, current)
         return body
 
     def saved_pk(self, form) -> int:
@@ -376,3 +425,7 @@ class PlatformAdmin(PlatformNodesMixin, PolicyAdminMixin, SchemaAdminMixin, Serv
     @display(description="Resolved configuration")
     def resolved(self, obj):
         return pretty_json(obj.compiled) if obj and obj.compiled else "Computed when the pool is saved."
+
+
+def warning_text(text: str) -> str:
+    return format_html('<span class="pool-warning">⚠ {}</span>', text) if text else "-"

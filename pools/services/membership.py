@@ -58,7 +58,7 @@ def platform_pod(platform: Platform) -> PreparedPod:
     cached = _POD_CACHE.get(key) if key else None
     if cached is None:
         try:
-            cached = _membership_pod(compiled_platform(platform))
+            cached = membership_pod(compiled_platform(platform))
         except EngineError as error:
             cached = error
         if key:
@@ -70,7 +70,8 @@ def platform_pod(platform: Platform) -> PreparedPod:
     return cached
 
 
-def _membership_pod(compiled) -> PreparedPod:
+def membership_pod(compiled) -> PreparedPod:
+    """A compiled platform's sample pod, reduced to what decides membership. Raises EngineError."""
     try:
         pod = resolve(compiled, TaskInput(name="membership-check", command=["true"])).pod
     except EngineError:  # e.g. a required variable without default: fall back to the merged template

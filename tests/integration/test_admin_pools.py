@@ -114,26 +114,13 @@ def _pool_post(pool: Pool, **overrides) -> dict:
         "topology_keys": "[]",
     }
     platforms = list(pool.platforms.all())
-    refs = list(pool.template_refs.all())
     data.update(
         {
-            "template_refs-TOTAL_FORMS": str(len(refs)),
-            "template_refs-INITIAL_FORMS": str(len(refs)),
-            "validation_refs-TOTAL_FORMS": "0",
-            "validation_refs-INITIAL_FORMS": "0",
+            "common_pod_template": [ref.template.name for ref in pool.template_refs.order_by("position", "id")],
             "platforms-TOTAL_FORMS": str(len(platforms)),
             "platforms-INITIAL_FORMS": str(len(platforms)),
         }
     )
-    for index, ref in enumerate(refs):
-        data.update(
-            {
-                f"template_refs-{index}-id": ref.pk,
-                f"template_refs-{index}-pool": pool.pk,
-                f"template_refs-{index}-position": ref.position,
-                f"template_refs-{index}-template": ref.template_id,
-            }
-        )
     for index, platform in enumerate(platforms):
         data.update(
             {
