@@ -16,7 +16,30 @@ from configs.revisions import Actor
 from configs.schema import Schema
 
 
-class SchemaAdminMixin:
+class FormWordsMixin:
+    """Form fields of described fields in the form's words: labels as people write them ("GPU guarantee", not
+    "Gpu guarantee") and error messages that name the field and what it allows ("GPU guarantee must be a
+    whole number, −1 for none", not Django's "Enter a whole number."). For ModelAdmins and inlines; set
+    `words_schema` (SchemaAdminMixin uses the schema its form edits)."""
+
+    words_schema: Schema | None = None
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        formfield = super().formfield_for_dbfield(db_field, request, **kwargs)
+        described = self.words_schema.described(db_field.name) if self.words_schema and formfield else None
+        if described is not None:
+            in_the_forms_words(formfield, described)
+        return formfield
+
+
+def in_the_forms_words(formfield, described) -> None:
+    label = described.form_label()
+    formfield.label = label
+    formfield.error_messages = {**formfield.error_messages, **described.kind.form_messages(label)}
+    formfield.validators = [*formfield.validators, *described.kind.form_validators(label)]
+
+
+class SchemaAdminMixin(FormWordsMixin):
     config_type: str
 
     form_schema: Schema | None = None  # the schema the page's own form edits, if not the type's
@@ -24,6 +47,10 @@ class SchemaAdminMixin:
     @property
     def schema(self) -> Schema:
         return registry.get(self.config_type).schema
+
+    @property
+    def words_schema(self) -> Schema:
+        return self.form_schema or self.schema
 
     def get_fieldsets(self, request, obj=None):
         """The page's fieldsets, plus any described field they do not place (a newly described field shows

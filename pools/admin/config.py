@@ -25,7 +25,7 @@ from access.admin.site import PolicyAdminMixin, PoolAccessLinkMixin
 from clusters.admin import BackendInventoryMixin
 from clusters.models import Backend
 from configs import store
-from configs.admin import SchemaAdminMixin, apply_formset
+from configs.admin import FormWordsMixin, SchemaAdminMixin, apply_formset
 from configs.errors import ConfigInUse
 from configs.models import ConfigType
 from configs.revisions import Actor
@@ -176,8 +176,9 @@ PoolValidationInline = ordered_reference_inline(
 )
 
 
-class PlatformInline(PoolConfigInline, StackedInline):
+class PlatformInline(FormWordsMixin, PoolConfigInline, StackedInline):
     model = Platform
+    words_schema = PLATFORM
     extra = 0
     show_change_link = True
     fields = ["name", *PLATFORM.form_fields()]
