@@ -66,7 +66,7 @@ def _list_url(model, **filters) -> str:
 
 def _requests(request) -> list[dict] | None:
     queues = []
-    for model, label in ((AccessRequest, "Access requests"), (PoolRequest, "Pool requests")):
+    for model, noun in ((AccessRequest, "access request"), (PoolRequest, "pool request")):
         model_admin = _admin_for(request, model)
         if model_admin is None:
             continue
@@ -75,7 +75,7 @@ def _requests(request) -> list[dict] | None:
         latest = list(pending.select_related(*related).order_by("-created_at", "-id")[:LATEST_REQUESTS])
         queues.append(
             {
-                "label": label,
+                "noun": noun,
                 "kind": model._meta.model_name,
                 "count": pending.count(),
                 "latest": [

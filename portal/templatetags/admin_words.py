@@ -7,9 +7,13 @@ words (an app's or a model's verbose name) are still capitalised; an object is s
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 from django import template
 from django.db.models import Model
+from django.utils import timezone
 from django.utils.text import capfirst
+from django.utils.timesince import timesince
 
 register = template.Library()
 
@@ -18,3 +22,13 @@ register = template.Library()
 def title_part(value):
     """`capfirst` for a verbose name, the object's own name for an object."""
     return str(value) if isinstance(value, Model) else capfirst(value)
+
+
+@register.filter
+def ago(moment) -> str:
+    """ "just now" within the minute, else "5 minutes ago" (Django's timesince says "0 minutes")."""
+    if not moment:
+        return ""
+    if timezone.now() - moment < timedelta(minutes=1):
+        return "just now"
+    return f"{timesince(moment)} ago"
