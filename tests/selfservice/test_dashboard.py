@@ -82,7 +82,9 @@ def world(synced):  # noqa: F811
 
 
 def test_pending_requests_are_counted_and_linked_to_their_filtered_lists(world, admin_client):
-    html = section(admin_client.get(HOME).content.decode(), "dash-requests")
+    page = admin_client.get(HOME).content.decode()
+    assert re.search(r"<title>\s*Dashboard \| Pool Portal</title>", page)  # not "Site administration"
+    html = section(page, "dash-requests")
     access_list = reverse("admin:selfservice_accessrequest_changelist") + "?status__exact=PENDING"
     pool_list = reverse("admin:selfservice_poolrequest_changelist") + "?status__exact=PENDING"
     assert f'href="{access_list}" id="dash-accessrequest-pending"' in html
