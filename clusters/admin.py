@@ -133,6 +133,9 @@ class BackendInventoryMixin:
 
     actions = ["test_connection", "sync_inventory"]
     actions_detail = ["test_connection_detail", "sync_inventory_detail"]
+
+    class Media:  # the list's sync and test actions say "Syncing…" / "Testing…" while they run
+        js = ["portal/busy.js"]
     STATUS_FIELDS = [
         "sync_badge",
         "online",

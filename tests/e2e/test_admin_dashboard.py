@@ -112,6 +112,13 @@ def test_sync_shows_progress_on_its_button(page, live_server, synced):  # noqa: 
     assert button.text_content().strip() == "Syncing…"
     page.wait_for_function("document.querySelector('#confirm-submit').disabled")
     assert button.get_attribute("aria-busy") == "true"
+    # the backends list's "Sync inventory now" action says so too
+    page.goto(f"{base}/admin/clusters/backend/")
+    page.check(f'input[name="_selected_action"][value="{synced.pk}"]')
+    page.select_option("select[name=action]", "sync_inventory")
+    page.evaluate("document.querySelector('#changelist-form').addEventListener('submit', e => e.preventDefault())")
+    page.click("#changelist-form button[name=index]")
+    assert page.text_content("#changelist-form button[name=index]").strip() == "Syncing…"
     # and for real: the sync runs and the backend page says what it found
     page.goto(f"{base}/admin/clusters/backend/{synced.pk}/sync-inventory/")
     page.click("#confirm-submit")
