@@ -136,6 +136,7 @@ class BackendInventoryMixin:
 
     class Media:  # the list's sync and test actions say "Syncing…" / "Testing…" while they run
         js = ["portal/busy.js"]
+
     STATUS_FIELDS = [
         "sync_badge",
         "online",
