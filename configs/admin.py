@@ -7,6 +7,7 @@ Mixed into each app's ModelAdmin (with its permission mixin); registers nothing.
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import messages
 from django.contrib.admin.utils import flatten_fieldsets
 
@@ -35,8 +36,21 @@ class FormWordsMixin:
 def in_the_forms_words(formfield, described) -> None:
     label = described.form_label()
     formfield.label = label
-    formfield.error_messages = {**formfield.error_messages, **described.kind.form_messages(label)}
+    words = {**_choice_words(formfield, label), **described.kind.form_messages(label)}
+    if described.required:
+        words["required"] = f"{label} is required: {described.required}"
+    formfield.error_messages = {**formfield.error_messages, **words}
     formfield.validators = [*formfield.validators, *described.kind.form_validators(label)]
+
+
+def _choice_words(formfield, label: str) -> dict[str, str]:
+    """A refused choice names the field and the values it allows (a list of objects: "one of those listed")."""
+    if isinstance(formfield, forms.ModelChoiceField):
+        return {"invalid_choice": f"{label} must be one of those listed, not “%(value)s”"}
+    if isinstance(formfield, forms.ChoiceField):
+        values = [str(value) for value, _ in formfield.choices if value not in ("", None)]
+        return {"invalid_choice": f"{label} must be one of {', '.join(values)}, not “%(value)s”"}
+    return {}
 
 
 class SchemaAdminMixin(FormWordsMixin):

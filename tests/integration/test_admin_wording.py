@@ -100,3 +100,15 @@ def test_backend_and_role_choices_list_the_allowed_values(admin_client, referenc
         reverse("admin:access_role_add"), {"name": "r2", "policies": "[]", "sync_mode": "sometimes"}
     )
     assert "Sync mode must be one of" in errors_of(response) and "not “sometimes”" in errors_of(response)
+
+
+def test_backend_connection_and_pool_backend_refusals_name_the_field(admin_client, small_pool):  # noqa: F811
+    response = admin_client.post(
+        reverse("admin:clusters_backend_add"), {"name": "b3", "namespace": "default", "connection": "telepathy"}
+    )
+    assert "Connection must be one of kubeconfig, in-cluster, url, not “telepathy”" in errors_of(response)
+    url = reverse("admin:pools_pool_change", args=[small_pool.pk])
+    text = errors_of(admin_client.post(url, _pool_post(small_pool, backend="")))
+    assert "Backend is required: a pool needs a backend (the name of the cluster it runs on)" in text
+    text = errors_of(admin_client.post(url, _pool_post(small_pool, backend="999999")))
+    assert "Backend must be one of those listed, not “999999”" in text
