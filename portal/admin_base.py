@@ -92,7 +92,9 @@ class DocumentField(forms.Field):
 
 def pretty_json(data) -> str:
     return format_html(
-        '<pre class="font-mono text-sm whitespace-pre-wrap">{}</pre>', json.dumps(data, indent=2, sort_keys=True)
+        # long unbroken values (fingerprints, node names) wrap instead of widening a phone's page
+        '<pre class="font-mono text-sm whitespace-pre-wrap" style="overflow-wrap:anywhere">{}</pre>',
+        json.dumps(data, indent=2, sort_keys=True),
     )
 
 

@@ -82,6 +82,9 @@ def test_admin_pages_look_right_at_both_widths(page, live_server, synced):  # no
         ("admin-sync", f"/admin/clusters/backend/{synced.pk}/sync-inventory/", "#confirm-submit"),
     ]
     overflow = {name: shoot(page, f"{base}{path}", name, ready=ready) for name, path, ready in pages}
+    # Unfold's own layouts are not asserted: its tabular inlines (a platform's ordered templates) are wider
+    # than a phone, which the ordered pickers replacing them must fix
+    print({name: widths for name, widths in overflow.items() if any(widths.values())})
     assert overflow["admin-dashboard"] == {DESKTOP: 0, PHONE: 0}
     assert overflow["admin-sync"] == {DESKTOP: 0, PHONE: 0}
     assert failures == []
