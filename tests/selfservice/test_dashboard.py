@@ -183,5 +183,6 @@ def test_the_dashboard_takes_constant_queries(world, admin_client):
             workflow(WorkflowStatus.QUEUED, created_ago=timedelta(hours=index))
             workflow(WorkflowStatus.FAILED, finished_ago=timedelta(hours=index + 6))
 
-    assert_constant_queries(lambda: admin_client.get(HOME), grow)
+    # 15 today: the session and the user, the policy's roles, the dashboard's cards, the queues and the history
+    assert_constant_queries(lambda: admin_client.get(HOME), grow, at_most=20)
     assert Backend.objects.count() == 6
