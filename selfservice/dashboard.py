@@ -210,5 +210,6 @@ def _clusters(request) -> dict | None:
             for pk, name, status, online, last_sync_at, last_error, last_error_at, nodes in rows
         ],
         "url": _list_url(Backend),
+        "degraded": sum(1 for row in rows if row[2] == Backend.SyncStatus.DEGRADED),
         "degraded_url": _list_url(Backend, sync_status__exact=Backend.SyncStatus.DEGRADED),
     }

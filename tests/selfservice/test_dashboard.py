@@ -151,6 +151,8 @@ def test_clusters_show_their_sync_state_and_last_error(world, admin_client):
     assert "degraded" in words(lab[: lab.index("</tr>")]) and "never" in words(lab[: lab.index("</tr>")])
     assert "connection refused" in lab
     assert f'href="{reverse("admin:clusters_backend_changelist")}"' in html
+    degraded = reverse("admin:clusters_backend_changelist") + "?sync_status__exact=degraded"
+    assert f'href="{degraded}">1 degraded</a>' in html
 
 
 def test_each_section_only_for_who_may_see_its_list(world):
