@@ -72,6 +72,7 @@ class APIToken(models.Model):
     class Meta:
         ordering = ["-created_at"]
         constraints = [models.UniqueConstraint(fields=["user", "name"], name="unique_token_name_per_user")]
+        verbose_name, verbose_name_plural = "API token", "API tokens"  # not Django's "Api tokens"
 
     def __str__(self) -> str:
         return f"{self.user} / {self.name}"

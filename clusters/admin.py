@@ -133,6 +133,10 @@ class BackendInventoryMixin:
 
     actions = ["test_connection", "sync_inventory"]
     actions_detail = ["test_connection_detail", "sync_inventory_detail"]
+
+    class Media:  # the list's sync and test actions say "Syncing…" / "Testing…" while they run
+        js = ["portal/busy.js"]
+
     STATUS_FIELDS = [
         "sync_badge",
         "online",
@@ -228,6 +232,7 @@ class BackendInventoryMixin:
             confirm_label="Test connection",
             explanation="This contacts the cluster, checks the permissions the portal needs (creating and deleting "
             "a probe pod) and records the server version.",
+            busy_label="Testing…",
         )
 
     @action(description="Sync inventory now", url_path="sync-inventory", permissions=["change"])
@@ -241,9 +246,12 @@ class BackendInventoryMixin:
             confirm_label="Sync inventory",
             explanation="This lists the cluster's nodes and pods and rewrites the node inventory, pool membership "
             "and capacity from them.",
+            busy_label="Syncing…",
         )
 
-    def _confirmed(self, request, object_id, act, *, heading: str, confirm_label: str, explanation: str):
+    def _confirmed(
+        self, request, object_id, act, *, heading: str, confirm_label: str, explanation: str, busy_label: str
+    ):
         """State changes never happen on GET: a GET shows what the POST would do."""
         backend = get_object_or_404(Backend, pk=object_id)
         change_url = reverse("admin:clusters_backend_change", args=[object_id])
@@ -255,6 +263,7 @@ class BackendInventoryMixin:
                 explanation=explanation,
                 confirm_label=confirm_label,
                 cancel_url=change_url,
+                busy_label=busy_label,
             )
         act(request, backend)
         return HttpResponseRedirect(change_url)

@@ -7,16 +7,53 @@ Mixed into each app's ModelAdmin (with its permission mixin); registers nothing.
 
 from __future__ import annotations
 
+from django import forms
 from django.contrib import messages
 from django.contrib.admin.utils import flatten_fieldsets
 
 from configs import registry, store
-from configs.kinds import Children, OrderedRefs
+from configs.kinds import Children
 from configs.revisions import Actor
 from configs.schema import Schema
 
 
-class SchemaAdminMixin:
+class FormWordsMixin:
+    """Form fields of described fields in the form's words: labels as people write them ("GPU guarantee", not
+    "Gpu guarantee") and error messages that name the field and what it allows ("GPU guarantee must be a
+    whole number, −1 for none", not Django's "Enter a whole number."). For ModelAdmins and inlines; set
+    `words_schema` (SchemaAdminMixin uses the schema its form edits)."""
+
+    words_schema: Schema | None = None
+
+    def formfield_for_dbfield(self, db_field, request, **kwargs):
+        formfield = super().formfield_for_dbfield(db_field, request, **kwargs)
+        described = self.words_schema.described(db_field.name) if self.words_schema and formfield else None
+        if described is not None:
+            in_the_forms_words(formfield, described)
+        return formfield
+
+
+def in_the_forms_words(formfield, described) -> None:
+    label = described.form_label()
+    formfield.label = label
+    words = {**_choice_words(formfield, label), **described.kind.form_messages(label)}
+    if described.required:
+        words["required"] = f"{label} is required: {described.required}"
+    formfield.error_messages = {**formfield.error_messages, **words}
+    formfield.validators = [*formfield.validators, *described.kind.form_validators(label)]
+
+
+def _choice_words(formfield, label: str) -> dict[str, str]:
+    """A refused choice names the field and the values it allows (a list of objects: "one of those listed")."""
+    if isinstance(formfield, forms.ModelChoiceField):
+        return {"invalid_choice": f"{label} must be one of those listed, not “%(value)s”"}
+    if isinstance(formfield, forms.ChoiceField):
+        values = [str(value) for value, _ in formfield.choices if value not in ("", None)]
+        return {"invalid_choice": f"{label} must be one of {', '.join(values)}, not “%(value)s”"}
+    return {}
+
+
+class SchemaAdminMixin(FormWordsMixin):
     config_type: str
 
     form_schema: Schema | None = None  # the schema the page's own form edits, if not the type's
@@ -24,6 +61,10 @@ class SchemaAdminMixin:
     @property
     def schema(self) -> Schema:
         return registry.get(self.config_type).schema
+
+    @property
+    def words_schema(self) -> Schema:
+        return self.form_schema or self.schema
 
     def get_fieldsets(self, request, obj=None):
         """The page's fieldsets, plus any described field they do not place (a newly described field shows
@@ -69,15 +110,12 @@ class SchemaAdminMixin:
 
 
 def apply_formset(schema: Schema, body: dict, formset, base: dict | None) -> None:
-    """Put an inline's rows into `body`: an ordered reference list, or named child objects. The schema
-    field is the one whose relation the inline edits."""
+    """Put an inline's rows (named child objects, e.g. a pool's platforms) into `body`. The schema field is
+    the one whose relation the inline edits; ordered reference lists are form fields (portal.ordered_widget)."""
     relation = formset.fk.remote_field.get_accessor_name()
     rows = [form for form in formset.forms if form.cleaned_data and not form.cleaned_data.get("DELETE")]
     for field in schema.leaves():
-        if isinstance(field.kind, OrderedRefs) and field.kind.relation == relation:
-            ordered = sorted((form.cleaned_data for form in rows), key=lambda row: row.get("position") or 0)
-            body[field.name] = [row[field.kind.target].name for row in ordered]
-        elif isinstance(field.kind, Children) and field.target == relation:
+        if isinstance(field.kind, Children) and field.target == relation:
             current = (base or {}).get(field.name) or {}
             body[field.name] = {
                 form.cleaned_data["name"]: field.kind.schema.body_from_form(

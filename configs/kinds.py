@@ -7,6 +7,7 @@ import hashlib
 import hmac
 import re
 
+from django.core.validators import MinValueValidator
 from django.db import models
 
 from configs.errors import ConfigError
@@ -50,6 +51,14 @@ class Kind:
         """The model column of a field the model does not declare itself (see Schema.add_columns)."""
         raise TypeError(f"{type(self).__name__} has no column of its own; declare {field.name} on the model")
 
+    def form_messages(self, label: str) -> dict[str, str]:
+        """The admin form field's error messages in the form's words (naming the field and what it allows),
+        keyed like Django's (`invalid`, `invalid_choice`, …); configs.admin.FormWordsMixin applies them."""
+        return {}
+
+    def form_validators(self, label: str) -> list:
+        return []
+
 
 class Text(Kind):
     def __init__(
@@ -85,6 +94,11 @@ class CollectionKind(Kind):
 
     nullable = True
     empty: type = list
+    example = '["a", "b"]'
+
+    def form_messages(self, label):
+        shape = "list" if self.empty is list else "object"
+        return {"invalid": f"{label} must be a JSON {shape}, e.g. {self.example}"}
 
     def show(self, value):
         return self.empty(value)
@@ -99,6 +113,7 @@ class ListKind(CollectionKind):
 
 class MappingKind(CollectionKind):
     empty = dict
+    example = '{"KEY": "value"}'
 
 
 class Bool(Kind):
@@ -110,8 +125,19 @@ class Bool(Kind):
 
 
 class Int(Kind):
-    def __init__(self, minimum: int) -> None:
-        self.minimum = minimum
+    """A whole number ≥ `minimum`; `lowest` says what the minimum means (Int(-1, "none"): −1 for none)."""
+
+    def __init__(self, minimum: int, lowest: str = "") -> None:
+        self.minimum, self.lowest = minimum, lowest
+
+    def form_messages(self, label):
+        lowest = str(self.minimum).replace("-", "\u2212")  # a minus sign, not a hyphen
+        allowed = f"{lowest} for {self.lowest}" if self.lowest else f"{lowest} or more"
+        text = f"{label} must be a whole number, {allowed}"
+        return {"invalid": text, "min_value": text}
+
+    def form_validators(self, label):
+        return [MinValueValidator(self.minimum, message=self.form_messages(label)["min_value"])]
 
     def parse(self, value, where):
         if isinstance(value, bool) or not isinstance(value, int) or value < self.minimum:
@@ -130,6 +156,9 @@ class Choice(Kind):
         if value not in self.values:
             raise ConfigError(self.reason, field=where, value=value)
         return value
+
+    def form_messages(self, label):
+        return {"invalid_choice": f"{label} must be one of {', '.join(self.values)}, not “%(value)s”"}
 
     def column(self, field):
         return models.CharField(

@@ -27,6 +27,7 @@ from configs.kinds import Group, Kind, reject_unknown
 from configs.validators import check_name, expect_mapping
 
 MISSING = object()
+ABBREVIATIONS = {"gpu": "GPU", "cpu": "CPU", "api": "API", "url": "URL", "tls": "TLS", "ca": "CA", "osmo": "OSMO"}
 
 
 class Doc:
@@ -62,10 +63,19 @@ class Field:
     also_from: str = ""
     write_only: bool = False
     help: str = ""
+    label: str = ""  # the admin form's label, if not the attribute's name in words (form_label)
 
     @property
     def target(self) -> str | None:
         return self.name if self.attr == "" else self.attr
+
+    def form_label(self) -> str:
+        """What the admin form calls the field: `label`, else its attribute in words, abbreviations as
+        people write them (gpu_guarantee → "GPU guarantee", api_url → "API URL")."""
+        if self.label:
+            return self.label
+        words = [ABBREVIATIONS.get(word, word) for word in (self.target or self.name).split("_")]
+        return " ".join(words)[:1].upper() + " ".join(words)[1:]
 
     def read_body(self, body: dict, where: str, warnings: list[str] | None = None) -> object:
         value = body.get(self.name, MISSING)
@@ -185,6 +195,10 @@ class Schema:
                 setattr(obj, item.target, value)
                 changed.append(item.target)
         return changed
+
+    def described(self, target: str) -> Field | None:
+        """The field stored in attribute `target`, if described."""
+        return next((item for item in self.leaves() if item.target == target), None)
 
     def form_fields(self) -> list[str]:
         """The admin form's model fields: the row's columns and the foreign keys set by name."""

@@ -165,8 +165,20 @@ POOL = Schema(
                         "gpu",
                         Group(
                             [
-                                Field("guarantee", Int(-1), default=-1, attr="gpu_guarantee", help="-1 = no guarantee"),
-                                Field("maximum", Int(-1), default=-1, attr="gpu_maximum", help="-1 = unlimited"),
+                                Field(
+                                    "guarantee",
+                                    Int(-1, "none"),
+                                    default=-1,
+                                    attr="gpu_guarantee",
+                                    help="-1 = no guarantee",
+                                ),
+                                Field(
+                                    "maximum",
+                                    Int(-1, "unlimited"),
+                                    default=-1,
+                                    attr="gpu_maximum",
+                                    help="-1 = unlimited",
+                                ),
                                 Field("weight", Int(0), default=1, attr="gpu_weight"),
                             ],
                             nullable=True,

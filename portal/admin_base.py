@@ -97,6 +97,7 @@ class DocumentField(forms.Field):
 
 def pretty_json(data) -> str:
     return format_html(
+        # long unbroken values (fingerprints, node names) wrap instead of widening a phone's page
         '<pre class="font-mono text-sm" style="white-space:pre-wrap;overflow-wrap:anywhere">{}</pre>',
         json.dumps(data, indent=2, sort_keys=True),
     )
@@ -112,9 +113,11 @@ def confirmation_page(
     cancel_url: str,
     diff: str | None = None,
     diff_format: str = "json",
+    busy_label: str = "",
 ) -> TemplateResponse:
     """A GET of an admin action that changes state shows this page; its button POSTs (with the CSRF token)
-    to the same URL, and only that POST acts. `diff` (unified) is shown coloured, line by line."""
+    to the same URL, and only that POST acts. `diff` (unified) is shown coloured, line by line. With
+    `busy_label` ("Syncing…"), the button is disabled and says so while a long action runs."""
     return TemplateResponse(
         request,
         "admin/confirm_action.html",
@@ -127,6 +130,7 @@ def confirmation_page(
             "cancel_url": cancel_url,
             "diff_lines": None if diff is None else [(_diff_kind(line), line) for line in diff.splitlines()],
             "diff_format": diff_format,
+            "busy_label": busy_label,
             "opts": admin.model._meta,
         },
     )

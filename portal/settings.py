@@ -254,8 +254,8 @@ UNFOLD = {
     "SITE_HEADER": "Pool Portal",
     "SITE_SYMBOL": "memory",
     "SHOW_HISTORY": True,
-    # the admin home's "Queues" panel (templates/admin/index.html)
-    "DASHBOARD_CALLBACK": "quotas.dashboard.dashboard",
+    # the admin home's dashboard (templates/admin/index.html), with the quotas' "Queues" panel
+    "DASHBOARD_CALLBACK": "selfservice.dashboard.dashboard",
 }
 
 LOGGING = {

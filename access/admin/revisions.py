@@ -7,6 +7,7 @@ from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
+from django.utils.safestring import mark_safe
 from unfold.admin import ModelAdmin
 from unfold.decorators import action, display
 
@@ -18,13 +19,15 @@ from configs.revisions import Actor
 from portal.admin_base import ReadOnlyAdminMixin, confirmation_page, pretty_json
 from portal.errors import DomainError
 
+DELETED_STYLE = "background:#fee2e2;color:#991b1b;border-radius:.25rem;padding:0 .4rem;font-size:.75rem;font-weight:600"
+
 
 @admin.register(Revision)
 class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
     """Read-only. Visible per config type: revisions of types the user may read (config:Read on
     config/<type>); rolling back needs config:Update on the revision's type."""
 
-    list_display = ["config_type", "name", "revision", "author_name", "created_at", "description", "deleted"]
+    list_display = ["config_type", "name", "revision", "author_name", "created_at", "description", "deleted_mark"]
     list_filter = ["config_type", "deleted"]
     search_fields = ["name", "description", "author_name"]
     date_hierarchy = "created_at"
@@ -36,7 +39,7 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
         "created_at",
         "description",
         "tags",
-        "deleted",
+        "deleted_mark",
         "changes",
         "data",
     ]
@@ -69,6 +72,13 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
         if isinstance(obj, Revision):
             return self._may(request, actions.CONFIG_READ, obj) or self._may(request, actions.CONFIG_UPDATE, obj)
         return bool(self.readable_types(request))
+
+    @display(description="Deleted", ordering="deleted")
+    def deleted_mark(self, obj):
+        """Quiet on the live revisions (most of them), a clear marker on a deletion; not Django's red cross."""
+        if obj.deleted:
+            return format_html('<span class="deleted-mark" style="{}">deleted</span>', DELETED_STYLE)
+        return mark_safe('<span class="live-mark" style="opacity:.4" title="not a deletion">–</span>')
 
     @display(description="Snapshot")
     def data(self, obj):

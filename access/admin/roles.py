@@ -21,6 +21,7 @@ from access.matching import check_action
 from access.models import Role
 from access.services import users
 from configs import store
+from configs.admin import FormWordsMixin
 from configs.errors import ConfigError
 from configs.models import ConfigType
 from configs.revisions import Actor
@@ -74,8 +75,9 @@ class RoleForm(forms.ModelForm):
 
 
 @admin.register(Role)
-class RoleAdmin(PolicyAdminMixin, ServiceBackedAdmin):
+class RoleAdmin(FormWordsMixin, PolicyAdminMixin, ServiceBackedAdmin):
     policy_resource = "config/role"
+    words_schema = ROLE
     form = RoleForm
     list_display = ["name", "description", "policy_summary", "immutable", "sync_mode", "member_count"]
     list_filter = ["immutable", "sync_mode"]

@@ -45,6 +45,8 @@ class PortalLoginForm(AuthenticationForm):
 
 
 class PolicyAdminSite(UnfoldAdminSite):
+    index_title = "Dashboard"  # the admin home (templates/admin/index.html), not "Site administration"
+
     def has_permission(self, request):
         return request.user.is_active and policy.admin_access(request).allowed
 

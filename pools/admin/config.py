@@ -25,7 +25,7 @@ from access.admin.site import PolicyAdminMixin, PoolAccessLinkMixin
 from clusters.admin import BackendInventoryMixin
 from clusters.models import Backend
 from configs import store
-from configs.admin import SchemaAdminMixin
+from configs.admin import FormWordsMixin, SchemaAdminMixin
 from configs.errors import ConfigInUse
 from configs.models import ConfigType
 from configs.revisions import Actor
@@ -152,9 +152,10 @@ class PoolConfigInline(PolicyAdminMixin):
     policy_resource = "config/pool"
 
 
-class PlatformInline(PoolConfigInline, StackedInline):
+class PlatformInline(FormWordsMixin, PoolConfigInline, StackedInline):
     model = Platform
     form = PlatformRowForm
+    words_schema = PLATFORM
     extra = 0
     show_change_link = True
     fields = ["name", *PLATFORM.form_fields()]

@@ -85,7 +85,9 @@ class SchemaForm(forms.ModelForm):
             try:
                 field.kind.parse(field.kind.from_form(value), field.target)
             except ConfigError as error:
-                self.add_error(field.target, error.reason if error.field == field.target else str(error))
+                # in the form's words: "Default exec timeout must be a duration such as '2h', …"
+                reason = f"{field.form_label()} {error.reason}" if error.field == field.target else str(error)
+                self.add_error(field.target, reason)
         return cleaned
 
     def _check_rows(self, field, mapping: dict) -> None:

@@ -21,6 +21,9 @@ from quotas.services.quotas import quotas_of, require_quota_write, set_quotas
 
 RESOURCE_WORDS = {"gpu": "GPU", "cpu": "CPU", "memory": "memory"}
 SECTIONS = {"departments": "department", "projects": "project"}
+# the API's "must be an integer ≥ 0" as a grid cell says it
+INTEGER = "must be an integer"
+GRID_WORDS = {"weight": "must be a whole number, 0 or more"}
 
 Cell = tuple[str, str, str, str]  # team kind, team, resource, key
 
@@ -130,4 +133,5 @@ def _words(kind: str, team: str, error: PortalError) -> str:
     cell = _cell(kind, team, error)
     where = f"{cell[0]} {cell[1]}, {RESOURCE_WORDS[cell[2]]} {cell[3]}" if len(cell) == 4 else f"{kind} {team}"
     value = "" if error.value in (None, "") else f" (you entered {error.value!r})"
-    return f"{where}: {error.reason}{value}"
+    reason = GRID_WORDS.get(cell[3], error.reason) if len(cell) == 4 and error.reason.startswith(INTEGER) else ""
+    return f"{where}: {reason or error.reason}{value}"

@@ -86,7 +86,7 @@ def test_refusals_are_shown_on_their_cells_and_nothing_is_written(carved, teams,
     text = page.content.decode()
     assert "project vision, GPU limit: is below deserved (4)" in text
     assert "project speech, memory deserved: must not be negative (you entered &#x27;-1Gi&#x27;)" in text
-    assert "department ops, CPU weight: must be an integer ≥ 0" in text
+    assert "department ops, CPU weight: must be a whole number, 0 or more" in text
     assert 'name="project:vision:gpu:limit" value="2"' in text  # what was entered stays in the grid
     # a write the department rule refuses: the department's cell says so, and the other team is not saved
     page = admin_client.post(
