@@ -49,10 +49,14 @@ def probe_problems(objects) -> list[str]:
     if len(web) != 1:
         return [*problems, f"{len(web)} Deployments run gunicorn portal.wsgi, expected one"]
     container = next(containers(web[0], init=False))
+    allowed = set(next(iter(of_kind(objects, "ConfigMap")), {}).get("data", {}).get("ALLOWED_HOSTS", "").split(","))
     for probe, path in (("livenessProbe", "/healthz"), ("readinessProbe", "/readyz")):
-        got = ((container.get(probe) or {}).get("httpGet") or {}).get("path")
-        if got != path:
-            problems.append(f"web {probe}: HTTP path {got}, expected {path}")
+        get = (container.get(probe) or {}).get("httpGet") or {}
+        if get.get("path") != path:
+            problems.append(f"web {probe}: HTTP path {get.get('path')}, expected {path}")
+        hosts = [h["value"] for h in get.get("httpHeaders") or () if h["name"].lower() == "host"]
+        if not hosts or hosts[0] not in allowed:  # else Django answers 400 and the probe fails
+            problems.append(f"web {probe}: Host {hosts} is not in ALLOWED_HOSTS")
     return problems
 
 
@@ -136,6 +140,8 @@ def selection_problems(objects) -> list[str]:
         if target["kind"] != "Deployment" or target["name"] not in deployments:
             problems.append(f"{name_of(hpa)} scales {target['kind']} {target['name']}, which does not exist")
         scaled.add(target["name"])
+        if "replicas" in deployments.get(target["name"], {}).get("spec", {}):
+            problems.append(f"{name_of(hpa)}: Deployment {target['name']} sets replicas (an apply resets the HPA's)")
     for pattern, what in ((r"^gunicorn portal\.wsgi", "web"), (r"^celery -A portal worker", "worker")):
         for obj in running(objects, pattern):
             if obj["metadata"]["name"] not in budgets:

@@ -55,7 +55,6 @@ def test_exactly_one_of_each_singleton(objects, pattern, what):
 def test_web_rolls_out_without_downtime(objects):
     (web,) = running(objects, r"^gunicorn portal\.wsgi")
     assert web["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"] == 0
-    assert web["spec"]["replicas"] >= 1
 
 
 def test_network_policy_admits_the_ingress_controller_and_reaches_the_services(objects):
@@ -139,3 +138,14 @@ def test_schema_check_refuses_an_unknown_field():
     deployment(objects, r"beat")["spec"]["replica"] = 1
     (problem,) = schema_problems(objects)
     assert problem.startswith("Deployment pool-portal-beat:") and "replica" in problem
+
+
+def test_checks_catch_a_probe_host_django_refuses_and_replicas_beside_an_autoscaler():
+    objects = production()
+    web = deployment(objects, r"^gunicorn")
+    web["spec"]["replicas"] = 3
+    web["spec"]["template"]["spec"]["containers"][0]["readinessProbe"]["httpGet"]["httpHeaders"] = []
+    assert checks.probe_problems(objects) == ["web readinessProbe: Host [] is not in ALLOWED_HOSTS"]
+    assert checks.selection_problems(objects) == [
+        "HorizontalPodAutoscaler pool-portal-web: Deployment pool-portal-web sets replicas (an apply resets the HPA's)"
+    ]
