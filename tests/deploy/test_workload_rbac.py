@@ -53,8 +53,10 @@ def grants(objects) -> set[tuple[str, str, str, str]]:
     return granted
 
 
-def test_there_is_one_example_per_kind_of_cluster():
-    assert {cluster: components_of(cluster) for cluster in CLUSTERS} == {
+def test_there_is_an_example_per_kind_of_cluster():
+    # A site adds its own clusters beside these (docs/deploy.md); each is checked like them.
+    examples = {cluster: components_of(cluster) for cluster in CLUSTERS if cluster.startswith("example-")}
+    assert examples == {
         "example-kai": ["kai"],
         "example-kueue": ["kueue"],
         "example-plain": [],
