@@ -157,14 +157,19 @@ def security_problems(objects) -> list[str]:
         spec = pod_spec(obj)
         if spec is None:
             continue
-        if not (spec.get("securityContext") or {}).get("runAsNonRoot"):
+        pod_context = spec.get("securityContext") or {}
+        if not pod_context.get("runAsNonRoot"):
             problems.append(f"{name_of(obj)}: not runAsNonRoot")
+        if (pod_context.get("seccompProfile") or {}).get("type") != "RuntimeDefault":  # the restricted standard
+            problems.append(f"{name_of(obj)}: no RuntimeDefault seccomp profile")
         if spec.get("serviceAccountName") != "pool-portal":
             problems.append(f"{name_of(obj)}: service account {spec.get('serviceAccountName')}")
         for container in containers(obj):
             context = container.get("securityContext") or {}
             if not context.get("readOnlyRootFilesystem") or context.get("allowPrivilegeEscalation") is not False:
                 problems.append(f"{name_of(obj)} {container['name']}: writable root or privilege escalation")
+            if (context.get("capabilities") or {}).get("drop") != ["ALL"]:
+                problems.append(f"{name_of(obj)} {container['name']}: capabilities not all dropped")
             image = container.get("image", "")
             if ":" not in image.rsplit("/", 1)[-1]:
                 problems.append(f"{name_of(obj)} {container['name']}: image {image!r} has no tag (overlay `images:`)")

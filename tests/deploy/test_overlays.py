@@ -149,3 +149,14 @@ def test_checks_catch_a_probe_host_django_refuses_and_replicas_beside_an_autosca
     assert checks.selection_problems(objects) == [
         "HorizontalPodAutoscaler pool-portal-web: Deployment pool-portal-web sets replicas (an apply resets the HPA's)"
     ]
+
+
+def test_checks_catch_a_pod_outside_the_restricted_standard():
+    objects = production()
+    job = next(obj for obj in objects if obj["kind"] == "Job")
+    del job["spec"]["template"]["spec"]["securityContext"]["seccompProfile"]
+    job["spec"]["template"]["spec"]["containers"][0]["securityContext"]["capabilities"] = {"add": ["NET_ADMIN"]}
+    assert checks.security_problems(objects) == [
+        "Job pool-portal-migrate: no RuntimeDefault seccomp profile",
+        "Job pool-portal-migrate portal: capabilities not all dropped",
+    ]
