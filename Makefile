@@ -11,7 +11,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: install bytecode dev test bench lint services clean test-peers chromium
+.PHONY: install bytecode dev test bench lint services clean test-peers chromium kubectl
 
 install: $(VENV)/.installed bytecode test-peers
 
@@ -37,9 +37,10 @@ dev: $(VENV)/.installed  # Python only: the embedded default needs no test peer
 	@# (portal/devserver.py); Ctrl-C stops them all. Logs: var/*.log.
 	$(PY) manage.py devserver --port $(PORT) --kubesim-port $(KUBESIM_PORT)
 
-# Test peers beyond Python: the OIDC provider (node, tests/oidc) and Debian's chromium for the browser test.
+# Test peers beyond Python: the OIDC provider (node, tests/oidc), Debian's chromium for the browser test and
+# Debian's kubectl, which renders deploy/ for tests/deploy (its built-in kustomize).
 # Idempotent and quiet: each step runs only when its result is missing or out of date.
-test-peers: tests/oidc/node_modules/.installed chromium
+test-peers: tests/oidc/node_modules/.installed chromium kubectl
 
 tests/oidc/node_modules/.installed: tests/oidc/package.json tests/oidc/package-lock.json
 	@command -v npm >/dev/null || { echo "error: Node.js 20+ with npm is needed for the OIDC test provider" >&2; exit 1; }
@@ -54,6 +55,15 @@ chromium:
 	  $$SUDO apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq chromium >/dev/null; \
 	  test -x $(CHROMIUM) || { echo "error: $(CHROMIUM) is still missing" >&2; exit 1; }; }
+
+KUBECTL ?= /usr/bin/kubectl
+kubectl:
+	@test -x $(KUBECTL) || { \
+	  echo "installing Debian's kubectl for the deployment tests (apt-get)"; \
+	  SUDO=$$([ "$$(id -u)" -eq 0 ] || echo sudo); \
+	  $$SUDO apt-get update -qq && \
+	  DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq kubectl >/dev/null; \
+	  test -x $(KUBECTL) || { echo "error: $(KUBECTL) is still missing" >&2; exit 1; }; }
 
 services:
 	@scripts/ensure-services.sh
