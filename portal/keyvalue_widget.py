@@ -169,6 +169,8 @@ class KeyValueField(forms.Field):
     """A JSON mapping edited as rows (`KeyValueRows`), or posted as JSON text. Blank rows are skipped; a
     value without a key, or a key given twice, is refused naming the row and the key."""
 
+    default_error_messages = {"invalid": "Enter the rows, or the mapping as JSON."}  # the form may name the field
+
     def __init__(self, *, widget: KeyValueRows | None = None, **kwargs) -> None:
         kwargs.setdefault("required", False)
         super().__init__(widget=widget or KeyValueRows(), **kwargs)
@@ -186,7 +188,7 @@ class KeyValueField(forms.Field):
         try:
             return json.loads(value)  # the mapping as JSON text; its shape is checked by the config type
         except ValueError as error:
-            raise forms.ValidationError(f"Enter the rows, or the mapping as JSON ({error}).") from None
+            raise forms.ValidationError(f"{self.error_messages['invalid']} ({error})", code="invalid") from None
 
     def _from_rows(self, rows: Rows) -> dict:
         mapping, errors = {}, []

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from django import forms
 
+from configs.admin import in_the_forms_words
 from configs.errors import ConfigError
 from configs.kinds import OrderedRefs
 from configs.models import ConfigType
@@ -60,6 +61,9 @@ class SchemaForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        for item in self.schema.leaves():  # rows fields are declared here, not made from the model: name them
+            if isinstance(self.fields.get(item.target), KeyValueField):
+                in_the_forms_words(self.fields[item.target], item)
         for item in self.schema.leaves():  # ordered reference lists: their choices, and the saved order
             if isinstance(item.kind, OrderedRefs) and item.target in self.fields:
                 model = NAMES_OF[item.kind.config_type]
