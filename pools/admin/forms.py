@@ -12,6 +12,7 @@ from configs.validators import check_name
 from pools.config_types import POD_TEMPLATE, POOL, RESOURCE_VALIDATION
 from pools.models import PodTemplate, Pool, ResourceValidation
 from portal.admin_base import DocumentField
+from portal.widgets import at_line
 
 
 class SchemaForm(forms.ModelForm):
@@ -34,7 +35,8 @@ class SchemaForm(forms.ModelForm):
             try:
                 field.kind.parse(field.kind.from_form(value), field.target)
             except ConfigError as error:
-                self.add_error(field.target, error.reason if error.field == field.target else str(error))
+                message = error.reason if error.field == field.target else str(error)
+                self.add_error(field.target, at_line(self, field.target, message, error))
         return cleaned
 
 
