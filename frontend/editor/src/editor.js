@@ -122,11 +122,27 @@ const inlineField = StateField.define({
 // ---------------------------------------------------------------------------------- the editor
 
 const theme = EditorView.theme({
-  "&": { height: "var(--editor-height, min(70vh, 34rem))", border: "1px solid #d1d5db", borderRadius: "6px", background: "#fcfcfd", fontSize: ".85rem" },
+  // contain: a long line scrolls inside the editor instead of widening the form (or the phone's page)
+  "&": { contain: "inline-size", width: "100%", minHeight: "12rem", maxHeight: "var(--editor-height, min(70vh, 34rem))", border: "1px solid #d1d5db", borderRadius: "6px", background: "#fcfcfd", fontSize: ".85rem" },
   "&.cm-focused": { outline: "2px solid #ddd6fe", borderColor: "#7c3aed" },
   ".cm-scroller": { overflow: "auto", fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace", lineHeight: "1.45" },
   ".cm-gutters": { background: "#f4f4f5", borderRight: "1px solid #e4e4e7", color: "#71717a" },
-  ".cm-inline-message": { fontFamily: "system-ui, sans-serif", fontSize: ".8rem", padding: ".15rem .6rem", margin: ".1rem 0", borderLeft: "3px solid", whiteSpace: "pre-wrap" },
+  // A message stays in the visible part of the editor (sticky, as wide as the view: --cm-visible, measured)
+  // and wraps there; before the measure, width 0 + min-width 100% keep it from widening the content.
+  ".cm-inline-message": {
+    position: "sticky",
+    left: "var(--cm-gutter, 0)",
+    fontFamily: "system-ui, sans-serif",
+    fontSize: ".8rem",
+    padding: ".15rem .6rem",
+    margin: ".1rem 0",
+    borderLeft: "3px solid",
+    whiteSpace: "pre-wrap",
+    overflowWrap: "anywhere",
+    boxSizing: "border-box",
+    width: "var(--cm-visible, 0)",
+    minWidth: "var(--cm-visible, 100%)",
+  },
   ".cm-inline-error": { color: "#991b1b", background: "#fef2f2", borderColor: "#dc2626" },
   ".cm-inline-warning": { color: "#92400e", background: "#fffbeb", borderColor: "#d97706" },
 });
@@ -163,7 +179,10 @@ function upgrade(textarea) {
       theme,
       keymap.of([...defaultKeymap, ...historyKeymap, ...foldKeymap, ...searchKeymap, ...lintKeymap, indentWithTab]),
       EditorView.contentAttributes.of({ "aria-label": labelOf(textarea), "aria-multiline": "true" }),
-      EditorView.updateListener.of((update) => update.docChanged && edited(textarea, update.view)),
+      EditorView.updateListener.of((update) => {
+        if (update.docChanged) edited(textarea, update.view);
+        if (update.geometryChanged) measureVisible(update.view);
+      }),
     ],
   });
   const view = new EditorView({ state });
@@ -177,8 +196,26 @@ function upgrade(textarea) {
   textarea.required = false; // a hidden required field would block the form silently; the server checks it
   textarea.dataset.upgraded = "true";
   focusFromLabel(textarea, view);
+  measureVisible(view);
   showServerErrors(entry);
   return view;
+}
+
+/** How wide the text area of the editor is on screen, for the inline messages. */
+function measureVisible(view) {
+  view.requestMeasure({
+    read: () => {
+      const gutters = view.dom.querySelector(".cm-gutters");
+      const gutter = gutters ? gutters.offsetWidth : 0;
+      return { gutter, visible: Math.max(0, view.scrollDOM.clientWidth - gutter) };
+    },
+    write: ({ gutter, visible }) => {
+      if (view.dom.style.getPropertyValue("--cm-visible") === `${visible}px`) return;
+      view.dom.style.setProperty("--cm-gutter", `${gutter}px`);
+      view.dom.style.setProperty("--cm-visible", `${visible}px`);
+      view.requestMeasure(); // the messages may wrap differently now: line heights again
+    },
+  });
 }
 
 function focusFromLabel(textarea, view) {
@@ -202,6 +239,15 @@ function edited(textarea, view) {
     for (const element of document.querySelectorAll(`[data-clear-on-edit="${CSS.escape(textarea.id)}"]`)) element.remove();
   }
   textarea.removeAttribute("data-errors");
+  queueMicrotask(() => dropServerDiagnostics(view)); // not inside this update; the linter runs later
+}
+
+function dropServerDiagnostics(view) {
+  const kept = [];
+  forEachDiagnostic(view.state, (diagnostic, from, to) => {
+    if (diagnostic.source !== "server") kept.push({ ...diagnostic, from, to });
+  });
+  view.dispatch(setDiagnostics(view.state, kept));
 }
 
 function upgradeAll(root = document) {
