@@ -131,6 +131,17 @@ def test_the_submit_editor(page, live_server, demo_world):  # noqa: F811
     page.click('.chip[data-example="single-a100-platform"]')  # untouched example: no question
     page.wait_for_selector('.chip[data-example="single-a100-platform"][aria-pressed="true"]')
     assert len(asked) == 2
+
+    # Submit shows that it works until the workflow's page opens (the buttons' state, kept across the page change)
+    page.evaluate(
+        """() => document.addEventListener('submit', () => setTimeout(() => sessionStorage.setItem('buttons',
+            JSON.stringify([document.querySelector('#submit-workflow').textContent,
+                            document.querySelector('#submit-workflow').disabled,
+                            document.querySelector('#preview-button').disabled]))))"""
+    )
+    page.click("#submit-workflow")
+    page.wait_for_url(f"{base}/workflows/**")
+    assert page.evaluate("() => JSON.parse(sessionStorage.getItem('buttons'))") == ["Submitting…", True, True]
     assert failures == []
 
 
