@@ -6,6 +6,7 @@ shows that it is working. Screenshots at 1440 and 390 px go to var/screenshots/e
 from __future__ import annotations
 
 import pytest
+from django.conf import settings
 
 from pools.models import PodTemplate
 from tests.e2e.looks import PHONE, SHOTS, WIDTHS, collect_failures, shoot, sign_in_admin
@@ -13,6 +14,7 @@ from tests.e2e.test_submit_preview import sign_in
 from tests.integration.conftest import demo_pools, reference_config  # noqa: F401  (fixtures)
 from tests.selfservice.conftest import TRAINING, demo_world  # noqa: F401  (fixture)
 
+BUNDLE = settings.BASE_DIR / "static" / "portal" / "vendor" / "editor.js"
 EDITOR = "#spec-editor-code"
 FRAMES = "() => new Promise(done => requestAnimationFrame(() => requestAnimationFrame(done)))"  # 2 frames drawn
 SPEC = """\
@@ -26,6 +28,11 @@ workflow:
     image: nvcr.io/nvidia/pytorch:24.01-py3
     command: [python, train.py]
 """
+
+
+@pytest.fixture(autouse=True)
+def built_editor():
+    assert BUNDLE.exists(), f"{BUNDLE} is missing: `make install` (or `make editor`) builds it from frontend/editor"
 
 
 def inline_messages(page, editor: str) -> list[tuple[str, str]]:

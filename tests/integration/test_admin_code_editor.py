@@ -91,3 +91,18 @@ def test_a_refused_validation_rule_is_marked_at_its_operator(admin_client):
     assert error.startswith("line 5: ") and "unknown operator" in error
     assert errors_attribute(response.content.decode(), "rules")[0]["line"] == 5
     assert not ResourceValidation.objects.filter(name="bad").exists()
+
+
+def test_a_refused_role_policy_is_marked_at_its_line(admin_client):
+    policies = (
+        "- effect: Allow\n  actions: ['workflow:Create']\n  resources: ['pool/robotics*']\n"
+        "- actions:\n  - 'config:Read'\n  effect: Perhaps\n"
+    )
+    response = admin_client.post(
+        reverse("admin:access_role_add"),
+        {"name": "osmo-jugglers", "description": "", "policies": policies, "sync_mode": "import"},
+    )
+    assert response.status_code == 200
+    [error] = response.context["adminform"].form.errors["policies"]
+    assert error.startswith("line 6: ") and "Perhaps" in error
+    assert errors_attribute(response.content.decode(), "policies")[0]["line"] == 6
