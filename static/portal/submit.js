@@ -72,6 +72,7 @@
     if (chip && event.detail.successful) {
       markChosen(chip);
       remember();
+      clearErrors(); // they were about the text the example replaced
     }
   });
 

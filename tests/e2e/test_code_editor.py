@@ -138,6 +138,7 @@ def test_the_submit_editor(page, live_server, demo_world):  # noqa: F811
     page.click('.chip[data-example="single-a100-platform"]')  # untouched example: no question
     page.wait_for_selector('.chip[data-example="single-a100-platform"][aria-pressed="true"]')
     assert len(asked) == 2
+    assert page.locator("#submit-error").count() == 0  # no error of an earlier text remains
 
     # Submit shows that it works until the workflow's page opens (the buttons' state, kept across the page change)
     page.evaluate(
