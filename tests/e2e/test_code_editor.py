@@ -174,4 +174,11 @@ def test_the_admin_pod_template_editor(page, live_server, demo_world):  # noqa: 
     assert line == "specs: {}" and "a pod template is a partial Pod manifest" in message
     screenshot(page, "editor-admin-pod-template-error")
     assert PodTemplate.objects.get(pk=template.pk).body == template.body
+
+    # the admin's dark mode (Unfold's <html class="dark">): the editor follows it
+    background = f"() => getComputedStyle(document.querySelector('{editor}')).backgroundColor"
+    assert page.evaluate(background) == "rgb(252, 252, 253)"
+    page.evaluate("() => document.documentElement.classList.add('dark')")
+    page.wait_for_function(f"() => ({background})() === 'rgb(24, 24, 27)'")
+    screenshot(page, "editor-admin-pod-template-dark")
     assert failures == []

@@ -15,13 +15,14 @@ import {
   bracketMatching,
   defaultHighlightStyle,
   foldGutter,
+  HighlightStyle,
   foldKeymap,
   indentOnInput,
   syntaxHighlighting,
 } from "@codemirror/language";
 import { forEachDiagnostic, linter, lintGutter, lintKeymap, setDiagnostics } from "@codemirror/lint";
 import { highlightSelectionMatches, searchKeymap } from "@codemirror/search";
-import { EditorState, StateField } from "@codemirror/state";
+import { Compartment, EditorState, Prec, StateField } from "@codemirror/state";
 import {
   Decoration,
   EditorView,
@@ -32,6 +33,7 @@ import {
   keymap,
   lineNumbers,
 } from "@codemirror/view";
+import { tags } from "@lezer/highlight";
 import { parseDocument } from "yaml";
 
 const editors = new Map(); // textarea -> {view, server: [{line, message}], stale}
@@ -147,6 +149,54 @@ const theme = EditorView.theme({
   ".cm-inline-warning": { color: "#92400e", background: "#fffbeb", borderColor: "#d97706" },
 });
 
+// Dark pages (the admin's dark mode: <html class="dark">) get a dark editor, switched as the page switches.
+const darkHighlight = HighlightStyle.define([
+  { tag: tags.keyword, color: "#c792ea" },
+  { tag: [tags.atom, tags.bool, tags.url, tags.contentSeparator, tags.labelName], color: "#82aaff" },
+  { tag: [tags.literal, tags.inserted, tags.number], color: "#f5a97f" },
+  { tag: [tags.string, tags.deleted], color: "#c3e88d" },
+  { tag: tags.definition(tags.propertyName), color: "#7dd3fc" },
+  { tag: tags.propertyName, color: "#7dd3fc" },
+  { tag: tags.comment, color: "#9ca3af", fontStyle: "italic" },
+  { tag: tags.meta, color: "#a1a1aa" },
+  { tag: tags.invalid, color: "#fca5a5" },
+]);
+
+const darkTheme = EditorView.theme(
+  {
+    "&": { background: "#18181b", color: "#e4e4e7", borderColor: "#3f3f46" },
+    ".cm-gutters": { background: "#27272a", color: "#a1a1aa", borderRight: "1px solid #3f3f46" },
+    ".cm-activeLine": { background: "#ffffff0d" },
+    ".cm-activeLineGutter": { background: "#ffffff14" },
+    ".cm-cursor, .cm-dropCursor": { borderLeftColor: "#e4e4e7" },
+    "&.cm-focused > .cm-scroller > .cm-selectionLayer .cm-selectionBackground, .cm-selectionBackground": {
+      background: "#3730a3",
+    },
+    ".cm-inline-error": { color: "#fecaca", background: "#450a0a", borderColor: "#f87171" },
+    ".cm-inline-warning": { color: "#fde68a", background: "#451a03", borderColor: "#f59e0b" },
+  },
+  { dark: true },
+);
+
+const appearance = new Compartment();
+
+function pageIsDark() {
+  return document.documentElement.classList.contains("dark");
+}
+
+function looks() {
+  return pageIsDark() ? [darkTheme, syntaxHighlighting(darkHighlight)] : [];
+}
+
+function followPageTheme() {
+  let dark = pageIsDark();
+  new MutationObserver(() => {
+    if (pageIsDark() === dark) return;
+    dark = pageIsDark();
+    for (const { view } of editors.values()) view.dispatch({ effects: appearance.reconfigure(looks()) });
+  }).observe(document.documentElement, { attributes: true, attributeFilter: ["class"] });
+}
+
 function labelOf(textarea) {
   const label = textarea.id && document.querySelector(`label[for="${CSS.escape(textarea.id)}"]`);
   return (label && label.textContent.trim()) || textarea.getAttribute("aria-label") || "Code editor";
@@ -177,6 +227,7 @@ function upgrade(textarea) {
       check,
       inlineField,
       theme,
+      Prec.highest(appearance.of(looks())),
       keymap.of([...defaultKeymap, ...historyKeymap, ...foldKeymap, ...searchKeymap, ...lintKeymap, indentWithTab]),
       EditorView.contentAttributes.of({ "aria-label": labelOf(textarea), "aria-multiline": "true" }),
       EditorView.updateListener.of((update) => {
@@ -197,6 +248,7 @@ function upgrade(textarea) {
   textarea.dataset.upgraded = "true";
   focusFromLabel(textarea, view);
   measureVisible(view);
+  new ResizeObserver(() => measureVisible(view)).observe(view.scrollDOM); // a wider window: wider messages
   showServerErrors(entry);
   return view;
 }
@@ -293,6 +345,7 @@ window.PortalEditor = {
   viewOf: (textarea) => editors.get(textarea)?.view,
 };
 
+followPageTheme();
 if (document.readyState === "loading") document.addEventListener("DOMContentLoaded", () => upgradeAll());
 else upgradeAll();
 document.addEventListener("htmx:load", (event) => upgradeAll(event.target));
