@@ -5,7 +5,9 @@
 A syntax error (portal.safe_yaml) names `source:line:column` in its reason; a semantic error names a
 document path in `field` (`tasks[0].image`, `spec.containers[0].resources.limits["nvidia.com/gpu"]`),
 which is found by walking the text's YAML events (JSON is read the same way: YAML's flow style). A path
-that is not in the text (a default the portal added) falls back to its deepest ancestor that is.
+that is not in the text (a default the portal added) falls back to its deepest ancestor that is; a path
+into something built from the text (a platform's resolved pod, from a pod template) is tried without its
+leading keys.
 """
 
 from __future__ import annotations
@@ -50,7 +52,24 @@ def error_line(text: str, error: object, prefixes: tuple[str, ...] = ("",), root
         line = line_of(text, f"{prefix}.{field}" if prefix and not field.startswith("[") else prefix + field)
         if line is not None:
             return line
+    for tail in _tails(field):  # a path into something built from the text: `platforms.a100.spec.tolerations`
+        line = line_of(text, tail)
+        if line is not None:
+            return line
     return None
+
+
+def _tails(path: str) -> list[str]:
+    """`a.b[0].c` -> [`b[0].c`, `c`]: the path without its leading keys (dots inside brackets kept)."""
+    tails, depth, quoted = [], 0, False
+    for index, char in enumerate(path):
+        if char == '"' and depth:
+            quoted = not quoted
+        elif not quoted and char in "[]":
+            depth += 1 if char == "[" else -1
+        elif char == "." and not depth:
+            tails.append(path[index + 1 :])
+    return tails
 
 
 def without_position(reason: str) -> str:

@@ -106,3 +106,15 @@ def test_a_refused_role_policy_is_marked_at_its_line(admin_client):
     [error] = response.context["adminform"].form.errors["policies"]
     assert error.startswith("line 6: ") and "Perhaps" in error
     assert errors_attribute(response.content.decode(), "policies")[0]["line"] == 6
+
+
+def test_a_template_that_breaks_a_platform_s_pod_is_marked_where_the_template_says_it(admin_client, demo_pools):
+    template = PodTemplate.objects.get(name="a100")
+    body = "spec:\n  nodeSelector: {a: b}\n  tolerations: 5\n"
+    response = admin_client.post(
+        reverse("admin:pools_podtemplate_change", args=[template.pk]), {"name": "a100", "body": body}
+    )
+    assert response.status_code == 200
+    [error] = response.context["adminform"].form.errors["body"]
+    assert error.startswith("line 3: Not saved: platforms.") and "must be a list" in error
+    assert errors_attribute(response.content.decode(), "body")[0]["line"] == 3

@@ -67,3 +67,12 @@ def test_a_form_field_name_before_the_path_is_dropped():
     error = PortalError("unknown operator", field="rules[1].operator", value="GT")
     assert error_line(rules, error, root="rules") == 3
     assert error_line(rules, PortalError("bad", field="rules"), root="rules") is None
+
+
+def test_a_path_into_what_the_text_became_is_found_by_its_tail():
+    template = 'metadata: {labels: {"a.b": x}}\nspec:\n  tolerations: 5\n'
+    resolved = PortalError("must be a list", field="platforms.a100_platform.spec.tolerations")
+    assert error_line(template, resolved) == 3
+    labelled = PortalError("bad label", field='pods["x.y"].metadata.labels["a.b"]')
+    assert error_line(template, labelled) == 1
+    assert error_line(template, PortalError("bad", field="platforms.a100.image")) is None
