@@ -11,9 +11,9 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: install bytecode dev test bench lint services clean test-peers chromium kubectl
+.PHONY: install bytecode dev test bench lint services clean test-peers chromium kubectl editor
 
-install: $(VENV)/.installed bytecode test-peers
+install: $(VENV)/.installed bytecode editor test-peers
 
 # Bytecode is compiled here, not at run time: a user's environment may forbid writing it
 # (PYTHONDONTWRITEBYTECODE, a read-only install), and then every start would compile every module again
@@ -30,12 +30,28 @@ PACKAGES := portal configs access teams clusters pools workflows quotas selfserv
 bytecode: $(VENV)/.installed
 	@$(PY) -m compileall -q -j0 $(PACKAGES)
 
-dev: $(VENV)/.installed  # Python only: the embedded default needs no test peer
+dev: $(VENV)/.installed editor  # no test peer: the embedded default needs none
 	$(PY) manage.py migrate --noinput -v0
 	DEMO_CLUSTER_URL=http://127.0.0.1:$(KUBESIM_PORT) $(PY) manage.py seed_demo
 	@# The simulated cluster, the web server, both watchers and the periodic jobs, supervised together
 	@# (portal/devserver.py); Ctrl-C stops them all. Logs: var/*.log.
 	$(PY) manage.py devserver --port $(PORT) --kubesim-port $(KUBESIM_PORT)
+
+# The code editor of the admin and self-service pages (CodeMirror 6, frontend/editor): bundled into one
+# static file (static/portal/vendor/editor.js, not committed) that the pages load from /static/, never from
+# the internet. Needs Node.js 20+ with npm; `npm ci` runs only when the lock file changed, the build only
+# when an input did.
+EDITOR := frontend/editor
+EDITOR_BUNDLE := static/portal/vendor/editor.js
+editor: $(EDITOR_BUNDLE)
+
+$(EDITOR)/node_modules/.installed: $(EDITOR)/package.json $(EDITOR)/package-lock.json
+	@command -v npm >/dev/null || { echo "error: Node.js 20+ with npm is needed to build the code editor" >&2; exit 1; }
+	cd $(EDITOR) && npm ci --no-audit --no-fund --loglevel=error
+	@touch $@
+
+$(EDITOR_BUNDLE): $(EDITOR)/node_modules/.installed $(EDITOR)/build.mjs $(wildcard $(EDITOR)/src/*.js)
+	cd $(EDITOR) && node build.mjs
 
 # Test peers beyond Python: the OIDC provider (node, tests/oidc), Debian's chromium for the browser test and
 # Debian's kubectl, which renders deploy/ for tests/deploy (its built-in kustomize).

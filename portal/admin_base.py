@@ -24,6 +24,7 @@ from unfold.admin import checkbox as unfold_checkbox
 
 from portal.docfiles import DocumentError, parse_document
 from portal.errors import PortalError
+from portal.widgets import CodeBoundField, CodeEditor, at_line, code_field_for, syntax_error
 
 _PENDING_ERROR = "_portal_admin_error"
 
@@ -48,8 +49,12 @@ class ServiceBackedAdmin(ModelAdmin):
         class FormWithServiceError(form_class):
             def clean(self):
                 cleaned = super().clean()
-                field = error.field if error.field in self.fields else None
-                self.add_error(field, f"Not saved: {error}" if field is None else error.reason)
+                if error.field in self.fields:
+                    self.add_error(error.field, at_line(self, error.field, error.reason, error))
+                elif (editor := code_field_for(self, error)) is not None:  # a path inside a document
+                    self.add_error(editor, at_line(self, editor, f"Not saved: {error}", error))
+                else:
+                    self.add_error(None, f"Not saved: {error}")
                 return cleaned
 
         return FormWithServiceError
@@ -74,9 +79,11 @@ class ReadOnlyAdminMixin:
 
 
 class DocumentField(forms.Field):
-    """A YAML or JSON editor for a document; the cleaned value is the parsed document."""
+    """A YAML or JSON editor for a document (portal.widgets.CodeEditor); the cleaned value is the parsed
+    document. A syntax error is shown at its line."""
 
-    widget = forms.Textarea(attrs={"rows": 24, "class": "font-mono text-sm w-full", "spellcheck": "false"})
+    widget = CodeEditor("yaml")
+    bound_field_class = CodeBoundField
 
     def prepare_value(self, value):
         if isinstance(value, (dict, list)):
@@ -84,15 +91,15 @@ class DocumentField(forms.Field):
         return value
 
     def to_python(self, value):
-        text = (value or "").strip() if isinstance(value, str) else value
-        if isinstance(text, (dict, list)):
-            return text
-        if not text:
+        if isinstance(value, (dict, list)):
+            return value
+        text = value or ""
+        if not text.strip():
             raise forms.ValidationError("Enter a YAML or JSON document.")
         try:
-            return parse_document(text, source="document")
+            return parse_document(text, source="document")  # not stripped: its line numbers are the editor's
         except DocumentError as error:
-            raise forms.ValidationError(error.reason) from None
+            raise syntax_error(text, error) from None
 
 
 def pretty_json(data) -> str:

@@ -5,16 +5,16 @@ from __future__ import annotations
 from django import forms
 from unfold.widgets import UnfoldAdminRadioSelectWidget, UnfoldAdminTextareaWidget, UnfoldAdminTextInputWidget
 
+from portal.widgets import CodeBoundField, CodeEditor
 from selfservice.services.requests import hardware_choices
-
-MONO = {"class": "mono", "spellcheck": "false", "autocomplete": "off", "autocapitalize": "off"}
 
 
 class SpecForm(forms.Form):
     spec = forms.CharField(
-        widget=forms.Textarea(attrs={**MONO, "rows": 26, "id": "spec-editor"}),
+        widget=CodeEditor("yaml", attrs={"class": "mono", "rows": 26, "id": "spec-editor"}),
         label="Workflow spec (YAML)",
         strip=False,
+        bound_field_class=CodeBoundField,
     )
     priority = forms.ChoiceField(choices=[("NORMAL", "normal"), ("HIGH", "high"), ("LOW", "low")], initial="NORMAL")
     project = forms.CharField(

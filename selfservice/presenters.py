@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import dataclasses
+import re
 from dataclasses import dataclass
 
 from pools.engine.errors import EngineError
 from pools.services.preview import annotated_yaml
 from portal.errors import DomainError
+from portal.source_lines import error_line, without_position
 from workflows.errors import PoolInMaintenance, WorkflowInvalid
 from workflows.spec_fields import SpecError
 
@@ -51,6 +53,13 @@ class ErrorView:
     code: str = ""
     status: int = 400
     problems: list[dict] = dataclasses.field(default_factory=list)
+    line: int | None = None  # where in the spec, for the editor's marker (locate_in_spec)
+
+    @property
+    def line_message(self) -> str:
+        """The reason as the editor shows it at its line (the line is already there)."""
+        where = f"{self.field}: " if self.field and not self.reason.startswith(self.field) else ""
+        return where + without_position(self.reason)
 
 
 def preview_tasks(result: dict) -> list[TaskPreview]:
@@ -79,6 +88,23 @@ def preview_tasks(result: dict) -> list[TaskPreview]:
             )
         )
     return rows
+
+
+def locate_in_spec(view: ErrorView, error: Exception, spec: str) -> ErrorView:
+    """The spec's lines the error is about: its own (a position, or its path under `workflow:`), and each
+    refused task's (the line naming it)."""
+    view.line = error_line(spec, error, prefixes=("workflow", ""))
+    view.problems = [{**problem, "line": _task_line(spec, problem.get("task"))} for problem in view.problems]
+    return view
+
+
+def _task_line(spec: str, task: object) -> int | None:
+    """The line of `name: <task>` (the last one: the workflow's own name comes first)."""
+    if not task:
+        return None
+    named = re.compile(rf"^\s*(?:-\s+)?name:\s*(['\"]?){re.escape(str(task))}\1\s*(?:#.*)?$")
+    lines = [number for number, text in enumerate(spec.splitlines(), 1) if named.match(text)]
+    return lines[-1] if lines else None
 
 
 def describe_error(error: Exception) -> ErrorView:

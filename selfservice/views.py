@@ -17,7 +17,7 @@ from access.oidc.configuration import oidc_enabled
 from pools.models import Pool
 from portal.errors import DomainError, NotFound, PermissionDenied, PortalError
 from selfservice.forms import AccessRequestForm, PoolRequestForm, SpecForm
-from selfservice.presenters import describe_error, preview_tasks
+from selfservice.presenters import describe_error, locate_in_spec, preview_tasks
 from selfservice.services import catalog as catalog_service
 from selfservice.services import examples
 from selfservice.services import requests as request_service
@@ -110,7 +110,7 @@ def submit_page(request, name):
     if refused is not None:
         return refused
     found = examples.example_choices(pool)  # the chips; only the chosen example is sized, and only to show it
-    context = {"pool": pool, "examples": found, "chosen": found[0]}
+    context = {"pool": pool, "examples": found, "chosen": None}  # a posted spec is the user's, no example
     if request.method == "GET":
         context["chosen"] = chosen = examples.example(pool, request.GET.get("example"))
         form = SpecForm(initial={"spec": chosen.text, "priority": "NORMAL"})
@@ -132,7 +132,7 @@ def submit_page(request, name):
             )
         )
     except PortalError as error:
-        view = describe_error(error)
+        view = locate_in_spec(describe_error(error), error, form.cleaned_data["spec"])
         return render(request, "selfservice/submit.html", {**context, "form": form, "error": view}, status=view.status)
     messages.success(request, f"Workflow {result.workflow_id} submitted to {pool.name}.")
     return redirect("selfservice:workflow", workflow_id=result.workflow_id)
@@ -168,7 +168,7 @@ def preview(request, name):
             )
             context.update(tasks=preview_tasks(result.as_dict()), warnings=result.warnings)
         except PortalError as error:
-            context["error"] = describe_error(error)
+            context["error"] = locate_in_spec(describe_error(error), error, form.cleaned_data["spec"])
             status = context["error"].status
     else:
         context["form_errors"] = form.errors
@@ -179,7 +179,7 @@ def preview(request, name):
     return render(
         request,
         "selfservice/submit.html",
-        {**context, "form": form, "examples": found, "chosen": found[0], "previewed": True},
+        {**context, "form": form, "examples": found, "chosen": None, "previewed": True},
         status=status,
     )
 

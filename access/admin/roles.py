@@ -27,6 +27,7 @@ from configs.models import ConfigType
 from configs.revisions import Actor
 from portal.admin_base import DocumentField, ServiceBackedAdmin
 from portal.errors import DomainError
+from portal.widgets import at_line
 
 
 class RoleForm(forms.ModelForm):
@@ -67,7 +68,10 @@ class RoleForm(forms.ModelForm):
                 self.document = ROLE.parse(name, self.body())
             except ConfigError as error:
                 field = error.field.split("[")[0].split(".")[0]
-                self.add_error(field if field in self.fields else None, str(error))
+                if field in self.fields:
+                    self.add_error(field, at_line(self, field, str(error), error))  # a policy: at its line
+                else:
+                    self.add_error(None, str(error))
         return cleaned
 
     def body(self) -> dict:

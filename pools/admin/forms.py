@@ -23,6 +23,7 @@ from portal.admin_base import DocumentField
 from portal.keyvalue_widget import KeyValueField, KeyValueRows
 from portal.ordered_widget import OrderedNamesField
 from portal.widget_classes import SELECT
+from portal.widgets import at_line
 
 NAMES_OF = {ConfigType.POD_TEMPLATE: PodTemplate, ConfigType.RESOURCE_VALIDATION: ResourceValidation}
 SAVE_ANYWAY_HELP = "Save even though a platform matches no node of the backend."
@@ -91,7 +92,7 @@ class SchemaForm(forms.ModelForm):
             except ConfigError as error:
                 # in the form's words: "Default exec timeout must be a duration such as '2h', …"
                 reason = f"{field.form_label()} {error.reason}" if error.field == field.target else str(error)
-                self.add_error(field.target, reason)
+                self.add_error(field.target, at_line(self, field.target, reason, error))
         return cleaned
 
     def _check_rows(self, field, mapping: dict) -> None:

@@ -16,7 +16,7 @@ from django.db.models import Prefetch, Subquery
 from django.urls import reverse
 from django.utils.html import escape, format_html, format_html_join
 from unfold.decorators import display
-from unfold.widgets import UnfoldAdminPasswordWidget, UnfoldAdminTextareaWidget
+from unfold.widgets import UnfoldAdminPasswordWidget
 
 from clusters.admin import RESOURCES, SHORT, ReadOnlyPolicyAdmin, SchedulableFilter
 from clusters.admin import NodeAdmin as ClusterNodeAdmin
@@ -28,6 +28,7 @@ from configs.errors import ConfigError
 from configs.kinds import secret_marker
 from pools.models import NodeMembership, Platform, Pool, PoolCapacity, ResourceType
 from pools.services import capacity, membership
+from portal.widgets import CodeBoundField, CodeEditor, at_line
 
 MAX_EXPLAINED = 300  # non-member rows shown on a platform page
 
@@ -217,7 +218,9 @@ class BackendForm(forms.ModelForm):
     """Secrets are write-only: the stored value is never rendered; leaving the field empty keeps it."""
 
     token = forms.CharField(required=False, strip=True, widget=UnfoldAdminPasswordWidget(render_value=False))
-    kubeconfig = forms.CharField(required=False, widget=UnfoldAdminTextareaWidget(attrs={"rows": 6}))
+    kubeconfig = forms.CharField(
+        required=False, widget=CodeEditor("yaml", attrs={"rows": 8}), bound_field_class=CodeBoundField
+    )
     clear_secrets = forms.BooleanField(required=False, label="Remove the stored token and kubeconfig")
 
     class Meta:
@@ -247,7 +250,7 @@ class BackendForm(forms.ModelForm):
             BACKEND.parse(cleaned.get("name") or self.instance.name or "backend", body)
         except ConfigError as error:
             field = error.field if error.field in self.fields else None
-            self.add_error(field, error.reason if field else str(error))
+            self.add_error(field, at_line(self, field, error.reason, error) if field else str(error))
         return cleaned
 
 

@@ -163,7 +163,7 @@ def test_browser_submissions_complete_five_times_in_a_row(dev, browser):
             page.goto(f"{base}/pools/{POOL}/submit/")
             page.wait_for_function("() => window.htmx !== undefined")
             started = time.monotonic()
-            page.fill("#spec-editor", HELLO.read_text())
+            page.fill("#spec-editor-code .cm-content", HELLO.read_text())  # the code editor; the textarea follows
             page.click("#preview-button")
             assert page.wait_for_selector("#verdict-say-hello").get_attribute("data-verdict") == "fits"
             page.click("#submit-workflow")

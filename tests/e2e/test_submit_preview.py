@@ -51,7 +51,8 @@ def test_submit_with_preview(page, live_server, demo_world):  # noqa: F811
     spec = page.input_value("#spec-editor")
     assert "platform: h100-platform" in spec
     edited = spec.replace("name: hello-robotics-training", "name: browser-check").replace("gpu: 1", "gpu: 2")
-    page.fill("#spec-editor", edited)
+    page.fill("#spec-editor-code .cm-content", edited)  # the code editor (the textarea follows it)
+    assert page.input_value("#spec-editor") == edited
     page.click("#preview-button")
     verdict = page.wait_for_selector("#verdict-main")
     assert verdict.get_attribute("data-verdict") == "fits"
