@@ -233,7 +233,7 @@ def check_type(config_type: str, *, spelled=str) -> str:
     value = str(config_type).upper()
     if value not in ConfigType.values:
         raise ConfigError(
-            f"unknown config type; expected one of {', '.join(spelled(t) for t in ConfigType.values)}",
+            f"is not a config type; expected one of {', '.join(spelled(t) for t in ConfigType.values)} (in any case)",
             field="config_type",
             value=config_type,
         )

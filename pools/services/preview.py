@@ -10,8 +10,9 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from configs.errors import ConfigError, ConfigNotFound
+from configs.errors import ConfigError
 from pools.engine import TaskInput, WorkflowContext, resolve
+from pools.errors import PoolNotFound
 from pools.models import Platform, Pool
 from pools.services.compilation import compiled_platform
 from pools.services.node_rules import capacities_for
@@ -58,7 +59,7 @@ def _platform(pool_name: str, platform_name: str | None) -> Platform:
     try:
         pool = Pool.objects.get(name=pool_name)
     except Pool.DoesNotExist:
-        raise ConfigNotFound(f"no pool named {pool_name!r}", field="pool", value=pool_name) from None
+        raise PoolNotFound.named(pool_name) from None
     platforms = {p.name: p for p in pool.platforms.select_related("pool__backend")}
     name = platform_name or pool.default_platform
     if not name:
