@@ -74,7 +74,17 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
 
     @display(description="Snapshot")
     def data(self, obj):
-        return pretty_json(obj.snapshot) if obj.snapshot is not None else "(deleted)"
+        """The object at this revision, as it is edited (YAML for pod templates, JSON otherwise)."""
+        if obj.snapshot is None:
+            return "(deleted)"
+        fmt = revisions.edit_format(obj.config_type)
+        if fmt == "json":
+            return pretty_json(obj.snapshot)
+        return format_html(
+            '<pre class="font-mono text-sm whitespace-pre-wrap" data-format="{}">{}</pre>',
+            fmt,
+            revisions.render(obj.snapshot, fmt),
+        )
 
     @display(description="Changes")
     def changes(self, obj):
