@@ -4,6 +4,9 @@ is echoed in `value` and the reason lists the valid ones, the same reason a path
 from __future__ import annotations
 
 import pytest
+from rest_framework.test import APIClient
+
+from tests.factories import UserFactory
 
 VALID = "pool, pod_template, resource_validation, backend, role, node_pool"
 
@@ -33,3 +36,20 @@ def test_a_refused_type_is_echoed_with_the_valid_ones(admin_api, db, method, url
     error = response.json()
     assert (error["code"], error["field"], error["value"]) == ("invalid", field, "Pools")
     assert error["reason"] == f"is not a config type; expected one of {VALID} (in any case)"
+
+
+@pytest.mark.parametrize(
+    ("method", "url", "body"),
+    [
+        ("get", "/api/configs/history?config_types=Pools", None),
+        ("get", "/api/configs/diff?config_type=Pools&first_revision=1&second_revision=2", None),
+        ("post", "/api/configs/history/rollback", {"config_type": "Pools", "revision": 1}),
+    ],
+)
+def test_the_type_is_checked_before_any_permission_question(db, method, url, body):
+    """Someone who may not read configs is still told which types exist (as for a path's type)."""
+    client = APIClient()
+    client.force_authenticate(UserFactory(username="nobody"))
+    response = getattr(client, method)(url, body, format="json")
+    assert response.status_code == 400, response.json()
+    assert response.json()["value"] == "Pools" and VALID in response.json()["reason"]
