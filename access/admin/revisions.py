@@ -155,8 +155,7 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
                 "history is kept.",
                 confirm_label="Roll back",
                 cancel_url=change_url,
-                diff=plan.unified,
-                diff_format=plan.fmt,
+                diff=diff_view(plan.before, plan.after, plan.fmt, request.GET.get("diff", "")),
             )
         try:
             result = store.rollback(

@@ -1,9 +1,11 @@
 """The admin's pod preview and a revision's diff in a real browser, at 1440 and 390 px: no script or resource
-errors, nothing wider than the screen, screenshots in var/screenshots/ (admin-preview-*, revision-diff-*)."""
+errors, nothing wider than the screen, screenshots in var/screenshots/ (admin-preview-*, revision-diff-*,
+rollback-confirm-*)."""
 
 from __future__ import annotations
 
 import pytest
+from django.urls import reverse
 
 from configs import store
 from configs.models import Revision
@@ -33,6 +35,8 @@ def test_admin_preview_and_revision_diff_look_right(page, live_server, world):
     bad = f"{preview}?platform={world.default_platform}&task=Bad_Name&cpu=lots&gpu=1.5&variables=oops"
     revision = Revision.objects.get(config_type="POD_TEMPLATE", name="gpu-diff", revision=2)
     diff = f"{base}/admin/configs/revision/{revision.pk}/change/?compare=1"
+    first = Revision.objects.get(config_type="POD_TEMPLATE", name="gpu-diff", revision=1)
+    rollback = base + reverse("admin:configs_revision_roll_back_to_this", args=[first.pk])  # a GET: asks first
     overflow = {
         "admin-preview": shoot(page, good, "admin-preview", ready="#preview-task-train"),
         "admin-preview-errors": shoot(page, bad, "admin-preview-errors", ready="#preview-errors"),
@@ -40,6 +44,7 @@ def test_admin_preview_and_revision_diff_look_right(page, live_server, world):
             f"revision-diff-{mode}": shoot(page, f"{diff}&diff={mode}", f"revision-diff-{mode}", ready="#diff-table")
             for mode in ("unified", "split")
         },
+        "rollback-confirm": shoot(page, f"{rollback}?diff=split", "rollback-confirm", ready="#diff-table"),
     }
     # the layout toggle is a link: following it switches the layout on the same revision
     page.set_viewport_size({"width": DESKTOP, "height": 900})
