@@ -12,6 +12,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
 from django.db.models import Max
 
+from configs import registry
 from configs.errors import ConfigError, ConfigNotFound
 from configs.models import Change as TypeChange
 from configs.models import ConfigType, Revision
@@ -211,13 +212,24 @@ def diff(config_type: str, name: str, first: int, second: int) -> Diff:
     return result
 
 
+def edit_format(config_type: str) -> str:
+    """How people edit objects of the type ("yaml" for pod templates, else "json"): diffs are shown in it."""
+    handler = registry.HANDLERS.get(check_type(config_type))
+    schema = getattr(handler, "schema", None)
+    return getattr(schema, "edit_format", "json")
+
+
+def render(snapshot, fmt: str) -> str:
+    """A snapshot as the text it is edited as; None (an absent object) is empty."""
+    return _yaml(snapshot) if fmt == "yaml" else _pretty(snapshot)
+
+
 def unified_diff(old, new, fmt: str, fromfile: str, tofile: str) -> str:
     """A unified diff of two snapshots rendered as `fmt` ("yaml" or "json"); None is an absent object."""
-    render = _yaml if fmt == "yaml" else _pretty
     return "".join(
         difflib.unified_diff(
-            render(old).splitlines(keepends=True),
-            render(new).splitlines(keepends=True),
+            render(old, fmt).splitlines(keepends=True),
+            render(new, fmt).splitlines(keepends=True),
             fromfile=fromfile,
             tofile=tofile,
         )
@@ -233,7 +245,7 @@ def check_type(config_type: str, *, spelled=str) -> str:
     value = str(config_type).upper()
     if value not in ConfigType.values:
         raise ConfigError(
-            f"unknown config type; expected one of {', '.join(spelled(t) for t in ConfigType.values)}",
+            f"is not a config type; expected one of {', '.join(spelled(t) for t in ConfigType.values)} (in any case)",
             field="config_type",
             value=config_type,
         )

@@ -169,6 +169,8 @@ class RollbackPlan:
     fmt: str
     unified: str
     deletes: bool
+    before: str = ""  # the object now, and as the rollback would write it, rendered in `fmt`
+    after: str = ""
 
 
 def rollback_plan(config_type: str, name: str, revision: int) -> RollbackPlan:
@@ -181,7 +183,16 @@ def rollback_plan(config_type: str, name: str, revision: int) -> RollbackPlan:
     before = f"{name} now" if now is not None else f"{name} (absent)"
     after = f"{name} r{target.revision}" + (" (deleted)" if target.deleted else "")
     unified = revisions.unified_diff(now, target.snapshot, fmt, before, after)
-    return RollbackPlan(target.config_type, name, target.revision, fmt, unified, deletes=target.deleted)
+    return RollbackPlan(
+        target.config_type,
+        name,
+        target.revision,
+        fmt,
+        unified,
+        deletes=target.deleted,
+        before=revisions.render(now, fmt),
+        after=revisions.render(target.snapshot, fmt),
+    )
 
 
 def referrers(config_type: str, obj) -> list[str]:

@@ -22,6 +22,7 @@ from django.utils.safestring import mark_safe
 from unfold.admin import ModelAdmin
 from unfold.admin import checkbox as unfold_checkbox
 
+from portal.diffview import DiffView
 from portal.docfiles import DocumentError, parse_document
 from portal.errors import PortalError
 from portal.widgets import CodeBoundField, CodeEditor, at_line, code_field_for, syntax_error
@@ -118,13 +119,13 @@ def confirmation_page(
     explanation: str,
     confirm_label: str,
     cancel_url: str,
-    diff: str | None = None,
-    diff_format: str = "json",
+    diff: DiffView | None = None,
     busy_label: str = "",
 ) -> TemplateResponse:
     """A GET of an admin action that changes state shows this page; its button POSTs (with the CSRF token)
-    to the same URL, and only that POST acts. `diff` (unified) is shown coloured, line by line. With
-    `busy_label` ("Syncing…"), the button is disabled and says so while a long action runs."""
+    to the same URL, and only that POST acts. `diff` is shown as a revision page shows one
+    (templates/admin/_diff.html: coloured, unified or side by side with `?diff=split`). With `busy_label`
+    ("Syncing…"), the button is disabled and says so while a long action runs."""
     return TemplateResponse(
         request,
         "admin/confirm_action.html",
@@ -135,20 +136,13 @@ def confirmation_page(
             "explanation": explanation,
             "confirm_label": confirm_label,
             "cancel_url": cancel_url,
-            "diff_lines": None if diff is None else [(_diff_kind(line), line) for line in diff.splitlines()],
-            "diff_format": diff_format,
+            "diff": diff,
+            "unified_url": "?diff=unified",
+            "split_url": "?diff=split",
             "busy_label": busy_label,
             "opts": admin.model._meta,
         },
     )
-
-
-def _diff_kind(line: str) -> str:
-    if line.startswith(("+++", "---")):
-        return "file"
-    if line.startswith("@@"):
-        return "hunk"
-    return {"+": "add", "-": "del"}.get(line[:1], "same")
 
 
 _PK_MARK = "pool-portal-row-pk-mark"

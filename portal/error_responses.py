@@ -72,6 +72,10 @@ def _submitted_value(context, field: str):
         return None
     if field in request.query_params:
         return request.query_params.get(field)
+    name, _, index = field.rpartition(".")
+    if index.isdigit() and name in request.query_params:  # one item of a repeated parameter (`config_types.1`)
+        values = request.query_params.getlist(name)
+        return values[int(index)] if int(index) < len(values) else None
     if _has_mapping_data(context) and field in request.data:
         value = request.data.get(field)
         return value if isinstance(value, (str, int, float, bool, list, dict, type(None))) else type(value).__name__

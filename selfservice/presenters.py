@@ -7,41 +7,10 @@ import re
 from dataclasses import dataclass
 
 from pools.engine.errors import EngineError
-from pools.services.preview import annotated_yaml
 from portal.errors import DomainError
 from portal.source_lines import error_line, without_position
 from workflows.errors import PoolInMaintenance, WorkflowInvalid
 from workflows.spec_fields import SpecError
-
-MAX_REJECTED_SHOWN = 15
-
-
-@dataclass
-class TaskPreview:
-    name: str
-    platform: str
-    ok: bool
-    lines: list[tuple[str, str]]
-    fits: list[str]
-    rejected: list[tuple[str, list[str]]]
-    more_rejected: int
-    problems: list[str]
-    warnings: list[str]
-
-    @property
-    def verdict(self) -> str:
-        if not self.ok:
-            return "refused"
-        return "fits" if self.fits else "queues"
-
-    @property
-    def verdict_text(self) -> str:
-        if not self.ok:
-            return "Would be refused"
-        if self.fits:
-            count = len(self.fits)
-            return f"Would start now: {count} node{'s' if count != 1 else ''} can take it"
-        return "Accepted, but no node has room right now: it would wait in the queue"
 
 
 @dataclass
@@ -60,34 +29,6 @@ class ErrorView:
         """The reason as the editor shows it at its line (the line is already there)."""
         where = f"{self.field}: " if self.field and not self.reason.startswith(self.field) else ""
         return where + without_position(self.reason)
-
-
-def preview_tasks(result: dict) -> list[TaskPreview]:
-    rows = []
-    for task in result.get("tasks", []):
-        validation = task.get("validation") or {}
-        problems = [f"{f.get('message')} ({f.get('rule', 'rule')})" for f in validation.get("static", [])]
-        problems += [f"{g['field']}: {g['reason']}" for g in validation.get("gates", [])]
-        problems += [f"{s['path']}: {s['reason']}" for s in validation.get("schema", [])]
-        nodes = validation.get("nodes")
-        if nodes and not nodes.get("passed"):
-            problems.append(nodes.get("error") or "no node of the platform satisfies the resource rules")
-        placement = task.get("placement") or {"fits": [], "rejected": {}}
-        rejected = sorted(placement.get("rejected", {}).items())
-        rows.append(
-            TaskPreview(
-                name=task["name"],
-                platform=task["platform"],
-                ok=bool(task.get("ok")),
-                lines=annotated_yaml(task["pod"], task.get("provenance") or {}) if task.get("pod") else [],
-                fits=list(placement.get("fits", [])),
-                rejected=rejected[:MAX_REJECTED_SHOWN],
-                more_rejected=max(0, len(rejected) - MAX_REJECTED_SHOWN),
-                problems=problems,
-                warnings=list(task.get("warnings") or []),
-            )
-        )
-    return rows
 
 
 def locate_in_spec(view: ErrorView, error: Exception, spec: str) -> ErrorView:

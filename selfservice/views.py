@@ -15,9 +15,10 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from access import actions, policy
 from access.oidc.configuration import oidc_enabled
 from pools.models import Pool
+from pools.presenters import preview_tasks
 from portal.errors import DomainError, NotFound, PermissionDenied, PortalError
 from selfservice.forms import AccessRequestForm, PoolRequestForm, SpecForm
-from selfservice.presenters import describe_error, locate_in_spec, preview_tasks
+from selfservice.presenters import describe_error, locate_in_spec
 from selfservice.services import catalog as catalog_service
 from selfservice.services import examples
 from selfservice.services import requests as request_service

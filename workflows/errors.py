@@ -1,6 +1,9 @@
 """Errors of the workflows app: each maps to one HTTP status and a stable code."""
 
+from pools.errors import PoolNotFound
 from portal.errors import Conflict, DomainError, NotFound
+
+__all__ = ["PoolNotFound"]  # raised by workflows too; defined with the pools
 
 
 class WorkflowInvalid(DomainError):
@@ -22,10 +25,6 @@ class InvalidSpec(DomainError):
 
     code = "invalid_spec"
     osmo_code = "USAGE"  # OSMO's OSMOUsageError: the spec or the submission's options are wrong
-
-
-class PoolNotFound(NotFound):
-    code = "pool_not_found"
 
 
 class WorkflowNotFound(NotFound):

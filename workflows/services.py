@@ -22,12 +22,13 @@ from django.utils import timezone
 from access import actions, policy
 from clusters.models import Backend
 from configs.validators import parse_timeout
-from pools.engine import EngineError, WorkflowContext, resolve
-from pools.engine.placement import NodeInfo, place
-from pools.engine.placement_fit import parse_allocatable, pod_requests, sum_requests
-from pools.models import NodeMembership, Platform, Pool
+from pools.engine import WorkflowContext, resolve
+from pools.engine.placement import NodeInfo
+from pools.engine.placement_fit import pod_requests, sum_requests
+from pools.models import Platform, Pool
 from pools.services.compilation import compiled_platform
 from pools.services.node_rules import capacities_for
+from pools.services.placement_nodes import placement_candidates, placement_of
 from portal.prepared import PreparedInsert, PreparedQuery
 from portal.safe_yaml import spec_limits
 from teams.services import charged_project
@@ -107,7 +108,7 @@ def submit(request: SubmitRequest) -> SubmitResult:
     warnings = [*spec.warnings, *timeout_warnings]
     if request.dry_run or request.validation_only:
         plan = _plan(pool, spec, _context(pool, spec.name + "-dry-run", who.user.get_username(), priority, spec))
-        candidates = _placement_nodes({p.platform.pk for p in plan}) if request.dry_run else None
+        candidates = placement_candidates({p.platform.pk for p in plan}) if request.dry_run else None
         tasks = [_dry_run_row(p, candidates) for p in plan]
         status = "DRY_RUN" if request.dry_run else "VALID"
         rendered = yaml.safe_dump(document, sort_keys=False) if request.dry_run else None
@@ -449,45 +450,8 @@ def _dry_run_row(planned: PlannedTask, candidates: dict[int, list[NodeInfo]] | N
     row = {"name": planned.task.name, "platform": planned.platform.name, "ok": planned.resolution.ok}
     if candidates is not None:
         row.update(planned.resolution.to_dict())
-        verdicts = place(planned.resolution.pod, candidates.get(planned.platform.pk, []))
-        row["placement"] = {
-            "fits": sorted(v.node for v in verdicts if v.fits),
-            "rejected": {v.node: v.reasons for v in verdicts if not v.fits},
-        }
+        row["placement"] = placement_of(planned.resolution.pod, candidates.get(planned.platform.pk, []))
     return row
-
-
-def _placement_nodes(platform_ids: set[int]) -> dict[int, list[NodeInfo]]:
-    """Member nodes of each platform with allocatable, requests and pod count (one query for all)."""
-    found: dict[int, list[NodeInfo]] = {}
-    rows = NodeMembership.objects.filter(platform_id__in=platform_ids).values_list(
-        "platform_id",
-        "node__name",
-        "node__labels",
-        "node__taints",
-        "node__unschedulable",
-        "node__allocatable",
-        "node__requested_workload",
-        "node__requested_other",
-        "node__workload_pods",
-        "node__other_pods",
-    )
-    for platform_id, name, labels, taints, unschedulable, allocatable, workload, other, *pod_counts in rows:
-        try:
-            found.setdefault(platform_id, []).append(
-                NodeInfo(
-                    name=name,
-                    labels=labels or {},
-                    taints=taints or [],
-                    unschedulable=unschedulable,
-                    allocatable=parse_allocatable(allocatable or {}, "status.allocatable"),
-                    requested=sum_requests([workload or {}, other or {}]),
-                    pod_count=sum(pod_counts),
-                )
-            )
-        except EngineError:
-            continue  # a malformed stored node is no candidate (membership logs it)
-    return found
 
 
 def _pool_timeouts(pool: Pool, kind: str) -> dict[str, timedelta | None]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
 from django.shortcuts import get_object_or_404
+from django.template.loader import render_to_string
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from django.utils.safestring import mark_safe
@@ -17,6 +18,7 @@ from configs import revisions, store
 from configs.models import ConfigType, Revision
 from configs.revisions import Actor
 from portal.admin_base import ReadOnlyAdminMixin, confirmation_page, pretty_json
+from portal.diffview import diff_view
 from portal.errors import DomainError
 
 DELETED_STYLE = "background:#fee2e2;color:#991b1b;border-radius:.25rem;padding:0 .4rem;font-size:.75rem;font-weight:600"
@@ -82,30 +84,51 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
 
     @display(description="Snapshot")
     def data(self, obj):
-        return pretty_json(obj.snapshot) if obj.snapshot is not None else "(deleted)"
+        """The object at this revision, as it is edited (YAML for pod templates, JSON otherwise)."""
+        if obj.snapshot is None:
+            return "(deleted)"
+        fmt = revisions.edit_format(obj.config_type)
+        if fmt == "json":
+            return pretty_json(obj.snapshot)
+        return format_html(
+            '<pre class="font-mono text-sm whitespace-pre-wrap" data-format="{}">{}</pre>',
+            fmt,
+            revisions.render(obj.snapshot, fmt),
+        )
 
     @display(description="Changes")
     def changes(self, obj):
-        """Diff against `?compare=<revision>` if given, else against the previous revision."""
+        """Diff against `?compare=<revision>` if given, else against the previous revision; `?diff=split`
+        shows it side by side. In the format the type is edited in (YAML for pod templates)."""
         other = self._compare_with(obj)
         if other is None:
             return "First revision."
         first, second = sorted((other, obj.revision))
-        result = revisions.diff(obj.config_type, obj.name, first, second)
+        old = revisions.get_revision(obj.config_type, obj.name, first).snapshot
+        new = revisions.get_revision(obj.config_type, obj.name, second).snapshot
+        fmt = revisions.edit_format(obj.config_type)
+        view = diff_view(revisions.render(old, fmt), revisions.render(new, fmt), fmt, self._query("diff"))
         others = Revision.objects.filter(config_type=obj.config_type, name=obj.name).exclude(pk=obj.pk)
         links = format_html_join(
             " ",
-            '<a class="underline" href="?compare={}">r{}</a>',
-            ((n, n) for n in others.order_by("revision").values_list("revision", flat=True)),
+            '<a class="underline" href="?compare={}&amp;diff={}">r{}</a>',
+            ((n, view.mode, n) for n in others.order_by("revision").values_list("revision", flat=True)),
         )
+        compare = f"?compare={other}&diff="
         return format_html(
-            "<div>Comparing r{} → r{}. Compare with: {}</div>"
-            '<pre class="font-mono text-sm whitespace-pre-wrap">{}</pre>',
+            "<div>Comparing r{} → r{}. Compare with: {}</div>{}",
             first,
             second,
             links or "-",
-            result.unified or "no differences",
+            render_to_string(
+                "admin/_diff.html",
+                {"diff": view, "unified_url": compare + "unified", "split_url": compare + "split"},
+            ),
         )
+
+    def _query(self, name: str) -> str:
+        request = getattr(self, "_request", None)
+        return request.GET.get(name, "") if request else ""
 
     def _compare_with(self, obj) -> int | None:
         request = getattr(self, "_request", None)
@@ -142,8 +165,7 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
                 "history is kept.",
                 confirm_label="Roll back",
                 cancel_url=change_url,
-                diff=plan.unified,
-                diff_format=plan.fmt,
+                diff=diff_view(plan.before, plan.after, plan.fmt, request.GET.get("diff", "")),
             )
         try:
             result = store.rollback(

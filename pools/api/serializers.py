@@ -11,18 +11,21 @@ from portal.api import MAX_INT
 
 
 class ConfigTypeField(serializers.ChoiceField):
-    """A config type, in any case (`pool`, `POOL`)."""
+    """A config type, in any case (`pool`, `POOL`), as the paths take it. A refused one gets the reason a
+    path's refused type gets (configs.revisions.check_type); the error's `value` echoes it as sent."""
 
     def __init__(self, **kwargs):
         expected = ", ".join(t.lower() for t in ConfigType.values)
         super().__init__(
             choices=ConfigType.values,
-            error_messages={"invalid_choice": f'"{{input}}" is not a config type; expected one of {expected}'},
+            error_messages={"invalid_choice": f"is not a config type; expected one of {expected} (in any case)"},
             **kwargs,
         )
 
     def to_internal_value(self, data):
-        return super().to_internal_value(data.upper() if isinstance(data, str) else data)
+        if isinstance(data, str) and data.upper() in self.choices:
+            return data.upper()
+        self.fail("invalid_choice")
 
 
 class ConfigWriteSerializer(serializers.Serializer):

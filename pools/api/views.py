@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
@@ -56,12 +57,29 @@ class ConfigAPIView(APIView):
     permission_classes = [ConfigPermission]
 
     def check_permissions(self, request):
-        if "config_type" in self.kwargs:  # an unknown type is a 400 listing the valid ones, before the policy
+        # an unknown type is a 400 listing the valid ones, before the policy: wherever it is named
+        for field, value in named_types(request, self.kwargs):
             try:
-                path_type(self.kwargs["config_type"])
-            except ConfigError as error:
-                raise APIRefusal(error) from None  # DRF's kind: the browsable API renders it too
+                path_type(value)
+            except ConfigError as error:  # DRF's kind of error: the browsable API renders it too
+                raise APIRefusal(ConfigError(error.reason, field=field, value=value)) from None
         super().check_permissions(request)
+
+
+def named_types(request, kwargs: dict) -> list[tuple[str, object]]:
+    """(field, value) of each config type a request names: its path, `config_type` and each `config_types`
+    in the query (fields named as the serializers name them), `config_type` in a write's body."""
+    found = [("config_type", kwargs["config_type"])] if "config_type" in kwargs else []
+    query = request.query_params
+    if "config_type" in query:
+        found.append(("config_type", query["config_type"]))
+    listed = query.getlist("config_types")
+    found += [("config_types" if i == 0 else f"config_types.{i}", value) for i, value in enumerate(listed)]
+    if request.method not in SAFE_METHODS:
+        data = request.data  # a malformed body is a 400 (ParseError) here already
+        if hasattr(data, "get") and isinstance(data.get("config_type"), str):
+            found.append(("config_type", data["config_type"]))
+    return found
 
 
 class ConfigCollectionView(ConfigAPIView):

@@ -123,6 +123,25 @@ def k8s_name(text: str, limit: int = 63) -> str:
     return f"{name[: limit - 9].rstrip('-')}-{digest}"
 
 
+def task_input_problems(resources: Mapping[str, object], variables: Mapping[str, object]) -> list[VariableError]:
+    """Every problem of a task's resources and extra variables at once (resolution stops at the first):
+    a value that is not a quantity, fractional GPUs, a bad variable name. Empty values are not given."""
+    problems = []
+    for key, value in resources.items():
+        if value in (None, "") or key not in RESOURCE_VARIABLES:
+            continue
+        try:
+            _NORMALIZERS[RESOURCE_VARIABLES[key]](value, join_key("resources", key))
+        except VariableError as error:
+            problems.append(error)
+    for name in variables:
+        try:
+            _check_name(name, "variables")
+        except VariableError as error:
+            problems.append(error)
+    return problems
+
+
 def check_variable_names(variables: Mapping[str, object], field: str) -> list[str]:
     """Validate admin-defined names; returns warnings for names the system always overrides."""
     if not isinstance(variables, Mapping):

@@ -18,6 +18,7 @@ from django.db.models import Subquery
 from clusters.models import CAPACITY_COLUMNS, Node
 from clusters.units import show
 from configs.errors import ConfigNotFound
+from pools.errors import PoolNotFound
 from pools.models import NodeMembership, Platform, Pool
 from pools.services.membership import membership_filter, resource_type
 
@@ -194,7 +195,7 @@ def _check_names(pools: list[str], platforms: list[str]) -> tuple[list[str], lis
         known = set(Pool.objects.filter(name__in=[p for p in pools if "\x00" not in p]).values_list("name", flat=True))
         missing = [name for name in pools if name not in known]
         if missing:
-            raise ConfigNotFound(f"no pool named {missing[0]!r}", field="pools", value=missing[0])
+            raise PoolNotFound.named(missing[0], field="pools")
     if platforms:
         query = Platform.objects.filter(name__in=[p for p in platforms if "\x00" not in p])
         if pools:

@@ -10,11 +10,13 @@ from dataclasses import dataclass, field
 
 import yaml
 
-from configs.errors import ConfigError, ConfigNotFound
+from configs.errors import ConfigError
 from pools.engine import TaskInput, WorkflowContext, resolve
+from pools.errors import PoolNotFound
 from pools.models import Platform, Pool
 from pools.services.compilation import compiled_platform
 from pools.services.node_rules import capacities_for
+from pools.services.placement_nodes import placement_candidates, placement_of
 from portal.paths import join_index, join_key
 
 RESOURCE_KEYS = ("cpu", "gpu", "memory", "storage")
@@ -32,7 +34,8 @@ class PreviewRequest:
 
 
 def preview(request: PreviewRequest) -> dict:
-    """`{"pool", "platform", "pod", "provenance", "warnings", "validation", "variables"}`; raises domain errors."""
+    """`{"pool", "platform", "pod", "provenance", "warnings", "validation", "variables", "placement"}`: the
+    placement (nodes that would take the pod now, why not the others) when a pod resolved. Raises domain errors."""
     platform = _platform(request.pool, request.platform)
     nodes = capacities_for([platform])[platform.pk]
     task = TaskInput(
@@ -49,6 +52,8 @@ def preview(request: PreviewRequest) -> dict:
         nodes,
     )
     result = resolution.to_dict()
+    if resolution.pod:
+        result["placement"] = placement_of(resolution.pod, placement_candidates({platform.pk}).get(platform.pk, []))
     if nodes is None:
         result["warnings"].append("node rules (K8_*) were not checked: the cluster's nodes have not been synced yet")
     return {"pool": platform.pool.name, "platform": platform.name, **result}
@@ -58,7 +63,7 @@ def _platform(pool_name: str, platform_name: str | None) -> Platform:
     try:
         pool = Pool.objects.get(name=pool_name)
     except Pool.DoesNotExist:
-        raise ConfigNotFound(f"no pool named {pool_name!r}", field="pool", value=pool_name) from None
+        raise PoolNotFound.named(pool_name) from None
     platforms = {p.name: p for p in pool.platforms.select_related("pool__backend")}
     name = platform_name or pool.default_platform
     if not name:

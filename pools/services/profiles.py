@@ -12,7 +12,7 @@ from __future__ import annotations
 from django.db import transaction
 
 from access import actions, policy
-from configs.errors import ConfigNotFound
+from pools.errors import PoolNotFound
 from pools.models import Pool, UserProfile
 from portal.errors import DomainError
 
@@ -90,7 +90,7 @@ def _usable_pool(request, name: object) -> Pool | None:
         return None
     pool = Pool.objects.filter(name=name).first() if "\x00" not in name else None
     if pool is None:
-        raise ConfigNotFound(f"no pool named {name!r}", field="pool", value=name)
+        raise PoolNotFound.named(name)
     policy.require(
         request,
         actions.WORKFLOW_CREATE,

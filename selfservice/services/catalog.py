@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from access import actions, policy
 from clusters.units import show
-from configs.errors import ConfigNotFound
+from pools.errors import PoolNotFound
 from pools.models import Platform, Pool
 from pools.services import capacity as capacity_service
 from pools.services.capacity import Figures, NodeFigures
@@ -199,7 +199,7 @@ def get_pool(name: str) -> Pool:
     # no pool has a NUL in its name (PostgreSQL refuses NUL in text: it would be a database error)
     pool = None if "\x00" in name else Pool.objects.select_related("backend").filter(name=name).first()
     if pool is None:
-        raise ConfigNotFound(f"no pool named {name!r}", field="pool", value=name)
+        raise PoolNotFound.named(name)
     return pool
 
 

@@ -38,6 +38,7 @@ from configs.errors import ConfigError
 from configs.models import ConfigType
 from configs.revisions import Actor
 from configs.validators import check_name
+from pools.errors import PoolNotFound
 from pools.models import NodeMembership, Pool
 from portal.errors import Conflict, DomainError, NotFound
 from selfservice.models import AccessRequest, PoolRequest, RequestStatus
@@ -54,7 +55,7 @@ TEAM_RE = re.compile(r"^[a-z][a-z0-9-]{0,30}[a-z0-9]$")
 def request_access(user, pool_name: str, justification: str) -> AccessRequest:
     pool = Pool.objects.filter(name=pool_name).first()
     if pool is None:
-        raise NotFound(f"no pool named {pool_name!r}", field="pool", value=pool_name)
+        raise PoolNotFound.named(pool_name)
     justification = (justification or "").strip()
     if not justification:
         raise ConfigError("say what you need the pool for", field="justification", value="")

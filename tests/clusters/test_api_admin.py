@@ -58,7 +58,7 @@ def test_api_resources_errors_and_permissions(admin_api, client, synced):
     response = admin_api.get("/api/resources", {"pools": "ghost"})
     assert response.status_code == 404
     assert response.json() == {
-        "code": "not_found",
+        "code": "pool_not_found",
         "field": "pools",
         "value": "ghost",
         "reason": "no pool named 'ghost'",

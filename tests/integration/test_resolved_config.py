@@ -188,6 +188,6 @@ def test_admin_preview_page_shows_yaml_with_provenance_and_verdict(admin_client,
     assert "Valid: this task would be accepted on a100_platform" in html
     assert "nvidia.com/gpu.product: NVIDIA-A100-SXM4-80GB" in html and "template a100" in html
     bad = admin_client.get(url, {"platform": "a100_platform", "memory": "1K", "task": "train"}).content.decode()
-    assert 'id="preview-error"' in bad and "1K" in bad
+    assert 'id="preview-errors"' in bad and "1K" in bad
     change = admin_client.get(reverse("admin:pools_pool_change", args=[pool.pk])).content.decode()
     assert url in change

@@ -187,7 +187,7 @@ def test_htmx_preview_for_an_unknown_pool_is_a_404_fragment_with_the_message(dem
     preview = client.post("/pools/no-such-pool/submit/preview/", {"spec": SPEC, "priority": "NORMAL"}, **HX)
     html = preview.content.decode()
     assert preview.status_code == 404
-    assert "<html" not in html and 'id="submit-error"' in html and 'data-code="not_found"' in html
+    assert "<html" not in html and 'id="submit-error"' in html and 'data-code="pool_not_found"' in html
     assert "no pool named &#x27;no-such-pool&#x27;" in html and "You may not submit" not in html
     page = client.post("/pools/no-such-pool/submit/preview/", {"spec": SPEC, "priority": "NORMAL"})
     assert page.status_code == 404 and "<html" in page.content.decode()  # without htmx: the whole page

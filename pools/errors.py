@@ -1,0 +1,15 @@
+"""Errors of the pools app that every door names the same way."""
+
+from __future__ import annotations
+
+from configs.errors import ConfigNotFound
+
+
+class PoolNotFound(ConfigNotFound):
+    """No pool of that name: 404 `pool_not_found` wherever a pool is named (submit, preview, resources)."""
+
+    code = "pool_not_found"
+
+    @classmethod
+    def named(cls, name: str, field: str = "pool") -> PoolNotFound:
+        return cls(f"no pool named {name!r}", field=field, value=name)
