@@ -19,6 +19,7 @@ from clusters.kube.connection import connect
 from clusters.kube.errors import KubeError
 from clusters.schedulers import DELEGATING, TranslationError, workload_routing
 from pools.engine.resolve import label_value
+from portal import metrics
 from workflows.lifecycle.observe import container_of, observe
 from workflows.lifecycle.settle import fail_task, settle
 from workflows.lifecycle.transitions import (
@@ -107,11 +108,13 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
                 task, TaskStatus.FAILED_BACKEND_ERROR, str(error), kind="BACKEND_ERROR", from_statuses=(PENDING,)
             )
         return result
+    backend = workflow.pool.backend.name
     try:
         for task in tasks:
             try:
                 outcome = pods.create_pod(kube, task.namespace, manifest(task, route))
             except KubeError as error:
+                metrics.POD_CREATION_ERRORS.labels(backend, "transient" if error.transient else "refused").inc()
                 if error.transient:
                     raise
                 result.failed += fail_task(
@@ -126,7 +129,14 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
     finally:
         kube.close()
         settle(workflow.pk)
+        _count(backend, result)
     return result
+
+
+def _count(backend: str, result: CreateResult) -> None:
+    for outcome in ("created", "adopted", "failed"):
+        if getattr(result, outcome):
+            metrics.POD_CREATIONS.labels(backend, outcome).inc(getattr(result, outcome))
 
 
 def _record_created(task: Task, outcome: pods.Created) -> bool:
