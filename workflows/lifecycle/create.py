@@ -8,6 +8,7 @@ charged to (`Workflow.node_pool`; clusters.schedulers.workload_routing; docs/quo
 from __future__ import annotations
 
 import copy
+import logging
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -33,6 +34,8 @@ from workflows.lifecycle.transitions import (
     transition,
 )
 from workflows.models import Task, TaskStatus, Workflow, WorkflowStatus
+
+log = logging.getLogger(__name__)
 
 
 def instance() -> str:
@@ -129,11 +132,20 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
     finally:
         kube.close()
         settle(workflow.pk)
-        _count(backend, result)
+        _count(workflow.pk, backend, result)
     return result
 
 
-def _count(backend: str, result: CreateResult) -> None:
+def _count(workflow_pk: int, backend: str, result: CreateResult) -> None:
+    """The metrics, and one line a request's id ties to its submission (docs/operations.md)."""
+    log.info(
+        "workflow #%s on %s: %d pod(s) created, %d adopted, %d failed",
+        workflow_pk,
+        backend,
+        result.created,
+        result.adopted,
+        result.failed,
+    )
     for outcome in ("created", "adopted", "failed"):
         if getattr(result, outcome):
             metrics.POD_CREATIONS.labels(backend, outcome).inc(getattr(result, outcome))
