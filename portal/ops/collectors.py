@@ -46,14 +46,18 @@ class DatabaseCollector:
 
     def _watcher_lag(self):
         sync_age = GaugeMetricFamily(
-            "portal_backend_sync_age_seconds", "Seconds since the backend's last successful full sync.", ["backend"]
+            "portal_backend_sync_age_seconds",
+            "Seconds since the backend's last successful full sync.",
+            labels=["backend"],
         )
         event_age = GaugeMetricFamily(
             "portal_backend_event_age_seconds",
             "Seconds since the inventory last wrote one of the backend's nodes (a sync or a watch event).",
-            ["backend"],
+            labels=["backend"],
         )
-        online = GaugeMetricFamily("portal_backend_online", "1 when the backend answered last time.", ["backend"])
+        online = GaugeMetricFamily(
+            "portal_backend_online", "1 when the backend answered last time.", labels=["backend"]
+        )
         now = timezone.now()
         rows = Backend.objects.exclude(connection="").annotate(last_event=Max("nodes__last_seen")).order_by("name")
         for name, last_sync, last_event, is_online in rows.values_list("name", "last_sync_at", "last_event", "online"):
