@@ -268,6 +268,7 @@ CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 # --- operations (docs/operations.md): /readyz and /metrics (portal/ops/) ---------------------------------
 READINESS_TIMEOUT_SECONDS = env_int("READINESS_TIMEOUT_SECONDS", 2)  # broker and cluster checks, each call
 READINESS_CLUSTER_CACHE_SECONDS = env_int("READINESS_CLUSTER_CACHE_SECONDS", 10)
+READINESS_REQUIRES_CLUSTER = env_bool("READINESS_REQUIRES_CLUSTER", True)  # false: reported, never a 503
 # /metrics answers peers in these networks, or anyone presenting `Authorization: Bearer <METRICS_TOKEN>`.
 METRICS_ALLOWED_NETWORKS = env_networks("METRICS_ALLOWED_NETWORKS") or ["127.0.0.1/32", "::1/128"]
 METRICS_TOKEN = env_str("METRICS_TOKEN", "")

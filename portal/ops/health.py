@@ -7,7 +7,8 @@
 - cluster: at least one connected backend answers (clusters.reachability). No backend configured is ok:
   a fresh installation must become ready so that an administrator can add the first backend. The answer
   is cached READINESS_CLUSTER_CACHE_SECONDS per process, so probes do not hammer the clusters.
-Reasons are exception classes and short lines: never URLs, credentials or stack traces.
+READINESS_REQUIRES_CLUSTER=false reports the cluster check without failing on it.
+Reasons are exception classes and first lines, never credentials or stack traces.
 """
 
 from __future__ import annotations
@@ -32,7 +33,9 @@ def healthz(request) -> JsonResponse:
 
 def readyz(request) -> JsonResponse:
     checks = {"database": database(), "broker": broker(), "cluster": cluster()}
-    ready = all(check["status"] == OK for check in checks.values())
+    # READINESS_REQUIRES_CLUSTER=false: clusters all down leave the pages up (the check is still reported).
+    required = [name for name in checks if name != "cluster" or settings.READINESS_REQUIRES_CLUSTER]
+    ready = all(checks[name]["status"] == OK for name in required)
     return JsonResponse({"status": OK if ready else ERROR, "checks": checks}, status=200 if ready else 503)
 
 

@@ -3,6 +3,7 @@ over HTTP, and a closed port for a cluster or broker that does not answer."""
 
 from __future__ import annotations
 
+import json
 import os
 
 import pytest
@@ -11,6 +12,7 @@ from clusters.models import Backend
 from configs import store
 from portal.celery import app
 from tests.ops.conftest import closed_port
+from tests.security.test_production_settings import run
 from tests.workflows.conftest import CLI
 
 
@@ -61,6 +63,34 @@ def test_an_unreachable_cluster_fails_readiness_and_the_answer_is_cached(client,
     settings.READINESS_CLUSTER_CACHE_SECONDS = 0
     status, body = readyz(client)
     assert status == 200 and body["checks"]["cluster"]["reason"] == "no backend configured"
+
+
+@pytest.mark.django_db
+def test_a_cluster_check_that_is_not_required_is_reported_only(client, settings):
+    settings.READINESS_REQUIRES_CLUSTER = False
+    store.apply("BACKEND", "gone", {"namespace": "jobs", "api_url": f"http://127.0.0.1:{closed_port()}"}, CLI)
+    status, body = readyz(client)
+    assert status == 200 and body["status"] == "ok" and body["checks"]["cluster"]["status"] == "error"
+
+
+def test_a_database_that_does_not_answer_fails_readiness(tmp_path):
+    """A process whose database is a closed port: /readyz says so (and the cluster check, which needs the
+    database to list backends, says why too); /healthz stays 200."""
+    script = (
+        "import django, json; django.setup(); from django.test import Client; c = Client(); "
+        "r = c.get('/readyz'); print(r.status_code, json.dumps(r.json()['checks'])); "
+        "print(c.get('/healthz').status_code)"
+    )
+    url = f"postgres://postgres:db-pass@127.0.0.1:{closed_port()}/portal"
+    process = run(["-c", script], tmp_path, DEBUG="true", DATABASE_URL=url)
+    assert process.returncode == 0, process.stderr
+    first, second = process.stdout.strip().splitlines()[-2:]
+    status, checks = first.split(" ", 1)
+    checks = json.loads(checks)
+    assert status == "503" and second == "200"
+    assert checks["database"]["status"] == "error" and checks["database"]["reason"].startswith("OperationalError")
+    assert checks["cluster"]["status"] == "error" and checks["broker"]["status"] == "ok"
+    assert "db-pass" not in first
 
 
 @pytest.mark.django_db
