@@ -29,6 +29,7 @@ from clusters.kube.errors import KubeError
 from clusters.kube.inventory import PodRecord, list_nodes, list_pods, node_record, pod_record
 from clusters.models import CAPACITY_COLUMNS, Backend, Node
 from clusters.signals import nodes_changed
+from portal import metrics
 from portal.errors import NotFound
 from portal.secrets import is_unreadable
 
@@ -176,6 +177,7 @@ def sync_backend(backend_id: int, *, kube: KubeClient | None = None) -> SyncResu
     with transaction.atomic():
         created, updated, deleted = write_nodes(backend.pk, nodes.records, index, complete=True)
         mark_synced(backend.pk)
+    metrics.INVENTORY_SYNC_SECONDS.labels(backend.name).observe(time.perf_counter() - started)
     result = SyncResult(
         backend.name,
         len(nodes.records),

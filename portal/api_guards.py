@@ -1,7 +1,8 @@
 """Guards in front of the REST API: whatever a client sends, an error under /api/ is the JSON envelope
 `{"code", "field", "value", "reason"}` (portal.api), never an HTML page or a 500.
 
-`APIGuardMiddleware` (first in MIDDLEWARE, so it sees every response):
+`APIGuardMiddleware` (before the rest of Django's middleware, so it sees every response of the site; only the
+operations endpoints, portal.ops.endpoints, answer before it):
 
 - a doubled leading slash on an API path (`//api/pool`, as OSMO's client sends some) is one before routing;
 

@@ -7,7 +7,7 @@ from collections.abc import Mapping
 
 from celery import Celery
 
-from portal import broker
+from portal import broker, logs, metrics
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 broker.install()  # redis:// brokers: a transport that reuses its Redis client (portal/broker.py)
@@ -44,3 +44,5 @@ class DjangoCelerySettings(Mapping):
 app = Celery("portal", task_cls="celery.contrib.django.task:DjangoTask")
 app.config_from_object(DjangoCelerySettings(), namespace="CELERY")
 app.autodiscover_tasks()  # the beat schedule is CELERY_BEAT_SCHEDULE, in portal/settings.py
+logs.connect_celery()  # the request id travels with the tasks a request enqueues (portal/logs.py)
+metrics.connect_celery()  # task outcomes (portal/metrics.py)

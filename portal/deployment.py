@@ -5,9 +5,13 @@ Two kinds of run:
   DATABASE_URL). Without SECRET_KEY, a random key is generated once into `var/secret_key` (mode 0600)
   and reused, so sessions and encrypted secrets survive a restart and no two installations share a key.
   SQLite means one machine, so one key file serves every process.
-- production: DEBUG=false with a database server (PostgreSQL). SECRET_KEY is required: several hosts
-  must share one key, and a public constant key would let anyone forge sessions and, through
-  FIELD_ENCRYPTION_KEYS' default, decrypt cluster credentials.
+- production: DEBUG=false with a database server (PostgreSQL), or declared with
+  PORTAL_ENVIRONMENT=production (the deploy manifests set it), which also refuses DEBUG=true: a
+  forgotten DEBUG in a deployment shows settings and stack traces to anyone. SECRET_KEY is required:
+  several hosts must share one key, and a public constant key would let anyone forge sessions and,
+  through FIELD_ENCRYPTION_KEYS' default, decrypt cluster credentials. A development key (Django's
+  `django-insecure-` prefix, shorter than 50 characters or fewer than 5 distinct ones, what
+  `check --deploy` calls weak) is refused as well.
 
 The HTTPS settings (SSL redirect, HSTS, secure cookies; in settings.py) are on whenever DEBUG is false;
 each can be turned off by its environment variable. See docs/configuration.md.
@@ -25,6 +29,7 @@ from django.core.exceptions import ImproperlyConfigured
 from portal.env import env_int, env_str
 
 SECRET_KEY_FILE = "secret_key"
+ENVIRONMENTS = ("", "development", "production")
 HSTS_DEFAULT_SECONDS = 31_536_000  # one year, what `check --deploy` and the HSTS preload list expect
 
 
@@ -34,12 +39,34 @@ def is_embedded_default() -> bool:
     return not url or url.startswith("sqlite:")
 
 
+def declared_environment() -> str:
+    value = env_str("PORTAL_ENVIRONMENT").strip().lower()
+    if value not in ENVIRONMENTS:
+        raise ImproperlyConfigured(f"PORTAL_ENVIRONMENT={value!r}: expected production or development (or unset)")
+    return value
+
+
+def is_production(debug: bool) -> bool:
+    return declared_environment() == "production" or not (debug or is_embedded_default())
+
+
+def refuse_debug_in_production(debug: bool) -> None:
+    if debug and declared_environment() == "production":
+        raise ImproperlyConfigured(
+            "DEBUG=true with PORTAL_ENVIRONMENT=production: refused, DEBUG shows settings and stack traces "
+            "to every visitor. Unset DEBUG (or set DEBUG=false) in a production deployment."
+        )
+
+
 def secret_key(var_dir: Path, debug: bool) -> str:
     """SECRET_KEY from the environment; in development a key kept in var/; in production an error."""
     key = env_str("SECRET_KEY").strip()
+    production = is_production(debug)
     if key:
+        if production:
+            _refuse_weak_key(key)
         return key
-    if debug or is_embedded_default():
+    if not production:
         return _stored_key(var_dir / SECRET_KEY_FILE)
     raise ImproperlyConfigured(
         "SECRET_KEY is not set. With DEBUG=false and a database server (a production setup) the portal "
@@ -47,6 +74,16 @@ def secret_key(var_dir: Path, debug: bool) -> str:
         "encrypts cluster credentials. Generate one with: "
         "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
     )
+
+
+def _refuse_weak_key(key: str) -> None:
+    # Django's own test for a weak key (security.W009), made an error where it matters.
+    if key.startswith("django-insecure-") or len(key) < 50 or len(set(key)) < 5:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is a development key (a django-insecure- prefix, under 50 characters or under 5 "
+            "distinct ones): refused in production. Generate one with: "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
 
 
 def _stored_key(path: Path) -> str:

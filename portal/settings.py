@@ -18,6 +18,7 @@ BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
 
 DEBUG = env_bool("DEBUG", False)
+deployment.refuse_debug_in_production(DEBUG)  # PORTAL_ENVIRONMENT=production with DEBUG=true: refused
 # Required in production; in development generated once into var/secret_key (portal/deployment.py).
 SECRET_KEY = deployment.secret_key(VAR_DIR, DEBUG)
 # Fernet keys for secrets at rest (backend tokens, kubeconfigs; portal/secrets.py): the first encrypts, all
@@ -48,6 +49,7 @@ INSTALLED_APPS = [
     "drf_spectacular_sidecar",
     "django_filters",
     "axes",  # password sign-in throttling (access/throttle.py)
+    "django_prometheus",  # request, database and cache metrics on /metrics (docs/operations.md)
     "guardian",  # per-object rights (pool owners), consulted only by access.policy (docs/access.md)
     "portal",
     "configs",  # the config store: types, revisions, the one write path (below access and pools)
@@ -61,8 +63,13 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
-    "portal.api_guards.APIGuardMiddleware",  # first: every error under /api/ leaves as the JSON envelope
+    # /healthz, /readyz, /metrics: answered before host checks and the HTTPS redirect (probes call pod IPs)
+    "portal.ops.endpoints.OpsEndpointsMiddleware",
+    "django_prometheus.middleware.PrometheusBeforeMiddleware",
+    "portal.logs.RequestIdMiddleware",  # X-Request-ID in and out; on every log line (portal/logs.py)
+    "portal.api_guards.APIGuardMiddleware",  # every error under /api/ leaves as the JSON envelope
     "django.middleware.security.SecurityMiddleware",
+    "whitenoise.middleware.WhiteNoiseMiddleware",  # static files from gunicorn (after SecurityMiddleware)
     "django.contrib.sessions.middleware.SessionMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
@@ -70,6 +77,7 @@ MIDDLEWARE = [
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "axes.middleware.AxesMiddleware",  # turns a refused sign-in into the 429 lockout response
+    "django_prometheus.middleware.PrometheusAfterMiddleware",
 ]
 
 ROOT_URLCONF = "portal.urls"
@@ -131,6 +139,12 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = VAR_DIR / "static"
+# whitenoise serves what `collectstatic` wrote, compressed. No manifest (hashed names): a page rendered
+# before collectstatic ran (tests, `make dev`) would fail on every {% static %}; far-future caching is lost.
+STORAGES = {
+    "default": {"BACKEND": "django.core.files.storage.FileSystemStorage"},
+    "staticfiles": {"BACKEND": "whitenoise.storage.CompressedStaticFilesStorage"},
+}
 
 LOGIN_URL = "/login/"  # the self-service sign-in page (local accounts, and SSO when OIDC is on)
 LOGIN_REDIRECT_URL = "/"  # the pool catalog
@@ -248,6 +262,16 @@ CELERY_ACCEPT_CONTENT = ["json"]
 CELERY_TASK_IGNORE_RESULT = True
 CELERY_TIMEZONE = "UTC"
 CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600)
+# Workers log through LOGGING above (LOG_FORMAT, request ids), not through a handler of Celery's own.
+CELERY_WORKER_HIJACK_ROOT_LOGGER = False
+
+# --- operations (docs/operations.md): /readyz and /metrics (portal/ops/) ---------------------------------
+READINESS_TIMEOUT_SECONDS = env_int("READINESS_TIMEOUT_SECONDS", 2)  # broker and cluster checks, each call
+READINESS_CLUSTER_CACHE_SECONDS = env_int("READINESS_CLUSTER_CACHE_SECONDS", 10)
+READINESS_REQUIRES_CLUSTER = env_bool("READINESS_REQUIRES_CLUSTER", True)  # false: reported, never a 503
+# /metrics answers peers in these networks, or anyone presenting `Authorization: Bearer <METRICS_TOKEN>`.
+METRICS_ALLOWED_NETWORKS = env_networks("METRICS_ALLOWED_NETWORKS") or ["127.0.0.1/32", "::1/128"]
+METRICS_TOKEN = env_str("METRICS_TOKEN", "")
 
 UNFOLD = {
     "SITE_TITLE": "Pool Portal",
@@ -258,12 +282,27 @@ UNFOLD = {
     "DASHBOARD_CALLBACK": "selfservice.dashboard.dashboard",
 }
 
+# LOG_FORMAT=json: one JSON object per line (time, level, logger, message, request_id, exception); the
+# default is plain text for a terminal (docs/operations.md).
+LOG_FORMAT = env_str("LOG_FORMAT", "text").strip().lower()
+if LOG_FORMAT not in ("text", "json"):
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r}: expected text or json")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    # a 4xx is the client's mistake: one line, no traceback (portal.log_filters.ClientErrorsOnOneLine)
-    "filters": {"client_errors_one_line": {"()": "portal.log_filters.ClientErrorsOnOneLine"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "filters": ["client_errors_one_line"]}},
+    "filters": {
+        # a 4xx is the client's mistake: one line, no traceback (portal.log_filters.ClientErrorsOnOneLine)
+        "client_errors_one_line": {"()": "portal.log_filters.ClientErrorsOnOneLine"},
+        "request_id": {"()": "portal.logs.RequestIdFilter"},
+    },
+    "formatters": {"json": {"()": "portal.logs.JsonFormatter"}, "text": {"format": "%(message)s"}},
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "filters": ["client_errors_one_line", "request_id"],
+            "formatter": LOG_FORMAT,
+        }
+    },
     "root": {"handlers": ["console"], "level": env_str("LOG_LEVEL", "INFO")},
     # axes: failures and lockouts (WARNING) are kept, one INFO line per successful sign-in is not.
     "loggers": {"django.db.backends": {"level": "INFO"}, "axes": {"level": "WARNING"}},

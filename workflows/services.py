@@ -29,6 +29,8 @@ from pools.models import Platform, Pool
 from pools.services.compilation import compiled_platform
 from pools.services.node_rules import capacities_for
 from pools.services.placement_nodes import placement_candidates, placement_of
+from portal import metrics
+from portal.errors import PortalError
 from portal.prepared import PreparedInsert, PreparedQuery
 from portal.safe_yaml import spec_limits
 from teams.services import charged_project
@@ -96,6 +98,17 @@ class SubmitResult:
 
 
 def submit(request: SubmitRequest) -> SubmitResult:
+    try:
+        result = _submit(request)
+    except PortalError as error:
+        # A pool that does not exist is no label value: names sent by clients would grow the series without bound.
+        metrics.SUBMISSIONS.labels("" if isinstance(error, PoolNotFound) else request.pool, "refused").inc()
+        raise
+    metrics.SUBMISSIONS.labels(result.pool, result.status.lower()).inc()
+    return result
+
+
+def _submit(request: SubmitRequest) -> SubmitResult:
     who = policy.principal(request.who)
     pool = _authorized_pool(request.pool, who)
     project = charged_project(who, request.project)

@@ -212,3 +212,8 @@ def _check_namespace(kube: KubeClient, namespace: str, report: ConnectionReport)
             report.warnings.append(f"the workload namespace {namespace} does not exist")
         elif error.k8s_status not in (401, 403):
             report.warnings.append(str(from_exception(error, "reading the workload namespace")))
+
+
+def server_version(kube: KubeClient) -> str:
+    """The server's version, the cheapest call that proves it answers (readiness). Raises KubeError."""
+    return str(kube.version().get("gitVersion", "?"))

@@ -36,6 +36,7 @@ from django.db import transaction
 from pools.engine.admission import PoolState, QueuedWorkflow, run_admission
 from pools.engine.quota_model import Quota, QuotaTree, Resources, TeamQuota
 from pools.engine.reclaim import RunningWorkflow
+from portal import metrics
 from quotas.models import RESOURCES, NodePool
 from quotas.services.node_pools import node_selector
 from quotas.services.state import NodePoolState, gpu_noun, state
@@ -75,6 +76,8 @@ def admission_pass(node_pool: NodePool | int) -> PassReport:
             preempted = _round(locked, report)
         if not preempted:
             break
+    if report.admitted:
+        metrics.ADMISSIONS.labels(report.node_pool).inc(len(report.admitted))
     return report
 
 

@@ -25,6 +25,7 @@ ROOT_MODULES = (
     "portal.apps",
     "portal.devserver",
     "portal.periodic",
+    "portal.ops",
     "portal.management",
 )
 # Foundation modules that import no Django at all, so the pure engine may use them.

@@ -179,3 +179,75 @@ def test_check_deploy_reports_production_settings_turned_off(tmp_path):
     )
     for code in ("security.W004", "security.W008", "security.W012"):  # HSTS, SSL redirect, session cookie
         assert f"({code})" in process.stderr
+
+
+# --------------------------------------------------------------------------- refusals (issue #15)
+
+
+def test_declared_production_refuses_debug_by_name(tmp_path):
+    for env in (
+        production(DEBUG="true", PORTAL_ENVIRONMENT="production"),
+        {"DEBUG": "1", "PORTAL_ENVIRONMENT": "production"},
+    ):
+        process = run(["manage.py", "check"], tmp_path, **env)
+        assert process.returncode != 0
+        assert "ImproperlyConfigured: DEBUG=true with PORTAL_ENVIRONMENT=production: refused" in process.stderr
+
+
+@pytest.mark.parametrize(
+    "key",
+    [
+        "django-insecure-" + "k3y" * 20,  # what `startproject` writes
+        "short-but-random-Zq8",  # under 50 characters
+        "ab" * 30,  # under 5 distinct characters
+    ],
+)
+def test_production_refuses_a_development_key(tmp_path, key):
+    process = run(["manage.py", "check"], tmp_path, **production(SECRET_KEY=key))
+    assert process.returncode != 0
+    assert "ImproperlyConfigured: SECRET_KEY is a development key" in process.stderr
+    assert key not in process.stderr  # the refusal never prints the key
+
+
+def test_declared_production_needs_a_key_even_on_sqlite(tmp_path):
+    env = {"DEBUG": "false", "PORTAL_ENVIRONMENT": "production", "DATABASE_URL": f"sqlite:///{tmp_path / 'db.sqlite3'}"}
+    process = run(["manage.py", "check"], tmp_path, **env)
+    assert process.returncode != 0 and "SECRET_KEY is not set" in process.stderr
+    assert not (tmp_path / "secret_key").exists()
+
+
+def test_an_unknown_environment_is_refused_by_name(tmp_path):
+    process = run(["manage.py", "check"], tmp_path, **production(PORTAL_ENVIRONMENT="prod"))
+    assert process.returncode != 0 and "PORTAL_ENVIRONMENT='prod': expected production or development" in process.stderr
+
+
+def test_development_keeps_working_with_debug(tmp_path):
+    assert settings_in(tmp_path, DEBUG="true", PORTAL_ENVIRONMENT="development")["DEBUG"] is True
+
+
+def test_check_deploy_is_clean_when_production_is_declared(tmp_path):
+    process = run(
+        ["manage.py", "check", "--deploy", "--fail-level", "DEBUG"],
+        tmp_path,
+        **production(ALLOWED_HOSTS="portal.example.com", PORTAL_ENVIRONMENT="production", LOG_FORMAT="json"),
+    )
+    assert process.returncode == 0, process.stdout + process.stderr
+    assert "System check identified no issues (0 silenced)." in process.stdout
+
+
+def test_whitenoise_serves_collected_static_files_compressed(tmp_path):
+    """Production's static files: `collectstatic` writes them (with .gz copies), whitenoise serves them with
+    DEBUG off, before the HTTPS redirect would matter (a request marked secure by the proxy header)."""
+    env = production(ALLOWED_HOSTS="portal.example.com", SECURE_PROXY_SSL_HEADER="HTTP_X_FORWARDED_PROTO")
+    collected = run(["manage.py", "collectstatic", "--noinput"], tmp_path, **env)
+    assert collected.returncode == 0, collected.stderr
+    assert (tmp_path / "static" / "portal" / "favicon.svg.gz").exists()
+    fetch = (
+        "import django; django.setup(); from django.test import Client; "
+        "r = Client().get('/static/portal/favicon.svg', HTTP_HOST='portal.example.com', "
+        "HTTP_X_FORWARDED_PROTO='https', HTTP_ACCEPT_ENCODING='gzip'); "
+        "print(r.status_code, r['Content-Type'], r.get('Content-Encoding'))"
+    )
+    served = run(["-c", fetch], tmp_path, **env)
+    assert served.returncode == 0, served.stderr
+    assert served.stdout.strip().splitlines()[-1] == "200 image/svg+xml gzip"

@@ -8,6 +8,7 @@ charged to (`Workflow.node_pool`; clusters.schedulers.workload_routing; docs/quo
 from __future__ import annotations
 
 import copy
+import logging
 from dataclasses import dataclass
 
 from django.conf import settings
@@ -19,6 +20,7 @@ from clusters.kube.connection import connect
 from clusters.kube.errors import KubeError
 from clusters.schedulers import DELEGATING, TranslationError, workload_routing
 from pools.engine.resolve import label_value
+from portal import metrics
 from workflows.lifecycle.observe import container_of, observe
 from workflows.lifecycle.settle import fail_task, settle
 from workflows.lifecycle.transitions import (
@@ -32,6 +34,8 @@ from workflows.lifecycle.transitions import (
     transition,
 )
 from workflows.models import Task, TaskStatus, Workflow, WorkflowStatus
+
+log = logging.getLogger(__name__)
 
 
 def instance() -> str:
@@ -107,11 +111,13 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
                 task, TaskStatus.FAILED_BACKEND_ERROR, str(error), kind="BACKEND_ERROR", from_statuses=(PENDING,)
             )
         return result
+    backend = workflow.pool.backend.name
     try:
         for task in tasks:
             try:
                 outcome = pods.create_pod(kube, task.namespace, manifest(task, route))
             except KubeError as error:
+                metrics.POD_CREATION_ERRORS.labels(backend, "transient" if error.transient else "refused").inc()
                 if error.transient:
                     raise
                 result.failed += fail_task(
@@ -126,7 +132,23 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
     finally:
         kube.close()
         settle(workflow.pk)
+        _count(workflow.pk, backend, result)
     return result
+
+
+def _count(workflow_pk: int, backend: str, result: CreateResult) -> None:
+    """The metrics, and one line a request's id ties to its submission (docs/operations.md)."""
+    log.info(
+        "workflow #%s on %s: %d pod(s) created, %d adopted, %d failed",
+        workflow_pk,
+        backend,
+        result.created,
+        result.adopted,
+        result.failed,
+    )
+    for outcome in ("created", "adopted", "failed"):
+        if getattr(result, outcome):
+            metrics.POD_CREATIONS.labels(backend, outcome).inc(getattr(result, outcome))
 
 
 def _record_created(task: Task, outcome: pods.Created) -> bool:

@@ -1,0 +1,1 @@
+"""Operations endpoints and metric collectors (docs/operations.md). Wiring: they read several apps."""

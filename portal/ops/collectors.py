@@ -1,0 +1,89 @@
+"""What `/metrics` serves: the process's counters (portal.metrics, django-prometheus) and, read from the
+database at scrape time, the queue depth per pool and the watcher lag per backend (docs/operations.md).
+
+Three queries per scrape, whatever the number of pools, backends and workflows. With
+PROMETHEUS_MULTIPROC_DIR set (gunicorn workers) the counters are those of every process writing there.
+"""
+
+from __future__ import annotations
+
+import os
+
+from django.db.models import Count, Max
+from django.utils import timezone
+from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest, multiprocess
+from prometheus_client.core import GaugeMetricFamily
+
+from clusters.models import Backend
+from pools.models import Pool
+from workflows.models import Workflow, WorkflowStatus
+
+WAITING_STATUSES = (WorkflowStatus.QUEUED, WorkflowStatus.PENDING)
+
+
+class DatabaseCollector:
+    def collect(self):
+        yield self._queue_depth()
+        yield from self._watcher_lag()
+
+    def _queue_depth(self) -> GaugeMetricFamily:
+        family = GaugeMetricFamily(
+            "portal_pool_queue_depth",
+            "Workflows waiting in a pool: QUEUED (for admission) and PENDING (for their pods).",
+            labels=["pool", "status"],
+        )
+        counts = {
+            (row["pool__name"], row["status"]): row["n"]
+            for row in Workflow.objects.filter(status__in=WAITING_STATUSES)
+            .values("pool__name", "status")
+            .annotate(n=Count("id"))
+            .order_by()
+        }
+        for pool in Pool.objects.order_by("name").values_list("name", flat=True):
+            for status in WAITING_STATUSES:
+                family.add_metric([pool, str(status)], counts.get((pool, status), 0))
+        return family
+
+    def _watcher_lag(self):
+        sync_age = GaugeMetricFamily(
+            "portal_backend_sync_age_seconds",
+            "Seconds since the backend's last successful full sync.",
+            labels=["backend"],
+        )
+        event_age = GaugeMetricFamily(
+            "portal_backend_event_age_seconds",
+            "Seconds since the inventory last wrote one of the backend's nodes (a sync or a watch event).",
+            labels=["backend"],
+        )
+        online = GaugeMetricFamily(
+            "portal_backend_online", "1 when the backend answered last time.", labels=["backend"]
+        )
+        now = timezone.now()
+        rows = Backend.objects.exclude(connection="").annotate(last_event=Max("nodes__last_seen")).order_by("name")
+        for name, last_sync, last_event, is_online in rows.values_list("name", "last_sync_at", "last_event", "online"):
+            if last_sync is not None:
+                sync_age.add_metric([name], (now - last_sync).total_seconds())
+            if last_event is not None:
+                event_age.add_metric([name], (now - last_event).total_seconds())
+            online.add_metric([name], 1 if is_online else 0)
+        yield from (sync_age, event_age, online)
+
+
+class _Scrape:
+    """Several collectors as one registry for `generate_latest` (nothing registered globally)."""
+
+    def __init__(self, *sources) -> None:
+        self.sources = sources
+
+    def collect(self):
+        for source in self.sources:
+            yield from source.collect()
+
+
+def metrics_page() -> tuple[bytes, str]:
+    if os.environ.get("PROMETHEUS_MULTIPROC_DIR"):
+        process_metrics = CollectorRegistry()
+        multiprocess.MultiProcessCollector(process_metrics)
+    else:
+        process_metrics = REGISTRY
+    return generate_latest(_Scrape(process_metrics, DatabaseCollector())), CONTENT_TYPE_LATEST
