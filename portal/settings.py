@@ -331,10 +331,14 @@ WORKFLOW_CREATE_BACKOFF_MAX = env_int("WORKFLOW_CREATE_BACKOFF_MAX", 300)  # sec
 # Redis redelivers a message nobody acknowledged after this long (a worker killed mid-task: tasks ack late).
 # Longer than any task may run and any retry may wait (a retry waits unacknowledged), or a message would be
 # delivered twice while still in hand; Redis's default is an hour.
+# Each worker looks for such messages every CELERY_UNACKED_RESTORE_SECONDS (kombu's own default sweeps only
+# every 10 × 10 s): a message is back in the queue at most visibility timeout + this after its worker died.
 CELERY_BROKER_TRANSPORT_OPTIONS = {
     "visibility_timeout": env_int(
         "CELERY_VISIBILITY_TIMEOUT", max(CELERY_TASK_TIME_LIMIT, WORKFLOW_CREATE_BACKOFF_MAX, 300) + 60
-    )
+    ),
+    "unacked_restore_interval": env_int("CELERY_UNACKED_RESTORE_SECONDS", 60),
+    "unacked_restore_throttle": 1,  # every sweep scans: the interval alone sets the period
 }
 WORKFLOW_PENDING_GRACE_SECONDS = env_int("WORKFLOW_PENDING_GRACE_SECONDS", 120)  # then the reconciler re-enqueues
 WORKFLOW_POD_RETENTION_SECONDS = env_int("WORKFLOW_POD_RETENTION_SECONDS", 300)  # finished workflows' pods, then reaped

@@ -1,0 +1,41 @@
+"""What the proof counts: every pod the simulated cluster ever created (a store listener, so pods deleted later
+count too), and the Celery messages workers received again after another worker died holding them."""
+
+from __future__ import annotations
+
+import collections
+import re
+import threading
+
+RECEIVED = re.compile(r"Task workflows\.tasks\.create_pods\[([0-9a-f-]+)\] received")
+SUCCEEDED = re.compile(r"Task workflows\.tasks\.create_pods\[([0-9a-f-]+)\] succeeded")
+
+
+class PodCreations:
+    """Listens to the emulator's store: a pod ADDED is a creation (a 409 on create adds nothing)."""
+
+    def __init__(self, instance: str) -> None:
+        self.instance = instance
+        self.by_name: collections.Counter[str] = collections.Counter()
+        self._lock = threading.Lock()
+
+    def __call__(self, etype: str, rt, old: dict | None, new: dict) -> None:
+        if rt.plural != "pods" or etype != "ADDED":
+            return
+        metadata = new["metadata"]
+        if (metadata.get("labels") or {}).get("pool-portal/instance") == self.instance:
+            with self._lock:
+                self.by_name[metadata["name"]] += 1
+
+    def snapshot(self) -> collections.Counter[str]:
+        with self._lock:
+            return collections.Counter(self.by_name)
+
+
+def received(log: str) -> collections.Counter[str]:
+    return collections.Counter(RECEIVED.findall(log))
+
+
+def in_hand(log: str) -> set[str]:
+    """Messages a worker received and never finished: what it held when it died."""
+    return set(RECEIVED.findall(log)) - set(SUCCEEDED.findall(log))

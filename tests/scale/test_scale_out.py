@@ -1,0 +1,148 @@
+"""Scale-out proof on one machine (docs/operations.md, "Scale-out proof").
+
+The production shape on loopback: gunicorn with 2 workers, 2 Celery workers (prefork), 1 beat, both
+watchers, PostgreSQL (the test database), Redis (TEST_BROKER_URL) and the simulated cluster. 500 workflows
+(every tenth with two tasks) are submitted over HTTP by 16 clients; a third of the way through, one Celery
+worker is SIGKILLed and a new one started. Every workflow must end COMPLETED with exactly one pod created per
+task: none lost (no workflow left unfinished, no task without a pod), none duplicated (no pod created twice).
+
+The simulated cluster runs in this process so that a store listener counts every pod creation, including pods
+deleted afterwards; everything else is a process of its own. Waits poll against deadlines.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import pytest
+from django.conf import settings
+from django.db import connection
+
+from kubesim import EmulatorServer
+from tests.devstack import wait_until
+from tests.scale import counting, load
+from tests.scale.processes import Stack, environment
+from tests.scale.setup import POOL, configure, database_url, spec
+from workflows.models import FINISHED_WORKFLOW, Task, TaskEvent, Workflow
+
+pytestmark = [pytest.mark.scale, pytest.mark.django_db(transaction=True)]
+
+WORKFLOWS = int(os.environ.get("SCALE_WORKFLOWS", "500"))
+CLIENTS = 16
+INSTANCE = "scale-proof"
+KILL_AFTER = WORKFLOWS // 3  # submissions answered before the SIGKILL
+SETTLE_SECONDS = 300  # deadline for every workflow to finish after the last submission
+
+
+@pytest.fixture
+def broker_url():
+    import redis
+
+    url = os.environ.get("TEST_BROKER_URL")
+    if not url:
+        pytest.fail("TEST_BROKER_URL is not set: run it with `make scale-test`, which points it at Redis")
+    client = redis.Redis.from_url(url)
+    client.flushdb()  # messages an interrupted run left behind would create pods of rows that are gone
+    yield url
+    client.flushdb()
+
+
+@pytest.fixture
+def kubesim():
+    counter = counting.PodCreations(INSTANCE)
+    # the demo fleet; pods start and succeed within half a second, so 550 of them finish within the run
+    kubelet = {"start_delay": 0.1, "run_seconds": 0.3}
+    with EmulatorServer(host="127.0.0.1", port=0, fleet="demo", kubelet=kubelet) as server:
+        server.emulator.add_listener(counter)
+        yield server, counter
+        assert not server.emulator.internal_errors, list(server.emulator.internal_errors)
+
+
+@pytest.fixture
+def stack(tmp_path, transactional_db, broker_url, kubesim):
+    if connection.vendor != "postgresql":
+        pytest.fail("the scale-out proof needs PostgreSQL: set DATABASE_URL (make scale-test does)")
+    server, _ = kubesim
+    token = configure(server.url)
+    env = environment(database_url(connection.settings_dict), broker_url, settings.SECRET_KEY, INSTANCE)
+    running = Stack(env, tmp_path)
+    running.token = token
+    running.start_all(["worker1", "worker2"])
+    try:
+        wait_until(lambda: _web_answers(running.web_port) or running.exited(), timeout=90, what="gunicorn answers")
+        assert not running.exited(), _failed(running)
+        yield running
+    finally:
+        running.stop()
+
+
+def test_500_workflows_one_pod_per_task_while_a_worker_is_killed(stack, kubesim):
+    server, creations = kubesim
+    killed = threading.Event()
+
+    def kill_one_worker(done: int) -> None:
+        if done >= KILL_AFTER and not killed.is_set():
+            killed.set()
+            stack.kill("worker1")  # SIGKILL: its received messages stay unacknowledged in Redis
+            stack.start_worker("worker3")
+
+    started = time.perf_counter()
+    documents = [spec(index) for index in range(WORKFLOWS)]
+    path = f"/api/pool/{POOL}/workflow"
+    sent = load.submit_all(stack.web_port, stack.token, path, documents, CLIENTS, kill_one_worker)
+    assert not sent.failures, sent.failures[:5]
+    assert killed.is_set() and len(sent.workflow_ids) == WORKFLOWS
+
+    unfinished = Workflow.objects.exclude(status__in=FINISHED_WORKFLOW)
+    wait_until(
+        lambda: not unfinished.exists() or _died(stack),
+        timeout=SETTLE_SECONDS,
+        what="every workflow finished",
+    )
+    assert not _died(stack), _failed(stack)
+    total = time.perf_counter() - started
+
+    statuses = dict(Workflow.objects.values_list("workflow_id", "status"))
+    assert set(statuses) == set(sent.workflow_ids)  # none lost on the way in
+    assert {status for status in statuses.values()} == {"COMPLETED"}, _not_completed(statuses)
+    pods = set(Task.objects.values_list("pod_name", flat=True))
+    assert len(pods) == Task.objects.count() == WORKFLOWS + WORKFLOWS // 10
+    made = creations.snapshot()
+    assert not pods - set(made), f"tasks without a pod: {sorted(pods - set(made))[:5]}"
+    assert not set(made) - pods, f"pods of no task: {sorted(set(made) - pods)[:5]}"
+    assert [name for name, times in made.items() if times != 1] == []  # none created twice
+    created_events = TaskEvent.objects.filter(kind="CREATED")
+    assert created_events.count() == len(pods)  # each task recorded its pod once
+
+    # the kill mattered: the worker held messages, and each of them was delivered again to another worker
+    held = counting.in_hand(stack.log("worker1"))
+    again = counting.received(stack.log("worker2")) + counting.received(stack.log("worker3"))
+    assert held, "the killed worker held no message: the kill proved nothing"
+    assert held <= set(again), f"never redelivered: {held - set(again)}"
+    adopted = created_events.filter(message__contains="adopted").count()
+    print(
+        f"\nscale-out proof: {WORKFLOWS} workflows ({len(pods)} tasks) in {total:.1f} s; "
+        f"{WORKFLOWS / sent.seconds:.0f} submissions/s over {CLIENTS} clients; latency p50 "
+        f"{1000 * sent.percentile(0.5):.0f} ms, p99 {1000 * sent.percentile(0.99):.0f} ms; "
+        f"{len(held)} message(s) held by the killed worker, all redelivered; {adopted} pod(s) adopted"
+    )
+
+
+def _web_answers(port: int) -> bool:
+    from tests.devstack import Api
+
+    return Api(f"http://127.0.0.1:{port}").answers("/healthz")
+
+
+def _died(stack: Stack) -> dict[str, int]:
+    return {name: code for name, code in stack.exited().items() if name != "worker1"}
+
+
+def _failed(stack: Stack) -> str:
+    return "; ".join(f"{name} exited ({code}): {stack.log(name)[-1500:]}" for name, code in _died(stack).items())
+
+
+def _not_completed(statuses: dict[str, str]) -> list:
+    return sorted((workflow, status) for workflow, status in statuses.items() if status != "COMPLETED")[:10]
