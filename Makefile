@@ -11,7 +11,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: install bytecode dev test bench lint services clean test-peers chromium kubectl editor
+.PHONY: install bytecode dev test scale-test bench lint services clean test-peers chromium kubectl editor
 
 install: $(VENV)/.installed bytecode editor test-peers
 
@@ -88,6 +88,14 @@ services:
 # redirect); pytest-django still runs each test with DEBUG off. tests/security checks the production ones.
 test: install services
 	DEBUG=true DATABASE_URL=$(TEST_DATABASE_URL) TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(PYTEST_ARGS)
+
+# The scale-out proof alone (docs/operations.md): gunicorn, Celery workers, beat and the watchers as processes,
+# 500 workflows while a worker is killed. Its own test database and Redis database, so it can run beside
+# `make test`; -s shows its figures.
+SCALE_BROKER_URL ?= redis://127.0.0.1:6379/14
+scale-test: install services
+	DEBUG=true DATABASE_URL=$(TEST_DATABASE_URL) TEST_DATABASE_NAME=test_scale_proof \
+	  TEST_BROKER_URL=$(SCALE_BROKER_URL) $(PY) -m pytest -s -m scale tests/scale $(PYTEST_ARGS)
 
 bench: install
 	DEBUG=true DATABASE_URL=$(TEST_DATABASE_URL) $(PY) bench/run.py $(BENCH)

@@ -8,7 +8,8 @@ import re
 import threading
 
 RECEIVED = re.compile(r"Task workflows\.tasks\.create_pods\[([0-9a-f-]+)\] received")
-SUCCEEDED = re.compile(r"Task workflows\.tasks\.create_pods\[([0-9a-f-]+)\] succeeded")
+# how Celery's worker ends a task's line: done, failed, or handed back as a retry (a new message)
+FINISHED = re.compile(r"Task workflows\.tasks\.create_pods\[([0-9a-f-]+)\] (?:succeeded|raised|retry)")
 
 
 class PodCreations:
@@ -38,4 +39,9 @@ def received(log: str) -> collections.Counter[str]:
 
 def in_hand(log: str) -> set[str]:
     """Messages a worker received and never finished: what it held when it died."""
-    return set(RECEIVED.findall(log)) - set(SUCCEEDED.findall(log))
+    return set(RECEIVED.findall(log)) - set(FINISHED.findall(log))
+
+
+def redelivered(*logs: str) -> int:
+    """Messages received more than once, by any worker."""
+    return sum(1 for times in sum((received(log) for log in logs), collections.Counter()).values() if times > 1)

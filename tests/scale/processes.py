@@ -44,6 +44,7 @@ class Stack:
     logs: Path
     processes: dict[str, subprocess.Popen] = field(default_factory=dict)
     web_port: int = 0
+    token: str = ""  # the researcher's API token
 
     def start(self, name: str, argv: list[str]) -> subprocess.Popen:
         log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - the child writes it until it ends

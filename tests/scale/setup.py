@@ -47,9 +47,13 @@ def configure(kubesim_url: str) -> str:
     return tokens.create(user, "scale").secret
 
 
+def tasks_of(index: int) -> int:
+    """Workflow `index` has one task, or two for every tenth (several pods per workflow)."""
+    return 2 if index % 10 == 0 else 1
+
+
 def spec(index: int) -> str:
-    """Workflow `index`: one task, or two for every tenth (a group of pods per workflow)."""
-    tasks = 2 if index % 10 == 0 else 1
+    tasks = tasks_of(index)
     items = "\n".join(
         f"  - {{name: t{i}, image: 'busybox:1.36', command: [sh, -c, 'echo {index}']}}" for i in range(tasks)
     )

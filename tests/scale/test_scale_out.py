@@ -24,7 +24,7 @@ from kubesim import EmulatorServer
 from tests.devstack import wait_until
 from tests.scale import counting, load
 from tests.scale.processes import Stack, environment
-from tests.scale.setup import POOL, configure, database_url, spec
+from tests.scale.setup import POOL, configure, database_url, spec, tasks_of
 from workflows.models import FINISHED_WORKFLOW, Task, TaskEvent, Workflow
 
 pytestmark = [pytest.mark.scale, pytest.mark.django_db(transaction=True)]
@@ -67,8 +67,7 @@ def stack(tmp_path, transactional_db, broker_url, kubesim):
     server, _ = kubesim
     token = configure(server.url)
     env = environment(database_url(connection.settings_dict), broker_url, settings.SECRET_KEY, INSTANCE)
-    running = Stack(env, tmp_path)
-    running.token = token
+    running = Stack(env, tmp_path, token=token)
     running.start_all(["worker1", "worker2"])
     try:
         wait_until(lambda: _web_answers(running.web_port) or running.exited(), timeout=90, what="gunicorn answers")
@@ -79,55 +78,69 @@ def stack(tmp_path, transactional_db, broker_url, kubesim):
 
 
 def test_500_workflows_one_pod_per_task_while_a_worker_is_killed(stack, kubesim):
-    server, creations = kubesim
-    killed = threading.Event()
-
-    def kill_one_worker(done: int) -> None:
-        if done >= KILL_AFTER and not killed.is_set():
-            killed.set()
-            stack.kill("worker1")  # SIGKILL: its received messages stay unacknowledged in Redis
-            stack.start_worker("worker3")
-
+    _, creations = kubesim
     started = time.perf_counter()
-    documents = [spec(index) for index in range(WORKFLOWS)]
-    path = f"/api/pool/{POOL}/workflow"
-    sent = load.submit_all(stack.web_port, stack.token, path, documents, CLIENTS, kill_one_worker)
+    sent = _submit_killing_a_worker(stack)
     assert not sent.failures, sent.failures[:5]
-    assert killed.is_set() and len(sent.workflow_ids) == WORKFLOWS
+    assert len(sent.workflow_ids) == WORKFLOWS
 
     unfinished = Workflow.objects.exclude(status__in=FINISHED_WORKFLOW)
-    wait_until(
-        lambda: not unfinished.exists() or _died(stack),
-        timeout=SETTLE_SECONDS,
-        what="every workflow finished",
-    )
+    wait_until(lambda: not unfinished.exists() or _died(stack), timeout=SETTLE_SECONDS, what="every workflow ends")
     assert not _died(stack), _failed(stack)
     total = time.perf_counter() - started
 
+    pods = _assert_one_pod_per_task(sent.workflow_ids, creations.snapshot())
+    held, redelivered = _assert_redelivered(stack)
+    adopted = TaskEvent.objects.filter(kind="CREATED", message__contains="adopted").count()
+    print(
+        f"\nscale-out proof: {WORKFLOWS} workflows ({pods} tasks) in {total:.1f} s; "
+        f"{WORKFLOWS / sent.seconds:.0f} submissions/s over {CLIENTS} clients; latency p50 "
+        f"{1000 * sent.percentile(0.5):.0f} ms, p99 {1000 * sent.percentile(0.99):.0f} ms; "
+        f"{held} message(s) held by the killed worker, all redelivered ({redelivered} redelivered in all); "
+        f"{adopted} pod(s) adopted"
+    )
+
+
+def _submit_killing_a_worker(stack: Stack) -> load.Submissions:
+    killed = threading.Event()
+
+    def kill_one_worker(answered: int) -> None:
+        if answered >= KILL_AFTER and not killed.is_set():
+            killed.set()
+            stack.kill("worker1")  # SIGKILL: what it received stays unacknowledged in Redis
+            stack.start_worker("worker3")
+
+    documents = [spec(index) for index in range(WORKFLOWS)]
+    path = f"/api/pool/{POOL}/workflow"
+    sent = load.submit_all(stack.web_port, stack.token, path, documents, CLIENTS, kill_one_worker)
+    assert killed.is_set()
+    return sent
+
+
+def _assert_one_pod_per_task(workflow_ids: list[str], made: dict[str, int]) -> int:
+    """None lost (every workflow stored and COMPLETED, every task's pod created), none duplicated (no pod
+    created twice, none of no task, one CREATED event per task). Returns the number of tasks."""
     statuses = dict(Workflow.objects.values_list("workflow_id", "status"))
-    assert set(statuses) == set(sent.workflow_ids)  # none lost on the way in
-    assert {status for status in statuses.values()} == {"COMPLETED"}, _not_completed(statuses)
+    assert set(statuses) == set(workflow_ids)
+    assert set(statuses.values()) == {"COMPLETED"}, _not_completed(statuses)
     pods = set(Task.objects.values_list("pod_name", flat=True))
-    assert len(pods) == Task.objects.count() == WORKFLOWS + WORKFLOWS // 10
-    made = creations.snapshot()
+    assert len(pods) == Task.objects.count() == sum(map(tasks_of, range(WORKFLOWS)))
     assert not pods - set(made), f"tasks without a pod: {sorted(pods - set(made))[:5]}"
     assert not set(made) - pods, f"pods of no task: {sorted(set(made) - pods)[:5]}"
     assert [name for name, times in made.items() if times != 1] == []  # none created twice
-    created_events = TaskEvent.objects.filter(kind="CREATED")
-    assert created_events.count() == len(pods)  # each task recorded its pod once
+    assert TaskEvent.objects.filter(kind="CREATED").count() == len(pods)
+    return len(pods)
 
-    # the kill mattered: the worker held messages, and each of them was delivered again to another worker
-    held = counting.in_hand(stack.log("worker1"))
-    again = counting.received(stack.log("worker2")) + counting.received(stack.log("worker3"))
+
+def _assert_redelivered(stack: Stack) -> tuple[int, int]:
+    """The kill mattered: the worker held messages it never finished, each received again by another worker.
+    Returns how many it held and how many messages were received more than once in all."""
+    logs = {name: stack.log(name) for name in ("worker1", "worker2", "worker3")}
+    held = counting.in_hand(logs["worker1"])
+    again = set(counting.received(logs["worker2"]) + counting.received(logs["worker3"]))
     assert held, "the killed worker held no message: the kill proved nothing"
-    assert held <= set(again), f"never redelivered: {held - set(again)}"
-    adopted = created_events.filter(message__contains="adopted").count()
-    print(
-        f"\nscale-out proof: {WORKFLOWS} workflows ({len(pods)} tasks) in {total:.1f} s; "
-        f"{WORKFLOWS / sent.seconds:.0f} submissions/s over {CLIENTS} clients; latency p50 "
-        f"{1000 * sent.percentile(0.5):.0f} ms, p99 {1000 * sent.percentile(0.99):.0f} ms; "
-        f"{len(held)} message(s) held by the killed worker, all redelivered; {adopted} pod(s) adopted"
-    )
+    assert held <= again, f"never delivered again: {held - again}"
+    return len(held), counting.redelivered(*logs.values())
 
 
 def _web_answers(port: int) -> bool:
