@@ -53,3 +53,11 @@ def test_a_lost_message_returns_after_the_longest_task_and_retry_wait_not_after_
     visibility = app.conf.broker_transport_options["visibility_timeout"]
     longest_wait = max(settings.CELERY_TASK_TIME_LIMIT, settings.WORKFLOW_CREATE_BACKOFF_MAX, 300)
     assert longest_wait < visibility <= longest_wait + 60 < 3600
+
+
+def test_every_worker_looks_for_lost_messages_every_minute(settings):
+    """kombu's own default scans only on every tenth 10-second tick: a lost message could wait 100 s more."""
+    from portal.celery import app
+
+    options = app.conf.broker_transport_options
+    assert options["unacked_restore_interval"] * options["unacked_restore_throttle"] == 60

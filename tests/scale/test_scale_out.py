@@ -71,6 +71,8 @@ def stack(tmp_path, transactional_db, broker_url, kubesim):
     running.start_all(["worker1", "worker2"])
     try:
         wait_until(lambda: _web_answers(running.web_port) or running.exited(), timeout=90, what="gunicorn answers")
+        for worker in ("worker1", "worker2"):  # consuming before the load starts: the kill must find work
+            wait_until(lambda w=worker: " ready." in running.log(w) or running.exited(), timeout=90, what=worker)
         assert not running.exited(), _failed(running)
         yield running
     finally:
@@ -102,13 +104,20 @@ def test_500_workflows_one_pod_per_task_while_a_worker_is_killed(stack, kubesim)
 
 
 def _submit_killing_a_worker(stack: Stack) -> load.Submissions:
-    killed = threading.Event()
+    """Submit every workflow; from a third of them answered on, SIGKILL worker1 as soon as its log shows a
+    message in hand (received, not finished), at two thirds whatever it shows, and start worker3."""
+    lock, killed = threading.Lock(), threading.Event()
 
     def kill_one_worker(answered: int) -> None:
-        if answered >= KILL_AFTER and not killed.is_set():
-            killed.set()
-            stack.kill("worker1")  # SIGKILL: what it received stays unacknowledged in Redis
-            stack.start_worker("worker3")
+        if killed.is_set() or answered < KILL_AFTER:
+            return
+        if answered < 2 * KILL_AFTER and not counting.in_hand(stack.log("worker1")):
+            return
+        with lock:
+            if not killed.is_set():
+                stack.kill("worker1")  # SIGKILL: what it received stays unacknowledged in Redis
+                stack.start_worker("worker3")
+                killed.set()
 
     documents = [spec(index) for index in range(WORKFLOWS)]
     path = f"/api/pool/{POOL}/workflow"
