@@ -2,9 +2,10 @@
 
 The production shape on loopback: gunicorn with 2 workers, 2 Celery workers (prefork), 1 beat, both
 watchers, PostgreSQL (the test database), Redis (TEST_BROKER_URL) and the simulated cluster. 500 workflows
-(every tenth with two tasks) are submitted over HTTP by 16 clients; a third of the way through, one Celery
-worker is SIGKILLed and a new one started. Every workflow must end COMPLETED with exactly one pod created per
-task: none lost (no workflow left unfinished, no task without a pod), none duplicated (no pod created twice).
+(every tenth with two tasks) are submitted over HTTP by 16 clients; a third of the way through, while it holds
+a message, one Celery worker is SIGKILLed and a new one started. Every workflow must end COMPLETED with
+exactly one pod created per task: none lost (no workflow left unfinished, no task without a pod), none
+duplicated (no pod created twice).
 
 The simulated cluster runs in this process so that a store listener counts every pod creation, including pods
 deleted afterwards; everything else is a process of its own. Waits poll against deadlines.
@@ -163,7 +164,8 @@ def _died(stack: Stack) -> dict[str, int]:
 
 
 def _failed(stack: Stack) -> str:
-    return "; ".join(f"{name} exited ({code}): {stack.log(name)[-1500:]}" for name, code in _died(stack).items())
+    """Which processes exited (the killed worker included), with the end of each one's log."""
+    return "; ".join(f"{name} exited ({code}): {stack.log(name)[-1500:]}" for name, code in stack.exited().items())
 
 
 def _not_completed(statuses: dict[str, str]) -> list:
