@@ -182,6 +182,45 @@ class KubeClient:
         except Exception as error:  # noqa: BLE001
             raise from_exception(error, doing) from None
 
+    def raw(
+        self,
+        doing: str,
+        method: str,
+        path: str,
+        path_params: dict,
+        *,
+        query: list[tuple[str, str]] | None = None,
+        body: dict | None = None,
+        accept: str = "application/json",
+    ) -> bytes:
+        """A request built by hand, for what the typed methods cannot say: a pod POSTed exactly as given (their
+        models refuse quantities as JSON numbers), a log read with `sinceTime`. Returns the body; a status
+        outside 2xx, or any other failure -> KubeError."""
+        from kubernetes.client.exceptions import ApiException
+
+        headers = {"Accept": accept}
+        if body is not None:
+            headers["Content-Type"] = "application/json"
+        try:
+            verb, url, headers, payload, post = self.api.param_serialize(
+                method=method,
+                resource_path=path,
+                path_params=path_params,
+                query_params=query or [],
+                header_params=headers,
+                body=body,
+                auth_settings=["BearerToken"],
+            )
+            response = self.api.call_api(
+                verb, url, header_params=headers, body=payload, post_params=post, _request_timeout=self.timeout
+            )
+            response.read()
+            if not 200 <= response.status <= 299:
+                raise ApiException.from_response(http_resp=response, body=None, data=None)
+            return response.data
+        except Exception as error:  # noqa: BLE001 - every failure becomes one clean KubeError
+            raise from_exception(error, doing) from None
+
     def version(self) -> dict:
         from kubernetes import client
 

@@ -3,7 +3,7 @@
 `read_pod_log` asks for the last `tail_lines` lines, or those from `since` on, always with timestamps, and
 returns them as `LogLine(at, text)`: the timestamp (RFC 3339 with nanoseconds, as the kubelet writes it) is
 what a follower passes back as `since` to get only what came after. The typed client method has no
-`sinceTime` (only `sinceSeconds`), so the request is built by hand, as `pods._post_json` does.
+`sinceTime` (only `sinceSeconds`), so the request is built by hand (`KubeClient.raw`).
 
 Failures are `KubeError`s: `k8s_status` 404 when the pod is gone, 400 when the container has not started or
 does not exist (the API server's message says which), 0 when the cluster cannot be reached.
@@ -14,7 +14,6 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusters.kube.connection import KubeClient
-from clusters.kube.errors import from_exception
 
 MAX_LINES = 5000  # one answer never carries more, whatever the caller asks
 MAX_BYTES = 2 * 1024 * 1024
@@ -66,24 +65,5 @@ def _parse(line: str) -> LogLine:
 
 
 def _get_text(kube: KubeClient, doing: str, namespace: str, pod: str, query: list[tuple[str, str]]) -> str:
-    from kubernetes.client.exceptions import ApiException
-
-    api = kube.api
-    try:
-        method, url, headers, payload, post = api.param_serialize(
-            method="GET",
-            resource_path="/api/v1/namespaces/{namespace}/pods/{name}/log",
-            path_params={"namespace": namespace, "name": pod},
-            query_params=query,
-            header_params={"Accept": "text/plain"},
-            auth_settings=["BearerToken"],
-        )
-        response = api.call_api(
-            method, url, header_params=headers, body=payload, post_params=post, _request_timeout=kube.timeout
-        )
-        response.read()
-        if not 200 <= response.status <= 299:
-            raise ApiException.from_response(http_resp=response, body=None, data=None)
-        return response.data.decode("utf-8", "replace")
-    except Exception as error:  # noqa: BLE001 - every failure becomes one clean KubeError
-        raise from_exception(error, doing) from None
+    path, params = "/api/v1/namespaces/{namespace}/pods/{name}/log", {"namespace": namespace, "name": pod}
+    return kube.raw(doing, "GET", path, params, query=query, accept="text/plain").decode("utf-8", "replace")

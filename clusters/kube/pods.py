@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 
 from clusters.kube.connection import KubeClient
-from clusters.kube.errors import KubeError, from_exception
+from clusters.kube.errors import KubeError
 from clusters.kube.inventory import WatchStream
 
 INSTANCE_LABEL = "pool-portal/instance"
@@ -97,28 +97,7 @@ def _post_json(kube: KubeClient, doing: str, path: str, path_params: dict, body:
     """POST `body` as JSON exactly as given. The typed client method would first validate the dict against
     its models and refuse what the API server accepts, e.g. quantities as JSON numbers (`cpu: 0.5`,
     `nvidia.com/gpu: 1`), which the engine's typed substitution produces."""
-    from kubernetes.client.exceptions import ApiException
-
-    api = kube.api
-    try:
-        method, url, headers, payload, post = api.param_serialize(
-            method="POST",
-            resource_path=path,
-            path_params=path_params,
-            query_params=[],
-            header_params={"Accept": "application/json", "Content-Type": "application/json"},
-            body=body,
-            auth_settings=["BearerToken"],
-        )
-        response = api.call_api(
-            method, url, header_params=headers, body=payload, post_params=post, _request_timeout=kube.timeout
-        )
-        response.read()
-        if not 200 <= response.status <= 299:
-            raise ApiException.from_response(http_resp=response, body=None, data=None)
-        return json.loads(response.data)
-    except Exception as error:  # noqa: BLE001 - every failure becomes one clean KubeError
-        raise from_exception(error, doing) from None
+    return json.loads(kube.raw(doing, "POST", path, path_params, body=body))
 
 
 def ensure_namespace(kube: KubeClient, namespace: str) -> bool:

@@ -17,19 +17,20 @@ WIDTHS = (DESKTOP, PHONE)
 SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
 
 
-def collect_failures(page) -> list[str]:
-    """A list that fills with every script error, uncaught exception and HTTP error of `page`."""
+def collect_failures(*pages) -> list[str]:
+    """A list that fills with every script error, uncaught exception and HTTP error of `pages`."""
     failures: list[str] = []
-    page.on("console", lambda message: message.type == "error" and failures.append(message.text))
-    page.on("pageerror", lambda error: failures.append(f"uncaught: {error}"))
-    page.on(
-        "requestfinished",
-        lambda request: (
-            (response := request.response())
-            and response.status >= 400
-            and failures.append(f"{response.status} {request.url}")
-        ),
-    )
+    for page in pages:
+        page.on("console", lambda message: message.type == "error" and failures.append(message.text))
+        page.on("pageerror", lambda error: failures.append(f"uncaught: {error}"))
+        page.on(
+            "requestfinished",
+            lambda request: (
+                (response := request.response())
+                and response.status >= 400
+                and failures.append(f"{response.status} {request.url}")
+            ),
+        )
     return failures
 
 

@@ -5,22 +5,19 @@ script or resource errors. Screenshots of every page at both widths go to var/sc
 from __future__ import annotations
 
 from datetime import timedelta
-from pathlib import Path
 
 import pytest
-from django.conf import settings
 from django.utils import timezone
 
 from clusters.models import Backend
 from kubesim import EmulatorServer
+from tests.e2e.looks import DESKTOP, PHONE, SHOTS, collect_failures
 from tests.e2e.test_submit_preview import sign_in
 from tests.factories import TokenFactory
 from tests.integration.conftest import demo_pools, reference_config  # noqa: F401  (fixtures)
 from tests.selfservice.conftest import OTHER, TRAINING, demo_world  # noqa: F401  (fixture)
 from workflows.models import TaskStatus, Workflow, WorkflowStatus
 
-PHONE, DESKTOP = 390, 1440
-SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
 LONG_NAME = "phone-layout-check-with-a-long-name"
 SPEC = f"""\
 version: 2
@@ -82,16 +79,7 @@ def test_every_self_service_page_fits_a_phone_and_a_desktop(page, live_server, d
     base = live_server.url
     with EmulatorServer(host="127.0.0.1", port=0, fleet="demo") as cluster:
         workflow = researcher_history(demo_world, cluster.url)
-    failures = []  # a resource that did not load or a script error
-    page.on("console", lambda message: message.type == "error" and failures.append(message.text))
-    page.on(
-        "requestfinished",
-        lambda request: (
-            (response := request.response())
-            and response.status >= 400
-            and failures.append(f"{response.status} {request.url}")
-        ),
-    )
+    failures = collect_failures(page)  # a resource that did not load or a script error
     SHOTS.mkdir(parents=True, exist_ok=True)
     print(f"screenshots in {SHOTS}")
     sign_in(page, base, "researcher")

@@ -11,6 +11,7 @@ from access.services import roles
 from pools.models import Pool
 from quotas.models import NodePool
 from quotas.services import quotas
+from tests.e2e.looks import collect_failures
 from tests.e2e.test_phone_layout import DESKTOP, PHONE, SHOTS, page_width
 from tests.e2e.test_submit_preview import sign_in
 from tests.factories import WorkflowFactory
@@ -68,20 +69,10 @@ def test_quota_pages_fit_a_phone_and_a_desktop(page, new_page, live_server, carv
     base = live_server.url
     queued = quota_world(teams)
     h100 = NodePool.objects.get(name="h100")
-    failures = []
     SHOTS.mkdir(parents=True, exist_ok=True)
     print(f"screenshots in {SHOTS}")
     admin = new_page()
-    for who in (page, admin):
-        who.on("console", lambda message: message.type == "error" and failures.append(message.text))
-        who.on(
-            "requestfinished",
-            lambda request: (
-                (response := request.response())
-                and response.status >= 400
-                and failures.append(f"{response.status} {request.url}")
-            ),
-        )
+    failures = collect_failures(page, admin)
     sign_in(page, base, "vera")
     admin.goto(f"{base}/admin/login/?next=/admin/")
     admin.fill("input[name=username]", "boss")

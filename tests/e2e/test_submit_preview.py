@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from tests.e2e.looks import collect_failures
 from tests.integration.conftest import demo_pools, reference_config  # noqa: F401  (fixtures)
 from tests.selfservice.conftest import PASSWORD, TRAINING, demo_world  # noqa: F401  (fixture)
 from workflows.models import Workflow
@@ -27,16 +28,7 @@ def sign_in(page, base: str, username: str, next_path: str = "/") -> None:
 @pytest.mark.django_db(transaction=True)
 def test_submit_with_preview(page, live_server, demo_world):  # noqa: F811
     base = live_server.url
-    failures = []  # a resource that did not load (the favicon included) or a script error
-    page.on("console", lambda message: message.type == "error" and failures.append(message.text))
-    page.on(
-        "requestfinished",
-        lambda request: (
-            (response := request.response())
-            and response.status >= 400
-            and failures.append(f"{response.status} {request.url}")
-        ),
-    )
+    failures = collect_failures(page)  # a resource that did not load (the favicon included) or a script error
     sign_in(page, base, "researcher")
     page.wait_for_selector(f'#pool-{TRAINING}[data-usable="yes"]')
     page.screenshot(path=CATALOG_SHOT, full_page=True)
