@@ -133,15 +133,15 @@ def lines_until(run: Run, now: float) -> list[tuple[float, str]]:
     """Every (time, text) line the container printed up to `now`: 3 start-up lines, one per second after."""
     end = run.finished if run.finished is not None else now
     lines = [
-        (run.started, f"[{run.container}] starting on node {run.node or 'unknown'}"),
-        (run.started, f"[{run.container}] random seed {run.seed % 10000}"),
-        (run.started, f"[{run.container}] training for as long as it runs"),
+        (run.started, f"starting on node {run.node or 'unknown'}"),
+        (run.started, f"random seed {run.seed % 10000}"),
+        (run.started, "training for as long as it runs"),
     ]
     steps = max(0, math.floor(end - run.started))
     for step in range(1, steps + 1):
         lines.append((run.started + step, _step_line(run.seed, step)))
     if run.finished is not None:
-        lines.append((run.finished, f"[{run.container}] exiting with code {run.exit_code} ({run.reason or 'done'})"))
+        lines.append((run.finished, f"exiting with code {run.exit_code} ({run.reason or 'done'})"))
     return lines
 
 

@@ -56,7 +56,7 @@ def test_a_running_workflow_follows_its_log_and_ticks(page, live_server, demo_wo
         sign_in(page, base, "researcher", next_path=f"/workflows/{workflow.workflow_id}/")
 
         page.wait_for_selector(LINES)
-        assert re.search(r"\[train\] starting on node [\w-]+$", page.locator(LINES).first.text_content())
+        assert re.search(r"starting on node [\w-]+$", page.locator(LINES).first.text_content())
         shown = page.locator(LINES).count()
         page.wait_for_function(
             "n => document.querySelectorAll('#log-lines .log-line').length > n", arg=shown, timeout=15000

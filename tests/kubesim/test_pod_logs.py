@@ -40,9 +40,9 @@ def test_a_finished_container_printed_one_line_per_second_and_its_exit(kube_emul
     _finished_pod(kube_emulator.emulator, "train", 10, code=137, reason="OOMKilled")
     lines = v1.read_namespaced_pod_log("train", "default").splitlines()
     assert len(lines) == 3 + 10 + 1  # start-up, one per second, the exit
-    assert lines[0] == "[main] starting on node h100-node-0"
+    assert lines[0] == "starting on node h100-node-0"
     assert lines[3].startswith("step 1 loss=") and lines[12].startswith("step 10 loss=")
-    assert lines[-1] == "[main] exiting with code 137 (OOMKilled)"
+    assert lines[-1] == "exiting with code 137 (OOMKilled)"
     assert v1.read_namespaced_pod_log("train", "default").splitlines() == lines  # deterministic
 
 
@@ -50,7 +50,7 @@ def test_tail_since_and_timestamps(kube_emulator, v1):
     _finished_pod(kube_emulator.emulator, "train", 10)
     tail = v1.read_namespaced_pod_log("train", "default", tail_lines=2, timestamps=True).splitlines()
     assert tail[0] == "2026-11-26T10:00:10.000000000Z step 10 " + tail[0].split(" step 10 ")[1]
-    assert tail[1].endswith("[main] exiting with code 0 (Completed)")
+    assert tail[1].endswith(" exiting with code 0 (Completed)")
     assert v1.read_namespaced_pod_log("train", "default", tail_lines=0) == ""
     # sinceTime (the client has no argument for it: the raw query, as the portal's adapter may send it)
     api = v1.api_client
@@ -63,7 +63,7 @@ def test_tail_since_and_timestamps(kube_emulator, v1):
         )
     )
     response.read()
-    assert [line.split(" ")[0] for line in response.data.decode().splitlines()] == ["step", "step", "step", "[main]"]
+    assert [line.split(" ")[0] for line in response.data.decode().splitlines()] == ["step", "step", "step", "exiting"]
 
 
 def test_a_running_container_logs_up_to_now_and_since_seconds(kube_emulator, v1):
@@ -107,6 +107,6 @@ def test_follow_streams_new_lines_until_the_container_ends():
         wait_until(lambda: v1.read_namespaced_pod("train", "default").status.phase == "Running")
         stream = v1.read_namespaced_pod_log("train", "default", follow=True, _preload_content=False)
         lines = [line.decode() for line in stream.stream() for line in line.splitlines() if line]
-        assert lines[0].startswith("[main] starting on node ")
+        assert lines[0].startswith("starting on node ")
         assert [line.split(" ")[0] for line in lines[3:5]] == ["step", "step"]  # printed while it was followed
-        assert lines[-1] == "[main] exiting with code 137 (OOMKilled)"
+        assert lines[-1] == "exiting with code 137 (OOMKilled)"

@@ -50,7 +50,7 @@ def test_read_pod_log_tails_and_follows_with_a_cursor(submitted, kube_server, ba
         first = read_pod_log(kube, NAMESPACE, task.pod_name, "t0", tail_lines=2)
         assert len(first) == 2 and all(line.at.endswith("Z") for line in first)
         everything = read_pod_log(kube, NAMESPACE, task.pod_name, "t0")
-        assert everything[0].text.startswith("[t0] starting on node ")
+        assert everything[0].text.startswith("starting on node ")
         # a follower asks for what came after its last line: never a line it has, and the next step in time
         last = stamp_key(everything[-1].at)
         newer = wait_until(lambda: read_pod_log(kube, NAMESPACE, task.pod_name, "t0", since=everything[-1].at))
@@ -174,4 +174,4 @@ def test_a_finished_pod_keeps_its_log_until_deleted(submitted, kube_server, back
     run_on_commit(create_pods, workflow.pk)
     settle_until(backend, workflow, {"FAILED"}, run_on_commit)
     log = logs.task_log(workflow.workflow_id, "t0", alice)
-    assert log.finished and log.lines[-1].text == "[t0] exiting with code 3 (Error)"
+    assert log.finished and log.lines[-1].text == "exiting with code 3 (Error)"
