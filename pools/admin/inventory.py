@@ -277,7 +277,8 @@ class PlatformNodesMixin:
         )
         return format_html(
             '<p><b>{} member node(s):</b> {}</p><p class="mt-2"><b>Not members ({}):</b></p>'
-            '<table class="text-sm" style="overflow-wrap:anywhere">{}</table>{}<p class="mt-2 text-xs">Resources are not part of membership. '
+            '<table class="text-sm" style="overflow-wrap:anywhere">{}</table>{}'
+            '<p class="mt-2 text-xs">Resources are not part of membership. '
             "Not evaluated: {}.</p>",
             len(result["members"]),
             members,
