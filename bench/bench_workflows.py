@@ -82,15 +82,18 @@ def run() -> list[Row]:
 
 @contextlib.contextmanager
 def throwaway_database():
-    """A fresh migrated database of this bench's own (`bench_workflows`), dropped afterwards, so it never
-    collides with a test run or another benchmark running at the same time."""
+    """A fresh migrated database of this bench's own (`bench_workflows`, or `BENCH_DATABASE_NAME`), dropped
+    afterwards, so it never collides with a test run or another benchmark running at the same time."""
     setup()
     from django.db import connection
     from django.test.utils import setup_test_environment, teardown_test_environment
 
     setup_test_environment()
     old_name = connection.settings_dict["NAME"]
-    connection.settings_dict["TEST"] = {**connection.settings_dict.get("TEST", {}), "NAME": "bench_workflows"}
+    connection.settings_dict["TEST"] = {
+        **connection.settings_dict.get("TEST", {}),
+        "NAME": os.environ.get("BENCH_DATABASE_NAME", "bench_workflows"),
+    }
     connection.creation.create_test_db(verbosity=0, autoclobber=True)
     try:
         yield

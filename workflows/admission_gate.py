@@ -28,8 +28,9 @@ class Charge:
 
 class Gate(Protocol):
     def charge(self, workflow, lead_platform: str) -> Charge:
-        """Where `workflow` (not saved yet: its pool, project, requests and priority are set) is charged,
-        given the platform of its lead task, and whether it waits. Runs in the submission's transaction."""
+        """Where `workflow` (not saved yet: its pool, project, priority and name are set) is charged, given
+        the platform of its lead task, and whether it waits. Runs in the submission's transaction, before
+        the workflow's name is locked (its id is not known yet)."""
 
     def on_queued(self, workflow_pks: list[int]) -> None:
         """Workflows were stored QUEUED (called after commit): run admission for their node pools."""

@@ -120,7 +120,8 @@ def _submit(request: SubmitRequest) -> SubmitResult:
     )
     warnings = [*spec.warnings, *timeout_warnings]
     if request.dry_run or request.validation_only:
-        plan = _plan(pool, spec, _context(pool, spec.name + "-dry-run", who.user.get_username(), priority, spec))
+        ctx = _context(pool, spec.name + "-dry-run", who.user.get_username(), priority, spec)
+        plan = _plan(spec, ctx, *_placed(pool, spec))
         candidates = placement_candidates({p.platform.pk for p in plan}) if request.dry_run else None
         tasks = [_dry_run_row(p, candidates) for p in plan]
         status = "DRY_RUN" if request.dry_run else "VALID"
@@ -129,10 +130,15 @@ def _submit(request: SubmitRequest) -> SubmitResult:
             None, status, pool.name, tasks, warnings + _plan_warnings(plan), _name(project), spec.name, rendered
         )
     with transaction.atomic():
+        # Read before `_next_id` locks the workflow's name until commit: submissions of one name wait for
+        # each other's resolution and writes only, not for these queries (tokens never change a platform).
+        platforms, nodes = _placed(pool, spec)
+        charge = _charge(pool, project, priority, spec, platforms)  # quotas' admission gate, when installed
         workflow_id = _next_id(spec.name)
         workflow_uuid = uuid.uuid4()
         spec = substitute_tokens(spec, workflow_id, str(workflow_uuid))
-        plan = _plan(pool, spec, _context(pool, workflow_id, who.user.get_username(), priority, spec, workflow_uuid))
+        ctx = _context(pool, workflow_id, who.user.get_username(), priority, spec, workflow_uuid)
+        plan = _plan(spec, ctx, platforms, nodes)
         # Prepared inserts (portal.prepared): `bulk_create` without compiling the SQL each time.
         workflow = Workflow(
             workflow_id=workflow_id,
@@ -149,7 +155,7 @@ def _submit(request: SubmitRequest) -> SubmitResult:
             queue_timeout_seconds=_seconds(queue_timeout),
             requests=workflow_requests(p.resolution.pod for p in plan),
         )
-        _charge(workflow, plan)  # quotas' admission gate, when installed
+        _apply(charge, workflow)
         [workflow] = _INSERT_WORKFLOW.insert([workflow])
         tasks = _INSERT_TASKS.insert([_task_row(workflow, spec, p, pool) for p in plan])
         _INSERT_EVENTS.insert(
@@ -170,14 +176,21 @@ def _submit(request: SubmitRequest) -> SubmitResult:
     )
 
 
-def _charge(workflow: Workflow, plan: list[PlannedTask]) -> None:
+def _charge(
+    pool: Pool, project, priority: str, spec: WorkflowSpec, platforms: list[Platform]
+) -> admission_gate.Charge | None:
     """Ask the admission gate (quotas, when installed) where the workflow is charged and whether it waits
-    QUEUED for admission (workflows.admission_gate); without a gate it is admitted at once, as always."""
+    QUEUED for admission (workflows.admission_gate); None without a gate (admitted at once, as always)."""
     gate = admission_gate.current()
     if gate is None:
+        return None
+    lead = next((p for t, p in zip(spec.tasks(), platforms, strict=True) if t.lead), platforms[0])
+    return gate.charge(Workflow(pool=pool, project=project, priority=priority, name=spec.name), lead.name)
+
+
+def _apply(charge: admission_gate.Charge | None, workflow: Workflow) -> None:
+    if charge is None:
         return
-    lead = next((p for p in plan if p.task.lead), plan[0])
-    charge = gate.charge(workflow, lead.platform.name)
     workflow.node_pool = charge.node_pool
     if charge.queue:
         workflow.status = WorkflowStatus.QUEUED
@@ -362,13 +375,17 @@ def _priority(value: str) -> str:
     return upper
 
 
-def _plan(pool: Pool, spec: WorkflowSpec, ctx: WorkflowContext) -> list[PlannedTask]:
-    """Resolve every task on its platform against the live inventory; refuse with every problem found."""
-    platforms = {p.name: p for p in pool.loaded_platforms}  # `_load_pool` linked each to the pool
-    chosen = [(task, platforms[spec.platform_of(task, pool.default_platform, set(platforms))]) for task in spec.tasks()]
-    nodes = capacities_for({p.pk: p for _, p in chosen}.values())
+def _placed(pool: Pool, spec: WorkflowSpec) -> tuple[list[Platform], dict]:
+    """Each task's platform (in `spec.tasks()` order) and those platforms' node capacities (one query)."""
+    by_name = {p.name: p for p in pool.loaded_platforms}  # `_load_pool` linked each to the pool
+    platforms = [by_name[spec.platform_of(task, pool.default_platform, set(by_name))] for task in spec.tasks()]
+    return platforms, capacities_for({p.pk: p for p in platforms}.values())
+
+
+def _plan(spec: WorkflowSpec, ctx: WorkflowContext, platforms: list[Platform], nodes: dict) -> list[PlannedTask]:
+    """Resolve every task on its platform (`_placed`) against the live inventory; refuse with every problem found."""
     plan, problems = [], []
-    for task, platform in chosen:
+    for task, platform in zip(spec.tasks(), platforms, strict=True):
         group_ctx = WorkflowContext(**{**vars(ctx), "group_name": task.group})
         resolution = resolve(compiled_platform(platform), spec.task_input(task), group_ctx, nodes[platform.pk])
         plan.append(PlannedTask(task, platform, resolution))

@@ -19,7 +19,7 @@ from configs import store
 from configs.models import ConfigType
 from configs.revisions import Actor
 from pools.models import Pool
-from quotas.models import NodePool, NodePoolMember, Quota, SelectorKind, default_name
+from quotas.models import NodePool, Quota, SelectorKind, default_name
 
 
 def default_node_pool(backend: Backend | int) -> NodePool:
@@ -85,15 +85,14 @@ def charged_node_pool(pool: Pool, platform_name: str) -> NodePool:
     )
     if named is not None:
         return named
-    most = (
-        NodePoolMember.objects.filter(
-            node__memberships__pool_id=pool.pk, node__memberships__platform__name=platform_name
+    most = (  # the filter's join is the one counted: members on this pool's platform only
+        NodePool.objects.filter(
+            members__node__memberships__pool_id=pool.pk, members__node__memberships__platform__name=platform_name
         )
-        .values("node_pool_id", "node_pool__name")
-        .annotate(nodes=Count("node_id", distinct=True))
-        .order_by("-nodes", "node_pool__name")
+        .annotate(member_count=Count("members__node_id", distinct=True))
+        .order_by("-member_count", "name")
         .first()
     )
     if most is not None:
-        return NodePool.objects.get(pk=most["node_pool_id"])
+        return most
     return default_node_pool(pool.backend_id)

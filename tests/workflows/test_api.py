@@ -376,6 +376,21 @@ def test_submission_query_count_is_the_same_for_1_and_8_tasks(pool, alice):
     assert Task.objects.filter(workflow__workflow_id="q8-1").count() == 8
 
 
+def test_under_the_name_lock_a_submission_only_writes(pool, alice):
+    """`_next_id` locks the workflow's name until commit: the node capacities and the node pool charged are
+    read before it, so concurrent submissions of one name do not wait for those reads."""
+    client = api(alice)
+    client.post(SUBMIT, spec("warm"), format="json")
+    with captured_queries() as queries:
+        assert client.post(SUBMIT, spec("locked"), format="json").status_code == 200
+    lock = next(i for i, q in enumerate(queries) if '"workflows_workflowname"' in q)
+    held = [q.split()[0] for q in queries[lock:]]
+    assert set(held) <= {"INSERT", "RELEASE", "COMMIT"}, queries[lock:]
+    before = queries[:lock]
+    assert any('"pools_nodemembership"' in q for q in before) and any('"quotas_nodepool"' in q for q in before)
+    assert Workflow.objects.get(workflow_id="locked-1").node_pool  # charged all the same
+
+
 def test_openapi_schema_documents_every_workflow_endpoint(admin_api):
     schema = yaml.safe_load(admin_api.get("/api/schema/").content)
     paths = schema["paths"]
