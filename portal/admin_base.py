@@ -105,8 +105,7 @@ class DocumentField(forms.Field):
 
 def pretty_json(data) -> str:
     return format_html(
-        # long unbroken values (fingerprints, node names) wrap instead of widening a phone's page
-        '<pre class="font-mono text-sm" style="white-space:pre-wrap;overflow-wrap:anywhere">{}</pre>',
+        '<pre class="font-mono text-sm">{}</pre>',  # wraps inside `.readonly` (static/portal/admin.css)
         json.dumps(data, indent=2, sort_keys=True),
     )
 

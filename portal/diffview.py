@@ -58,31 +58,36 @@ def diff_view(old_text: str, new_text: str, fmt: str, mode: str = "unified") -> 
 
 
 def unified_rows(old: list[str], new: list[str], context: int = CONTEXT) -> list[Row]:
-    rows: list[Row] = []
-    for group in _groups(old, new, context, rows):
-        for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                rows += _same(old, new, i1, i2, j1)
-                continue
-            rows += [Row("del", i + 1, old[i]) for i in range(i1, i2)]
-            rows += [Row("add", new_no=j + 1, new=new[j]) for j in range(j1, j2)]
-    return rows
+    def changed(i1: int, i2: int, j1: int, j2: int) -> list[Row]:
+        return [Row("del", i + 1, old[i]) for i in range(i1, i2)] + [
+            Row("add", new_no=j + 1, new=new[j]) for j in range(j1, j2)
+        ]
+
+    return _rows(old, new, context, changed)
 
 
 def split_rows(old: list[str], new: list[str], context: int = CONTEXT) -> list[Row]:
     """Replaced lines face each other; a longer side runs on beside empty cells."""
+
+    def changed(i1: int, i2: int, j1: int, j2: int) -> list[Row]:
+        rows = []
+        for offset in range(max(i2 - i1, j2 - j1)):
+            i, j = i1 + offset, j1 + offset
+            left = (i + 1, old[i]) if i < i2 else (None, "")
+            right = (j + 1, new[j]) if j < j2 else (None, "")
+            kind = "change" if left[0] and right[0] else ("del" if left[0] else "add")
+            rows.append(Row(kind, left[0], left[1], right[0], right[1]))
+        return rows
+
+    return _rows(old, new, context, changed)
+
+
+def _rows(old: list[str], new: list[str], context: int, changed) -> list[Row]:
+    """Every hunk's rows: unchanged lines as they are, the changed ones as `changed(i1, i2, j1, j2)` lays them."""
     rows: list[Row] = []
     for group in _groups(old, new, context, rows):
         for tag, i1, i2, j1, j2 in group:
-            if tag == "equal":
-                rows += _same(old, new, i1, i2, j1)
-                continue
-            for offset in range(max(i2 - i1, j2 - j1)):
-                i, j = i1 + offset, j1 + offset
-                left = (i + 1, old[i]) if i < i2 else (None, "")
-                right = (j + 1, new[j]) if j < j2 else (None, "")
-                kind = "change" if left[0] and right[0] else ("del" if left[0] else "add")
-                rows.append(Row(kind, left[0], left[1], right[0], right[1]))
+            rows += _same(old, new, i1, i2, j1) if tag == "equal" else changed(i1, i2, j1, j2)
     return rows
 
 
@@ -96,9 +101,12 @@ def _groups(old: list[str], new: list[str], context: int, rows: list[Row]):
     for group in difflib.SequenceMatcher(None, old, new, autojunk=False).get_grouped_opcodes(context):
         hidden = group[0][1] - shown_old
         if hidden > 0:
-            rows.append(Row("gap", old=f"⋯ {hidden} unchanged line{'s' if hidden != 1 else ''}"))
+            rows.append(_gap(hidden))
         yield group
         shown_old = group[-1][2]
     if rows and shown_old < len(old):
-        hidden = len(old) - shown_old
-        rows.append(Row("gap", old=f"⋯ {hidden} unchanged line{'s' if hidden != 1 else ''}"))
+        rows.append(_gap(len(old) - shown_old))
+
+
+def _gap(hidden: int) -> Row:
+    return Row("gap", old=f"⋯ {hidden} unchanged line{'s' if hidden != 1 else ''}")

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
+from django.templatetags.static import static
 
 from portal import deployment
 from portal.env import env_bool, env_int, env_list, env_networks, env_str
@@ -280,6 +281,7 @@ UNFOLD = {
     "SHOW_HISTORY": True,
     # the admin home's dashboard (templates/admin/index.html), with the quotas' "Queues" panel
     "DASHBOARD_CALLBACK": "selfservice.dashboard.dashboard",
+    "STYLES": [lambda request: static("portal/admin.css")],  # read-only values wrap (static/portal/admin.css)
 }
 
 # LOG_FORMAT=json: one JSON object per line (time, level, logger, message, request_id, exception); the

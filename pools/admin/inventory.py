@@ -124,7 +124,7 @@ class NodeAdmin(ClusterNodeAdmin):
         if not rows:
             return "No platform uses this node's backend."
         return format_html(
-            '<table class="text-sm" style="overflow-wrap:anywhere">{}</table>',
+            '<table class="text-sm">{}</table>',
             format_html_join(
                 "",
                 '<tr><td class="pr-4 align-top">{}</td><td class="pr-4 align-top">{}</td><td>{}</td></tr>',
@@ -203,7 +203,7 @@ class PoolCapacityAdmin(ReadOnlyPolicyAdmin):
                 for name, figures in rows
             ),
         )
-        return format_html('<table class="text-sm" style="overflow-wrap:anywhere"><tr>{}</tr>{}</table>', header, body)
+        return format_html('<table class="text-sm"><tr>{}</tr>{}</table>', header, body)
 
     @display(description="Nodes")
     def nodes_link(self, obj):
@@ -277,7 +277,7 @@ class PlatformNodesMixin:
         )
         return format_html(
             '<p><b>{} member node(s):</b> {}</p><p class="mt-2"><b>Not members ({}):</b></p>'
-            '<table class="text-sm" style="overflow-wrap:anywhere">{}</table>{}'
+            '<table class="text-sm">{}</table>{}'
             '<p class="mt-2 text-xs">Resources are not part of membership. '
             "Not evaluated: {}.</p>",
             len(result["members"]),
