@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django import template
+from django.utils import timezone
 
 from access import policy
 from selfservice.services.quota_panels import workflow_note
@@ -56,3 +57,10 @@ def quota_note(workflow):
 def took(start, end) -> str:
     """How long from `start` to `end`, as a person reads it (selfservice.timeline.duration)."""
     return duration(end - start) if start and end else ""
+
+
+@register.filter
+def elapsed(start) -> str:
+    """How long since `start`, written as the page's ticking clock writes it (static/portal/workflow.js), so
+    a refresh of the status part shows the same text until the clock's next tick."""
+    return duration(timezone.now() - start) if start else ""
