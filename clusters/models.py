@@ -22,6 +22,12 @@ from portal.secrets import EncryptedTextField
 CAPACITY_COLUMNS = {"cpu": "cpu", "memory": "memory", "nvidia.com/gpu": "gpu", "ephemeral-storage": "storage"}
 
 
+class MachineProvider(models.TextChoices):
+    NONE = "", "none"
+    ROSA = "rosa", "ROSA (OpenShift Cluster Manager)"
+    KARPENTER = "karpenter", "Karpenter (karpenter.sh/v1 NodePool)"
+
+
 class Backend(models.Model):
     """A Kubernetes cluster that pools run on.
 
@@ -65,6 +71,25 @@ class Backend(models.Model):
     last_error = models.TextField(blank=True, default="")
     last_error_at = models.DateTimeField(null=True, blank=True)
     server_version = models.CharField(max_length=64, blank=True, default="")
+    # -- machine pools: who provisions this cluster's machines (clusters.machinepools)
+    machine_provider = models.CharField(
+        max_length=16,
+        choices=MachineProvider.choices,
+        blank=True,
+        default="",
+        help_text="Who provisions machine pools: ROSA (OpenShift Cluster Manager) or Karpenter; empty: none.",
+    )
+    ocm_url = models.CharField(
+        max_length=2048,
+        blank=True,
+        default="",
+        help_text="OpenShift Cluster Manager API, e.g. https://api.openshift.com",
+    )
+    ocm_cluster_id = models.CharField(max_length=64, blank=True, default="", help_text="The ROSA cluster's OCM id.")
+    ocm_token = EncryptedTextField(blank=True, default="", help_text="OCM access token (secret, stored encrypted).")
+    karpenter_node_class = models.CharField(
+        max_length=253, blank=True, default="default", help_text="The EC2NodeClass Karpenter NodePools refer to."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -118,6 +143,97 @@ class Node(models.Model):
     @property
     def schedulable(self) -> bool:
         return self.ready and not self.unschedulable
+
+
+class InstanceType(models.Model):
+    """An instance type an admin added, or one of the shipped catalog's that an admin corrected (a price);
+    `clusters.machinepools.instance_types.catalog()` lays these over the shipped catalog."""
+
+    name = models.CharField(max_length=64, unique=True)
+    vcpu = models.PositiveIntegerField()
+    memory_mib = models.PositiveBigIntegerField(help_text="MiB")
+    arch = models.CharField(max_length=16, default="amd64", choices=[("amd64", "amd64"), ("arm64", "arm64")])
+    gpu_count = models.PositiveIntegerField(default=0)
+    gpu_model = models.CharField(max_length=32, blank=True, default="", help_text="e.g. T4, A10G, H100")
+    gpu_product = models.CharField(
+        max_length=128, blank=True, default="", help_text="nvidia.com/gpu.product label, e.g. Tesla-T4"
+    )
+    gpu_memory_mib = models.PositiveIntegerField(default=0)
+    hourly_price = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True, help_text="On-demand USD per hour; empty: not sold"
+    )
+    note = models.CharField(max_length=255, blank=True, default="", help_text="Where the figures come from.")
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+
+class MachinePool(models.Model):
+    """The machines beneath a backend's nodes: an instance type, fixed replicas or autoscaling min/max,
+    node labels and taints, spot or on-demand (seed 004, ROSA machine pools). The portal reconciles it to
+    the backend's provider; the status fields are what the provider last answered."""
+
+    class State(models.TextChoices):
+        PENDING = "pending", "pending (not yet reconciled)"
+        READY = "ready", "ready"
+        SCALING = "scaling", "scaling"
+        DRIFTED = "drifted", "drifted (provider differs)"
+        RETRYING = "retrying", "retrying (provider unavailable)"
+        FAILED = "failed", "failed (provider refused)"
+        EXPORT_ONLY = "export-only", "export only (no provider)"
+
+    backend = models.ForeignKey(Backend, on_delete=models.PROTECT, related_name="machine_pools")
+    name = models.CharField(max_length=63, unique=True)
+    description = models.TextField(blank=True, default="")
+    instance_type = models.CharField(max_length=64)
+    autoscaling = models.BooleanField(default=True)
+    replicas = models.PositiveIntegerField(default=0, help_text="Node count when not autoscaling.")
+    min_replicas = models.PositiveIntegerField(default=0, help_text="0 = scale to zero.")
+    max_replicas = models.PositiveIntegerField(default=0)
+    labels = models.JSONField(default=dict, blank=True)
+    taints = models.JSONField(default=list, blank=True, help_text="[{key, value, effect}]")
+    spot = models.BooleanField(default=False)
+    max_price = models.DecimalField(
+        max_digits=10, decimal_places=4, null=True, blank=True, help_text="Spot only; empty = on-demand price cap."
+    )
+    disk_size_gib = models.PositiveIntegerField(default=300, help_text="Root volume, GiB.")
+    # -- status: what the provider last answered
+    state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
+    provider_id = models.CharField(max_length=253, blank=True, default="")
+    nodes_now = models.PositiveIntegerField(default=0)
+    nodes_ready = models.PositiveIntegerField(default=0)
+    last_answer = models.TextField(blank=True, default="", help_text="The provider's last answer, in its words.")
+    last_answer_at = models.DateTimeField(null=True, blank=True)
+    attempts = models.PositiveIntegerField(default=0, help_text="Failed reconcile attempts in a row.")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["backend_id", "name"]
+
+    def __str__(self) -> str:
+        return self.name
+
+    def spec(self):
+        """The pure description the providers, exports and previews read."""
+        from clusters.machinepools.spec import MachinePoolSpec, Taint
+
+        return MachinePoolSpec(
+            name=self.name,
+            instance_type=self.instance_type,
+            autoscaling=self.autoscaling,
+            replicas=self.replicas,
+            min_replicas=self.min_replicas,
+            max_replicas=self.max_replicas,
+            labels=dict(self.labels),
+            taints=tuple(Taint(t["key"], t.get("value", ""), t["effect"]) for t in self.taints),
+            spot=self.spot,
+            max_price=self.max_price,
+            disk_size_gib=self.disk_size_gib,
+        )
 
 
 # Described fields the model above does not declare get their columns from the description.

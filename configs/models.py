@@ -24,6 +24,7 @@ class ConfigType(models.TextChoices):
     BACKEND = "BACKEND", "Backend"
     ROLE = "ROLE", "Role"
     NODE_POOL = "NODE_POOL", "Node pool"
+    MACHINE_POOL = "MACHINE_POOL", "Machine pool"
 
 
 class Change(models.Model):
