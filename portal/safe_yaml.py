@@ -428,9 +428,9 @@ _SCALARS = {
 
 
 class _JSONRefusal(ValueError):
-    def __init__(self, reason: str, value: object = None) -> None:
+    def __init__(self, reason: str, value: object = None, *, duplicate: bool = False) -> None:
         super().__init__(reason)
-        self.reason, self.value = reason, value
+        self.reason, self.value, self.duplicate = reason, value, duplicate
 
 
 def load_json(text: str, limits: Limits = Limits(), source: str = "<input>") -> object:
@@ -452,7 +452,9 @@ def load_json(text: str, limits: Limits = Limits(), source: str = "<input>") -> 
             f"{source}:{error.lineno}:{error.colno}: invalid JSON: {error.msg} (near {near!r})", syntax=True
         ) from None
     except _JSONRefusal as error:
-        raise SafeYAMLError(f"{source}: invalid JSON: {error.reason}", value=error.value) from None
+        where = _duplicate_position(text, error.value) if error.duplicate else None
+        at = f"{source}:{where[0]}:{where[1]}" if where else source
+        raise SafeYAMLError(f"{at}: invalid JSON: {error.reason}", value=error.value) from None
     except RecursionError:
         raise SafeYAMLError(
             f"{source}: the {limits.what} is nested more than {limits.max_depth} levels deep", value=source
@@ -466,8 +468,36 @@ def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
     if len(result) != len(pairs):
         seen: set[str] = set()
         duplicate = next(key for key, _ in pairs if key in seen or seen.add(key))
-        raise _JSONRefusal(f"key {duplicate!r} appears twice in one object", duplicate)
+        raise _JSONRefusal(f"key {duplicate!r} appears twice in one object", duplicate, duplicate=True)
     return result
+
+
+def _duplicate_position(text: str, key: str) -> tuple[int, int] | None:
+    """Line and column of the first `key` that repeats within one object, read from the text's YAML events
+    (JSON is YAML's flow style), so an editor can mark the line json's hook cannot name."""
+    frames: list[list] = []  # per open collection: [keys seen (None in a list), next scalar is a key]
+
+    def one_item_done() -> None:
+        if frames and frames[-1][0] is not None:
+            frames[-1][1] = not frames[-1][1]
+
+    try:
+        for event in yaml.parse(text, Loader=_Parser):
+            if isinstance(event, MappingStartEvent | SequenceStartEvent):
+                frames.append([set() if isinstance(event, MappingStartEvent) else None, True])
+            elif isinstance(event, MappingEndEvent | SequenceEndEvent):
+                frames.pop()
+                one_item_done()
+            elif isinstance(event, ScalarEvent | AliasEvent) and frames:
+                keys, is_key = frames[-1]
+                if keys is not None and is_key:
+                    if event.value == key and key in keys:
+                        return event.start_mark.line + 1, event.start_mark.column + 1
+                    keys.add(event.value)
+                one_item_done()
+    except yaml.YAMLError:
+        return None
+    return None
 
 
 def _no_constant(name: str) -> float:

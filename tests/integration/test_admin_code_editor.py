@@ -60,7 +60,7 @@ def test_the_pod_template_page_loads_the_editor(admin_client):
     ("body", "line", "message"),
     [
         ("spec:\n  nodeSelector: {a: b}\n  tolerations: [\n    x: y\n", 5, "invalid YAML"),
-        ('{\n  "spec": {\n    "x": 1,\n    "x": 2\n  }\n}', None, "appears twice"),
+        ('{\n  "spec": {\n    "x": 1,\n    "x": 2\n  }\n}', 4, "appears twice"),
         ('{\n  "spec": {\n    "x": 1\n  ]\n}', 4, "invalid JSON"),
         ("spec:\n  nodeSelector: {a: b}\nspecs: {}\n", 3, "allowed top-level fields"),
         ("metadata: {}\nspec:\n  - 1\n", 2, "must be a mapping"),

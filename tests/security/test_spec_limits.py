@@ -147,7 +147,7 @@ def test_duplicate_keys_are_refused_with_their_line(client):
     )
     assert (error["field"], error["value"]) == ("tasks[0].image", "image")
     error = refusal(client, '{"version": 2, "version": 2}', content_type="application/json")
-    assert error["reason"] == "request body: invalid JSON: key 'version' appears twice in one object"
+    assert error["reason"] == "request body:1:16: invalid JSON: key 'version' appears twice in one object"
 
 
 def test_huge_integers_are_refused_naming_the_field(client):

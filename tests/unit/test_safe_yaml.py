@@ -237,11 +237,26 @@ def test_syntax_errors_name_line_and_column(text, where, problem):
         ('{"a": -Infinity}', "numbers must be finite: -Infinity is not allowed"),
         ('{"a": 1e999}', "numbers must be finite: 1e999 is too large"),
         ('{"a": ' + "9" * 5000 + "}", "an integer may have at most 4300 digits"),
-        ('{"a": 1, "b": {"c": 1, "c": 2}}', "key 'c' appears twice in one object"),
     ],
 )
 def test_json_refusals(text, reason):
     assert refused(text, source="body").reason == f"body: invalid JSON: {reason}"
+
+
+@pytest.mark.parametrize(
+    ("text", "position"),
+    [
+        ('{"a": 1, "b": {"c": 1, "c": 2}}', "1:24"),
+        ('{"c": [{"c": 1}, {"c": 2}],\n "b": {"c": 1, "d": {"c": 3},\n   "c": 2}}', "3:4"),
+        ('[{"x": {"y": 1}},\n {"x": 1, "y": 2, "x": 3}]', "2:19"),
+    ],
+)
+def test_a_json_duplicate_key_names_its_line_and_column(text, position):
+    """json's hook knows no position; the refusal still names where the repeated key is, for the editor."""
+    key = "x" if text.startswith("[") else "c"
+    assert (
+        refused(text, source="body").reason == f"body:{position}: invalid JSON: key '{key}' appears twice in one object"
+    )
 
 
 def test_json_syntax_errors_name_line_and_column():
