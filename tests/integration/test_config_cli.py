@@ -156,6 +156,18 @@ def test_history_diff_rollback_and_delete_verbs(reference_config, tmp_path):
 def test_pool_list(demo_pools):
     table = run("pool", "list")
     assert "robotics-training" in table and "gpu-cluster-01" in table and "h100-platform" in table
+    # columns as wide as their widest cell: every row's backend and platforms start under their headers,
+    # however long a pool's platform list is (it once ran into the description)
+    header, *lines = table.splitlines()
+    for column in ("BACKEND", "STATUS", "PLATFORMS", "DESCRIPTION"):
+        start = header.index(column)
+        cells = [line for line in lines if len(line) > start]  # an empty description leaves its row shorter
+        assert all(line[start - 2 : start] == "  " and line[start] != " " for line in cells), column
+    widest = max(
+        (",".join(sorted(r["platforms"])) for r in json.loads(run("pool", "list", "--format", "json"))["pools"]),
+        key=len,
+    )
+    assert len(widest) > 36 and any(line.split()[3] == widest for line in lines if len(line.split()) > 3)
     rows = json.loads(run("pool", "list", "--format", "json", "--pool", "team-development"))["pools"]
     assert [r["name"] for r in rows] == ["team-development"]
     assert set(rows[0]["platforms"]) == {"cpu-only", "small-gpu"}

@@ -33,12 +33,13 @@ class Command(PortalCommand):
         if options["format"] == "json":
             self.emit({"pools": rows})
             return
-        self.stdout.write(f"{'NAME':<28} {'BACKEND':<22} {'STATUS':<12} {'PLATFORMS':<36} DESCRIPTION")
-        for row in rows:
-            platforms = ",".join(row["platforms"]) or "-"
-            self.stdout.write(
-                f"{row['name']:<28} {row['backend']:<22} {row['status']:<12} {platforms:<36} {row['description']}"
-            )
+        self.table(
+            ["NAME", "BACKEND", "STATUS", "PLATFORMS", "DESCRIPTION"],
+            [
+                [row["name"], row["backend"], row["status"], ",".join(row["platforms"]) or "-", row["description"]]
+                for row in rows
+            ],
+        )
 
     def do_preview(self, options):
         request = PreviewRequest(
