@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from kubernetes import client
+from kubernetes import client, watch
 
 from kubesim import EmulatorServer
 from kubesim.spot import INTERRUPTION_AT_ANNOTATION, SPOT_INTERRUPTION_TAINT, TERMINATED_MESSAGE
@@ -166,6 +166,17 @@ def test_fixed_and_minimum_replicas_become_nodes_of_the_contracted_shape(cloud, 
         ("spot", "PreferNoSchedule"),
     ]
     wait_until(lambda: current_replicas(cloud, "additional") == 2 and current_replicas(cloud, "ml-training") == 1)
+
+
+def test_a_new_node_registers_not_ready_and_turns_ready_after_the_boot_delay(cloud, v1):
+    since = v1.list_node().metadata.resource_version
+    put(cloud, ocm_pool("additional", replicas=1))
+    seen = []
+    for event in watch.Watch().stream(v1.list_node, resource_version=since, timeout_seconds=10):
+        seen.append((event["type"], ready(event["object"])))
+        if seen[-1][1]:
+            break
+    assert seen == [("ADDED", False), ("MODIFIED", True)]
 
 
 def test_unknown_instance_type_makes_no_node_and_says_why(cloud, v1):
