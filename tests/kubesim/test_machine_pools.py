@@ -16,6 +16,8 @@ from pathlib import Path
 import pytest
 from kubernetes import client, watch
 
+from clusters.machinepools.catalog import shipped
+from clusters.machinepools.spec import MachinePoolSpec, Taint
 from kubesim import EmulatorServer
 from kubesim.spot import INTERRUPTION_AT_ANNOTATION, SPOT_INTERRUPTION_TAINT, TERMINATED_MESSAGE
 
@@ -166,6 +168,28 @@ def test_fixed_and_minimum_replicas_become_nodes_of_the_contracted_shape(cloud, 
         ("spot", "PreferNoSchedule"),
     ]
     wait_until(lambda: current_replicas(cloud, "additional") == 2 and current_replicas(cloud, "ml-training") == 1)
+
+
+def test_node_labels_taints_and_capacity_are_what_the_portal_expects_of_the_pool(cloud, v1):
+    """Contract 3, against the portal's own spec (clusters.machinepools): kubesim reads the catalog as a data file."""
+    put(cloud, gpu_spot_pool(low=1, high=3))
+    node = wait_until(lambda: pool_nodes(v1, "ml-training"))[0]
+    spec = MachinePoolSpec(
+        name="ml-training",
+        instance_type="g4dn.xlarge",
+        min_replicas=1,
+        max_replicas=3,
+        labels={"node-type": "gpu", "ml-framework": "pytorch"},
+        taints=tuple(Taint(**t) for t in GPU_TAINTS),
+        spot=True,
+    )
+    instance = shipped()["g4dn.xlarge"]
+    name = node.metadata.name
+    extra = {"kubernetes.io/hostname": name, "kubernetes.io/os": "linux", "node-role.kubernetes.io/worker": ""}
+    assert node.metadata.labels == {**spec.node_labels(instance), **extra}
+    assert [{"key": t.key, "value": t.value, "effect": t.effect} for t in node.spec.taints] == spec.node_taints()
+    assert instance.capacity().items() <= node.status.capacity.items()
+    assert node.status.allocatable == node.status.capacity
 
 
 def test_a_new_node_registers_not_ready_and_turns_ready_after_the_boot_delay(cloud, v1):
