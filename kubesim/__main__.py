@@ -1,6 +1,9 @@
-"""``python -m kubesim --port 8001 [--fleet demo] [--kubelet] [--state FILE]``: serve a simulated cluster until
-killed. With ``--state``, the objects are saved to FILE on every change and loaded from it at start (instead of
-the fleet), so a restarted cluster keeps its pods and finishes them."""
+"""``python -m kubesim --port 8001 [--fleet demo] [--kubelet] [--machine-pools on|demo] [--state FILE]``: serve a
+simulated cluster until killed. With ``--state``, the objects are saved to FILE on every change and loaded from it
+at start (instead of the fleet), so a restarted cluster keeps its pods and finishes them. ``--machine-pools``
+turns machine pools (OCM store, Karpenter NodePools) into nodes, with the simulated autoscaler and spot
+interruptions (kubesim.autoscaler); ``demo`` also puts the demo's two machine pools in the OCM store
+(kubesim.fleet.DEMO_MACHINE_POOLS) in place of the demo fleet's static ``additional`` and ``ml-training`` nodes."""
 
 from __future__ import annotations
 
@@ -9,7 +12,8 @@ import signal
 import sys
 import threading
 
-from .fleet import demo_fleet, load_fleet, synthetic_fleet
+from .fleet import DEMO_MACHINE_POOLS, DEMO_OCM_CLUSTER_ID, MACHINEPOOL_LABEL, demo_fleet, load_fleet, synthetic_fleet
+from .machinepools import POOL_ANNOTATION
 from .server import EmulatorServer
 from .statefile import StateFile
 
@@ -35,6 +39,23 @@ def main(argv: list[str] | None = None) -> int:
         "--schedulers", default="", metavar="NAMES", help="serve quota schedulers' CRDs: kai, kueue (comma-separated)"
     )
     parser.add_argument("--state", metavar="FILE", help="save the objects to FILE; load them from it at start")
+    machine = parser.add_argument_group("machine pools (kubesim.autoscaler)")
+    machine.add_argument(
+        "--machine-pools",
+        choices=["off", "on", "demo"],
+        default="off",
+        help="turn machine pools into nodes; demo: with the demo's two machine pools (kubesim.fleet)",
+    )
+    machine.add_argument("--boot-seconds", type=float, default=20.0, help="seconds a new node is NotReady")
+    machine.add_argument("--scale-up-seconds", type=float, default=5.0, help="seconds a pod waits before scale-up")
+    machine.add_argument("--scale-down-seconds", type=float, default=120.0, help="seconds an idle node stays")
+    machine.add_argument("--spot-notice-seconds", type=float, default=120.0, help="spot interruption notice")
+    machine.add_argument(
+        "--spot-interruption-every",
+        type=float,
+        metavar="SECONDS",
+        help="interrupt a random spot node of a machine pool about this often (off by default)",
+    )
     args = parser.parse_args(argv)
 
     kubelet = {"start_delay": args.start_delay, "run_seconds": args.run_seconds} if args.kubelet else False
@@ -46,6 +67,14 @@ def main(argv: list[str] | None = None) -> int:
     except ValueError as error:
         print(f"kubesim: {error}", file=sys.stderr)
         return 2
+    if args.machine_pools != "off":  # before loading a state file: it may hold NodePools
+        server.enable_machine_pools(
+            boot_seconds=args.boot_seconds,
+            scale_up_seconds=args.scale_up_seconds,
+            scale_down_seconds=args.scale_down_seconds,
+            spot_notice_seconds=args.spot_notice_seconds,
+            spot_interruption_every=args.spot_interruption_every,
+        )
     state = StateFile(server.emulator, args.state) if args.state else None
     restored = state is not None and state.exists()
     if restored:
@@ -58,7 +87,9 @@ def main(argv: list[str] | None = None) -> int:
             )
             return 2
     elif args.fleet == "demo":
-        load_fleet(server, demo_fleet())
+        load_fleet(server, demo_fleet(machine_pools=args.machine_pools == "demo"))
+    if args.machine_pools == "demo":
+        demo_machine_pools(server)
     if args.synthetic and not restored:
         n_nodes, n_pods = (int(x) for x in args.synthetic.split(","))
         load_fleet(server, *synthetic_fleet(n_nodes, n_pods))
@@ -80,6 +111,18 @@ def main(argv: list[str] | None = None) -> int:
     done.wait()
     server.stop()
     return 0
+
+
+def demo_machine_pools(server: EmulatorServer) -> None:
+    """Put the demo's machine pools in the OCM store (keeping any saved state of theirs) and drop static nodes of
+    theirs a state file from before machine pools may hold, so that ``ml-training`` scales from zero."""
+    emulator = server.emulator
+    saved = emulator.ocm_machine_pools.setdefault(DEMO_OCM_CLUSTER_ID, {})
+    for pool_id, pool in DEMO_MACHINE_POOLS.items():
+        saved.setdefault(pool_id, pool)
+        for node in emulator.list("nodes", label_selector=f"{MACHINEPOOL_LABEL}={pool_id}"):
+            if POOL_ANNOTATION not in (node["metadata"].get("annotations") or {}):
+                emulator.delete("nodes", node["metadata"]["name"])
 
 
 if __name__ == "__main__":

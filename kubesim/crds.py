@@ -50,3 +50,8 @@ def scheduler_resources(names) -> list[ResourceType]:
             raise ValueError(f"unknown scheduler {name!r}; known: {', '.join(SCHEDULER_RESOURCES)}")
         types.extend(SCHEDULER_RESOURCES[name])
     return types
+
+
+# Karpenter's NodePool (karpenter.sh/v1, cluster-scoped), served when the simulated machine pools run
+# (kubesim.autoscaler registers it if nothing else has): the NodePools the portal writes become nodes.
+KARPENTER_NODEPOOL = ResourceType("karpenter.sh", "v1", "nodepools", "NodePool", False, "nodepool", (), ("status",))

@@ -23,6 +23,12 @@ Demo machine pools (node names are ``<pool>-node-<i>``; both ``MACHINE_POOL_LABE
 / ``team``; ``node-type=gpu`` / ``ml-framework``) so its example Jobs place unchanged
 (docs/examples/placement/rosa-*.yaml). The cordoned node also carries the
 ``node.kubernetes.io/unschedulable:NoSchedule`` taint the node controller adds.
+
+With machine pools (``python -m kubesim --fleet demo --machine-pools demo``, what ``make dev`` runs), those two
+are machine pools of the cloud instead (DEMO_MACHINE_POOLS in the OCM store, cluster DEMO_OCM_CLUSTER_ID):
+``additional`` keeps 2 nodes (autoscaling 2-5) and ``ml-training`` starts at 0 nodes (0-3, spot) and grows
+when a pod that tolerates its taints waits for a T4 (kubesim.autoscaler); their nodes are named
+``<pool>-<5 random characters>`` and carry the machine-pool labels (kubesim.machinepools), not the static ones.
 """
 
 from __future__ import annotations
@@ -228,9 +234,39 @@ def node_manifest(
     }
 
 
-def demo_fleet() -> list[dict[str, Any]]:
-    """The 29 nodes of MACHINE_POOLS, with exactly one cordoned node (CORDONED_NODE)."""
-    return [node_manifest(pool, i) for pool, spec in MACHINE_POOLS.items() for i in range(spec[1])]
+def demo_fleet(machine_pools: bool = False) -> list[dict[str, Any]]:
+    """The 29 nodes of MACHINE_POOLS, with exactly one cordoned node (CORDONED_NODE); ``machine_pools``: without
+    the nodes of DEMO_MACHINE_POOLS (the cloud makes those)."""
+    skip = set(DEMO_MACHINE_POOLS) if machine_pools else set()
+    return [node_manifest(pool, i) for pool, spec in MACHINE_POOLS.items() if pool not in skip for i in range(spec[1])]
+
+
+# --------------------------------------------------------------------------- the demo's cloud machine pools
+DEMO_OCM_CLUSTER_ID = "pool-portal-demo"  # the OCM cluster id a demo backend names (Backend.ocm_cluster_id)
+
+
+def _ocm_pool(pool_id: str, instance_type: str, low: int, high: int, spot: bool) -> dict[str, Any]:
+    pool: dict[str, Any] = {
+        "kind": "MachinePool",
+        "id": pool_id,
+        "href": f"/api/clusters_mgmt/v1/clusters/{DEMO_OCM_CLUSTER_ID}/machine_pools/{pool_id}",
+        "instance_type": instance_type,
+        "autoscaling": {"min_replicas": low, "max_replicas": high},
+        "labels": dict(POOL_LABELS[pool_id]),
+        "taints": [dict(t) for t in POOL_TAINTS.get(pool_id, ())],
+        "root_volume": {"aws": {"size": 300}},
+        "status": {"current_replicas": 0},
+    }
+    if spot:
+        pool["taints"] += [dict(GPU_TAINT), dict(SPOT_TAINT)]
+        pool["aws"] = {"spot_market_options": {}}  # no max price: capped at the on-demand price
+    return pool
+
+
+DEMO_MACHINE_POOLS: dict[str, dict[str, Any]] = {  # OCM MachinePool JSON by id (the seed's two pools)
+    "additional": _ocm_pool("additional", "m5.xlarge", 2, 5, spot=False),
+    "ml-training": _ocm_pool("ml-training", "g4dn.xlarge", 0, 3, spot=True),
+}
 
 
 def synthetic_fleet(n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -16,7 +16,8 @@ class EmulatorServer:
     """``with EmulatorServer() as server: ApiClient(Configuration(host=server.url))``.
 
     ``fleet``: ``"demo"`` or a list of node manifests to load at start; ``kubelet``: True or a
-    dict of :class:`kubesim.kubelet.Kubelet` options to run the simulated kubelet.
+    dict of :class:`kubesim.kubelet.Kubelet` options to run the simulated kubelet; ``machine_pools``: True or a
+    dict of :class:`kubesim.autoscaler.MachinePoolController` options to turn machine pools into nodes.
     """
 
     def __init__(
@@ -27,12 +28,15 @@ class EmulatorServer:
         emulator: KubeEmulator | None = None,
         fleet: str | list[dict] | None = None,
         kubelet: bool | dict[str, Any] = False,
+        machine_pools: bool | dict[str, Any] = False,
         **emulator_options: Any,
     ) -> None:
         self.host, self.port = host, port
         self.emulator = emulator if emulator is not None else KubeEmulator(**emulator_options)
         self.kubelet = None
-        self._fleet, self._kubelet_options = fleet, kubelet
+        self.machine_pools = None
+        self._fleet, self._kubelet_options, self._machine_pool_options = fleet, kubelet, machine_pools
+        self._spot = None
         self._loop: asyncio.AbstractEventLoop | None = None
         self._thread: threading.Thread | None = None
         self._ready = threading.Event()
@@ -59,6 +63,9 @@ class EmulatorServer:
         if self._kubelet_options:
             options = self._kubelet_options if isinstance(self._kubelet_options, dict) else {}
             self.enable_kubelet(**options)  # started by _serve() once the loop runs
+        if self._machine_pool_options:
+            options = self._machine_pool_options if isinstance(self._machine_pool_options, dict) else {}
+            self.enable_machine_pools(**options)
         self._thread = threading.Thread(target=self._run, name=f"kubesim-{self.port}", daemon=True)
         self._thread.start()
         self._ready.wait(10)
@@ -72,8 +79,9 @@ class EmulatorServer:
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return
-        if self.kubelet is not None:
-            self.emulator.run_in_loop(self.kubelet.stop)
+        for part in (self.kubelet, self.machine_pools, self._spot):
+            if part is not None:
+                self.emulator.run_in_loop(part.stop)
         if self._stop is not None and loop.is_running():
             loop.call_soon_threadsafe(self._stop.set)
         thread.join(timeout)
@@ -100,6 +108,32 @@ class EmulatorServer:
                 self.emulator.run_in_loop(self.kubelet.start)
         return self.kubelet
 
+    def enable_machine_pools(self, **options: Any):
+        """Turn machine pools (OCM store, Karpenter NodePools) into nodes, with the simulated autoscaler and spot
+        interruptions (see :class:`kubesim.autoscaler.MachinePoolController` for the options)."""
+        from .autoscaler import MachinePoolController
+
+        if self.machine_pools is None:
+            self.machine_pools = MachinePoolController(self.emulator, **options)
+            if self._loop is not None and self._loop.is_running():
+                self.emulator.run_in_loop(self.machine_pools.start)
+        return self.machine_pools
+
+    def interrupt_spot(self, node_name: str, notice_seconds: float | None = None) -> str:
+        """Give a spot node its termination notice (kubesim.spot); returns the ISO time the node goes.
+        ``notice_seconds``: the machine pools' ``spot_notice_seconds`` if they run, else 120 (AWS's)."""
+        from .spot import SpotInterrupter
+
+        interrupter = self.machine_pools.spot if self.machine_pools is not None else None
+        if interrupter is None:
+            if self._spot is None:
+                self._spot = SpotInterrupter(self.emulator)
+                self.emulator.run_in_loop(self._spot.start)
+            interrupter = self._spot
+        if notice_seconds is not None:
+            interrupter.notice_seconds = notice_seconds
+        return interrupter.interrupt(node_name)
+
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
@@ -124,6 +158,8 @@ class EmulatorServer:
             self.emulator.bind_loop(loop)
             if self.kubelet is not None:
                 self.kubelet.start()
+            if self.machine_pools is not None:
+                self.machine_pools.start()
             self._ready.set()
             try:
                 await self._stop.wait()

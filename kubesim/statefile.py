@@ -1,6 +1,7 @@
 """``python -m kubesim --state FILE``: keep the cluster's objects in a JSON file across restarts.
 
-Every change is written, atomically through a temporary file: creations and deletions before the API
+The OCM machine pools (``emulator.ocm_machine_pools``, the cloud's state behind kubesim.machinepools) are kept
+with them. Every change is written, atomically through a temporary file: creations and deletions before the API
 answers, other changes coalesced per loop iteration. A new process loads the file instead of the fleet, so
 its pods survive the restart and the simulated kubelet finishes them (``Kubelet.start`` picks up Pending and
 Running pods). Watch history is not kept: clients watching from an older resourceVersion get 410 Expired and
@@ -44,6 +45,8 @@ class StateFile:
                 count += emulator.load(key, objects)  # "group/plural"; the core group is ""
             except KeyError:  # a resource added at run time (add_resource) that this process does not serve
                 log.warning("kubesim: %s: skipping %d object(s) of unknown resource %s", self.path, len(objects), key)
+        if data.get("ocm_machine_pools") is not None:  # the cloud's machine pools (kubesim.machinepools)
+            emulator.ocm_machine_pools = data["ocm_machine_pools"]
         emulator.compact()  # no history: watches from before the restart list again (410)
         return count
 
@@ -72,9 +75,10 @@ class StateFile:
         objects = {
             f"{group}/{plural}": list(bucket.values()) for (group, plural), bucket in emulator._store.items() if bucket
         }
-        body = json.dumps(
-            {"format": FORMAT, "resourceVersion": emulator._rv, "objects": objects}, separators=(",", ":")
-        )
+        state = {"format": FORMAT, "resourceVersion": emulator._rv, "objects": objects}
+        if getattr(emulator, "ocm_machine_pools", None):
+            state["ocm_machine_pools"] = emulator.ocm_machine_pools
+        body = json.dumps(state, separators=(",", ":"))
         self.path.parent.mkdir(parents=True, exist_ok=True)
         temporary = self.path.with_name(self.path.name + ".tmp")
         temporary.write_text(body)

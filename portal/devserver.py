@@ -2,7 +2,8 @@
 
 Children (each in its own process group, output appended to `<var>/<name>.log`):
 
-* kubesim: the simulated cluster, its objects kept in `<var>/kubesim.json` so a restart keeps its pods;
+* kubesim: the simulated cluster, its objects kept in `<var>/kubesim.json` so a restart keeps its pods, with
+  the demo's machine pools (`ml-training`, a GPU spot pool, grows from zero when a pod waits for a T4);
 * web: `runserver` (with its autoreloader);
 * watch_cluster, watch_workflows: the inventory and workflow watchers;
 * periodic: the beat schedule in-process (reconcile, timeouts, reaper, inventory resync).
@@ -251,6 +252,8 @@ def children(python: str, manage: str, var_dir: Path, port: int, kubesim_port: i
             "--fleet",
             "demo",
             "--kubelet",
+            "--machine-pools",
+            "demo",
             "--state",
             str(var_dir / "kubesim.json"),
         ),

@@ -1,0 +1,78 @@
+"""`python -m kubesim --fleet demo --machine-pools demo` (what `make dev` runs): the seed's two pools are machine
+pools of the cloud; `ml-training` grows from zero for a GPU pod, and a restart from the state file keeps the pools
+and their nodes."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+from pathlib import Path
+
+from kubernetes import client
+
+from kubesim.fleet import GPU_TOLERATION, SPOT_TOLERATION, demo_fleet
+
+from .conftest import kube_api_client, wait_until
+
+MACHINEPOOL = "node.kubernetes.io/machinepool"
+POD = {
+    "metadata": {"name": "train", "annotations": {"kubesim/never-finish": "true"}},
+    "spec": {
+        "containers": [{"name": "main", "image": "pytorch", "resources": {"limits": {"nvidia.com/gpu": "1"}}}],
+        "nodeSelector": {MACHINEPOOL: "ml-training"},
+        "tolerations": [GPU_TOLERATION, SPOT_TOLERATION],
+    },
+}
+
+
+def start(state: Path) -> tuple[subprocess.Popen, str]:
+    argv = ["--fleet", "demo", "--kubelet", "--machine-pools", "demo", "--state", str(state)]
+    argv += ["--boot-seconds", "0.2", "--scale-up-seconds", "0.1", "--start-delay", "0.05"]
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kubesim", "--port", "0", *argv],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    return process, process.stdout.readline().strip()
+
+
+def stop(process: subprocess.Popen) -> None:
+    process.send_signal(signal.SIGTERM)
+    process.communicate(timeout=10)
+
+
+def names(v1: client.CoreV1Api, pool: str) -> list[str]:
+    return sorted(n.metadata.name for n in v1.list_node(label_selector=f"{MACHINEPOOL}={pool}").items)
+
+
+def test_demo_gpu_spot_pool_scales_from_zero_and_survives_a_restart(tmp_path):
+    state = tmp_path / "kubesim.json"
+    static = len(demo_fleet(machine_pools=True))
+    assert static == len(demo_fleet()) - 4  # the static additional (2) and ml-training (2) nodes
+    first, url = start(state)
+    try:
+        with kube_api_client(url) as api:
+            v1 = client.CoreV1Api(api)
+            wait_until(lambda: len(names(v1, "additional")) == 2, what="additional at its minimum")
+            assert names(v1, "ml-training") == []
+            assert len(v1.list_node().items) == static + 2
+            v1.create_namespaced_pod("default", POD)
+            wait_until(lambda: v1.read_namespaced_pod("train", "default").status.phase == "Running", what="running")
+            before = names(v1, "ml-training") + names(v1, "additional")
+            assert len(before) == 3 and before[0].startswith("ml-training-")
+    finally:
+        stop(first)
+
+    second, url = start(state)
+    try:
+        with kube_api_client(url) as api:
+            v1 = client.CoreV1Api(api)
+            v1.create_namespaced_pod("default", {**POD, "metadata": {**POD["metadata"], "name": "train-2"}})
+            wait_until(lambda: v1.read_namespaced_pod("train-2", "default").status.phase == "Running")
+            after = names(v1, "ml-training") + names(v1, "additional")
+            assert set(before) < set(after) and len(after) == 4  # the pools' nodes were adopted, not replaced
+            assert v1.read_namespaced_pod("train", "default").status.phase == "Running"
+    finally:
+        stop(second)
