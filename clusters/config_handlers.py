@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 from clusters.config_types import BACKEND, BACKEND_SECRETS, MACHINE_POOL
 from clusters.machinepools import instance_types
+from clusters.machinepools.kinds import DISK_DEFAULT_GIB
 from clusters.machinepools.spec import InstanceType
 from clusters.models import Backend, MachinePool, MachineProvider
 from configs.errors import ConfigError
@@ -77,6 +78,8 @@ class MachinePoolHandler(SchemaHandler):
     def save(self, doc, existing, prepared):
         backend = _backend(doc, existing, prepared)
         _check_instance_type(doc, existing, backend, prepared.catalog)
+        if backend.machine_provider == MachineProvider.KARPENTER:
+            _check_karpenter(doc)
         pool = existing or MachinePool(name=doc.name)
         self.schema.write(doc, pool)
         pool.backend, pool.autoscaling = backend, doc.autoscaling
@@ -119,6 +122,23 @@ def _check_instance_type(doc, existing: MachinePool | None, backend: Backend, ca
             f"{existing.instance_type}); create a new machine pool with {doc.instance_type} and delete this one",
             field="instance_type",
             value=doc.instance_type,
+        )
+
+
+def _check_karpenter(doc) -> None:
+    """What a Karpenter NodePool cannot carry: a spot max price (Karpenter picks spot capacity by price and
+    availability itself) is refused; the root disk comes from the EC2NodeClass, so a size is only noted."""
+    if doc.max_price is not None:
+        raise ConfigError(
+            "Karpenter takes no spot max price (it chooses spot capacity by price and availability); leave "
+            "max_price null",
+            field="max_price",
+            value=str(doc.max_price),
+        )
+    if doc.disk_size_gib != DISK_DEFAULT_GIB:
+        doc.warnings.append(
+            f"disk_size: on Karpenter the root volume is the EC2NodeClass's ({doc.backend}'s karpenter_node_class), "
+            f"not {doc.disk_size_gib} GiB"
         )
 
 

@@ -160,8 +160,8 @@ BACKEND_SECRETS = ("token", "kubeconfig", "ocm_token")
 
 
 def _check_machine_pool(doc: Doc) -> None:
-    """Cross-field rules: a name that is a DNS label, replicas or autoscaling (not both, one of them),
-    min ≤ max, a max price only for spot."""
+    """Cross-field rules: a name that is a DNS label, replicas or autoscaling (exactly one of them; min ≤ max
+    is the autoscaling kind's own check), a max price only for spot."""
     problem = pool_name_problem(doc.name)
     if problem:
         raise ConfigError(problem, field="name", value=doc.name)

@@ -112,7 +112,7 @@ class MachinePoolAdmin(ConfigAdmin):
         if obj is None:  # the add form: no status yet, the presets instead
             return [
                 (None, {"fields": ["presets", "name", "backend", "description"]}),
-                *[fieldset for fieldset in self.fieldsets[1:4]],
+                *self.fieldsets[1:4],
             ]
         return self.fieldsets
 

@@ -8,7 +8,7 @@ from rest_framework.test import APIClient
 
 from tests.factories import UserFactory
 
-VALID = "pool, pod_template, resource_validation, backend, role, node_pool"
+VALID = "pool, pod_template, resource_validation, backend, role, node_pool, machine_pool"
 
 
 @pytest.mark.parametrize("spelling", ["pool", "POOL", "Pool"])

@@ -130,8 +130,16 @@ def test_instance_types_are_validated(db, admin_client):
         response = admin_client.post(url, {**good, **changes})
         assert field in response.context["adminform"].form.errors, changes
     assert admin_client.post(url, good).status_code == 302
-    listing = admin_client.get(reverse("admin:clusters_instancetype_changelist")).content.decode()
+    changelist = reverse("admin:clusters_instancetype_changelist")
+    listing = admin_client.get(changelist).content.decode()
     assert "1 × L4" in listing
+    count = iter(range(100))
+
+    def grow():
+        for _ in range(5):
+            InstanceType.objects.create(name=f"x{next(count)}.large", vcpu=2, memory_mib=8192)
+
+    assert_constant_queries(lambda: admin_client.get(changelist), grow)
 
 
 def test_the_backend_ocm_token_is_write_only(backends, admin_client):

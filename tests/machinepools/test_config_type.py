@@ -13,9 +13,10 @@ from django.db import connection
 from clusters import inventory
 from clusters.machinepools.presets import ADDITIONAL_WORKER_POOL
 from clusters.models import Backend, InstanceType, MachinePool
-from configs import store
+from configs import revisions, store
 from configs.errors import ConfigError, ConfigInUse
 from tests.machinepools.conftest import CLI, OCM_ID, gpu_spot
+from tests.queries import assert_constant_queries
 
 
 def refused(name: str, body: dict) -> ConfigError:
@@ -198,3 +199,31 @@ def stored_ocm_token() -> str:
     with connection.cursor() as cursor:
         cursor.execute("SELECT ocm_token FROM clusters_backend WHERE name = 'rosa-a'")
         return cursor.fetchone()[0]
+
+
+def test_a_type_rollback_restores_every_machine_pool(backends):
+    store.apply("MACHINE_POOL", "gpu-spot", gpu_spot(), CLI)
+    first = revisions.get_revision("MACHINE_POOL", "gpu-spot", 1).change.revision
+    store.apply("MACHINE_POOL", "gpu-spot", gpu_spot(labels={"node-type": "gpu", "team": "vision"}), CLI)
+    store.apply("MACHINE_POOL", "additional", ADDITIONAL_WORKER_POOL.document("rosa-a"), CLI)
+    store.restore("MACHINE_POOL", first, CLI)
+    assert list(MachinePool.objects.values_list("name", "labels")) == [("gpu-spot", {"node-type": "gpu"})]
+
+
+def test_listing_every_machine_pool_costs_the_same_queries(backends, admin_api):
+    count = iter(range(100))
+
+    def grow():
+        for _ in range(4):
+            store.apply("MACHINE_POOL", f"pool-{next(count)}", gpu_spot(), CLI)
+
+    grow()
+    assert_constant_queries(lambda: admin_api.get("/api/configs/machine_pool"), grow)
+
+
+def test_karpenter_takes_no_max_price_and_its_disk_is_the_node_class(backends):
+    error = refused("gpu-spot", gpu_spot("karp", max_price="0.3"))
+    assert (error.field, error.value) == ("max_price", "0.3") and "Karpenter takes no spot max price" in error.reason
+    result = store.apply("MACHINE_POOL", "gpu-spot", gpu_spot("karp", disk_size=500), CLI)
+    assert result.warnings == ["disk_size: on Karpenter the root volume is the EC2NodeClass's (karp's "
+                               "karpenter_node_class), not 500 GiB"]  # fmt: skip
