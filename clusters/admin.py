@@ -177,6 +177,10 @@ class BackendInventoryMixin:
                 ]
             },
         ),
+        (
+            "Machine pools",
+            {"fields": ["machine_provider", "ocm_url", "ocm_cluster_id", "ocm_token", "karpenter_node_class"]},
+        ),
         ("Inventory", {"fields": STATUS_FIELDS}),
     ]
 
@@ -185,6 +189,7 @@ class BackendInventoryMixin:
             return [
                 (None, {"fields": [f for f in self.fieldsets[0][1]["fields"] if f != "history"]}),
                 self.fieldsets[1],
+                self.fieldsets[2],
             ]
         return self.fieldsets
 

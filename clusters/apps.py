@@ -10,4 +10,4 @@ class ClustersConfig(AppConfig):
         from clusters.config_handlers import CONFIG_TYPES
         from configs import registry
 
-        registry.register(*CONFIG_TYPES)  # BACKEND
+        registry.register(*CONFIG_TYPES)  # BACKEND, MACHINE_POOL

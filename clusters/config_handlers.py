@@ -1,13 +1,29 @@
-"""The handler of the BACKEND config type (clusters.config_types): a `<set …>` marker in a document keeps
-the stored secret; pools using a backend are its referrers. Registered by `ClustersConfig.ready()`."""
+"""The handlers of the BACKEND and MACHINE_POOL config types (clusters.config_types).
+
+BACKEND: a `<set …>` marker in a document keeps the stored secret; pools and machine pools using a backend
+are its referrers. MACHINE_POOL: the checks that need the database — a known backend (a machine pool stays
+on it), a known instance type (refused with the list of known ones), and an instance type that the
+backend's provider cannot change on an existing pool (ROSA). Registered by `ClustersConfig.ready()`.
+"""
 
 from __future__ import annotations
 
-from clusters.config_types import BACKEND
-from clusters.kube.connection import SECRET_FIELDS
-from clusters.models import Backend
+from dataclasses import dataclass
+
+from clusters.config_types import BACKEND, BACKEND_SECRETS, MACHINE_POOL
+from clusters.machinepools import instance_types
+from clusters.machinepools.kinds import DISK_DEFAULT_GIB
+from clusters.machinepools.spec import InstanceType
+from clusters.models import Backend, MachinePool, MachineProvider
+from configs.errors import ConfigError
 from configs.kinds import KEEP_SECRET
 from configs.registry import SchemaHandler
+
+# Providers on which a machine pool's instance type is fixed at creation. ROSA: "You cannot change the
+# machine pool node type or size. [...] specified during their creation only" (Red Hat OpenShift Service
+# on AWS, Cluster administration, "About machine pools"). Karpenter reads a NodePool's requirements anew
+# for each node it launches, so it may change.
+FIXED_INSTANCE_TYPE = {MachineProvider.ROSA: "ROSA"}
 
 
 class BackendHandler(SchemaHandler):
@@ -15,17 +31,17 @@ class BackendHandler(SchemaHandler):
 
     def prepare(self, docs):
         """A `<set …>` marker keeps the stored secret: put the stored value in the document."""
-        keep = [doc for doc in docs if any(getattr(doc, key) is KEEP_SECRET for key in SECRET_FIELDS)]
+        keep = [doc for doc in docs if any(getattr(doc, key) is KEEP_SECRET for key in BACKEND_SECRETS)]
         stored = (
             {
                 b.name: b
-                for b in Backend.objects.filter(name__in=[doc.name for doc in keep]).only("name", *SECRET_FIELDS)
+                for b in Backend.objects.filter(name__in=[doc.name for doc in keep]).only("name", *BACKEND_SECRETS)
             }
             if keep
             else {}
         )
         for doc in keep:
-            for key in SECRET_FIELDS:
+            for key in BACKEND_SECRETS:
                 if getattr(doc, key) is KEEP_SECRET:
                     current = getattr(stored[doc.name], key) if doc.name in stored else ""
                     if not current:
@@ -34,7 +50,96 @@ class BackendHandler(SchemaHandler):
         return None
 
     def referrers(self, obj):
-        return [f"pool {name}" for name in obj.pools.order_by("name").values_list("name", flat=True)]
+        pools = [f"pool {name}" for name in obj.pools.order_by("name").values_list("name", flat=True)]
+        machines = obj.machine_pools.order_by("name").values_list("name", flat=True)
+        return [*pools, *(f"machine pool {name}" for name in machines)]
 
 
-CONFIG_TYPES = [BackendHandler()]
+@dataclass
+class MachinePoolRefs:
+    """What a batch of machine pool documents refers to, loaded once."""
+
+    backends: dict[str, Backend]
+    catalog: dict[str, InstanceType]
+
+
+class MachinePoolHandler(SchemaHandler):
+    schema, model = MACHINE_POOL, MachinePool
+
+    def queryset(self):
+        return MachinePool.objects.select_related("backend")
+
+    def prepare(self, docs):
+        names = {doc.backend for doc in docs}
+        return MachinePoolRefs(
+            backends={b.name: b for b in Backend.objects.filter(name__in=names)}, catalog=instance_types.catalog()
+        )
+
+    def save(self, doc, existing, prepared):
+        backend = _backend(doc, existing, prepared)
+        _check_instance_type(doc, existing, backend, prepared.catalog)
+        if backend.machine_provider == MachineProvider.KARPENTER:
+            _check_karpenter(doc)
+        pool = existing or MachinePool(name=doc.name)
+        self.schema.write(doc, pool)
+        pool.backend, pool.autoscaling = backend, doc.autoscaling
+        if not backend.machine_provider:
+            pool.state = MachinePool.State.EXPORT_ONLY
+        elif pool.state == MachinePool.State.EXPORT_ONLY:  # the backend has a provider now
+            pool.state = MachinePool.State.PENDING
+        pool.save()
+        return pool
+
+
+def _backend(doc, existing: MachinePool | None, refs: MachinePoolRefs) -> Backend:
+    backend = refs.backends.get(doc.backend)
+    if backend is None:
+        raise ConfigError(
+            "unknown backend; create it first with `config update BACKEND`", field="backend", value=doc.backend
+        )
+    if existing is not None and existing.backend_id != backend.pk:
+        raise ConfigError(
+            f"a machine pool stays on its backend ({existing.backend.name}); create another machine pool "
+            f"for {backend.name}",
+            field="backend",
+            value=doc.backend,
+        )
+    return backend
+
+
+def _check_instance_type(doc, existing: MachinePool | None, backend: Backend, catalog: dict) -> None:
+    if doc.instance_type not in catalog:
+        raise ConfigError(
+            f"unknown instance type; known: {', '.join(sorted(catalog))} (admins add types under "
+            "Clusters > Instance types)",
+            field="instance_type",
+            value=doc.instance_type,
+        )
+    provider = FIXED_INSTANCE_TYPE.get(backend.machine_provider)
+    if existing is not None and provider and existing.instance_type != doc.instance_type:
+        raise ConfigError(
+            f"{provider} cannot change the instance type of an existing machine pool (it stays "
+            f"{existing.instance_type}); create a new machine pool with {doc.instance_type} and delete this one",
+            field="instance_type",
+            value=doc.instance_type,
+        )
+
+
+def _check_karpenter(doc) -> None:
+    """What a Karpenter NodePool cannot carry: a spot max price (Karpenter picks spot capacity by price and
+    availability itself) is refused; the root disk comes from the EC2NodeClass, so a size is only noted."""
+    if doc.max_price is not None:
+        raise ConfigError(
+            "Karpenter takes no spot max price (it chooses spot capacity by price and availability); leave "
+            "max_price null",
+            field="max_price",
+            value=str(doc.max_price),
+        )
+    if doc.disk_size_gib != DISK_DEFAULT_GIB:
+        doc.warnings.append(
+            f"disk_size: on Karpenter the root volume is the EC2NodeClass's ({doc.backend}'s karpenter_node_class), "
+            f"not {doc.disk_size_gib} GiB"
+        )
+
+
+CONFIG_TYPES = [BackendHandler(), MachinePoolHandler()]

@@ -1,5 +1,6 @@
-"""BACKEND: the config type the clusters app owns, described once (see configs.schema); its handler, with
-what is particular to it (secrets kept across a shown document), is clusters.config_handlers.
+"""BACKEND and MACHINE_POOL: the config types the clusters app owns, described once (see configs.schema);
+their handlers, with what needs the database (secrets kept across a shown document, known backends and
+instance types), are clusters.config_handlers. MACHINE_POOL's document is described in docs/machine-pools.md.
 
 Descriptions only: no model import, so clusters.models can take its described columns from here.
 """
@@ -9,15 +10,31 @@ from __future__ import annotations
 import re
 
 from clusters.kube.kubeconfig import KubeconfigError, read_kubeconfig  # YAML only, no Kubernetes client
+from clusters.machinepools.kinds import (
+    DISK_DEFAULT_GIB,
+    DISK_MAX_GIB,
+    DISK_MIN_GIB,
+    Autoscaling,
+    DiskSize,
+    Labels,
+    Price,
+    Replicas,
+    Taints,
+)
+from clusters.machinepools.syntax import pool_name_problem
 from configs.errors import ConfigError
-from configs.kinds import KEEP_SECRET, Bool, Choice, Secret, Text
+from configs.kinds import KEEP_SECRET, Bool, Choice, Reference, Secret, Text
 from configs.models import ConfigType
-from configs.schema import Field, Schema
+from configs.schema import Doc, Field, Schema
 
 CONNECTIONS = ("", "kubeconfig", "in-cluster", "url")
 # Who enforces the quotas of this cluster's node pools: the portal's own admission (default), or the
 # cluster's KAI-Scheduler or Kueue, to which the portal writes the same quotas (docs/quota-schedulers.md).
 QUOTA_SCHEDULERS = ("portal", "kai", "kueue")
+# Who provisions the machines beneath the cluster's nodes (clusters.models.MachineProvider); "" = nobody, the
+# portal only exports its machine pools (Terraform, `rosa create machinepool`).
+MACHINE_PROVIDERS = ("", "rosa", "karpenter")
+OCM_URL = "https://api.openshift.com"  # OpenShift Cluster Manager's public API, what `rosa` talks to
 
 
 def _check_connection(doc) -> None:
@@ -46,6 +63,29 @@ def _check_connection(doc) -> None:
     if doc.ca_cert and "-----BEGIN CERTIFICATE-----" not in doc.ca_cert:
         raise ConfigError(
             "must be PEM certificates (-----BEGIN CERTIFICATE-----)", field="ca_cert", value=doc.ca_cert[:40]
+        )
+
+
+def _check_machine_provider(doc) -> None:
+    """ROSA needs the cluster's OCM id (and its API, OpenShift Cluster Manager's unless said); Karpenter the
+    EC2NodeClass its NodePools refer to."""
+    if doc.machine_provider == "rosa":
+        if not doc.ocm_cluster_id:
+            raise ConfigError(
+                "machine_provider 'rosa' needs the cluster's OpenShift Cluster Manager id (rosa describe cluster)",
+                field="ocm_cluster_id",
+                value="",
+            )
+        doc.ocm_url = doc.ocm_url or OCM_URL
+    if doc.ocm_url and not re.match(r"^https?://[^\s/]+", doc.ocm_url):
+        raise ConfigError(
+            "must be an http(s) URL such as https://api.openshift.com", field="ocm_url", value=doc.ocm_url
+        )
+    if doc.machine_provider == "karpenter" and not doc.karpenter_node_class:
+        raise ConfigError(
+            "machine_provider 'karpenter' needs the EC2NodeClass its NodePools refer to",
+            field="karpenter_node_class",
+            value="",
         )
 
 
@@ -99,6 +139,93 @@ BACKEND = Schema(
         Field("verify_tls", Bool(), default=True, nullable=True),
         Field("kubeconfig", Secret(), nullable=True),
         Field("kube_context", Text(strip=True), nullable=True),
+        Field(
+            "machine_provider",
+            Choice(
+                MACHINE_PROVIDERS, "must be rosa, karpenter or empty (no provider: machine pools are only exported)"
+            ),
+            nullable=True,
+            help="Who provisions machine pools: rosa (OpenShift Cluster Manager) or karpenter; empty: none.",
+        ),
+        Field("ocm_url", Text(strip=True), nullable=True, label="OCM URL"),
+        Field("ocm_cluster_id", Text(strip=True), nullable=True, label="OCM cluster id"),
+        Field("ocm_token", Secret(), nullable=True, label="OCM token"),
+        Field("karpenter_node_class", Text(strip=True), default="default", or_default=True),
     ),
-    checks=(_check_connection,),
+    checks=(_check_connection, _check_machine_provider),
+)
+
+# Secrets of a backend document: shown as `<set …>` markers, kept when a document brings the marker back.
+BACKEND_SECRETS = ("token", "kubeconfig", "ocm_token")
+
+
+def _check_machine_pool(doc: Doc) -> None:
+    """Cross-field rules: a name that is a DNS label, replicas or autoscaling (exactly one of them; min ≤ max
+    is the autoscaling kind's own check), a max price only for spot."""
+    problem = pool_name_problem(doc.name)
+    if problem:
+        raise ConfigError(problem, field="name", value=doc.name)
+    scaling = doc.min_replicas is not None
+    if scaling and doc.replicas is not None:
+        raise ConfigError(
+            "give either replicas (a fixed node count) or autoscaling {min_replicas, max_replicas}, not both",
+            field="replicas",
+            value=doc.replicas,
+        )
+    if not scaling and doc.replicas is None:
+        raise ConfigError(
+            "give replicas (a fixed node count) or autoscaling {min_replicas, max_replicas}",
+            field="autoscaling",
+            value=None,
+        )
+    doc.autoscaling = scaling
+    if scaling:
+        doc.replicas = 0
+    else:
+        doc.min_replicas = doc.max_replicas = 0
+    if doc.max_price is not None and not doc.spot:
+        raise ConfigError(
+            "a max price is for spot instances only: set spot to true, or leave max_price null",
+            field="max_price",
+            value=str(doc.max_price),
+        )
+
+
+MACHINE_POOL = Schema(
+    ConfigType.MACHINE_POOL,
+    kind_label="machine pool",
+    fields=(
+        Field(
+            "backend",
+            Reference(),
+            required="a machine pool needs a backend (the name of the cluster its machines join)",
+        ),
+        Field("description", Text()),
+        Field(
+            "instance_type",
+            Text(strip=True),
+            required="a machine pool needs an instance type (e.g. m5.xlarge, g4dn.xlarge)",
+            help="The machines' instance type (the catalog under Clusters > Instance types).",
+        ),
+        Field("replicas", Replicas(), default=None, help="A fixed node count (instead of autoscaling)."),
+        Field("autoscaling", Autoscaling(), attr=None),
+        Field("labels", Labels(), default={}, help='Node labels, e.g. {"node-type": "gpu"}.'),
+        Field(
+            "taints",
+            Taints(),
+            default=[],
+            help='[{"key", "value", "effect"}], effect NoSchedule, PreferNoSchedule or NoExecute.',
+        ),
+        Field("spot", Bool(), default=False, help="Spot instances (cheaper; may be reclaimed at two minutes' notice)."),
+        Field("max_price", Price(), default=None, help="Spot only: USD per hour; empty = capped at on-demand."),
+        Field(
+            "disk_size",
+            DiskSize(),
+            default=DISK_DEFAULT_GIB,
+            attr="disk_size_gib",
+            label="Disk size (GiB)",
+            help=f"Root volume, GiB ({DISK_MIN_GIB}–{DISK_MAX_GIB}).",
+        ),
+    ),
+    checks=(_check_machine_pool,),
 )

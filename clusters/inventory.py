@@ -24,6 +24,7 @@ from django.db import connection, transaction
 from django.db.models import Count
 from django.utils import timezone
 
+from clusters.config_types import BACKEND_SECRETS
 from clusters.kube.connection import KubeClient, connect
 from clusters.kube.errors import KubeError
 from clusters.kube.inventory import PodRecord, list_nodes, list_pods, node_record, pod_record
@@ -402,11 +403,11 @@ def reencrypt_secrets() -> tuple[int, list[str]]:
 
     count, unreadable = 0, []
     with transaction.atomic():
-        for backend in Backend.objects.exclude(token="", kubeconfig="").select_for_update():
-            if is_unreadable(backend.token) or is_unreadable(backend.kubeconfig):
+        for backend in Backend.objects.exclude(token="", kubeconfig="", ocm_token="").select_for_update():
+            if any(is_unreadable(getattr(backend, key)) for key in BACKEND_SECRETS):
                 unreadable.append(backend.name)
                 continue
-            backend.save(update_fields=["token", "kubeconfig"])
+            backend.save(update_fields=list(BACKEND_SECRETS))
             count += 1
     return count, unreadable
 

@@ -20,8 +20,7 @@ from unfold.widgets import UnfoldAdminPasswordWidget
 
 from clusters.admin import RESOURCES, SHORT, ReadOnlyPolicyAdmin, SchedulableFilter
 from clusters.admin import NodeAdmin as ClusterNodeAdmin
-from clusters.config_types import BACKEND
-from clusters.kube.connection import SECRET_FIELDS
+from clusters.config_types import BACKEND, BACKEND_SECRETS
 from clusters.models import Backend, Node
 from clusters.units import used_of_allocatable
 from configs.errors import ConfigError
@@ -221,7 +220,10 @@ class BackendForm(forms.ModelForm):
     kubeconfig = forms.CharField(
         required=False, widget=CodeEditor("yaml", attrs={"rows": 8}), bound_field_class=CodeBoundField
     )
-    clear_secrets = forms.BooleanField(required=False, label="Remove the stored token and kubeconfig")
+    ocm_token = forms.CharField(
+        required=False, strip=True, label="OCM token", widget=UnfoldAdminPasswordWidget(render_value=False)
+    )
+    clear_secrets = forms.BooleanField(required=False, label="Remove the stored token, kubeconfig and OCM token")
 
     class Meta:
         model = Backend
@@ -229,7 +231,7 @@ class BackendForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
-        for key in SECRET_FIELDS:
+        for key in BACKEND_SECRETS:
             if key not in self.fields:
                 continue
             self.initial[key] = ""  # never sent to the browser
@@ -242,7 +244,7 @@ class BackendForm(forms.ModelForm):
 
     def clean(self):
         cleaned = super().clean()
-        for key in SECRET_FIELDS:
+        for key in BACKEND_SECRETS:
             if key in self.fields and not cleaned.get(key):
                 cleaned[key] = "" if cleaned.get("clear_secrets") else getattr(self.instance, key, "")
         body = {key: cleaned[key] for key in BACKEND.form_fields() if key in cleaned}  # early field errors

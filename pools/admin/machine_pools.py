@@ -1,0 +1,267 @@
+"""Admin for machine pools and instance types (issue #14; docs/machine-pools.md).
+
+Machine pools are written like every config type, through `configs.store.apply` (ConfigAdmin): each save is
+one MACHINE_POOL revision. The status the provider last answered is read-only, with capacity now and at
+maximum (nodes, GPUs from the instance type) and the hourly cost. "Add from preset" links prefill the add
+form with the seed's two pools (clusters.machinepools.presets). The list's query count does not grow with
+rows: the instance-type catalog is read once per page and laid on the rows.
+
+Instance types are plain rows an admin adds or corrects over the shipped catalog (not a config type).
+"""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+from django import forms
+from django.contrib import admin
+from django.utils.html import format_html
+from unfold.admin import ModelAdmin
+from unfold.decorators import display
+
+from access import actions
+from access.admin.site import PolicyAdminMixin
+from clusters.config_types import MACHINE_POOL
+from clusters.machinepools import catalog as shipped_catalog
+from clusters.machinepools import instance_types
+from clusters.machinepools.presets import PRESETS
+from clusters.models import InstanceType, MachinePool
+from configs import store
+from configs.admin import in_the_forms_words
+from configs.errors import ConfigError
+from configs.models import ConfigType
+from pools.admin.config import ConfigAdmin
+from portal.admin_base import pretty_json
+from portal.keyvalue_widget import KeyValueField, KeyValueRows
+from portal.widgets import at_line
+
+STATUS_FIELDS = ["state_badge", "nodes_now", "nodes_ready", "last_answer", "last_answer_at", "attempts", "provider_id"]
+SHAPE_FIELDS = ["machine", "capacity", "hourly_cost"]
+# Where a document path's error is shown on the form (the rest match a form field by name).
+FORM_FIELD_OF = {"autoscaling": "autoscaling", "disk_size": "disk_size_gib", "labels": "labels", "taints": "taints"}
+
+
+class MachinePoolForm(forms.ModelForm):
+    labels = KeyValueField(
+        widget=KeyValueRows(key_label="Label", value_label="Value", value_placeholder="e.g. gpu", plain_values=True)
+    )
+
+    class Meta:
+        model = MachinePool
+        fields = ["name", "autoscaling", *MACHINE_POOL.form_fields()]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        known = sorted(instance_types.catalog().values(), key=lambda t: t.name)
+        self.fields["instance_type"] = forms.ChoiceField(choices=[(t.name, t.describe()) for t in known])
+        in_the_forms_words(self.fields["instance_type"], MACHINE_POOL.described("instance_type"))
+        in_the_forms_words(self.fields["labels"], MACHINE_POOL.described("labels"))
+        self.fields["autoscaling"].help_text = "Between min and max replicas; otherwise a fixed replicas count."
+
+    def clean(self):
+        """The document's own checks, shown on the field they are about (the handler's run on save)."""
+        cleaned = super().clean()
+        if self.errors:
+            return cleaned
+        try:
+            MACHINE_POOL.parse(cleaned.get("name") or self.instance.name, document_of(MACHINE_POOL, cleaned))
+        except ConfigError as error:
+            field = form_field(error.field, self.fields)
+            self.add_error(field, at_line(self, field, error.reason, error) if field else str(error))
+        return cleaned
+
+
+def document_of(schema, cleaned: dict, base: dict | None = None) -> dict:
+    """The form's values as a MACHINE_POOL document: replicas or autoscaling, as the checkbox says."""
+    body = schema.body_from_form(cleaned, base)
+    if cleaned.get("autoscaling"):
+        body["replicas"] = None
+    else:
+        body["autoscaling"] = None
+    return body
+
+
+def form_field(path: str, fields) -> str | None:
+    """The form field an error at a document path is about: `autoscaling.min_replicas` → min_replicas."""
+    head, _, rest = path.partition(".")
+    head = head.split("[")[0]
+    if head == "autoscaling" and rest in fields:
+        return rest
+    name = FORM_FIELD_OF.get(head, head)
+    return name if name in fields else None
+
+
+@admin.register(MachinePool)
+class MachinePoolAdmin(ConfigAdmin):
+    config_type = ConfigType.MACHINE_POOL
+    form = MachinePoolForm
+    list_display = ["name", "backend", "machine", "scaling", "capacity_type", "state_badge", "capacity", "hourly_cost"]
+    list_filter = ["backend", "state", "spot", "instance_type"]
+    search_fields = ["name", "description", "instance_type"]
+    list_select_related = ["backend"]
+    list_before_template = "admin/clusters/machinepool_presets.html"
+    fieldsets = [
+        (None, {"fields": ["name", "backend", "description", "history"]}),
+        ("Machines", {"fields": ["instance_type", "spot", "max_price", "disk_size_gib"]}),
+        ("Scaling", {"fields": ["autoscaling", "replicas", "min_replicas", "max_replicas"]}),
+        ("Nodes", {"fields": ["labels", "taints"]}),
+        ("Status (what the provider last answered)", {"fields": [*STATUS_FIELDS, *SHAPE_FIELDS, "document"]}),
+    ]
+
+    def get_fieldsets(self, request, obj=None):
+        if obj is None:  # the add form: no status yet, the presets instead
+            return [
+                (None, {"fields": ["presets", "name", "backend", "description"]}),
+                *self.fieldsets[1:4],
+            ]
+        return self.fieldsets
+
+    def get_readonly_fields(self, request, obj=None):
+        return [*super().get_readonly_fields(request, obj), *STATUS_FIELDS, *SHAPE_FIELDS, "document", "presets"]
+
+    def get_changeform_initial_data(self, request):
+        """`?preset=gpu-spot-pool`: the form prefilled with that preset (clusters.machinepools.presets)."""
+        preset = PRESETS.get(request.GET.get("preset", ""))
+        if preset is None:
+            return super().get_changeform_initial_data(request)
+        body = preset.body
+        scaling = body.get("autoscaling") or {}
+        return {
+            "name": preset.name,
+            "description": body["description"],
+            "instance_type": body["instance_type"],
+            "autoscaling": bool(scaling),
+            "min_replicas": scaling.get("min_replicas", 0),
+            "max_replicas": scaling.get("max_replicas", 0),
+            "replicas": body.get("replicas") or 0,
+            "labels": dict(body["labels"]),
+            "taints": [dict(taint) for taint in body["taints"]],
+            "spot": body["spot"],
+            "max_price": body["max_price"],
+            "disk_size_gib": body["disk_size"],
+        }
+
+    def changelist_view(self, request, extra_context=None):
+        return super().changelist_view(request, {**(extra_context or {}), "presets": list(PRESETS.values())})
+
+    def get_changelist_instance(self, request):
+        """The rows with their instance type laid on (one catalog read for the page, not one per row)."""
+        changelist = super().get_changelist_instance(request)
+        known = instance_types.catalog()
+        for pool in changelist.result_list:
+            pool.shape = known.get(pool.instance_type)
+        return changelist
+
+    def get_object(self, request, object_id, from_field=None):
+        pool = super().get_object(request, object_id, from_field)
+        if pool is not None:
+            pool.shape = instance_types.instance_type(pool.instance_type)
+        return pool
+
+    def config_body(self, form, formsets, change):
+        return document_of(self.schema, form.cleaned_data, self._base(form, change))
+
+    def _base(self, form, change):
+        return store.show(self.config_type, form.instance.name) if change else None
+
+    @display(description="Add from preset")
+    def presets(self, obj):
+        links = [
+            format_html('<a class="underline" href="?preset={}">{}</a>', preset.slug, preset.title)
+            for preset in PRESETS.values()
+        ]
+        return format_html(" · ".join(["{}"] * len(links)), *links)
+
+    @display(description="State", label={"ready": "success", "failed": "danger", "retrying": "warning",
+                                         "drifted": "warning", "pending": "info", "scaling": "info"})  # fmt: skip
+    def state_badge(self, obj):
+        return obj.state
+
+    @display(description="Instance type", ordering="instance_type")
+    def machine(self, obj):
+        shape = getattr(obj, "shape", None)
+        return shape.describe() if shape else f"{obj.instance_type} (not in the catalog)"
+
+    @display(description="Scaling")
+    def scaling(self, obj):
+        return f"autoscaling {obj.min_replicas}–{obj.max_replicas}" if obj.autoscaling else f"{obj.replicas} fixed"
+
+    @display(description="Capacity", label={"spot": "warning", "on-demand": "info"})
+    def capacity_type(self, obj):
+        return "spot" if obj.spot else "on-demand"
+
+    @display(description="Capacity now / at max")
+    def capacity(self, obj):
+        spec, shape = obj.spec(), getattr(obj, "shape", None)
+        gpus = shape.gpu_count if shape else 0
+        nodes = f"{obj.nodes_now} / {spec.most_nodes} nodes"
+        return f"{nodes}, {obj.nodes_now * gpus} / {spec.most_nodes * gpus} GPUs" if gpus else nodes
+
+    @display(description="Hourly cost now / at max")
+    def hourly_cost(self, obj):
+        return hourly_cost(obj, getattr(obj, "shape", None))
+
+    @display(description="MACHINE_POOL document")
+    def document(self, obj):
+        return pretty_json(MACHINE_POOL.snapshot(obj)) if obj and obj.pk else "-"
+
+
+def hourly_cost(pool: MachinePool, shape) -> str:
+    """What the pool's nodes cost per hour now and at max: the on-demand price, or for spot the max price
+    (a cap; spot usually costs less) or the on-demand price it is capped at."""
+    each = pool.max_price if pool.spot and pool.max_price is not None else getattr(shape, "hourly_price", None)
+    if each is None:
+        return "no price in the catalog"
+    most = pool.max_replicas if pool.autoscaling else pool.replicas
+    cap = " (spot: at most)" if pool.spot else ""
+    return f"${_money(each * pool.nodes_now)} / ${_money(each * most)} per hour{cap}"
+
+
+def _money(amount: Decimal) -> str:
+    return f"{amount.quantize(Decimal('0.01'))}"
+
+
+class InstanceTypeForm(forms.ModelForm):
+    name = forms.RegexField(
+        regex=r"^[a-z0-9][a-z0-9-]*\.[a-z0-9-]+$",
+        max_length=64,
+        error_messages={"invalid": "Name must be an instance type such as g5.xlarge (family.size, lowercase)"},
+    )
+
+    class Meta:
+        model = InstanceType
+        fields = ["name", "vcpu", "memory_mib", "arch", "gpu_count", "gpu_model", "gpu_product", "gpu_memory_mib",
+                  "hourly_price", "note"]  # fmt: skip
+
+    def clean(self):
+        cleaned = super().clean()
+        gpus, model = cleaned.get("gpu_count") or 0, cleaned.get("gpu_model", "")
+        if gpus and not model:
+            self.add_error("gpu_model", "GPU model is required when the type has GPUs (e.g. T4, A10G, H100)")
+        if model and not gpus:
+            self.add_error("gpu_count", "GPU count must be at least 1 when a GPU model is given")
+        for field in ("vcpu", "memory_mib"):
+            if cleaned.get(field) == 0:
+                self.add_error(field, f"{self.fields[field].label} must be at least 1")
+        price = cleaned.get("hourly_price")
+        if price is not None and price <= 0:
+            self.add_error("hourly_price", "Hourly price must be a positive USD amount, or empty (not sold on demand)")
+        return cleaned
+
+
+@admin.register(InstanceType)
+class InstanceTypeAdmin(PolicyAdminMixin, ModelAdmin):
+    """Types an admin adds, or corrects over the shipped catalog (the row wins). Rights: those of machine pools."""
+
+    policy_resource = actions.config(ConfigType.MACHINE_POOL)
+    form = InstanceTypeForm
+    list_display = ["name", "vcpu", "memory_mib", "gpus", "arch", "hourly_price", "overrides", "note"]
+    search_fields = ["name", "gpu_model", "note"]
+
+    @display(description="GPUs")
+    def gpus(self, obj):
+        return f"{obj.gpu_count} × {obj.gpu_model}" if obj.gpu_count else "-"
+
+    @display(description="Overrides the shipped type", boolean=True)
+    def overrides(self, obj):
+        return obj.name in shipped_catalog.shipped()
