@@ -56,6 +56,12 @@ class KarpenterProvider:
         return self._apply(spec)
 
     def update(self, spec: MachinePoolSpec, current: Observed) -> Observed:
+        if spec.autoscaling != current.spec.autoscaling:  # the CRD's rule: has(self.replicas) == has(oldSelf.replicas)
+            raise ProviderError(
+                f"NodePool {current.provider_id}: Karpenter cannot turn a static NodePool (fixed replicas) into a "
+                "dynamic one (autoscaling) or back; delete the machine pool and create it again",
+                field="autoscaling",
+            )
         return self._apply(spec)
 
     def delete(self, current: Observed) -> None:

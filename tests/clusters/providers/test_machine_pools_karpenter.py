@@ -93,3 +93,17 @@ def test_a_cluster_outage_is_retried_and_converges(karpenter, cloud):
     assert reconcile_backend(karpenter.pk).created == ["ml-training"]
     pool.refresh_from_db()
     assert (pool.state, pool.attempts) == (State.READY, 0)
+
+
+def test_karpenter_cannot_switch_between_static_and_autoscaling(karpenter, cloud):
+    pool = MachinePoolFactory(backend=karpenter, name="steady", autoscaling=False, replicas=2)
+    reconcile_backend(karpenter.pk)
+    pool.autoscaling, pool.max_replicas = True, 4
+    pool.save()
+
+    outcome = reconcile_backend(karpenter.pk)
+
+    pool.refresh_from_db()
+    assert outcome.failed == ["steady"] and pool.state == State.FAILED
+    assert "Karpenter cannot turn a static NodePool (fixed replicas) into a dynamic one" in pool.last_answer
+    assert cloud.emulator.get(NODEPOOLS, "steady")["spec"]["replicas"] == 2
