@@ -1,6 +1,7 @@
-"""``python -m kubesim --port 8001 [--fleet demo] [--kubelet] [--state FILE]``: serve a simulated cluster until
-killed. With ``--state``, the objects are saved to FILE on every change and loaded from it at start (instead of
-the fleet), so a restarted cluster keeps its pods and finishes them."""
+"""``python -m kubesim --port 8001 [--fleet demo] [--kubelet] [--state FILE] [--ocm-cluster ID[:TOKEN]]``: serve a
+simulated cluster until killed. With ``--state``, the objects are saved to FILE on every change and loaded from it
+at start (instead of the fleet), so a restarted cluster keeps its pods and finishes them. ``--ocm-cluster`` serves
+an OpenShift Cluster Manager cluster's machine pools beside the Kubernetes API (kubesim.ocm; not kept in FILE)."""
 
 from __future__ import annotations
 
@@ -35,6 +36,13 @@ def main(argv: list[str] | None = None) -> int:
         "--schedulers", default="", metavar="NAMES", help="serve quota schedulers' CRDs: kai, kueue (comma-separated)"
     )
     parser.add_argument("--state", metavar="FILE", help="save the objects to FILE; load them from it at start")
+    parser.add_argument(
+        "--ocm-cluster",
+        action="append",
+        default=[],
+        metavar="ID[:TOKEN]",
+        help="serve an OpenShift Cluster Manager cluster's machine pools (kubesim.ocm); repeatable",
+    )
     args = parser.parse_args(argv)
 
     kubelet = {"start_delay": args.start_delay, "run_seconds": args.run_seconds} if args.kubelet else False
@@ -69,6 +77,9 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
     url = server.start()
+    for cluster in args.ocm_cluster:
+        cluster_id, _, token = cluster.partition(":")
+        server.emulator.ocm_add_cluster(cluster_id, token=token or None)
     print(url, flush=True)  # first stdout line: the URL, for scripts
     print(
         f"kubesim: serving {len(server.emulator.list('nodes'))} nodes, {len(server.emulator.list('pods'))} pods"

@@ -4,6 +4,8 @@ installed does."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from collections.abc import Iterator
 
 import pytest
@@ -118,3 +120,23 @@ def test_karpenter_nodepools_are_served_cluster_scoped():
         )
         assert [p["metadata"]["name"] for p in listed["items"]] == ["gpu"]
         assert server.emulator.get("karpenter.sh/nodepools", "gpu")["spec"]["limits"] == {"nodes": "3"}
+
+
+def test_the_command_line_serves_ocm_clusters():
+    process = subprocess.Popen(
+        [sys.executable, "-m", "kubesim", "--port", "0", "--ocm-cluster", f"{CLUSTER}:{TOKEN}"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+        text=True,
+    )
+    try:
+        url = process.stdout.readline().strip()
+        answer = requests.get(
+            f"{url}/api/clusters_mgmt/v1/clusters/{CLUSTER}/machine_pools",
+            headers={"Authorization": f"Bearer {TOKEN}"},
+            timeout=10,
+        )
+        assert [pool["id"] for pool in answer.json()["items"]] == ["worker"]
+    finally:
+        process.terminate()
+        process.wait(10)
