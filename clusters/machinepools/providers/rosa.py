@@ -64,7 +64,11 @@ class RosaProvider:
     def delete(self, current: Observed) -> None:
         if current.provider_id == DEFAULT_POOL or not current.managed:
             raise ProviderError(f"machine pool {current.provider_id} is not the portal's: it is never deleted")
-        self._call("DELETE", f"/{current.provider_id}", f"deleting machine pool {current.provider_id}")
+        try:
+            self._call("DELETE", f"/{current.provider_id}", f"deleting machine pool {current.provider_id}")
+        except ProviderError as error:
+            if error.provider_status != 404:  # 404: gone already (another pass, or someone at OCM)
+                raise
 
     def close(self) -> None:
         self.session.close()

@@ -107,3 +107,14 @@ def test_karpenter_cannot_switch_between_static_and_autoscaling(karpenter, cloud
     assert outcome.failed == ["steady"] and pool.state == State.FAILED
     assert "Karpenter cannot turn a static NodePool (fixed replicas) into a dynamic one" in pool.last_answer
     assert cloud.emulator.get(NODEPOOLS, "steady")["spec"]["replicas"] == 2
+
+
+def test_a_second_pass_finds_everything_in_step(karpenter, cloud):
+    gpu_spot_pool(karpenter)
+    MachinePoolFactory(backend=karpenter, name="steady", autoscaling=False, replicas=2, labels={"tier": "batch"})
+    reconcile_backend(karpenter.pk)
+
+    outcome = reconcile_backend(karpenter.pk)
+
+    assert outcome.in_step == ["ml-training", "steady"]
+    assert not (outcome.created or outcome.updated or outcome.corrected or outcome.deleted)

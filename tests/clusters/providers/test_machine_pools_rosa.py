@@ -183,3 +183,16 @@ def test_missing_ocm_settings_and_no_provider_are_said_plainly(db, cloud):
         State.EXPORT_ONLY,
         "no machine provider on this backend: export only",
     )
+
+
+def test_a_second_pass_finds_everything_in_step(rosa, cloud):
+    gpu_spot_pool(rosa)
+    gpu_spot_pool(rosa, name="capped-by-on-demand", max_price=None)
+    MachinePoolFactory(backend=rosa, name="extra-workers", autoscaling=False, replicas=2, disk_size_gib=500)
+    reconcile_backend(rosa.pk)
+
+    outcome = reconcile_backend(rosa.pk)
+
+    assert outcome.in_step == ["capped-by-on-demand", "extra-workers", "ml-training"]
+    assert not (outcome.created or outcome.updated or outcome.corrected or outcome.deleted)
+    assert ocm_pools(cloud)["capped-by-on-demand"]["aws"] == {"spot_market_options": {}}
