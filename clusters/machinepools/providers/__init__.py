@@ -10,6 +10,7 @@ pools are exported, never reconciled). docs/machine-pool-providers.md.
 from __future__ import annotations
 
 from clusters.machinepools.providers.base import Observed, Provider, ProviderError, differences
+from portal.secrets import is_unreadable
 
 __all__ = ["Observed", "Provider", "ProviderError", "differences", "provider_for"]
 
@@ -25,9 +26,13 @@ def provider_for(backend, catalog=None) -> Provider | None:
 
         for setting in ("ocm_url", "ocm_cluster_id", "ocm_token"):
             if not getattr(backend, setting):
-                raise ProviderError(
-                    f"backend {backend.name}: machine provider rosa needs {setting}", field=setting, transient=False
-                )
+                raise ProviderError(f"backend {backend.name}: machine provider rosa needs {setting}", field=setting)
+        if is_unreadable(backend.ocm_token):
+            raise ProviderError(
+                f"backend {backend.name}: the stored ocm_token cannot be decrypted with the configured "
+                "FIELD_ENCRYPTION_KEYS: restore the key it was written with, or set the token again",
+                field="ocm_token",
+            )
         return RosaProvider(backend.ocm_url, backend.ocm_cluster_id, backend.ocm_token)
     if kind == "karpenter":
         from clusters.kube.connection import connect

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+from cryptography.fernet import Fernet
+
 from clusters.machinepools.reconcile import reconcile_backend
 from clusters.models import MachinePool
-from tests.clusters.providers.conftest import GPU_TAINTS, gpu_spot_pool, ocm_edit, ocm_pools
+from tests.clusters.providers.conftest import GPU_TAINTS, OCM_CLUSTER, gpu_spot_pool, ocm_edit, ocm_pools
 from tests.factories import BackendFactory, MachinePoolFactory
 
 State = MachinePool.State
@@ -196,3 +198,15 @@ def test_a_second_pass_finds_everything_in_step(rosa, cloud):
     assert outcome.in_step == ["capped-by-on-demand", "extra-workers", "ml-training"]
     assert not (outcome.created or outcome.updated or outcome.corrected or outcome.deleted)
     assert ocm_pools(cloud)["capped-by-on-demand"]["aws"] == {"spot_market_options": {}}
+
+
+def test_a_token_that_cannot_be_decrypted_is_named_not_sent(rosa, cloud, settings):
+    gpu_spot_pool(rosa)
+    settings.FIELD_ENCRYPTION_KEYS = [Fernet.generate_key().decode()]  # not the key the token was written with
+
+    reconcile_backend(rosa.pk)
+
+    (pool,) = MachinePool.objects.all()
+    assert pool.state == State.FAILED
+    assert pool.last_answer.startswith("backend rosa-prod: the stored ocm_token cannot be decrypted")
+    assert cloud.emulator.ocm_pool(OCM_CLUSTER, "ml-training") is None
