@@ -11,6 +11,8 @@ What a ROSA cluster's machine pools look like to a client of ``https://api.opens
 with OCM's field names (``instance_type``, ``replicas`` or ``autoscaling.min_replicas/max_replicas``,
 ``labels``, ``taints``, ``aws.spot_market_options.max_price``, ``root_volume.aws.size``, ``status.current_replicas``)
 and its error bodies (``{"kind": "Error", "id": "404", "href": ..., "code": "CLUSTERS-MGMT-404", "reason": ...}``).
+Field names as in OCM's clusters_mgmt v1 model (openshift-online/ocm-api-model: MachinePool, AWSMachinePool,
+AWSSpotMarketOptions, RootVolume, Taint; "replicas and autoscaling cannot be used together").
 Every request needs ``Authorization: Bearer <token>``; once a test registered tokens (``ocm_add_cluster(...,
 token=...)``), only those are accepted.
 
