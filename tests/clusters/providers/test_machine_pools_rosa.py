@@ -7,7 +7,7 @@ from cryptography.fernet import Fernet
 from clusters.machinepools.reconcile import reconcile_backend
 from clusters.models import MachinePool
 from tests.clusters.providers.conftest import GPU_TAINTS, OCM_CLUSTER, gpu_spot_pool, ocm_edit, ocm_pools
-from tests.factories import BackendFactory, MachinePoolFactory
+from tests.factories import BackendFactory, MachinePoolFactory, NodeFactory
 
 State = MachinePool.State
 
@@ -210,3 +210,21 @@ def test_a_token_that_cannot_be_decrypted_is_named_not_sent(rosa, cloud, setting
     assert pool.state == State.FAILED
     assert pool.last_answer.startswith("backend rosa-prod: the stored ocm_token cannot be decrypted")
     assert cloud.emulator.ocm_pool(OCM_CLUSTER, "ml-training") is None
+
+
+def test_nodes_come_from_ocm_and_ready_ones_from_the_inventory(rosa, cloud):
+    pool = MachinePoolFactory(backend=rosa, name="extra-workers", autoscaling=False, replicas=3)
+    reconcile_backend(rosa.pk)
+    cloud.call(
+        lambda: cloud.emulator.ocm_machine_pools[OCM_CLUSTER]["extra-workers"]["status"].update(current_replicas=3)
+    )
+    label = {"node.kubernetes.io/machinepool": "extra-workers"}
+    NodeFactory(backend=rosa, name="extra-workers-a1b2c", labels=label)
+    NodeFactory(backend=rosa, name="extra-workers-d3e4f", labels=label, ready=False)  # still booting
+    NodeFactory(backend=rosa, name="extra-workers-g5h6i", labels=label, unschedulable=True)  # cordoned
+    NodeFactory(backend=rosa, name="other", labels={"node.kubernetes.io/machinepool": "else"})
+
+    reconcile_backend(rosa.pk)
+
+    pool.refresh_from_db()
+    assert (pool.state, pool.nodes_now, pool.nodes_ready) == (State.READY, 3, 1)
