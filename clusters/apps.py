@@ -11,3 +11,11 @@ class ClustersConfig(AppConfig):
         from configs import registry
 
         registry.register(*CONFIG_TYPES)  # BACKEND, MACHINE_POOL
+        from django.db.models.signals import post_delete, post_save
+
+        from clusters.machinepools.reconcile import machine_pool_changed
+        from clusters.models import MachinePool
+
+        # A saved or deleted machine pool is put in step with its provider once the write commits.
+        post_save.connect(machine_pool_changed, sender=MachinePool, dispatch_uid="clusters.machine_pool_saved")
+        post_delete.connect(machine_pool_changed, sender=MachinePool, dispatch_uid="clusters.machine_pool_deleted")

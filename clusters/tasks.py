@@ -62,3 +62,38 @@ LEGACY_NAMES = {  # the same tasks under their names before the move (messages a
         _sync_all_backends
     ),
 }
+
+
+# --- machine pools (clusters.machinepools.reconcile; docs/machine-pool-providers.md) ----------------------
+
+
+def machine_pool_countdown(retries: int) -> float:
+    """Backoff between passes after a transient provider failure (MACHINE_POOL_RETRY_SECONDS doubles)."""
+    return min(300.0, settings.MACHINE_POOL_RETRY_SECONDS * 2**retries)
+
+
+@shared_task(name="clusters.tasks.reconcile_machine_pools", bind=True, max_retries=8, acks_late=True)
+def reconcile_machine_pools(self, backend_id: int) -> dict:
+    """One pass over a backend's machine pools; a transient provider failure runs it again with backoff (the
+    pools show `retrying`); past the retries, the periodic pass carries on."""
+    from clusters.machinepools import reconcile
+
+    try:
+        outcome = reconcile.reconcile_backend(backend_id)
+    except Backend.DoesNotExist:
+        return {"backend_id": backend_id, "ok": False, "error": "no such backend"}
+    if outcome.retry and not self.request.is_eager and self.request.retries < self.max_retries:
+        log.info("backend #%s: machine pools retrying (%s)", backend_id, outcome.error)
+        raise self.retry(countdown=machine_pool_countdown(self.request.retries))
+    return {"ok": not outcome.retry and not outcome.failed, **outcome.as_dict()}
+
+
+@shared_task(name="clusters.tasks.reconcile_all_machine_pools", ignore_result=True)
+def reconcile_all_machine_pools() -> int:
+    """The periodic pass: one `reconcile_machine_pools` per backend with a provider or machine pools."""
+    from clusters.machinepools import reconcile
+
+    ids = reconcile.backends_to_reconcile()
+    for backend_id in ids:
+        reconcile_machine_pools.apply_async((backend_id,), expires=settings.MACHINE_POOL_RECONCILE_EXPIRES)
+    return len(ids)

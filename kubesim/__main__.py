@@ -1,9 +1,12 @@
-"""``python -m kubesim --port 8001 [--fleet demo] [--kubelet] [--machine-pools on|demo] [--state FILE]``: serve a
+"""``python -m kubesim --port 8001 [--fleet demo] [--kubelet] [--machine-pools on|demo] [--state FILE]
+[--ocm-cluster ID[:TOKEN]]``: serve a
 simulated cluster until killed. With ``--state``, the objects are saved to FILE on every change and loaded from it
 at start (instead of the fleet), so a restarted cluster keeps its pods and finishes them. ``--machine-pools``
 turns machine pools (OCM store, Karpenter NodePools) into nodes, with the simulated autoscaler and spot
 interruptions (kubesim.autoscaler); ``demo`` also puts the demo's two machine pools in the OCM store
-(kubesim.fleet.DEMO_MACHINE_POOLS) in place of the demo fleet's static ``additional`` and ``ml-training`` nodes."""
+(kubesim.fleet.DEMO_MACHINE_POOLS) in place of the demo fleet's static ``additional`` and ``ml-training`` nodes.
+``--ocm-cluster`` serves an OpenShift Cluster Manager cluster's machine pools beside the Kubernetes API
+(kubesim.ocm)."""
 
 from __future__ import annotations
 
@@ -56,6 +59,13 @@ def main(argv: list[str] | None = None) -> int:
         metavar="SECONDS",
         help="interrupt a random spot node of a machine pool about this often (off by default)",
     )
+    parser.add_argument(
+        "--ocm-cluster",
+        action="append",
+        default=[],
+        metavar="ID[:TOKEN]",
+        help="serve an OpenShift Cluster Manager cluster's machine pools (kubesim.ocm); repeatable",
+    )
     args = parser.parse_args(argv)
 
     kubelet = {"start_delay": args.start_delay, "run_seconds": args.run_seconds} if args.kubelet else False
@@ -100,6 +110,9 @@ def main(argv: list[str] | None = None) -> int:
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: done.set())
     url = server.start()
+    for cluster in args.ocm_cluster:
+        cluster_id, _, token = cluster.partition(":")
+        server.emulator.ocm_add_cluster(cluster_id, token=token or None)
     print(url, flush=True)  # first stdout line: the URL, for scripts
     print(
         f"kubesim: serving {len(server.emulator.list('nodes'))} nodes, {len(server.emulator.list('pods'))} pods"

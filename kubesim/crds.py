@@ -1,4 +1,5 @@
-"""Custom resources of the quota schedulers the portal can delegate to, served on request.
+"""Custom resources: Karpenter's NodePools (always served, as on a cluster with Karpenter installed), and those
+of the quota schedulers the portal can delegate to, served on request.
 
 ``KubeEmulator(schedulers=("kai", "kueue"))`` (or ``python -m kubesim --schedulers kai,kueue``, or
 ``emulator.serve_schedulers("kai")`` on a running one) serves them like a cluster with those CRDs installed:
@@ -11,6 +12,13 @@ Scope and names as in the CRDs (NVIDIA/KAI-Scheduler, kubernetes-sigs/kueue; see
 from __future__ import annotations
 
 from .resources import ResourceType
+
+# karpenter.sh/v1 NodePool (kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go): cluster-scoped, with status.
+# The portal writes them for backends whose machine provider is Karpenter (clusters.machinepools.providers);
+# on the emulator: `emulator.list("karpenter.sh/nodepools")`.
+KARPENTER_RESOURCES: tuple[ResourceType, ...] = (
+    ResourceType("karpenter.sh", "v1", "nodepools", "NodePool", False, "nodepool", (), ("status",)),
+)
 
 SCHEDULER_RESOURCES: dict[str, tuple[ResourceType, ...]] = {
     "kai": (ResourceType("scheduling.run.ai", "v2", "queues", "Queue", False, "queue", (), ("status",)),),

@@ -42,8 +42,9 @@ from kmock import resource as kmock_resource
 from kmock._internal import dsl, enums, rendering
 
 from . import podlogs
-from .crds import scheduler_resources
+from .crds import KARPENTER_RESOURCES, scheduler_resources
 from .emulator_watch import CLOSE, EXPIRE, WatchStream
+from .ocm import OcmMachinePools
 from .resources import (
     BUILTIN_RESOURCES,
     ApiError,
@@ -143,7 +144,7 @@ class _Failure:
         self.reason, self.message, self.retry_after = reason, message, retry_after
 
 
-class KubeEmulator(ObjectStore, KubernetesScaffold):
+class KubeEmulator(OcmMachinePools, ObjectStore, KubernetesScaffold):
     """See the module docstring. Construct, then serve it with :class:`kubesim.EmulatorServer`."""
 
     def __init__(
@@ -179,7 +180,8 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
         self._loop: asyncio.AbstractEventLoop | None = None
         self._loop_thread: int | None = None
         self._random = random.Random()
-        for rt in (*BUILTIN_RESOURCES, *scheduler_resources(schedulers)):
+        self._init_ocm()  # OpenShift Cluster Manager machine pools (kubesim.ocm)
+        for rt in (*BUILTIN_RESOURCES, *KARPENTER_RESOURCES, *scheduler_resources(schedulers)):
             self._register(rt)
         for ns in namespaces:
             self._create(self._types["", "namespaces"], None, {"metadata": {"name": ns}})
@@ -366,7 +368,8 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
         try:
             body = await raw.read()
             query = dict(raw.query)
-            route = parse_route(raw.method, raw.path, query)
+            ocm = self.serves_ocm(raw.path)
+            route = None if ocm else parse_route(raw.method, raw.path, query)
             data: Any = None
             if body:
                 try:
@@ -401,6 +404,8 @@ class KubeEmulator(ObjectStore, KubernetesScaffold):
                 response = await self._user_reaction(request)
                 if response is not None:
                     return response
+            if ocm:
+                return self.serve_ocm(raw.method, raw.path, dict(raw.headers), data)
             if route is None:
                 return self._serve_discovery(raw.path)
             return await self._serve_resource(raw, route, query, data)

@@ -359,6 +359,12 @@ INVENTORY_RESYNC_EXPIRES = max(1, INVENTORY_RESYNC_SECONDS * 4 // 5)
 # Delegating backends (quota_scheduler kai/kueue): their scheduler objects are rewritten after every change and,
 # in case a sync failed or someone edited them, every this many seconds (quotas.tasks).
 QUOTA_SCHEDULER_RESYNC_SECONDS = env_int("QUOTA_SCHEDULER_RESYNC_SECONDS", 600)
+# Machine pools (docs/machine-pool-providers.md): every backend's pools are put in step with its provider after
+# every change and every this many seconds (drift, deletions missed while it was down); a transient provider
+# failure is retried after MACHINE_POOL_RETRY_SECONDS, doubling.
+MACHINE_POOL_RECONCILE_SECONDS = env_int("MACHINE_POOL_RECONCILE_SECONDS", 300)
+MACHINE_POOL_RECONCILE_EXPIRES = max(1, MACHINE_POOL_RECONCILE_SECONDS * 4 // 5)
+MACHINE_POOL_RETRY_SECONDS = env_int("MACHINE_POOL_RETRY_SECONDS", 10)
 
 
 def _every(task: str, seconds: int) -> dict:
@@ -378,4 +384,5 @@ CELERY_BEAT_SCHEDULE = {
     "workflows-reaper": _every("workflows.tasks.reap_pods", WORKFLOW_REAPER_SECONDS),
     "quota-schedulers-resync": _every("quotas.tasks.sync_all_scheduler_objects", QUOTA_SCHEDULER_RESYNC_SECONDS),
     "quotas-admission": _every("quotas.tasks.admission_all", QUOTA_ADMISSION_SECONDS),
+    "machine-pools-reconcile": _every("clusters.tasks.reconcile_all_machine_pools", MACHINE_POOL_RECONCILE_SECONDS),
 }

@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from access.models import APIToken, Role
-from clusters.models import Backend, Node
+from clusters.models import Backend, MachinePool, Node
 from pools.models import (
     Platform,
     PlatformTemplate,
@@ -44,6 +44,18 @@ class BackendFactory(factory.django.DjangoModelFactory):
 
     name = factory.Sequence(lambda n: f"cluster-{n:03d}")
     description = "test cluster"
+
+
+class MachinePoolFactory(factory.django.DjangoModelFactory):
+    class Meta:
+        model = MachinePool
+
+    backend = factory.SubFactory(BackendFactory)
+    name = factory.Sequence(lambda n: f"pool-{n:03d}")
+    instance_type = "m5.xlarge"
+    autoscaling = True
+    min_replicas = 1
+    max_replicas = 5
 
 
 class PodTemplateFactory(factory.django.DjangoModelFactory):

@@ -1,5 +1,6 @@
 """The per-cluster manifests (deploy/workload-cluster/clusters/*) grant exactly what the portal's code uses
-on a workload cluster (clusters/kube/, quotas/services/delegation.py), nothing more, to the portal's
+on a workload cluster (clusters/kube/, quotas/services/delegation.py,
+clusters/machinepools/providers/karpenter.py), nothing more, to the portal's
 account only."""
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ BY_COMPONENT = {
         *(("namespace", "kueue.x-k8s.io", "localqueues", verb) for verb in ("create", "get", "update", "delete")),
         ("cluster", "", "nodes", "patch"),
     },
+    "karpenter": {*(("cluster", "karpenter.sh", "nodepools", verb) for verb in CRUD)},  # machine pools
 }
 
 
@@ -58,6 +60,7 @@ def test_there_is_an_example_per_kind_of_cluster():
     examples = {cluster: components_of(cluster) for cluster in CLUSTERS if cluster.startswith("example-")}
     assert examples == {
         "example-kai": ["kai"],
+        "example-karpenter": ["karpenter"],
         "example-kueue": ["kueue"],
         "example-plain": [],
     }

@@ -90,6 +90,7 @@ def test_periodic_jobs_are_beats_schedule_and_one_failure_does_not_stop_the_othe
         "workflows-reaper",
         "quota-schedulers-resync",
         "quotas-admission",
+        "machine-pools-reconcile",
     }
     assert jobs["workflows-reconcile"].task == "workflows.tasks.reconcile_workflows"
     ran = []

@@ -1,0 +1,235 @@
+"""The OpenShift Cluster Manager machine-pools API (clusters_mgmt v1), served beside the Kubernetes API.
+
+What a ROSA cluster's machine pools look like to a client of ``https://api.openshift.com``:
+
+    GET    /api/clusters_mgmt/v1/clusters/{cluster_id}/machine_pools          MachinePoolList
+    POST   /api/clusters_mgmt/v1/clusters/{cluster_id}/machine_pools          201 MachinePool; 409 on a taken id
+    GET    /api/clusters_mgmt/v1/clusters/{cluster_id}/machine_pools/{id}     MachinePool
+    PATCH  /api/clusters_mgmt/v1/clusters/{cluster_id}/machine_pools/{id}     MachinePool; 400 on instance_type
+    DELETE /api/clusters_mgmt/v1/clusters/{cluster_id}/machine_pools/{id}     204
+
+with OCM's field names (``instance_type``, ``replicas`` or ``autoscaling.min_replicas/max_replicas``,
+``labels``, ``taints``, ``aws.spot_market_options.max_price``, ``root_volume.aws.size``, ``status.current_replicas``)
+and its error bodies (``{"kind": "Error", "id": "404", "href": ..., "code": "CLUSTERS-MGMT-404", "reason": ...}``).
+Field names as in OCM's clusters_mgmt v1 model (openshift-online/ocm-api-model: MachinePool, AWSMachinePool,
+AWSSpotMarketOptions, RootVolume, Taint; "replicas and autoscaling cannot be used together").
+Every request needs ``Authorization: Bearer <token>``; once a test registered tokens (``ocm_add_cluster(...,
+token=...)``), only those are accepted.
+
+The state is the cloud's own: ``emulator.ocm_machine_pools = {cluster_id: {pool_id: MachinePool JSON}}``
+(the simulated cluster makes nodes from it and writes ``status.current_replicas``). A cluster exists once
+``ocm_add_cluster`` created it, with ROSA's default ``worker`` pool. ``ocm_fail_next(status=503, times=n)``
+answers the next requests with an OCM error, as an outage does (``times=None``: until ``ocm_clear_failures``).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+import re
+import threading
+import uuid
+from typing import Any
+
+import aiohttp.web
+
+PREFIX = "/api/clusters_mgmt/v1/clusters/"
+DEFAULT_POOL = "worker"
+POOL_ID = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
+_REASONS = {
+    400: "Bad request",
+    401: "Request is not authenticated",
+    404: "Not found",
+    409: "Conflict",
+    503: "The service is temporarily unavailable",
+}
+
+
+class OcmError(Exception):
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status, self.reason = status, reason
+
+    def body(self) -> dict:
+        return {
+            "kind": "Error",
+            "id": str(self.status),
+            "href": f"/api/clusters_mgmt/v1/errors/{self.status}",
+            "code": f"CLUSTERS-MGMT-{self.status}",
+            "reason": self.reason,
+            "operation_id": str(uuid.uuid4()),
+        }
+
+
+def _answer(body: Any, status: int = 200) -> aiohttp.web.Response:
+    if body is None:
+        return aiohttp.web.Response(status=status)
+    return aiohttp.web.Response(text=json.dumps(body), status=status, content_type="application/json")
+
+
+class OcmMachinePools:
+    """Mixed into ``KubeEmulator``: the OCM state, its HTTP handler and the test switches."""
+
+    def _init_ocm(self) -> None:
+        self.ocm_machine_pools: dict[str, dict[str, dict]] = {}
+        self.ocm_tokens: set[str] = set()
+        self._ocm_failures: list[list] = []  # [status, times or None, reason, method or None]
+        self._ocm_lock = threading.Lock()
+
+    # ----------------------------------------------------------------- test switches (thread-safe)
+    def ocm_add_cluster(self, cluster_id: str, token: str | None = None, worker_replicas: int = 2) -> None:
+        """A ROSA cluster with its default ``worker`` pool (m5.xlarge); ``token``: the one accepted."""
+
+        def add() -> None:
+            if token:
+                self.ocm_tokens.add(token)
+            pools = self.ocm_machine_pools.setdefault(cluster_id, {})
+            body = {"id": DEFAULT_POOL, "instance_type": "m5.xlarge", "replicas": worker_replicas}
+            pools.setdefault(DEFAULT_POOL, _stored(cluster_id, body))
+
+        self.run_in_loop(add)
+
+    def ocm_fail_next(
+        self, status: int = 503, times: int | None = 1, reason: str | None = None, method: str | None = None
+    ) -> None:
+        """Answer the next ``times`` requests (of ``method`` only, when given) with an OCM error."""
+        with self._ocm_lock:
+            self._ocm_failures.append([status, times, reason or _REASONS.get(status, "Error"), method])
+
+    def ocm_clear_failures(self) -> None:
+        with self._ocm_lock:
+            self._ocm_failures.clear()
+
+    def ocm_pool(self, cluster_id: str, pool_id: str) -> dict | None:
+        return copy.deepcopy(self.run_in_loop(lambda: self.ocm_machine_pools.get(cluster_id, {}).get(pool_id)))
+
+    # ----------------------------------------------------------------- HTTP
+    def serves_ocm(self, path: str) -> bool:
+        return path.startswith(PREFIX)
+
+    def serve_ocm(self, method: str, path: str, headers: dict, data: Any) -> aiohttp.web.Response:
+        try:
+            self._ocm_take_failure(method)
+            self._ocm_authenticate(headers)
+            return self._ocm_route(method, path, data)
+        except OcmError as error:
+            return _answer(error.body(), error.status)
+
+    def _ocm_take_failure(self, method: str) -> None:
+        with self._ocm_lock:
+            failure = next((f for f in self._ocm_failures if f[3] in (None, method)), None)
+            if failure is None:
+                return
+            if failure[1] is not None:
+                failure[1] -= 1
+                if failure[1] <= 0:
+                    self._ocm_failures.remove(failure)
+        raise OcmError(failure[0], failure[2])
+
+    def _ocm_authenticate(self, headers: dict) -> None:
+        scheme, _, token = (headers.get("Authorization") or headers.get("authorization") or "").partition(" ")
+        if scheme.lower() != "bearer" or not token.strip():
+            raise OcmError(401, "Request is not authenticated: an 'Authorization: Bearer <token>' header is needed")
+        if self.ocm_tokens and token.strip() not in self.ocm_tokens:
+            raise OcmError(401, "Request is not authenticated: the bearer token is invalid or expired")
+
+    def _ocm_route(self, method: str, path: str, data: Any) -> aiohttp.web.Response:
+        parts = path[len(PREFIX) :].strip("/").split("/")
+        if len(parts) < 2 or parts[1] != "machine_pools" or len(parts) > 3:
+            raise OcmError(404, f"Resource '{path}' doesn't exist")
+        cluster_id = parts[0]
+        pools = self.ocm_machine_pools.get(cluster_id)
+        if pools is None:
+            raise OcmError(404, f"Cluster '{cluster_id}' not found")
+        if len(parts) == 2:
+            if method == "GET":
+                items = [copy.deepcopy(pool) for _, pool in sorted(pools.items())]
+                return _answer(
+                    {"kind": "MachinePoolList", "page": 1, "size": len(items), "total": len(items), "items": items}
+                )
+            if method == "POST":
+                return _answer(_create(cluster_id, pools, data), 201)
+            raise OcmError(405, f"Method {method} is not allowed on '{path}'")
+        pool_id = parts[2]
+        pool = pools.get(pool_id)
+        if pool is None:
+            raise OcmError(404, f"Machine pool '{pool_id}' not found for cluster '{cluster_id}'")
+        if method == "GET":
+            return _answer(copy.deepcopy(pool))
+        if method == "PATCH":
+            return _answer(_update(pool, data))
+        if method == "DELETE":
+            del pools[pool_id]
+            return _answer(None, 204)
+        raise OcmError(405, f"Method {method} is not allowed on '{path}'")
+
+
+def _create(cluster_id: str, pools: dict[str, dict], data: Any) -> dict:
+    if not isinstance(data, dict):
+        raise OcmError(400, "The body must be a JSON object describing the machine pool")
+    pool_id = data.get("id")
+    if not isinstance(pool_id, str) or not POOL_ID.match(pool_id):
+        raise OcmError(
+            400, f"Machine pool id '{pool_id}' is invalid: lowercase letters, digits and '-', starting with a letter"
+        )
+    if pool_id in pools:
+        raise OcmError(409, f"Machine pool with id '{pool_id}' already exists for cluster '{cluster_id}'")
+    if not data.get("instance_type"):
+        raise OcmError(400, "Attribute 'instance_type' is required for machine pools")
+    _check(pool_id, data)
+    pools[pool_id] = _stored(cluster_id, data)
+    return copy.deepcopy(pools[pool_id])
+
+
+def _update(pool: dict, data: Any) -> dict:
+    if not isinstance(data, dict):
+        raise OcmError(400, "The body must be a JSON object describing the machine pool")
+    wanted = data.get("instance_type")
+    if wanted is not None and wanted != pool["instance_type"]:
+        raise OcmError(
+            400,
+            f"Machine pool '{pool['id']}': attribute 'instance_type' cannot be changed after creation "
+            f"(it is '{pool['instance_type']}', asked '{wanted}'); create a new machine pool instead",
+        )
+    _check(pool["id"], {**pool, **data} if "replicas" not in data and "autoscaling" not in data else data)
+    if "replicas" in data:
+        pool.pop("autoscaling", None)
+    if "autoscaling" in data:
+        pool.pop("replicas", None)
+    for key in ("replicas", "autoscaling", "labels", "taints", "aws", "root_volume"):
+        if key in data:
+            pool[key] = copy.deepcopy(data[key])
+    return copy.deepcopy(pool)
+
+
+def _check(pool_id: str, data: dict) -> None:
+    """OCM's own refusals: replicas and autoscaling together, bounds, taint effects."""
+    has_replicas, scaling = "replicas" in data, data.get("autoscaling")
+    if has_replicas and scaling:
+        raise OcmError(400, f"Machine pool '{pool_id}': replicas and autoscaling cannot be used together")
+    if scaling:
+        low, high = scaling.get("min_replicas"), scaling.get("max_replicas")
+        if not isinstance(low, int) or not isinstance(high, int) or low < 0 or high < 1 or low > high:
+            raise OcmError(
+                400, f"Machine pool '{pool_id}': autoscaling needs 0 <= min_replicas <= max_replicas and max >= 1"
+            )
+    elif has_replicas and (not isinstance(data["replicas"], int) or data["replicas"] < 0):
+        raise OcmError(400, f"Machine pool '{pool_id}': replicas must be a non-negative integer")
+    for taint in data.get("taints") or ():
+        if taint.get("effect") not in TAINT_EFFECTS:
+            raise OcmError(
+                400, f"Machine pool '{pool_id}': taint effect '{taint.get('effect')}' is not one of {TAINT_EFFECTS}"
+            )
+
+
+def _stored(cluster_id: str, data: dict) -> dict:
+    pool = {key: copy.deepcopy(value) for key, value in data.items() if key not in ("kind", "href", "status")}
+    pool.update(
+        kind="MachinePool",
+        href=f"{PREFIX}{cluster_id}/machine_pools/{pool['id']}",
+        status={"kind": "MachinePoolStatus", "current_replicas": 0},
+    )
+    pool.setdefault("labels", {})
+    pool.setdefault("taints", [])
+    return pool
