@@ -11,7 +11,7 @@ from django.contrib.auth.models import Group
 from django.utils import timezone
 
 from access.models import APIToken, Role
-from clusters.models import Backend, Node
+from clusters.models import Backend, MachinePool, Node
 from pools.models import (
     Platform,
     PlatformTemplate,
@@ -44,6 +44,29 @@ class BackendFactory(factory.django.DjangoModelFactory):
 
     name = factory.Sequence(lambda n: f"cluster-{n:03d}")
     description = "test cluster"
+
+
+class MachinePoolFactory(factory.django.DjangoModelFactory):
+    """The seed's GPU spot pool shape by default: g4dn.xlarge, 0-3 nodes, GPU and spot taints."""
+
+    class Meta:
+        model = MachinePool
+        django_get_or_create = ("name",)
+
+    backend = factory.SubFactory(BackendFactory)
+    name = factory.Sequence(lambda n: f"machines-{n:03d}")
+    instance_type = "g4dn.xlarge"
+    autoscaling = True
+    min_replicas = 0
+    max_replicas = 3
+    spot = True
+    labels = factory.LazyFunction(lambda: {"node-type": "gpu"})
+    taints = factory.LazyFunction(
+        lambda: [
+            {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+            {"key": "spot", "value": "true", "effect": "PreferNoSchedule"},
+        ]
+    )
 
 
 class PodTemplateFactory(factory.django.DjangoModelFactory):

@@ -1,1 +1,1 @@
-from pools.admin import config, inventory  # noqa: F401  (registers the admin classes)
+from pools.admin import config, inventory, machine_pools  # noqa: F401  (registers the admin classes; then the action)
