@@ -183,6 +183,7 @@ class PlatformDetail:
     cpu: Gauge
     memory: Gauge
     gpu: Gauge
+    growth: Growth = field(default_factory=Growth)
 
 
 @dataclass
@@ -202,6 +203,7 @@ class PoolPage:
     running_tasks: int
     active_tasks: int
     quota: list[QuotaPanel] = field(default_factory=list)
+    growth: Growth = field(default_factory=Growth)
 
 
 def get_pool(name: str) -> Pool:
@@ -231,6 +233,7 @@ def pool_page(name: str, who) -> PoolPage:
                     Gauge.of(node),
                 )
             )
+    grown = growth([pool.pk], {pool.backend_id})[pool.pk]
     platforms = []
     for platform in pool.platforms.order_by("name").only("name", "description"):
         figures = entry["platforms"].get(platform.name)
@@ -243,6 +246,7 @@ def pool_page(name: str, who) -> PoolPage:
                 Gauge.of(figures, "cpu"),
                 Gauge.of(figures, "memory"),
                 Gauge.of(figures),
+                grown.platforms.get(platform.name) or Growth(),
             )
         )
     since = timezone.now() - timedelta(hours=24)
@@ -275,4 +279,5 @@ def pool_page(name: str, who) -> PoolPage:
         task_counts.get("RUNNING", 0),
         sum(task_counts.values()),
         panels_for([pool], subject).get(pool.name, []),
+        grown.total,
     )

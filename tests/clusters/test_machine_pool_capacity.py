@@ -87,3 +87,8 @@ def test_the_catalog_shows_machine_pools_in_constant_queries(admin_client, platf
     assert "Machine pools: nodes 4 now, up to 11 · GPUs 2 now, up to 6" in page
     assert GPU_ZERO in page and ADDITIONAL in page
     assert_constant_queries(lambda: admin_client.get("/"), grow=grow(backend, 10))
+
+
+def test_the_pool_page_shows_each_platforms_machine_pool(admin_client, platforms):
+    page = admin_client.get(reverse("selfservice:pool", args=["rosa"])).content.decode()
+    assert GPU_ZERO in page and ADDITIONAL in page

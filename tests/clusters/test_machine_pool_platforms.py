@@ -164,3 +164,21 @@ def test_the_admin_action_makes_the_platform_and_says_so(machine_pools, admin_us
         "Platform rosa/gpu-zero created from machine pool gpu-zero (pod template machinepool-gpu-zero, revision 1).",
     ]
     assert Revision.objects.get(config_type="POD_TEMPLATE", name="machinepool-additional").author == admin_user
+
+
+def test_a_dry_run_submission_validates_against_the_would_be_node_and_places_on_it(machine_pools, admin_user):
+    from workflows.errors import WorkflowInvalid
+    from workflows.services import SubmitRequest, submit
+
+    make_platform("gpu-zero", CLI, platform="t4-spot")
+    resources = {"cpu": 2, "memory": "8Gi", "storage": "10Gi", "gpu": 1, "platform": "t4-spot"}
+    task = {"name": "train", "image": "my-ml-image", "command": ["train"], "resource": "default"}
+    document = {"version": 2, "workflow": {"name": "t4", "resources": {"default": resources}, "tasks": [task]}}
+    result = submit(SubmitRequest(pool="rosa", spec=document, who=admin_user, dry_run=True))
+    [row] = result.tasks
+    assert row["ok"], row["validation"]
+    assert row["placement"]["fits"] == ["gpu-zero (would-be g4dn.xlarge)"]
+    resources["gpu"] = 2
+    with pytest.raises(WorkflowInvalid) as refused:
+        submit(SubmitRequest(pool="rosa", spec=document, who=admin_user, dry_run=True))
+    assert "(gpu-zero (would-be g4dn.xlarge): Value 2 too high for GPU)" in refused.value.reason
