@@ -277,6 +277,21 @@ class BackendForm(forms.ModelForm):
 # ------------------------------------------------------------------------------------------ platforms
 
 
+def _would_be(rows: list[dict]) -> str:
+    """Scale from zero: the node each machine pool with no node yet would add, member or not."""
+    if not rows:
+        return ""
+    table = format_html_join(
+        "",
+        "<tr><td class='pr-4 align-top'>{}</td><td>{}</td></tr>",
+        ((row["node"], "member" if row["fits"] else "; ".join(row["reasons"])) for row in rows),
+    )
+    return format_html(
+        '<p class="mt-2"><b>Would-be nodes (machine pools with no node yet):</b></p><table class="text-sm">{}</table>',
+        table,
+    )
+
+
 class PlatformNodesMixin:
     """The `member_nodes` read-only field of PlatformAdmin: members, and for the others the reasons."""
 
@@ -306,4 +321,4 @@ class PlatformNodesMixin:
             table,
             format_html("<p>… and {} more</p>", more) if more > 0 else "",
             ", ".join(result["not_evaluated"]),
-        )
+        ) + _would_be(result["would_be"])

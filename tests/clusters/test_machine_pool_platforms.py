@@ -78,6 +78,9 @@ def test_a_taint_change_is_a_new_template_revision_and_a_status_save_is_not(mach
     assert tolerations[-1] == {"key": "dedicated", "operator": "Equal", "value": "ml", "effect": "NoExecute"}
     described = Revision.objects.get(config_type="POD_TEMPLATE", name="machinepool-gpu-zero", revision=2).description
     assert "dedicated=ml:NoExecute" in described
+    # the platform was recompiled with the new toleration: its pods still land on the machine pool's nodes
+    placed = preview(PreviewRequest(pool="rosa", platform="gpu-zero", resources={"gpu": 1}))["placement"]
+    assert placed["fits"] == ["gpu-zero (would-be g4dn.xlarge)"]
 
 
 def test_bad_names_are_refused_with_the_known_ones(machine_pools, backend):
@@ -182,3 +185,16 @@ def test_a_dry_run_submission_validates_against_the_would_be_node_and_places_on_
     with pytest.raises(WorkflowInvalid) as refused:
         submit(SubmitRequest(pool="rosa", spec=document, who=admin_user, dry_run=True))
     assert "(gpu-zero (would-be g4dn.xlarge): Value 2 too high for GPU)" in refused.value.reason
+
+
+def test_the_platform_page_explains_the_would_be_nodes(machine_pools, admin_client):
+    from django.urls import reverse
+
+    from pools.models import Platform
+
+    make_platform("additional", CLI)
+    platform = Platform.objects.get(name="additional")
+    page = admin_client.get(reverse("admin:pools_platform_change", args=[platform.pk])).content.decode()
+    assert "Would-be nodes (machine pools with no node yet):" in page
+    assert "gpu-zero (would-be g4dn.xlarge)" in page
+    assert "untolerated taint nvidia.com/gpu=true:NoSchedule" in page
