@@ -18,6 +18,7 @@ from pools.services.machine_pool_platforms import make_platform
 from pools.services.preview import PreviewRequest, preview
 from tests.clusters.conftest import CLI
 from tests.clusters.machine_pools import GPU_TAINTS
+from tests.factories import MachinePoolFactory
 
 
 def members(platform: str) -> list[str]:
@@ -198,3 +199,18 @@ def test_the_platform_page_explains_the_would_be_nodes(machine_pools, admin_clie
     assert "Would-be nodes (machine pools with no node yet):" in page
     assert "gpu-zero (would-be g4dn.xlarge)" in page
     assert "untolerated taint nvidia.com/gpu=true:NoSchedule" in page
+
+
+def test_only_autoscaled_machine_pools_with_room_and_no_node_offer_a_would_be_node(machine_pools, backend):
+    from pools.services.machine_pool_shapes import would_be_nodes
+
+    MachinePoolFactory(backend=backend, name="fixed", autoscaling=False, replicas=2)
+    MachinePoolFactory(backend=backend, name="capped", max_replicas=0)
+    MachinePoolFactory(backend=backend, name="cpu-zero", instance_type="m5.xlarge", taints=[], labels={})
+    found = {node.spec.name: node for node in would_be_nodes({backend.pk})}
+    assert sorted(found) == ["cpu-zero", "gpu-zero"]  # additional and ml-training have nodes
+    assert found["cpu-zero"].describe() == (
+        "no node now; machine pool cpu-zero can add a m5.xlarge, 4 vCPU, 16 GiB; up to 3"
+    )
+    capacity = found["cpu-zero"].capacity()
+    assert capacity.variables() == {"K8_CPU": 4, "K8_GPU": 0, "K8_MEMORY": 16 * 2**30, "K8_STORAGE": 300 * 2**30}
