@@ -1,4 +1,5 @@
-"""Placement preview and pool membership over a 5,000-node synthetic cluster (the Kubernetes envelope).
+"""Placement preview and pool membership over a 5,000-node synthetic cluster (the Kubernetes envelope),
+also with the would-be nodes of 20 scale-from-zero machine pools (docs/machine-pool-platforms.md).
 
 Nodes mix GPU products, pool labels, GPU taints, spot taints, a few cordoned nodes and partly used
 capacity, built deterministically (seeded) from `kubectl get nodes -o json`-shaped dicts.
@@ -9,11 +10,15 @@ from __future__ import annotations
 import random
 
 from bench.harness import Row, measure
+from clusters.machinepools.catalog import shipped
+from clusters.machinepools.spec import MachinePoolSpec, Taint
 from pools.engine.placement import NodeInfo, evaluate, fits, place, place_each, prepare_pod
 from pools.engine.schema import validate_pod
+from pools.services.would_be import WouldBeNode
 
 NODE_COUNT = 5_000
 PLATFORM_COUNT = 20
+SCALE_FROM_ZERO_COUNT = 20
 PRODUCTS = ("NVIDIA-H100-80GB-HBM3", "NVIDIA-A100-SXM4-80GB", "NVIDIA-L40S", "NVIDIA-GB200")
 POOLS = ("training", "inference", "research", "shared", "batch")
 
@@ -131,6 +136,46 @@ def training_pod() -> dict:
     }
 
 
+def scale_from_zero_pools(count: int = SCALE_FROM_ZERO_COUNT) -> list[WouldBeNode]:
+    """Autoscaled machine pools with no node yet (GPU types of the shipped catalog, spot or not, GPU taints,
+    the seed's `node-type: gpu` label on some): placement adds the node each would add."""
+    catalog = shipped()
+    gpu_types = sorted(name for name, instance in catalog.items() if instance.gpu_count)
+    pools = []
+    for index in range(count):
+        instance = catalog[gpu_types[index % len(gpu_types)]]
+        taints = [Taint("nvidia.com/gpu", "true", "NoSchedule")]
+        if index % 2:
+            taints.append(Taint("spot", "true", "PreferNoSchedule"))
+        spec = MachinePoolSpec(
+            name=f"zero-{index:02d}",
+            instance_type=instance.name,
+            max_replicas=3,
+            labels={"node-type": "gpu"} if index % 4 == 0 else {"team": f"t{index}"},
+            taints=tuple(taints),
+            spot=bool(index % 2),
+        )
+        pools.append(WouldBeNode(spec, instance))
+    return pools
+
+
+def seed_gpu_job_pod() -> dict:
+    """The seed's ML-training Job's pod (tolerations, `node-type: gpu`, one GPU), plus a CPU request."""
+    return {
+        "metadata": {"name": "ml-training"},
+        "spec": {
+            "tolerations": [
+                {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"},
+                {"key": "spot", "operator": "Equal", "value": "true", "effect": "PreferNoSchedule"},
+            ],
+            "nodeSelector": {"node-type": "gpu"},
+            "containers": [
+                {"name": "training", "image": "my-ml-image", "resources": {"limits": {"nvidia.com/gpu": "1"}}}
+            ],
+        },
+    }
+
+
 def platform_pods(count: int = PLATFORM_COUNT) -> list[dict]:
     """One membership probe per platform: pool label x GPU product, tolerating the GPU taint."""
     pods = []
@@ -199,7 +244,27 @@ def run() -> list[Row]:
             place_each(platform, nodes, check_resources=False)
 
     classes = len({(v.fits, tuple(v.reasons)) for v in place(pod, nodes)})
+    would_be = scale_from_zero_pools()
+    gpu_job = prepare_pod(seed_gpu_job_pod())
+
+    def place_with_would_be(prepared) -> list:  # as pools.services.placement_nodes: would-be nodes built per call
+        return place(prepared, nodes + [pool.node_info() for pool in would_be])
+
+    landing = [v.node for v in place_with_would_be(gpu_job) if v.fits and v.would_be]
     return [
+        measure(
+            f"placement: 1 pod over {NODE_COUNT:,} nodes + {SCALE_FROM_ZERO_COUNT} scale-from-zero machine pools",
+            lambda: place_with_would_be(pod),
+            runs=30,
+            target="≤ 50 ms per pod",
+        ),
+        measure(
+            "  same, the seed's ML-training Job's pod",
+            lambda: place_with_would_be(gpu_job),
+            runs=30,
+            target="≤ 50 ms per pod",
+            note=f"lands on {len(landing)} would-be nodes",
+        ),
         measure(
             f"placement: 1 pod over {NODE_COUNT:,} nodes (equivalence classes)",
             lambda: place(pod, nodes),

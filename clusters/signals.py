@@ -7,6 +7,10 @@ nodes). Arguments: `backend_id`; `names`, the node names, or `ALL` for every nod
 else None; `previous`, when known (watch events), maps the names of nodes that existed before to their
 former `labels`, `taints` and `unschedulable` (a node absent from it is new), else None.
 Deleted nodes are not announced: rows that reference them go with them (CASCADE).
+
+`machine_pool_changed`: sent after a `MachinePool` row is saved, inside the saving transaction, whichever
+door saved it. Arguments: `machine_pool` (the row), `created`, `update_fields` (None: every field). The
+pools app keeps the pod template of a platform made from the machine pool in step with its taints.
 """
 
 from django.dispatch import Signal
@@ -14,3 +18,4 @@ from django.dispatch import Signal
 ALL = "all"
 
 nodes_changed = Signal()
+machine_pool_changed = Signal()

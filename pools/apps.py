@@ -7,7 +7,7 @@ class PoolsConfig(AppConfig):
 
     def ready(self) -> None:
         from access import actions, policy
-        from clusters.signals import nodes_changed
+        from clusters.signals import machine_pool_changed, nodes_changed
         from configs import registry
         from pools.models import Platform, Pool
         from pools.services.config_handlers import CONFIG_TYPES
@@ -18,6 +18,7 @@ class PoolsConfig(AppConfig):
         policy.register_object_right(Pool, "pools.change_pool", owner, label="owner")
         policy.register_object_right(Platform, "pools.change_pool", owner, via="pool", label="owner")
         nodes_changed.connect(recompute_membership, dispatch_uid="pools.membership")
+        machine_pool_changed.connect(follow_machine_pool, dispatch_uid="pools.machine_pool_platforms")
         registry.register(*CONFIG_TYPES)  # POOL, POD_TEMPLATE, RESOURCE_VALIDATION
 
 
@@ -26,3 +27,18 @@ def recompute_membership(sender, **kwargs) -> None:
     from pools.services import membership  # the placement engine: imported when nodes change, not at start-up
 
     membership.nodes_changed(**kwargs)
+
+
+# Saves that touch only these (the provider's status) cannot change a machine pool's template.
+_STATUS_FIELDS = frozenset(
+    {"state", "provider_id", "nodes_now", "nodes_ready", "last_answer", "last_answer_at", "attempts", "updated_at"}
+)
+
+
+def follow_machine_pool(sender, machine_pool, update_fields=None, **kwargs) -> None:
+    """A machine pool was saved: a new revision of the template of its platform if its taints moved it."""
+    if update_fields is not None and set(update_fields) <= _STATUS_FIELDS:
+        return
+    from pools.services.machine_pool_platforms import follow_machine_pool as follow
+
+    follow(machine_pool)

@@ -47,15 +47,26 @@ class BackendFactory(factory.django.DjangoModelFactory):
 
 
 class MachinePoolFactory(factory.django.DjangoModelFactory):
+    """The seed's GPU spot pool shape by default: g4dn.xlarge, 0-3 nodes, GPU and spot taints."""
+
     class Meta:
         model = MachinePool
+        django_get_or_create = ("name",)
 
     backend = factory.SubFactory(BackendFactory)
-    name = factory.Sequence(lambda n: f"pool-{n:03d}")
-    instance_type = "m5.xlarge"
+    name = factory.Sequence(lambda n: f"machines-{n:03d}")
+    instance_type = "g4dn.xlarge"
     autoscaling = True
-    min_replicas = 1
-    max_replicas = 5
+    min_replicas = 0
+    max_replicas = 3
+    spot = True
+    labels = factory.LazyFunction(lambda: {"node-type": "gpu"})
+    taints = factory.LazyFunction(
+        lambda: [
+            {"key": "nvidia.com/gpu", "value": "true", "effect": "NoSchedule"},
+            {"key": "spot", "value": "true", "effect": "PreferNoSchedule"},
+        ]
+    )
 
 
 class PodTemplateFactory(factory.django.DjangoModelFactory):

@@ -26,7 +26,7 @@ from clusters.units import used_of_allocatable
 from configs.errors import ConfigError
 from configs.kinds import secret_marker
 from pools.models import NodeMembership, Platform, Pool, PoolCapacity, ResourceType
-from pools.services import capacity, membership
+from pools.services import capacity, machine_pool_capacity, membership
 from portal.widgets import CodeBoundField, CodeEditor, at_line
 
 MAX_EXPLAINED = 300  # non-member rows shown on a platform page
@@ -141,20 +141,40 @@ class NodeAdmin(ClusterNodeAdmin):
 @admin.register(PoolCapacity)
 class PoolCapacityAdmin(ReadOnlyPolicyAdmin):
     policy_resource = "config/pool"
-    list_display = ["name", "backend", "node_count", "gpus", "free_gpus", "cpus", "memory", "storage"]
+    list_display = ["name", "backend", "node_count", "gpus", "free_gpus", "cpus", "memory", "storage", "at_maximum"]
     list_filter = ["backend"]
     search_fields = ["name"]
     list_select_related = ["backend"]
-    fields = ["name", "backend", "platform_capacity", "nodes_link"]
+    fields = ["name", "backend", "platform_capacity", "machine_pools", "nodes_link"]
     readonly_fields = fields
 
     def get_changelist_instance(self, request):
         changelist = super().get_changelist_instance(request)
         pools = list(changelist.result_list)  # evaluated once; the same objects are rendered
         totals = capacity.pool_totals([pool.pk for pool in pools])
+        grown = machine_pool_capacity.growth([pool.pk for pool in pools], {pool.backend_id for pool in pools})
         for pool in pools:
             pool.figures = totals[pool.pk]
+            pool.growth = grown[pool.pk]
         return changelist
+
+    @display(description="Machine pools: now / at maximum")
+    def at_maximum(self, obj):
+        return obj.growth.total.summary or "-"
+
+    @display(description="Machine pools (now and at maximum, hourly cost, spot or on-demand)")
+    def machine_pools(self, obj):
+        grown = machine_pool_capacity.growth([obj.pk], {obj.backend_id})[obj.pk]
+        if not grown.total.machine_pools:
+            return "No machine pool serves this pool's platforms."
+        rows = [(platform, m.text) for platform, served in grown.platforms.items() for m in served.machine_pools]
+        body = format_html_join("", "<tr><td class='pr-4'>{}</td><td>{}</td></tr>", rows)
+        return format_html(
+            '<p>{}</p><table class="text-sm"><tr><th class="pr-4 text-left">Platform</th>'
+            '<th class="text-left">Machine pool</th></tr>{}</table>',
+            grown.total.summary,
+            body,
+        )
 
     @display(description="Nodes")
     def node_count(self, obj):
@@ -259,6 +279,21 @@ class BackendForm(forms.ModelForm):
 # ------------------------------------------------------------------------------------------ platforms
 
 
+def _would_be(rows: list[dict]) -> str:
+    """Scale from zero: the node each machine pool with no node yet would add, member or not."""
+    if not rows:
+        return ""
+    table = format_html_join(
+        "",
+        "<tr><td class='pr-4 align-top'>{}</td><td>{}</td></tr>",
+        ((row["node"], "member" if row["fits"] else "; ".join(row["reasons"])) for row in rows),
+    )
+    return format_html(
+        '<p class="mt-2"><b>Would-be nodes (machine pools with no node yet):</b></p><table class="text-sm">{}</table>',
+        table,
+    )
+
+
 class PlatformNodesMixin:
     """The `member_nodes` read-only field of PlatformAdmin: members, and for the others the reasons."""
 
@@ -288,4 +323,4 @@ class PlatformNodesMixin:
             table,
             format_html("<p>… and {} more</p>", more) if more > 0 else "",
             ", ".join(result["not_evaluated"]),
-        )
+        ) + _would_be(result["would_be"])

@@ -31,6 +31,7 @@ from configs.admin import in_the_forms_words
 from configs.errors import ConfigError
 from configs.models import ConfigType
 from pools.admin.config import ConfigAdmin
+from pools.admin.machine_pool_actions import make_platform_action
 from portal.admin_base import pretty_json
 from portal.keyvalue_widget import KeyValueField, KeyValueRows
 from portal.widgets import at_line
@@ -100,6 +101,7 @@ class MachinePoolAdmin(ConfigAdmin):
     search_fields = ["name", "description", "instance_type"]
     list_select_related = ["backend"]
     list_before_template = "admin/clusters/machinepool_presets.html"
+    actions = [make_platform_action]
     fieldsets = [
         (None, {"fields": ["name", "backend", "description", "history"]}),
         ("Machines", {"fields": ["instance_type", "spot", "max_price", "disk_size_gib"]}),

@@ -86,6 +86,9 @@ class NodeInfo:
     allocatable: dict[str, int] = field(default_factory=dict)  # cpu millicores, others base units, "pods"
     requested: dict[str, int] = field(default_factory=dict)  # summed requests of non-terminal pods
     pod_count: int = 0
+    # Not a node yet: what an autoscaled machine pool with no node would add (its description). Such a node
+    # is placed like any other; its verdict says it is would-be.
+    would_be: str = ""
     hard_taints: tuple[tuple[str, str, str], ...] = field(init=False, repr=False, compare=False)
     # What the filters read besides the name and labels, with its hash: built at the first `place`.
     _shape: tuple[int, tuple] | None = field(default=None, init=False, repr=False, compare=False)
@@ -245,14 +248,18 @@ class Verdict:
     fits: bool
     reasons: list[str]
     filters: tuple[str, ...] = ()  # names of the failing filter plugins, for code that must not parse prose
+    would_be: str = ""  # set for a machine pool's would-be node (scale from zero): what it would be
 
     def as_dict(self) -> dict:
-        return {
+        data = {
             "node": self.node,
             "fits": self.fits,
             "reasons": list(self.reasons),
             "filters": list(self.filters),
         }
+        if self.would_be:
+            data["would_be"] = self.would_be
+        return data
 
 
 def evaluate(pod: PreparedPod, node: NodeInfo, *, check_resources: bool = True) -> Verdict:
@@ -280,7 +287,7 @@ def evaluate(pod: PreparedPod, node: NodeInfo, *, check_resources: bool = True) 
         if fit:
             reasons += fit
             failed.append(NODE_RESOURCES_FIT)
-    return Verdict(node.name, not reasons, reasons, tuple(failed))
+    return Verdict(node.name, not reasons, reasons, tuple(failed), node.would_be)
 
 
 def _affinity_reasons(pod: PreparedPod, node: NodeInfo) -> list[str]:
@@ -322,7 +329,7 @@ def place(pod: dict | PreparedPod, nodes: Sequence[NodeInfo], *, check_resources
     if prepared.node_name or prepared._uses_node_name:
         return place_each(prepared, nodes, check_resources=check_resources)
     return [
-        Verdict(node.name, verdict.fits, list(verdict.reasons), verdict.filters)
+        Verdict(node.name, verdict.fits, list(verdict.reasons), verdict.filters, node.would_be)
         for node, verdict in zip(nodes, _class_verdicts(prepared, nodes, check_resources), strict=True)
     ]
 

@@ -280,9 +280,11 @@ def filter_resource_type(nodes: QuerySet[Node], kind: str) -> QuerySet[Node]:
 def explain_platform(platform: Platform) -> dict:
     """Which nodes of the platform's backend belong to it, and for the others, why not.
 
-    `{"members": [names], "others": [{"node", "reasons"}], "error": str, "not_evaluated": [...]}`
+    `{"members": [names], "others": [{"node", "reasons"}], "would_be": [{"node", "fits", "reasons"}],
+    "error": str, "not_evaluated": [...]}`; `would_be`: the node each scale-from-zero machine pool of the
+    backend would add (`pools.services.machine_pool_shapes`), member or not.
     """
-    result = {"members": [], "others": [], "error": "", "not_evaluated": list(NOT_EVALUATED)}
+    result = {"members": [], "others": [], "would_be": [], "error": "", "not_evaluated": list(NOT_EVALUATED)}
     try:
         pod = platform_pod(platform)
     except EngineError as error:
@@ -295,6 +297,11 @@ def explain_platform(platform: Platform) -> dict:
             result["members"].append(info.name)
         else:
             result["others"].append({"node": info.name, "reasons": list(verdict.reasons)})
+    from pools.services.machine_pool_shapes import would_be_nodes  # (it imports this module lazily too)
+
+    for node in would_be_nodes({platform.pool.backend_id}):
+        verdict = evaluate(pod, node.node_info(), check_resources=False)
+        result["would_be"].append({"node": node.name, "fits": verdict.fits, "reasons": list(verdict.reasons)})
     return result
 
 

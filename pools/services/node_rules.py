@@ -1,13 +1,15 @@
 """Node-rule inputs (`K8_CPU`, `K8_GPU`, `K8_MEMORY`, `K8_STORAGE`) for platforms, from the node inventory.
 
 As in OSMO, a node offers its allocatable resources minus what pods the portal does not own request
-there: capacity for portal workloads, not what happens to be free this second.
+there: capacity for portal workloads, not what happens to be free this second. An autoscaled machine pool
+with no node yet offers the node it would add (`pools.services.machine_pool_shapes`).
 """
 
 from __future__ import annotations
 
 from pools.engine import NodeCapacity
 from pools.models import NodeMembership
+from pools.services.machine_pool_shapes import would_be_by_platform
 from portal.prepared import PreparedQuery
 
 GPU = "nvidia.com/gpu"
@@ -51,4 +53,8 @@ def capacities_for(platforms) -> dict[int, list[NodeCapacity] | None]:
                 storage=str(max(0, storage - other.get("ephemeral-storage", 0))),
             )
         )
+    # Scale from zero: a machine pool with no node yet offers the node it would add (its instance type).
+    for platform_id, would_be in would_be_by_platform(platforms).items():
+        if would_be:
+            result[platform_id] = (result[platform_id] or []) + [node.capacity() for node in would_be]
     return result

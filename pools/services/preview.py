@@ -15,6 +15,7 @@ from pools.engine import TaskInput, WorkflowContext, resolve
 from pools.errors import PoolNotFound
 from pools.models import Platform, Pool
 from pools.services.compilation import compiled_platform
+from pools.services.machine_pool_shapes import would_be_by_platform
 from pools.services.node_rules import capacities_for
 from pools.services.placement_nodes import placement_candidates, placement_of
 from portal.paths import join_index, join_key
@@ -56,6 +57,10 @@ def preview(request: PreviewRequest) -> dict:
         result["placement"] = placement_of(resolution.pod, placement_candidates({platform.pk}).get(platform.pk, []))
     if nodes is None:
         result["warnings"].append("node rules (K8_*) were not checked: the cluster's nodes have not been synced yet")
+    scale_from_zero = [node.describe() for node in would_be_by_platform([platform])[platform.pk]]
+    if scale_from_zero:
+        result["scale_from_zero"] = scale_from_zero
+        result["warnings"].extend(scale_from_zero)  # every door shows the warnings
     return {"pool": platform.pool.name, "platform": platform.name, **result}
 
 

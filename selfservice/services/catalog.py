@@ -2,7 +2,9 @@
 
 Every pool is listed (so a researcher can ask for access); whether the viewer may *use* a pool comes
 from `access.policy` only. Query cost is constant in the number of pools, platforms and nodes: the
-viewer's roles (1), the usable pools (1), pools with platforms (2), capacity (2), pending requests (1), and
+viewer's roles (1), the usable pools (1), pools with platforms (2), capacity (2), machine pools at maximum
+(pools.services.machine_pool_capacity: 1, or 4 when the pools' backends have machine pools), pending
+requests (1), and
 for a viewer in some project, the quota panels (selfservice.services.quota_panels: 6).
 """
 
@@ -20,6 +22,7 @@ from pools.errors import PoolNotFound
 from pools.models import Platform, Pool
 from pools.services import capacity as capacity_service
 from pools.services.capacity import Figures, NodeFigures
+from pools.services.machine_pool_capacity import Growth, PoolGrowth, growth
 from selfservice.models import AccessRequest, RequestStatus
 from selfservice.services.quota_panels import QuotaPanel, panels_for
 from workflows.models import FINISHED_TASK, Task, Workflow
@@ -67,6 +70,7 @@ class PlatformCard:
     nodes: int
     gpu: Gauge
     products: list[str] = field(default_factory=list)
+    growth: Growth = field(default_factory=Growth)  # its machine pools: now and at maximum, cost, spot
 
 
 @dataclass
@@ -82,6 +86,7 @@ class PoolCard:
     gpu: Gauge
     nodes: int
     quota: list[QuotaPanel] = field(default_factory=list)  # the viewer's projects in the charged node pools
+    growth: Growth = field(default_factory=Growth)
 
 
 def catalog(who) -> list[PoolCard]:
@@ -106,8 +111,10 @@ def catalog(who) -> list[PoolCard]:
                 "pool_id", flat=True
             )
         )
+    grown = growth([pool.pk for pool in pools], {pool.backend_id for pool in pools})
     cards = [
-        _card(pool, report.pools.get(pool.name), products, pool.name in usable, pool.pk in pending) for pool in pools
+        _card(pool, report.pools.get(pool.name), products, pool.name in usable, pool.pk in pending, grown[pool.pk])
+        for pool in pools
     ]
     quota = panels_for(pools, subject)
     for card in cards:
@@ -115,7 +122,7 @@ def catalog(who) -> list[PoolCard]:
     return sorted(cards, key=lambda card: (not card.usable, card.name))
 
 
-def _card(pool: Pool, entry: dict | None, products: dict, usable: bool, requested: bool) -> PoolCard:
+def _card(pool: Pool, entry: dict | None, products: dict, usable: bool, requested: bool, grown: PoolGrowth) -> PoolCard:
     figures = entry["figures"] if entry else None
     per_platform = entry["platforms"] if entry else {}
     platforms = [
@@ -126,6 +133,7 @@ def _card(pool: Pool, entry: dict | None, products: dict, usable: bool, requeste
             per_platform[p.name].nodes if p.name in per_platform else 0,
             Gauge.of(per_platform.get(p.name)),
             sorted(products.get((pool.name, p.name), ())),
+            grown.platforms.get(p.name) or Growth(),
         )
         for p in pool.platforms.all()
     ]
@@ -140,6 +148,7 @@ def _card(pool: Pool, entry: dict | None, products: dict, usable: bool, requeste
         platforms,
         Gauge.of(figures),
         figures.nodes if figures else 0,
+        growth=grown.total,
     )
 
 
@@ -174,6 +183,7 @@ class PlatformDetail:
     cpu: Gauge
     memory: Gauge
     gpu: Gauge
+    growth: Growth = field(default_factory=Growth)
 
 
 @dataclass
@@ -193,6 +203,7 @@ class PoolPage:
     running_tasks: int
     active_tasks: int
     quota: list[QuotaPanel] = field(default_factory=list)
+    growth: Growth = field(default_factory=Growth)
 
 
 def get_pool(name: str) -> Pool:
@@ -222,6 +233,7 @@ def pool_page(name: str, who) -> PoolPage:
                     Gauge.of(node),
                 )
             )
+    grown = growth([pool.pk], {pool.backend_id})[pool.pk]
     platforms = []
     for platform in pool.platforms.order_by("name").only("name", "description"):
         figures = entry["platforms"].get(platform.name)
@@ -234,6 +246,7 @@ def pool_page(name: str, who) -> PoolPage:
                 Gauge.of(figures, "cpu"),
                 Gauge.of(figures, "memory"),
                 Gauge.of(figures),
+                grown.platforms.get(platform.name) or Growth(),
             )
         )
     since = timezone.now() - timedelta(hours=24)
@@ -266,4 +279,5 @@ def pool_page(name: str, who) -> PoolPage:
         task_counts.get("RUNNING", 0),
         sum(task_counts.values()),
         panels_for([pool], subject).get(pool.name, []),
+        grown.total,
     )

@@ -92,4 +92,5 @@ def running_pod(
     }
 
 
+from tests.clusters.machine_pools import machine_pools  # noqa: E402, F401 (a fixture: backend `sim` + machine pools)
 from tests.integration.conftest import demo_pools, reference_config  # noqa: E402, F401  (shared demo data)

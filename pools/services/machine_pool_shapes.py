@@ -1,0 +1,64 @@
+"""Scale from zero: the node an autoscaled machine pool would add, where it has no node yet.
+
+A machine pool with autoscaling, room to grow (max > 0) and no node in the inventory still serves the
+platforms its nodes would belong to: the node rules (`K8_CPU`, `K8_GPU`, `K8_MEMORY`, `K8_STORAGE`) read
+its instance type's shape, the preview says "no node now; machine pool ml-training can add a
+g4dn.xlarge, 1 × T4; up to 3", and placement shows the would-be node among the real ones, marked.
+
+A would-be node belongs to a platform exactly as a real one would (membership's rules: the platform's
+nodeSelector, affinity and tolerations against the labels and taints the machine pool puts on its nodes).
+The engine stays pure: it is handed the would-be nodes like any others.
+"""
+
+from __future__ import annotations
+
+from django.db.models.fields.json import KT
+
+from clusters.machinepools.instance_types import catalog
+from clusters.machinepools.spec import MACHINEPOOL_LABEL
+from clusters.models import MachinePool, Node
+from pools.engine import EngineError
+from pools.engine.placement import evaluate
+from pools.services.would_be import WouldBeNode
+
+
+def would_be_nodes(backend_ids: set[int]) -> list[WouldBeNode]:
+    """Autoscaled machine pools of these backends with room to grow and no node in the inventory.
+    One query when the backends have no machine pool; three otherwise."""
+    pools = list(
+        MachinePool.objects.filter(backend_id__in=backend_ids, autoscaling=True, max_replicas__gt=0).order_by("name")
+    )
+    if not pools:
+        return []
+    with_nodes = set(
+        Node.objects.filter(backend_id__in=backend_ids, labels__has_key=MACHINEPOOL_LABEL)
+        .values_list(KT(f"labels__{MACHINEPOOL_LABEL}"), flat=True)
+        .distinct()
+    )
+    types = catalog()
+    return [
+        WouldBeNode(pool.spec(), types.get(pool.instance_type), pool.backend_id)
+        for pool in pools
+        if pool.name not in with_nodes
+    ]
+
+
+def would_be_by_platform(platforms) -> dict[int, list[WouldBeNode]]:
+    """Per platform id: the would-be nodes that would belong to it (its pod tolerates and selects them)."""
+    from pools.services.membership import platform_pod  # the placement engine: loaded only when asked
+
+    platforms = list(platforms)
+    found: dict[int, list[WouldBeNode]] = {p.pk: [] for p in platforms}
+    candidates = would_be_nodes({p.pool.backend_id for p in platforms})
+    if not candidates:
+        return found
+    for platform in platforms:
+        try:
+            pod = platform_pod(platform)
+        except EngineError:
+            continue  # membership reports a platform whose pod cannot be evaluated
+        for node in candidates:
+            on_backend = node.backend_id == platform.pool.backend_id
+            if on_backend and evaluate(pod, node.node_info(), check_resources=False).fits:
+                found[platform.pk].append(node)
+    return found

@@ -1,0 +1,94 @@
+"""Capacity now and at maximum (nodes, GPUs), the hourly cost of the node type and spot vs on-demand: the
+service, the pool admin and the self-service catalog; list pages keep a constant number of queries."""
+
+from __future__ import annotations
+
+from decimal import Decimal
+
+import pytest
+from django.urls import reverse
+
+from clusters.models import MachinePool
+from configs import store
+from pools.models import Pool
+from pools.services.machine_pool_capacity import growth
+from pools.services.machine_pool_platforms import make_platform
+from tests.clusters.conftest import CLI
+from tests.factories import MachinePoolFactory
+from tests.queries import assert_constant_queries
+
+ADDITIONAL = (
+    "machine pool additional: m5.xlarge, 4 vCPU, 16 GiB, on-demand; nodes 2 now, up to 5; GPUs 0 now, up to 0; "
+    "$0.192/h a node, on demand"
+)
+GPU_ZERO = (
+    "machine pool gpu-zero: g4dn.xlarge, 1 × T4, spot; nodes 0 now, up to 3; GPUs 0 now, up to 3; "
+    "spot: at most $0.526/h a node (the on-demand price)"
+)
+
+
+@pytest.fixture
+def platforms(machine_pools):
+    for name in ("additional", "ml-training", "gpu-zero"):
+        make_platform(name, CLI, pool="rosa")
+    return Pool.objects.get(name="rosa")
+
+
+def test_each_platform_shows_its_machine_pool_now_and_at_maximum(platforms):
+    grown = growth([platforms.pk], {platforms.backend_id})[platforms.pk]
+    by_platform = {name: [m.text for m in g.machine_pools] for name, g in grown.platforms.items()}
+    assert by_platform["additional"] == [ADDITIONAL]
+    assert by_platform["gpu-zero"] == [GPU_ZERO]
+    ml = grown.platforms["ml-training"].machine_pools[0]
+    assert (ml.nodes_now, ml.nodes_max, ml.gpus_now, ml.gpus_max, ml.capacity_type) == (2, 3, 2, 3, "spot")
+    assert ml.hourly_price == Decimal("0.526")
+    assert grown.total.summary == "nodes 4 now, up to 11 · GPUs 2 now, up to 6"  # each machine pool once
+    assert grown.as_dict()["platforms"]["gpu-zero"]["gpus"] == {"now": 0, "max": 3}
+
+
+def test_a_spot_price_cap_and_a_fixed_pool(platforms):
+    MachinePool.objects.filter(name="gpu-zero").update(max_price=Decimal("0.2"))
+    MachinePool.objects.filter(name="additional").update(autoscaling=False, replicas=4)
+    grown = growth([platforms.pk], {platforms.backend_id})[platforms.pk]
+    assert grown.platforms["gpu-zero"].machine_pools[0].cost == "spot: at most $0.2/h a node"
+    assert grown.platforms["additional"].machine_pools[0].nodes_max == 4
+
+
+def test_pools_without_machine_pools_cost_one_query(backend, django_assert_num_queries):
+    store.apply("POOL", "plain", {"backend": "sim"}, CLI)
+    pool = Pool.objects.get(name="plain")
+    with django_assert_num_queries(1):
+        assert growth([pool.pk], {pool.backend_id})[pool.pk].total.summary == ""
+
+
+def grow(backend, start: int):
+    """More machine pools, each with its platform: the list pages must not query per row."""
+
+    def more():
+        for index in range(start, start + 4):
+            MachinePoolFactory(backend=backend, name=f"extra-{index}", instance_type="g5.xlarge")
+            make_platform(f"extra-{index}", CLI, pool="rosa")
+            store.apply("POOL", f"other-{index}", {"backend": "sim", "platforms": {"p": {}}}, CLI)
+
+    return more
+
+
+def test_pool_admin_shows_capacity_at_maximum_in_constant_queries(admin_client, platforms, backend):
+    url = reverse("admin:pools_poolcapacity_changelist")
+    page = admin_client.get(url).content.decode()
+    assert "nodes 4 now, up to 11 · GPUs 2 now, up to 6" in page
+    assert_constant_queries(lambda: admin_client.get(url), grow=grow(backend, 0))
+    detail = admin_client.get(reverse("admin:pools_poolcapacity_change", args=[platforms.pk])).content.decode()
+    assert GPU_ZERO.replace("×", "&times;") in detail or GPU_ZERO in detail
+
+
+def test_the_catalog_shows_machine_pools_in_constant_queries(admin_client, platforms, backend):
+    page = admin_client.get("/").content.decode()
+    assert "Machine pools: nodes 4 now, up to 11 · GPUs 2 now, up to 6" in page
+    assert GPU_ZERO in page and ADDITIONAL in page
+    assert_constant_queries(lambda: admin_client.get("/"), grow=grow(backend, 10))
+
+
+def test_the_pool_page_shows_each_platforms_machine_pool(admin_client, platforms):
+    page = admin_client.get(reverse("selfservice:pool", args=["rosa"])).content.decode()
+    assert GPU_ZERO in page and ADDITIONAL in page
