@@ -125,6 +125,9 @@ def end_lost(task: Task, spot: Interruption) -> bool:
 def end(task: Task, spot: Interruption) -> bool:
     """The interrupted attempt ends and its exit action decides what follows (module docstring). Call under
     `lock`. False when another writer moved the task first."""
+    if task.status not in ACTIVE:
+        return False
+    at = happened(task, spot.at)
     code, container = INTERRUPTED_EXIT_CODE, spot.container_exit_code
     action, source = exit_action(code, task.exit_actions, task.workflow.pool.default_exit_actions, also=(container,))
     codes = f"exit code {code}" + (f", the container's {container}" if container is not None else "")
@@ -142,9 +145,9 @@ def end(task: Task, spot: Interruption) -> bool:
     }
     history = [*task.interruptions, record]
     if action == RESCHEDULE:
-        record_event(task, "SPOT_INTERRUPTION", f"{spot.text}: attempt {attempt} stopped ({codes})", at=spot.at)
+        record_event(task, "SPOT_INTERRUPTION", f"{spot.text}: attempt {attempt} stopped ({codes})", at=at)
         why = f"{spot.text}; rescheduled as attempt {attempt + 1} ({codes}; {source}: RESCHEDULE)"
-        if not reschedule(task, why, at=spot.at):
+        if not reschedule(task, why, at=at):
             return False
         Task.objects.filter(pk=task.pk).update(interruptions=history)
         task.interruptions = history
@@ -157,11 +160,11 @@ def end(task: Task, spot: Interruption) -> bool:
         exit_code=code,
         exit_reason=SPOT_REASON,
         exit_message=f"{spot.text}: {spot.message}"[:4000] if spot.message else spot.text,
-        finished_at=happened(task, spot.at),
+        finished_at=at,
         node=task.node or spot.node,
         interruptions=history,
         error="" if status == TaskStatus.COMPLETED else f"{spot.text} ({codes}; {source}: {action})"[:4000],
     )
     if ended:
-        record_event(task, "SPOT_INTERRUPTION", f"{spot.text}: {status} ({codes}; {source}: {action})", at=spot.at)
+        record_event(task, "SPOT_INTERRUPTION", f"{spot.text}: {status} ({codes}; {source}: {action})", at=at)
     return ended
