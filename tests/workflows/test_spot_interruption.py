@@ -199,6 +199,24 @@ def test_every_task_on_the_node_is_rescheduled_once(spot_pool, backend, kube, su
     assert len(our_pods(kube)) == 2
 
 
+def test_the_pools_default_exit_action_reschedules(spot_pool, backend, kube, submitted, run_on_commit):
+    """A spec that says nothing follows its pool's default_exit_actions for 3001."""
+    config = store.show("POOL", "batch")
+    config["default_exit_actions"] = {"RESCHEDULE": "3001"}
+    store.apply("POOL", "batch", config, CLI)
+    workflow = submitted(spec("spotpool", platform="forever"))
+    run_on_commit(create_pods, workflow.pk)
+    node = running(backend, workflow, run_on_commit).node
+
+    interrupt(kube, node)
+    wait_until(
+        lambda: Task.objects.filter(workflow=workflow).values_list("status", "retry_id").get() == ("RUNNING", 1),
+        step=lambda: run_on_commit(reconcile.reconcile_backend, backend.pk),
+    )
+    message = TaskEvent.objects.get(task__workflow=workflow, kind="RESCHEDULED").message
+    assert "(exit code 3001, the container's 143; the pool's default_exit_actions: RESCHEDULE)" in message
+
+
 def test_with_no_retry_left_a_reschedule_fails_and_says_so(spot_pool, backend, kube, submitted, run_on_commit):
     workflow = submitted(spec("spotlast", platform="forever", exit_actions={"RESCHEDULE": "3001"}))
     task = workflow.tasks.get()  # as if two attempts had been interrupted before (the limit is 2 in tests)
