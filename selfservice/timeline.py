@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
+from workflows.lifecycle.interruption import SPOT_REASON
 from workflows.models import Task, TaskEvent, TaskStatus, Workflow
 
 LABELS = {
@@ -33,10 +35,11 @@ LABELS = {
     "BACKEND_ERROR": "Cluster error",
     "POD_LOST": "Pod lost",
     "STOPPED": "Stopped",
+    "SPOT_INTERRUPTION": "Spot interruption",
 }
 # the tone of the dot on the timeline
 TONES = {"RUNNING": "ok", "EXITED": "", "SCHEDULED": "info", "CANCELLED": "warn", "STOPPED": "warn"}
-BAD = {"PREEMPTED", "QUEUE_TIMEOUT", "EXEC_TIMEOUT", "BACKEND_ERROR", "POD_LOST", "UNSCHEDULABLE"}
+BAD = {"SPOT_INTERRUPTION", "PREEMPTED", "QUEUE_TIMEOUT", "EXEC_TIMEOUT", "BACKEND_ERROR", "POD_LOST", "UNSCHEDULABLE"}
 
 
 def duration(delta: timedelta | None) -> str:
@@ -82,11 +85,22 @@ class Ending:
 
 
 @dataclass
+class Interrupted:
+    """One spot interruption of the task: "spot interruption on node X at T; rescheduled as attempt 2"."""
+
+    node: str
+    at: datetime | None
+    attempt: int
+    outcome: str  # "rescheduled as attempt 2", "the task failed (…)"
+
+
+@dataclass
 class TaskTimeline:
     task: Task
     steps: list[Step] = field(default_factory=list)
     phases: list[Phase] = field(default_factory=list)
     ending: Ending | None = None
+    interruptions: list[Interrupted] = field(default_factory=list)
 
     @property
     def exit_text(self) -> str:
@@ -125,7 +139,22 @@ def _timeline(workflow: Workflow, task: Task, events: list[TaskEvent], now: date
             )
         )
         before = event.at
-    return TaskTimeline(task, steps, _phases(task, events, now), ending(workflow, task, events))
+    return TaskTimeline(task, steps, _phases(task, events, now), ending(workflow, task, events), interrupted(task))
+
+
+def interrupted(task: Task) -> list[Interrupted]:
+    """The task's spot interruptions as `workflows.lifecycle.interruption` recorded them, oldest first."""
+    lines = []
+    for record in task.interruptions or ():
+        if record.get("next_attempt"):
+            outcome = f"rescheduled as attempt {record['next_attempt']}"
+        elif record.get("action") == "COMPLETE":
+            outcome = "counted as completed (its exit action)"
+        else:
+            outcome = "the task failed (no RESCHEDULE exit action, or no retries left)"
+        at = parse_datetime(str(record.get("at") or ""))
+        lines.append(Interrupted(str(record.get("node") or ""), at, int(record.get("attempt") or 1), outcome))
+    return lines
 
 
 def _phases(task: Task, events: list[TaskEvent], now: datetime) -> list[Phase]:
@@ -174,6 +203,8 @@ def ending(workflow: Workflow, task: Task, events: list[TaskEvent]) -> Ending | 
         return Ending(
             f"timed out after {duration(limit)} in the queue" if limit else "timed out in the queue", at, task.error
         )
+    if task.exit_reason == SPOT_REASON:
+        return Ending(f"{SPOT_REASON} on node {task.node}", at, task.error)
     if status == TaskStatus.FAILED_BACKEND_ERROR:
         return Ending("failed in the cluster", at, task.error)
     if task.exit_code is not None:

@@ -159,6 +159,9 @@ class Task(models.Model):
     # The container's terminated reason and message as the cluster reported them (OOMKilled, Error, Completed…)
     exit_reason = models.CharField(max_length=64, blank=True, default="")
     exit_message = models.TextField(blank=True, default="")
+    # Spot interruptions of its attempts, oldest first, kept across retries (workflows.lifecycle.interruption):
+    # [{"node", "at", "attempt", "pod", "action", "next_attempt"}]
+    interruptions = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     pod_created_at = models.DateTimeField(null=True, blank=True)

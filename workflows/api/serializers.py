@@ -281,6 +281,12 @@ class TaskSerializer(serializers.Serializer):
     exit_code = serializers.IntegerField(allow_null=True)
     exit_reason = serializers.CharField(allow_blank=True, help_text="The container's: Completed, Error, OOMKilled, …")
     exit_message = serializers.CharField(allow_blank=True)
+    interruptions = serializers.JSONField(
+        help_text=(
+            "Spot interruptions of its attempts, oldest first: {node, at, attempt, pod, action, next_attempt} "
+            "(next_attempt: the attempt it was rescheduled as; null when it ended)."
+        )
+    )
     error = serializers.CharField(allow_blank=True, help_text="Why it failed, or why it is not running yet.")
     exit_actions = serializers.JSONField()
     submit_time = OsmoTimeField(source="created_at")

@@ -306,8 +306,8 @@ class WorkflowEventsView(APIView):
         responses={200: s.EventListSerializer, **ERRORS},
         description=(
             "Oldest first. Kinds: SUBMITTED, CREATED, SCHEDULED, UNSCHEDULABLE, WAITING, RUNNING, "
-            "EXITED, RESCHEDULED, QUEUE_TIMEOUT, EXEC_TIMEOUT, BACKEND_ERROR, POD_LOST, STOPPED, "
-            "CANCELLED."
+            "EXITED, SPOT_INTERRUPTION, RESCHEDULED, QUEUE_TIMEOUT, EXEC_TIMEOUT, BACKEND_ERROR, POD_LOST, "
+            "STOPPED, CANCELLED."
         ),
     )
     def get(self, request, workflow_id):

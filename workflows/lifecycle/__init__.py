@@ -23,6 +23,8 @@ Modules, in the order they build on each other:
 * `transitions` — task status groups, the workflow lock, the guarded UPDATE, events, deferred pod deletion;
 * `settle` — a workflow's status derived from its tasks, fail fast, stopping a group, `fail_task`;
 * `exits` — a finished pod's exit code → COMPLETE / FAIL / RESCHEDULE (a retry with a new pod);
+* `interruption` — a spot interruption recognized (the node's spot taint, the pod's DisruptionTarget) and
+  ended by the task's exit action for 3001, then 143 (RESCHEDULE: the next attempt);
 * `observe` — a pod (watch event or reconciler read) folded into its task;
 * `create` — creating the pods of PENDING tasks (and adopting pods an earlier attempt created);
 * `cancel` — cancelling a workflow, and who may;

@@ -41,7 +41,7 @@ def finish(task: Task, state: pods.PodState) -> bool:
     limit = settings.WORKFLOW_MAX_RETRIES_PER_TASK
     if action == RESCHEDULE:
         if task.retry_id < limit:
-            return _reschedule(task, f"{describe}; {source}: RESCHEDULE", at=happened(task, state.finished_at))
+            return reschedule(task, f"{describe}; {source}: RESCHEDULE", at=happened(task, state.finished_at))
         action, source = FAIL, f"{source}: RESCHEDULE, but all {limit} retries are used"
     status = TaskStatus.COMPLETED if action == COMPLETE else TaskStatus.FAILED
     values = {
@@ -62,7 +62,7 @@ def finish(task: Task, state: pods.PodState) -> bool:
     return True
 
 
-def _reschedule(task: Task, why: str, at=None) -> bool:
+def reschedule(task: Task, why: str, at=None) -> bool:
     old_name = task.pod_name
     moved = next_attempt(task, ACTIVE)
     if moved is None:
@@ -116,16 +116,21 @@ def retry_pod(task: Task, retry: int, name: str) -> tuple[dict, str]:
         return pod, f" (with the first attempt's pod: the task no longer resolves: {error})"
 
 
-def exit_action(code: int | None, task_actions: dict | None, pool_actions: dict | None) -> tuple[str, str]:
+def exit_action(
+    code: int | None, task_actions: dict | None, pool_actions: dict | None, *, also: tuple[int | None, ...] = ()
+) -> tuple[str, str]:
     """(COMPLETE|FAIL|RESCHEDULE, where it came from): the task's exitActions, else the pool's
-    default_exit_actions, else the status as reported (0 completes, anything else fails)."""
-    if code is not None:
-        for actions, source in (
-            (task_actions, "the task's exitActions"),
-            (pool_actions, "the pool's default_exit_actions"),
-        ):
-            for action, codes in (actions or {}).items():
-                if code in exit_codes(codes):
+    default_exit_actions, else the status as reported (0 completes, anything else fails). `also`: more codes
+    the same outcome answers to, after `code` within each source (a spot interruption: 3001, then the
+    container's 143)."""
+    codes = [c for c in (code, *also) if c is not None]
+    for actions, source in (
+        (task_actions, "the task's exitActions"),
+        (pool_actions, "the pool's default_exit_actions"),
+    ):
+        for candidate in codes:
+            for action, listed in (actions or {}).items():
+                if candidate in exit_codes(listed):
                     return action.upper(), source
     return (COMPLETE if code == 0 else FAIL), "the exit status"
 

@@ -10,6 +10,7 @@ from django.utils import timezone
 
 from clusters.kube import pods
 from pools.engine import k8s_name
+from workflows.lifecycle import interruption
 from workflows.lifecycle.exits import finish
 from workflows.lifecycle.settle import fail_task, settle
 from workflows.lifecycle.transitions import (
@@ -56,6 +57,9 @@ def observe(task: Task, raw: dict | None, *, deleted: bool = False) -> bool:
     if raw is None or (deleted and not _terminal(raw)):
         if task.status not in ACTIVE:
             return False
+        spot = interruption.of_lost_pod(task, raw)
+        if spot is not None:
+            return interruption.end_lost(task, spot)
         what = "was deleted" if raw is not None else "no longer exists"
         return fail_task(
             task,
@@ -65,6 +69,8 @@ def observe(task: Task, raw: dict | None, *, deleted: bool = False) -> bool:
             from_statuses=ACTIVE,
         )
     state = pods.pod_state(raw, container_of(task))
+    # asked before the lock: it may read the node from the cluster
+    spot = interruption.of_pod(task, raw, state) if state.terminal else None
     changed = False
     with transaction.atomic():
         if not lock(task) or state.name != task.pod_name:
@@ -113,7 +119,7 @@ def observe(task: Task, raw: dict | None, *, deleted: bool = False) -> bool:
             record_event(task, "RUNNING", f"running on node {task.node or state.node}", at=task.started_at)
             changed = True
         if state.terminal:
-            changed = finish(task, state) or changed
+            changed = (interruption.end(task, spot) if spot else finish(task, state)) or changed
         if changed:
             settle(task.workflow_id)
     return changed

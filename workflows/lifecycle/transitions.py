@@ -37,6 +37,7 @@ _TASK_FIELDS = (
     "node",
     "pod_uid",
     "exit_code",
+    "interruptions",
     "error",
     "pod_created_at",
     "started_at",

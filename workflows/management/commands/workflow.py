@@ -269,6 +269,17 @@ class Command(PortalCommand):
                 for t in data["tasks"]
             ],
         )
+        for t in data["tasks"]:
+            for spot in t.get("interruptions") or ():
+                then = (
+                    f"rescheduled as attempt {spot['next_attempt']}"
+                    if spot.get("next_attempt")
+                    else f"exit action {spot['action']}"
+                )
+                self.stdout.write(
+                    f"task {t['name']}: spot interruption on node {spot['node']} at {spot['at']} "
+                    f"(attempt {spot['attempt']}, pod {spot['pod']}); {then}"
+                )
 
     def _table(self, headers: tuple, rows: list[tuple]) -> None:
         cells = [tuple(str(c) for c in row) for row in rows]
