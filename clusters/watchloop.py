@@ -294,7 +294,7 @@ class BackendWatcher(EventDrain):
     def _handle(self, timed: tuple) -> int:
         queued, item = timed
         applied = super()._handle(item)
-        if item[0] in self.LAGGED:
+        if applied and item[0] in self.LAGGED:  # an item given up is no event applied
             state = getattr(item[1], "backend", item[1])  # a stream of the backend, or the backend's state
             lag = self.lags.setdefault(state.pk, Lag())
             lag.events += 1

@@ -35,16 +35,18 @@ def _add_after_commit(rows: list[Row]) -> None:
 
 def _add(rows: list[Row]) -> None:
     """One statement for all the rows (a histogram's observation is several series)."""
-    from contextlib import nullcontext
-
     from django.db import DatabaseError, connection, transaction
 
     from portal.models import SharedCount
 
     table = connection.ops.quote_name(SharedCount._meta.db_table)
     values = ", ".join(["(%s, %s, %s)"] * len(rows))
+    own_transaction = not connection.in_atomic_block  # else a savepoint: our failure is not the caller's
     try:
-        with transaction.atomic() if connection.in_atomic_block else nullcontext(), connection.cursor() as cursor:
+        with transaction.atomic(), connection.cursor() as cursor:
+            if own_transaction and connection.vendor == "postgresql":
+                # a count lost in a server crash is fine; waiting for the WAL flush on every count is not
+                cursor.execute("SET LOCAL synchronous_commit TO OFF")
             cursor.execute(
                 f"INSERT INTO {table} (name, labels, value) VALUES {values} "  # noqa: S608 (our table name)
                 f"ON CONFLICT (name, labels) DO UPDATE SET value = {table}.value + excluded.value",

@@ -106,3 +106,21 @@ def test_the_database_part_of_a_scrape_is_five_queries(client, pool, django_asse
     assert ("portal_pool_queue_depth", (("pool", "extra4"), ("status", "QUEUED"))) in samples
     assert value(samples, "portal_pod_creations_total", backend="b4", outcome="created") == 4
     assert value(samples, "portal_watcher_heartbeat_age_seconds", watcher="watch_cluster", backend="sim") >= 0
+
+
+@pytest.mark.django_db
+def test_every_portal_metric_is_in_the_operations_table(client):
+    from pathlib import Path
+
+    table = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+    response = client.get("/metrics", REMOTE_ADDR="127.0.0.1")
+    families = [
+        f
+        for f in text_string_to_metric_families(response.content.decode())
+        if f.name.startswith("portal_") and not f.name.endswith("_created")  # a counter's creation time
+    ]
+    assert len(families) == 14, [f.name for f in families]
+    missing = [
+        f.name for f in families if f"| `{f.name}{'_total' if f.type == 'counter' else ''}` | {f.type} |" not in table
+    ]
+    assert missing == []
