@@ -53,6 +53,8 @@ class _Backend:
 class ClusterWatcher(BackendWatcher):
     """`start()`, then `process()` in a loop (or `run(stop)`), then `stop()` (clusters.watchloop)."""
 
+    command = "watch_cluster"
+
     def __init__(self, names: list[str] | None = None, *, watch_seconds: int = WATCH_SECONDS, **options) -> None:
         super().__init__(names, watch_seconds=watch_seconds, **options)
 
@@ -86,6 +88,9 @@ class ClusterWatcher(BackendWatcher):
 
     def _watch_threads(self) -> Iterable[WatchThread]:
         return [stream for backend in self.backends for stream in backend.streams.values()]
+
+    def _threads_of(self, state: _Backend) -> Iterable[WatchThread]:
+        return state.streams.values()
 
     # ----------------------------------------------------------------------------- applying (caller's thread)
 

@@ -238,3 +238,26 @@ class MachinePool(models.Model):
 
 # Described fields the model above does not declare get their columns from the description.
 BACKEND.add_columns(Backend)
+
+
+class WatcherHeartbeat(models.Model):
+    """A watcher's sign of life for one backend (clusters.heartbeat), refreshed by its loop.
+
+    Written only by the watcher that watches the backend (one row per watcher and backend); read by the
+    watchers' probe (`manage.py watcher_health`) and `/metrics`.
+    """
+
+    watcher = models.CharField(max_length=32, help_text="the command: watch_cluster or watch_workflows")
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="heartbeats")
+    beat_at = models.DateTimeField(help_text="the loop last ran with the backend's watch threads alive")
+    lag_seconds = models.FloatField(
+        default=0.0, help_text="longest wait, over the last beat period, from an event read to its write committed"
+    )
+    last_event_at = models.DateTimeField(null=True, blank=True, help_text="last event applied (since the start)")
+    events = models.BigIntegerField(default=0, help_text="events applied since the watcher started")
+
+    class Meta:
+        constraints = [models.UniqueConstraint(fields=["watcher", "backend"], name="one_heartbeat_per_watcher")]
+
+    def __str__(self) -> str:
+        return f"{self.watcher} {self.backend_id}"

@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
+from django.utils import timezone
 
+from clusters import heartbeat
 from clusters.kube.connection import KubeClient, connect
 from clusters.kube.errors import KubeError
 from portal.commands import LongRunningCommand
@@ -105,6 +107,7 @@ class EventDrain:
             self._check_connections()
             self.faults.tick()
             self._guarded(self._tick, "work between events")
+            self._guarded(self._beat, "heartbeat")
             if self._halt.is_set():
                 return applied
             try:
@@ -120,6 +123,9 @@ class EventDrain:
 
     def _tick(self) -> None:
         """Work due between items."""
+
+    def _beat(self) -> None:
+        """Say the loop is alive (BackendWatcher: clusters.heartbeat)."""
 
     def _apply(self, item: tuple) -> int:
         raise NotImplementedError
@@ -191,6 +197,22 @@ class EventDrain:
 # ------------------------------------------------------------------------------------------ backends
 
 
+class TimedQueue(queue.Queue):
+    """A queue whose `get` returns `(monotonic time of the put, item)`: how long an item waited."""
+
+    def _put(self, item) -> None:
+        super()._put((time.monotonic(), item))
+
+
+@dataclass
+class Lag:
+    """A backend's applied events since the watcher started, and the longest wait since the last beat."""
+
+    events: int = 0
+    longest: float = 0.0
+    last_event_at: Any = None  # datetime of the last applied event
+
+
 @dataclass(kw_only=True)
 class WatchThread:
     """One watch thread: the stream it reads now (shut down to stop it) and its wake-up event."""
@@ -204,8 +226,18 @@ class BackendWatcher(EventDrain):
     """`start()`, then `process()` in a loop (or `run(stop)`), then `stop()`.
 
     Subclasses implement `_watch(backend, kube)`: record the backend's state in `self.backends` (an
-    object with `kube`), start its threads with `_spawn`, return status lines; and `_watch_threads()`.
+    object with `pk`, `name` and `kube`), start its threads with `_spawn`, return status lines;
+    `_watch_threads()`; `_threads_of(state)`; and name themselves (`command`: the heartbeat's watcher).
+
+    Heartbeat and lag (clusters.heartbeat): every `heartbeat_seconds` the loop writes, for each backend
+    whose watch threads are alive, the time and the lag: the longest an item read from the cluster
+    (an event, a listing) waited between its watch thread queueing it and its write committing, over the
+    period. Items carry their backend's state second (`(what, state_or_stream, …)`).
     """
+
+    command = ""
+    heartbeat_seconds = 10.0
+    LAGGED = frozenset({"event", "list"})  # items read from the cluster (not errors or reconnections)
 
     def __init__(
         self,
@@ -214,19 +246,26 @@ class BackendWatcher(EventDrain):
         watch_seconds: int,
         backoff_max: float = BACKOFF_MAX,
         client_factory: Callable[..., KubeClient] = connect,
+        heartbeat_seconds: float | None = None,
     ) -> None:
         self.names = names
+        if heartbeat_seconds is not None:
+            self.heartbeat_seconds = heartbeat_seconds
+        self.lags: dict[int, Lag] = {}
+        self._next_beat = 0.0
         self.watch_seconds = watch_seconds
         self.backoff_max = backoff_max
         self.client_factory = client_factory
         self.backends: list = []
         self.applied = 0
         super().__init__()
+        self.events = TimedQueue()
 
     def start(self) -> list[str]:
         """Connect to every connected backend (or those named) and start watching it; one line per backend."""
         from clusters import inventory  # the inventory's models: imported once Django is set up
 
+        self._guarded(lambda: heartbeat.forget(self.command, self.names), "heartbeat")
         lines = []
         for backend in inventory.connected_backends(self.names):
             try:
@@ -236,6 +275,7 @@ class BackendWatcher(EventDrain):
                 lines.append(f"not watched: {error}")
                 continue
             lines.extend(self._watch(backend, kube))
+        self.lags = {state.pk: Lag() for state in self.backends}
         return lines
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -250,6 +290,34 @@ class BackendWatcher(EventDrain):
                 stream.thread.join(timeout)
         for backend in self.backends:
             backend.kube.close()
+
+    def _handle(self, timed: tuple) -> int:
+        queued, item = timed
+        applied = super()._handle(item)
+        if applied and item[0] in self.LAGGED:  # an item given up is no event applied
+            state = getattr(item[1], "backend", item[1])  # a stream of the backend, or the backend's state
+            lag = self.lags.setdefault(state.pk, Lag())
+            lag.events += 1
+            lag.longest = max(lag.longest, time.monotonic() - queued)
+            lag.last_event_at = timezone.now()
+        return applied
+
+    def _beat(self) -> None:
+        now = time.monotonic()
+        if now < self._next_beat or self._stopping.is_set():
+            return
+        beats = []
+        for state in self.backends:
+            if all(t.thread is not None and t.thread.is_alive() for t in self._threads_of(state)):
+                lag = self.lags.setdefault(state.pk, Lag())
+                beats.append(heartbeat.Beat(state.pk, lag.longest, lag.last_event_at, lag.events))
+        heartbeat.beat(self.command, beats)  # raises on a lost database: the guard retries it
+        self._next_beat = now + self.heartbeat_seconds
+        for state in self.backends:
+            self.lags.setdefault(state.pk, Lag()).longest = 0.0
+
+    def _threads_of(self, state) -> Iterable[WatchThread]:
+        raise NotImplementedError
 
     def _spawn(self, watched: WatchThread, target: Callable[[], None], name: str) -> None:
         watched.thread = threading.Thread(target=target, daemon=True, name=name)

@@ -1,41 +1,47 @@
 """The portal's own Prometheus metrics (docs/operations.md), defined once; call sites import this module.
 
 Foundation: every app may import it. Call sites stay one line (`metrics.SUBMISSIONS.labels(...).inc()`).
-What is read from the database at scrape time (queue depth, watcher lag) is a collector in the wiring
-(`portal.ops.collectors`), since it reads the apps' models. Label values are names the portal already
-knows (pools, backends, node pools, task names): never user input that matched nothing.
+What the web process counts lives in its memory (prometheus_client); what Celery workers and the watchers
+count lives in the database (portal.shared_metrics), read with the queue depth and the watchers' lag by a
+collector in the wiring (`portal.ops.collectors`). Label values are names the portal already knows (pools,
+backends, node pools, task names): never user input that matched nothing.
 """
 
 from __future__ import annotations
 
-from prometheus_client import Counter, Histogram
+from prometheus_client import Counter
+
+from portal.shared_metrics import SharedCounter, SharedHistogram
 
 SUBMISSIONS = Counter(
     "portal_workflow_submissions",
     "Workflow submissions by pool and outcome (pending, queued, dry_run, valid, refused).",
     ["pool", "outcome"],
 )
-ADMISSIONS = Counter(
+ADMISSIONS = SharedCounter(  # counted in the workers (portal.shared_metrics)
     "portal_workflow_admissions", "Workflows admitted from a node pool's queue (QUEUED to PENDING).", ["node_pool"]
 )
-POD_CREATIONS = Counter(
+POD_CREATIONS = SharedCounter(  # counted in the workers (portal.shared_metrics)
     "portal_pod_creations",
     "Pods of workflow tasks by backend and outcome (created, adopted: already there, failed: refused).",
     ["backend", "outcome"],
 )
-POD_CREATION_ERRORS = Counter(
+POD_CREATION_ERRORS = SharedCounter(  # counted in the workers (portal.shared_metrics)
     "portal_pod_creation_errors",
     "Failed pod creation calls by backend and kind (transient: retried; refused: the task failed).",
     ["backend", "kind"],
 )
-INVENTORY_SYNC_SECONDS = Histogram(
+INVENTORY_SYNC_SECONDS = SharedHistogram(  # the watcher's first sync, the periodic task's in a worker
     "portal_inventory_sync_seconds",
     "Duration of a full inventory sync (list nodes and pods, write them) per backend.",
     ["backend"],
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
 )
-CELERY_TASKS = Counter(
-    "portal_celery_tasks", "Celery task outcomes (success, failure, retry) by task name.", ["task", "outcome"]
+CELERY_TASKS = SharedCounter(  # counted in the workers (portal.shared_metrics)
+    "portal_celery_tasks",
+    "Celery task outcomes (success, failure, retry) by task name.",
+    ["task", "outcome"],
+    after_commit=False,  # counted after the task returned, outside its transactions (an eager one's caller's)
 )
 
 
@@ -57,3 +63,6 @@ def connect_celery() -> None:
             CELERY_TASKS.labels(_task_name(sender), outcome).inc()
 
         signal.connect(count, weak=False, dispatch_uid=f"portal-metrics-{outcome}")
+
+
+SHARED = (ADMISSIONS, POD_CREATIONS, POD_CREATION_ERRORS, CELERY_TASKS, INVENTORY_SYNC_SECONDS)  # read by the web

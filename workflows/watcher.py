@@ -42,6 +42,8 @@ class _Backend(WatchThread):
 class WorkflowWatcher(BackendWatcher):
     """`start()`, then `process()` in a loop (or `run(stop)`), then `stop()` (clusters.watchloop)."""
 
+    command = "watch_workflows"
+
     def __init__(
         self,
         names: list[str] | None = None,
@@ -63,6 +65,9 @@ class WorkflowWatcher(BackendWatcher):
 
     def _watch_threads(self) -> Iterable[WatchThread]:
         return self.backends
+
+    def _threads_of(self, state: _Backend) -> Iterable[WatchThread]:
+        return [state]
 
     # ----------------------------------------------------------------------------- applying (caller's thread)
 

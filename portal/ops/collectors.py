@@ -1,8 +1,9 @@
 """What `/metrics` serves: the process's counters (portal.metrics, django-prometheus) and, read from the
-database at scrape time, the queue depth per pool and the watcher lag per backend (docs/operations.md).
+database at scrape time, the queue depth per pool, the watchers' heartbeats and lag per backend, and the
+counters the Celery workers keep there (`portal.metrics.SharedCounter`; docs/operations.md).
 
-Three queries per scrape, whatever the number of pools, backends and workflows. With
-PROMETHEUS_MULTIPROC_DIR set (gunicorn workers) the counters are those of every process writing there.
+Five queries per scrape, whatever the number of pools, backends and workflows. With
+PROMETHEUS_MULTIPROC_DIR set (gunicorn workers) the process counters are those of every process writing there.
 """
 
 from __future__ import annotations
@@ -12,10 +13,11 @@ import os
 from django.db.models import Count, Max
 from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest, multiprocess
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from clusters.models import Backend
+from clusters.models import Backend, WatcherHeartbeat
 from pools.models import Pool
+from portal import metrics, shared_metrics
 from workflows.models import Workflow, WorkflowStatus
 
 WAITING_STATUSES = (WorkflowStatus.QUEUED, WorkflowStatus.PENDING)
@@ -24,7 +26,9 @@ WAITING_STATUSES = (WorkflowStatus.QUEUED, WorkflowStatus.PENDING)
 class DatabaseCollector:
     def collect(self):
         yield self._queue_depth()
-        yield from self._watcher_lag()
+        yield from self._backend_sync()
+        yield from self._heartbeats()
+        yield from self._shared_counters()
 
     def _queue_depth(self) -> GaugeMetricFamily:
         family = GaugeMetricFamily(
@@ -44,7 +48,7 @@ class DatabaseCollector:
                 family.add_metric([pool, str(status)], counts.get((pool, status), 0))
         return family
 
-    def _watcher_lag(self):
+    def _backend_sync(self):
         sync_age = GaugeMetricFamily(
             "portal_backend_sync_age_seconds",
             "Seconds since the backend's last successful full sync.",
@@ -67,6 +71,41 @@ class DatabaseCollector:
                 event_age.add_metric([name], (now - last_event).total_seconds())
             online.add_metric([name], 1 if is_online else 0)
         yield from (sync_age, event_age, online)
+
+    def _heartbeats(self):
+        labels = ["watcher", "backend"]
+        beat_age = GaugeMetricFamily(
+            "portal_watcher_heartbeat_age_seconds",
+            "Seconds since the watcher's loop last beat for the backend (its watch threads alive).",
+            labels=labels,
+        )
+        lag = GaugeMetricFamily(
+            "portal_watcher_lag_seconds",
+            "Longest wait, over the last heartbeat period, between the watcher reading an event and its write.",
+            labels=labels,
+        )
+        event_age = GaugeMetricFamily(
+            "portal_watcher_event_age_seconds",
+            "Seconds since the watcher last applied an event of the backend (absent: none since it started).",
+            labels=labels,
+        )
+        events = CounterMetricFamily(
+            "portal_watcher_events", "Events the watcher applied since it started.", labels=labels
+        )
+        now = timezone.now()
+        rows = WatcherHeartbeat.objects.order_by("watcher", "backend__name").values_list(
+            "watcher", "backend__name", "beat_at", "lag_seconds", "last_event_at", "events"
+        )
+        for watcher, backend, beat_at, lag_seconds, last_event_at, applied in rows:
+            beat_age.add_metric([watcher, backend], (now - beat_at).total_seconds())
+            lag.add_metric([watcher, backend], lag_seconds)
+            if last_event_at is not None:
+                event_age.add_metric([watcher, backend], (now - last_event_at).total_seconds())
+            events.add_metric([watcher, backend], applied)
+        yield from (beat_age, lag, event_age, events)
+
+    def _shared_counters(self):
+        yield from shared_metrics.collect(metrics.SHARED)
 
 
 class _Scrape:

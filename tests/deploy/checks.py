@@ -60,6 +60,28 @@ def probe_problems(objects) -> list[str]:
     return problems
 
 
+WATCHERS = ("watch_cluster", "watch_workflows")
+
+
+def watcher_probe_problems(objects) -> list[str]:
+    """Each watcher's startup, liveness and readiness probes run `watcher_health` on its own heartbeat;
+    liveness (and startup) pass without a database (the watcher waits for it), readiness does not."""
+    problems = []
+    for watcher in WATCHERS:
+        for obj in running(objects, rf"^python manage\.py {watcher}\b"):
+            container = next(containers(obj, init=False))
+            for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
+                command = ((container.get(probe) or {}).get("exec") or {}).get("command") or []
+                expected = ["python", "manage.py", "watcher_health", watcher]
+                if command[:4] != expected:
+                    problems.append(f"{watcher} {probe}: runs {command[:4]}, expected {expected}")
+                    continue
+                lenient = "--ok-without-database" in command
+                if lenient != (probe != "readinessProbe"):
+                    problems.append(f"{watcher} {probe}: --ok-without-database {'set' if lenient else 'missing'}")
+    return problems
+
+
 def resource_problems(objects) -> list[str]:
     problems = []
     for obj in objects:

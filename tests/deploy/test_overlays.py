@@ -12,6 +12,7 @@ from tests.deploy.manifests import DEPLOY, of_kind, render, running, schema_prob
 OVERLAYS = sorted(path.name for path in (DEPLOY / "overlays").iterdir() if (path / "kustomization.yaml").exists())
 CHECKS = [
     checks.probe_problems,
+    checks.watcher_probe_problems,
     checks.resource_problems,
     checks.secret_problems,
     checks.config_problems,
@@ -107,6 +108,24 @@ def test_checks_catch_a_missing_probe_limit_and_a_literal_secret():
     assert checks.probe_problems(objects) == ["Deployment pool-portal-worker portal: no readinessProbe"]
     assert checks.resource_problems(objects) == ["Deployment pool-portal-worker portal: no limits for cpu, memory"]
     assert checks.secret_problems(objects) == ["Deployment pool-portal-worker portal: SECRET_KEY has a literal value"]
+
+
+def test_checks_catch_a_watcher_probe_on_another_heartbeat_or_failing_without_a_database():
+    objects = production()
+    assert checks.watcher_probe_problems(objects) == []
+    cluster = deployment(objects, r"watch_cluster$")["spec"]["template"]["spec"]["containers"][0]
+    workflows = deployment(objects, r"watch_workflows$")["spec"]["template"]["spec"]["containers"][0]
+    cluster["livenessProbe"]["exec"]["command"][3] = "watch_workflows"
+    workflows["livenessProbe"]["exec"]["command"].remove("--ok-without-database")
+    workflows["readinessProbe"]["exec"]["command"].append("--ok-without-database")
+    del workflows["startupProbe"]
+    assert checks.watcher_probe_problems(objects) == [
+        "watch_cluster livenessProbe: runs ['python', 'manage.py', 'watcher_health', 'watch_workflows'], "
+        "expected ['python', 'manage.py', 'watcher_health', 'watch_cluster']",
+        "watch_workflows startupProbe: runs [], expected ['python', 'manage.py', 'watcher_health', 'watch_workflows']",
+        "watch_workflows livenessProbe: --ok-without-database missing",
+        "watch_workflows readinessProbe: --ok-without-database set",
+    ]
 
 
 def test_checks_catch_a_secret_with_values_and_a_password_in_the_config():

@@ -4,9 +4,13 @@ the eager Celery task creates on the kubesim emulator, an inventory sync over HT
 from __future__ import annotations
 
 import pytest
+from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
+from clusters.heartbeat import WATCHERS
 from clusters.inventory import sync_backend
+from clusters.models import WatcherHeartbeat
+from portal.models import SharedCount
 from tests.workflows.conftest import api, spec
 from workflows.errors import PoolNotFound
 from workflows.services import SubmitRequest, submit
@@ -71,21 +75,52 @@ def test_queue_depth_and_watcher_lag_come_from_the_database(client, pool, alice,
     assert ("portal_backend_sync_age_seconds", (("backend", "sim"),)) not in before_sync  # never synced
 
     syncs = value(before_sync, "portal_inventory_sync_seconds_count", backend="sim")
-    sync_backend(pool.backend_id)
+    with django_capture_on_commit_callbacks(execute=True):  # the duration is written once the sync committed
+        sync_backend(pool.backend_id)
     after = scrape(client)
+    assert value(after, "portal_inventory_sync_seconds_bucket", backend="sim", le="+Inf") == syncs + 1
+    assert 0 < value(after, "portal_inventory_sync_seconds_sum", backend="sim") < 60
     assert value(after, "portal_inventory_sync_seconds_count", backend="sim") == syncs + 1
     assert 0 <= value(after, "portal_backend_sync_age_seconds", backend="sim") < 60
     assert 0 <= value(after, "portal_backend_event_age_seconds", backend="sim") < 60
     assert value(after, "portal_backend_online", backend="sim") == 1
 
 
-def test_the_database_part_of_a_scrape_is_three_queries(client, pool, django_assert_num_queries):
+def test_the_database_part_of_a_scrape_is_five_queries(client, pool, django_assert_num_queries):
     from pools.models import Pool
 
-    with django_assert_num_queries(3):
+    with django_assert_num_queries(5):
         scrape(client)
     Pool.objects.bulk_create([Pool(name=f"extra{i}", backend=pool.backend) for i in range(5)])
-    with django_assert_num_queries(3):
+    beat = timezone.now()
+    WatcherHeartbeat.objects.bulk_create(
+        WatcherHeartbeat(watcher=w, backend=pool.backend, beat_at=beat) for w in WATCHERS
+    )
+    SharedCount.objects.bulk_create(
+        SharedCount(name="portal_pod_creations", labels=f'{{"backend": "b{i}", "outcome": "created"}}', value=i)
+        for i in range(5)
+    )
+    with django_assert_num_queries(5):
         samples = scrape(client)
     assert value(samples, "portal_pool_queue_depth", pool="extra4", status="QUEUED") == 0
     assert ("portal_pool_queue_depth", (("pool", "extra4"), ("status", "QUEUED"))) in samples
+    assert value(samples, "portal_pod_creations_total", backend="b4", outcome="created") == 4
+    assert value(samples, "portal_watcher_heartbeat_age_seconds", watcher="watch_cluster", backend="sim") >= 0
+
+
+@pytest.mark.django_db
+def test_every_portal_metric_is_in_the_operations_table(client):
+    from pathlib import Path
+
+    table = (Path(__file__).resolve().parents[2] / "docs" / "operations.md").read_text()
+    response = client.get("/metrics", REMOTE_ADDR="127.0.0.1")
+    families = [
+        f
+        for f in text_string_to_metric_families(response.content.decode())
+        if f.name.startswith("portal_") and not f.name.endswith("_created")  # a counter's creation time
+    ]
+    assert len(families) == 14, [f.name for f in families]
+    missing = [
+        f.name for f in families if f"| `{f.name}{'_total' if f.type == 'counter' else ''}` | {f.type} |" not in table
+    ]
+    assert missing == []

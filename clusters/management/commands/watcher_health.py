@@ -1,0 +1,52 @@
+"""`watcher_health WATCHER [BACKEND…]`: the watchers' probe; exit 1 when a backend's heartbeat is stale.
+
+`--ok-without-database` (the liveness probe): a database that does not answer says nothing about the
+watcher, which holds its events and waits for it (clusters.watchloop); restarting it would not help.
+"""
+
+from __future__ import annotations
+
+from django.db import DatabaseError
+
+from clusters import heartbeat
+from portal.commands import PortalCommand
+from portal.errors import PortalError
+
+
+class StaleHeartbeat(PortalError):
+    status = 503
+    code = "stale_heartbeat"
+
+
+class Command(PortalCommand):
+    help = (
+        "Check that a watcher (watch_cluster or watch_workflows) beats for every backend it watches (those "
+        "named, else every one it has beaten for) within --max-age seconds; exit 1 otherwise (the watchers' "
+        "liveness and readiness probe)."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("watcher", choices=heartbeat.WATCHERS)
+        parser.add_argument("names", nargs="*", metavar="BACKEND", help="backends it watches (default: all)")
+        parser.add_argument(
+            "--max-age", type=float, default=60.0, metavar="SECONDS", help="oldest heartbeat still alive (60)"
+        )
+        parser.add_argument(
+            "--ok-without-database",
+            action="store_true",
+            help="pass when the database does not answer (liveness: a restart would not bring it back)",
+        )
+
+    def handle(self, *args, **options):
+        try:
+            found = heartbeat.health(options["watcher"], options["names"] or None, options["max_age"])
+        except DatabaseError as error:
+            reason = f"database unreachable ({type(error).__name__}): the heartbeat cannot be read"
+            if not options["ok_without_database"]:
+                raise StaleHeartbeat(reason) from error
+            self.stdout.write(f"{reason}; not failing")
+            return
+        if not found.ok:
+            raise StaleHeartbeat("; ".join(found.lines))
+        for line in found.lines:
+            self.stdout.write(line)
