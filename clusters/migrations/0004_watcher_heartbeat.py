@@ -7,7 +7,7 @@ from django.db import migrations, models
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('clusters', '0002_backend_quota_scheduler'),
+        ('clusters', '0003_machine_pools'),
     ]
 
     operations = [
