@@ -252,7 +252,8 @@ def _ocm_pool(pool_id: str, instance_type: str, low: int, high: int, spot: bool)
         "href": f"/api/clusters_mgmt/v1/clusters/{DEMO_OCM_CLUSTER_ID}/machine_pools/{pool_id}",
         "instance_type": instance_type,
         "autoscaling": {"min_replicas": low, "max_replicas": high},
-        "labels": dict(POOL_LABELS[pool_id]),
+        # made by the portal (its demo backend rosa-cluster-01), which marks the pools it manages
+        "labels": {**POOL_LABELS[pool_id], "app.kubernetes.io/managed-by": "pool-portal"},
         "taints": [dict(t) for t in POOL_TAINTS.get(pool_id, ())],
         "root_volume": {"aws": {"size": 300}},
         "status": {"current_replicas": 0},

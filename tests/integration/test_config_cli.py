@@ -179,7 +179,27 @@ def test_seed_demo_is_idempotent(db):
     second = run("seed_demo")
     assert "POOL: 5 objects, 5 changed" in first
     assert "POOL: 5 objects, 0 changed" in second
+    assert "MACHINE_POOL: 2 objects, 0 changed" in second
     assert "accounts: admin (platform admin), researcher" in second
+
+
+def test_the_demo_spot_pool_is_made_from_its_machine_pools_once(db):
+    """robotics-spot's platforms come from the demo ROSA cluster's machine pools (make_platform, as the admin
+    action does); a second seed writes no revision of the pool or the templates."""
+    from configs.models import Revision
+
+    run("seed_demo")
+    revisions = Revision.objects.count()
+    run("seed_demo")
+    assert Revision.objects.count() == revisions
+    pool = store.show("POOL", "robotics-spot")
+    assert (pool["backend"], pool["default_platform"]) == ("rosa-cluster-01", "t4-spot")
+    assert pool["platforms"]["t4-spot"]["override_pod_template"] == ["machinepool-ml-training"]
+    assert pool["platforms"]["batch"]["override_pod_template"] == ["machinepool-additional"]
+    assert pool["default_exit_actions"] == {"RESCHEDULE": "3001"}
+    template = store.show("POD_TEMPLATE", "machinepool-ml-training")
+    assert template["spec"]["nodeSelector"] == {"node.kubernetes.io/machinepool": "ml-training"}
+    assert {t["key"] for t in template["spec"]["tolerations"]} == {"nvidia.com/gpu", "spot"}
 
 
 def test_pool_status_follows_maintenance_and_the_cluster(demo_pools):

@@ -15,6 +15,8 @@ from access.services import roles
 from configs import store
 from configs.revisions import Actor
 from pools.engine import default_templates, default_validations
+from pools.models import Pool
+from pools.services.machine_pool_platforms import make_platform
 from portal.commands import PortalCommand
 from portal.docfiles import load_document
 from teams import services as teams
@@ -25,9 +27,21 @@ DEMO_PROJECTS = (
     ("vision", "research", "demo data: the vision team"),
     ("inference", "ml-ops", "demo data: the inference team"),
 )
+# The pool of the demo's ROSA cluster: its platforms are made from the machine pools (docs/machine-pool-platforms.md)
+SPOT_POOL = "robotics-spot"
+SPOT_POOL_BODY = {
+    "backend": "rosa-cluster-01",
+    "description": "ROSA machine pools: T4 spot GPUs scaled from zero (up to 3) and batch workers",
+    "common_default_variables": {"USER_CPU": 2, "USER_GPU": 0, "USER_MEMORY": "8Gi", "USER_STORAGE": "50Gi"},
+    "common_resource_validations": ["default_cpu", "default_memory", "default_storage"],
+    "common_pod_template": ["default_amd64"],
+    "default_exit_actions": {"RESCHEDULE": "3001"},  # a task whose spot node is reclaimed runs again elsewhere
+}
+SPOT_PLATFORMS = (("ml-training", "t4-spot", {"USER_GPU": 1}), ("additional", "batch", {}))
 DEMO_DIR = Path(__file__).resolve().parents[2] / "demo"
 LOAD_ORDER = (
     ("BACKEND", "backends.yaml"),
+    ("MACHINE_POOL", "machine_pools.yaml"),
     ("POD_TEMPLATE", "pod_templates.yaml"),
     ("RESOURCE_VALIDATION", "resource_validations.yaml"),
     ("POOL", "pools.json"),
@@ -43,6 +57,8 @@ def demo_documents() -> list[tuple[str, dict]]:
     if cluster_url:
         for body in loaded["BACKEND"].values():
             body["api_url"] = cluster_url
+            if body.get("machine_provider") == "rosa":  # the simulated cluster serves OCM's API too
+                body["ocm_url"] = cluster_url
     return [(config_type, loaded[config_type]) for config_type, _ in LOAD_ORDER]
 
 
@@ -66,8 +82,25 @@ class Command(PortalCommand):
                 "NODE_POOL", load_document(DEMO_DIR / "node_pools.yaml"), actor, description="demo data"
             )
             self.stdout.write(f"NODE_POOL: {len(results)} objects, {sum(r.changed for r in results)} changed")
+            self._spot_pool(actor)
         # `manage.py devserver` prints where to sign in, once the web server answers
         self.stdout.write(self.style.SUCCESS("demo data loaded; accounts: admin (platform admin), researcher"))
+
+    def _spot_pool(self, actor) -> None:
+        """The ROSA cluster's pool, its platforms made from the machine pools by the same service as the admin
+        action and `machinepool platform`; a second run changes nothing."""
+        if not Pool.objects.filter(name=SPOT_POOL).exists():
+            store.apply("POOL", SPOT_POOL, SPOT_POOL_BODY, actor, description="demo data")
+        for machine_pool, platform, _ in SPOT_PLATFORMS:
+            make_platform(machine_pool, actor, pool=SPOT_POOL, platform=platform)
+        body = store.show("POOL", SPOT_POOL)
+        body["default_platform"] = SPOT_PLATFORMS[0][1]
+        for _, platform, variables in SPOT_PLATFORMS:
+            body["platforms"][platform]["default_variables"] = variables
+        store.apply("POOL", SPOT_POOL, body, actor, description="demo data")
+        self.stdout.write(
+            f"POOL {SPOT_POOL}: platforms made from machine pools {', '.join(m for m, *_ in SPOT_PLATFORMS)}"
+        )
 
     def _accounts(self) -> tuple[str, str]:
         admin_password = os.environ.get("DEMO_ADMIN_PASSWORD", "admin")
