@@ -226,7 +226,7 @@ def _merge_rows() -> list[Row]:
         ours = measure(f"merge {label} (config save)", lambda o=ordered: merge_templates(o), runs=300)
         osmo = measure(f"merge {label}, OSMO's algorithm", lambda o=ordered: osmo_style_merge(o), runs=300)
         sources = measure(f"merge {label} + leaf sources", lambda o=ordered: merge_templates(o).sources, runs=300)
-        ours.target = "≤ OSMO's"
+        ours.target = sources.target = "≤ OSMO's"
         ours.note = f"value + origin tree; {ours.median_s / osmo.median_s:.2f}x OSMO's median"
         osmo.note = "deepcopy + in-place update, no provenance (the comparison)"
         sources.note = (

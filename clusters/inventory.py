@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from django.db import connection, transaction
 from django.db.models import Count
+from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from clusters.config_types import BACKEND_SECRETS
@@ -30,7 +31,7 @@ from clusters.kube.errors import KubeError
 from clusters.kube.inventory import PodRecord, list_nodes, list_pods, node_record, pod_record
 from clusters.models import CAPACITY_COLUMNS, Backend, Node
 from clusters.signals import nodes_changed
-from portal import metrics
+from portal import generation, metrics
 from portal.errors import NotFound
 from portal.secrets import is_unreadable
 
@@ -220,13 +221,20 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
     if not complete:
         stored_rows = stored_rows.filter(name__in=names)
     placement_fields = () if complete else PLACEMENT_FIELDS  # a few nodes (watch events): say what they were
-    stored, previous = {}, {}
+    generation_sql = None if complete else generation.read_sql(connection.vendor)
+    if generation_sql is not None:  # read with the nodes, not in a query of its own (receivers cache by it)
+        stored_rows = stored_rows.annotate(config_generation=RawSQL(generation_sql, ()))
+        placement_fields = (*placement_fields, "config_generation")
+    stored, previous, config_generation = {}, {}, None
     for pk, name, fingerprint, *values in stored_rows.values_list(
         "pk", "name", "fingerprint", *SUM_FIELDS, *placement_fields
     ):
         stored[name] = (pk, fingerprint, tuple(values[: len(SUM_FIELDS)]))
         if placement_fields:
-            previous[name] = dict(zip(placement_fields, values[len(SUM_FIELDS) :], strict=True))
+            placement = values[len(SUM_FIELDS) : len(SUM_FIELDS) + len(PLACEMENT_FIELDS)]
+            previous[name] = dict(zip(PLACEMENT_FIELDS, placement, strict=True))
+        if generation_sql is not None:
+            config_generation = values[-1]
     rows, placement_changed, created = [], [], 0
     for record in records:
         fingerprint = node_fingerprint(record)
@@ -268,6 +276,7 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
             names=placement_changed,
             nodes=written,
             previous={name: previous[name] for name in placement_changed if name in previous} if previous else None,
+            generation=config_generation,
         )
     return created, len(rows) - created, deleted
 

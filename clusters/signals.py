@@ -5,7 +5,9 @@ may have changed, inside the writing transaction (a receiver's writes commit or 
 nodes). Arguments: `backend_id`; `names`, the node names, or `ALL` for every node of the backend;
 `nodes`, the `Node` rows just written when their ids are known (a receiver need not read them back),
 else None; `previous`, when known (watch events), maps the names of nodes that existed before to their
-former `labels`, `taints` and `unschedulable` (a node absent from it is new), else None.
+former `labels`, `taints` and `unschedulable` (a node absent from it is new), else None; `generation`,
+when read with the nodes (watch events on PostgreSQL), the config generation (`portal.generation`) the
+receivers may key their caches by, else None.
 Deleted nodes are not announced: rows that reference them go with them (CASCADE).
 
 `machine_pool_changed`: sent after a `MachinePool` row is saved, inside the saving transaction, whichever

@@ -13,6 +13,7 @@ from collections.abc import Iterator
 _PLAIN_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_$-]*")
 _QUOTED: dict[object, str | None] = {}  # key -> '["key"]' when it needs quoting, None when plain
 _QUOTED_LIMIT = 10_000
+_MISSING = object()
 
 
 def _quoted(key: object) -> str | None:
@@ -79,17 +80,53 @@ def leaf_origins(value: object, origin: object = None) -> dict[str, object]:
 
 
 def _collect(value: object, origin: object, path: str, out: dict[str, object]) -> None:
+    """Children are handled in the loop (most are leaves: no call for them); a plain key's path is made
+    without a call (join_key's answer, from its cache)."""
     kind = type(value)
     if kind is dict and value:
-        tree = origin if type(origin) is dict else None
+        if type(origin) is not dict:  # a label (or a mismatched tree: no label) covers the whole subtree
+            _collect_label(value, None if type(origin) is list else origin, path, out)
+            return
         for key, child in value.items():
-            _collect(child, origin if tree is None else tree.get(key), join_key(path, key), out)
+            quoted = _QUOTED.get(key, _MISSING)  # only str keys are cached, and no other key equals one
+            child_path = (f"{path}.{key}" if path else key) if quoted is None else join_key(path, key)
+            child_origin = origin.get(key)
+            if type(child) in (dict, list) and child:
+                _collect(child, child_origin, child_path, out)
+            else:
+                out[child_path] = None if type(child_origin) in (dict, list) else child_origin
     elif kind is list and value:
-        tree = origin if type(origin) is list else None
+        if type(origin) is not list:
+            _collect_label(value, None if type(origin) is dict else origin, path, out)
+            return
         for index, child in enumerate(value):
-            _collect(child, origin if tree is None else tree[index], f"{path}[{index}]", out)
+            child_path = f"{path}[{index}]"
+            child_origin = origin[index]
+            if type(child) in (dict, list) and child:
+                _collect(child, child_origin, child_path, out)
+            else:
+                out[child_path] = None if type(child_origin) in (dict, list) else child_origin
     else:
         out[path] = None if type(origin) in (dict, list) else origin
+
+
+def _collect_label(value: object, label: object, path: str, out: dict[str, object]) -> None:
+    """_collect under one label: no origin to follow."""
+    if type(value) is dict:
+        for key, child in value.items():
+            quoted = _QUOTED.get(key, _MISSING)  # only str keys are cached, and no other key equals one
+            child_path = (f"{path}.{key}" if path else key) if quoted is None else join_key(path, key)
+            if type(child) in (dict, list) and child:
+                _collect_label(child, label, child_path, out)
+            else:
+                out[child_path] = label
+    else:
+        for index, child in enumerate(value):
+            child_path = f"{path}[{index}]"
+            if type(child) in (dict, list) and child:
+                _collect_label(child, label, child_path, out)
+            else:
+                out[child_path] = label
 
 
 def origin_tree_from_paths(value: object, labels: dict[str, object], path: str = "") -> object:

@@ -83,9 +83,10 @@ def _workflow_finished(sender, *, workflow_pk, **kwargs) -> None:
 # Receivers: each runs in the sender's transaction, so what it writes commits or rolls back with it.
 
 
-def _nodes_changed(sender, *, backend_id, names, nodes=None, previous=None, **kwargs) -> None:
+def _nodes_changed(sender, *, backend_id, names, nodes=None, previous=None, generation=None, **kwargs) -> None:
     """The inventory wrote nodes (new ones, or labels changed): their node pool. With `previous` (watch events),
-    only new nodes and nodes whose labels read by a label node pool changed."""
+    only new nodes and nodes whose labels read by a label node pool changed; with `generation`, the node pools
+    read under it may come from the cache."""
     from clusters.models import Node
     from clusters.signals import ALL
     from quotas.services import membership
@@ -96,7 +97,8 @@ def _nodes_changed(sender, *, backend_id, names, nodes=None, previous=None, **kw
         before = None
         if previous is not None:
             before = {node.pk: previous[node.name]["labels"] for node in nodes if node.name in previous}
-        membership.recompute(backend_id, labels={node.pk: node.labels for node in nodes}, previous=before)
+        labels = {node.pk: node.labels for node in nodes}
+        membership.recompute(backend_id, labels=labels, previous=before, generation=generation)
     else:
         written = Node.objects.filter(backend_id=backend_id, name__in=names).values_list("pk", flat=True)
         membership.recompute(backend_id, list(written))

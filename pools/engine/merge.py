@@ -134,12 +134,12 @@ def template_sources(body: object, origins: object) -> dict[str, str]:
 
 
 def merge_templates_traced(ordered: list[tuple[str, dict]]) -> tuple[dict, object]:
-    """Merge onto an empty dict; the result shares nothing with the inputs (each template is copied once).
+    """Merge onto an empty dict; the result shares nothing with the inputs, and no template is copied first.
 
-    Subtrees of a template that land where the result has nothing yet are shared from that copy, with the
-    template's name covering them in the origin tree, instead of being rebuilt node by node, when the
-    template has no `$patch` directive anywhere (nothing in it to interpret). The merge never mutates its
-    inputs, so later templates merge over shared subtrees copy-on-write.
+    A template's subtree that lands where the result has nothing yet is copied once, with the template's name
+    covering it in the origin tree, instead of being rebuilt node by node, when it has no `$patch` directive
+    (nothing in it to interpret); the rest of a template is rebuilt by the merge itself. The merge never
+    mutates its inputs or what it built, so later templates merge over shared subtrees copy-on-write.
     """
     body: object = {}
     origins: object = None
@@ -147,10 +147,8 @@ def merge_templates_traced(ordered: list[tuple[str, dict]]) -> tuple[dict, objec
         where = f"pod_template[{name}]"
         if not isinstance(template, dict):
             raise MergeError("a pod template must be a mapping", field=where, value=type(template).__name__)
-        patches: list[bool] = []
-        fresh = _copy_noting_patches(template, patches)
         try:
-            value, origins = _Merger(None, True, share_missing=not patches).value(body, origins, fresh, name, None)
+            value, origins = _Merger(None, True, copy_missing=True).value(body, origins, template, name, None)
         except EngineError as error:
             raise error.at(where) from None
         body = {} if value is _DELETED else value
@@ -158,14 +156,18 @@ def merge_templates_traced(ordered: list[tuple[str, dict]]) -> tuple[dict, objec
     return body, origins
 
 
-def _copy_noting_patches(value: object, patches: list[bool]) -> object:
-    """json_copy, appending to `patches` when a mapping has a `$patch` key."""
+class _HasPatch(Exception):
+    """A subtree holds a `$patch` directive: the merge must interpret it, not copy it."""
+
+
+def _copy_without_patches(value: object) -> object:
+    """json_copy, raising _HasPatch when a mapping has a `$patch` key."""
     if isinstance(value, dict):
         if PATCH in value:
-            patches.append(True)
-        return {k: _copy_noting_patches(v, patches) for k, v in value.items()}
+            raise _HasPatch
+        return {k: _copy_without_patches(v) if isinstance(v, (dict, list)) else v for k, v in value.items()}
     if isinstance(value, list):  # anything else is a leaf to the merge, as before
-        return [_copy_noting_patches(v, patches) for v in value]
+        return [_copy_without_patches(v) if isinstance(v, (dict, list)) else v for v in value]
     return value
 
 
@@ -203,19 +205,27 @@ def _is_list_replace_marker(item: object) -> bool:
 
 
 class _Merger:
-    __slots__ = ("directives", "overrides", "share_missing")
+    __slots__ = ("copy_missing", "directives", "overrides", "share_missing")
 
     def __init__(
-        self, overrides: list[Override] | None, directives: bool = True, *, share_missing: bool = False
+        self, overrides: list[Override] | None, directives: bool = True, *, copy_missing: bool = False
     ) -> None:
         self.overrides = overrides
         self.directives = directives
-        # True when nothing in the overlay needs interpreting: a subtree landing on a missing key is shared
-        self.share_missing = share_missing or not directives
+        # Without directives nothing in the overlay needs interpreting: a subtree landing on a missing key is
+        # shared. With `copy_missing`, such a subtree is copied in one pass unless it holds a `$patch`.
+        self.share_missing = not directives
+        self.copy_missing = copy_missing
 
     def value(self, base, base_origin, overlay, overlay_origin, chain):
-        if base is _MISSING and self.share_missing:  # nothing to merge into and nothing to interpret
-            return overlay, overlay_origin
+        if base is _MISSING:
+            if self.share_missing:  # nothing to merge into and nothing to interpret
+                return overlay, overlay_origin
+            if self.copy_missing and isinstance(overlay, (dict, list)):
+                try:
+                    return _copy_without_patches(overlay), overlay_origin
+                except _HasPatch:
+                    pass  # interpreted below, node by node
         if isinstance(overlay, dict):
             return self._dict_value(base, base_origin, overlay, overlay_origin, chain)
         if isinstance(overlay, list):
@@ -250,12 +260,23 @@ class _Merger:
     def _dict(self, base: dict, base_origin, overlay: dict, overlay_origin, chain):
         out = dict(base)
         origins = dict(base_origin) if isinstance(base_origin, dict) else dict.fromkeys(base, base_origin)
+        directives, tree = self.directives, isinstance(overlay_origin, (dict, list))
+        scalars_replace = self.overrides is None  # what value() does with a scalar when nothing is reported
         for key, item in overlay.items():
-            if key == PATCH and self.directives:
+            if key == PATCH and directives:
                 continue
-            value, origin = self.value(
-                out.get(key, _MISSING), origins.get(key), item, child_origin(overlay_origin, key), (chain, key)
-            )
+            item_origin = child_origin(overlay_origin, key) if tree else overlay_origin
+            if not isinstance(item, (dict, list)):
+                if scalars_replace:
+                    out[key], origins[key] = item, item_origin
+                    continue
+            elif self.copy_missing and key not in out:  # value()'s first step, without the call
+                try:
+                    out[key], origins[key] = _copy_without_patches(item), item_origin
+                    continue
+                except _HasPatch:
+                    pass
+            value, origin = self.value(out.get(key, _MISSING), origins.get(key), item, item_origin, (chain, key))
             if value is _DELETED:
                 out.pop(key, None)
                 origins.pop(key, None)
@@ -277,14 +298,22 @@ class _Merger:
         out = list(base)
         origins = list(base_origin) if isinstance(base_origin, list) else [base_origin] * len(base)
         by_name = {}
-        for index, item in enumerate(base):
-            name = _name_of(item)
-            if name is not _NO_NAME:
-                by_name[name] = index  # the last base item of a name wins, as in OSMO
+        for index, item in enumerate(base):  # _name_of, inline: a list of 50 containers asks 50 times
+            if isinstance(item, dict) and "name" in item:
+                try:  # noqa: SIM105 (contextlib.suppress costs a context manager per item)
+                    by_name[item["name"]] = index  # the last base item of a name wins, as in OSMO
+                except TypeError:
+                    pass  # an unhashable "name" cannot identify anything
         deleted: set[int] = set()
+        tree, scalars_append = isinstance(overlay_origin, (dict, list)), self.overrides is None
         for index in range(start, len(overlay)):
-            item, item_chain = overlay[index], (chain, index)  # errors point into the overlay
-            item_origin = child_origin(overlay_origin, index)
+            item = overlay[index]
+            item_origin = child_origin(overlay_origin, index) if tree else overlay_origin
+            if scalars_append and not isinstance(item, (dict, list)):  # no name: appended, as value() would
+                out.append(item)
+                origins.append(item_origin)
+                continue
+            item_chain = (chain, index)  # errors point into the overlay
             name = _name_of(item)
             directive = _directive(item, item_chain) if self.directives and isinstance(item, dict) else None
             if directive == "delete":

@@ -99,6 +99,23 @@ class _Report(list):
 
 def semantic_violations(manifest: dict) -> list[Violation]:
     report = _Report()
+    _check_around_spec(manifest, report)
+    spec = manifest.get("spec")
+    if isinstance(spec, dict):
+        _check_spec(spec, report)
+    elif spec is None:
+        report.add("spec", "required field is missing")
+    return report
+
+
+def around_spec_violations(manifest: dict) -> list[Violation]:
+    """What semantic_violations checks outside the spec (apiVersion, kind, metadata)."""
+    report = _Report()
+    _check_around_spec(manifest, report)
+    return report
+
+
+def _check_around_spec(manifest: dict, report: _Report) -> None:
     if manifest.get("apiVersion") is None:
         report.add("apiVersion", "required field is missing (expected v1)")
     if manifest.get("kind") is None:
@@ -108,12 +125,6 @@ def semantic_violations(manifest: dict) -> list[Violation]:
         report.add("metadata", "required field is missing")
     elif isinstance(metadata, dict):
         _check_metadata(metadata, report)
-    spec = manifest.get("spec")
-    if isinstance(spec, dict):
-        _check_spec(spec, report)
-    elif spec is None:
-        report.add("spec", "required field is missing")
-    return report
 
 
 def container_violations(container: dict, volume_names: set[str]) -> list[Violation]:

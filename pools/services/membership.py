@@ -30,6 +30,7 @@ from pools.engine.placement import NOT_EVALUATED, NodeInfo, PreparedPod, evaluat
 from pools.models import NodeMembership, Platform, ResourceType
 from pools.services.compilation import compiled_platform
 from pools.signals import membership_changed
+from portal.generation import GenerationCache
 
 log = logging.getLogger(__name__)
 
@@ -38,6 +39,7 @@ FULL_RECOMPUTE_ABOVE = 1000  # node names: beyond this, recompute the whole back
 _POD_CACHE: OrderedDict[str, PreparedPod | EngineError] = OrderedDict()
 _POD_CACHE_SIZE = 1024
 _ABSENT = object()
+_TARGETS = GenerationCache()  # backend id -> its targets, under the config generation they were read at
 
 
 @dataclass
@@ -196,25 +198,37 @@ def recompute_nodes(
     return _write(scope, _wanted(infos, found), [backend_id])
 
 
+def backend_targets(backend_id: int, generation: str | None = None) -> list[Target]:
+    """`targets` of one backend; with the config generation read before (portal.generation), from the
+    cache when nothing they are read from was written since. Callers only read the targets."""
+    found = _TARGETS.get(backend_id, generation)
+    if found is None:
+        found = targets(backend_ids=[backend_id])
+        _TARGETS.put(backend_id, generation, found)
+    return found
+
+
 def nodes_changed(
     *,
     backend_id: int,
     names: list[str] | str,
     nodes: list[Node] | None = None,
     previous: dict[str, dict] | None = None,
+    generation: str | None = None,
     **_,
 ) -> tuple[int, int]:
     """`clusters.signals.nodes_changed`: membership of those nodes; `nodes`, just written, are not read back.
 
     With `previous` (their former labels, taints and cordon), a node whose taints and cordon are the same and
-    whose changed labels are none that a platform's pod reads keeps its memberships: it is not recomputed."""
+    whose changed labels are none that a platform's pod reads keeps its memberships: it is not recomputed.
+    With `generation`, the backend's platforms come from the cache while it holds (backend_targets)."""
     if names == ALL:
         return recompute_nodes(backend_id)
     if nodes is None or len(names) > FULL_RECOMPUTE_ABOVE:
         return recompute_nodes(backend_id, names=names)
     found = None
     if previous is not None:
-        found = targets(backend_ids=[backend_id])
+        found = backend_targets(backend_id, generation)
         read = {key for target in found if target.pod is not None for key in target.pod.label_keys}
         nodes = [node for node in nodes if may_move(node, previous.get(node.name), read)]
         if not nodes:

@@ -14,11 +14,13 @@ from collections.abc import Iterable
 
 from clusters.models import Node
 from pools.models import NodeMembership
+from portal.generation import GenerationCache
 from quotas.models import NodePool, NodePoolMember, SelectorKind
 from quotas.services.delegation import schedule_sync
 from quotas.services.node_pools import ensure_default
 
 BATCH = 1000
+_NODE_POOLS = GenerationCache()  # backend id -> its node pools, under the config generation they were read at
 
 
 def recompute(
@@ -28,6 +30,7 @@ def recompute(
     labels: dict[int, dict] | None = None,
     previous: dict[int, dict] | None = None,
     platform_change: bool = False,
+    generation: str | None = None,
 ) -> tuple[int, int]:
     """Assign the backend's nodes (only `node_ids` when given) to their node pools; (assigned, moved).
 
@@ -36,8 +39,10 @@ def recompute(
     that a label node pool reads changed keeps its node pool (platform moves come as `platform_change`).
     `platform_change`: only the nodes' platform memberships changed, which moves no node unless the backend
     has platform node pools: then nothing more is read.
+    `generation` (the config generation read before, portal.generation): the backend's node pools come
+    from the cache while nothing they are read from was written since.
     """
-    node_pools = list(NodePool.objects.filter(backend_id=backend_id))
+    node_pools = _node_pools(backend_id, generation)
     labelled = sorted((p for p in node_pools if p.selector_kind == SelectorKind.LABEL), key=lambda p: p.name)
     by_platform = sorted((p for p in node_pools if p.selector_kind == SelectorKind.PLATFORM), key=lambda p: p.name)
     if platform_change and not by_platform:
@@ -80,6 +85,16 @@ def recompute(
     if any(written):  # a delegating backend's scheduler shards or flavors select nodes by the node pool
         schedule_sync(backend_id)
     return written
+
+
+def _node_pools(backend_id: int, generation: str | None) -> list[NodePool]:
+    """The backend's node pools (callers only read them); cached under `generation` once it has its Default."""
+    node_pools = _NODE_POOLS.get(backend_id, generation)
+    if node_pools is None:
+        node_pools = list(NodePool.objects.filter(backend_id=backend_id))
+        if any(p.selector_kind == SelectorKind.DEFAULT for p in node_pools):
+            _NODE_POOLS.put(backend_id, generation, node_pools)
+    return node_pools
 
 
 def _label_moved(old: dict, new: dict, keys: set[str]) -> bool:

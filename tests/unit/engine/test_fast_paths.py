@@ -296,3 +296,62 @@ def test_property_validation_by_parts_equals_the_whole_pod_path(location, value,
         schema._VALID_PARTS.clear()
     assert validate_pod(pod) == _reference_validation(pod)
     assert validate_pod(pod) == _reference_validation(pod)  # and again, with what it remembered
+
+
+class _Odd(dict):
+    """A mapping marshal cannot write: the memo falls back to repr for it."""
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    location=st.sampled_from(LOCATIONS),
+    value=st.one_of(JSON_VALUES, st.just(_Odd(name="x")), st.just((1, "a")), st.just(object())),
+    first=st.sampled_from([1, 1.0, True, "1", None]),
+)
+def test_property_remembered_parts_tell_apart_what_validation_tells_apart(location, value, first):
+    """A part remembered valid with one value (1) is not taken for one that differs only in type (1.0, True,
+    "1"), and values marshal cannot encode are keyed too; the verdict is always the whole-pod one."""
+    pod = typical_pod()
+    target = pod
+    for part in location[:-1]:
+        target = target[part]
+    target[location[-1]] = first
+    assert validate_pod(copy.deepcopy(pod)) == _reference_validation(pod)
+    target[location[-1]] = value
+    assert validate_pod(pod) == _reference_validation(pod)
+    assert validate_pod(pod) == _reference_validation(pod)
+
+
+# --------------------------------------------------------------------------- leaf paths under an origin tree
+
+_any_keys = st.one_of(
+    st.sampled_from(["a", "name", "x.y", "with space", "ünï", "", "[0]", "$patch"]), st.integers(0, 2)
+)
+_bodies = st.recursive(
+    _scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_any_keys, inner, max_size=3), max_leaves=12
+)
+
+
+def _origin_for(draw, body, depth=0):
+    """An origin tree for `body`: a label anywhere, a mirroring tree, or a mismatched one."""
+    kind = draw(st.sampled_from(["label", "tree", "mismatch"]))
+    if kind == "label" or not isinstance(body, (dict, list)) or depth > 4:
+        return draw(st.sampled_from(["t0", "t1", None]))
+    if kind == "mismatch":
+        return {} if isinstance(body, list) else []
+    if isinstance(body, dict):
+        return {key: _origin_for(draw, child, depth + 1) for key, child in body.items()}
+    return [_origin_for(draw, child, depth + 1) for child in body]
+
+
+@st.composite
+def _bodies_with_origins(draw):
+    body = draw(_bodies)
+    return body, _origin_for(draw, body)
+
+
+@settings(max_examples=400, deadline=None)
+@given(_bodies_with_origins())
+def test_property_leaf_origins_equal_the_generator(body_and_origin):
+    body, origin = body_and_origin
+    assert leaf_origins(body, origin) == {path: label for path, _, label in iter_leaves(body, origin)}
