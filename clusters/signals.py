@@ -6,7 +6,8 @@ nodes). Arguments: `backend_id`; `names`, the node names, or `ALL` for every nod
 `nodes`, the `Node` rows just written when their ids are known (a receiver need not read them back),
 else None; `previous`, when known (watch events), maps the names of nodes that existed before to their
 former `labels`, `taints` and `unschedulable` (a node absent from it is new), else None.
-Deleted nodes are not announced: rows that reference them go with them (CASCADE).
+Rows that reference deleted nodes go with them (CASCADE); `nodes_deleted` says only that some went, for
+caches of answers that count them (quotas' charging cache). Arguments: `backend_id`.
 """
 
 from django.dispatch import Signal
@@ -14,3 +15,4 @@ from django.dispatch import Signal
 ALL = "all"
 
 nodes_changed = Signal()
+nodes_deleted = Signal()
