@@ -11,6 +11,10 @@ instead of two ORM lookups, and a change is seen by every process at its next re
   a fresh row starts at a random value, so entries from before a flush never match again;
 - entries expire after `ACCESS_CACHE_SECONDS` (default 60), whatever happens, so even a change made by
   hand in SQL is seen within that time.
+
+The table holds one row per epoch, all read by the same one query: `ACCESS` (1, this module's) and the
+epochs of apps above that cache their own per-process answers the same way (2: quotas' charging epoch,
+`quotas.services.charging`). `current`, `bump` and `EpochCache` take the epoch's id (default `ACCESS`).
 """
 
 from __future__ import annotations
@@ -28,7 +32,8 @@ from django.db import connection
 from access.models import AccessEpoch
 
 T = TypeVar("T")
-_local = threading.local()  # the epoch read during the current request (gthread workers: per thread)
+ACCESS = 1
+_local = threading.local()  # the epochs read during the current request (gthread workers: per thread)
 _UNREAD = object()
 
 
@@ -36,48 +41,53 @@ def _table() -> str:
     return connection.ops.quote_name(AccessEpoch._meta.db_table)
 
 
-def current() -> int | None:
-    """The committed epoch (None: no row, caches off). Read once per request, then remembered."""
-    remembered = getattr(_local, "epoch", None)
+def current(epoch: int = ACCESS) -> int | None:
+    """The committed value of `epoch` (None: no row, caches off). Read once per request, then remembered."""
+    return _values().get(epoch)
+
+
+def _values() -> dict[int, int]:
+    """Every epoch's committed value: one query, once per request (all epochs at once)."""
+    remembered = getattr(_local, "epochs", None)
     if remembered is not None and remembered is not _UNREAD:
         return remembered
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT value FROM {_table()} WHERE id = 1")  # noqa: S608 - a model's table name
-        row = cursor.fetchone()
-    value = row[0] if row else None
-    if remembered is _UNREAD:  # inside a request: keep it for the rest of the request
-        _local.epoch = value
-    return value
+        cursor.execute(f"SELECT id, value FROM {_table()}")  # noqa: S608 - a model's table name
+        values = dict(cursor.fetchall())
+    if remembered is _UNREAD:  # inside a request: keep them for the rest of the request
+        _local.epochs = values
+    return values
 
 
-def bump() -> None:
-    """Move the epoch on (in the caller's transaction): every cached access answer becomes stale."""
+def bump(epoch: int = ACCESS) -> None:
+    """Move `epoch` on (in the caller's transaction): every answer cached under it becomes stale."""
     with connection.cursor() as cursor:
         cursor.execute(
-            f"INSERT INTO {_table()} (id, value) VALUES (1, %s) ON CONFLICT (id) "  # noqa: S608
+            f"INSERT INTO {_table()} (id, value) VALUES (%s, %s) ON CONFLICT (id) "  # noqa: S608
             f"DO UPDATE SET value = {_table()}.value + 1",
-            [secrets.randbelow(2**48)],
+            [epoch, secrets.randbelow(2**48)],
         )
-    if getattr(_local, "epoch", None) is not None:
-        _local.epoch = _UNREAD
+    if getattr(_local, "epochs", None) is not None:
+        _local.epochs = _UNREAD
 
 
-def _stamp() -> int | None:
+def _stamp(epoch: int) -> int | None:
     """The epoch to key a cache on now; None when caching must not happen (a transaction is open)."""
     if connection.in_atomic_block:
         return None
-    return current()
+    return current(epoch)
 
 
 class EpochCache:
-    """A bounded per-process cache whose entries hold only while the access epoch stays the same."""
+    """A bounded per-process cache whose entries hold only while `epoch` (by default the access epoch) stays put."""
 
-    def __init__(self, size: int = 4096) -> None:
+    def __init__(self, size: int = 4096, epoch: int = ACCESS) -> None:
         self.size = size
+        self.epoch = epoch
         self._entries: dict = {}
 
     def lookup(self, key, load: Callable[[], T]) -> T:
-        stamp = _stamp()
+        stamp = _stamp(self.epoch)
         if stamp is None:
             return load()
         now = time.monotonic()
@@ -92,11 +102,11 @@ class EpochCache:
 
 
 def _request_started(**kwargs) -> None:
-    _local.epoch = _UNREAD
+    _local.epochs = _UNREAD
 
 
 def _request_finished(**kwargs) -> None:
-    _local.epoch = None
+    _local.epochs = None
 
 
 request_started.connect(_request_started, dispatch_uid="access-epoch-request-started")

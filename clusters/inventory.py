@@ -30,7 +30,7 @@ from clusters.kube.connection import KubeClient, connect
 from clusters.kube.errors import KubeError
 from clusters.kube.inventory import PodRecord, list_nodes, list_pods, node_record, pod_record
 from clusters.models import CAPACITY_COLUMNS, Backend, Node
-from clusters.signals import nodes_changed
+from clusters.signals import nodes_changed, nodes_deleted
 from portal import generation, metrics
 from portal.errors import NotFound
 from portal.secrets import is_unreadable
@@ -266,6 +266,8 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
         gone = [pk for name, (pk, _, _) in stored.items() if name not in listed]
         for start in range(0, len(gone), BATCH_SIZE):
             deleted += Node.objects.filter(pk__in=gone[start : start + BATCH_SIZE]).delete()[1].get("clusters.Node", 0)
+        if deleted:
+            nodes_deleted.send(sender=Node, backend_id=backend_id)
         Node.objects.filter(backend_id=backend_id).update(last_seen=now)
     if placement_changed:  # in this transaction: what depends on placement (membership) commits with the nodes
         changed = set(placement_changed)
@@ -332,7 +334,8 @@ def apply_node_event(backend_id: int, event_type: str, raw: dict, index: PodInde
     record = node_record(raw)
     with transaction.atomic():  # one commit per event
         if event_type == "DELETED":
-            Node.objects.filter(backend_id=backend_id, name=record["name"]).delete()
+            if Node.objects.filter(backend_id=backend_id, name=record["name"]).delete()[0]:
+                nodes_deleted.send(sender=Node, backend_id=backend_id)
             return
         write_nodes(backend_id, [record], index, complete=False)
 

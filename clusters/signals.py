@@ -8,7 +8,8 @@ else None; `previous`, when known (watch events), maps the names of nodes that e
 former `labels`, `taints` and `unschedulable` (a node absent from it is new), else None; `generation`,
 when read with the nodes (watch events on PostgreSQL), the config generation (`portal.generation`) the
 receivers may key their caches by, else None.
-Deleted nodes are not announced: rows that reference them go with them (CASCADE).
+Rows that reference deleted nodes go with them (CASCADE); `nodes_deleted` says only that some went, for
+caches of answers that count them (quotas' charging cache). Arguments: `backend_id`.
 
 `machine_pool_changed`: sent after a `MachinePool` row is saved, inside the saving transaction, whichever
 door saved it. Arguments: `machine_pool` (the row), `created`, `update_fields` (None: every field). The
@@ -21,3 +22,4 @@ ALL = "all"
 
 nodes_changed = Signal()
 machine_pool_changed = Signal()
+nodes_deleted = Signal()

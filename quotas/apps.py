@@ -12,17 +12,21 @@ class QuotasConfig(AppConfig):
         from django.db.models.signals import post_delete, post_save, pre_save
 
         from clusters.models import Backend
-        from clusters.signals import nodes_changed
-        from configs import registry
+        from clusters.signals import nodes_changed, nodes_deleted
+        from configs import registry, revisions
         from pools.models import Platform
         from pools.signals import membership_changed
         from quotas.config_handlers import CONFIG_TYPES
         from quotas.models import NodePool
+        from quotas.services import charging
         from teams.models import Department, Project
         from workflows import admission_gate
         from workflows.signals import workflow_finished
 
         registry.register(*CONFIG_TYPES)  # NODE_POOL
+        if charging.config_written not in revisions.LISTENERS:  # the cached charges (quotas.services.charging)
+            revisions.LISTENERS.append(charging.config_written)
+        nodes_deleted.connect(charging.changed, dispatch_uid="quotas.nodes_deleted")
         nodes_changed.connect(_nodes_changed, dispatch_uid="quotas.nodes_changed")
         membership_changed.connect(_membership_changed, dispatch_uid="quotas.membership_changed")
         post_delete.connect(_platform_deleted, sender=Platform, dispatch_uid="quotas.platform_deleted")
@@ -43,12 +47,11 @@ class AdmissionGate:
     unmanaged, or on a backend whose own scheduler (KAI, Kueue) admits (docs/quota-schedulers.md)."""
 
     def charge(self, workflow, lead_platform: str):
-        from quotas.services.delegation import delegates
-        from quotas.services.node_pools import charged_node_pool, is_managed
+        from quotas.services import charging
         from workflows.admission_gate import Charge
 
-        node_pool = charged_node_pool(workflow.pool, lead_platform)
-        return Charge(node_pool.name, queue=is_managed(node_pool) and not delegates(node_pool))
+        node_pool, queue = charging.charge(workflow.pool, lead_platform)  # cached per process (charging epoch)
+        return Charge(node_pool, queue=queue)
 
     def on_queued(self, workflow_pks: list[int]) -> None:
         from quotas.models import NodePool
@@ -105,9 +108,10 @@ def _nodes_changed(sender, *, backend_id, names, nodes=None, previous=None, gene
 
 
 def _membership_changed(sender, *, backend_ids, node_ids=None, **kwargs) -> None:
-    """Nodes changed platforms: platform node pools follow."""
-    from quotas.services import membership
+    """Nodes changed platforms: platform node pools follow, and so does which node pool a platform is charged to."""
+    from quotas.services import charging, membership
 
+    charging.changed()
     for backend_id in backend_ids:
         membership.recompute(backend_id, node_ids, platform_change=True)
 
@@ -116,8 +120,9 @@ def _platform_deleted(sender, instance, **kwargs) -> None:
     """A platform went (its pool's config, or the pool deleted): its nodes leave a platform node pool."""
     from pools.models import Pool
     from quotas.models import NodePool
-    from quotas.services import membership
+    from quotas.services import charging, membership
 
+    charging.changed()
     backend_id = Pool.objects.filter(pk=instance.pool_id).values_list("backend_id", flat=True).first()
     if backend_id is not None and NodePool.objects.filter(backend_id=backend_id, selector_kind="platform").exists():
         membership.recompute(backend_id)
@@ -173,6 +178,10 @@ def _backend_saved(sender, instance, created, raw=False, **kwargs) -> None:
 
 def _team_saved(sender, instance, created, raw=False, **kwargs) -> None:
     """A new department or project gets the zero quota in every node pool."""
+    if not raw:
+        from quotas.services import charging
+
+        charging.changed()
     if created and not raw:
         from quotas.services.quotas import give_zero_quotas
         from teams.models import Department
@@ -188,7 +197,9 @@ def _team_saved(sender, instance, created, raw=False, **kwargs) -> None:
 
 
 def _team_deleted(sender, instance, **kwargs) -> None:
-    """A department or project gone: its queues go from every delegating backend."""
+    """A department or project gone (its quota rows with it): its queues go from every delegating backend."""
+    from quotas.services import charging
     from quotas.services.delegation import schedule_all
 
+    charging.changed()
     schedule_all()

@@ -7,8 +7,15 @@ class TeamsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from django.db.models.signals import post_delete, post_save
+
         from access import actions, policy
+        from access.signals import bump_access_epoch
         from teams.models import Department, Project
+
+        # Which project a submission is charged to is cached under the access epoch (teams.services).
+        post_save.connect(bump_access_epoch, sender=Project, dispatch_uid="teams-project-saved-epoch")
+        post_delete.connect(bump_access_epoch, sender=Project, dispatch_uid="teams-project-deleted-epoch")
 
         # A department's admins (guardian permission teams.manage_department on it) do, for that department
         # only, what a team admin does: see it (config:Read) and add projects to it (config:Update on the

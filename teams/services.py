@@ -26,6 +26,7 @@ from django.db.models import Count, QuerySet
 
 from access import actions, policy
 from access.documents import BUILTIN_ROLES
+from access.epoch import EpochCache
 from access.services import audit, object_rights, roles
 from configs.validators import check_name
 from portal.errors import PermissionDenied
@@ -320,8 +321,14 @@ def member_projects(who) -> list[str]:
     return list(Project.objects.filter(role__name__in=_role_names(who)).order_by("name").values_list("name", flat=True))
 
 
+# (role names, requested) → project, per process while the access epoch holds (a project's save or delete
+# moves it: TeamsConfig.ready); refusals are never cached.
+_CHARGED = EpochCache(size=1024)
+
+
 def charged_project(who, requested: str = "") -> Project | None:
-    """The project a submission by `who` is charged to (one query):
+    """The project a submission by `who` is charged to (one query, none while cached: a project depends only
+    on the principal's roles and the name requested):
 
     * `requested` named: that project; `who` must belong to it, or be a team admin (`config:Update` on
       `config/team`), who may charge any project.
@@ -329,6 +336,11 @@ def charged_project(who, requested: str = "") -> Project | None:
       a portal without projects works as before); several is a `project_required` error listing them.
     """
     principal = policy.principal(who)
+    key = (tuple(sorted(principal.roles)), requested)
+    return _CHARGED.lookup(key, lambda: _charged_project(principal, requested))
+
+
+def _charged_project(principal, requested: str) -> Project | None:
     if requested:
         project = (
             Project.objects.select_related("role").filter(name=requested).first() if "\x00" not in requested else None

@@ -3,7 +3,8 @@ without workflows knowing anything of quotas (docs/admission.md, "Queued workflo
 
 One gate may be registered (quotas does it in its AppConfig.ready()). With none, submission is what it always
 was: the workflow is stored PENDING and its pod creation enqueued. With one, `workflows.services.submit` asks it,
-inside the submission's transaction, where the workflow is charged (`charge`), and:
+just before the submission's transaction (so outside any, unless its caller holds one), where the workflow is
+charged (`charge`), and:
 
 * `Charge(node_pool, queue=False)`: admitted at once (a node pool without quotas): PENDING, `admitted_at` now,
   non-preemptible, pods enqueued as before;
@@ -29,8 +30,8 @@ class Charge:
 class Gate(Protocol):
     def charge(self, workflow, lead_platform: str) -> Charge:
         """Where `workflow` (not saved yet: its pool, project, priority and name are set) is charged, given
-        the platform of its lead task, and whether it waits. Runs in the submission's transaction, before
-        the workflow's name is locked (its id is not known yet)."""
+        the platform of its lead task, and whether it waits. Runs just before the submission's transaction
+        (the workflow's id is not known yet): outside a transaction, it may answer from a cache."""
 
     def on_queued(self, workflow_pks: list[int]) -> None:
         """Workflows were stored QUEUED (called after commit): run admission for their node pools."""

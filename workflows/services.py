@@ -129,11 +129,12 @@ def _submit(request: SubmitRequest) -> SubmitResult:
         return SubmitResult(
             None, status, pool.name, tasks, warnings + _plan_warnings(plan), _name(project), spec.name, rendered
         )
+    # Read before the transaction, whose `_next_id` locks the workflow's name until commit: submissions of one
+    # name wait for each other's resolution and writes only, not for these queries (tokens never change a
+    # platform); and outside a transaction the gate may answer from its per-process cache (quotas.services.charging).
+    platforms, nodes = _placed(pool, spec)
+    charge = _charge(pool, project, priority, spec, platforms)  # quotas' admission gate, when installed
     with transaction.atomic():
-        # Read before `_next_id` locks the workflow's name until commit: submissions of one name wait for
-        # each other's resolution and writes only, not for these queries (tokens never change a platform).
-        platforms, nodes = _placed(pool, spec)
-        charge = _charge(pool, project, priority, spec, platforms)  # quotas' admission gate, when installed
         workflow_id = _next_id(spec.name)
         workflow_uuid = uuid.uuid4()
         spec = substitute_tokens(spec, workflow_id, str(workflow_uuid))
