@@ -76,7 +76,7 @@ class MachinePoolHandler(SchemaHandler):
         )
 
     def save(self, doc, existing, prepared):
-        backend = _backend(doc, existing, prepared)
+        backend = backend_of(doc, existing, prepared.backends, "machine pool")
         _check_instance_type(doc, existing, backend, prepared.catalog)
         if backend.machine_provider == MachineProvider.KARPENTER:
             _check_karpenter(doc)
@@ -91,16 +91,17 @@ class MachinePoolHandler(SchemaHandler):
         return pool
 
 
-def _backend(doc, existing: MachinePool | None, refs: MachinePoolRefs) -> Backend:
-    backend = refs.backends.get(doc.backend)
+def backend_of(doc, existing, backends: dict[str, Backend], kind: str) -> Backend:
+    """The backend a document of a per-backend object (`kind`: machine pool, node pool) names: known, and the
+    one it was created on (such an object stays on its backend)."""
+    backend = backends.get(doc.backend)
     if backend is None:
         raise ConfigError(
             "unknown backend; create it first with `config update BACKEND`", field="backend", value=doc.backend
         )
     if existing is not None and existing.backend_id != backend.pk:
         raise ConfigError(
-            f"a machine pool stays on its backend ({existing.backend.name}); create another machine pool "
-            f"for {backend.name}",
+            f"a {kind} stays on its backend ({existing.backend.name}); create another {kind} for {backend.name}",
             field="backend",
             value=doc.backend,
         )

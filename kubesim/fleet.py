@@ -218,19 +218,26 @@ def node_manifest(
             "conditions": conditions,
             "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
             "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-            "nodeInfo": {
-                "architecture": arch,
-                "operatingSystem": "linux",
-                "kubeletVersion": "v1.33.0",
-                "kubeProxyVersion": "",
-                "containerRuntimeVersion": "cri-o://1.33.0",
-                "osImage": "Red Hat Enterprise Linux CoreOS 9.6",
-                "kernelVersion": "5.14.0-570.el9.x86_64",
-                "machineID": uuid.uuid5(uuid.NAMESPACE_URL, name).hex,
-                "systemUUID": name,
-                "bootID": str(uuid.uuid5(uuid.NAMESPACE_OID, name)),
-            },
+            "nodeInfo": node_info(
+                arch, uuid.uuid5(uuid.NAMESPACE_URL, name).hex, name, str(uuid.uuid5(uuid.NAMESPACE_OID, name))
+            ),
         },
+    }
+
+
+def node_info(arch: str, machine_id: str, system_uuid: str, boot_id: str) -> dict[str, str]:
+    """status.nodeInfo as the kubelet of a ROSA worker reports it."""
+    return {
+        "architecture": arch,
+        "operatingSystem": "linux",
+        "kubeletVersion": "v1.33.0",
+        "kubeProxyVersion": "",
+        "containerRuntimeVersion": "cri-o://1.33.0",
+        "osImage": "Red Hat Enterprise Linux CoreOS 9.6",
+        "kernelVersion": "5.14.0-570.el9.x86_64",
+        "machineID": machine_id,
+        "systemUUID": system_uuid,
+        "bootID": boot_id,
     }
 
 

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from .crds import KARPENTER_NODEPOOL
+from .fleet import node_info
 from .scheduling import parse_quantity
 
 CATALOG_PATH = Path(__file__).resolve().parent.parent / "clusters" / "machinepools" / "instance_types.json"
@@ -145,18 +146,7 @@ class PoolShape:
                 "conditions": [ready_condition(ready)],
                 "addresses": [{"type": "InternalIP", "address": ip}, {"type": "Hostname", "address": name}],
                 "daemonEndpoints": {"kubeletEndpoint": {"Port": 10250}},
-                "nodeInfo": {
-                    "architecture": instance.arch,
-                    "operatingSystem": "linux",
-                    "kubeletVersion": "v1.33.0",
-                    "kubeProxyVersion": "",
-                    "containerRuntimeVersion": "cri-o://1.33.0",
-                    "osImage": "Red Hat Enterprise Linux CoreOS 9.6",
-                    "kernelVersion": "5.14.0-570.el9.x86_64",
-                    "machineID": machine.hex,
-                    "systemUUID": str(machine),
-                    "bootID": str(uuid.uuid4()),
-                },
+                "nodeInfo": node_info(instance.arch, machine.hex, str(machine), str(uuid.uuid4())),
             },
         }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from clusters.config_handlers import backend_of
 from clusters.models import Backend
 from configs.errors import ConfigError
 from configs.schema import Doc
@@ -45,7 +46,7 @@ class References:
 
 
 def save_node_pool(doc: Doc, existing: NodePool | None, refs: References) -> NodePool:
-    backend = _backend(doc, existing, refs)
+    backend = backend_of(doc, existing, refs.backends, "node pool")
     _check_selector(doc, backend, refs)
     wanted = _wanted_quotas(doc, refs)
     node_pool = existing or NodePool(name=doc.name)
@@ -60,21 +61,6 @@ def save_node_pool(doc: Doc, existing: NodePool | None, refs: References) -> Nod
     node_pool.save()
     _write_quotas(node_pool, list(existing.quotas.all()) if existing else [], wanted, refs)
     return node_pool
-
-
-def _backend(doc: Doc, existing: NodePool | None, refs: References) -> Backend:
-    backend = refs.backends.get(doc.backend)
-    if backend is None:
-        raise ConfigError(
-            "unknown backend; create it first with `config update BACKEND`", field="backend", value=doc.backend
-        )
-    if existing is not None and existing.backend_id != backend.pk:
-        raise ConfigError(
-            f"a node pool stays on its backend ({existing.backend.name}); create another node pool for {backend.name}",
-            field="backend",
-            value=doc.backend,
-        )
-    return backend
 
 
 def _check_selector(doc: Doc, backend: Backend, refs: References) -> None:
