@@ -69,6 +69,18 @@ class MachinePoolFactory(factory.django.DjangoModelFactory):
     )
 
 
+class WorkerMachinePoolFactory(MachinePoolFactory):
+    """The seed's additional worker pool shape: m5.xlarge, 1-5 nodes, on-demand, no labels or taints."""
+
+    name = factory.Sequence(lambda n: f"workers-{n:03d}")
+    instance_type = "m5.xlarge"
+    min_replicas = 1
+    max_replicas = 5
+    spot = False
+    labels = factory.LazyFunction(dict)
+    taints = factory.LazyFunction(list)
+
+
 class PodTemplateFactory(factory.django.DjangoModelFactory):
     class Meta:
         model = PodTemplate

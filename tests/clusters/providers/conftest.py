@@ -11,7 +11,7 @@ import requests
 
 from clusters.models import Backend
 from kubesim import EmulatorServer
-from tests.factories import BackendFactory, MachinePoolFactory
+from tests.factories import BackendFactory, WorkerMachinePoolFactory
 
 OCM_CLUSTER, OCM_TOKEN = "27f2ffad1fj2k3l4", "ocm-offline-token"
 GPU_TAINTS = [
@@ -55,7 +55,7 @@ def gpu_spot_pool(backend: Backend, name: str = "ml-training", **fields):
         "disk_size_gib": 200,
         **fields,
     }
-    return MachinePoolFactory(backend=backend, name=name, **values)
+    return WorkerMachinePoolFactory(backend=backend, name=name, **values)
 
 
 def ocm_pools(server: EmulatorServer) -> dict[str, dict]:

@@ -10,7 +10,7 @@ from clusters import tasks
 from clusters.models import MachinePool
 from portal.celery import app
 from tests.clusters.providers.conftest import gpu_spot_pool, ocm_pools
-from tests.factories import BackendFactory, MachinePoolFactory
+from tests.factories import BackendFactory, WorkerMachinePoolFactory
 from tests.polling import wait_until
 
 State = MachinePool.State
@@ -47,7 +47,7 @@ def eager(monkeypatch):
 
 def test_the_periodic_pass_covers_every_backend_with_pools_or_a_provider(eager, rosa, cloud):
     gpu_spot_pool(rosa)
-    MachinePoolFactory(backend=BackendFactory(name="plain"), name="exported")
+    WorkerMachinePoolFactory(backend=BackendFactory(name="plain"), name="exported")
     BackendFactory(name="nothing")
 
     assert tasks.reconcile_all_machine_pools.delay().get() == 2

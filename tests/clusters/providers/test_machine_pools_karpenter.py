@@ -5,7 +5,7 @@ from __future__ import annotations
 from clusters.machinepools.reconcile import reconcile_backend
 from clusters.models import MachinePool
 from tests.clusters.providers.conftest import GPU_TAINTS, gpu_spot_pool
-from tests.factories import MachinePoolFactory
+from tests.factories import WorkerMachinePoolFactory
 
 State = MachinePool.State
 NODEPOOLS = "karpenter.sh/nodepools"
@@ -13,7 +13,7 @@ NODEPOOLS = "karpenter.sh/nodepools"
 
 def test_a_pool_becomes_a_nodepool_the_portal_manages(karpenter, cloud):
     gpu_spot_pool(karpenter)
-    MachinePoolFactory(backend=karpenter, name="steady", autoscaling=False, replicas=2)
+    WorkerMachinePoolFactory(backend=karpenter, name="steady", autoscaling=False, replicas=2)
 
     outcome = reconcile_backend(karpenter.pk)
 
@@ -45,7 +45,7 @@ def test_a_pool_becomes_a_nodepool_the_portal_manages(karpenter, cloud):
 
 def test_nodepools_follow_edits_and_deletions_and_others_are_left_alone(karpenter, cloud):
     pool = gpu_spot_pool(karpenter)
-    doomed = MachinePoolFactory(backend=karpenter, name="doomed")
+    doomed = WorkerMachinePoolFactory(backend=karpenter, name="doomed")
     foreign = {"apiVersion": "karpenter.sh/v1", "kind": "NodePool", "metadata": {"name": "default"}, "spec": {}}
     cloud.emulator.create(NODEPOOLS, foreign)
     reconcile_backend(karpenter.pk)
@@ -96,7 +96,7 @@ def test_a_cluster_outage_is_retried_and_converges(karpenter, cloud):
 
 
 def test_karpenter_cannot_switch_between_static_and_autoscaling(karpenter, cloud):
-    pool = MachinePoolFactory(backend=karpenter, name="steady", autoscaling=False, replicas=2)
+    pool = WorkerMachinePoolFactory(backend=karpenter, name="steady", autoscaling=False, replicas=2)
     reconcile_backend(karpenter.pk)
     pool.autoscaling, pool.max_replicas = True, 4
     pool.save()
@@ -111,7 +111,7 @@ def test_karpenter_cannot_switch_between_static_and_autoscaling(karpenter, cloud
 
 def test_a_second_pass_finds_everything_in_step(karpenter, cloud):
     gpu_spot_pool(karpenter)
-    MachinePoolFactory(backend=karpenter, name="steady", autoscaling=False, replicas=2, labels={"tier": "batch"})
+    WorkerMachinePoolFactory(backend=karpenter, name="steady", autoscaling=False, replicas=2, labels={"tier": "batch"})
     reconcile_backend(karpenter.pk)
 
     outcome = reconcile_backend(karpenter.pk)

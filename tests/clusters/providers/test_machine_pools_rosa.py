@@ -7,14 +7,16 @@ from cryptography.fernet import Fernet
 from clusters.machinepools.reconcile import reconcile_backend
 from clusters.models import MachinePool
 from tests.clusters.providers.conftest import GPU_TAINTS, OCM_CLUSTER, gpu_spot_pool, ocm_edit, ocm_pools
-from tests.factories import BackendFactory, MachinePoolFactory, NodeFactory
+from tests.factories import BackendFactory, NodeFactory, WorkerMachinePoolFactory
 
 State = MachinePool.State
 
 
 def test_pools_are_created_with_ocm_field_names(rosa, cloud):
     gpu_spot_pool(rosa)
-    MachinePoolFactory(backend=rosa, name="extra-workers", autoscaling=False, replicas=2, labels={"tier": "batch"})
+    WorkerMachinePoolFactory(
+        backend=rosa, name="extra-workers", autoscaling=False, replicas=2, labels={"tier": "batch"}
+    )
 
     outcome = reconcile_backend(rosa.pk)
 
@@ -39,7 +41,7 @@ def test_pools_are_created_with_ocm_field_names(rosa, cloud):
 
 def test_an_edit_in_the_portal_updates_the_pool_and_a_deleted_row_deletes_it(rosa, cloud):
     pool = gpu_spot_pool(rosa)
-    doomed = MachinePoolFactory(backend=rosa, name="old-pool")
+    doomed = WorkerMachinePoolFactory(backend=rosa, name="old-pool")
     reconcile_backend(rosa.pk)
 
     pool.max_replicas, pool.labels = 5, {"workload-type": "training"}
@@ -82,14 +84,14 @@ def test_drift_at_the_provider_is_shown_then_corrected(rosa, cloud):
 
 def test_an_outage_loses_nothing_and_converges_when_ocm_returns(rosa, cloud):
     kept = gpu_spot_pool(rosa)
-    gone = MachinePoolFactory(backend=rosa, name="short-lived")
+    gone = WorkerMachinePoolFactory(backend=rosa, name="short-lived")
     reconcile_backend(rosa.pk)
     cloud.emulator.ocm_fail_next(503, times=None)  # OCM is down
 
     kept.max_replicas = 2
     kept.save()
     gone.delete()
-    MachinePoolFactory(backend=rosa, name="new-pool", autoscaling=False, replicas=1)
+    WorkerMachinePoolFactory(backend=rosa, name="new-pool", autoscaling=False, replicas=1)
     for attempt in (1, 2):
         outcome = reconcile_backend(rosa.pk)
         assert outcome.retry and sorted(outcome.retrying) == ["ml-training", "new-pool"]
@@ -154,7 +156,7 @@ def test_a_refused_token_fails_every_pool_with_ocms_words(rosa, cloud):
 
 
 def test_a_pool_the_portal_did_not_make_is_never_taken_over(rosa, cloud):
-    MachinePoolFactory(backend=rosa, name="worker", instance_type="m5.2xlarge")
+    WorkerMachinePoolFactory(backend=rosa, name="worker", instance_type="m5.2xlarge")
 
     outcome = reconcile_backend(rosa.pk)
 
@@ -170,8 +172,8 @@ def test_a_pool_the_portal_did_not_make_is_never_taken_over(rosa, cloud):
 def test_missing_ocm_settings_and_no_provider_are_said_plainly(db, cloud):
     half = BackendFactory(name="half", machine_provider="rosa", ocm_url=cloud.url)
     plain = BackendFactory(name="plain")
-    MachinePoolFactory(backend=half, name="a")
-    MachinePoolFactory(backend=plain, name="b")
+    WorkerMachinePoolFactory(backend=half, name="a")
+    WorkerMachinePoolFactory(backend=plain, name="b")
 
     reconcile_backend(half.pk)
     reconcile_backend(plain.pk)
@@ -190,7 +192,7 @@ def test_missing_ocm_settings_and_no_provider_are_said_plainly(db, cloud):
 def test_a_second_pass_finds_everything_in_step(rosa, cloud):
     gpu_spot_pool(rosa)
     gpu_spot_pool(rosa, name="capped-by-on-demand", max_price=None)
-    MachinePoolFactory(backend=rosa, name="extra-workers", autoscaling=False, replicas=2, disk_size_gib=500)
+    WorkerMachinePoolFactory(backend=rosa, name="extra-workers", autoscaling=False, replicas=2, disk_size_gib=500)
     reconcile_backend(rosa.pk)
 
     outcome = reconcile_backend(rosa.pk)
@@ -213,7 +215,7 @@ def test_a_token_that_cannot_be_decrypted_is_named_not_sent(rosa, cloud, setting
 
 
 def test_nodes_come_from_ocm_and_ready_ones_from_the_inventory(rosa, cloud):
-    pool = MachinePoolFactory(backend=rosa, name="extra-workers", autoscaling=False, replicas=3)
+    pool = WorkerMachinePoolFactory(backend=rosa, name="extra-workers", autoscaling=False, replicas=3)
     reconcile_backend(rosa.pk)
     cloud.call(
         lambda: cloud.emulator.ocm_machine_pools[OCM_CLUSTER]["extra-workers"]["status"].update(current_replicas=3)
