@@ -32,6 +32,7 @@ from configs.errors import ConfigError
 from configs.models import ConfigType
 from pools.admin.config import ConfigAdmin
 from pools.admin.machine_pool_actions import make_platform_action
+from pools.admin.taint_rows import TaintsField, row_error
 from portal.admin_base import pretty_json
 from portal.keyvalue_widget import KeyValueField, KeyValueRows
 from portal.widgets import at_line
@@ -46,6 +47,7 @@ class MachinePoolForm(forms.ModelForm):
     labels = KeyValueField(
         widget=KeyValueRows(key_label="Label", value_label="Value", value_placeholder="e.g. gpu", plain_values=True)
     )
+    taints = TaintsField()
 
     class Meta:
         model = MachinePool
@@ -57,6 +59,10 @@ class MachinePoolForm(forms.ModelForm):
         self.fields["instance_type"] = forms.ChoiceField(choices=[(t.name, t.describe()) for t in known])
         in_the_forms_words(self.fields["instance_type"], MACHINE_POOL.described("instance_type"))
         in_the_forms_words(self.fields["labels"], MACHINE_POOL.described("labels"))
+        self.fields["taints"].help_text = (
+            "One row per taint: pods need a matching toleration to land on the nodes (the platform made from "
+            "this pool carries them). Effect: NoSchedule, PreferNoSchedule or NoExecute."
+        )
         self.fields["autoscaling"].help_text = "Between min and max replicas; otherwise a fixed replicas count."
 
     def clean(self):
@@ -68,7 +74,8 @@ class MachinePoolForm(forms.ModelForm):
             MACHINE_POOL.parse(cleaned.get("name") or self.instance.name, document_of(MACHINE_POOL, cleaned))
         except ConfigError as error:
             field = form_field(error.field, self.fields)
-            self.add_error(field, at_line(self, field, error.reason, error) if field else str(error))
+            message = row_error(error, self.fields["taints"].widget) if field == "taints" else None
+            self.add_error(field, message or (at_line(self, field, error.reason, error) if field else str(error)))
         return cleaned
 
 
