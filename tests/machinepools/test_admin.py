@@ -8,8 +8,10 @@ from __future__ import annotations
 import pytest
 from django.urls import reverse
 
+from clusters.machinepools.spec import MACHINEPOOL_LABEL
 from clusters.models import Backend, InstanceType, MachinePool
 from configs import revisions, store
+from tests.factories import NodeFactory
 from tests.machinepools.conftest import CLI, gpu_spot
 from tests.queries import assert_constant_queries
 
@@ -135,15 +137,26 @@ def test_rosa_refuses_an_instance_type_change_on_the_form(backends, admin_client
     assert "ROSA cannot change the instance type" in str(response.context["adminform"].form.errors["instance_type"])
 
 
+def pool_node(pool: str, backend: str = "rosa-a", **fields):
+    """A node of machine pool `pool` in the backend's inventory, as the watcher stores it."""
+    labels = {MACHINEPOOL_LABEL: pool, "kubernetes.io/os": "linux"}
+    return NodeFactory(backend=Backend.objects.get(name=backend), labels=labels, **fields)
+
+
 def test_status_capacity_and_cost_are_shown(backends, admin_client):
     store.apply("MACHINE_POOL", "gpu-spot", gpu_spot(), CLI)
-    MachinePool.objects.update(state="ready", nodes_now=2, nodes_ready=1, last_answer="machine pool is ready")
+    MachinePool.objects.update(state="ready", nodes_now=1, last_answer="machine pool is ready")
+    pool_node("gpu-spot"), pool_node("gpu-spot", ready=False)
+    pool_node("gpu-spot", backend="karp"), pool_node("other")  # another backend's, another pool's: not counted
     page = admin_client.get(reverse("admin:clusters_machinepool_change", args=[MachinePool.objects.get().pk]))
     text = page.content.decode()
-    assert "2 / 3 nodes, 2 / 3 GPUs" in text and "machine pool is ready" in text
+    assert "2 / 3 nodes, 2 / 3 GPUs" in text and "machine pool is ready" in text  # the inventory's count
+    assert "Nodes now (inventory)" in text and "2 (1 ready)" in text
+    assert "Nodes (provider, last reconcile)" in text
     assert "$1.05 / $1.58 per hour (spot: at most)" in text  # g4dn.xlarge on demand: $0.526 an hour
     listing = admin_client.get(reverse("admin:clusters_machinepool_changelist")).content.decode()
     assert "g4dn.xlarge, 1 × T4" in listing and "autoscaling 0–3" in listing
+    assert "2 (1 ready)" in listing
 
 
 def test_the_list_queries_do_not_grow_with_rows(backends, admin_client):
@@ -153,7 +166,9 @@ def test_the_list_queries_do_not_grow_with_rows(backends, admin_client):
 
     def grow():
         for _ in range(5):
-            store.apply("MACHINE_POOL", f"pool-{next(count)}", gpu_spot(instance_type="g4dn.custom"), CLI)
+            name = f"pool-{next(count)}"
+            store.apply("MACHINE_POOL", name, gpu_spot(instance_type="g4dn.custom"), CLI)
+            pool_node(name)  # each row's inventory count: one aggregate query for the page
 
     grow()
     assert_constant_queries(lambda: admin_client.get(url), grow)
