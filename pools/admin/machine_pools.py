@@ -124,7 +124,7 @@ class MachinePoolAdmin(ConfigAdmin):
         ("Machines", {"fields": ["instance_type", "spot", "max_price", "disk_size_gib"]}),
         ("Scaling", {"fields": ["autoscaling", "replicas", "min_replicas", "max_replicas"]}),
         ("Nodes", {"fields": ["labels", "taints"]}),
-        ("Status (the inventory now, what the provider last answered)", {"fields": [*STATUS_FIELDS, *SHAPE_FIELDS, "document"]}),
+        ("Status (inventory now, provider's last answer)", {"fields": [*STATUS_FIELDS, *SHAPE_FIELDS, "document"]}),
     ]
 
     def get_fieldsets(self, request, obj=None):
