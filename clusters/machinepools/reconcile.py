@@ -23,8 +23,11 @@ one transaction at its end (a `drifted` status at once, before the correction is
 
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import logging
 from collections import Counter
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from django.db import transaction
@@ -37,6 +40,7 @@ from clusters.models import Backend, MachinePool, Node
 log = logging.getLogger(__name__)
 State = MachinePool.State
 EXPORT_ONLY_ANSWER = "no machine provider on this backend: export only"
+_deferred: contextvars.ContextVar[bool] = contextvars.ContextVar("machine_pool_passes_deferred", default=False)
 
 
 @dataclass
@@ -255,11 +259,25 @@ def backends_to_reconcile() -> list[int]:
     return sorted(set(with_provider) | set(with_pools))
 
 
+@contextlib.contextmanager
+def passes_deferred() -> Iterator[None]:
+    """Rows saved inside queue no pass: a writer that knows the provider cannot answer yet (`seed_demo`,
+    before `make dev` starts the simulated cluster) leaves the first pass to the periodic one."""
+    token = _deferred.set(True)
+    try:
+        yield
+    finally:
+        _deferred.reset(token)
+
+
 def schedule(backend_id: int) -> bool:
     """Queue a pass over the backend once the current transaction commits (eager without a broker), once per
-    transaction; a broker that is down is logged, never the writer's error. Returns whether it queued."""
+    transaction; a broker that is down is logged, never the writer's error. Returns whether it queued (not
+    while `passes_deferred`)."""
     from django.db import transaction
 
+    if _deferred.get():
+        return False
     for entry in transaction.get_connection().run_on_commit:  # (savepoints, callback, robust)
         if getattr(entry[1], "machine_pools_of", None) == backend_id and not entry[1].ran:
             return False

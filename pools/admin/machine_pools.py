@@ -24,6 +24,7 @@ from access.admin.site import PolicyAdminMixin
 from clusters.config_types import MACHINE_POOL
 from clusters.machinepools import catalog as shipped_catalog
 from clusters.machinepools import instance_types
+from clusters.machinepools.inventory_nodes import NodeCount, node_counts
 from clusters.machinepools.presets import PRESETS
 from clusters.models import InstanceType, MachinePool
 from configs import store
@@ -32,11 +33,20 @@ from configs.errors import ConfigError
 from configs.models import ConfigType
 from pools.admin.config import ConfigAdmin
 from pools.admin.machine_pool_actions import make_platform_action
+from pools.admin.taint_rows import TaintsField, row_error
 from portal.admin_base import pretty_json
 from portal.keyvalue_widget import KeyValueField, KeyValueRows
 from portal.widgets import at_line
 
-STATUS_FIELDS = ["state_badge", "nodes_now", "nodes_ready", "last_answer", "last_answer_at", "attempts", "provider_id"]
+STATUS_FIELDS = [
+    "state_badge",
+    "nodes_in_inventory",
+    "provider_nodes",
+    "last_answer",
+    "last_answer_at",
+    "attempts",
+    "provider_id",
+]
 SHAPE_FIELDS = ["machine", "capacity", "hourly_cost"]
 # Where a document path's error is shown on the form (the rest match a form field by name).
 FORM_FIELD_OF = {"autoscaling": "autoscaling", "disk_size": "disk_size_gib", "labels": "labels", "taints": "taints"}
@@ -46,6 +56,7 @@ class MachinePoolForm(forms.ModelForm):
     labels = KeyValueField(
         widget=KeyValueRows(key_label="Label", value_label="Value", value_placeholder="e.g. gpu", plain_values=True)
     )
+    taints = TaintsField()
 
     class Meta:
         model = MachinePool
@@ -57,6 +68,10 @@ class MachinePoolForm(forms.ModelForm):
         self.fields["instance_type"] = forms.ChoiceField(choices=[(t.name, t.describe()) for t in known])
         in_the_forms_words(self.fields["instance_type"], MACHINE_POOL.described("instance_type"))
         in_the_forms_words(self.fields["labels"], MACHINE_POOL.described("labels"))
+        self.fields["taints"].help_text = (
+            "One row per taint: pods need a matching toleration to land on the nodes (the platform made from "
+            "this pool carries them). Effect: NoSchedule, PreferNoSchedule or NoExecute."
+        )
         self.fields["autoscaling"].help_text = "Between min and max replicas; otherwise a fixed replicas count."
 
     def clean(self):
@@ -68,7 +83,8 @@ class MachinePoolForm(forms.ModelForm):
             MACHINE_POOL.parse(cleaned.get("name") or self.instance.name, document_of(MACHINE_POOL, cleaned))
         except ConfigError as error:
             field = form_field(error.field, self.fields)
-            self.add_error(field, at_line(self, field, error.reason, error) if field else str(error))
+            message = row_error(error, self.fields["taints"].widget) if field == "taints" else None
+            self.add_error(field, message or (at_line(self, field, error.reason, error) if field else str(error)))
         return cleaned
 
 
@@ -96,7 +112,8 @@ def form_field(path: str, fields) -> str | None:
 class MachinePoolAdmin(ConfigAdmin):
     config_type = ConfigType.MACHINE_POOL
     form = MachinePoolForm
-    list_display = ["name", "backend", "machine", "scaling", "capacity_type", "state_badge", "capacity", "hourly_cost"]
+    list_display = ["name", "backend", "machine", "scaling", "capacity_type", "state_badge", "nodes_in_inventory",
+                    "provider_nodes", "capacity", "hourly_cost"]  # fmt: skip
     list_filter = ["backend", "state", "spot", "instance_type"]
     search_fields = ["name", "description", "instance_type"]
     list_select_related = ["backend"]
@@ -107,7 +124,7 @@ class MachinePoolAdmin(ConfigAdmin):
         ("Machines", {"fields": ["instance_type", "spot", "max_price", "disk_size_gib"]}),
         ("Scaling", {"fields": ["autoscaling", "replicas", "min_replicas", "max_replicas"]}),
         ("Nodes", {"fields": ["labels", "taints"]}),
-        ("Status (what the provider last answered)", {"fields": [*STATUS_FIELDS, *SHAPE_FIELDS, "document"]}),
+        ("Status (inventory now, provider's last answer)", {"fields": [*STATUS_FIELDS, *SHAPE_FIELDS, "document"]}),
     ]
 
     def get_fieldsets(self, request, obj=None):
@@ -147,17 +164,20 @@ class MachinePoolAdmin(ConfigAdmin):
         return super().changelist_view(request, {**(extra_context or {}), "presets": list(PRESETS.values())})
 
     def get_changelist_instance(self, request):
-        """The rows with their instance type laid on (one catalog read for the page, not one per row)."""
+        """The rows with their instance type and their inventory nodes laid on (one catalog read and one node
+        count for the page, not one per row)."""
         changelist = super().get_changelist_instance(request)
-        known = instance_types.catalog()
+        known, counts = instance_types.catalog(), node_counts(changelist.result_list)
         for pool in changelist.result_list:
             pool.shape = known.get(pool.instance_type)
+            pool.live = counts.get((pool.backend_id, pool.name), NodeCount())
         return changelist
 
     def get_object(self, request, object_id, from_field=None):
         pool = super().get_object(request, object_id, from_field)
         if pool is not None:
             pool.shape = instance_types.instance_type(pool.instance_type)
+            pool.live = node_counts([pool]).get((pool.backend_id, pool.name), NodeCount())
         return pool
 
     def config_body(self, form, formsets, change):
@@ -179,6 +199,15 @@ class MachinePoolAdmin(ConfigAdmin):
     def state_badge(self, obj):
         return obj.state
 
+    @display(description="Nodes now (inventory)")
+    def nodes_in_inventory(self, obj):
+        """The inventory's live count (the watcher's, within seconds of the cluster): what placement sees."""
+        return str(live_nodes(obj))
+
+    @display(description="Nodes (provider, last reconcile)")
+    def provider_nodes(self, obj):
+        return obj.nodes_now
+
     @display(description="Instance type", ordering="instance_type")
     def machine(self, obj):
         shape = getattr(obj, "shape", None)
@@ -194,10 +223,10 @@ class MachinePoolAdmin(ConfigAdmin):
 
     @display(description="Capacity now / at max")
     def capacity(self, obj):
-        spec, shape = obj.spec(), getattr(obj, "shape", None)
+        spec, shape, now = obj.spec(), getattr(obj, "shape", None), live_nodes(obj).total
         gpus = shape.gpu_count if shape else 0
-        nodes = f"{obj.nodes_now} / {spec.most_nodes} nodes"
-        return f"{nodes}, {obj.nodes_now * gpus} / {spec.most_nodes * gpus} GPUs" if gpus else nodes
+        nodes = f"{now} / {spec.most_nodes} nodes"
+        return f"{nodes}, {now * gpus} / {spec.most_nodes * gpus} GPUs" if gpus else nodes
 
     @display(description="Hourly cost now / at max")
     def hourly_cost(self, obj):
@@ -208,6 +237,13 @@ class MachinePoolAdmin(ConfigAdmin):
         return pretty_json(MACHINE_POOL.snapshot(obj)) if obj and obj.pk else "-"
 
 
+def live_nodes(pool: MachinePool) -> NodeCount:
+    """The count laid on by the list or the change page; counted here for a row that came another way."""
+    if not hasattr(pool, "live"):
+        pool.live = node_counts([pool]).get((pool.backend_id, pool.name), NodeCount()) if pool.pk else NodeCount()
+    return pool.live
+
+
 def hourly_cost(pool: MachinePool, shape) -> str:
     """What the pool's nodes cost per hour now and at max: the on-demand price, or for spot the max price
     (a cap; spot usually costs less) or the on-demand price it is capped at."""
@@ -216,7 +252,7 @@ def hourly_cost(pool: MachinePool, shape) -> str:
         return "no price in the catalog"
     most = pool.max_replicas if pool.autoscaling else pool.replicas
     cap = " (spot: at most)" if pool.spot else ""
-    return f"${_money(each * pool.nodes_now)} / ${_money(each * most)} per hour{cap}"
+    return f"${_money(each * live_nodes(pool).total)} / ${_money(each * most)} per hour{cap}"
 
 
 def _money(amount: Decimal) -> str:

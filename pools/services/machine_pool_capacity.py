@@ -43,21 +43,23 @@ class MachinePoolFigures:
 
     @property
     def cost(self) -> str:
-        """ "$0.526/h a node, on demand" / "spot: at most $0.526/h a node (the on-demand price)"."""
+        """ "on-demand, $0.192/h a node" / "spot, at most $0.526/h a node (the on-demand price)": the
+        capacity type said once, with what a node costs (spot: its cap, the max price or the on-demand price)."""
         if self.capacity_type != "spot":
-            return f"{_dollars(self.hourly_price)}/h a node, on demand" if self.hourly_price else "price unknown"
+            price = f"{_dollars(self.hourly_price)}/h a node" if self.hourly_price else "price unknown"
+            return f"on-demand, {price}"
         if self.max_price is not None:
-            return f"spot: at most {_dollars(self.max_price)}/h a node"
+            return f"spot, at most {_dollars(self.max_price)}/h a node"
         if self.hourly_price:
-            return f"spot: at most {_dollars(self.hourly_price)}/h a node (the on-demand price)"
-        return "spot: price unknown"
+            return f"spot, at most {_dollars(self.hourly_price)}/h a node (the on-demand price)"
+        return "spot, price unknown"
 
     @property
     def text(self) -> str:
-        return (
-            f"machine pool {self.name}: {self.shape}, {self.capacity_type}; nodes {self.nodes_now} now, "
-            f"up to {self.nodes_max}; GPUs {self.gpus_now} now, up to {self.gpus_max}; {self.cost}"
-        )
+        """One line: shape, nodes now and at most, GPUs only when the instance type has some, then the cost."""
+        gpus = f"; GPUs {self.gpus_now} now, up to {self.gpus_max}" if self.gpus_max else ""
+        nodes = f"nodes {self.nodes_now} now, up to {self.nodes_max}"
+        return f"machine pool {self.name}: {self.shape}; {nodes}{gpus}; {self.cost}"
 
     def as_dict(self) -> dict:
         return {
@@ -101,10 +103,12 @@ class Growth:
 
     @property
     def summary(self) -> str:
-        """ "nodes 0 now, up to 3 · GPUs 0 now, up to 3" (empty without machine pools)."""
+        """ "nodes 0 now, up to 3 · GPUs 0 now, up to 3" (GPUs left out when none of the machine pools' types
+        has any; empty without machine pools)."""
         if not self.machine_pools:
             return ""
-        return f"nodes {self.nodes_now} now, up to {self.nodes_max} · GPUs {self.gpus_now} now, up to {self.gpus_max}"
+        nodes = f"nodes {self.nodes_now} now, up to {self.nodes_max}"
+        return f"{nodes} · GPUs {self.gpus_now} now, up to {self.gpus_max}" if self.gpus_max else nodes
 
     def as_dict(self) -> dict:
         return {

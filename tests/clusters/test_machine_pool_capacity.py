@@ -17,13 +17,10 @@ from tests.clusters.conftest import CLI
 from tests.factories import MachinePoolFactory
 from tests.queries import assert_constant_queries
 
-ADDITIONAL = (
-    "machine pool additional: m5.xlarge, 4 vCPU, 16 GiB, on-demand; nodes 2 now, up to 5; GPUs 0 now, up to 0; "
-    "$0.192/h a node, on demand"
-)
+ADDITIONAL = "machine pool additional: m5.xlarge, 4 vCPU, 16 GiB; nodes 2 now, up to 5; on-demand, $0.192/h a node"
 GPU_ZERO = (
-    "machine pool gpu-zero: g4dn.xlarge, 1 × T4, spot; nodes 0 now, up to 3; GPUs 0 now, up to 3; "
-    "spot: at most $0.526/h a node (the on-demand price)"
+    "machine pool gpu-zero: g4dn.xlarge, 1 × T4; nodes 0 now, up to 3; GPUs 0 now, up to 3; "
+    "spot, at most $0.526/h a node (the on-demand price)"
 )
 
 
@@ -44,13 +41,14 @@ def test_each_platform_shows_its_machine_pool_now_and_at_maximum(platforms):
     assert ml.hourly_price == Decimal("0.526")
     assert grown.total.summary == "nodes 4 now, up to 11 · GPUs 2 now, up to 6"  # each machine pool once
     assert grown.as_dict()["platforms"]["gpu-zero"]["gpus"] == {"now": 0, "max": 3}
+    assert grown.platforms["additional"].summary == "nodes 2 now, up to 5"  # no GPU type: no GPU figures
 
 
 def test_a_spot_price_cap_and_a_fixed_pool(platforms):
     MachinePool.objects.filter(name="gpu-zero").update(max_price=Decimal("0.2"))
     MachinePool.objects.filter(name="additional").update(autoscaling=False, replicas=4)
     grown = growth([platforms.pk], {platforms.backend_id})[platforms.pk]
-    assert grown.platforms["gpu-zero"].machine_pools[0].cost == "spot: at most $0.2/h a node"
+    assert grown.platforms["gpu-zero"].machine_pools[0].cost == "spot, at most $0.2/h a node"
     assert grown.platforms["additional"].machine_pools[0].nodes_max == 4
 
 

@@ -183,6 +183,31 @@ def test_seed_demo_is_idempotent(db):
     assert "accounts: admin (platform admin), researcher" in second
 
 
+def test_seed_demo_leaves_the_machine_pools_to_the_periodic_reconcile(
+    db, monkeypatch, caplog, django_capture_on_commit_callbacks
+):
+    """`make dev` seeds before the simulated cluster runs: no pass tries to reach the provider (no Celery log
+    line, no ConnectionError); the devserver's periodic reconcile, run once as soon as the cluster answers,
+    puts the pools in step (tests/unit/test_devserver.py)."""
+    from clusters.models import MachinePool
+
+    monkeypatch.setenv("DEMO_CLUSTER_URL", "http://127.0.0.1:9")  # nothing listens there
+    out, err = StringIO(), StringIO()
+    with caplog.at_level("INFO"), django_capture_on_commit_callbacks(execute=True) as callbacks:
+        call_command("seed_demo", stdout=out, stderr=err)
+    assert not [c for c in callbacks if hasattr(c, "machine_pools_of")]  # no pass queued
+    assert err.getvalue() == ""
+    assert not [r.getMessage() for r in caplog.records if r.name.startswith(("celery", "clusters"))]
+    assert "machine pools: put in step with the provider by the first periodic reconcile" in out.getvalue()
+    pools = MachinePool.objects.values_list("name", "state", "attempts", "last_answer_at")
+    assert sorted(pools) == [("additional", "pending", 0, None), ("ml-training", "pending", 0, None)]
+    with django_capture_on_commit_callbacks() as callbacks:  # outside the seed, a saved row queues its pass
+        MachinePool.objects.get(name="additional").save()
+    assert [c.machine_pools_of for c in callbacks if hasattr(c, "machine_pools_of")] == [
+        MachinePool.objects.get(name="additional").backend_id
+    ]
+
+
 def test_the_demo_spot_pool_is_made_from_its_machine_pools_once(db):
     """robotics-spot's platforms come from the demo ROSA cluster's machine pools (make_platform, as the admin
     action does); a second seed writes no revision of the pool or the templates."""

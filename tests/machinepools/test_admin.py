@@ -5,13 +5,13 @@ write-only."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
 from django.urls import reverse
 
+from clusters.machinepools.spec import MACHINEPOOL_LABEL
 from clusters.models import Backend, InstanceType, MachinePool
 from configs import revisions, store
+from tests.factories import NodeFactory
 from tests.machinepools.conftest import CLI, gpu_spot
 from tests.queries import assert_constant_queries
 
@@ -34,10 +34,16 @@ def form(**changes) -> dict:
         "max_replicas": "3",
         "labels-key": ["node-type"],
         "labels-value": ["gpu"],
-        "taints": json.dumps(gpu_spot()["taints"]),
+        **taint_rows(gpu_spot()["taints"]),
     }
     data.update(changes)
     return {key: value for key, value in data.items() if value is not None}
+
+
+def taint_rows(taints: list[dict]) -> dict:
+    """The taint rows as a browser posts them: one key, value and effect per row, the blank last row too."""
+    rows = [*taints, {"key": "", "value": "", "effect": "NoSchedule"}]
+    return {f"taints-{part}": [taint[part] for taint in rows] for part in ("key", "value", "effect")}
 
 
 def test_add_from_preset_prefills_the_form(backends, admin_client):
@@ -62,13 +68,25 @@ def test_a_save_is_one_revision_through_the_config_service(backends, admin_clien
     assert len(revisions.history("MACHINE_POOL", "gpu-spot")) == 2
 
 
+# The taints as JSON text, as the form took them before the rows (still read).
+JSON_TAINTS = {"taints": '[{"key": "gpu", "effect": "Sometimes"}]', "taints-key": None, "taints-value": None,
+               "taints-effect": None}  # fmt: skip
+
+
 @pytest.mark.parametrize(
     ("changes", "field", "words"),
     [
         ({"min_replicas": "4"}, "min_replicas", "is above max_replicas (3)"),
         ({"disk_size_gib": "64"}, "disk_size_gib", "Disk size (GiB) must be a whole number of GiB from 128 to 16384"),
         ({"labels-key": ["bad key!"]}, "labels", "a label name is at most 63 characters"),
-        ({"taints": '[{"key": "gpu", "effect": "Sometimes"}]'}, "taints", "a taint&#x27;s effect is one of"),
+        (JSON_TAINTS, "taints", "Taint 1, effect &#x27;Sometimes&#x27;: a taint&#x27;s effect is one of"),
+        (
+            {"taints-effect": ["NoSchedule", "Sometimes", "NoSchedule"]},
+            "taints",
+            "Taint 2, effect &#x27;Sometimes&#x27;: a taint&#x27;s effect is one of NoSchedule, PreferNoSchedule",
+        ),
+        ({"taints-key": ["nvidia.com/gpu", "bad key!", ""]}, "taints", "Taint 2, key &#x27;bad key!&#x27;:"),
+        ({"taints-key": ["", "spot", ""]}, "taints", "Taint 1: the value &#x27;true&#x27; has no key"),
         ({"spot": None, "max_price": "0.5"}, "max_price", "a max price is for spot instances only"),
         ({"max_price": "-1"}, "max_price", "Max price must be a positive price in USD per hour"),
         ({"instance_type": "x9.huge"}, "instance_type", "Instance type must be one of"),
@@ -84,6 +102,34 @@ def test_form_errors_show_on_their_field(backends, admin_client, changes, field,
     assert not MachinePool.objects.exists()
 
 
+def test_taints_are_rows_added_edited_and_removed_one_revision_a_save(backends, admin_client):
+    assert admin_client.post(reverse(ADD), form()).status_code == 302
+    change = reverse("admin:clusters_machinepool_change", args=[MachinePool.objects.get().pk])
+    page = admin_client.get(change).content.decode()
+    assert page.count('name="taints-key"') == 3  # the two taints and a blank row to add one
+    assert 'name="taints-key" value="nvidia.com/gpu"' in page
+    assert '<option value="PreferNoSchedule" selected>PreferNoSchedule</option>' in page
+    steps = [
+        [*gpu_spot()["taints"], {"key": "team", "value": "robotics", "effect": "NoExecute"}],  # added
+        [{"key": "nvidia.com/gpu", "value": "yes", "effect": "PreferNoSchedule"}],  # edited, one removed
+        [],  # all removed
+    ]
+    for number, taints in enumerate(steps, start=2):
+        response = admin_client.post(change, form(**taint_rows(taints)))
+        assert response.status_code == 302, response.context["adminform"].form.errors
+        assert store.show("MACHINE_POOL", "gpu-spot")["taints"] == taints
+        assert len(revisions.history("MACHINE_POOL", "gpu-spot")) == number
+    assert admin_client.post(change, form(**taint_rows([]))).status_code == 302  # no change: no revision
+    assert len(revisions.history("MACHINE_POOL", "gpu-spot")) == 4
+
+
+def test_a_refused_taint_row_is_marked_and_kept_as_posted(backends, admin_client):
+    response = admin_client.post(reverse(ADD), form(**{"taints-effect": ["NoSchedule", "Sometimes", "NoSchedule"]}))
+    page = response.content.decode()
+    assert page.count('data-kv-row class="kv-invalid"') == 1
+    assert '<option value="Sometimes" selected>Sometimes</option>' in page  # shown as posted, to be corrected
+
+
 def test_rosa_refuses_an_instance_type_change_on_the_form(backends, admin_client):
     store.apply("MACHINE_POOL", "gpu-spot", gpu_spot(), CLI)
     change = reverse("admin:clusters_machinepool_change", args=[MachinePool.objects.get().pk])
@@ -91,15 +137,26 @@ def test_rosa_refuses_an_instance_type_change_on_the_form(backends, admin_client
     assert "ROSA cannot change the instance type" in str(response.context["adminform"].form.errors["instance_type"])
 
 
+def pool_node(pool: str, backend: str = "rosa-a", **fields):
+    """A node of machine pool `pool` in the backend's inventory, as the watcher stores it."""
+    labels = {MACHINEPOOL_LABEL: pool, "kubernetes.io/os": "linux"}
+    return NodeFactory(backend=Backend.objects.get(name=backend), labels=labels, **fields)
+
+
 def test_status_capacity_and_cost_are_shown(backends, admin_client):
     store.apply("MACHINE_POOL", "gpu-spot", gpu_spot(), CLI)
-    MachinePool.objects.update(state="ready", nodes_now=2, nodes_ready=1, last_answer="machine pool is ready")
+    MachinePool.objects.update(state="ready", nodes_now=1, last_answer="machine pool is ready")
+    pool_node("gpu-spot"), pool_node("gpu-spot", ready=False)
+    pool_node("gpu-spot", backend="karp"), pool_node("other")  # another backend's, another pool's: not counted
     page = admin_client.get(reverse("admin:clusters_machinepool_change", args=[MachinePool.objects.get().pk]))
     text = page.content.decode()
-    assert "2 / 3 nodes, 2 / 3 GPUs" in text and "machine pool is ready" in text
+    assert "2 / 3 nodes, 2 / 3 GPUs" in text and "machine pool is ready" in text  # the inventory's count
+    assert "Nodes now (inventory)" in text and "2 (1 ready)" in text
+    assert "Nodes (provider, last reconcile)" in text
     assert "$1.05 / $1.58 per hour (spot: at most)" in text  # g4dn.xlarge on demand: $0.526 an hour
     listing = admin_client.get(reverse("admin:clusters_machinepool_changelist")).content.decode()
     assert "g4dn.xlarge, 1 × T4" in listing and "autoscaling 0–3" in listing
+    assert "2 (1 ready)" in listing
 
 
 def test_the_list_queries_do_not_grow_with_rows(backends, admin_client):
@@ -109,7 +166,9 @@ def test_the_list_queries_do_not_grow_with_rows(backends, admin_client):
 
     def grow():
         for _ in range(5):
-            store.apply("MACHINE_POOL", f"pool-{next(count)}", gpu_spot(instance_type="g4dn.custom"), CLI)
+            name = f"pool-{next(count)}"
+            store.apply("MACHINE_POOL", name, gpu_spot(instance_type="g4dn.custom"), CLI)
+            pool_node(name)  # each row's inventory count: one aggregate query for the page
 
     grow()
     assert_constant_queries(lambda: admin_client.get(url), grow)

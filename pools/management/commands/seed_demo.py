@@ -12,6 +12,7 @@ from django.contrib.auth import get_user_model
 from django.db import transaction
 
 from access.services import roles
+from clusters.machinepools import reconcile
 from configs import store
 from configs.revisions import Actor
 from pools.engine import default_templates, default_validations
@@ -69,6 +70,15 @@ class Command(PortalCommand):
     )
 
     def handle(self, *args, **options):
+        # The simulated cluster (and its OCM API) is not running yet during `make dev`'s seed: the machine pools
+        # are put in step by the devserver's periodic reconcile, which runs once as soon as the cluster answers.
+        with reconcile.passes_deferred():
+            self._load()
+        self.stdout.write("machine pools: put in step with the provider by the first periodic reconcile")
+        # `manage.py devserver` prints where to sign in, once the web server answers
+        self.stdout.write(self.style.SUCCESS("demo data loaded; accounts: admin (platform admin), researcher"))
+
+    def _load(self) -> None:
         actor = Actor(name="seed_demo", source="system")
         with transaction.atomic():
             for config_type, documents in demo_documents():
@@ -83,8 +93,6 @@ class Command(PortalCommand):
             )
             self.stdout.write(f"NODE_POOL: {len(results)} objects, {sum(r.changed for r in results)} changed")
             self._spot_pool(actor)
-        # `manage.py devserver` prints where to sign in, once the web server answers
-        self.stdout.write(self.style.SUCCESS("demo data loaded; accounts: admin (platform admin), researcher"))
 
     def _spot_pool(self, actor) -> None:
         """The ROSA cluster's pool, its platforms made from the machine pools by the same service as the admin
