@@ -9,7 +9,7 @@ from io import StringIO
 
 from django.core.management import call_command
 
-from clusters.models import MachinePool
+from clusters.models import MachinePool, Node
 from configs import store
 from pools.services.machine_pool_platforms import make_platform
 from pools.services.preview import PreviewRequest, preview
@@ -96,6 +96,7 @@ def test_gpu_spot_pool_scales_from_zero_and_a_spot_interruption_reschedules_the_
     assert (made.platform, made.created) == ("ml-training", True)
     pool_nodes(rosa, "kubernetes.io/os", "linux")  # ROSA's default worker: the inventory is synced
     assert not MachinePool.objects.get(name="ml-training").nodes_ready
+    assert not Node.objects.filter(backend=rosa, labels__contains={MACHINEPOOL: "ml-training"}).exists()
 
     # scale from zero: no node now, the preview says the machine pool can add one
     seen = preview(PreviewRequest(pool="research", platform="ml-training", resources={"gpu": 1}))
