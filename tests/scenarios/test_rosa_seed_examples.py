@@ -105,6 +105,16 @@ def test_gpu_spot_pool_scales_from_zero_and_a_spot_interruption_reschedules_the_
         for w in seen["warnings"]
     ), seen["warnings"]
 
+    # the researcher's dry run places the pod on the node the machine pool would add
+    document = job("ml-training", "ml-training", gpu=1)
+    dry = researcher.post("/api/pool/research/workflow?dry_run=true", document, format="json")
+    assert dry.status_code == 200, dry.json()
+    would_be = "ml-training (would-be p3.2xlarge)"
+    assert dry.json()["tasks"][0]["placement"] == {
+        "fits": [would_be],
+        "rejected": {},
+        "would_be": {would_be: "would-be node of machine pool ml-training (scale from zero)"},
+    }
     workflow = submit(job("ml-training", "ml-training", gpu=1))
     settle(rosa, workflow, lambda w: w.status == WorkflowStatus.RUNNING, what="the first attempt running")
     task = workflow.tasks.get()
@@ -132,6 +142,7 @@ def test_gpu_spot_pool_scales_from_zero_and_a_spot_interruption_reschedules_the_
     assert "the pool's default_exit_actions: RESCHEDULE" in TaskEvent.objects.get(task=task, kind="RESCHEDULED").message
     wait_until(lambda: [p["metadata"]["name"] for p in pods(rosa)] == [task.pod_name], what="one pod per attempt")
     assert task.node in {n.name for n in pool_nodes(rosa, MACHINEPOOL, "ml-training")}  # the node the pool added
+    assert converge(rosa).in_step == ["ml-training"]  # the cloud replacing a node is no drift
     body = researcher.get(f"/api/workflow/{workflow.workflow_id}").json()
     (shown,) = body["tasks"]
     assert shown["retry_id"] == 1 and shown["status"] == "COMPLETED"
