@@ -2,7 +2,7 @@
 (c5.2xlarge, 1–20) and the GPU spot pool (g4dn.xlarge, up to 3) defined by `config update MACHINE_POOL`,
 reconciled into NodePools, made platforms; a batch task and a one-GPU training task submitted by the REST API
 each make Karpenter launch a node of their own pool (Karpenter has no minimum: both scale from zero) and
-complete there."""
+complete there; and a spot interruption of the GPU node, asked through the Kubernetes API, rescheduled."""
 
 from __future__ import annotations
 
@@ -28,6 +28,7 @@ COMPUTE = {  # seed 004, "Both Pools": the additional pool
     "spot": False,
 }
 NODEPOOL = "karpenter.sh/nodepool"
+REQUEST = "kubesim/interrupt-spot"  # the emulator's API for a spot interruption (kubesim.spot)
 
 
 @pytest.fixture
@@ -95,3 +96,32 @@ def test_both_pools_on_karpenter_scale_from_zero_and_run_their_tasks(karpenter, 
     assert {t["key"] for t in gpu_node.taints} == {"nvidia.com/gpu", "spot"}
     tolerations = pod(karpenter, training.tasks.get().pod_name)["spec"]["tolerations"]
     assert {"key": "spot", "operator": "Equal", "value": "true", "effect": "PreferNoSchedule"} in tolerations
+
+
+def test_a_karpenter_spot_node_interrupted_through_the_api_reschedules_the_training(
+    karpenter, cloud, config_update, submit, settle, researcher
+):
+    """The GPU spot NodePool on Karpenter: the spot node is interrupted the way a person asks kubesim to
+    (`kubectl annotate node NAME kubesim/interrupt-spot=now`); Karpenter launches a replacement for the
+    rescheduled attempt, which completes there."""
+    gpu_name = GPU_SPOT_POOL.name
+    config_update(gpu_name, GPU_SPOT_POOL.document("eks-sim"))
+    assert converge(karpenter).created == [gpu_name]
+    research_pool(karpenter, long_run=True)
+    make_platform(gpu_name, CLI, pool="research")
+
+    workflow = submit(job("ml-training", gpu_name, gpu=1))
+    settle(karpenter, workflow, lambda w: w.status == WorkflowStatus.RUNNING, what="the first attempt running")
+    task = workflow.tasks.get()
+    first_node = task.node
+    kube = connect(karpenter)
+    kube.json("annotating", kube.core.patch_node, first_node, {"metadata": {"annotations": {REQUEST: "now"}}})
+    settle(karpenter, workflow, lambda w: w.status == WorkflowStatus.COMPLETED, timeout=30, what="completed")
+
+    task.refresh_from_db()
+    assert task.retry_id == 1 and task.node not in ("", first_node)
+    assert [(i["node"], i["action"], i["next_attempt"]) for i in task.interruptions] == [(first_node, "RESCHEDULE", 2)]
+    (node,) = pool_nodes(karpenter, NODEPOOL, gpu_name)  # the replacement; the interrupted node is gone
+    assert node.name == task.node and node.labels["karpenter.sh/capacity-type"] == "spot"
+    (shown,) = researcher.get(f"/api/workflow/{workflow.workflow_id}").json()["tasks"]
+    assert (shown["status"], shown["interruptions"][0]["node"]) == ("COMPLETED", first_node)
