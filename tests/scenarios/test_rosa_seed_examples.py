@@ -16,7 +16,7 @@ from pools.services.preview import PreviewRequest, preview
 from tests.polling import wait_until
 from workflows.models import TaskEvent, WorkflowStatus
 
-from .conftest import CLI, MACHINEPOOL, converge, job, pod, pods, pool_nodes, research_pool
+from .conftest import CLI, MACHINEPOOL, OCM_CLUSTER, converge, job, pod, pods, pool_nodes, research_pool
 
 BATCH_WORKERS = {  # seed 004, "Basic Additional Pool"
     "instance_type": "m5.2xlarge",
@@ -52,7 +52,7 @@ def test_basic_additional_pool_runs_the_batch_job_on_its_nodes(
 
     row = MachinePool.objects.get(name="batch-workers")
     assert (row.state, row.last_answer) == (MachinePool.State.SCALING, "created at rosa")  # no node yet
-    held = cloud.emulator.ocm_pool("2f8k3m9q1w7e5r4t", "batch-workers")
+    held = cloud.emulator.ocm_pool(OCM_CLUSTER, "batch-workers")
     assert (held["instance_type"], held["autoscaling"]) == ("m5.2xlarge", {"min_replicas": 2, "max_replicas": 10})
     assert BATCH_WORKERS["labels"].items() <= held["labels"].items()
     assert held["taints"] == BATCH_WORKERS["taints"]
@@ -88,7 +88,7 @@ def test_gpu_spot_pool_scales_from_zero_and_a_spot_interruption_reschedules_the_
 ):
     store.apply("MACHINE_POOL", "ml-training", {"backend": "rosa-sim", **ML_TRAINING}, CLI)
     assert converge(rosa).created == ["ml-training"]
-    held = cloud.emulator.ocm_pool("2f8k3m9q1w7e5r4t", "ml-training")
+    held = cloud.emulator.ocm_pool(OCM_CLUSTER, "ml-training")
     assert held["autoscaling"] == {"min_replicas": 0, "max_replicas": 5} and "spot_market_options" in held["aws"]
     assert held["root_volume"] == {"aws": {"size": 500}}
     research_pool(rosa, long_run=True)
