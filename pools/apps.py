@@ -18,8 +18,29 @@ class PoolsConfig(AppConfig):
         policy.register_object_right(Pool, "pools.change_pool", owner, label="owner")
         policy.register_object_right(Platform, "pools.change_pool", owner, via="pool", label="owner")
         nodes_changed.connect(recompute_membership, dispatch_uid="pools.membership")
+        _cache_would_be_nodes()
         machine_pool_changed.connect(follow_machine_pool, dispatch_uid="pools.machine_pool_platforms")
         registry.register(*CONFIG_TYPES)  # POOL, POD_TEMPLATE, RESOURCE_VALIDATION
+
+
+def _cache_would_be_nodes() -> None:
+    """The writes that make cached would-be nodes stale (pools.services.machine_pool_shapes)."""
+    from django.db.models.signals import post_delete, post_save
+
+    from clusters.models import InstanceType, MachinePool
+    from clusters.signals import nodes_changed, nodes_deleted
+    from configs import revisions
+    from pools.services import machine_pool_shapes as shapes
+    from pools.signals import membership_changed
+
+    if shapes.config_written not in revisions.LISTENERS:
+        revisions.LISTENERS.append(shapes.config_written)
+    for model in (MachinePool, InstanceType):
+        for verb, signal in (("saved", post_save), ("deleted", post_delete)):
+            signal.connect(shapes.changed, sender=model, dispatch_uid=f"pools.would_be.{model.__name__}.{verb}")
+    membership_changed.connect(shapes.changed, dispatch_uid="pools.would_be.membership")
+    nodes_deleted.connect(shapes.changed, dispatch_uid="pools.would_be.nodes_deleted")
+    nodes_changed.connect(shapes.nodes_written, dispatch_uid="pools.would_be.nodes_changed")
 
 
 def recompute_membership(sender, **kwargs) -> None:

@@ -8,23 +8,62 @@ g4dn.xlarge, 1 × T4; up to 3", and placement shows the would-be node among the 
 A would-be node belongs to a platform exactly as a real one would (membership's rules: the platform's
 nodeSelector, affinity and tolerations against the labels and taints the machine pool puts on its nodes).
 The engine stays pure: it is handed the would-be nodes like any others.
+
+Every submission asks (its node rules read the would-be nodes' shapes), so the answer is cached per process
+under the **machine-shape epoch** (`SHAPES`, a row of access.epoch's table, read in the request's one epoch
+query). It moves on, in the writing transaction, with everything the answer reads: a machine pool or an
+instance type saved or deleted; nodes that change platform (`pools.signals.membership_changed`: a machine
+pool's first node joins its platform) or are deleted (`clusters.signals.nodes_deleted`: its last node goes);
+new nodes (`clusters.signals.nodes_changed` of a node it had not seen, or of a full sync);
+a POOL, POD_TEMPLATE, MACHINE_POOL or BACKEND revision (which platforms a would-be node belongs to). As for
+the access caches, nothing is cached inside a transaction and an entry lives at most `ACCESS_CACHE_SECONDS`.
 """
 
 from __future__ import annotations
 
 from django.db.models.fields.json import KT
 
+from access import epoch
 from clusters.machinepools.instance_types import catalog
 from clusters.machinepools.spec import MACHINEPOOL_LABEL
 from clusters.models import MachinePool, Node
+from clusters.signals import ALL
 from pools.engine import EngineError
 from pools.engine.placement import evaluate
 from pools.services.would_be import WouldBeNode
 
+SHAPES = 3  # the epoch's row id (access.epoch: 1 access, 2 quotas' charging)
+CONFIG_TYPES = {"POOL", "POD_TEMPLATE", "MACHINE_POOL", "BACKEND"}
+_WOULD_BE = epoch.EpochCache(size=256, epoch=SHAPES)  # frozenset(backend ids) → [WouldBeNode]
+
+
+def changed(*args, **kwargs) -> None:
+    """Something the would-be nodes depend on was written (in the caller's transaction): cached ones are stale."""
+    epoch.bump(SHAPES)
+
+
+def nodes_written(sender, names=None, previous=None, **kwargs) -> None:
+    """clusters.signals.nodes_changed: a node may be a machine pool's first (new, or a full sync that cannot
+    say which are new); a node that only changed leaves the would-be nodes as they were."""
+    if previous is None or names == ALL or any(name not in previous for name in names):
+        changed()
+
+
+def config_written(config_type: str, rows, actor) -> None:
+    """configs.revisions listener."""
+    if config_type in CONFIG_TYPES:
+        changed()
+
 
 def would_be_nodes(backend_ids: set[int]) -> list[WouldBeNode]:
-    """Autoscaled machine pools of these backends with room to grow and no node in the inventory.
-    One query when the backends have no machine pool; three otherwise."""
+    """Autoscaled machine pools of these backends with room to grow and no node in the inventory, from this
+    process's cache while the machine-shape epoch holds."""
+    backends = frozenset(backend_ids)
+    return list(_WOULD_BE.lookup(backends, lambda: _would_be_nodes(backends)))  # callers may extend theirs
+
+
+def _would_be_nodes(backend_ids: frozenset[int]) -> list[WouldBeNode]:
+    """One query when the backends have no machine pool; three otherwise."""
     pools = list(
         MachinePool.objects.filter(backend_id__in=backend_ids, autoscaling=True, max_replicas__gt=0).order_by("name")
     )
