@@ -91,3 +91,15 @@ def test_list_order_is_any_case_and_checked(pool, alice):
     assert api(alice).get("/api/workflow?order=DESC&all_pools=True").status_code == 200
     refused = api(alice).get("/api/workflow?order=sideways")
     assert refused.status_code == 400 and refused.json()["field"] == "order"
+
+
+@pytest.mark.parametrize("workflow_id", ["train-1", "a b", "ünï-2", "x%y", "a:b@c~d"])
+@pytest.mark.parametrize("name", ["selfservice:workflow", "workflow-logs", "workflow-detail"])
+def test_a_workflow_link_is_what_reverse_gives(name, workflow_id):
+    """The links every answer carries come from a pattern reversed once (osmo._workflow_path): the same
+    path reverse() gives, quoting included."""
+    from django.urls import reverse
+
+    from workflows.api.osmo import _workflow_path
+
+    assert _workflow_path(name, workflow_id) == reverse(name, args=[workflow_id])

@@ -11,10 +11,13 @@ src/service/core/workflow/objects.py): its status names, its time format, its gr
 
 from __future__ import annotations
 
+import functools
 from datetime import datetime
+from urllib.parse import quote
 
-from django.urls import reverse
+from django.urls import get_script_prefix, reverse
 from django.utils import timezone
+from django.utils.http import RFC3986_SUBDELIMS
 
 from portal.api import osmo_time
 from workflows.models import FINISHED_TASK, TaskStatus, WorkflowStatus
@@ -77,13 +80,28 @@ def seconds_between(start: datetime | None, end: datetime | None) -> float | Non
 
 def overview_url(request, workflow_id: str) -> str:
     """The workflow's page, as OSMO's `overview` links to its UI page (`<service>/workflows/<id>`)."""
-    path = reverse("selfservice:workflow", args=[workflow_id])
+    path = _workflow_path("selfservice:workflow", workflow_id)
     return request.build_absolute_uri(path) if request is not None else path
 
 
 def api_url(request, workflow_id: str, suffix: str) -> str:
-    path = reverse(f"workflow-{suffix}", args=[workflow_id])
+    path = _workflow_path(f"workflow-{suffix}", workflow_id)
     return request.build_absolute_uri(path) if request is not None else path
+
+
+_PLACEHOLDER = "workflow-id-placeholder"
+URL_SAFE = RFC3986_SUBDELIMS + "/~:@"  # what reverse() leaves unquoted in a path
+
+
+def _workflow_path(name: str, workflow_id: str) -> str:
+    """`reverse(name, args=[workflow_id])`, from a pattern reversed once per URL name and script prefix (every
+    submission answers with links; reversing costs more than the rest of building the answer)."""
+    return _reversed(name, get_script_prefix()).replace(_PLACEHOLDER, quote(workflow_id, safe=URL_SAFE))
+
+
+@functools.lru_cache(maxsize=64)
+def _reversed(name: str, script_prefix: str) -> str:
+    return reverse(name, args=[_PLACEHOLDER])
 
 
 def groups(tasks: list) -> list[dict]:

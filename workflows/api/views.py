@@ -17,6 +17,8 @@ service both ask); reading, listing and cancelling are decided per workflow (`wo
 
 from __future__ import annotations
 
+import functools
+
 from django.conf import settings
 from django.core.exceptions import RequestDataTooBig
 from django.core.files.uploadedfile import UploadedFile
@@ -141,9 +143,19 @@ def _read_upload(upload: UploadedFile) -> str:
 
 
 def _query(serializer_class, request) -> dict:
+    if not request.query_params:  # the usual submission: the defaults, without building a serializer
+        return dict(_defaults(serializer_class))
     serializer = serializer_class(data=request.query_params)
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
+
+
+@functools.cache
+def _defaults(serializer_class) -> dict:
+    """What an empty query validates to (constant defaults): a serializer per request costs ~0.3 ms of CPU."""
+    serializer = serializer_class(data={})
+    serializer.is_valid(raise_exception=True)
+    return dict(serializer.validated_data)
 
 
 class SubmitPermission(PolicyPermission):
