@@ -22,20 +22,27 @@ class TaskPreview:
     more_rejected: int
     problems: list[str]
     warnings: list[str]
+    scale_ups: dict[str, str]  # would-be node (scale from zero) that would take it → what the machine pool adds
+
+    @property
+    def fits_now(self) -> list[str]:
+        return [node for node in self.fits if node not in self.scale_ups]
 
     @property
     def verdict(self) -> str:
         if not self.ok:
             return "refused"
-        return "fits" if self.fits else "queues"
+        return "fits" if self.fits_now else "scales" if self.scale_ups else "queues"
 
     @property
     def verdict_text(self) -> str:
         if not self.ok:
             return "Would be refused"
-        if self.fits:
-            count = len(self.fits)
+        if self.fits_now:
+            count = len(self.fits_now)
             return f"Would start now: {count} node{'s' if count != 1 else ''} can take it"
+        if self.scale_ups:
+            return "Would start once a machine pool adds a node (scale from zero)"
         return "Accepted, but no node has room right now: it would wait in the queue"
 
 
@@ -55,14 +62,17 @@ def task_preview(task: dict) -> TaskPreview:
         problems.append(nodes.get("error") or "no node of the platform satisfies the resource rules")
     placement = task.get("placement") or {"fits": [], "rejected": {}}
     rejected = sorted(placement.get("rejected", {}).items())
+    fits = list(placement.get("fits", []))
+    would_be = placement.get("would_be") or {}
     return TaskPreview(
         name=task["name"],
         platform=task["platform"],
         ok=bool(task.get("ok")),
         lines=annotated_yaml(task["pod"], task.get("provenance") or {}) if task.get("pod") else [],
-        fits=list(placement.get("fits", [])),
+        fits=fits,
         rejected=rejected[:MAX_REJECTED_SHOWN],
         more_rejected=max(0, len(rejected) - MAX_REJECTED_SHOWN),
         problems=problems,
         warnings=list(task.get("warnings") or []),
+        scale_ups={node: would_be[node] for node in fits if node in would_be},
     )

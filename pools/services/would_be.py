@@ -36,7 +36,7 @@ class WouldBeNode:
             labels=self.spec.node_labels(self.instance),
             taints=self.spec.node_taints(),
             allocatable=parse_allocatable(allocatable, "status.allocatable"),
-            would_be=f"would-be node of machine pool {self.spec.name} (scale from zero)",
+            would_be=self.describe(),
         )
 
     def capacity(self) -> NodeCapacity:

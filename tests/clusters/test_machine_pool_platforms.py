@@ -119,7 +119,7 @@ def test_scale_from_zero_preview_uses_the_instance_shape_and_says_so(machine_poo
     assert result["ok"], result["validation"]
     assert result["placement"]["fits"] == ["gpu-zero (would-be g4dn.xlarge)"]
     assert result["placement"]["would_be"] == {
-        "gpu-zero (would-be g4dn.xlarge)": "would-be node of machine pool gpu-zero (scale from zero)"
+        "gpu-zero (would-be g4dn.xlarge)": "no node now; machine pool gpu-zero can add a g4dn.xlarge, 1 × T4; up to 3"
     }
     too_many = preview(PreviewRequest(pool="rosa", platform="gpu-zero", resources={"gpu": 2, "cpu": 2}))
     assert not too_many["ok"]
@@ -209,3 +209,26 @@ def test_only_autoscaled_machine_pools_with_room_and_no_node_offer_a_would_be_no
     )
     capacity = found["cpu-zero"].capacity()
     assert capacity.variables() == {"K8_CPU": 4, "K8_GPU": 0, "K8_MEMORY": 16 * 2**30, "K8_STORAGE": 300 * 2**30}
+
+
+def test_the_pod_preview_says_a_machine_pool_would_add_the_node(machine_pools, admin_client):
+    """Scale from zero on the preview page (the admin's and the submit page's shared partial): no node takes
+    the pod now, the would-be node would, and the page says what the machine pool adds."""
+    import html as html_lib
+
+    from django.urls import reverse
+
+    from pools.models import Pool
+
+    make_platform("gpu-zero", CLI)
+    pool = Pool.objects.get(name="rosa")
+    url = reverse("admin:pools_pool_preview", args=[pool.pk])
+    response = admin_client.get(url, {"platform": "gpu-zero", "task": "train", "gpu": "1", "memory": "8Gi"})
+    page = html_lib.unescape(response.content.decode())
+    assert 'data-verdict="scales"' in page
+    assert "Would start once a machine pool adds a node (scale from zero)" in page
+    assert "No member node has room for it right now." in page
+    assert (
+        '<span class="chip wait mono">gpu-zero (would-be g4dn.xlarge)</span> <span class="muted small">No node now; '
+        "machine pool gpu-zero can add a g4dn.xlarge, 1 × T4; up to 3.</span>"
+    ) in page

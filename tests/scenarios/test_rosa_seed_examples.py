@@ -113,7 +113,7 @@ def test_gpu_spot_pool_scales_from_zero_and_a_spot_interruption_reschedules_the_
     assert dry.json()["tasks"][0]["placement"] == {
         "fits": [would_be],
         "rejected": {},
-        "would_be": {would_be: "would-be node of machine pool ml-training (scale from zero)"},
+        "would_be": {would_be: "no node now; machine pool ml-training can add a p3.2xlarge, 1 × V100; up to 5"},
     }
     workflow = submit(job("ml-training", "ml-training", gpu=1))
     settle(rosa, workflow, lambda w: w.status == WorkflowStatus.RUNNING, what="the first attempt running")

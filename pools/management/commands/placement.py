@@ -53,7 +53,7 @@ class Command(PortalCommand):
         self.stdout.write(f"{'NODE':<{width}}  FITS  REASONS")
         for verdict in verdicts:
             reasons = "; ".join(verdict.reasons) or "-"
-            reasons = f"{verdict.would_be}: {reasons}" if verdict.would_be else reasons
+            reasons = f"{reasons} ({verdict.would_be})" if verdict.would_be else reasons
             self.stdout.write(f"{verdict.node:<{width}}  {'yes' if verdict.fits else 'no':<4}  {reasons}")
         fitting = sum(v.fits for v in verdicts)
         self.stdout.write(f"{fitting} of {len(verdicts)} nodes fit. Not evaluated: {', '.join(NOT_EVALUATED)}.")
