@@ -42,7 +42,7 @@ class TaskPreview:
             count = len(self.fits_now)
             return f"Would start now: {count} node{'s' if count != 1 else ''} can take it"
         if self.scale_ups:
-            return "Would start once a machine pool adds a node (scale from zero)"
+            return "Would start once a machine pool adds a node"
         return "Accepted, but no node has room right now: it would wait in the queue"
 
 

@@ -226,7 +226,7 @@ def test_the_pod_preview_says_a_machine_pool_would_add_the_node(machine_pools, a
     response = admin_client.get(url, {"platform": "gpu-zero", "task": "train", "gpu": "1", "memory": "8Gi"})
     page = html_lib.unescape(response.content.decode())
     assert 'data-verdict="scales"' in page
-    assert "Would start once a machine pool adds a node (scale from zero)" in page
+    assert "Would start once a machine pool adds a node" in page
     assert "No member node has room for it right now." in page
     assert (
         '<span class="chip wait mono">gpu-zero (would-be g4dn.xlarge)</span> <span class="muted small">No node now; '
