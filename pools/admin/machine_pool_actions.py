@@ -26,10 +26,4 @@ def make_platform_action(model_admin, request, queryset) -> None:
         except PortalError as error:
             model_admin.message_user(request, f"{machine_pool.name}: {error}", messages.ERROR)
             continue
-        verb = "created" if made.created else "brought up to date"
-        model_admin.message_user(
-            request,
-            f"Platform {made.pool}/{made.platform} {verb} from machine pool {made.machine_pool} "
-            f"(pod template {made.template}, revision {made.template_revision}).",
-            messages.SUCCESS,
-        )
+        model_admin.message_user(request, f"{made.said().capitalize()}.", messages.SUCCESS)

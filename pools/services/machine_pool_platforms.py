@@ -38,6 +38,25 @@ class MadePlatform:
     pool_revision: int | None
     created: bool  # the platform is new in the pool
 
+    @property
+    def outcome(self) -> str:
+        """What was done, in the doors' words: created, brought up to date, or already in step (no revision)."""
+        if self.created:
+            return "created"
+        if self.template_revision is None and self.pool_revision is None:
+            return "already in step"
+        return "brought up to date"
+
+    def said(self) -> str:
+        """`platform rosa/gpu created from machine pool gpu (pod template machinepool-gpu, revision 1)`."""
+        outcome = self.outcome
+        link = "with" if outcome == "already in step" else "from"
+        template = self.template
+        if self.template_revision is not None:
+            template += f", revision {self.template_revision}"
+        platform = f"{self.pool}/{self.platform}"
+        return f"platform {platform} {outcome} {link} machine pool {self.machine_pool} (pod template {template})"
+
     def as_dict(self) -> dict:
         return vars(self).copy()
 

@@ -107,6 +107,11 @@ def test_the_cli_says_what_it_made_and_fails_in_one_line(machine_pools):
     assert out.getvalue().strip() == (
         "platform rosa/t4-spot created from machine pool gpu-zero (pod template machinepool-gpu-zero, revision 1)"
     )
+    again = StringIO()  # nothing to change: no revision to name
+    call_command("machinepool", "platform", "gpu-zero", "--platform", "t4-spot", stdout=again)
+    assert again.getvalue().strip() == (
+        "platform rosa/t4-spot already in step with machine pool gpu-zero (pod template machinepool-gpu-zero)"
+    )
 
 
 def test_scale_from_zero_preview_uses_the_instance_shape_and_says_so(machine_pools):

@@ -53,11 +53,7 @@ class Command(PortalCommand):
         if options["format"] == "json":
             self.emit(made.as_dict())
             return
-        verb = "created" if made.created else "updated"
-        self.stdout.write(
-            f"platform {made.pool}/{made.platform} {verb} from machine pool {made.machine_pool} "
-            f"(pod template {made.template}, revision {made.template_revision})"
-        )
+        self.stdout.write(made.said())
 
 
 def _machine_pool(name: str) -> MachinePool:
