@@ -31,9 +31,10 @@ def node_counts(pools) -> dict[tuple[int, str], NodeCount]:
     if not names:
         return {}
     rows = (
-        Node.objects.filter(backend_id__in={pool.backend_id for pool in pools}, labels__has_key=MACHINEPOOL_LABEL)
+        # the key lookup's `__in`, not an `__in` on the KT annotation: SQLite reads that one's values as JSON
+        Node.objects.filter(backend_id__in={pool.backend_id for pool in pools})
+        .filter(**{f"labels__{MACHINEPOOL_LABEL}__in": sorted(names)})
         .annotate(machine_pool=KT(f"labels__{MACHINEPOOL_LABEL}"))
-        .filter(machine_pool__in=names)
         .values("backend_id", "machine_pool")
         .annotate(total=Count("pk"), ready=Count("pk", filter=Q(ready=True, unschedulable=False)))
         .values_list("backend_id", "machine_pool", "total", "ready")

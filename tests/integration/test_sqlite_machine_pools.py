@@ -1,0 +1,46 @@
+"""Machine pools on the embedded default's database: the pages that count a machine pool's nodes by their
+`node.kubernetes.io/machinepool` label answer on SQLite as on PostgreSQL (a JSON key compared the wrong way is
+"malformed JSON" on SQLite only, a 500 the PostgreSQL suite never sees).
+
+A real `manage.py` process on a temporary SQLite file, seeded with the demo (its ROSA backend's two machine
+pools), one node of `additional` in the inventory, the admin's pages read through Django's test client.
+"""
+
+from __future__ import annotations
+
+import os
+
+from tests.devstack import manage
+
+READ_PAGES = """
+from django.contrib.auth import get_user_model
+from django.test import Client
+from clusters.models import Backend, MachinePool, Node
+from pools.models import Pool
+from pools.services.machine_pool_capacity import growth
+from pools.services.machine_pool_shapes import would_be_nodes
+
+backend = Backend.objects.get(name="rosa-cluster-01")
+labels = {"node.kubernetes.io/machinepool": "additional", "workload-type": "batch"}
+Node.objects.create(backend=backend, name="additional-abcde", labels=labels, ready=True)
+client = Client()
+client.force_login(get_user_model().objects.get(username="admin"))
+pool = MachinePool.objects.get(name="additional")
+for url in ("/admin/clusters/machinepool/", f"/admin/clusters/machinepool/{pool.pk}/change/", "/admin/pools/pool/"):
+    response = client.get(url)
+    print(url, response.status_code, "1 (1 ready)" in response.content.decode())
+spot = Pool.objects.get(name="robotics-spot")
+print("capacity", bool(growth([spot.pk], {backend.pk})), [n.spec.name for n in would_be_nodes({backend.pk})])
+"""
+
+
+def test_the_machine_pool_pages_answer_on_sqlite(tmp_path):
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("DATABASE_URL", "CELERY_", "TEST_"))}
+    env.update(DATABASE_URL=f"sqlite:///{tmp_path / 'db.sqlite3'}", PORTAL_VAR_DIR=str(tmp_path), DEBUG="true")
+    for step in (("migrate", "--noinput", "-v0"), ("seed_demo",), ("shell", "-c", READ_PAGES)):
+        done = manage(env, *step)
+        assert done.returncode == 0, done.stderr[-2000:]
+    lines = done.stdout.splitlines()[-4:]
+    assert lines[0] == "/admin/clusters/machinepool/ 200 True"
+    assert lines[1].endswith(" 200 True") and lines[2] == "/admin/pools/pool/ 200 False"
+    assert lines[3] == "capacity True ['ml-training']"  # additional has its node; ml-training is at zero
