@@ -20,8 +20,9 @@ from pools.management.commands.seed_demo import demo_documents
 from tests.osmo_cli.client import OsmoUserError
 
 SEEDER = Actor(name="seeder", source="cli")
-# OSMO's types, and the portal's NODE_POOL (every backend's Default node pool has a revision: docs/quotas.md)
-TYPES = ("POOL", "POD_TEMPLATE", "RESOURCE_VALIDATION", "BACKEND", "ROLE", "NODE_POOL")
+# OSMO's types, and the portal's NODE_POOL (every backend's Default node pool has a revision: docs/quotas.md) and
+# MACHINE_POOL (the demo's ROSA backend has two)
+TYPES = ("POOL", "POD_TEMPLATE", "RESOURCE_VALIDATION", "BACKEND", "ROLE", "NODE_POOL", "MACHINE_POOL")
 
 
 @pytest.fixture
@@ -257,7 +258,14 @@ def test_history_fields_order_and_filters(admin):
     assert "three" in [r["description"] for r in history(admin, "POOL", created_after=stamp)]
     assert all(r["config_type"] == "POOL" for r in history(admin, "POOL"))
     every = history(admin, limit=1000)
-    assert {r["config_type"] for r in every} == {"POOL", "POD_TEMPLATE", "RESOURCE_VALIDATION", "BACKEND", "NODE_POOL"}
+    assert {r["config_type"] for r in every} == {
+        "POOL",
+        "POD_TEMPLATE",
+        "RESOURCE_VALIDATION",
+        "BACKEND",
+        "NODE_POOL",
+        "MACHINE_POOL",  # the demo's ROSA backend has the seed's two machine pools
+    }
 
 
 def test_list_shows_each_types_current_revision(admin):
@@ -267,6 +275,7 @@ def test_list_shows_each_types_current_revision(admin):
         rows = history(admin, at_timestamp=str(now))
         assert sorted(r["config_type"] for r in rows) == [
             "BACKEND",
+            "MACHINE_POOL",
             "NODE_POOL",
             "POD_TEMPLATE",
             "POOL",
