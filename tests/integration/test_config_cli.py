@@ -222,6 +222,7 @@ def test_the_demo_spot_pool_is_made_from_its_machine_pools_once(db):
     assert pool["platforms"]["t4-spot"]["override_pod_template"] == ["machinepool-ml-training"]
     assert pool["platforms"]["batch"]["override_pod_template"] == ["machinepool-additional"]
     assert pool["default_exit_actions"] == {"RESCHEDULE": "3001"}
+    assert "default_gpu" in pool["common_resource_validations"]  # 2 GPUs on a 1-T4 machine are refused
     template = store.show("POD_TEMPLATE", "machinepool-ml-training")
     assert template["spec"]["nodeSelector"] == {"node.kubernetes.io/machinepool": "ml-training"}
     assert {t["key"] for t in template["spec"]["tolerations"]} == {"nvidia.com/gpu", "spot"}

@@ -34,7 +34,7 @@ SPOT_POOL_BODY = {
     "backend": "rosa-cluster-01",
     "description": "ROSA machine pools: T4 spot GPUs scaled from zero (up to 3) and batch workers",
     "common_default_variables": {"USER_CPU": 2, "USER_GPU": 0, "USER_MEMORY": "8Gi", "USER_STORAGE": "50Gi"},
-    "common_resource_validations": ["default_cpu", "default_memory", "default_storage"],
+    "common_resource_validations": ["default_cpu", "default_memory", "default_storage", "default_gpu"],
     "common_pod_template": ["default_amd64"],
     "default_exit_actions": {"RESCHEDULE": "3001"},  # a task whose spot node is reclaimed runs again elsewhere
 }
@@ -101,7 +101,7 @@ class Command(PortalCommand):
             store.apply("POOL", SPOT_POOL, SPOT_POOL_BODY, actor, description="demo data")
         for machine_pool, platform, _ in SPOT_PLATFORMS:
             make_platform(machine_pool, actor, pool=SPOT_POOL, platform=platform)
-        body = store.show("POOL", SPOT_POOL)
+        body = {**store.show("POOL", SPOT_POOL), **SPOT_POOL_BODY}  # as the other demo pools: the file's word wins
         body["default_platform"] = SPOT_PLATFORMS[0][1]
         for _, platform, variables in SPOT_PLATFORMS:
             body["platforms"][platform]["default_variables"] = variables
