@@ -82,6 +82,12 @@ class MergedTemplate:
     def origin_tree(self) -> object:
         return origin_tree_from_paths(self.body, self.sources)
 
+    def origins(self) -> object:
+        """The merge's origin tree (labels are template names), rebuilt from `sources` if built from them."""
+        if self._origins is None and self._sources is not None:
+            self._origins = self.origin_tree()
+        return self._origins
+
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, MergedTemplate):
             return NotImplemented

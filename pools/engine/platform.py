@@ -162,7 +162,10 @@ class CompiledPlatform:
             "format": JSON_FORMAT,
             "fingerprint": _fingerprint(config),
             "config": config,
-            "merged": {"body": json_copy(self.merged.body), "sources": dict(self.merged.sources)},
+            # the origin tree, not the flat {leaf path: template} map: a label covers a whole subtree, so it is
+            # smaller and costs no path strings at config save; `sources` is built from it when read. Shared,
+            # not copied: nothing mutates an origin tree (annotating one builds another).
+            "merged": {"body": json_copy(self.merged.body), "origins": self.merged.origins()},
             "node_selector": self.node_selector,
             "tolerations": self.tolerations,
             "default_mounts": self.default_mounts,
@@ -182,8 +185,14 @@ class CompiledPlatform:
         if cached is not None:
             _FROM_JSON_CACHE.move_to_end(key)
             return cached
-        merged = MergedTemplate(data["merged"]["body"], dict(data["merged"]["sources"]))
-        compiled = cls(PlatformConfig.from_json(data["config"]), merged, warnings=data.get("warnings"))
+        stored = data["merged"]
+        if "origins" in stored:
+            merged = MergedTemplate(stored["body"], origins=stored["origins"])
+        else:  # stored before the origin tree was (a flat sources map)
+            merged = MergedTemplate(stored["body"], dict(stored["sources"]))
+        compiled = cls(
+            PlatformConfig.from_json(data["config"]), merged, origins=merged.origins(), warnings=data.get("warnings")
+        )
         _FROM_JSON_CACHE[key] = compiled
         if len(_FROM_JSON_CACHE) > _FROM_JSON_CACHE_SIZE:
             _FROM_JSON_CACHE.popitem(last=False)

@@ -278,15 +278,7 @@ def resolve(
 ) -> Resolution:
     """Resolve one task on one platform. Raises EngineError for bad input; reports pod problems in validation."""
     ctx = ctx or WorkflowContext()
-    _check_task(task)
-    container = k8s_name(task.name)
-    variables = build_variables(
-        defaults=compiled.default_variables,
-        resources=task.resources,
-        task_variables=task.variables,
-        system=_system_variables(compiled, task, ctx, container),
-    )
-    values = variable_values(variables)
+    container, variables, values = _inputs(compiled, task, ctx)
     built = _build_pod(compiled, task, ctx, container, values)
     validation = _validate(compiled, task, container, built, values, nodes)
     warnings = list(compiled.warnings) + _override_warnings(built.overrides)
@@ -300,6 +292,21 @@ def resolve(
         origins=built.origins,
         variable_layers=variables,
     )
+
+
+def _inputs(
+    compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext
+) -> tuple[str, dict[str, Variable], Mapping[str, object]]:
+    """The task's container name, its variables (with their layers) and their plain values."""
+    _check_task(task)
+    container = k8s_name(task.name)
+    variables = build_variables(
+        defaults=compiled.default_variables,
+        resources=task.resources,
+        task_variables=task.variables,
+        system=_system_variables(compiled, task, ctx, container),
+    )
+    return container, variables, variable_values(variables)
 
 
 @dataclass
@@ -354,7 +361,7 @@ def _validate(
         template_fields=_protected_fields(built.rendered, container),
         template_host_paths=built.template_host_paths,
     )
-    schema = validate_pod(built.pod)
+    schema = _schema_violations(compiled, built, values)
     static = compiled.rules.check_static(values)
     verdict = None if nodes is None else compiled.rules.check_nodes(values, nodes, pool=cfg.pool, platform=cfg.platform)
     return {
@@ -364,6 +371,23 @@ def _validate(
         "gates": [error.as_dict() for error in gate_errors],
         "schema": [violation.as_dict() for violation in schema],
     }
+
+
+def _schema_violations(compiled: CompiledPlatform, built: _Built, values: Mapping[str, object]) -> list:
+    """The pod's schema check. Containers the merge took unchanged from the rendered template (every one but
+    the task's, which is merged) are keyed by what rendered them, not by their serialized value: the schema
+    re-checks only what this task's values made different."""
+    spec = built.pod.get("spec")
+    containers = spec.get("containers") if isinstance(spec, dict) else None
+    keys = None
+    if isinstance(containers, list) and len(containers) >= _RENDER_KEYS_FROM:
+        keys = compiled.template.container_keys(built.rendered, containers, values)
+    return validate_pod(built.pod, container_keys=keys)
+
+
+# Render keys cost about as much as serializing three or four small containers (bench_engine's schema rows):
+# below this many containers the schema serializes them all.
+_RENDER_KEYS_FROM = 6
 
 
 def _override_warnings(overrides: list) -> list[str]:

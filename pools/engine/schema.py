@@ -50,13 +50,17 @@ _SPEC_DEFINITION = "io.k8s.api.core.v1.PodSpec"
 _VERSION = re.compile(r"v?(\d+)\.(\d+)(\.\d+)?")
 
 
-def validate_pod(manifest: dict, version: str = "1.33") -> list[Violation]:
-    """Every schema and semantic violation in a Pod manifest (empty list = valid), in a stable order."""
+def validate_pod(manifest: dict, version: str = "1.33", *, container_keys: list | None = None) -> list[Violation]:
+    """Every schema and semantic violation in a Pod manifest (empty list = valid), in a stable order.
+
+    `container_keys` (optional, one per spec.containers item, None for "unknown") are hashable stand-ins for
+    containers' values that the caller can make cheaper than serializing them (a template's render key:
+    CompiledTemplate.container_keys); equal keys must mean equal containers."""
     if not isinstance(manifest, dict):
         return [Violation("", f"manifest must be an object, not {type(manifest).__name__}")]
     schema_version = _schema_version(version)
     checker = _checker_for(schema_version)
-    if _valid_by_parts(checker, schema_version, manifest):
+    if _valid_by_parts(checker, schema_version, manifest, container_keys):
         return []
     found = [] if checker.is_valid(manifest) else checker.violations(manifest)
     found.extend(semantic_violations(manifest))
@@ -70,7 +74,7 @@ def validate_pod(manifest: dict, version: str = "1.33") -> list[Violation]:
 # keyed by their serialized value (see _part_key), which tells JSON values apart (1, 1.0, True and "1"
 # included). Only "valid" is remembered: any problem re-runs the whole validation, which reports in its
 # usual order.
-_VALID_PARTS: dict[tuple, set[bytes | str]] = {}  # (version, "spec" or the volume names) -> valid parts' keys
+_VALID_PARTS: dict[tuple, set[object]] = {}  # (version, "spec" or the volume names) -> valid parts' keys
 _VALID_PARTS_LIMIT = 4096  # keys per context, and contexts
 _MARSHAL_VERSION = 2  # the newest format without back-references: equal values give equal bytes
 
@@ -101,7 +105,9 @@ def _seen(context: tuple) -> set[bytes | str]:
     return seen
 
 
-def _valid_by_parts(checker: _PodChecker, version: tuple[int, int], manifest: dict) -> bool:
+def _valid_by_parts(
+    checker: _PodChecker, version: tuple[int, int], manifest: dict, container_keys: list | None = None
+) -> bool:
     """True only if the manifest is valid: the pod around its spec, the spec without its containers, then
     each container (the last two memoised). The schema checks each property on its own, and the semantic
     checks look across containers only for duplicate names (checked here) and volume names (in the key)."""
@@ -131,7 +137,11 @@ def _valid_by_parts(checker: _PodChecker, version: tuple[int, int], manifest: di
         seen.add(key)
     volumes = frozenset(volume_names(spec))
     seen = _seen((version, volumes))
-    for key, container in zip(_part_keys(containers), containers, strict=True):
+    if container_keys is None or len(container_keys) != len(containers):
+        keys = _part_keys(containers)
+    else:
+        keys = [_part_key(c) if k is None else k for k, c in zip(container_keys, containers, strict=True)]
+    for key, container in zip(keys, containers, strict=True):
         if key not in seen:
             if not container_check(container) or container_violations(container, volumes):
                 return False

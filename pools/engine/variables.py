@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import itertools
+import marshal
 import re
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -387,6 +389,10 @@ def _texts(node: object) -> Iterator[_Text]:
             yield from _texts(item)
 
 
+_TEMPLATE_SERIALS = itertools.count(1)
+_KEY_MARSHAL_VERSION = 2  # no back-references: equal values give equal bytes
+
+
 class CompiledTemplate:
     """A template body whose string leaves are compiled once; `render` builds a fresh body per call."""
 
@@ -396,6 +402,59 @@ class CompiledTemplate:
             t.path: t.compiled.refs for t in _texts(self._root) if t.compiled.refs
         }
         self.refs: frozenset[str] = frozenset().union(*self.leaf_refs.values())
+        self.serial = next(_TEMPLATE_SERIALS)  # unique in the process: part of render keys
+        self._container_groups: tuple[list[int], list[tuple[str, ...]]] | None = None
+
+    def container_keys(self, rendered: object, containers: list, values: Mapping[str, object]) -> list | None:
+        """For each of `containers` (a pod's), a key standing for its value when it is, as an object, the
+        container this template rendered at index i (`rendered` is `render(values)`): the rendered value is a
+        function of the compiled subtree and the values of the variables it reads, so equal keys mean equal
+        containers. None where a container is not one of them (or values cannot be keyed)."""
+        spec = rendered.get("spec") if isinstance(rendered, dict) else None
+        items = spec.get("containers") if isinstance(spec, dict) else None
+        if not isinstance(items, list):
+            return None
+        groups, group_refs = self._rendered_container_groups()
+        if len(items) != len(groups):
+            return None
+        read: list[bytes | None] = [None] * len(group_refs)  # the values each group reads, keyed once per call
+        index_of: dict[int, int] | None = None
+        keys: list = []
+        serial, count = self.serial, len(items)
+        for position, container in enumerate(containers):
+            index = position  # the merge keeps the template's order after the task's container, mostly
+            if index >= count or items[index] is not container:
+                if index_of is None:
+                    index_of = {id(item): i for i, item in enumerate(items)}
+                index = index_of.get(id(container), -1)
+                if index < 0 or items[index] is not container:
+                    keys.append(None)
+                    continue
+            group = groups[index]
+            values_key = read[group]
+            if values_key is None:
+                refs = group_refs[group]
+                try:
+                    values_key = marshal.dumps(tuple((n in values, values.get(n)) for n in refs), _KEY_MARSHAL_VERSION)
+                except ValueError:  # a value marshal cannot write: no keys
+                    return None
+                read[group] = values_key
+            keys.append((serial, index, values_key))
+        return keys
+
+    def _rendered_container_groups(self) -> tuple[list[int], list[tuple[str, ...]]]:
+        """For each template container (spec.containers[i]), the index of the set of variables it reads, and
+        those sets (sorted names): containers reading the same variables share one key of their values."""
+        if self._container_groups is None:
+            spec = self._root.get("spec") if isinstance(self._root, dict) else None
+            items = spec.get("containers") if isinstance(spec, dict) else None
+            group_of: dict[tuple[str, ...], int] = {}
+            groups = []
+            for item in items if isinstance(items, list) else ():
+                refs = tuple(sorted(frozenset().union(*(text.compiled.refs for text in _texts(item)))))
+                groups.append(group_of.setdefault(refs, len(group_of)))
+            self._container_groups = (groups, list(group_of))
+        return self._container_groups
 
     def render(self, values: Mapping[str, object]) -> object:
         """Render with plain values (name -> value). Raises EngineError naming the variable and the path."""

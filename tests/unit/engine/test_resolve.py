@@ -421,6 +421,20 @@ def test_json_round_trip_resolves_identically(make_platform):
     assert restored.node_selector == {"gpu": "a100"}
 
 
+def test_a_platform_stored_with_leaf_sources_before_origin_trees_restores_identically(make_platform):
+    platform = make_platform(extra_templates=[("gpu", {"spec": {"nodeSelector": {"gpu": "a100"}}})])
+    stored = json.loads(json.dumps(platform.to_json()))
+    assert "sources" not in stored["merged"]  # stored as the origin tree: labels cover whole subtrees
+    older = copy.deepcopy(stored)
+    older["merged"] = {"body": stored["merged"]["body"], "sources": platform.merged.sources}
+    older["fingerprint"] = "stored-with-sources"  # not the cached restore of `stored`
+    restored = CompiledPlatform.from_json(older)
+    assert restored.merged.sources == CompiledPlatform.from_json(stored).merged.sources == platform.merged.sources
+    task = TaskInput("t", resources={"cpu": 2})
+    original, again = resolve(platform, task), resolve(restored, task)
+    assert (again.pod, again.provenance, again.validation) == (original.pod, original.provenance, original.validation)
+
+
 def test_from_json_is_keyed_by_content(make_platform):
     stored = make_platform().to_json()
     legacy = {k: v for k, v in stored.items() if k != "fingerprint"}
