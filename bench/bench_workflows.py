@@ -7,7 +7,8 @@ production), a researcher with a portal API token. Pod creation is enqueued on a
 the figures are the submission path only (authenticate, authorize, parse, resolve, validate, store, enqueue).
 
 Load: `CLIENTS` threads each POST `/api/pool/bench/workflow` in a closed loop for a bounded number of
-requests (plain http.client, a new connection per request as gunicorn's sync workers close them).
+requests (raw sockets sending prebuilt bytes: the generator shares the 2 cores, so it spends as little CPU
+as a client can; a new connection per request, as gunicorn's sync workers close them).
 Reported: median and p99 latency per request over `BENCH_ROUNDS` rounds (3), and throughput (submissions/s)
 in the note: the median round, with every round's figure. Targets for
 single-task workflows: ≥ 200 submissions/s and p99 ≤ 100 ms. Then the same submission in-process (no
@@ -17,7 +18,6 @@ HTTP) with its query count and the top of its profile, to show where the time go
 from __future__ import annotations
 
 import contextlib
-import http.client
 import json
 import os
 import signal
@@ -238,35 +238,46 @@ def _gunicorn(database_url: str):
             process.wait(timeout=10)
 
 
-def _post(port: int, token: str, body: bytes) -> tuple[int, float]:
+def _request_bytes(token: str, body: bytes) -> bytes:
+    """The whole request, built once: each submission sends the same bytes (the load generator shares the 2
+    cores with the server, so it spends as little CPU per request as a client can)."""
+    head = (
+        "POST /api/pool/bench/workflow HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
+        f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+    )
+    return head.encode() + body
+
+
+def _post(port: int, request: bytes) -> tuple[int, float]:
+    """One submission on a new connection (gunicorn's sync workers close each): the status and the seconds from
+    connecting to the response's last byte."""
     started = time.perf_counter()
-    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    with socket.create_connection(("127.0.0.1", port), timeout=30) as connection:
+        connection.sendall(request)
+        chunks = []
+        while chunk := connection.recv(65536):
+            chunks.append(chunk)
+    seconds = time.perf_counter() - started
+    status_line = b"".join(chunks[:2])[:32]  # "HTTP/1.1 200 OK"
     try:
-        connection.request(
-            "POST",
-            "/api/pool/bench/workflow",
-            body=body,
-            headers={"Authorization": f"Bearer {token}", "Content-Type": "application/json"},
-        )
-        response = connection.getresponse()
-        response.read()
-        return response.status, time.perf_counter() - started
-    finally:
-        connection.close()
+        return int(status_line.split(b" ", 2)[1]), seconds
+    except (IndexError, ValueError):
+        return 0, seconds  # no answer: a failed request
 
 
 def _load(port: int, token: str, tasks: int, server_pid: int) -> Row:
     """`ROUNDS` rounds of closed-loop load; latency percentiles over all requests, throughput per round
     (the median in the figure, the range in the note: this machine's speed drifts between rounds)."""
-    body = json.dumps({"file": spec(f"bench-{tasks}", tasks)}).encode()
+    request = _request_bytes(token, json.dumps({"file": spec(f"bench-{tasks}", tasks)}).encode())
     for _ in range(WARMUP):  # every worker imports, connects and fills its caches first
-        status, _ = _post(port, token, body)
+        status, _ = _post(port, request)
         if status != 200:
             raise RuntimeError(f"submission failed with HTTP {status}")
     samples: list[float] = []
     failures: list[int] = []
     before = _cpu_seconds(server_pid)
-    rates = [_round(port, token, body, REQUESTS[tasks], samples, failures) for _ in range(ROUNDS)]
+    rates = [_round(port, request, REQUESTS[tasks], samples, failures) for _ in range(ROUNDS)]
     used = {
         name: 1000 * (seconds - before.get(name, 0.0)) / len(samples)
         for name, seconds in _cpu_seconds(server_pid).items()
@@ -307,7 +318,7 @@ def _cpu_seconds(server_pid: int) -> dict[str, float]:
     return used
 
 
-def _round(port: int, token: str, body: bytes, total: int, samples: list[float], failures: list[int]) -> float:
+def _round(port: int, request: bytes, total: int, samples: list[float], failures: list[int]) -> float:
     """One round of `total` requests from `CLIENTS` threads; returns submissions per second."""
     lock = threading.Lock()
     counter = iter(range(total))
@@ -317,7 +328,7 @@ def _round(port: int, token: str, body: bytes, total: int, samples: list[float],
             with lock:
                 if next(counter, None) is None:
                     return
-            status, seconds = _post(port, token, body)
+            status, seconds = _post(port, request)
             with lock:
                 samples.append(seconds)
                 if status != 200:
