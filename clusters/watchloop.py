@@ -302,6 +302,10 @@ class BackendWatcher(EventDrain):
             lag.last_event_at = timezone.now()
         return applied
 
+    def beat_now(self) -> None:
+        """Beat on the loop's next pass, however recent the last beat; then every `heartbeat_seconds` again."""
+        self._next_beat = 0.0
+
     def _beat(self) -> None:
         now = time.monotonic()
         if now < self._next_beat or self._stopping.is_set():

@@ -43,7 +43,7 @@ def test_url_connection_sends_the_token_and_sets_timeouts(backend, kube_server):
     with connect(backend) as kube:
         assert kube.timeout == (5.0, 30.0)
         assert kube.version()["gitVersion"] == "v1.33.0"
-    assert kube_server.emulator._requests[-1].headers["Authorization"] == f"Bearer {TOKEN}"
+    assert list(kube_server.emulator)[-1].headers["Authorization"] == f"Bearer {TOKEN}"
 
 
 def test_ca_and_tls_settings_reach_the_client_configuration():
@@ -59,7 +59,7 @@ def test_kubeconfig_connection_syncs(backend, kube_server):
     backend.refresh_from_db()
     assert backend.connection == "kubeconfig"
     assert inventory.sync_backend(backend.pk).nodes == 29
-    assert kube_server.emulator._requests[-1].headers["Authorization"] == f"Bearer {TOKEN}"
+    assert list(kube_server.emulator)[-1].headers["Authorization"] == f"Bearer {TOKEN}"
 
 
 @pytest.mark.parametrize(

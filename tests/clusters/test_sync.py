@@ -41,7 +41,7 @@ def test_lists_are_paginated_with_limit_and_continue(backend, kube_server, monke
 
     result = inventory.sync_backend(backend.pk)
 
-    lists = [r for r in kube_server.emulator._requests if r.params.get("limit")]
+    lists = [r for r in kube_server.emulator if r.params.get("limit")]
     assert {r.params["limit"] for r in lists} == {"10"}
     assert sum("continue" in r.params for r in lists) == 4  # 3 node pages + 3 pod pages = 2 firsts, 4 continues
     assert (result.nodes, result.pods, result.pages) == (29, 25, 6)

@@ -25,7 +25,7 @@ def test_sync_task_runs_on_a_real_worker(transactional_db, redis_worker, backend
 
 
 def node_lists(kube_server) -> int:
-    return len([r for r in kube_server.emulator._requests if r.url.path == "/api/v1/nodes"])
+    return len([r for r in kube_server.emulator if r.url.path == "/api/v1/nodes"])
 
 
 def test_transient_failures_are_retried(eager, backend, kube_server):

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import collections
 import json
-import time
 
 import pytest
 from kubernetes import client, watch
@@ -106,11 +105,9 @@ def test_demo_fleet_served_and_selectable(kube_emulator, v1):
     assert all(any(t.key == "spot" and t.effect == "PreferNoSchedule" for t in n.spec.taints) for n in spot)
 
 
-def test_synthetic_fleet_is_deterministic_and_loads_fast(kube_emulator, v1):
-    # A tenth of the benchmark scale (5,000 nodes / 50,000 pods, ~1.5 s to generate).
-    started = time.perf_counter()
+def test_synthetic_fleet_is_deterministic_and_loads(kube_emulator, v1):
+    # A tenth of the benchmark scale (5,000 nodes / 50,000 pods); bench/bench_kubesim.py times both steps.
     nodes, pods = synthetic_fleet(500, 5000, seed=7)
-    assert time.perf_counter() - started < 3
     assert synthetic_fleet(50, 500, seed=7) == synthetic_fleet(50, 500, seed=7) != synthetic_fleet(50, 500, seed=8)
     assert len(nodes) == 500 and len(pods) == 5000
     assert len({n["metadata"]["name"] for n in nodes}) == 500
@@ -126,9 +123,7 @@ def test_synthetic_fleet_is_deterministic_and_loads_fast(kube_emulator, v1):
             )
     assert all(used[name] <= gpus[name] for name in used)
 
-    started = time.perf_counter()
     load_fleet(kube_emulator, nodes, pods)
-    assert time.perf_counter() - started < 3
     seen, token = 0, None
     while True:
         page = json.loads(v1.list_pod_for_all_namespaces(limit=2000, _continue=token, _preload_content=False).data)
@@ -319,7 +314,9 @@ def test_kubelet_can_be_enabled_on_a_running_server(kube_emulator, v1):
     wait_until(lambda: _phase(v1, "p") == "Succeeded")
 
 
-def test_kubelet_keeps_the_api_responsive_with_many_pending_pods():
+def test_kubelet_decides_every_pending_pod_while_the_api_answers():
+    """3,000 pending pods: the kubelet schedules or refuses each while lists keep answering (how long a list
+    takes meanwhile is measured by bench/bench_kubesim.py)."""
     nodes, pods = synthetic_fleet(300, 3000, seed=3)
     with (
         EmulatorServer(kubelet={"start_delay": 0.05, "run_seconds": 0.2}) as server,
@@ -327,17 +324,13 @@ def test_kubelet_keeps_the_api_responsive_with_many_pending_pods():
     ):
         load_fleet(server, nodes, pods)
         v1 = client.CoreV1Api(api)
-        slowest = 0.0
 
         def undecided() -> int:
-            nonlocal slowest
-            started = time.perf_counter()
             page = json.loads(
                 v1.list_pod_for_all_namespaces(
                     field_selector="status.phase=Pending,spec.nodeName=", _preload_content=False
                 ).data
             )
-            slowest = max(slowest, time.perf_counter() - started)
             return sum(
                 1
                 for p in page["items"]
@@ -345,5 +338,4 @@ def test_kubelet_keeps_the_api_responsive_with_many_pending_pods():
             )
 
         wait_until(lambda: undecided() == 0, timeout=30, interval=0.05)
-        assert slowest < 2, slowest
         assert not server.emulator.internal_errors, list(server.emulator.internal_errors)

@@ -236,7 +236,7 @@ def test_the_task_retries_a_cluster_that_is_down_on_a_real_worker(
     cluster.fail_next("create", "queues", status=503, times=2)
     delegate(carved, "kai", kube_server)  # committed: the sync goes to Redis, the worker runs it
     wait_until(lambda: len(names(cluster, KAI_QUEUES)) == 15, timeout=30, what="the queues, after two retries")
-    creates = [r for r in cluster._requests if r.method == "POST" and r.url.path.endswith("/queues")]
+    creates = [r for r in cluster if r.method == "POST" and r.url.path.endswith("/queues")]
     assert len(creates) == 15 + 2  # the first queue's create failed twice, then every one went through
 
 

@@ -126,7 +126,7 @@ def test_cluster_outage_during_submission_is_retried(redis_worker, kube_server, 
     task = workflow.tasks.get()
     wait_until(lambda: Task.objects.get(pk=task.pk).status != "PENDING", timeout=20)
     assert len(our_pods(kube_server)) == 1
-    posts = [r for r in kube_server.emulator._requests if r.method == "POST" and r.url.path.endswith("/pods")]
+    posts = [r for r in kube_server.emulator if r.method == "POST" and r.url.path.endswith("/pods")]
     assert len(posts) == 4  # two 503s, a 404 (the namespace did not exist: it was created), then the pod
     assert kube_server.emulator.get("namespaces", NAMESPACE) is not None
     assert TaskEvent.objects.filter(task=task, kind="CREATED").count() == 1

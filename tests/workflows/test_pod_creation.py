@@ -20,7 +20,7 @@ def test_pod_is_the_stored_manifest_plus_the_instance_label(submitted, kube_serv
     kube_server.emulator.clear_request_log()
     result = create_pods(workflow.pk)
     assert (result.created, result.adopted, result.failed) == (1, 0, 0)
-    posted = [r for r in kube_server.emulator._requests if r.method == "POST" and r.url.path.endswith("/pods")]
+    posted = [r for r in kube_server.emulator if r.method == "POST" and r.url.path.endswith("/pods")]
     expected = {
         **task.pod,
         "metadata": {

@@ -131,7 +131,7 @@ def test_ocm_refuses_an_instance_type_change_and_the_pool_shows_it_until_changed
 
     cloud.emulator.clear_request_log()
     reconcile_backend(rosa.pk)  # refused as it stands: not sent again
-    assert [r.method.value for r in cloud.emulator._requests] == ["GET"]
+    assert [r.method.value for r in cloud.emulator] == ["GET"]
     pool.refresh_from_db()
     assert pool.state == State.FAILED and pool.attempts == 1
 

@@ -1,0 +1,149 @@
+"""How long refusing a spec bomb takes (issue #18 items 1, 2, 7), in-process through Django's test client
+against a throwaway database: each bomb of tests/security/bombs.py POSTed as YAML to the REST API and, as
+the page's htmx Preview button sends it (a URL-encoded form, encoded before the timing), to the self-service
+preview page; and the template expression that would print 30 million items saved into a pool's
+configuration (PUT /api/configs/pool/<name>; then the render alone, to tell the sandbox's refusal from the
+rest of saving a pool). Every request must answer 400 (checked each time); a page row's
+note says whether the page's own error answered or Django's bare 400 (a form over
+DATA_UPLOAD_MAX_MEMORY_SIZE is refused before the view runs).
+
+Target ≤ 100 ms each: before the fix the 30-level merge-key bomb held a worker for minutes and the
+60,000-task spec took 8 s. tests/security/test_spec_bombs.py checks, without a clock, what each refusal
+answers and that it stops before expanding the bomb.
+"""
+
+from __future__ import annotations
+
+import logging
+from urllib.parse import urlencode
+
+from bench.django_env import throwaway_database
+from bench.harness import Row, measure
+from tests.security.bombs import BOMBS, ORDINARY, TEMPLATE
+
+TARGET = "≤ 100 ms"
+RUNS = 20
+FORM = "application/x-www-form-urlencoded"  # what the page's htmx preview button sends
+
+
+def _refused(response) -> None:
+    assert response.status_code == 400, (response.status_code, response.content[:300])
+
+
+def run() -> list[Row]:
+    with throwaway_database():  # Django's logging is configured from here on
+        quiet = {name: logging.getLogger(name) for name in ("django.request", "django.security")}
+        levels = {name: logger.level for name, logger in quiet.items()}
+        for logger in quiet.values():  # a line (or a traceback) per refusal otherwise
+            logger.setLevel(logging.CRITICAL)
+        try:
+            return _measure()
+        finally:
+            for name, logger in quiet.items():
+                logger.setLevel(levels[name])
+
+
+def _measure() -> list[Row]:
+    from django.test import Client
+    from rest_framework.test import APIClient
+
+    api, page, admin = _set_up(APIClient, Client)
+    ordinary = api.post("/api/pool/batch/workflow?validation_only=true", ORDINARY, content_type="application/yaml")
+    assert ordinary.status_code == 200, ordinary.content  # the same head with one task is accepted
+    rows = []
+    for name, bomb in BOMBS.items():
+        rows.append(
+            measure(
+                f"refuse spec bomb via API: {name}",
+                lambda bomb=bomb: _refused(
+                    api.post("/api/pool/batch/workflow", bomb.text, content_type="application/yaml")
+                ),
+                runs=RUNS,
+                target=TARGET,
+                note=f"{len(bomb.text) / 1024:.0f} KiB" if len(bomb.text) > 4096 else f"{len(bomb.text)} B",
+            )
+        )
+    for name, bomb in BOMBS.items():
+        form = urlencode({"spec": bomb.text, "priority": "NORMAL"})  # encoded once, outside the timing
+
+        def preview(form=form):
+            return page.post("/pools/batch/submit/preview/", form, content_type=FORM)
+
+        row = measure(
+            f"refuse spec bomb via preview page: {name}",
+            lambda preview=preview: _refused(preview()),
+            runs=RUNS,
+            target=TARGET,
+        )
+        shown = "the page's error" if b"The spec has a mistake" in preview().content else "Django's bare 400"
+        row.note = f"{shown}, form {len(form) / 1024:.0f} KiB"
+        rows.append(row)
+    from configs import store
+
+    body = store.show("POOL", "batch")
+    body["platforms"]["cpu"]["override_pod_template"] = ["cpu", "expensive"]
+    rows.append(
+        measure(
+            "refuse a pool whose template prints 30M items",
+            lambda: _refused(admin.put("/api/configs/pool/batch", {"configs": body}, format="json")),
+            runs=RUNS,
+            target=TARGET,
+            note=TEMPLATE,
+        )
+    )
+    from pools.engine.sandbox import SandboxError, compile_string, render_context, render_string
+
+    def render() -> None:
+        try:
+            render_string(compile_string(TEMPLATE), render_context({}))
+        except SandboxError:
+            return
+        raise AssertionError("the template was rendered")
+
+    rows.append(measure("refuse the template alone, pools.engine.sandbox", render, runs=200, target=TARGET))
+    return rows
+
+
+def _set_up(api_client, page_client):
+    from access.services import roles
+    from configs import store
+    from configs.revisions import Actor
+    from pools.engine import default_templates
+    from tests.factories import RoleFactory, UserFactory
+
+    actor = Actor(name="bench", source="cli")
+    store.apply("BACKEND", "bench-cluster", {"description": "bench", "namespace": "bench"}, actor)
+    store.apply_many(
+        "POD_TEMPLATE",
+        {
+            "default_user": default_templates()["default_user"],
+            "cpu": {"spec": {"nodeSelector": {"hive.openshift.io/machine-pool": "cpu"}}},
+            "expensive": {"metadata": {"labels": {"x": TEMPLATE}}},
+        },
+        actor,
+    )
+    store.apply(
+        "POOL",
+        "batch",
+        {
+            "backend": "bench-cluster",
+            "default_platform": "cpu",
+            "common_pod_template": ["default_user"],
+            "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
+            "platforms": {"cpu": {"override_pod_template": ["cpu"]}},
+        },
+        actor,
+    )
+    roles.ensure_builtin_roles()
+    RoleFactory(
+        name="osmo-batch", policies=[{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/batch*"]}]
+    )
+    researcher = UserFactory(username="researcher")
+    roles.update_user_roles(researcher, add=["osmo-batch", "osmo-user"], actor=actor)
+    admin_user = UserFactory(username="platform-admin")
+    roles.update_user_roles(admin_user, add=["osmo-admin"], actor=actor)
+    api, page, admin = api_client(), page_client(), api_client()
+    api.force_authenticate(researcher)
+    page.force_login(researcher)
+    admin.force_authenticate(admin_user)
+    return api, page, admin
