@@ -15,7 +15,9 @@ instead of two ORM lookups, and a change is seen by every process at its next re
 The table holds one row per epoch, all read by the same one query: `ACCESS` (1, this module's) and the
 epochs of apps above that cache their own per-process answers the same way (2: quotas' charging epoch,
 `quotas.services.charging`; 3: pools' machine-shape epoch, `pools.services.machine_pool_shapes`).
-`current`, `bump` and `EpochCache` take the epoch's id (default `ACCESS`).
+`current`, `bump` and `EpochCache` take the epoch's id (default `ACCESS`). The same query reads the config
+generation (portal.generation, PostgreSQL only): `config_generation()`, for caches of what pools, platforms and
+backends hold (workflows.pool_loading).
 """
 
 from __future__ import annotations
@@ -31,9 +33,11 @@ from django.core.signals import request_finished, request_started
 from django.db import connection
 
 from access.models import AccessEpoch
+from portal import generation
 
 T = TypeVar("T")
 ACCESS = 1
+CONFIG_GENERATION = "config"  # its key among the values read with the epochs
 _local = threading.local()  # the epochs read during the current request (gthread workers: per thread)
 _UNREAD = object()
 
@@ -47,14 +51,28 @@ def current(epoch: int = ACCESS) -> int | None:
     return _values().get(epoch)
 
 
-def _values() -> dict[int, int]:
-    """Every epoch's committed value: one query, once per request (all epochs at once)."""
+def config_generation() -> str | None:
+    """The config generation (portal.generation), read with the epochs: None on SQLite, before any config
+    write, or while no epoch row exists (caches off)."""
+    return _values().get(CONFIG_GENERATION)
+
+
+def _values() -> dict[object, object]:
+    """Every epoch's committed value, and the config generation: one query, once per request."""
     remembered = getattr(_local, "epochs", None)
     if remembered is not None and remembered is not _UNREAD:
         return remembered
+    generation_sql = generation.read_sql(connection.vendor)
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT id, value FROM {_table()}")  # noqa: S608 - a model's table name
-        values = dict(cursor.fetchall())
+        if generation_sql is None:
+            cursor.execute(f"SELECT id, value FROM {_table()}")  # noqa: S608 - a model's table name
+            values = dict(cursor.fetchall())
+        else:  # the scalar subquery is evaluated once, whatever the number of rows
+            cursor.execute(f"SELECT id, value, {generation_sql} FROM {_table()}")  # noqa: S608
+            rows = cursor.fetchall()
+            values = {epoch: value for epoch, value, _ in rows}
+            if rows:
+                values[CONFIG_GENERATION] = rows[0][2]
     if remembered is _UNREAD:  # inside a request: keep them for the rest of the request
         _local.epochs = values
     return values
@@ -68,6 +86,12 @@ def bump(epoch: int = ACCESS) -> None:
             f"DO UPDATE SET value = {_table()}.value + 1",
             [epoch, secrets.randbelow(2**48)],
         )
+    forget()
+
+
+def forget() -> None:
+    """Read the epochs and the generation again at their next use in this request (after a write that the
+    request's own later reads must see)."""
     if getattr(_local, "epochs", None) is not None:
         _local.epochs = _UNREAD
 

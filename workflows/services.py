@@ -16,11 +16,10 @@ from datetime import timedelta
 
 import yaml
 from django.conf import settings
-from django.db import DEFAULT_DB_ALIAS, connection, transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from access import actions, policy
-from clusters.models import Backend
 from configs.validators import parse_timeout
 from pools.engine import WorkflowContext, resolve
 from pools.engine.placement import NodeInfo
@@ -31,12 +30,13 @@ from pools.services.node_rules import capacities_for
 from pools.services.placement_nodes import placement_candidates, placement_of
 from portal import metrics
 from portal.errors import PortalError
-from portal.prepared import PreparedInsert, PreparedQuery
+from portal.prepared import PreparedInsert
 from portal.safe_yaml import spec_limits
 from teams.services import charged_project
 from workflows import admission_gate, enqueue
 from workflows.errors import InvalidSpec, PoolInMaintenance, PoolNotFound, WorkflowInvalid
 from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName, WorkflowStatus
+from workflows.pool_loading import load_pool
 from workflows.spec import SpecError, WorkflowSpec, effective_timeouts, parse_workflow, substitute_tokens
 from workflows.submit_options import with_options
 from workflows.templating import is_templated, render_spec
@@ -237,7 +237,7 @@ def resolve_retry(workflow: Workflow, task: Task, retry_id: int) -> dict:
     Node rules are not checked again (the workflow was admitted; the scheduler decides). Raises a
     DomainError, SpecError or EngineError when the task no longer resolves (its pool, platform or
     templates changed since it was submitted)."""
-    pool = _load_pool(workflow.pool.name)
+    pool = load_pool(workflow.pool.name)
     platform = next((p for p in pool.loaded_platforms if p.name == task.platform), None) if pool else None
     if platform is None:
         raise WorkflowInvalid(
@@ -284,59 +284,7 @@ def _json_safe(document: dict) -> dict:
     return json.loads(text)
 
 
-# What a submission reads of the pool, its backend and its platforms (any other field would load on
-# first access, at one query); the JSON config columns stay in the database: `compiled` has them all.
-def _fields(model, *names: str) -> list[str]:
-    """`names` in the model's field order, which `Model.from_db` expects of a partial row."""
-    return [f.attname for f in model._meta.concrete_fields if f.attname in names]
-
-
-_POOL_FIELDS = _fields(
-    Pool,
-    "id",
-    "name",
-    "backend_id",
-    "default_platform",
-    "enable_maintenance",
-    "default_exec_timeout",
-    "default_queue_timeout",
-    "max_exec_timeout",
-    "max_queue_timeout",
-)
-_BACKEND_FIELDS = _fields(Backend, "id", "name", "namespace", "scheduler_name", "last_sync_at")
-_PLATFORM_FIELDS = _fields(Platform, "id", "pool_id", "name", "compiled")
-# Runs on every submission: compiled once per process (portal.prepared). One row per platform.
-_POOL_ROWS = PreparedQuery(
-    lambda name: (
-        Pool.objects.filter(name=name)
-        .order_by("platforms__name")
-        .values_list(
-            *_POOL_FIELDS, *(f"backend__{n}" for n in _BACKEND_FIELDS), *(f"platforms__{n}" for n in _PLATFORM_FIELDS)
-        )
-    )
-)
 _INSERT_WORKFLOW, _INSERT_TASKS, _INSERT_EVENTS = (PreparedInsert(m) for m in (Workflow, Task, TaskEvent))
-
-
-def _load_pool(name: str) -> Pool | None:
-    """The pool with its backend (id, name, namespace, last sync) and its platforms (`pool.loaded_platforms`,
-    ordered by name), in one round trip."""
-    if "\x00" in name:  # no pool has one (PostgreSQL refuses NUL in text)
-        return None
-    rows = _POOL_ROWS.rows(name)
-    if not rows:
-        return None
-    split = (len(_POOL_FIELDS), len(_POOL_FIELDS) + len(_BACKEND_FIELDS))
-    pool = Pool.from_db(DEFAULT_DB_ALIAS, _POOL_FIELDS, rows[0][: split[0]])
-    pool.backend = Backend.from_db(DEFAULT_DB_ALIAS, _BACKEND_FIELDS, rows[0][split[0] : split[1]])
-    pool.loaded_platforms = []
-    for row in rows:
-        values = row[split[1] :]
-        if values[0] is not None:  # a pool without platforms: one row, its platform columns NULL
-            platform = Platform.from_db(DEFAULT_DB_ALIAS, _PLATFORM_FIELDS, values)
-            platform.pool = pool
-            pool.loaded_platforms.append(platform)
-    return pool
 
 
 def unknown_pool_for(who, name: str) -> bool:
@@ -348,7 +296,7 @@ def unknown_pool_for(who, name: str) -> bool:
 
 
 def _authorized_pool(name: str, who) -> Pool:
-    pool = _load_pool(name)
+    pool = load_pool(name)
     if pool is None:
         raise PoolNotFound(f"no pool named {name!r}", field="pool", value=name)
     policy.require(
@@ -378,7 +326,7 @@ def _priority(value: str) -> str:
 
 def _placed(pool: Pool, spec: WorkflowSpec) -> tuple[list[Platform], dict]:
     """Each task's platform (in `spec.tasks()` order) and those platforms' node capacities (one query)."""
-    by_name = {p.name: p for p in pool.loaded_platforms}  # `_load_pool` linked each to the pool
+    by_name = {p.name: p for p in pool.loaded_platforms}  # `load_pool` linked each to the pool
     platforms = [by_name[spec.platform_of(task, pool.default_platform, set(by_name))] for task in spec.tasks()]
     return platforms, capacities_for({p.pk: p for p in platforms}.values())
 
