@@ -217,7 +217,7 @@ class MachinePoolAdmin(ConfigAdmin):
     def scaling(self, obj):
         return f"autoscaling {obj.min_replicas}–{obj.max_replicas}" if obj.autoscaling else f"{obj.replicas} fixed"
 
-    @display(description="Capacity", label={"spot": "warning", "on-demand": "info"})
+    @display(description="Capacity type", label={"spot": "warning", "on-demand": "info"})
     def capacity_type(self, obj):
         return "spot" if obj.spot else "on-demand"
 
