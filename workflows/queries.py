@@ -20,6 +20,7 @@ from access import actions, policy
 from portal.errors import PermissionDenied
 from workflows.errors import WorkflowNotFound
 from workflows.models import Task, TaskEvent, Workflow
+from workflows.waiting import lay_waiting
 
 LIST, READ = actions.WORKFLOW_LIST, actions.WORKFLOW_READ
 MAX_LIMIT = 1000
@@ -117,6 +118,14 @@ def check_readable(workflow: Workflow, who) -> None:
 
 def tasks_of(workflow: Workflow) -> QuerySet[Task]:
     return Task.objects.filter(workflow=workflow).order_by("id")
+
+
+def with_tasks(workflow: Workflow) -> Workflow:
+    """The workflow with `task_rows` (each with `waiting`: why its pod waits for a node) and `task_count`, as
+    the detail answer shows them."""
+    workflow.task_rows = lay_waiting(workflow.pool_id, list(tasks_of(workflow)))
+    workflow.task_count = len(workflow.task_rows)
+    return workflow
 
 
 def events_of(workflow: Workflow) -> QuerySet[TaskEvent]:
