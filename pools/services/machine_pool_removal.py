@@ -48,11 +48,10 @@ class Removal:
         parts = []
         for (pool, platform), ids in sorted(self.busy.items()):
             listed = ", ".join(ids[:SHOWN]) + (", …" if len(ids) > SHOWN else "")
-            count = f"{len(ids)} unfinished workflow{'s' if len(ids) != 1 else ''}"
-            parts.append(f"{count} on platform {pool}/{platform} made from it ({listed})")
+            parts.append(f"{pool}/{platform} ({len(ids)} workflow{'s' if len(ids) != 1 else ''}: {listed})")
         return (
-            f"cannot be deleted while {'; '.join(parts)} run: its nodes and that platform go with it. "
-            "Cancel them or let them finish, then delete it"
+            f"cannot be deleted while unfinished workflows use the platform made from it: {'; '.join(parts)}. "
+            "Its nodes and that platform would go with it: cancel them or let them finish, then delete it"
         )
 
     def removed(self) -> list[str]:

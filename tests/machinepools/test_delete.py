@@ -103,8 +103,9 @@ def test_unfinished_workflows_on_the_platform_refuse_the_delete_and_are_named(ma
     refused = admin_client.get(reverse("admin:clusters_machinepool_delete", args=[pk]), follow=True)
     words = text(refused)
     assert (
-        "Machine pool gpu-spot cannot be deleted while 1 unfinished workflow on platform rosa/gpu-spot made from "
-        "it (train-1) run: its nodes and that platform go with it. Cancel them or let them finish, then delete it."
+        "Machine pool gpu-spot cannot be deleted while unfinished workflows use the platform made from it: "
+        "rosa/gpu-spot (1 workflow: train-1). Its nodes and that platform would go with it: cancel them or let "
+        "them finish, then delete it."
     ) in words
     assert "old-1" not in words and "plain-1" not in words
     admin_client.post(reverse("admin:clusters_machinepool_delete", args=[pk]), {"post": "yes"})
@@ -153,8 +154,8 @@ def test_the_cli_deletes_with_the_platform_or_refuses_in_one_line(made, cli):
     running = WorkflowFactory(pool=made, workflow_id="train-1", status=WorkflowStatus.QUEUED)
     TaskFactory(workflow=running, platform="gpu-two")
     code, out, err = cli("delete", "gpu-two")
-    assert code == 1 and out == "" and "error: name: cannot be deleted while 1 unfinished workflow" in err
-    assert "(train-1)" in err and len(err.splitlines()) == 1
+    assert code == 1 and out == "" and "error: name: cannot be deleted while unfinished workflows" in err
+    assert "rosa/gpu-two (1 workflow: train-1)" in err and len(err.splitlines()) == 1
     code, out, err = cli("delete", "gpu-spot")
     assert (code, err) == (0, "")
     assert out == (
