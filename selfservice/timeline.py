@@ -17,13 +17,14 @@ from django.utils.dateparse import parse_datetime
 
 from workflows.lifecycle.interruption import SPOT_REASON
 from workflows.models import Task, TaskEvent, TaskStatus, Workflow
+from workflows.waiting import NOT_SCHEDULABLE
 
 LABELS = {
     "SUBMITTED": "Submitted",
     "ADMITTED": "Admitted",
     "CREATED": "Pod created",
     "SCHEDULED": "Scheduled",
-    "UNSCHEDULABLE": "Not schedulable yet",
+    "UNSCHEDULABLE": NOT_SCHEDULABLE,
     "WAITING": "Waiting",
     "RUNNING": "Running",
     "EXITED": "Exited",
@@ -139,6 +140,11 @@ def _timeline(workflow: Workflow, task: Task, events: list[TaskEvent], now: date
             )
         )
         before = event.at
+    waiting = getattr(task, "waiting", None)  # laid on by selfservice.services.workflows.get_workflow
+    if waiting and waiting.machine_pool:
+        current = next((step for step in reversed(steps) if step.kind == "UNSCHEDULABLE"), None)
+        if current is not None:
+            current.label = waiting.headline  # what it waits for now; the scheduler's reason stays as the message
     return TaskTimeline(task, steps, _phases(task, events, now), ending(workflow, task, events), interrupted(task))
 
 

@@ -19,7 +19,8 @@ from django.db.models import Count, QuerySet
 from access import actions, policy
 from portal.errors import PermissionDenied
 from workflows.errors import WorkflowNotFound
-from workflows.models import Task, TaskEvent, Workflow
+from workflows.models import FINISHED_WORKFLOW, Task, TaskEvent, Workflow
+from workflows.waiting import lay_waiting
 
 LIST, READ = actions.WORKFLOW_LIST, actions.WORKFLOW_READ
 MAX_LIMIT = 1000
@@ -119,5 +120,31 @@ def tasks_of(workflow: Workflow) -> QuerySet[Task]:
     return Task.objects.filter(workflow=workflow).order_by("id")
 
 
+def with_tasks(workflow: Workflow) -> Workflow:
+    """The workflow with `task_rows` (each with `waiting`: why its pod waits for a node) and `task_count`, as
+    the detail answer shows them."""
+    workflow.task_rows = lay_waiting(workflow.pool_id, list(tasks_of(workflow)))
+    workflow.task_count = len(workflow.task_rows)
+    return workflow
+
+
 def events_of(workflow: Workflow) -> QuerySet[TaskEvent]:
     return TaskEvent.objects.filter(task__workflow=workflow).select_related("task").order_by("at", "id")
+
+
+def unfinished_on_platforms(platforms: list[tuple[str, str]]) -> dict[tuple[str, str], list[str]]:
+    """Per (pool, platform) some unfinished workflow has a task on: those workflows' ids, oldest first (one
+    query). What `pools.platform_use` asks before a platform is removed with its machine pool."""
+    wanted = set(platforms)
+    rows = (
+        Task.objects.filter(workflow__pool__name__in={pool for pool, _ in wanted}, platform__in={p for _, p in wanted})
+        .exclude(workflow__status__in=sorted(FINISHED_WORKFLOW))
+        .values_list("workflow__pool__name", "platform", "workflow__workflow_id")
+        .order_by("workflow__created_at", "workflow_id")
+        .distinct()
+    )
+    found: dict[tuple[str, str], list[str]] = {}
+    for pool, platform, workflow_id in rows:
+        if (pool, platform) in wanted and workflow_id not in found.get((pool, platform), []):
+            found.setdefault((pool, platform), []).append(workflow_id)
+    return found

@@ -1,17 +1,22 @@
-"""The machine pools' admin action "Make a platform from this machine pool" (pools.admin.machine_pools).
+"""The machine pools' admin action "Make a platform from this machine pool" (pools.admin.machine_pools), and
+deleting a machine pool with what was made for it.
 
 The action writes through `pools.services.machine_pool_platforms.make_platform`, so history holds the
 template and the pool; the platform goes in the backend's only pool (with several, `machinepool
-platform NAME --pool POOL` chooses).
+platform NAME --pool POOL` chooses). Deletes go through `pools.services.machine_pool_removal`.
 """
 
 from __future__ import annotations
 
 from django.contrib import admin, messages
+from django.http import HttpResponseRedirect
+from django.urls import reverse
 
 from access import actions, policy
 from configs.revisions import Actor
+from pools.models import Platform, PodTemplate
 from pools.services.machine_pool_platforms import make_platform
+from pools.services.machine_pool_removal import delete_machine_pool, plan
 from portal.errors import PortalError
 
 
@@ -27,3 +32,54 @@ def make_platform_action(model_admin, request, queryset) -> None:
             model_admin.message_user(request, f"{machine_pool.name}: {error}", messages.ERROR)
             continue
         model_admin.message_user(request, f"{made.said().capitalize()}.", messages.SUCCESS)
+
+
+class DeleteWithPlatformMixin:
+    """Deleting a machine pool (the delete page, the bulk action) removes the platform and pod template made for
+    it (`pools.services.machine_pool_removal`): the confirmation page lists them, and a machine pool whose
+    platform unfinished workflows use is refused, naming them."""
+
+    def get_deleted_objects(self, objs, request):
+        to_delete, model_count, perms_needed, protected = super().get_deleted_objects(objs, request)
+        removals = plan([obj.name for obj in objs])
+        platforms = templates = 0
+        for removal in removals.values():
+            to_delete.extend(line[0].upper() + line[1:] for line in removal.removed())
+            platforms, templates = platforms + len(removal.platforms), templates + bool(removal.template)
+            for (pool, platform), ids in sorted(removal.busy.items()):
+                where = f"unfinished, on platform {pool}/{platform} made from machine pool {removal.machine_pool}"
+                protected.extend(f"Workflow: {workflow_id} ({where})" for workflow_id in ids)
+            for kept in removal.kept if not request.POST.get("post") else ():  # the confirmation page says it
+                self.message_user(request, f"{removal.machine_pool}: kept {kept}.", messages.INFO)
+        if platforms:
+            model_count[Platform._meta.verbose_name_plural] = platforms
+        if templates:
+            model_count[PodTemplate._meta.verbose_name_plural] = templates
+        return to_delete, model_count, set() if protected else perms_needed, protected
+
+    def delete_view(self, request, object_id, extra_context=None):
+        obj = self.get_object(request, object_id)
+        refusal = plan([obj.name])[obj.name].refusal if obj is not None else ""
+        if refusal:  # refused before the page: nothing to confirm
+            self.message_user(request, f"Machine pool {obj.name} {refusal}.", messages.ERROR)
+            return HttpResponseRedirect(reverse("admin:clusters_machinepool_change", args=[obj.pk]))
+        return super().delete_view(request, object_id, extra_context)
+
+    def delete_model(self, request, obj):
+        self._policy_for_platforms(request)
+        deleted = delete_machine_pool(obj.name, Actor.for_request(request, "admin"))
+        said = deleted.said()
+        self.message_user(request, f"{said[0].upper()}{said[1:]}.", messages.SUCCESS)  # keeps "POOL" as it is
+
+    def delete_queryset(self, request, queryset):
+        self._policy_for_platforms(request)
+        for obj in queryset.order_by("name"):
+            try:
+                self.delete_model(request, obj)
+            except PortalError as error:  # refused since the confirmation page (a workflow started)
+                self.message_user(request, f"{obj.name}: not deleted: {error}", messages.ERROR)
+
+    def _policy_for_platforms(self, request) -> None:
+        """Removing what was made for it writes pools and pod templates: the admin's rights must cover them."""
+        for config_type in ("POD_TEMPLATE", "POOL"):
+            policy.require(request, actions.CONFIG_UPDATE, actions.config(config_type))

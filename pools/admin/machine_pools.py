@@ -32,7 +32,7 @@ from configs.admin import in_the_forms_words
 from configs.errors import ConfigError
 from configs.models import ConfigType
 from pools.admin.config import ConfigAdmin
-from pools.admin.machine_pool_actions import make_platform_action
+from pools.admin.machine_pool_actions import DeleteWithPlatformMixin, make_platform_action
 from pools.admin.taint_rows import TaintsField, row_error
 from portal.admin_base import pretty_json
 from portal.keyvalue_widget import KeyValueField, KeyValueRows
@@ -109,7 +109,7 @@ def form_field(path: str, fields) -> str | None:
 
 
 @admin.register(MachinePool)
-class MachinePoolAdmin(ConfigAdmin):
+class MachinePoolAdmin(DeleteWithPlatformMixin, ConfigAdmin):
     config_type = ConfigType.MACHINE_POOL
     form = MachinePoolForm
     list_display = ["name", "backend", "machine", "scaling", "capacity_type", "state_badge", "nodes_in_inventory",
@@ -217,7 +217,7 @@ class MachinePoolAdmin(ConfigAdmin):
     def scaling(self, obj):
         return f"autoscaling {obj.min_replicas}–{obj.max_replicas}" if obj.autoscaling else f"{obj.replicas} fixed"
 
-    @display(description="Capacity", label={"spot": "warning", "on-demand": "info"})
+    @display(description="Capacity type", label={"spot": "warning", "on-demand": "info"})
     def capacity_type(self, obj):
         return "spot" if obj.spot else "on-demand"
 

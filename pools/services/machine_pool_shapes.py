@@ -29,7 +29,7 @@ from clusters.machinepools.spec import MACHINEPOOL_LABEL
 from clusters.models import MachinePool, Node
 from clusters.signals import ALL
 from pools.engine import EngineError
-from pools.engine.placement import evaluate
+from pools.engine.placement import evaluate, place
 from pools.services.would_be import WouldBeNode
 
 SHAPES = 3  # the epoch's row id (access.epoch: 1 access, 2 quotas' charging)
@@ -101,3 +101,36 @@ def would_be_by_platform(platforms) -> dict[int, list[WouldBeNode]]:
             if on_backend and evaluate(pod, node.node_info(), check_resources=False).fits:
                 found[platform.pk].append(node)
     return found
+
+
+def machine_pools_taking(pods: list[tuple[int, str, dict]]) -> list[WouldBeNode | None]:
+    """For each (pool id, platform name, pod) of a pod no node takes now: the would-be node that would take it
+    (the platform's would-be nodes as the preview has them, `would_be_by_platform`, the pod placed on them with
+    its requests), or None when no machine pool could help. One query for the platforms, whatever the number of
+    pods, and the would-be nodes' (cached under the machine-shape epoch)."""
+    from pools.models import Platform
+
+    if not pods:
+        return []
+    pool_ids, names = {pool_id for pool_id, _, _ in pods}, {name for _, name, _ in pods}
+    platforms = {
+        (p.pool_id, p.name): p
+        for p in Platform.objects.filter(pool_id__in=pool_ids, name__in=names).select_related("pool")
+    }
+    by_platform = would_be_by_platform(platforms.values())
+    found: list[WouldBeNode | None] = []
+    for pool_id, name, pod in pods:
+        platform = platforms.get((pool_id, name))
+        candidates = by_platform.get(platform.pk, []) if platform else []
+        found.append(_first_taking(pod, candidates))
+    return found
+
+
+def _first_taking(pod: dict, candidates: list[WouldBeNode]) -> WouldBeNode | None:
+    if not candidates:
+        return None
+    try:
+        verdicts = place(pod, [node.node_info() for node in candidates])
+    except EngineError:
+        return None  # a pod the engine cannot read: the scheduler's own reason stands
+    return next((node for node, verdict in zip(candidates, verdicts, strict=True) if verdict.fits), None)

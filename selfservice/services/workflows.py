@@ -15,6 +15,7 @@ from access import actions, policy
 from workflows import queries
 from workflows.lifecycle.cancel import cancel_refusal
 from workflows.models import FINISHED_TASK, Task, TaskEvent, Workflow
+from workflows.waiting import lay_waiting
 
 
 def workflows_of(who, limit: int = 200) -> list[Workflow]:
@@ -35,13 +36,16 @@ def workflows_of(who, limit: int = 200) -> list[Workflow]:
 
 def get_workflow(workflow_id: str, who, *, with_events: bool = True) -> Workflow:
     """The workflow if the principal may see it (`workflows.queries.check_readable`, as the API): else
-    WorkflowNotFound (404) or PermissionDenied (403, saying why). Tasks (and their events) prefetched."""
+    WorkflowNotFound (404) or PermissionDenied (403, saying why). Tasks (and their events) prefetched; with
+    the events (the page), each task also says why its pod waits for a node (`workflows.waiting`)."""
     workflow = queries.get_workflow(workflow_id)
     queries.check_readable(workflow, who)
     tasks = Task.objects.order_by("id")
     if with_events:
         tasks = tasks.prefetch_related(Prefetch("events", queryset=TaskEvent.objects.order_by("at", "id")))
     prefetch_related_objects([workflow], Prefetch("tasks", queryset=tasks))
+    if with_events:
+        lay_waiting(workflow.pool_id, list(workflow.tasks.all()))  # the prefetched rows the page reads
     return workflow
 
 

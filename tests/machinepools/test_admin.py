@@ -5,6 +5,8 @@ write-only."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from django.urls import reverse
 
@@ -214,3 +216,19 @@ def test_the_backend_ocm_token_is_write_only(backends, admin_client):
     assert Backend.objects.get(name="rosa-a").ocm_token == "ocm-secret-token"  # empty field kept it
     refused = admin_client.post(url, {**data, "ocm_cluster_id": ""})
     assert "ocm_cluster_id" in refused.context["adminform"].form.errors
+
+
+def test_the_list_headers_name_the_capacity_type_apart_from_the_capacity(backends, admin_client):
+    """The on-demand/spot column is "Capacity type" (ROSA's and Karpenter's term), not a second "Capacity"."""
+    store.apply("MACHINE_POOL", "gpu-spot", gpu_spot(), CLI)
+    listing = admin_client.get(reverse("admin:clusters_machinepool_changelist")).content.decode()
+    headers = column_headers(listing)
+    assert "Capacity type" in headers and "Capacity now / at max" in headers
+    assert headers.index("Capacity type") < headers.index("Capacity now / at max")
+    assert [h for h in headers if h.startswith("Capacity")] == ["Capacity type", "Capacity now / at max"]
+
+
+def column_headers(page: str) -> list[str]:
+    """The changelist's column headers, as the reader sees them (the text of each `<th scope="col">`)."""
+    cells = re.findall(r'<th[^>]*scope="col"[^>]*>(.*?)</th>', page, flags=re.S)
+    return [" ".join(re.sub(r"<[^>]+>", " ", cell).split()) for cell in cells]

@@ -288,11 +288,20 @@ class TaskSerializer(serializers.Serializer):
         )
     )
     error = serializers.CharField(allow_blank=True, help_text="Why it failed, or why it is not running yet.")
+    status_message = serializers.SerializerMethodField(
+        help_text="While its pod waits for a node (unschedulable now): 'Waiting for machine pool gpu-t4-spot to add "
+        "a node (0 → 1 of max 4)' when a machine pool of its platform could add a node that takes it, else "
+        "'Not schedulable yet: ' and the scheduler's reason. Empty otherwise."
+    )
     exit_actions = serializers.JSONField()
     submit_time = OsmoTimeField(source="created_at")
     pod_created_time = OsmoTimeField(source="pod_created_at", allow_null=True)
     start_time = OsmoTimeField(source="started_at", allow_null=True)
     end_time = OsmoTimeField(source="finished_at", allow_null=True)
+
+    def get_status_message(self, task) -> str:
+        waiting = getattr(task, "waiting", None)  # laid on by workflows.queries.with_tasks
+        return waiting.text if waiting else ""
 
 
 class WorkflowDetailSerializer(WorkflowSummarySerializer):

@@ -289,8 +289,7 @@ class WorkflowView(APIView):
     def get(self, request, workflow_id):
         # OSMO's `verbose` (every retry of each task) changes nothing: a task keeps only its latest attempt.
         workflow = queries.visible_workflow(request, workflow_id)
-        workflow.task_rows = list(queries.tasks_of(workflow))
-        workflow.task_count = len(workflow.task_rows)
+        queries.with_tasks(workflow)
         return Response(s.WorkflowDetailSerializer(workflow, context={"request": request}).data)
 
 
@@ -356,6 +355,5 @@ class WorkflowCancelView(APIView):
         workflow = cancel(
             workflow_id, request, force=data.validated_data["force"], message=data.validated_data["message"]
         )
-        workflow.task_rows = list(queries.tasks_of(workflow))
-        workflow.task_count = len(workflow.task_rows)
+        queries.with_tasks(workflow)
         return Response(s.WorkflowDetailSerializer(workflow, context={"request": request}).data)

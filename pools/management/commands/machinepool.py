@@ -1,7 +1,8 @@
 """`machinepool export NAME --format terraform|rosa`: a machine pool as the pipelines that provision ROSA
 write it (clusters.machinepools.export); what the format cannot express goes to stderr as warnings.
 `machinepool platform NAME [--pool POOL] [--platform NAME]`: make (or bring up to date) the pod template
-and platform of a machine pool (docs/machine-pool-platforms.md). One function per subcommand (`do_<verb>`)."""
+and platform of a machine pool (docs/machine-pool-platforms.md). `machinepool delete NAME`: delete it with the
+platform and pod template made for it, as the admin's delete does. One function per subcommand (`do_<verb>`)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from clusters.models import MachinePool
 from configs.errors import ConfigNotFound
 from configs.revisions import Actor
 from pools.services.machine_pool_platforms import make_platform
+from pools.services.machine_pool_removal import delete_machine_pool
 from portal.commands import PortalCommand
 
 FORMATS = ("terraform", "rosa")
@@ -18,7 +20,7 @@ FORMATS = ("terraform", "rosa")
 class Command(PortalCommand):
     help = (
         "Machine pools: export one as Terraform (the seed's ROSA module) or a `rosa create machinepool` line; "
-        "make the platform of one."
+        "make the platform of one; delete one with the platform made for it."
     )
 
     def add_arguments(self, parser):
@@ -31,6 +33,8 @@ class Command(PortalCommand):
         platform.add_argument("--pool", help="the pool to hold the platform (default: the backend's only pool)")
         platform.add_argument("--platform", dest="platform_name", help="the platform's name (default: NAME)")
         platform.add_argument("--format", choices=["text", "json"], default="text")
+        deleting = verbs.add_parser("delete", help="delete a machine pool with the platform and template made for it")
+        deleting.add_argument("name", help="the machine pool")
 
     def handle(self, *args, **options):
         getattr(self, f"do_{options['verb']}")(options)
@@ -54,6 +58,9 @@ class Command(PortalCommand):
             self.emit(made.as_dict())
             return
         self.stdout.write(made.said())
+
+    def do_delete(self, options):
+        self.stdout.write(delete_machine_pool(options["name"], Actor.of(None, "cli")).said())
 
 
 def _machine_pool(name: str) -> MachinePool:

@@ -264,7 +264,7 @@ class Command(PortalCommand):
                     t["pod_name"],
                     t["node"] or "-",
                     "-" if t["exit_code"] is None else t["exit_code"],
-                    t["error"] or "",
+                    t["status_message"] or t["error"] or "",  # a pod waiting for a node: why, in words
                 )
                 for t in data["tasks"]
             ],
@@ -294,8 +294,7 @@ def _format(parser) -> None:
 
 
 def _detail(workflow) -> dict:
-    workflow.task_rows = list(queries.tasks_of(workflow))
-    workflow.task_count = len(workflow.task_rows)
+    queries.with_tasks(workflow)
     return json.loads(json.dumps(s.WorkflowDetailSerializer(workflow).data, default=str))
 
 

@@ -1,0 +1,49 @@
+"""Why a task's pod waits for a node, in words the workflow page and the API share.
+
+A WAITING task with no node and the scheduler's reason in `error` is unschedulable now. When a scale-from-zero
+machine pool of its platform could add a node that takes the pod (the would-be nodes the submit preview uses:
+`pools.services.machine_pool_shapes.machine_pools_taking`), it waits for that machine pool: "Waiting for
+machine pool gpu-t4-spot to add a node (0 → 1 of max 4)". Otherwise it is "Not schedulable yet" with the
+scheduler's reason. Read when a page or answer is built, so it follows the machine pool (once its node is
+in the inventory there is no would-be node, and the pod is scheduled or the scheduler says why not).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pools.services.machine_pool_shapes import machine_pools_taking
+from workflows.models import Task, TaskStatus
+
+NOT_SCHEDULABLE = "Not schedulable yet"
+
+
+@dataclass(frozen=True)
+class Waiting:
+    reason: str  # the scheduler's: "Unschedulable: 0/3 nodes are available: ..."
+    machine_pool: str = ""  # the machine pool that could add a node for it ("" none could)
+    adds: str = ""  # "machine pool gpu-t4-spot to add a node (0 → 1 of max 4)"
+
+    @property
+    def headline(self) -> str:
+        return f"Waiting for {self.adds}" if self.machine_pool else NOT_SCHEDULABLE
+
+    @property
+    def text(self) -> str:
+        return self.headline if self.machine_pool else f"{NOT_SCHEDULABLE}: {self.reason}"
+
+
+def unschedulable(task: Task) -> bool:
+    return task.status == TaskStatus.WAITING and not task.node and bool(task.error)
+
+
+def lay_waiting(pool_id: int, tasks: list[Task]) -> list[Task]:
+    """Lays `waiting` (a Waiting, or None when its pod is not waiting for a node) on each task of a workflow of
+    pool `pool_id`. No query when none is unschedulable; otherwise the same few whatever their number."""
+    stuck = [task for task in tasks if unschedulable(task)]
+    for task in tasks:
+        task.waiting = None
+    taking = machine_pools_taking([(pool_id, task.platform, task.pod) for task in stuck])
+    for task, node in zip(stuck, taking, strict=True):
+        task.waiting = Waiting(task.error, node.spec.name, node.adds_a_node()) if node else Waiting(task.error)
+    return tasks
