@@ -1,11 +1,12 @@
 """How long refusing a spec bomb takes (issue #18 items 1, 2, 7), in-process through Django's test client
-against a throwaway database: each bomb of tests/security/bombs.py POSTed as YAML to the REST API and, as
-the page's htmx Preview button sends it (a URL-encoded form, encoded before the timing), to the self-service
-preview page; and the template expression that would print 30 million items saved into a pool's
-configuration (PUT /api/configs/pool/<name>; then the render alone, to tell the sandbox's refusal from the
-rest of saving a pool). Every request must answer 400 (checked each time); a page row's
-note says whether the page's own error answered or Django's bare 400 (a form over
-DATA_UPLOAD_MAX_MEMORY_SIZE is refused before the view runs).
+against a throwaway database: each bomb of tests/security/bombs.py POSTed as YAML to the REST API and, as the
+submit page's form posts it (multipart/form-data: its enctype and hx-encoding; encoded before the timing), to
+the self-service preview page (without htmx's HX-Request header: the whole page, whose refusal is a 400, not
+the 200 fragment htmx swaps in); and the template expression that would print 30 million items saved into a
+pool's configuration (PUT /api/configs/pool/<name>; then the render alone, to tell the sandbox's refusal from
+the rest of saving a pool). Every request must answer 400 (checked each time); a page row's note says whether
+the page's own error answered or Django's bare 400. A form over DATA_UPLOAD_MAX_MEMORY_SIZE is refused unread
+(portal.form_limits): the last page row times that with a 3 MB spec.
 
 Target ≤ 100 ms each: before the fix the 30-level merge-key bomb held a worker for minutes and the
 60,000-task spec took 8 s. tests/security/test_spec_bombs.py checks, without a clock, what each refusal
@@ -15,7 +16,6 @@ answers and that it stops before expanding the bomb.
 from __future__ import annotations
 
 import logging
-from urllib.parse import urlencode
 
 from bench.django_env import throwaway_database
 from bench.harness import Row, measure
@@ -23,7 +23,9 @@ from tests.security.bombs import BOMBS, ORDINARY, TEMPLATE
 
 TARGET = "≤ 100 ms"
 RUNS = 20
-FORM = "application/x-www-form-urlencoded"  # what the page's htmx preview button sends
+BOUNDARY = "BenchBoundary"
+FORM = f"multipart/form-data; boundary={BOUNDARY}"  # what the page's form sends, with or without htmx
+OVERSIZED = "3 MB spec, over DATA_UPLOAD_MAX_MEMORY_SIZE"
 
 
 def _refused(response) -> None:
@@ -63,8 +65,12 @@ def _measure() -> list[Row]:
                 note=f"{len(bomb.text) / 1024:.0f} KiB" if len(bomb.text) > 4096 else f"{len(bomb.text)} B",
             )
         )
-    for name, bomb in BOMBS.items():
-        form = urlencode({"spec": bomb.text, "priority": "NORMAL"})  # encoded once, outside the timing
+    from django.test.client import encode_multipart
+
+    pages = {name: bomb.text for name, bomb in BOMBS.items()}
+    pages[OVERSIZED] = "# " + "x" * 3_000_000 + "\n"
+    for name, text in pages.items():
+        form = encode_multipart(BOUNDARY, {"spec": text, "priority": "NORMAL"})  # once, outside the timing
 
         def preview(form=form):
             return page.post("/pools/batch/submit/preview/", form, content_type=FORM)

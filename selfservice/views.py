@@ -17,6 +17,7 @@ from access.oidc.configuration import oidc_enabled
 from pools.models import Pool
 from pools.presenters import preview_tasks
 from portal.errors import DomainError, NotFound, PermissionDenied, PortalError
+from portal.form_limits import body_too_large, form_too_large, refuses_oversized_forms, spec_form_too_large
 from selfservice.forms import AccessRequestForm, PoolRequestForm, SpecForm
 from selfservice.presenters import describe_error, locate_in_spec
 from selfservice.services import catalog as catalog_service
@@ -27,6 +28,7 @@ from selfservice.timeline import timelines
 from workflows import logs
 from workflows.lifecycle.cancel import cancel
 from workflows.services import CREATE, SubmitRequest, submit
+from workflows.spec_fields import SpecError
 
 REQUEST_KINDS = ("access", "pool")
 
@@ -104,6 +106,12 @@ def _submit_context(request, name):
     return pool, None
 
 
+def _oversized(request):
+    """The page's error for a form over DATA_UPLOAD_MAX_MEMORY_SIZE (portal.form_limits): nothing was read."""
+    return describe_error(SpecError(spec_form_too_large(), field="spec", value=f"{form_too_large(request)} bytes"))
+
+
+@refuses_oversized_forms
 @login_required
 @require_http_methods(["GET", "POST"])
 def submit_page(request, name):
@@ -118,6 +126,9 @@ def submit_page(request, name):
         if _htmx(request) and request.GET.get("example"):
             return render(request, "selfservice/_editor.html", {**context, "form": form})
         return render(request, "selfservice/submit.html", {**context, "form": form})
+    if form_too_large(request):  # the editor starts empty: the text was not read
+        form, error = SpecForm(initial={"priority": "NORMAL"}), _oversized(request)
+        return render(request, "selfservice/submit.html", {**context, "form": form, "error": error}, status=400)
     form = SpecForm(request.POST)
     if not form.is_valid():
         return render(request, "selfservice/submit.html", {**context, "form": form}, status=400)
@@ -139,6 +150,7 @@ def submit_page(request, name):
     return redirect("selfservice:workflow", workflow_id=result.workflow_id)
 
 
+@refuses_oversized_forms
 @login_required
 @require_POST
 def preview(request, name):
@@ -152,9 +164,11 @@ def preview(request, name):
                 {"error": describe_error(PermissionDenied(f"You may not submit workflows to pool {name}."))},
             )
         return refused
-    form = SpecForm(request.POST)
+    form = SpecForm(None if form_too_large(request) else request.POST, initial={"priority": "NORMAL"})
     context, status = {"pool": pool}, 200
-    if form.is_valid():
+    if form_too_large(request):
+        context["error"], status = _oversized(request), 400
+    elif form.is_valid():
         try:
             result = submit(
                 SubmitRequest(
@@ -268,6 +282,7 @@ def workflow_cancel(request, workflow_id):
 # --- requests ---------------------------------------------------------------------------------------------
 
 
+@refuses_oversized_forms
 @login_required
 @require_http_methods(["GET", "POST"])
 def requests_page(request):
@@ -275,7 +290,10 @@ def requests_page(request):
     access_form = AccessRequestForm(pools=requestable, initial={"pool": request.GET.get("pool")})
     pool_form = PoolRequestForm()
     status = 200
-    if request.method == "POST":
+    if request.method == "POST" and form_too_large(request):
+        messages.error(request, f"Not sent: {body_too_large()} (this one has {form_too_large(request)}).")
+        status = 400
+    elif request.method == "POST":
         kind = request.POST.get("kind")
         try:
             if kind == "access":

@@ -33,7 +33,8 @@ _DEFAULTS = re.compile(r"^default-values\s*:", re.MULTILINE)
 def is_templated(text: str, set_variables: list[str] = (), set_string_variables: list[str] = ()) -> bool:
     """Whether the text needs rendering: a `default-values:` section, values set for it, Jinja statements or
     comments, or a `{{ … }}` that is not one of OSMO's tokens."""
-    if set_variables or set_string_variables or _DEFAULTS.search(text):
+    # the substring first: the MULTILINE search alone takes ~28 ms on a 2.4 MB spec
+    if set_variables or set_string_variables or ("default-values" in text and _DEFAULTS.search(text)):
         return True
     if "{%" in text or "{#" in text:
         return True
