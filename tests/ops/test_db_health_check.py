@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import select
 
-import psycopg
 import pytest
 from django.core.signals import request_started
 from django.db import close_old_connections, connection
 
 from tests.polling import wait_until
+from tests.sessions import other_session
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -26,18 +26,6 @@ def kept_connection():
     yield connection
     connection.settings_dict.update(saved)
     connection.close()
-
-
-def _other_session():
-    settings = connection.settings_dict
-    return psycopg.connect(
-        host=settings["HOST"] or "127.0.0.1",
-        port=settings["PORT"] or 5432,
-        user=settings["USER"],
-        password=settings["PASSWORD"] or None,
-        dbname=settings["NAME"],
-        autocommit=True,
-    )
 
 
 def _backend_pid() -> int:
@@ -55,7 +43,7 @@ def test_an_idle_connection_with_nothing_to_read_is_reused_without_a_query(kept_
     pid = _backend_pid()
     _next_request()
     kept_connection.close_if_health_check_failed()  # what the request's first query runs first
-    with _other_session() as other:
+    with other_session() as other:
         last = other.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0]
     assert last == "SELECT pg_backend_pid() /* marker */"  # no SELECT 1 since
     assert _backend_pid() == pid and kept_connection.health_check_done
@@ -63,7 +51,7 @@ def test_an_idle_connection_with_nothing_to_read_is_reused_without_a_query(kept_
 
 def test_a_connection_the_server_ended_is_replaced_before_the_request_uses_it(kept_connection):
     pid = _backend_pid()
-    with _other_session() as other:
+    with other_session() as other:
         assert other.execute("SELECT pg_terminate_backend(%s)", (pid,)).fetchone()[0]
     socket = kept_connection.connection.pgconn.socket
     wait_until(lambda: select.select([socket], [], [], 0)[0], what="the server's goodbye on the socket")
@@ -79,7 +67,7 @@ def test_a_connection_inside_a_transaction_gets_djangos_check(kept_connection):
         cursor.execute("BEGIN")
     _next_request()
     kept_connection.close_if_health_check_failed()
-    with _other_session() as other:
+    with other_session() as other:
         last = other.execute("SELECT query FROM pg_stat_activity WHERE pid = %s", (pid,)).fetchone()[0]
     assert last == "SELECT 1"
     close_old_connections()

@@ -5,15 +5,14 @@ next submission. Committed data only: these tests run outside a test transaction
 
 from __future__ import annotations
 
-import psycopg
 import pytest
 from django.core.signals import request_finished, request_started
-from django.db import connection
 
 from clusters.models import Backend
 from configs import store
 from pools.models import Pool
 from tests.queries import captured_queries
+from tests.sessions import other_session
 from tests.workflows.conftest import CLI, TEMPLATES, api, spec
 from workflows import pool_loading
 from workflows.models import Task
@@ -38,15 +37,7 @@ def _submit(client, name: str):
 
 def _other_connection_runs(sql: str, *params) -> None:
     """SQL from another session, as another web worker or process would write."""
-    settings = connection.settings_dict
-    with psycopg.connect(
-        host=settings["HOST"] or "127.0.0.1",
-        port=settings["PORT"] or 5432,
-        user=settings["USER"],
-        password=settings["PASSWORD"] or None,
-        dbname=settings["NAME"],
-        autocommit=True,
-    ) as other:
+    with other_session() as other:
         other.execute(sql, params)
 
 
