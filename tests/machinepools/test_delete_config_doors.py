@@ -13,6 +13,7 @@ from clusters.models import MachinePool
 from configs import store
 from configs.models import Change, Revision
 from pools.models import PodTemplate
+from pools.services.machine_pool_platforms import make_platform
 from tests.clirun import run_as_cli
 from tests.factories import TaskFactory, WorkflowFactory
 from tests.machinepools.conftest import CLI, gpu_spot, last, platforms
@@ -124,6 +125,19 @@ def test_config_delete_prints_what_went_along_or_refuses_in_one_line(busy, cli):
     }
     code, _, err = cli("delete", "MACHINE_POOL", "ghost")
     assert code == 1 and err == "error: name: no machine pool by this name (value: 'ghost')\n"
+
+
+def test_config_rollback_to_a_deletion_takes_the_platform_along(made, cli):
+    """gpu-two deleted (revision 2), made again (revision 3, its platform made anew): rolling it back to
+    revision 2 deletes it again, with its platform and template."""
+    cli("delete", "MACHINE_POOL", "gpu-two")
+    store.apply("MACHINE_POOL", "gpu-two", gpu_spot(), CLI)
+    make_platform("gpu-two", CLI)
+    assert platforms() == ["gpu-spot", "gpu-two", "plain"]
+    code, out, err = cli("rollback", "MACHINE_POOL", "gpu-two", "2")
+    assert (code, out, err) == (0, "MACHINE_POOL gpu-two rolled back to r2 (revision 4)\n", "")
+    assert platforms() == ["gpu-spot", "plain"] and not PodTemplate.objects.filter(name="machinepool-gpu-two")
+    assert last("POOL", "rosa").description == "machine pool gpu-two deleted: Roll back MACHINE_POOL gpu-two to r2"
 
 
 def test_a_kept_template_is_said_by_the_config_doors(made, cli):
