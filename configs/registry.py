@@ -5,9 +5,15 @@
 `save` writes one object (or queues it for a bulk write in `after_save`, which runs whenever anything was
 saved), `after_save` recomputes what depends on the saved objects. Each app describes
 its types in `<app>.config_types` and registers their handlers in its AppConfig.ready().
+
+A type whose delete takes objects of a higher app along has that app install its `deleter` here
+(`install_deleter`): pools deletes a MACHINE_POOL with the platform and pod template made for it, so every
+door that deletes through `configs.store` (API, config CLI, rollback) does it alike.
 """
 
 from __future__ import annotations
+
+from collections.abc import Callable
 
 from django.db import models
 
@@ -18,6 +24,9 @@ from configs.schema import Schema
 class Handler:
     config_type: str
     model: type[models.Model]
+    # (name, actor, *, description, tags, change) → configs.store.Deletion; None: the store deletes the object
+    # alone. Installed by the app that owns what goes with it (`install_deleter`).
+    deleter: Callable | None = None
 
     def parse(self, name: str, body: object):
         raise NotImplementedError
@@ -79,6 +88,14 @@ def register(*handlers: Handler) -> None:
     """Each app registers the handlers of the types it owns from its AppConfig.ready()."""
     for handler in handlers:
         HANDLERS[handler.config_type] = handler
+
+
+def install_deleter(config_type: str, deleter: Callable | None) -> Callable | None:
+    """Have `deleter` delete objects of `config_type` (None: the store's own delete); returns the one it
+    replaces. Called from the ready() of an app above the type's own, which registered its handler first."""
+    handler = get(config_type)
+    previous, handler.deleter = handler.deleter, deleter
+    return previous
 
 
 def get(config_type: str) -> Handler:

@@ -109,7 +109,44 @@ def apply_many(
         return _apply_batch(handler, list(documents.items()), actor, description, tags, qualify=True)
 
 
+@dataclass
+class Deletion:
+    """What one delete wrote: the object's deleted revision and, for a type whose delete takes others along
+    (MACHINE_POOL: its platform and pod template), what went with it and what was kept, as said by the doors."""
+
+    config_type: str
+    name: str
+    revision: int
+    along: list[str] = field(default_factory=list)  # "platform rosa/gpu (POOL rosa revision 4)"
+    kept: list[str] = field(default_factory=list)  # "pod template machinepool-gpu: used by platform rosa/p too"
+
+    def said(self) -> str:
+        text = f"{self.config_type} {self.name} deleted (revision {self.revision})"
+        text += f", with {' and '.join(self.along)}" if self.along else ""
+        return text + "".join(f"; kept {kept}" for kept in self.kept)
+
+    def as_dict(self) -> dict:
+        """The API's answer: `with` and `kept` only when the delete took something along or kept it."""
+        answer = {"config_type": self.config_type, "name": self.name, "revision": self.revision, "deleted": True}
+        return answer | ({"with": self.along} if self.along else {}) | ({"kept": self.kept} if self.kept else {})
+
+
 def delete(config_type: str, name: str, actor: Actor, *, description: str = "", tags=(), change=None) -> int:
+    """Delete one object (refused while referenced); its deleted revision."""
+    return remove(config_type, name, actor, description=description, tags=tags, change=change).revision
+
+
+def remove(config_type: str, name: str, actor: Actor, *, description: str = "", tags=(), change=None) -> Deletion:
+    """Delete one object, with what its type's deleter takes along (configs.registry.install_deleter)."""
+    handler = registry.get(revisions.check_type(config_type))
+    if handler.deleter is not None:
+        return handler.deleter(name, actor, description=description, tags=tags, change=change)
+    number = delete_alone(handler.config_type, name, actor, description=description, tags=tags, change=change)
+    return Deletion(handler.config_type, name, number)
+
+
+def delete_alone(config_type: str, name: str, actor: Actor, *, description: str = "", tags=(), change=None) -> int:
+    """Delete the object and nothing else, refused while referenced: what a type's deleter calls last."""
     handler = registry.get(revisions.check_type(config_type))
     with transaction.atomic():
         obj = _get(handler, name, lock=True)

@@ -21,6 +21,10 @@ class PoolsConfig(AppConfig):
         _cache_would_be_nodes()
         machine_pool_changed.connect(follow_machine_pool, dispatch_uid="pools.machine_pool_platforms")
         registry.register(*CONFIG_TYPES)  # POOL, POD_TEMPLATE, RESOURCE_VALIDATION
+        # Deleting a machine pool (clusters' type) takes the platform and pod template made for it, from any door.
+        from pools.services.machine_pool_removal import config_delete
+
+        registry.install_deleter("MACHINE_POOL", config_delete)
 
 
 def _cache_would_be_nodes() -> None:

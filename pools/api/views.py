@@ -169,10 +169,10 @@ class ConfigObjectView(ConfigAPIView):
     )
     def delete(self, request, config_type, name):
         data = valid(s.ConfigDeleteSerializer, request.data or {})
-        number = store.delete(
+        deleted = store.remove(
             path_type(config_type), name, actor_of(request), description=data["description"], tags=data["tags"]
         )
-        return Response({"config_type": path_type(config_type), "name": name, "revision": number, "deleted": True})
+        return Response(deleted.as_dict())
 
 
 POOL_LIST_PARAMETERS = [

@@ -6,10 +6,14 @@
   and so does the template it uses (said, not deleted).
 - **Refused** while an unfinished workflow has a task on such a platform (`pools.platform_use`): the
   machine pool's nodes go with it, and the workflow's platform would vanish under it. The refusal names the
-  workflows; cancel them or let them finish, then delete.
+  workflows; cancel them or let them finish, then delete. Refused too while such a platform is its pool's
+  `default_platform`.
 - **History**: every removal is a revision, as from any door: a POOL revision per pool that loses a platform,
   a deleted POD_TEMPLATE revision, then the deleted MACHINE_POOL revision, all described "machine pool <name>
   deleted", in one transaction.
+- **Every door**: the admin and `machinepool delete` call `delete_machine_pool`; the config store's delete
+  of a MACHINE_POOL (REST `DELETE`, `config delete`, a rollback to a deletion) reaches it through
+  `config_delete`, the type's deleter that `PoolsConfig.ready()` installs (configs.registry).
 """
 
 from __future__ import annotations
@@ -70,17 +74,22 @@ class Deleted:
     pool_revisions: dict[str, int] = field(default_factory=dict)
     template_revision: int | None = None
 
-    def said(self) -> str:
-        """`machine pool gpu deleted (revision 3), with platform rosa/gpu (POOL rosa revision 4) and pod template
-        machinepool-gpu (revision 2)`; what was kept follows."""
+    def along(self) -> list[str]:
+        """What went with it and the revisions that say so: `platform rosa/gpu (POOL rosa revision 4)`, ..."""
         removal, parts = self.removal, []
         for pool, platform in removal.platforms:
             parts.append(f"platform {pool}/{platform} (POOL {pool} revision {self.pool_revisions[pool]})")
         if removal.template:
             parts.append(f"pod template {removal.template} (revision {self.template_revision})")
-        text = f"machine pool {removal.machine_pool} deleted (revision {self.revision})"
-        text += f", with {' and '.join(parts)}" if parts else ""
-        return text + "".join(f"; kept {kept}" for kept in removal.kept)
+        return parts
+
+    def said(self) -> str:
+        """`machine pool gpu deleted (revision 3), with platform rosa/gpu (POOL rosa revision 4) and pod template
+        machinepool-gpu (revision 2)`; what was kept follows."""
+        deletion = store.Deletion(
+            "machine pool", self.removal.machine_pool, self.revision, self.along(), self.removal.kept
+        )
+        return deletion.said()
 
 
 def plan(machine_pools: list[str]) -> dict[str, Removal]:
@@ -120,27 +129,44 @@ def plan(machine_pools: list[str]) -> dict[str, Removal]:
     return removals
 
 
-def delete_machine_pool(name: str, actor: Actor) -> Deleted:
+def delete_machine_pool(name: str, actor: Actor, *, description: str = "", tags=(), change=None) -> Deleted:
     """Delete machine pool `name` and what was made for it (see the module). Raises ConfigNotFound, and
-    ConfigInUse while unfinished workflows use a platform made for it."""
+    ConfigInUse while unfinished workflows use a platform made for it. Every revision is described "machine
+    pool NAME deleted" (`: description` added when given) and tagged `tags`; `change` is a MACHINE_POOL change
+    the machine pool's revision joins (a rollback of the whole type)."""
     with transaction.atomic():
         if not MachinePool.objects.select_for_update().filter(name=name).exists():
             raise ConfigNotFound("no machine pool by this name", field="name", value=name)
         removal = plan([name])[name]
         if removal.refusal:
             raise ConfigInUse(removal.refusal, field="name", value=name)
-        description = f"machine pool {name} deleted"
+        said = f"machine pool {name} deleted" + (f": {description}" if description else "")
+        described = {"description": said, "tags": tags}
         pool_revisions = {}
         for pool in sorted({pool for pool, _ in removal.platforms}):
             body = store.show("POOL", pool)
             for gone in (platform for owner, platform in removal.platforms if owner == pool):
+                if body.get("default_platform") == gone:  # said as a refusal of this delete, not the pool's 400
+                    raise ConfigInUse(
+                        f"cannot be deleted while its platform {pool}/{gone} is pool {pool}'s default_platform: "
+                        "choose another default for the pool first",
+                        field="name",
+                        value=name,
+                    )
                 body["platforms"].pop(gone, None)
-            pool_revisions[pool] = store.apply("POOL", pool, body, actor, description=description).revision
+            pool_revisions[pool] = store.apply("POOL", pool, body, actor, **described).revision
         template_revision = None
         if removal.template:
-            template_revision = store.delete("POD_TEMPLATE", removal.template, actor, description=description)
-        revision = store.delete("MACHINE_POOL", name, actor, description=description)
+            template_revision = store.delete("POD_TEMPLATE", removal.template, actor, **described)
+        revision = store.delete_alone("MACHINE_POOL", name, actor, change=change, **described)
     return Deleted(removal, revision, pool_revisions, template_revision)
+
+
+def config_delete(name: str, actor: Actor, *, description: str = "", tags=(), change=None) -> store.Deletion:
+    """The MACHINE_POOL type's deleter (configs.registry.install_deleter): the config store's delete, from
+    whichever door, deletes as `delete_machine_pool` does."""
+    deleted = delete_machine_pool(name, actor, description=description, tags=tags, change=change)
+    return store.Deletion("MACHINE_POOL", name, deleted.revision, deleted.along(), deleted.removal.kept)
 
 
 def _template_counts(platform_ids: set[int]) -> dict[int, int]:

@@ -5,6 +5,7 @@ kept and said, and a machine pool whose platform unfinished workflows use is ref
 
 from __future__ import annotations
 
+import html
 import re
 
 import pytest
@@ -14,41 +15,18 @@ from django.urls import reverse
 from clusters.models import MachinePool
 from configs import store
 from configs.errors import ConfigInUse
-from configs.models import Revision
-from pools.models import Platform, PodTemplate, Pool
-from pools.services.machine_pool_platforms import make_platform
+from pools.models import PodTemplate
 from pools.services.machine_pool_removal import delete_machine_pool
 from tests.clirun import run_as_cli
 from tests.factories import TaskFactory, WorkflowFactory
-from tests.machinepools.conftest import CLI, gpu_spot
+from tests.machinepools.conftest import CLI, gpu_spot, last, platforms
 from workflows.models import WorkflowStatus
 
 CHANGELIST = "admin:clusters_machinepool_changelist"
 
 
-@pytest.fixture
-def made(backends):
-    """Pool `rosa` on backend rosa-a with platforms made from machine pools gpu-spot and gpu-two, and a
-    platform `plain` of its own."""
-    store.apply("POD_TEMPLATE", "own", {"spec": {"nodeSelector": {"team": "a"}}}, CLI)
-    body = {"backend": "rosa-a", "platforms": {"plain": {"override_pod_template": ["own"]}}}
-    store.apply("POOL", "rosa", body, CLI)
-    for name in ("gpu-spot", "gpu-two"):
-        store.apply("MACHINE_POOL", name, gpu_spot(), CLI)
-        make_platform(name, CLI)
-    return Pool.objects.get(name="rosa")
-
-
 def text(response) -> str:
     return " ".join(re.sub(r"<[^>]+>", " ", response.content.decode()).split())
-
-
-def last(config_type: str, name: str) -> Revision:
-    return Revision.objects.filter(config_type=config_type, name=name).order_by("-revision").first()
-
-
-def platforms() -> list[str]:
-    return sorted(Platform.objects.values_list("name", flat=True))
 
 
 def test_the_delete_page_lists_the_platform_and_template_and_deleting_removes_them(made, admin_client, admin_user):
@@ -167,14 +145,17 @@ def test_the_cli_deletes_with_the_platform_or_refuses_in_one_line(made, cli):
 
 
 def test_deleting_the_pools_default_platform_is_refused_and_nothing_goes(made, admin_client):
-    """The pool names the machine pool's platform as its default: the pool's own check refuses its removal;
-    the machine pool, its platform and template all stay."""
+    """The pool names the machine pool's platform as its default: the delete is refused, saying so; the
+    machine pool, its platform and template all stay."""
     store.apply("POOL", "rosa", {**store.show("POOL", "rosa"), "default_platform": "gpu-spot"}, CLI)
     pk = MachinePool.objects.get(name="gpu-spot").pk
     page = text(
         admin_client.post(reverse("admin:clusters_machinepool_delete", args=[pk]), {"post": "yes"}, follow=True)
     )
-    assert "Not deleted: " in page and "default_platform" in page
+    assert (
+        "Not deleted: name: cannot be deleted while its platform rosa/gpu-spot is pool rosa's default_platform: "
+        "choose another default for the pool first (value: 'gpu-spot')"
+    ) in html.unescape(page)
     assert MachinePool.objects.filter(name="gpu-spot").exists() and "gpu-spot" in platforms()
     assert PodTemplate.objects.filter(name="machinepool-gpu-spot").exists()
     assert not last("MACHINE_POOL", "gpu-spot").deleted

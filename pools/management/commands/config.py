@@ -80,8 +80,8 @@ class Command(PortalCommand):
         self.emit(store.show(options["type"], options["name"]), options["format"])
 
     def do_delete(self, options):
-        number = store.delete(options["type"], options["name"], Actor.of(None, "cli"), **_described(options))
-        self.stdout.write(f"{options['type']} {options['name']} deleted (revision {number})")
+        deleted = store.remove(options["type"], options["name"], Actor.of(None, "cli"), **_described(options))
+        self.stdout.write(deleted.said())
 
     def do_history(self, options):
         rows = [
