@@ -1,11 +1,13 @@
 """Why a task's pod waits for a node, in words the workflow page and the API share.
 
-A WAITING task with no node and the scheduler's reason in `error` is unschedulable now. When a scale-from-zero
-machine pool of its platform could add a node that takes the pod (the would-be nodes the submit preview uses:
-`pools.services.machine_pool_shapes.machine_pools_taking`), it waits for that machine pool: "Waiting for
-machine pool gpu-t4-spot to add a node (0 → 1 of max 4)". Otherwise it is "Not schedulable yet" with the
-scheduler's reason. Read when a page or answer is built, so it follows the machine pool (once its node is
-in the inventory there is no would-be node, and the pod is scheduled or the scheduler says why not).
+A WAITING task with no node and the scheduler's reason in `error` is unschedulable now. When an autoscaled
+machine pool of its platform would take the pod and is adding a node or can add one
+(`pools.services.machine_pool_shapes.machine_pools_taking`, as a cluster autoscaler decides a scale-up), it
+waits for that machine pool: "Waiting for machine pool gpu-t4-spot to add a node (0 → 1 of max 4)", then,
+once the new node is in the inventory but not ready, "Waiting for machine pool gpu-t4-spot: node
+gpu-t4-spot-x7 is starting (1 of max 4)". Otherwise (no such machine pool, or every one at its maximum with
+its nodes ready) it is "Not schedulable yet" with the scheduler's reason. Read when a page or answer is built,
+so it follows the machine pool.
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ NOT_SCHEDULABLE = "Not schedulable yet"
 class Waiting:
     reason: str  # the scheduler's: "Unschedulable: 0/3 nodes are available: ..."
     machine_pool: str = ""  # the machine pool that could add a node for it ("" none could)
-    adds: str = ""  # "machine pool gpu-t4-spot to add a node (0 → 1 of max 4)"
+    adds: str = ""  # "machine pool gpu-t4-spot to add a node (0 → 1 of max 4)", or "...: node x is starting ..."
 
     @property
     def headline(self) -> str:
@@ -44,6 +46,8 @@ def lay_waiting(pool_id: int, tasks: list[Task]) -> list[Task]:
     for task in tasks:
         task.waiting = None
     taking = machine_pools_taking([(pool_id, task.platform, task.pod) for task in stuck])
-    for task, node in zip(stuck, taking, strict=True):
-        task.waiting = Waiting(task.error, node.spec.name, node.adds_a_node()) if node else Waiting(task.error)
+    for task, scale_up in zip(stuck, taking, strict=True):
+        task.waiting = (
+            Waiting(task.error, scale_up.machine_pool, scale_up.waits_for()) if scale_up else Waiting(task.error)
+        )
     return tasks

@@ -21,6 +21,8 @@ the access caches, nothing is cached inside a transaction and an entry lives at 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from django.db.models.fields.json import KT
 
 from access import epoch
@@ -103,12 +105,35 @@ def would_be_by_platform(platforms) -> dict[int, list[WouldBeNode]]:
     return found
 
 
-def machine_pools_taking(pods: list[tuple[int, str, dict]]) -> list[WouldBeNode | None]:
-    """For each (pool id, platform name, pod) of a pod no node takes now: the would-be node that would take it
-    (the platform's would-be nodes as the preview has them, `would_be_by_platform`, the pod placed on them with
-    its requests), or None when no machine pool could help. One query for the platforms, whatever the number of
-    pods, and the would-be nodes' (cached under the machine-shape epoch)."""
+@dataclass(frozen=True)
+class ScaleUp:
+    """A machine pool that a pod no node takes now waits for: its instance type takes the pod, and it has room to
+    add a node (`nodes_now` below its maximum) or a node of its is still starting (`starting`, not ready yet)."""
+
+    node: WouldBeNode  # the machine pool's node, as its instance type and settings make it
+    nodes_now: int = 0
+    starting: str = ""
+
+    @property
+    def machine_pool(self) -> str:
+        return self.node.spec.name
+
+    def waits_for(self) -> str:
+        """`machine pool gpu-t4-spot to add a node (0 → 1 of max 4)`, or, while a new node starts,
+        `machine pool gpu-t4-spot: node gpu-t4-spot-x7 is starting (1 of max 4)`."""
+        name, now, most = self.machine_pool, self.nodes_now, self.node.spec.most_nodes
+        if self.starting:
+            return f"machine pool {name}: node {self.starting} is starting ({now} of max {most})"
+        return f"machine pool {name} to add a node ({now} → {now + 1} of max {most})"
+
+
+def machine_pools_taking(pods: list[tuple[int, str, dict]]) -> list[ScaleUp | None]:
+    """For each (pool id, platform name, pod) of a pod no node takes now: the machine pool of its platform that
+    would take it (its node belongs to the platform as membership decides, and the pod fits an empty one) and is
+    adding a node or can add one; one whose node is already starting first. None when no machine pool could
+    help. The same four queries whatever the number of pods."""
     from pools.models import Platform
+    from pools.services.membership import platform_pod  # the placement engine: loaded only when asked
 
     if not pods:
         return []
@@ -117,20 +142,61 @@ def machine_pools_taking(pods: list[tuple[int, str, dict]]) -> list[WouldBeNode 
         (p.pool_id, p.name): p
         for p in Platform.objects.filter(pool_id__in=pool_ids, name__in=names).select_related("pool")
     }
-    by_platform = would_be_by_platform(platforms.values())
-    found: list[WouldBeNode | None] = []
+    growing = _growing({p.pool.backend_id for p in platforms.values()})
+    serving: dict[int, list[ScaleUp]] = {}
+    for platform in platforms.values():
+        try:
+            pod_of_platform = platform_pod(platform)
+        except EngineError:
+            pod_of_platform = None  # membership reports a platform whose pod cannot be evaluated
+        serving[platform.pk] = [
+            up
+            for up in growing
+            if pod_of_platform is not None
+            and up.node.backend_id == platform.pool.backend_id
+            and evaluate(pod_of_platform, up.node.node_info(), check_resources=False).fits
+        ]
+    found: list[ScaleUp | None] = []
     for pool_id, name, pod in pods:
         platform = platforms.get((pool_id, name))
-        candidates = by_platform.get(platform.pk, []) if platform else []
-        found.append(_first_taking(pod, candidates))
+        found.append(_first_taking(pod, serving.get(platform.pk, []) if platform else []))
     return found
 
 
-def _first_taking(pod: dict, candidates: list[WouldBeNode]) -> WouldBeNode | None:
+def _growing(backend_ids: set[int]) -> list[ScaleUp]:
+    """The autoscaled machine pools of these backends that are adding a node or can add one, those with a node
+    starting first, then by name."""
+    pools = list(
+        MachinePool.objects.filter(backend_id__in=backend_ids, autoscaling=True, max_replicas__gt=0).order_by("name")
+    )
+    if not pools:
+        return []
+    counts: dict[str, int] = {}
+    starting: dict[str, str] = {}
+    rows = (
+        Node.objects.filter(backend_id__in=backend_ids, labels__has_key=MACHINEPOOL_LABEL)
+        .order_by("name")
+        .values_list(KT(f"labels__{MACHINEPOOL_LABEL}"), "name", "ready")
+    )
+    for pool_name, node_name, ready in rows:
+        counts[pool_name] = counts.get(pool_name, 0) + 1
+        if not ready:
+            starting.setdefault(pool_name, node_name)
+    types = catalog()
+    found = []
+    for pool in pools:
+        spec, now = pool.spec(), counts.get(pool.name, 0)
+        if pool.name in starting or now < spec.most_nodes:
+            node = WouldBeNode(spec, types.get(pool.instance_type), pool.backend_id)
+            found.append(ScaleUp(node, now, starting.get(pool.name, "")))
+    return sorted(found, key=lambda up: not up.starting)  # stable: by name within each kind
+
+
+def _first_taking(pod: dict, candidates: list[ScaleUp]) -> ScaleUp | None:
     if not candidates:
         return None
     try:
-        verdicts = place(pod, [node.node_info() for node in candidates])
+        verdicts = place(pod, [up.node.node_info() for up in candidates])
     except EngineError:
         return None  # a pod the engine cannot read: the scheduler's own reason stands
-    return next((node for node, verdict in zip(candidates, verdicts, strict=True) if verdict.fits), None)
+    return next((up for up, verdict in zip(candidates, verdicts, strict=True) if verdict.fits), None)

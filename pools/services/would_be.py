@@ -28,10 +28,6 @@ class WouldBeNode:
         shape = self.instance.describe() if self.instance else self.spec.instance_type
         return f"no node now; machine pool {self.spec.name} can add a {shape}; up to {self.spec.most_nodes}"
 
-    def adds_a_node(self) -> str:
-        """`machine pool gpu-t4-spot to add a node (0 → 1 of max 4)`: what a pod that only it can take waits for."""
-        return f"machine pool {self.spec.name} to add a node (0 → 1 of max {self.spec.most_nodes})"
-
     def node_info(self) -> NodeInfo:
         allocatable = self.instance.capacity() if self.instance else {}
         allocatable = {**allocatable, "ephemeral-storage": f"{self.spec.disk_size_gib}Gi"}

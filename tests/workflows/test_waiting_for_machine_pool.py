@@ -1,6 +1,7 @@
-"""A task whose pod is unschedulable while a machine pool of its platform could add a node that takes it: the
-workflow page, the API's task `status_message` and the CLI name the machine pool (scale from zero, the
-would-be node the preview uses); without such a machine pool they keep "Not schedulable yet" and the reason.
+"""A task whose pod is unschedulable while an autoscaled machine pool of its platform would take it and is adding
+or can add a node: the workflow page, the API's task `status_message` and the CLI name the machine pool (from
+zero, while its new node starts, and past its first node); without such a machine pool, or with every one at
+its maximum, they keep "Not schedulable yet" and the reason.
 The page and the detail answer read as many queries for many waiting tasks as for one."""
 
 from __future__ import annotations
@@ -118,12 +119,23 @@ def test_a_platform_on_a_backend_without_machine_pools_keeps_the_old_text(alice)
     assert "<b>Not schedulable yet</b>" in page(alice, workflow)
 
 
-def test_once_the_machine_pool_has_its_node_the_task_is_not_waiting_for_it(gpu, alice):
-    """The node is in the inventory: no would-be node any more, the scheduler's reason is what stands."""
+def test_the_task_follows_the_machine_pool_as_it_scales_up_until_it_is_at_its_maximum(gpu, alice):
+    """As a cluster autoscaler would: the new node starting (in the inventory, not ready), then, with that node
+    ready and the pod still not placed, room for one more; at the maximum with every node ready, the
+    scheduler's reason is what stands."""
     workflow = WorkflowFactory(pool=gpu, submitted_by=alice, status="WAITING")
     waiting_task(workflow, "gpu-t4-spot", name="train")
     assert statuses(alice, workflow) == {"train": WAITS}
-    NodeFactory(backend=gpu.backend, labels={"node.kubernetes.io/machinepool": "gpu-t4-spot"})
+    label = {"node.kubernetes.io/machinepool": "gpu-t4-spot"}
+    first = NodeFactory(backend=gpu.backend, name="gpu-t4-spot-a1", labels=label, ready=False)
+    starting = "Waiting for machine pool gpu-t4-spot: node gpu-t4-spot-a1 is starting (1 of max 4)"
+    assert statuses(alice, workflow) == {"train": starting}
+    assert f'id="waiting-train">{starting}</div>' in page(alice, workflow)
+    first.ready = True
+    first.save(update_fields=["ready"])
+    assert statuses(alice, workflow) == {"train": "Waiting for machine pool gpu-t4-spot to add a node (1 → 2 of max 4)"}
+    for index in range(2, 5):
+        NodeFactory(backend=gpu.backend, name=f"gpu-t4-spot-a{index}", labels=label)
     assert statuses(alice, workflow) == {"train": f"Not schedulable yet: {REASON}"}
 
 
