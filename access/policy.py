@@ -59,7 +59,6 @@ __all__ = [
     "Principal",
     "admin_access",
     "allowed_names",
-    "allowed_pools",
     "decide",
     "explain",
     "PolicyRefusal",
@@ -94,10 +93,10 @@ class Principal:
     def roles(self) -> dict[str, tuple[Rule, ...]]:
         """Role name → its rules. One query the first time (none when this process has them cached)."""
         if self._roles is None:
-            self._roles = dict(_RULES.lookup(self._rules_key(), self._load_rules))
+            self._roles = dict(_RULES.lookup(self.rules_key(), self._load_rules))
         return self._roles
 
-    def _rules_key(self) -> tuple | None:
+    def rules_key(self) -> tuple | None:
         """What the rules depend on: the user and token (None: only the default role applies)."""
         if not (self.user.is_authenticated and self.user.is_active):
             return None
@@ -110,7 +109,7 @@ class Principal:
     def object_permissions(self) -> frozenset[tuple[str, str, str, str]]:
         """The user's guardian object permissions (a token carries roles only: none). One query, cached."""
         if self._object_permissions is None:
-            key = self._rules_key()
+            key = self.rules_key()
             if key is None or self.token is not None:
                 self._object_permissions = frozenset()
             else:
@@ -308,11 +307,6 @@ def resource_names(kind: str) -> list[str]:
     """Every name of the `kind` resources (e.g. all pools), sorted: for pickers such as the explain page."""
     model, scope = _listing_model(kind)
     return list(model.objects.order_by(scope.field).values_list(scope.field, flat=True))
-
-
-def allowed_pools(who, action: str = POOL_ACTION) -> set[str]:
-    """Names of the pools `who` may use (the pool list of `GET /api/pool` and the self-service pages)."""
-    return allowed_names(who, "pool", action)
 
 
 def _declared(model) -> PolicyResources:

@@ -8,7 +8,7 @@ from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render, resolve_url
 from django.views.decorators.http import require_http_methods, require_POST
 
-from access import actions, policy
+from access import actions, policy, usable_pools
 from access.forms import TokenForm
 from access.services import tokens
 from configs.revisions import Actor
@@ -22,7 +22,7 @@ def home(request):
     (included first in portal/urls.py); this keeps `access:home` meaningful without it."""
     context = {"login_url": resolve_url(settings.LOGIN_URL)}
     if request.user.is_authenticated:
-        context.update(roles=policy.role_names(request), pools=sorted(policy.allowed_pools(request)))
+        context.update(roles=policy.role_names(request), pools=sorted(usable_pools.allowed_pools(request)))
     return render(request, "access/home.html", context)
 
 

@@ -8,7 +8,7 @@ from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from access import actions, policy
+from access import actions, usable_pools
 from access.api.permissions import ConfigPermission, PolicyPermission
 from configs import store
 from configs.errors import ConfigError
@@ -183,17 +183,17 @@ POOL_LIST_PARAMETERS = [
 
 def listed_pools(request) -> list[str] | None:
     """The pools a pool list shows: those named in `?pools=` (unknown names left out, as OSMO); every pool
-    (None) with `?all_pools=true`; else the pools the caller may use (`access.policy.allowed_pools`)."""
+    (None) with `?all_pools=true`; else the pools the caller may use (`access.usable_pools.allowed_pools`)."""
     named = params.names(request, "pools")
     if named:
         return named
     if params.flag(request, "all_pools"):
         return None
-    return sorted(policy.allowed_pools(request))
+    return sorted(usable_pools.allowed_pools(request))
 
 
 class PoolListView(APIView):
-    """`pool:List`; lists the pools the caller may use (`access.policy.allowed_pools`), every pool with
+    """`pool:List`; lists the pools the caller may use (`access.usable_pools.allowed_pools`), every pool with
     `?all_pools=true` (as OSMO), the ones named with `?pools=a&pools=b`."""
 
     permission_classes = [PolicyPermission]

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from django.db import transaction
 
-from access import actions, policy
+from access import actions, policy, usable_pools
 from pools.errors import PoolNotFound
 from pools.models import Pool, UserProfile
 from portal.errors import DomainError
@@ -44,7 +44,7 @@ def settings_answer(request) -> dict:
             "bucket": None,
             "pool": profile.default_pool.name if profile.default_pool else None,
         },
-        "pools": sorted(policy.allowed_pools(request)),
+        "pools": sorted(usable_pools.allowed_pools(request)),
         "roles": sorted(policy.principal(request).roles),
     }
 

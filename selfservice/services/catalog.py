@@ -16,7 +16,7 @@ from datetime import timedelta
 from django.db.models import Count, Prefetch
 from django.utils import timezone
 
-from access import actions, policy
+from access import actions, policy, usable_pools
 from clusters.units import show
 from pools.errors import PoolNotFound
 from pools.models import Platform, Pool
@@ -92,7 +92,7 @@ class PoolCard:
 def catalog(who) -> list[PoolCard]:
     """Every pool, usable ones first, with per-platform GPU free/total."""
     subject = policy.principal(who)
-    usable = policy.allowed_pools(subject)
+    usable = usable_pools.allowed_pools(subject)
     pools = list(
         Pool.objects.select_related("backend")
         .prefetch_related(
@@ -265,7 +265,7 @@ def pool_page(name: str, who) -> PoolPage:
     figures = entry["figures"]
     return PoolPage(
         pool,
-        pool.name in policy.allowed_pools(subject),
+        pool.name in usable_pools.allowed_pools(subject),
         decision.allowed,
         list(decision.because),
         requested,

@@ -9,7 +9,7 @@ import pytest
 from django.contrib.auth.models import AnonymousUser
 from django.test import RequestFactory
 
-from access import policy
+from access import policy, usable_pools
 from access.matching import rules_of, visible_in_role
 from access.services import roles
 from tests.access.conftest import ACTOR, OTHER_POOLS, TEAM_POOLS, allow, deny, holder, role
@@ -22,7 +22,7 @@ pytestmark = pytest.mark.django_db
 def test_seed_prefix_rule_examples(seed_pools, team_role):
     """000_…: `osmo-team` may use teamcluster01, team-cluster-02, team-gpu-pool; not myteam-…, other-team-pool."""
     user = holder("osmo-team")
-    assert policy.allowed_pools(user) == set(TEAM_POOLS)
+    assert usable_pools.allowed_pools(user) == set(TEAM_POOLS)
     for name in TEAM_POOLS:
         assert policy.decide(user, "workflow:Create", f"pool/{name}").allowed
     for name in OTHER_POOLS:
@@ -89,7 +89,7 @@ def test_allowed_pools_table(case, role_policies, expected):
         PoolFactory(name=name)
     names = [role(f"role-{index}", *policies).name for index, policies in enumerate(role_policies)]
     user = holder(*names)
-    assert policy.allowed_pools(user) == set(expected), case
+    assert usable_pools.allowed_pools(user) == set(expected), case
 
 
 def test_cross_role_deny_hides_nothing_but_refuses_the_decision():
@@ -98,7 +98,7 @@ def test_cross_role_deny_hides_nothing_but_refuses_the_decision():
     role("everything", allow(["workflow:Create"], ["pool/*"]))
     role("no-restricted", deny(["workflow:Create"], ["pool/restricted"]))
     user = holder("everything", "no-restricted")
-    assert "restricted" in policy.allowed_pools(user)
+    assert "restricted" in usable_pools.allowed_pools(user)
     decision = policy.decide(user, "workflow:Create", "pool/restricted")
     assert not decision.allowed
     assert decision.because == [
@@ -203,12 +203,12 @@ def test_pools_for_is_one_query_whatever_the_number_of_pools_and_roles():
     subject = policy.principal(user)
     subject.roles  # noqa: B018  (roles loaded once per request, counted elsewhere)
     with captured_queries() as few:
-        assert len(policy.allowed_pools(subject)) == 5
+        assert len(usable_pools.allowed_pools(subject)) == 5
     for index in range(200):
         PoolFactory(name=f"team{index % 20:02d}-bulk-{index}")
     PoolFactory(name="team03-frozen")
     with captured_queries() as many:
-        assert len(policy.allowed_pools(subject)) == 205
+        assert len(usable_pools.allowed_pools(subject)) == 205
     assert len(few) == len(many) == 1
 
 
@@ -253,4 +253,4 @@ def test_pools_for_agrees_with_per_role_visibility_on_random_roles():
             for name in names
             if any(visible_in_role(rules, "workflow:Create", f"pool/{name}") for rules in subject.roles.values())
         }
-        assert policy.allowed_pools(subject) == expected, role_set
+        assert usable_pools.allowed_pools(subject) == expected, role_set
