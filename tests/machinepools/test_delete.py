@@ -19,7 +19,7 @@ from pools.models import PodTemplate
 from pools.services.machine_pool_removal import delete_machine_pool
 from tests.clirun import run_as_cli
 from tests.factories import TaskFactory, WorkflowFactory
-from tests.machinepools.conftest import CLI, gpu_spot, last, platforms
+from tests.machinepools.conftest import CLI, gpu_spot, gpu_spot_went_with_its_platform, last, platforms
 from workflows.models import WorkflowStatus
 
 CHANGELIST = "admin:clusters_machinepool_changelist"
@@ -42,15 +42,8 @@ def test_the_delete_page_lists_the_platform_and_template_and_deleting_removes_th
         "Machine pool gpu-spot deleted (revision 2), with platform rosa/gpu-spot (POOL rosa revision 4) and "
         "pod template machinepool-gpu-spot (revision 2)." in text(done)
     )
-    assert not MachinePool.objects.filter(name="gpu-spot").exists()
-    assert platforms() == ["gpu-two", "plain"]
-    assert not PodTemplate.objects.filter(name="machinepool-gpu-spot").exists()
-    assert PodTemplate.objects.filter(name="machinepool-gpu-two").exists()
     # history, like any config change: the pool's revision, the template's and the machine pool's deletions
-    pool, template = last("POOL", "rosa"), last("POD_TEMPLATE", "machinepool-gpu-spot")
-    machine_pool = last("MACHINE_POOL", "gpu-spot")
-    assert "gpu-spot" not in pool.snapshot["platforms"] and "gpu-two" in pool.snapshot["platforms"]
-    assert template.deleted and machine_pool.deleted
+    pool, template, machine_pool = gpu_spot_went_with_its_platform()
     assert {r.description for r in (pool, template, machine_pool)} == {"machine pool gpu-spot deleted"}
     assert {r.author for r in (pool, template, machine_pool)} == {admin_user}
 
@@ -70,13 +63,7 @@ def test_bulk_delete_lists_and_removes_each_machine_pools_platform(made, admin_c
     assert sorted(PodTemplate.objects.values_list("name", flat=True)) == ["own"]
 
 
-def test_unfinished_workflows_on_the_platform_refuse_the_delete_and_are_named(made, admin_client):
-    running = WorkflowFactory(pool=made, workflow_id="train-1", status=WorkflowStatus.RUNNING)
-    TaskFactory(workflow=running, platform="gpu-spot", status="RUNNING")
-    finished = WorkflowFactory(pool=made, workflow_id="old-1", status=WorkflowStatus.COMPLETED)
-    TaskFactory(workflow=finished, platform="gpu-spot", status="COMPLETED")
-    other = WorkflowFactory(pool=made, workflow_id="plain-1", status=WorkflowStatus.RUNNING)
-    TaskFactory(workflow=other, platform="plain", status="RUNNING")
+def test_unfinished_workflows_on_the_platform_refuse_the_delete_and_are_named(busy, made, admin_client):
     pk = MachinePool.objects.get(name="gpu-spot").pk
     refused = admin_client.get(reverse("admin:clusters_machinepool_delete", args=[pk]), follow=True)
     words = text(refused)

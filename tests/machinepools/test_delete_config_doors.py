@@ -16,7 +16,7 @@ from pools.models import PodTemplate
 from pools.services.machine_pool_platforms import make_platform
 from tests.clirun import run_as_cli
 from tests.factories import TaskFactory, WorkflowFactory
-from tests.machinepools.conftest import CLI, gpu_spot, last, platforms
+from tests.machinepools.conftest import CLI, gpu_spot, gpu_spot_went_with_its_platform, last, platforms
 from workflows.models import Workflow, WorkflowStatus
 
 URL = "/api/configs/machine_pool/{}"
@@ -24,17 +24,6 @@ REFUSAL = (
     "cannot be deleted while unfinished workflows use the platform made from it: rosa/gpu-spot (1 workflow: "
     "train-1). Its nodes and that platform would go with it: cancel them or let them finish, then delete it"
 )
-
-
-@pytest.fixture
-def busy(made):
-    """An unfinished workflow on the platform made for gpu-spot, a finished one on it, one on `plain`."""
-    running = WorkflowFactory(pool=made, workflow_id="train-1", status=WorkflowStatus.RUNNING)
-    TaskFactory(workflow=running, platform="gpu-spot", status="RUNNING")
-    finished = WorkflowFactory(pool=made, workflow_id="old-1", status=WorkflowStatus.COMPLETED)
-    TaskFactory(workflow=finished, platform="gpu-spot", status="COMPLETED")
-    other = WorkflowFactory(pool=made, workflow_id="plain-1", status=WorkflowStatus.RUNNING)
-    TaskFactory(workflow=other, platform="plain", status="RUNNING")
 
 
 @pytest.fixture
@@ -60,15 +49,8 @@ def test_the_rest_delete_takes_the_platform_and_template_along_with_their_revisi
         "deleted": True,
         "with": ["platform rosa/gpu-spot (POOL rosa revision 4)", "pod template machinepool-gpu-spot (revision 2)"],
     }
-    assert not MachinePool.objects.filter(name="gpu-spot").exists()
-    assert platforms() == ["gpu-two", "plain"]
-    assert not PodTemplate.objects.filter(name="machinepool-gpu-spot").exists()
-    assert PodTemplate.objects.filter(name="machinepool-gpu-two").exists()
-    pool, template = last("POOL", "rosa"), last("POD_TEMPLATE", "machinepool-gpu-spot")
-    machine_pool = last("MACHINE_POOL", "gpu-spot")
-    assert (pool.revision, template.revision, machine_pool.revision) == (4, 2, 2)
-    assert "gpu-spot" not in pool.snapshot["platforms"] and "gpu-two" in pool.snapshot["platforms"]
-    assert template.deleted and machine_pool.deleted and not pool.deleted
+    pool, template, machine_pool = gpu_spot_went_with_its_platform()
+    assert (pool.revision, template.revision, machine_pool.revision) == (4, 2, 2) and not pool.deleted
     written = (pool, template, machine_pool)
     assert {r.description for r in written} == {"machine pool gpu-spot deleted: retired"}
     assert {tuple(r.tags) for r in written} == {("gpu",)}
