@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pools.services.machine_pool_shapes import machine_pools_taking
+from pools.services.machine_pool_shapes import ScaleUp, machine_pools_taking
 from workflows.models import Task, TaskStatus
 
 NOT_SCHEDULABLE = "Not schedulable yet"
@@ -23,16 +23,19 @@ NOT_SCHEDULABLE = "Not schedulable yet"
 @dataclass(frozen=True)
 class Waiting:
     reason: str  # the scheduler's: "Unschedulable: 0/3 nodes are available: ..."
-    machine_pool: str = ""  # the machine pool that could add a node for it ("" none could)
-    adds: str = ""  # "machine pool gpu-t4-spot to add a node (0 → 1 of max 4)", or "...: node x is starting ..."
+    scale_up: ScaleUp | None = None  # the machine pool that is adding or can add a node for it (None: none)
+
+    @property
+    def machine_pool(self) -> str:
+        return self.scale_up.machine_pool if self.scale_up else ""
 
     @property
     def headline(self) -> str:
-        return f"Waiting for {self.adds}" if self.machine_pool else NOT_SCHEDULABLE
+        return f"Waiting for {self.scale_up.waits_for()}" if self.scale_up else NOT_SCHEDULABLE
 
     @property
     def text(self) -> str:
-        return self.headline if self.machine_pool else f"{NOT_SCHEDULABLE}: {self.reason}"
+        return self.headline if self.scale_up else f"{NOT_SCHEDULABLE}: {self.reason}"
 
 
 def unschedulable(task: Task) -> bool:
@@ -47,7 +50,5 @@ def lay_waiting(pool_id: int, tasks: list[Task]) -> list[Task]:
         task.waiting = None
     taking = machine_pools_taking([(pool_id, task.platform, task.pod) for task in stuck])
     for task, scale_up in zip(stuck, taking, strict=True):
-        task.waiting = (
-            Waiting(task.error, scale_up.machine_pool, scale_up.waits_for()) if scale_up else Waiting(task.error)
-        )
+        task.waiting = Waiting(task.error, scale_up)
     return tasks

@@ -65,32 +65,24 @@ def would_be_nodes(backend_ids: set[int]) -> list[WouldBeNode]:
 
 
 def _would_be_nodes(backend_ids: frozenset[int]) -> list[WouldBeNode]:
-    """One query when the backends have no machine pool; three otherwise."""
-    pools = list(
-        MachinePool.objects.filter(backend_id__in=backend_ids, autoscaling=True, max_replicas__gt=0).order_by("name")
-    )
-    if not pools:
-        return []
-    with_nodes = set(
-        Node.objects.filter(backend_id__in=backend_ids, labels__has_key=MACHINEPOOL_LABEL)
-        .values_list(KT(f"labels__{MACHINEPOOL_LABEL}"), flat=True)
-        .distinct()
-    )
-    types = catalog()
-    return [
-        WouldBeNode(pool.spec(), types.get(pool.instance_type), pool.backend_id)
-        for pool in pools
-        if pool.name not in with_nodes
-    ]
+    """The growing machine pools (`_growing`) with no node in the inventory yet. One query when the backends
+    have no machine pool; three otherwise."""
+    return [up.node for up in _growing(backend_ids) if up.nodes_now == 0]
 
 
 def would_be_by_platform(platforms) -> dict[int, list[WouldBeNode]]:
     """Per platform id: the would-be nodes that would belong to it (its pod tolerates and selects them)."""
+    platforms = list(platforms)
+    candidates = would_be_nodes({p.pool.backend_id for p in platforms})
+    return _belonging(platforms, candidates, lambda node: node)
+
+
+def _belonging(platforms, candidates: list, node_of) -> dict[int, list]:
+    """Per platform id: the candidates whose node (`node_of(candidate)`, a WouldBeNode) would belong to it, as
+    membership decides (the platform's pod tolerates and selects it; resources are not its business)."""
     from pools.services.membership import platform_pod  # the placement engine: loaded only when asked
 
-    platforms = list(platforms)
-    found: dict[int, list[WouldBeNode]] = {p.pk: [] for p in platforms}
-    candidates = would_be_nodes({p.pool.backend_id for p in platforms})
+    found: dict[int, list] = {p.pk: [] for p in platforms}
     if not candidates:
         return found
     for platform in platforms:
@@ -98,10 +90,11 @@ def would_be_by_platform(platforms) -> dict[int, list[WouldBeNode]]:
             pod = platform_pod(platform)
         except EngineError:
             continue  # membership reports a platform whose pod cannot be evaluated
-        for node in candidates:
+        for candidate in candidates:
+            node = node_of(candidate)
             on_backend = node.backend_id == platform.pool.backend_id
             if on_backend and evaluate(pod, node.node_info(), check_resources=False).fits:
-                found[platform.pk].append(node)
+                found[platform.pk].append(candidate)
     return found
 
 
@@ -133,7 +126,6 @@ def machine_pools_taking(pods: list[tuple[int, str, dict]]) -> list[ScaleUp | No
     adding a node or can add one; one whose node is already starting first. None when no machine pool could
     help. The same four queries whatever the number of pods."""
     from pools.models import Platform
-    from pools.services.membership import platform_pod  # the placement engine: loaded only when asked
 
     if not pods:
         return []
@@ -142,20 +134,8 @@ def machine_pools_taking(pods: list[tuple[int, str, dict]]) -> list[ScaleUp | No
         (p.pool_id, p.name): p
         for p in Platform.objects.filter(pool_id__in=pool_ids, name__in=names).select_related("pool")
     }
-    growing = _growing({p.pool.backend_id for p in platforms.values()})
-    serving: dict[int, list[ScaleUp]] = {}
-    for platform in platforms.values():
-        try:
-            pod_of_platform = platform_pod(platform)
-        except EngineError:
-            pod_of_platform = None  # membership reports a platform whose pod cannot be evaluated
-        serving[platform.pk] = [
-            up
-            for up in growing
-            if pod_of_platform is not None
-            and up.node.backend_id == platform.pool.backend_id
-            and evaluate(pod_of_platform, up.node.node_info(), check_resources=False).fits
-        ]
+    growing = _growing(frozenset(p.pool.backend_id for p in platforms.values()))
+    serving = _belonging(list(platforms.values()), growing, lambda up: up.node)
     found: list[ScaleUp | None] = []
     for pool_id, name, pod in pods:
         platform = platforms.get((pool_id, name))
@@ -163,7 +143,7 @@ def machine_pools_taking(pods: list[tuple[int, str, dict]]) -> list[ScaleUp | No
     return found
 
 
-def _growing(backend_ids: set[int]) -> list[ScaleUp]:
+def _growing(backend_ids: frozenset[int]) -> list[ScaleUp]:
     """The autoscaled machine pools of these backends that are adding a node or can add one, those with a node
     starting first, then by name."""
     pools = list(
