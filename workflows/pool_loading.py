@@ -15,7 +15,6 @@ from access import epoch
 from clusters.models import Backend
 from pools.models import Platform, Pool
 from portal.generation import GenerationCache
-from portal.prepared import PreparedQuery
 
 
 # What a submission reads of the pool, its backend and its platforms (any other field would load on
@@ -39,16 +38,19 @@ _POOL_FIELDS = _fields(
 )
 _BACKEND_FIELDS = _fields(Backend, "id", "name", "namespace", "scheduler_name", "last_sync_at")
 _PLATFORM_FIELDS = _fields(Platform, "id", "pool_id", "name", "compiled")
-# Runs on every submission the cache misses: compiled once per process (portal.prepared). One row per platform.
-_POOL_ROWS = PreparedQuery(
-    lambda name: (
+
+
+def _pool_rows(name: str) -> list[tuple]:
+    """One row per platform (the pool's and backend's columns repeated), in one round trip."""
+    return list(
         Pool.objects.filter(name=name)
         .order_by("platforms__name")
         .values_list(
             *_POOL_FIELDS, *(f"backend__{n}" for n in _BACKEND_FIELDS), *(f"platforms__{n}" for n in _PLATFORM_FIELDS)
         )
     )
-)
+
+
 _LOADED = GenerationCache(size=512)  # pool name -> Pool, under the config generation it was read at
 
 
@@ -69,7 +71,7 @@ def load_pool(name: str) -> Pool | None:
 
 
 def _read(name: str) -> Pool | None:
-    rows = _POOL_ROWS.rows(name)
+    rows = _pool_rows(name)
     if not rows:
         return None
     split = (len(_POOL_FIELDS), len(_POOL_FIELDS) + len(_BACKEND_FIELDS))

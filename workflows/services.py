@@ -30,7 +30,6 @@ from pools.services.node_rules import capacities_for
 from pools.services.placement_nodes import placement_candidates, placement_of
 from portal import metrics
 from portal.errors import PortalError
-from portal.prepared import PreparedInsert
 from portal.safe_yaml import spec_limits
 from teams.services import charged_project
 from workflows import admission_gate, enqueue
@@ -140,7 +139,6 @@ def _submit(request: SubmitRequest) -> SubmitResult:
         spec = substitute_tokens(spec, workflow_id, str(workflow_uuid))
         ctx = _context(pool, workflow_id, who.user.get_username(), priority, spec, workflow_uuid)
         plan = _plan(spec, ctx, platforms, nodes)
-        # Prepared inserts (portal.prepared): `bulk_create` without compiling the SQL each time.
         workflow = Workflow(
             workflow_id=workflow_id,
             uuid=workflow_uuid,
@@ -157,9 +155,9 @@ def _submit(request: SubmitRequest) -> SubmitResult:
             requests=workflow_requests(p.resolution.pod for p in plan),
         )
         _apply(charge, workflow)
-        [workflow] = _INSERT_WORKFLOW.insert([workflow])
-        tasks = _INSERT_TASKS.insert([_task_row(workflow, spec, p, pool) for p in plan])
-        _INSERT_EVENTS.insert(
+        [workflow] = Workflow.objects.bulk_create([workflow])
+        tasks = Task.objects.bulk_create([_task_row(workflow, spec, p, pool) for p in plan])
+        TaskEvent.objects.bulk_create(
             [TaskEvent(task=t, kind="SUBMITTED", message=f"submitted by {who.name}", at=t.created_at) for t in tasks]
         )
         if workflow.status == WorkflowStatus.QUEUED:
@@ -282,9 +280,6 @@ def _json_safe(document: dict) -> dict:
     if "\\u0000" in text and _NUL.search(text):
         raise SpecError("the spec contains a NUL character (\\u0000), which is not allowed")
     return json.loads(text)
-
-
-_INSERT_WORKFLOW, _INSERT_TASKS, _INSERT_EVENTS = (PreparedInsert(m) for m in (Workflow, Task, TaskEvent))
 
 
 def unknown_pool_for(who, name: str) -> bool:

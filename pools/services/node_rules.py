@@ -10,25 +10,17 @@ from __future__ import annotations
 from pools.engine import NodeCapacity
 from pools.models import NodeMembership
 from pools.services.machine_pool_shapes import would_be_by_platform
-from portal.prepared import PreparedQuery
 
 GPU = "nvidia.com/gpu"
 
-# Runs on every submission: compiled once per process (portal.prepared).
-_MEMBER_NODES = PreparedQuery(
-    lambda platform_ids: (
-        NodeMembership.objects.filter(platform_id__in=platform_ids)
-        .order_by("node__name")
-        .values_list(
-            "platform_id",
-            "node__name",
-            "node__cpu_allocatable",
-            "node__gpu_allocatable",
-            "node__memory_allocatable",
-            "node__storage_allocatable",
-            "node__requested_other",
-        )
-    )
+_NODE_COLUMNS = (
+    "platform_id",
+    "node__name",
+    "node__cpu_allocatable",
+    "node__gpu_allocatable",
+    "node__memory_allocatable",
+    "node__storage_allocatable",
+    "node__requested_other",
 )
 
 
@@ -40,7 +32,9 @@ def capacities_for(platforms) -> dict[int, list[NodeCapacity] | None]:
     result: dict[int, list[NodeCapacity] | None] = {
         p.pk: ([] if p.pool.backend.last_sync_at is not None else None) for p in platforms
     }
-    rows = _MEMBER_NODES.rows(sorted(result))
+    rows = (
+        NodeMembership.objects.filter(platform_id__in=sorted(result)).order_by("node__name").values_list(*_NODE_COLUMNS)
+    )
     for platform_id, name, cpu, gpu, memory, storage, other in rows:
         other = other or {}
         result[platform_id] = result[platform_id] or []
