@@ -26,8 +26,10 @@ class AdminConfig(SimpleAdminConfig):
 def load_admin() -> None:
     """Register every app's ModelAdmins on the policy admin site (idempotent). `portal.urls` calls it."""
     from access.admin.site import install_policy_admin_site  # the admin stack, imported here and only here
+    from portal import unfold_headers
 
     install_policy_admin_site()
+    unfold_headers.install()
     admin.autodiscover()
 
 

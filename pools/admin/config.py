@@ -47,7 +47,7 @@ from portal.admin_base import (
 from portal.errors import DomainError
 
 
-class ConfigAdmin(PolicyAdminMixin, SchemaAdminMixin, ServiceBackedAdmin):
+class ConfigAdmin(RowCheckboxMixin, PolicyAdminMixin, SchemaAdminMixin, ServiceBackedAdmin):
     """Common behaviour: names are fixed once created, saves record revisions, deletes check referrers.
     Permissions: access.policy, config:Read / config:Update on config/<type>."""
 
@@ -196,7 +196,6 @@ def asks_to_confirm(request) -> bool:
 @admin.register(Pool)
 class PoolAdmin(
     ConfirmNoMatchMixin,
-    RowCheckboxMixin,
     ObjectRightsAdminMixin,
     PoolAccessLinkMixin,
     PoolPreviewMixin,
@@ -263,9 +262,6 @@ class PoolAdmin(
             pool.unmatched = unmatched.get(pool.pk, [])
         return changelist
 
-    def get_changelist(self, request, **kwargs):
-        return pool_list_changelist(super().get_changelist(request, **kwargs))
-
     def get_readonly_fields(self, request, obj=None):
         return [*super().get_readonly_fields(request, obj), "preview", "warnings", "node_match"]
 
@@ -309,24 +305,12 @@ def status_label(status: str) -> str:
     return mark_safe(display_for_label(status, "-", STATUS_LABELS))  # noqa: S308 (unfold's own markup)
 
 
-def pool_list_changelist(base: type) -> type:
-    """The pool list's ChangeList with its column ordering computed once per page, not once per row and
-    column (unfold rebuilds the headers for every row)."""
-
-    class PoolChangeList(base):
-        def get_ordering_field_columns(self):
-            if not hasattr(self, "_ordering_field_columns"):
-                self._ordering_field_columns = super().get_ordering_field_columns()
-            return self._ordering_field_columns
-
-    return PoolChangeList
-
-
 @admin.register(Platform)
 class PlatformAdmin(
     ConfirmNoMatchMixin,
     PlatformNodesMixin,
     PlatformNodeMatchMixin,
+    RowCheckboxMixin,
     PolicyAdminMixin,
     SchemaAdminMixin,
     ServiceBackedAdmin,

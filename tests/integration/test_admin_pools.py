@@ -258,3 +258,24 @@ def test_rollback_post_needs_the_csrf_token(small_pool, admin_user):
 
 def test_rollback_of_an_unknown_revision_is_a_404(admin_client, db):
     assert admin_client.get(reverse("admin:configs_revision_roll_back_to_this", args=[999999])).status_code == 404
+
+
+@pytest.mark.parametrize("model", ["pools_pool", "pools_platform", "pools_podtemplate"])
+def test_changelist_renders_no_widget_template_per_row(admin_client, demo_pools, model):
+    """A list page renders its checkboxes without a widget template per row: the rows' own
+    (portal.admin_base.row_checkbox) and the "select all" one in the column headers, which unfold builds for
+    every row (portal.unfold_headers builds them once per page)."""
+    url = reverse(f"admin:{model}_changelist")
+
+    def widget_templates() -> int:
+        page = admin_client.get(url)
+        assert page.status_code == 200
+        return sum(template.name.startswith("django/forms/widgets/") for template in page.templates)
+
+    widget_templates()  # the first page renders the row checkbox's template once (it is reused after)
+    before = widget_templates()
+    for index in range(12):
+        store.apply("POD_TEMPLATE", f"t{index}", {"spec": {}}, CLI)
+        store.apply("POOL", f"bulk-{index}", {"backend": "default", "platforms": {"a": {}, "b": {}}}, CLI)
+    assert admin_client.get(url).content.count(b'name="_selected_action"') >= 12
+    assert widget_templates() == before
