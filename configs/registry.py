@@ -8,7 +8,10 @@ its types in `<app>.config_types` and registers their handlers in its AppConfig.
 
 A type whose delete takes objects of a higher app along has that app install its `deleter` here
 (`install_deleter`): pools deletes a MACHINE_POOL with the platform and pod template made for it, so every
-door that deletes through `configs.store` (API, config CLI, rollback) does it alike.
+door that deletes through `configs.store` (API, config CLI, rollback) does it alike. With it, the app may
+install `takes_along` (what a delete would take along now), `along` (what a deleted revision took along, read
+from history) for the revision and rollback pages, and `restorer` (a rollback that makes the object again
+puts that back, in its transaction).
 """
 
 from __future__ import annotations
@@ -27,6 +30,12 @@ class Handler:
     # (name, actor, *, description, tags, change) → configs.store.Deletion; None: the store deletes the object
     # alone. Installed by the app that owns what goes with it (`install_deleter`).
     deleter: Callable | None = None
+    # (name) → [str]: what deleting it now would take along or keep; (deleted Revision) → [configs.store.Along];
+    # (deleted Revision, actor, *, description, tags) → [str said]. None: a delete takes nothing along, a
+    # rollback makes the object alone.
+    takes_along: Callable | None = None
+    along: Callable | None = None
+    restorer: Callable | None = None
 
     def parse(self, name: str, body: object):
         raise NotImplementedError
@@ -90,11 +99,21 @@ def register(*handlers: Handler) -> None:
         HANDLERS[handler.config_type] = handler
 
 
-def install_deleter(config_type: str, deleter: Callable | None) -> Callable | None:
-    """Have `deleter` delete objects of `config_type` (None: the store's own delete); returns the one it
-    replaces. Called from the ready() of an app above the type's own, which registered its handler first."""
+def install_deleter(
+    config_type: str,
+    deleter: Callable | None,
+    *,
+    takes_along: Callable | None = None,
+    along: Callable | None = None,
+    restorer: Callable | None = None,
+) -> Callable | None:
+    """Have `deleter` delete objects of `config_type` (None: the store's own delete), `takes_along` say what
+    it would take with it now, `along` what a past deletion took, and `restorer` put that back when a rollback
+    makes the object again; returns the deleter it replaces. Called from the ready() of an app above the
+    type's own, which registered its handler first."""
     handler = get(config_type)
     previous, handler.deleter = handler.deleter, deleter
+    handler.takes_along, handler.along, handler.restorer = takes_along, along, restorer
     return previous
 
 

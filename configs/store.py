@@ -14,6 +14,7 @@ from django.db.models import PROTECT, RESTRICT, Model, ProtectedError, Restricte
 
 from configs import changes, registry, revisions
 from configs.errors import ConfigError, ConfigInUse, ConfigNotFound
+from configs.models import Revision
 from configs.revisions import Actor
 
 
@@ -25,9 +26,11 @@ class ApplyResult:
     changed: bool
     revision: int | None
     warnings: list[str] = field(default_factory=list)
+    restored: list[str] = field(default_factory=list)  # a rollback that made it again: what it put back with it
 
     def as_dict(self) -> dict:
-        return vars(self).copy()
+        answer = vars(self).copy()
+        return answer if self.restored else {k: v for k, v in answer.items() if k != "restored"}
 
 
 def show(config_type: str, name: str | None = None):
@@ -162,7 +165,8 @@ def delete_alone(config_type: str, name: str, actor: Actor, *, description: str 
 
 def restore(config_type: str, number: int, actor: Actor, *, description: str = "", tags=()) -> dict:
     """OSMO's rollback: make the whole config type what it was at its change `number`, as one new change
-    (objects absent then are deleted, refused while referenced). History is never rewritten."""
+    (objects absent then are deleted, refused while referenced; a deleted object made again gets back what its
+    deletion took along, as `rollback` does). History is never rewritten."""
     config_type = revisions.check_type(config_type)
     handler = registry.get(config_type)
     with transaction.atomic():
@@ -170,29 +174,72 @@ def restore(config_type: str, number: int, actor: Actor, *, description: str = "
         then = changes.state(config_type, number)
         description = f"Roll back {config_type} to r{number}" + (f": {description}" if description else "")
         change = revisions.open_change(config_type, "", actor, description=description, tags=tags)
+        existing = set(handler.queryset().values_list("name", flat=True))
+        undone = [_deletion_undone(handler, name) for name in sorted(set(then) - existing)]
         results = _apply_batch(handler, list(then.items()), actor, description, tags, qualify=True, change=change)
-        gone = sorted(set(handler.queryset().values_list("name", flat=True)) - set(then))
+        restored = [
+            said
+            for deletion in undone
+            if deletion is not None
+            for said in handler.restorer(deletion, actor, description=description, tags=tags)
+        ]
+        gone = sorted(existing - set(then))
         for name in gone:
             delete(config_type, name, actor, description=description, tags=tags, change=change)
-    return {
+    answer = {
         "config_type": config_type,
         "revision": change.revision,
         "rolled_back_to": target.revision,
         "changed": sorted(r.name for r in results if r.changed),
         "deleted": gone,
     }
+    return answer | ({"restored": restored} if restored else {})
+
+
+@dataclass
+class Along:
+    """One object a delete took along (a MACHINE_POOL's platform or pod template), as history recorded it."""
+
+    what: str  # "platform rosa/gpu-spot"
+    config_type: str  # the revision that removed it: "POOL", "rosa", 4
+    name: str
+    revision: int
+    revision_id: int  # its row, for a link
+    on_rollback: str  # what a rollback making the deleted object again does with it: "restored as in POOL rosa r3"
+
+
+def deleted_along(deleted: Revision) -> list[Along]:
+    """What the deletion `deleted` took along ([] for a type whose delete takes nothing, or not a deletion)."""
+    handler = registry.get(deleted.config_type)
+    return handler.along(deleted) if deleted.deleted and handler.along is not None else []
 
 
 def rollback(
     config_type: str, name: str, revision: int, actor: Actor, *, description: str = "", tags=()
 ) -> ApplyResult:
-    """Make `name` look like it did at `revision`, as a new revision (history is never rewritten)."""
+    """Make `name` look like it did at `revision`, as a new revision (history is never rewritten). Making a
+    deleted object again also puts back what its deletion took along (the type's `restorer`), or nothing."""
     target = revisions.get_revision(revisions.check_type(config_type), name, int(revision))
     description = description or f"Roll back {target.config_type} {name} to r{target.revision}"
     if target.deleted:
         number = delete(target.config_type, name, actor, description=description, tags=tags)
         return ApplyResult(target.config_type, name, created=False, changed=True, revision=number)
-    return apply(target.config_type, name, target.snapshot, actor, description=description, tags=tags)
+    handler = registry.get(target.config_type)
+    with transaction.atomic():
+        undone = _deletion_undone(handler, name)
+        result = apply(target.config_type, name, target.snapshot, actor, description=description, tags=tags)
+        if undone is not None:
+            result.restored = handler.restorer(undone, actor, description=description, tags=tags)
+    return result
+
+
+def _deletion_undone(handler: registry.Handler, name: str) -> Revision | None:
+    """The deletion a rollback of `name` to a live revision undoes: its latest revision, when that is a
+    deletion (so the object is absent) and the type puts back what a deletion took along."""
+    if handler.restorer is None:
+        return None
+    latest = Revision.objects.filter(config_type=handler.config_type, name=name).order_by("-revision").first()
+    return latest if latest is not None and latest.deleted else None
 
 
 @dataclass
@@ -208,6 +255,9 @@ class RollbackPlan:
     deletes: bool
     before: str = ""  # the object now, and as the rollback would write it, rendered in `fmt`
     after: str = ""
+    undoes: int | None = None  # the deletion (its revision) this rollback undoes by making the object again
+    along: list[Along] = field(default_factory=list)  # what that deletion took along, and what becomes of it
+    takes_along: list[str] = field(default_factory=list)  # deleting it again: what goes (or stays) with it
 
 
 def rollback_plan(config_type: str, name: str, revision: int) -> RollbackPlan:
@@ -220,6 +270,9 @@ def rollback_plan(config_type: str, name: str, revision: int) -> RollbackPlan:
     before = f"{name} now" if now is not None else f"{name} (absent)"
     after = f"{name} r{target.revision}" + (" (deleted)" if target.deleted else "")
     unified = revisions.unified_diff(now, target.snapshot, fmt, before, after)
+    handler = registry.get(target.config_type)
+    undone = _deletion_undone(handler, name) if not target.deleted else None
+    deleting = target.deleted and now is not None and handler.takes_along is not None
     return RollbackPlan(
         target.config_type,
         name,
@@ -229,6 +282,9 @@ def rollback_plan(config_type: str, name: str, revision: int) -> RollbackPlan:
         deletes=target.deleted,
         before=revisions.render(now, fmt),
         after=revisions.render(target.snapshot, fmt),
+        undoes=undone.revision if undone is not None else None,
+        along=deleted_along(undone) if undone is not None else [],
+        takes_along=handler.takes_along(name) if deleting else [],
     )
 
 

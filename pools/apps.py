@@ -22,9 +22,17 @@ class PoolsConfig(AppConfig):
         machine_pool_changed.connect(follow_machine_pool, dispatch_uid="pools.machine_pool_platforms")
         registry.register(*CONFIG_TYPES)  # POOL, POD_TEMPLATE, RESOURCE_VALIDATION
         # Deleting a machine pool (clusters' type) takes the platform and pod template made for it, from any door.
-        from pools.services.machine_pool_removal import config_delete
+        # A rollback that makes one again puts them back (pools.services.machine_pool_restore).
+        from pools.services import machine_pool_removal as removal
+        from pools.services import machine_pool_restore as restore
 
-        registry.install_deleter("MACHINE_POOL", config_delete)
+        registry.install_deleter(
+            "MACHINE_POOL",
+            removal.config_delete,
+            takes_along=removal.takes_along,
+            along=restore.along,
+            restorer=restore.restore,
+        )
 
 
 def _cache_would_be_nodes() -> None:

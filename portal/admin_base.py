@@ -120,11 +120,14 @@ def confirmation_page(
     cancel_url: str,
     diff: DiffView | None = None,
     busy_label: str = "",
+    notes_heading: str = "",
+    notes: list[str] = (),
 ) -> TemplateResponse:
     """A GET of an admin action that changes state shows this page; its button POSTs (with the CSRF token)
     to the same URL, and only that POST acts. `diff` is shown as a revision page shows one
     (templates/admin/_diff.html: coloured, unified or side by side with `?diff=split`). With `busy_label`
-    ("Syncing…"), the button is disabled and says so while a long action runs."""
+    ("Syncing…"), the button is disabled and says so while a long action runs. `notes`, under
+    `notes_heading`, list what else the action does (a rollback's restored platform and template)."""
     return TemplateResponse(
         request,
         "admin/confirm_action.html",
@@ -139,6 +142,8 @@ def confirmation_page(
             "unified_url": "?diff=unified",
             "split_url": "?diff=split",
             "busy_label": busy_label,
+            "notes_heading": notes_heading,
+            "notes": list(notes),
             "opts": admin.model._meta,
         },
     )

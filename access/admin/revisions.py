@@ -45,8 +45,51 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
         "changes",
         "data",
     ]
-    readonly_fields = fields
+    readonly_fields = [*fields, "deleted_with"]
     actions_detail = ["roll_back_to_this"]
+
+    def get_fields(self, request, obj=None):
+        """A deletion that took others along (a machine pool's platform and pod template) lists them."""
+        fields = list(super().get_fields(request, obj))
+        if obj is not None and self._along(obj):
+            fields.insert(fields.index("deleted_mark") + 1, "deleted_with")
+        return fields
+
+    @staticmethod
+    def _along(obj) -> list[store.Along]:
+        if not hasattr(obj, "_along"):
+            obj._along = store.deleted_along(obj)
+        return obj._along
+
+    @display(description="Deleted with it")
+    def deleted_with(self, obj):
+        """Each object the deletion took along, linked to the revision that removed it, and what rolling the
+        object back to a revision before its deletion does with it (configs.store.rollback)."""
+        along = self._along(obj)
+        rows = format_html_join(
+            "",
+            '<li><a class="underline" href="{}">{}</a> ({} {} r{}): on a rollback, {}</li>',
+            (
+                (reverse("admin:configs_revision_change", args=[a.revision_id]), a.what, a.config_type, a.name,
+                 a.revision, a.on_rollback)
+                for a in along
+            ),
+        )  # fmt: skip
+        before = (
+            Revision.objects.filter(config_type=obj.config_type, name=obj.name, revision__lt=obj.revision)
+            .order_by("-revision")
+            .first()
+        )
+        undo = ""
+        if before is not None and not before.deleted:
+            undo = format_html(
+                "<p>Rolling {} back to a revision before this deletion makes it again and restores these "
+                '(<a class="underline" href="{}">roll back to r{}</a>).</p>',
+                obj.name,
+                reverse("admin:configs_revision_roll_back_to_this", args=[before.pk]),
+                before.revision,
+            )
+        return format_html('<ul class="list-disc ml-6" id="deleted-with">{}</ul>{}', rows, undo)
 
     def get_search_results(self, request, queryset, search_term):
         # The per-object history link filters with ?name=<exact name>.
@@ -157,6 +200,8 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
                 self.message_user(request, f"Cannot roll back: {error}", messages.ERROR)
                 return HttpResponseRedirect(change_url)
             what = "delete it again" if plan.deletes else "write it back as a new revision"
+            if plan.undoes is not None:
+                what = f"make it again (it was deleted at r{plan.undoes}) as a new revision"
             return confirmation_page(
                 self,
                 request,
@@ -166,6 +211,7 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
                 confirm_label="Roll back",
                 cancel_url=change_url,
                 diff=diff_view(plan.before, plan.after, plan.fmt, request.GET.get("diff", "")),
+                **_rollback_notes(plan),
             )
         try:
             result = store.rollback(
@@ -175,6 +221,7 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
             self.message_user(request, f"Not rolled back: {error}", messages.ERROR)
             return HttpResponseRedirect(change_url)
         done = f"as revision {result.revision}" if result.revision else "(already identical)"
+        done += f", with {'; '.join(result.restored)}" if result.restored else ""
         self.message_user(
             request,
             f"{revision.config_type} {revision.name} rolled back to r{revision.revision} {done}",
@@ -191,3 +238,16 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
         )
         resource = actions.config(config_type) if config_type else actions.config("history")
         return policy.decide(request, actions.CONFIG_UPDATE, resource).allowed
+
+
+def _rollback_notes(plan: store.RollbackPlan) -> dict:
+    """What else the rollback does: puts back what the deletion it undoes took along, or deletes again with
+    the object what its type's delete takes (a machine pool's platform and pod template)."""
+    if plan.along:
+        return {
+            "notes_heading": f"Its deletion at r{plan.undoes} took these along; the rollback puts them back:",
+            "notes": [f"{a.what} ({a.config_type} {a.name} r{a.revision}): {a.on_rollback}" for a in plan.along],
+        }
+    if plan.takes_along:
+        return {"notes_heading": f"Deleting {plan.name} again takes these along:", "notes": plan.takes_along}
+    return {}

@@ -169,6 +169,13 @@ def config_delete(name: str, actor: Actor, *, description: str = "", tags=(), ch
     return store.Deletion("MACHINE_POOL", name, deleted.revision, deleted.along(), deleted.removal.kept)
 
 
+def takes_along(name: str) -> list[str]:
+    """The MACHINE_POOL type's `takes_along` (configs.registry.install_deleter): what deleting `name` now removes
+    with it ("platform rosa/gpu (made from machine pool gpu)") and keeps ("kept pod template ...")."""
+    removal = plan([name])[name]
+    return removal.removed() + [f"kept {kept}" for kept in removal.kept]
+
+
 def _template_counts(platform_ids: set[int]) -> dict[int, int]:
     rows = (
         PlatformTemplate.objects.filter(platform_id__in=platform_ids)

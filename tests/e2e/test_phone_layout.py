@@ -1,6 +1,7 @@
 """Every self-service page a researcher sees fits a 390 px phone and a 1440 px desktop: no page-level
 horizontal scroll (tables scroll inside their cards), the top bar collapses into a menu on the phone, no
-script or resource errors. Screenshots of every page at both widths go to var/screenshots/ (printed)."""
+script or resource errors. Screenshots of every page at both widths go to var/screenshots/ (printed). A task
+waiting for a machine pool says so in a line of text on the phone too (the task table becomes cards)."""
 
 from __future__ import annotations
 
@@ -11,11 +12,12 @@ from django.utils import timezone
 
 from clusters.models import Backend
 from kubesim import EmulatorServer
-from tests.e2e.looks import DESKTOP, PHONE, SHOTS, collect_failures
+from tests.e2e.looks import DESKTOP, PHONE, SHOTS, collect_failures, shoot
 from tests.e2e.test_submit_preview import sign_in
-from tests.factories import TokenFactory
+from tests.factories import TaskFactory, TokenFactory, WorkflowFactory
 from tests.integration.conftest import demo_pools, reference_config  # noqa: F401  (fixtures)
-from tests.selfservice.conftest import OTHER, TRAINING, demo_world  # noqa: F401  (fixture)
+from tests.selfservice.conftest import OTHER, TRAINING, demo_world, person  # noqa: F401  (fixture)
+from tests.workflows.test_waiting_for_machine_pool import WAITS, gpu, waiting_task  # noqa: F401  (fixture)
 from workflows.models import TaskStatus, Workflow, WorkflowStatus
 
 LONG_NAME = "phone-layout-check-with-a-long-name"
@@ -131,3 +133,33 @@ def assert_navigation(page, base: str, width: int) -> None:
         page.wait_for_url(f"{base}/tokens/")
     else:
         assert not menu.is_visible() and tokens_link.is_visible()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_task_waiting_for_a_machine_pool_reads_well_on_a_phone(page, live_server, gpu):  # noqa: F811
+    """The task table becomes one card per task on a phone: what a waiting task waits for reads as a line of
+    text across the card, not one word per line in a squeezed status column under the table's scroll. At
+    1440 px it stays a table, the words in the task's status cell. Screenshots: workflow-waiting-<width>.png."""
+    owner = person("waiter")
+    workflow = WorkflowFactory(pool=gpu, submitted_by=owner, status="WAITING")
+    TaskFactory(workflow=workflow, name="prepare-the-dataset", platform="cpu", status=TaskStatus.RUNNING, node="cpu-1")
+    waiting_task(workflow, "gpu-t4-spot", name="train-the-grasping-policy")
+    failures = collect_failures(page)
+    base, path = live_server.url, f"/workflows/{workflow.workflow_id}/"
+    sign_in(page, base, "waiter", next_path=path)
+    status = "#waiting-train-the-grasping-policy"
+    overflow = shoot(page, f"{base}{path}", "workflow-waiting", ready=status, widths=(DESKTOP, PHONE))
+    assert overflow == {DESKTOP: 0, PHONE: 0}  # nothing wider than the screen at either width
+    assert page.locator(status).text_content() == WAITS
+    box = page.locator(status).bounding_box()
+    lines = page.evaluate(
+        "s => { const e = document.querySelector(s); const r = document.createRange(); r.selectNodeContents(e);"
+        " return new Set([...r.getClientRects()].map(b => Math.round(b.top))).size; }",
+        status,
+    )
+    card = page.locator("#task-train-the-grasping-policy").bounding_box()
+    assert box["width"] >= 200 and lines <= 3, (box, lines)  # a line or two of text, not a word per line
+    assert box["x"] >= card["x"] and box["x"] + box["width"] <= card["x"] + card["width"] <= PHONE  # on the card
+    node = page.locator("#task-prepare-the-dataset td[data-label=Node]")
+    assert node.is_visible() and node.text_content() == "cpu-1"  # every column shows without scrolling sideways
+    assert failures == []

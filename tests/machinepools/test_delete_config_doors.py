@@ -172,3 +172,37 @@ def test_a_put_of_the_whole_type_keeps_what_it_does_not_name(made, admin_api):
     assert sorted(MachinePool.objects.values_list("name", flat=True)) == ["gpu-spot", "gpu-two"]
     assert platforms() == ["gpu-spot", "gpu-two", "plain"]
     assert not Revision.objects.filter(deleted=True).exists()
+
+
+def test_a_rollback_that_makes_a_deleted_machine_pool_again_restores_its_platform(made, cli, admin_api):
+    """`config rollback` and the REST rollback of a deleted machine pool to its live revision put back the
+    platform and template its deletion took (tests/machinepools/test_rollback_of_a_delete.py: the admin)."""
+    cli("delete", "MACHINE_POOL", "gpu-two")
+    code, out, err = cli("rollback", "MACHINE_POOL", "gpu-two", "1")
+    assert (code, err) == (0, "")
+    assert out == (
+        "MACHINE_POOL gpu-two rolled back to r1 (revision 3), with pod template machinepool-gpu-two restored "
+        "(revision 3); platform rosa/gpu-two restored (POOL rosa revision 5)\n"
+    )
+    assert platforms() == ["gpu-spot", "gpu-two", "plain"]
+    cli("delete", "MACHINE_POOL", "gpu-spot")
+    answer = admin_api.post(
+        "/api/configs/history/rollback",
+        {"config_type": "MACHINE_POOL", "name": "gpu-spot", "revision": 1},
+        format="json",
+    )
+    assert answer.status_code == 200, answer.json()
+    assert answer.json()["restored"] == [
+        "pod template machinepool-gpu-spot restored (revision 3)",
+        "platform rosa/gpu-spot restored (POOL rosa revision 7)",
+    ]
+    assert platforms() == ["gpu-spot", "gpu-two", "plain"]
+    before = last("MACHINE_POOL", "gpu-two").change.revision  # the whole type, rolled back past a deletion
+    cli("delete", "MACHINE_POOL", "gpu-two")
+    answer = admin_api.post("/api/configs/history/rollback", {"config_type": "MACHINE_POOL", "revision": before})
+    assert answer.status_code == 200, answer.json()
+    assert answer.json()["restored"] == [
+        "pod template machinepool-gpu-two restored (revision 5)",
+        "platform rosa/gpu-two restored (POOL rosa revision 9)",
+    ]
+    assert platforms() == ["gpu-spot", "gpu-two", "plain"]

@@ -7,13 +7,14 @@ import json
 
 import pytest
 import yaml
+from django.utils import timezone
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from tests.factories import TaskFactory, TokenFactory, UserFactory, WorkflowFactory
 from tests.queries import assert_constant_queries, captured_queries, queries_of
 from tests.workflows.conftest import api, spec
-from workflows.models import Task, Workflow
+from workflows.models import Task, TaskStatus, Workflow
 
 SUBMIT = "/api/pool/batch/workflow"
 
@@ -340,6 +341,25 @@ def test_detail_spec_and_events(three, alice, carol, bob):
     }
     missing = api(alice).get("/api/workflow/nope-1")
     assert missing.status_code == 404 and envelope(missing)["code"] == "workflow_not_found"
+
+
+def test_the_flat_tasks_carry_every_field_the_group_tasks_have(three, alice):
+    """A running task's node is `node_name` in the flat `tasks` as in `groups[].tasks[]`, and so is every other
+    field of the group's task, with the same value; only `status` keeps the portal's names in the flat list."""
+    started = timezone.now()
+    Task.objects.filter(workflow__workflow_id="a-two-1").update(
+        status=TaskStatus.RUNNING, node="cpu-node-3", pod_created_at=started, started_at=started
+    )
+    body = api(alice).get("/api/workflow/a-two-1").json()
+    [flat], [in_group] = body["tasks"], body["groups"][0]["tasks"]
+    assert flat["node_name"] == in_group["node_name"] == flat["node"] == "cpu-node-3"
+    assert {key: flat.get(key, "(missing)") for key in in_group if key != "status"} == {
+        key: value for key, value in in_group.items() if key != "status"
+    }
+    assert (flat["status"], in_group["status"]) == ("RUNNING", "RUNNING")
+    cancelled = api(alice).get("/api/workflow/a-one-1").json()
+    [flat], [in_group] = cancelled["tasks"], cancelled["groups"][0]["tasks"]
+    assert flat["node_name"] is in_group["node_name"] is None  # no node yet: null in both, as OSMO has it
 
 
 def test_cancel_over_the_api(three, alice, bob, carol):

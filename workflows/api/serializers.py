@@ -298,10 +298,25 @@ class TaskSerializer(serializers.Serializer):
     pod_created_time = OsmoTimeField(source="pod_created_at", allow_null=True)
     start_time = OsmoTimeField(source="started_at", allow_null=True)
     end_time = OsmoTimeField(source="finished_at", allow_null=True)
+    # OSMO's fields of the task, with the values groups[].tasks[] gives them (osmo._task), so a client reads a
+    # task's node or failure from either list; only `status` keeps the portal's names here.
+    node_name = serializers.SerializerMethodField(help_text="OSMO's name of `node`; null until it has one.")
+    failure_message = serializers.SerializerMethodField(help_text="OSMO's name of `error`; null when empty.")
+    processing_start_time = OsmoTimeField(source="created_at", help_text="OSMO's name of `submit_time`.")
+    scheduling_start_time = OsmoTimeField(
+        source="pod_created_at", allow_null=True, help_text="OSMO's name of `pod_created_time`."
+    )
+    dashboard_url = serializers.CharField(read_only=True, default=None, allow_null=True, help_text="Always null.")
 
     def get_status_message(self, task) -> str:
         waiting = getattr(task, "waiting", None)  # laid on by workflows.queries.with_tasks
         return waiting.text if waiting else ""
+
+    def get_node_name(self, task) -> str | None:
+        return task.node or None
+
+    def get_failure_message(self, task) -> str | None:
+        return task.error or None
 
 
 class WorkflowDetailSerializer(WorkflowSummarySerializer):
