@@ -18,6 +18,7 @@ from clusters.models import Node
 from pools.engine import EngineError, PlatformConfig, compile_platform
 from pools.engine.placement import place
 from pools.models import NodeMembership, Platform, PodTemplate
+from pools.services.machine_pool_shapes import would_be_by_platform
 from pools.services.membership import membership_pod, node_infos
 from portal.errors import DomainError
 
@@ -124,7 +125,9 @@ def _match(draft: PlatformDraft, pool_name: str, bodies: dict, infos: list) -> M
 
 def unmatched_platforms(pool_ids: list[int]) -> dict[int, list[str]]:
     """{pool id: names of its platforms that match no node}, for pools whose backend has nodes (one query;
-    a backend not synced yet has none, and says so on its own page)."""
+    a backend not synced yet has none, and says so on its own page). A platform an autoscaled machine pool
+    would add a node to (scale from zero) is not one: its node comes when a task needs it (one query more,
+    only when some platform matches no node)."""
     rows = (
         Platform.objects.filter(pool_id__in=pool_ids)
         .annotate(
@@ -133,12 +136,21 @@ def unmatched_platforms(pool_ids: list[int]) -> dict[int, list[str]]:
         )
         .filter(has_members=False, backend_has_nodes=True)
         .order_by("name")
-        .values_list("pool_id", "name")
+        .values_list("pk", "pool_id", "name")
     )
+    rows = list(rows)
+    growing = _served_by_machine_pools([pk for pk, _, _ in rows]) if rows else set()
     found: dict[int, list[str]] = {}
-    for pool_id, name in rows:
-        found.setdefault(pool_id, []).append(name)
+    for pk, pool_id, name in rows:
+        if pk not in growing:
+            found.setdefault(pool_id, []).append(name)
     return found
+
+
+def _served_by_machine_pools(platform_ids: list[int]) -> set[int]:
+    """The platforms among these that a would-be node belongs to (machine_pool_shapes: cached per process)."""
+    platforms = Platform.objects.filter(pk__in=platform_ids).select_related("pool")
+    return {pk for pk, nodes in would_be_by_platform(platforms).items() if nodes}
 
 
 def no_match_warning(names: list[str]) -> str:

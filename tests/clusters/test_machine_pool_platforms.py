@@ -13,8 +13,9 @@ from clusters.models import MachinePool
 from configs import store
 from configs.errors import ConfigError, ConfigNotFound
 from configs.models import Revision
-from pools.models import NodeMembership, PodTemplate
+from pools.models import NodeMembership, PodTemplate, Pool
 from pools.services.machine_pool_platforms import make_platform
+from pools.services.node_match import unmatched_platforms
 from pools.services.preview import PreviewRequest, preview
 from tests.clusters.conftest import CLI
 from tests.clusters.machine_pools import GPU_TAINTS
@@ -237,3 +238,15 @@ def test_the_pod_preview_says_a_machine_pool_would_add_the_node(machine_pools, a
         '<span class="chip wait mono">gpu-zero (would-be g4dn.xlarge)</span> <span class="muted small">No node now; '
         "machine pool gpu-zero can add a g4dn.xlarge, 1 × T4; up to 3.</span>"
     ) in page
+
+
+def test_a_platform_a_machine_pool_would_add_a_node_to_is_not_warned_of(machine_pools):
+    """Scale from zero: the pool list and the save check do not say "matches no node" of a platform whose
+    machine pool adds its node when a task needs it, and do once that machine pool cannot grow."""
+    make_platform("gpu-zero", CLI)
+    rosa = Pool.objects.get(name="rosa")
+    assert members("gpu-zero") == []
+    assert unmatched_platforms([rosa.pk]) == {}
+    fixed = {**store.show("MACHINE_POOL", "gpu-zero"), "autoscaling": None, "replicas": 0}
+    store.apply("MACHINE_POOL", "gpu-zero", fixed, CLI)  # no node, and it adds none
+    assert unmatched_platforms([rosa.pk]) == {rosa.pk: ["gpu-zero"]}
