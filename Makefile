@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 UV := $(VENV)/bin/uv
 PORT ?= 8000
-# The demo backends (pools/demo/backends.yaml) point at http://127.0.0.1:8001.
+# The demo backends (pools/demo/backends.yaml) are simulated clusters at http://127.0.0.1:8001/clusters/<backend>.
 KUBESIM_PORT ?= 8001
 export UV_PROJECT_ENVIRONMENT := $(VENV)
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
@@ -32,8 +32,8 @@ bytecode: $(VENV)/.installed
 
 dev: $(VENV)/.installed editor  # no test peer: the embedded default needs none
 	$(PY) manage.py migrate --noinput -v0
-	DEMO_CLUSTER_URL=http://127.0.0.1:$(KUBESIM_PORT) $(PY) manage.py seed_demo
-	@# The simulated cluster, the web server, both watchers and the periodic jobs, supervised together
+	DEMO_CLUSTERS_URL=http://127.0.0.1:$(KUBESIM_PORT) $(PY) manage.py seed_demo
+	@# The simulated clusters, the web server, both watchers and the periodic jobs, supervised together
 	@# (portal/devserver.py); Ctrl-C stops them all. Logs: var/*.log.
 	$(PY) manage.py devserver --port $(PORT) --kubesim-port $(KUBESIM_PORT)
 

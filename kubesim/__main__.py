@@ -1,12 +1,14 @@
-"""``python -m kubesim --port 8001 [--fleet demo] [--kubelet] [--machine-pools on|demo] [--state FILE]
-[--ocm-cluster ID[:TOKEN]]``: serve a
-simulated cluster until killed. With ``--state``, the objects are saved to FILE on every change and loaded from it
-at start (instead of the fleet), so a restarted cluster keeps its pods and finishes them. ``--machine-pools``
-turns machine pools (OCM store, Karpenter NodePools) into nodes, with the simulated autoscaler and spot
-interruptions (kubesim.autoscaler); ``demo`` also puts the demo's two machine pools in the OCM store
-(kubesim.fleet.DEMO_MACHINE_POOLS) in place of the demo fleet's static ``additional`` and ``ml-training`` nodes.
-``--ocm-cluster`` serves an OpenShift Cluster Manager cluster's machine pools beside the Kubernetes API
-(kubesim.ocm)."""
+"""``python -m kubesim --port 8001 [--fleet demo|demo-clusters] [--kubelet] [--machine-pools on|demo] [--state FILE]
+[--ocm-cluster ID[:TOKEN]]``: serve a simulated cluster until killed; with ``--fleet demo-clusters``, one per demo
+backend, each under ``/clusters/<backend>`` with its share of the fleet (kubesim.fleet.DEMO_CLUSTERS).
+
+With ``--state``, the objects are saved to FILE on every change and loaded from it at start (instead of the fleet),
+so a restarted cluster keeps its pods and finishes them (with ``demo-clusters``, FILE is a folder of
+``<backend>.json`` files). ``--machine-pools`` turns machine pools (OCM store, Karpenter NodePools) into nodes, with
+the simulated autoscaler and spot interruptions (kubesim.autoscaler); ``demo`` also puts the demo's two machine
+pools in the OCM store (kubesim.fleet.DEMO_MACHINE_POOLS; with ``demo-clusters``, rosa-cluster-01's) in place of
+the demo fleet's static ``additional`` and ``ml-training`` nodes. ``--ocm-cluster`` serves an OpenShift Cluster
+Manager cluster's machine pools beside the Kubernetes API (kubesim.ocm), in every cluster served."""
 
 from __future__ import annotations
 
@@ -14,8 +16,19 @@ import argparse
 import signal
 import sys
 import threading
+from pathlib import Path
 
-from .fleet import DEMO_MACHINE_POOLS, DEMO_OCM_CLUSTER_ID, MACHINEPOOL_LABEL, demo_fleet, load_fleet, synthetic_fleet
+from .fleet import (
+    DEMO_CLUSTERS,
+    DEMO_MACHINE_POOL_CLUSTER,
+    DEMO_MACHINE_POOLS,
+    DEMO_OCM_CLUSTER_ID,
+    MACHINEPOOL_LABEL,
+    demo_cluster_fleet,
+    demo_fleet,
+    load_fleet,
+    synthetic_fleet,
+)
 from .machinepools import POOL_ANNOTATION
 from .server import EmulatorServer
 from .statefile import StateFile
@@ -27,9 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=8001)
     parser.add_argument(
         "--fleet",
-        choices=["demo", "none"],
+        choices=["demo", "demo-clusters", "none"],
         default="none",
-        help="load the demo fleet of nodes (kubesim.fleet.demo_fleet)",
+        help="load the demo fleet of nodes (kubesim.fleet.demo_fleet); demo-clusters: one simulated cluster per "
+        "demo backend, each with its share of the fleet, under /clusters/<backend> (kubesim.fleet.DEMO_CLUSTERS; "
+        "--state then names a folder of <backend>.json files)",
     )
     parser.add_argument(
         "--synthetic", metavar="NODES,PODS", help="load kubesim.fleet.synthetic_fleet(NODES, PODS) instead"
@@ -70,40 +85,29 @@ def main(argv: list[str] | None = None) -> int:
 
     kubelet = {"start_delay": args.start_delay, "run_seconds": args.run_seconds} if args.kubelet else False
     schedulers = [name for name in args.schedulers.split(",") if name]
+    options = {"kubelet": kubelet, "git_version": args.git_version, "schedulers": schedulers}
     try:
-        server = EmulatorServer(
-            args.host, args.port, kubelet=kubelet, git_version=args.git_version, schedulers=schedulers
-        )
+        if args.fleet == "demo-clusters":  # one simulated cluster per demo backend, under /clusters/<name>
+            clusters = {name: EmulatorServer(**options) for name in DEMO_CLUSTERS}
+            server = EmulatorServer(args.host, args.port, clusters=clusters, git_version=args.git_version)
+        else:
+            clusters = {}
+            server = EmulatorServer(args.host, args.port, **options)
     except ValueError as error:
         print(f"kubesim: {error}", file=sys.stderr)
         return 2
-    if args.machine_pools != "off":  # before loading a state file: it may hold NodePools
-        server.enable_machine_pools(
-            boot_seconds=args.boot_seconds,
-            scale_up_seconds=args.scale_up_seconds,
-            scale_down_seconds=args.scale_down_seconds,
-            spot_notice_seconds=args.spot_notice_seconds,
-            spot_interruption_every=args.spot_interruption_every,
-        )
-    state = StateFile(server.emulator, args.state) if args.state else None
-    restored = state is not None and state.exists()
-    if restored:
+    served = clusters or {"": server}
+    states, restored = [], {}
+    for name, cluster in served.items():
         try:
-            state.load()
+            path = Path(args.state) / f"{name}.json" if name and args.state else args.state
+            state, restored[name] = prepare(cluster, args, name, path)
         except ValueError as error:  # JSON or format: say which file, the user may delete it
-            print(
-                f"kubesim: cannot load the state file {args.state}: {error} (delete it to start afresh)",
-                file=sys.stderr,
-            )
+            print(f"kubesim: {error} (delete it to start afresh)", file=sys.stderr)
             return 2
-    elif args.fleet == "demo":
-        load_fleet(server, demo_fleet(machine_pools=args.machine_pools == "demo"))
-    if args.machine_pools == "demo":
-        demo_machine_pools(server)
-    if args.synthetic and not restored:
-        n_nodes, n_pods = (int(x) for x in args.synthetic.split(","))
-        load_fleet(server, *synthetic_fleet(n_nodes, n_pods))
-    if state is not None:
+        if state is not None:
+            states.append(state)
+    for state in states:
         state.save()
         state.attach()
     done = threading.Event()
@@ -112,18 +116,50 @@ def main(argv: list[str] | None = None) -> int:
     url = server.start()
     for cluster in args.ocm_cluster:
         cluster_id, _, token = cluster.partition(":")
-        server.emulator.ocm_add_cluster(cluster_id, token=token or None)
+        for each in served.values():
+            each.emulator.ocm_add_cluster(cluster_id, token=token or None)
     print(url, flush=True)  # first stdout line: the URL, for scripts
-    print(
-        f"kubesim: serving {len(server.emulator.list('nodes'))} nodes, {len(server.emulator.list('pods'))} pods"
-        f"{f' (restored from {args.state})' if restored else ''}; kubelet {'on' if args.kubelet else 'off'}; "
-        "Ctrl-C to stop",
-        file=sys.stderr,
-        flush=True,
-    )
+    for name, cluster in served.items():
+        emulator = cluster.emulator
+        print(
+            f"kubesim: serving {f'{cluster.url}: ' if name else ''}{len(emulator.list('nodes'))} nodes, "
+            f"{len(emulator.list('pods'))} pods{' (restored from its state file)' if restored[name] else ''}",
+            file=sys.stderr,
+        )
+    print(f"kubesim: kubelet {'on' if args.kubelet else 'off'}; Ctrl-C to stop", file=sys.stderr, flush=True)
     done.wait()
     server.stop()
     return 0
+
+
+def prepare(server: EmulatorServer, args: argparse.Namespace, name: str, state_path: str | Path | None):
+    """One cluster's machine pools, then its objects: from its state file if there is one, else its fleet.
+    Returns (its StateFile or None, whether restored); ValueError naming the file it cannot load."""
+    if args.machine_pools != "off":  # before loading a state file: it may hold NodePools
+        server.enable_machine_pools(
+            boot_seconds=args.boot_seconds,
+            scale_up_seconds=args.scale_up_seconds,
+            scale_down_seconds=args.scale_down_seconds,
+            spot_notice_seconds=args.spot_notice_seconds,
+            spot_interruption_every=args.spot_interruption_every,
+        )
+    state = StateFile(server.emulator, state_path) if state_path else None
+    restored = state is not None and state.exists()
+    if restored:
+        try:
+            state.load()
+        except ValueError as error:
+            raise ValueError(f"cannot load the state file {state_path}: {error}") from None
+    elif args.fleet == "demo":
+        load_fleet(server, demo_fleet(machine_pools=args.machine_pools == "demo"))
+    elif args.fleet == "demo-clusters":
+        load_fleet(server, demo_cluster_fleet(name))
+    if args.machine_pools == "demo" and name in ("", DEMO_MACHINE_POOL_CLUSTER):
+        demo_machine_pools(server)
+    if args.synthetic and not restored and not name:
+        n_nodes, n_pods = (int(x) for x in args.synthetic.split(","))
+        load_fleet(server, *synthetic_fleet(n_nodes, n_pods))
+    return state, restored
 
 
 def demo_machine_pools(server: EmulatorServer) -> None:

@@ -39,7 +39,8 @@ from .machinepools import (
     ocm_pools,
     ready_condition,
 )
-from .scheduling import NODES, PODS, NodeInfo, Scheduler
+from .resources import ResourceType
+from .scheduling import NODES, PODS, NodeInfo, PodKey, Scheduler
 from .spot import SpotInterrupter, is_spot
 
 log = logging.getLogger("kubesim")
@@ -107,6 +108,11 @@ class MachinePoolController:
         self._ready_at: dict[str, float] = {}  # booting node -> when its kubelet is up (monotonic)
         self._pending_since: dict[str, float] = {}  # pod uid -> first seen Unschedulable
         self._idle_since: dict[str, float] = {}  # node -> since when it has had no pods
+        # Pods indexed as they change (start() reads those already there), so a pass reads the few that matter,
+        # not every pod: the Unschedulable ones, and per node its running pods but DaemonSet ones.
+        self._waiting: dict[PodKey, dict] = {}
+        self._pods_on: dict[str, set[PodKey]] = {}
+        self._node_of: dict[PodKey, str] = {}
         if NODEPOOLS not in emulator._types:  # now, so that a state file's NodePools load
             emulator.run_in_loop(emulator._register, KARPENTER_NODEPOOL)
 
@@ -115,14 +121,42 @@ class MachinePoolController:
         if self._loop is not None:
             return
         self._loop = asyncio.get_running_loop()
+        self.emulator.add_listener(self._on_event)
+        for key, pod in self.emulator._store[PODS].items():
+            self._index(key, pod)
         self.spot.start()
         self._timer = self._loop.call_soon(self._tick)
 
     def stop(self) -> None:
         if self._timer is not None:
             self._timer.cancel()
+        self.emulator.remove_listener(self._on_event)
         self.spot.stop()
         self._loop = None
+
+    def _on_event(self, etype: str, rt: ResourceType, old: dict | None, new: dict) -> None:
+        if rt.key == PODS:
+            key = (new["metadata"].get("namespace", ""), new["metadata"]["name"])
+            self._index(key, None if etype == "DELETED" else new)
+
+    def _index(self, key: PodKey, pod: dict | None) -> None:
+        """Put the pod (None: deleted) in the waiting set or under its node, wherever it now belongs."""
+        self._waiting.pop(key, None)
+        node = self._node_of.pop(key, None)
+        if node is not None:
+            on_node = self._pods_on[node]
+            on_node.discard(key)
+            if not on_node:
+                del self._pods_on[node]
+        if pod is None:
+            return
+        node = (pod.get("spec") or {}).get("nodeName")
+        if node:
+            if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed") and not _is_daemon(pod):
+                self._node_of[key] = node
+                self._pods_on.setdefault(node, set()).add(key)
+        elif _unschedulable(pod) and not pod["metadata"].get("deletionTimestamp"):
+            self._waiting[key] = pod
 
     def _tick(self) -> None:
         if self._loop is None:
@@ -165,20 +199,15 @@ class MachinePoolController:
 
     def _pods(self, now: float) -> tuple[list[dict], set[str]]:
         """Pods Unschedulable for long enough (oldest first), and the nodes running non-DaemonSet pods."""
-        pending, busy, seen = [], set(), {}
-        for pod in self.emulator._store[PODS].values():
-            node = (pod.get("spec") or {}).get("nodeName")
-            if node:
-                if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed") and not _is_daemon(pod):
-                    busy.add(node)
-            elif _unschedulable(pod) and not pod["metadata"].get("deletionTimestamp"):
-                uid = pod["metadata"]["uid"]
-                seen[uid] = self._pending_since.get(uid, now)
-                if now - seen[uid] >= self.scale_up_seconds:
-                    pending.append(pod)
+        pending, seen = [], {}
+        for pod in self._waiting.values():
+            uid = pod["metadata"]["uid"]
+            seen[uid] = self._pending_since.get(uid, now)
+            if now - seen[uid] >= self.scale_up_seconds:
+                pending.append(pod)
         self._pending_since = seen
         pending.sort(key=lambda p: (p["metadata"].get("creationTimestamp") or "", p["metadata"]["name"]))
-        return pending, busy
+        return pending, set(self._pods_on)
 
     # -- scale up --------------------------------------------------------------------------
     def _scale_up(self, pools: dict[str, PoolShape], nodes: dict[str, list[dict]], pending: list[dict]) -> None:
@@ -278,10 +307,8 @@ class MachinePoolController:
 
     def _drain(self, name: str) -> None:
         """Evict the node's pods (the eviction API deletes them) and delete the node."""
-        for key, pod in list(self.emulator._store[PODS].items()):
-            on_node = (pod.get("spec") or {}).get("nodeName") == name and not _is_daemon(pod)
-            if on_node and (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
-                self.emulator._delete(self.emulator._types[PODS], key[0], key[1], None)
+        for namespace, pod in list(self._pods_on.get(name, ())):  # each deletion updates the index
+            self.emulator._delete(self.emulator._types[PODS], namespace, pod, None)
         if ("", name) in self.emulator._store[NODES]:
             self.emulator._delete(self.emulator._types[NODES], None, name, None)
         self._ready_at.pop(name, None)

@@ -29,6 +29,18 @@ are machine pools of the cloud instead (DEMO_MACHINE_POOLS in the OCM store, clu
 ``additional`` keeps 2 nodes (autoscaling 2-5) and ``ml-training`` starts at 0 nodes (0-3, spot) and grows
 when a pod that tolerates its taints waits for a T4 (kubesim.autoscaler); their nodes are named
 ``<pool>-<5 random characters>`` and carry the machine-pool labels (kubesim.machinepools), not the static ones.
+
+The demo's clusters (``python -m kubesim --fleet demo-clusters``, what ``make dev`` runs): each demo backend
+(pools/demo/backends.yaml) is its own simulated cluster, under ``/clusters/<backend>``, holding the nodes its pools'
+platforms select (DEMO_CLUSTERS; node names stay unique across them, a pool's indices continuing)::
+
+    cluster               nodes
+    gpu-cluster-01        h100-node-0..3, a100-node-0..2 (a100-node-2 cordoned), gb200-node-0..1
+    graphics-cluster-01   l40s-node-0..3, l40-node-0..2
+    inference-cluster-01  t4-spot-node-0..2, jetson-thor-node-0..1, cpu-node-0..3
+    dev-cluster-01        cpu-node-4..5, t4-spot-node-3
+    default               l40s-node-4, a100-node-3
+    rosa-cluster-01       the machine pools additional (2 nodes) and ml-training (0, grows for a T4 pod)
 """
 
 from __future__ import annotations
@@ -275,6 +287,23 @@ DEMO_MACHINE_POOLS: dict[str, dict[str, Any]] = {  # OCM MachinePool JSON by id 
     "additional": _ocm_pool("additional", "m5.xlarge", 2, 5, spot=False),
     "ml-training": _ocm_pool("ml-training", "g4dn.xlarge", 0, 3, spot=True),
 }
+
+
+# backend name -> {MACHINE_POOLS pool: node indices}; rosa-cluster-01's nodes are made by its machine pools
+DEMO_CLUSTERS: dict[str, dict[str, range]] = {
+    "gpu-cluster-01": {"h100": range(4), "a100": range(3), "gb200": range(2)},
+    "graphics-cluster-01": {"l40s": range(4), "l40": range(3)},
+    "inference-cluster-01": {"t4-spot": range(3), "jetson-thor": range(2), "cpu": range(4)},
+    "dev-cluster-01": {"cpu": range(4, 6), "t4-spot": range(3, 4)},  # team-development: cpu-only, small-gpu (T4)
+    "default": {"l40s": range(4, 5), "a100": range(3, 4)},  # heterogeneous_pool: l40s_platform, a100_platform
+    "rosa-cluster-01": {},
+}
+DEMO_MACHINE_POOL_CLUSTER = "rosa-cluster-01"  # the backend whose cloud holds DEMO_MACHINE_POOLS
+
+
+def demo_cluster_fleet(cluster: str) -> list[dict[str, Any]]:
+    """The nodes of the demo's cluster ``cluster`` (a key of DEMO_CLUSTERS)."""
+    return [node_manifest(pool, i) for pool, indices in DEMO_CLUSTERS[cluster].items() for i in indices]
 
 
 def synthetic_fleet(n_nodes: int, n_pods: int, seed: int = 0) -> tuple[list[dict[str, Any]], list[dict[str, Any]]]:

@@ -1,15 +1,21 @@
-"""Serve a KubeEmulator over HTTP from its own asyncio loop in a daemon thread."""
+"""Serve a KubeEmulator over HTTP from its own asyncio loop in a daemon thread; or several, one simulated cluster
+per base path (``/clusters/<name>``), as the demo's backends each have their own cluster."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 from collections.abc import Callable
 from typing import Any
 
 import aiohttp.web
+from yarl import URL
 
-from .emulator import KubeEmulator
+from .emulator import KubeEmulator, _json
+from .resources import status_body
+
+CLUSTERS_PATH = "/clusters/"
 
 
 class EmulatorServer:
@@ -18,6 +24,10 @@ class EmulatorServer:
     ``fleet``: ``"demo"`` or a list of node manifests to load at start; ``kubelet``: True or a
     dict of :class:`kubesim.kubelet.Kubelet` options to run the simulated kubelet; ``machine_pools``: True or a
     dict of :class:`kubesim.autoscaler.MachinePoolController` options to turn machine pools into nodes.
+
+    ``clusters``: several simulated clusters behind one port, ``{name: EmulatorServer(...)}`` (not started
+    themselves): cluster ``name`` answers under ``<url>/clusters/<name>`` (its ``url``), with its own objects,
+    kubelet and machine pools, on this server's loop; any other path answers 404.
     """
 
     def __init__(
@@ -29,6 +39,7 @@ class EmulatorServer:
         fleet: str | list[dict] | None = None,
         kubelet: bool | dict[str, Any] = False,
         machine_pools: bool | dict[str, Any] = False,
+        clusters: dict[str, EmulatorServer] | None = None,
         **emulator_options: Any,
     ) -> None:
         self.host, self.port = host, port
@@ -42,9 +53,16 @@ class EmulatorServer:
         self._ready = threading.Event()
         self._stop: asyncio.Event | None = None
         self._error: BaseException | None = None
+        self.clusters = clusters or {}
+        self._mounted_at: tuple[EmulatorServer, str] | None = None  # (the server, the name) when one of clusters
+        for name, cluster in self.clusters.items():
+            cluster._mounted_at = (self, name)
 
     @property
     def url(self) -> str:
+        if self._mounted_at is not None:
+            host, name = self._mounted_at
+            return f"{host.url}{CLUSTERS_PATH}{name}"
         return f"http://{self.host}:{self.port}"
 
     @property
@@ -54,8 +72,23 @@ class EmulatorServer:
     def start(self) -> str:
         if self._thread is not None:
             raise RuntimeError("the server is already started")
+        if self._mounted_at is not None:
+            raise RuntimeError(f"{self.url} is served by its server: start that one")
         self._ready.clear()
         self._error = None
+        for part in (self, *self.clusters.values()):
+            part._prepare()
+        self._thread = threading.Thread(target=self._run, name=f"kubesim-{self.port}", daemon=True)
+        self._thread.start()
+        self._ready.wait(10)
+        if self._error is not None:
+            self._thread.join(5)
+            self._thread = None
+            raise self._error
+        return self.url
+
+    def _prepare(self) -> None:
+        """Before the loop runs: the fleet loaded, the kubelet and machine pools made (started by _serve)."""
         if self._fleet is not None:
             from .fleet import demo_fleet, load_fleet
 
@@ -66,22 +99,15 @@ class EmulatorServer:
         if self._machine_pool_options:
             options = self._machine_pool_options if isinstance(self._machine_pool_options, dict) else {}
             self.enable_machine_pools(**options)
-        self._thread = threading.Thread(target=self._run, name=f"kubesim-{self.port}", daemon=True)
-        self._thread.start()
-        self._ready.wait(10)
-        if self._error is not None:
-            self._thread.join(5)
-            self._thread = None
-            raise self._error
-        return self.url
 
     def stop(self, timeout: float = 5.0) -> None:
         loop, thread = self._loop, self._thread
         if loop is None or thread is None:
             return
-        for part in (self.kubelet, self.machine_pools, self._spot):
-            if part is not None:
-                self.emulator.run_in_loop(part.stop)
+        for cluster in (self, *self.clusters.values()):
+            for part in (cluster.kubelet, cluster.machine_pools, cluster._spot):
+                if part is not None:
+                    cluster.emulator.run_in_loop(part.stop)
         if self._stop is not None and loop.is_running():
             loop.call_soon_threadsafe(self._stop.set)
         thread.join(timeout)
@@ -151,22 +177,43 @@ class EmulatorServer:
     async def _serve(self) -> None:
         loop = asyncio.get_running_loop()
         self._stop = asyncio.Event()
-        async with self.emulator:  # kmock's live-stream feeder, for DSL reactions that stream
-            server = aiohttp.web.Server(self.emulator, handler_cancellation=True, access_log=None)
+        served = (self, *self.clusters.values())
+        async with contextlib.AsyncExitStack() as stack:
+            for cluster in served:  # kmock's live-stream feeder, for DSL reactions that stream
+                await stack.enter_async_context(cluster.emulator)
+            handler = self._route if self.clusters else self.emulator
+            server = aiohttp.web.Server(handler, handler_cancellation=True, access_log=None)
             listener = await loop.create_server(server, self.host, self.port)
             self.port = listener.sockets[0].getsockname()[1]
-            self.emulator.bind_loop(loop)
-            if self.kubelet is not None:
-                self.kubelet.start()
-            if self.machine_pools is not None:
-                self.machine_pools.start()
+            for cluster in served:
+                cluster._loop = loop
+                cluster.emulator.bind_loop(loop)
+                if cluster.kubelet is not None:
+                    cluster.kubelet.start()
+                if cluster.machine_pools is not None:
+                    cluster.machine_pools.start()
             self._ready.set()
             try:
                 await self._stop.wait()
             finally:
-                self.emulator.close_watches()
+                for cluster in served:
+                    cluster.emulator.close_watches()
                 await asyncio.sleep(0)
                 listener.close()
                 server.pre_shutdown()  # close idle keep-alive connections at once
                 await server.shutdown(timeout=1.0)
                 await listener.wait_closed()
+                for cluster in self.clusters.values():
+                    cluster.emulator.bind_loop(None)
+                    cluster._loop = None
+
+    async def _route(self, raw: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        """``/clusters/<name>/<path>`` to cluster ``name``'s emulator as ``/<path>`` (query unchanged)."""
+        name, _, rest = raw.rel_url.raw_path.removeprefix(CLUSTERS_PATH).partition("/")
+        cluster = self.clusters.get(name) if raw.rel_url.raw_path.startswith(CLUSTERS_PATH) else None
+        if cluster is None:
+            known = ", ".join(f"{CLUSTERS_PATH}{n}" for n in self.clusters)
+            body = status_body(404, f"no simulated cluster at {raw.path}: this server serves {known}", "NotFound")
+            return _json(body, 404)
+        url = URL.build(path=f"/{rest}", query_string=raw.rel_url.raw_query_string, encoded=True)
+        return await cluster.emulator(raw.clone(rel_url=url))

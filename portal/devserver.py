@@ -2,8 +2,10 @@
 
 Children (each in its own process group, output appended to `<var>/<name>.log`):
 
-* kubesim: the simulated cluster, its objects kept in `<var>/kubesim.json` so a restart keeps its pods, with
-  the demo's machine pools (`ml-training`, a GPU spot pool, grows from zero when a pod waits for a T4);
+* kubesim: the simulated clusters, one per demo backend under `/clusters/<backend>` with its share of the demo
+  fleet (kubesim.fleet.DEMO_CLUSTERS), their objects kept in `<var>/kubesim/<backend>.json` so a restart keeps
+  their pods; rosa-cluster-01 has the demo's machine pools (`ml-training`, a GPU spot pool, grows from zero when a
+  pod waits for a T4);
 * web: `runserver` (with its autoreloader);
 * watch_cluster, watch_workflows: the inventory and workflow watchers;
 * periodic: the beat schedule in-process (reconcile, timeouts, reaper, inventory resync).
@@ -250,12 +252,12 @@ def children(python: str, manage: str, var_dir: Path, port: int, kubesim_port: i
             "--port",
             str(kubesim_port),
             "--fleet",
-            "demo",
+            "demo-clusters",
             "--kubelet",
             "--machine-pools",
             "demo",
             "--state",
-            str(var_dir / "kubesim.json"),
+            str(var_dir / "kubesim"),
         ),
         child("watch_cluster", manage, "watch_cluster"),
         child("watch_workflows", manage, "watch_workflows"),
@@ -273,14 +275,14 @@ def serve(supervisor: Supervisor, port: int, kubesim_port: int, *, start_timeout
     by_name = {child.name: child for child in supervisor.children}
     stop, say = supervisor.stopping, supervisor.say
     say(
-        "starting the simulated cluster, the web server, the watchers and the periodic jobs "
+        "starting the simulated clusters, the web server, the watchers and the periodic jobs "
         f"(logs: {supervisor.shown(supervisor.var_dir)}/<name>.log)"
     )
     kubesim = by_name["kubesim"]
     supervisor.start(kubesim)
     if not wait_for(lambda: accepts(kubesim_port), kubesim, time.monotonic() + start_timeout, stop):
         if not stop.is_set():
-            say(f"error: the simulated cluster did not start; see {supervisor.shown(kubesim.log_path)}")
+            say(f"error: the simulated clusters did not start; see {supervisor.shown(kubesim.log_path)}")
         return 1
     for child in supervisor.children:
         if child is not kubesim:
@@ -293,8 +295,8 @@ def serve(supervisor: Supervisor, port: int, kubesim_port: int, *, start_timeout
     if stop.is_set():
         return 0
     say(
-        f"simulated cluster  http://127.0.0.1:{kubesim_port}  (objects kept in "
-        f"{supervisor.shown(supervisor.var_dir / 'kubesim.json')})"
+        f"simulated clusters http://127.0.0.1:{kubesim_port}/clusters/<backend>  (one per demo backend; objects "
+        f"kept in {supervisor.shown(supervisor.var_dir / 'kubesim')}/)"
     )
     say(f"portal             {base}/")
     say(f"researcher pages   {base}/  (pool catalog; your workflows at {base}/workflows/)")

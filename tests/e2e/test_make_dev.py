@@ -12,10 +12,12 @@ import signal
 import subprocess
 import threading
 import time
+import urllib.request
 from urllib.parse import urlsplit
 
 import pytest
 
+from kubesim.fleet import DEMO_CLUSTERS
 from tests.devstack import HELLO, REPO, Api, free_port, manage, wait_until
 
 from .conftest import _loopback_only
@@ -123,6 +125,45 @@ def test_console_prints_where_to_go_once_the_server_answers(dev):
     second = manage(dev["env"], "devserver", "--port", str(dev["port"]), "--kubesim-port", str(dev["kubesim_port"]))
     assert second.returncode == 1
     assert f"web server port {dev['port']} is in use" in second.stderr and "Traceback" not in second.stderr
+
+
+INVENTORY = """
+import json
+from clusters.models import Backend
+print(json.dumps({b.name: sorted(b.nodes.values_list("name", flat=True)) for b in Backend.objects.all()}))
+"""
+WHERE_IT_RAN = """
+import json
+from workflows.models import Task
+task = Task.objects.get(workflow__workflow_id={workflow_id!r})
+print(json.dumps([task.workflow.pool.backend.name, task.node]))
+"""
+
+
+def cluster_nodes(dev, backend: str) -> list[str]:
+    url = f"http://127.0.0.1:{dev['kubesim_port']}/clusters/{backend}/api/v1/nodes"
+    with urllib.request.urlopen(url, timeout=10) as answer:  # noqa: S310 - loopback
+        return sorted(node["metadata"]["name"] for node in json.load(answer)["items"])
+
+
+def shell(dev, script: str):
+    done = manage(dev["env"], "shell", "-c", script)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout.splitlines()[-1])
+
+
+def test_each_demo_backend_lists_the_nodes_of_its_own_simulated_cluster(dev):
+    own = {backend: cluster_nodes(dev, backend) for backend in DEMO_CLUSTERS}
+    assert own["graphics-cluster-01"] == [*(f"l40-node-{i}" for i in range(3)), *(f"l40s-node-{i}" for i in range(4))]
+    everywhere = [name for names in own.values() for name in names]
+    assert len(everywhere) == len(set(everywhere))  # no node in two clusters
+    wait_until(lambda: shell(dev, INVENTORY) == own, 60, "each backend's inventory is its own cluster's nodes")
+    # a workflow on a pool of another backend than the one the other tests use runs on that backend's cluster
+    api = Api(dev["base"], token=token(dev))
+    workflow_id = api.submit("robotics-simulation", HELLO.read_bytes())
+    wait_until(lambda: api.status(workflow_id) == "COMPLETED", DEADLINE, f"{workflow_id} COMPLETED")
+    backend, node = shell(dev, WHERE_IT_RAN.format(workflow_id=workflow_id))
+    assert backend == "graphics-cluster-01" and node in own["graphics-cluster-01"] and node.startswith("l40-node-")
 
 
 def run_to_completion(api: Api, during=None) -> float:

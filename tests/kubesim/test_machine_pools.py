@@ -19,6 +19,7 @@ from kubernetes import client, watch
 from clusters.machinepools.catalog import shipped
 from clusters.machinepools.spec import MachinePoolSpec, Taint
 from kubesim import EmulatorServer
+from kubesim.machinepools import load_catalog, ocm_pools
 from kubesim.spot import INTERRUPTION_AT_ANNOTATION, SPOT_INTERRUPTION_TAINT, TERMINATED_MESSAGE
 
 from .conftest import kube_api_client, wait_until
@@ -285,6 +286,53 @@ def test_fewer_replicas_remove_nodes_idle_first(cloud, v1):
     wait_until(lambda: [n.metadata.name for n in pool_nodes(v1, "additional")] == [busy_node])
     wait_until(lambda: current_replicas(cloud, "additional") == 1)
     assert phase(v1, "busy") == "Running"
+
+
+def test_the_autoscaler_reads_its_pod_indexes_the_waiting_pods_and_each_nodes_running_ones(cloud, v1):
+    """A pass looks at the Unschedulable pods and the nodes' running pods, indexed as pods change, not at every
+    pod of the cluster."""
+    put(cloud, ocm_pool("additional", replicas=1))
+    put(cloud, gpu_spot_pool(low=0, high=0))  # nowhere to grow: its pod stays Unschedulable
+    wait_until(lambda: [n for n in pool_nodes(v1, "additional") if ready(n)])
+    node = pool_nodes(v1, "additional")[0].metadata.name
+    v1.create_namespaced_pod(
+        "default",
+        {
+            "metadata": {"name": "busy", "annotations": {"kubesim/never-finish": "true"}},
+            "spec": {"containers": [{"name": "c", "image": "x"}], "nodeSelector": {MACHINEPOOL: "additional"}},
+        },
+    )
+    gpu_pod(v1, "waiting")
+    controller = cloud.machine_pools
+    wait_until(lambda: phase(v1, "busy") == "Running" and cloud.call(lambda: list(controller._waiting)))
+    assert cloud.call(lambda: (list(controller._waiting), dict(controller._pods_on))) == (
+        [("default", "waiting")],
+        {node: {("default", "busy")}},
+    )
+    v1.delete_namespaced_pod("waiting", "default")
+    v1.delete_namespaced_pod("busy", "default")
+    assert cloud.call(lambda: (controller._waiting, controller._pods_on, controller._node_of)) == ({}, {}, {})
+
+
+def test_pods_there_before_the_autoscaler_started_keep_their_node(tmp_path):
+    """Pods loaded before the machine pools start (a state file's) are indexed too: the node running one stays,
+    the idle one goes."""
+    server = EmulatorServer(kubelet={"start_delay": 0.01, "run_seconds": 3600}, machine_pools=FAST)
+    pool = ocm_pool("additional", autoscaling={"min_replicas": 0, "max_replicas": 2})
+    server.emulator.ocm_machine_pools = {CLUSTER: {"additional": pool}}
+    shape = ocm_pools(server.emulator.ocm_machine_pools, load_catalog())[0][0]
+    server.emulator.load("nodes", [shape.node(shape.instance_types[0], f"additional-{n}", True) for n in ("b", "i")])
+    running = {
+        "metadata": {"name": "busy", "namespace": "default", "annotations": {"kubesim/never-finish": "true"}},
+        "spec": {"nodeName": "additional-b", "containers": [{"name": "c", "image": "x"}]},
+        "status": {"phase": "Running", "startTime": "2026-01-01T00:00:00Z"},
+    }
+    server.emulator.load("pods", [running])
+    with server, kube_api_client(server.url) as api:
+        v1 = client.CoreV1Api(api)
+        wait_until(lambda: [n.metadata.name for n in pool_nodes(v1, "additional")] == ["additional-b"])
+        assert phase(v1, "busy") == "Running"
+        assert not server.emulator.internal_errors
 
 
 # --------------------------------------------------------------------------------------------- spot

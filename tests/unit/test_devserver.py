@@ -133,3 +133,25 @@ def test_a_locked_write_is_tried_again_and_other_errors_are_not(monkeypatch):
     assert len(attempts) == 1
     with pytest.raises(OperationalError, match="locked"):
         retry_locked(lambda: (_ for _ in ()).throw(OperationalError("database is locked")), "t", attempts=2)
+
+
+def test_the_simulated_clusters_are_the_demo_backends_each_at_its_own_path(tmp_path):
+    """`make dev` serves one simulated cluster per demo backend (kubesim.fleet.DEMO_CLUSTERS) on the kubesim port,
+    and the backends seeded without DEMO_CLUSTERS_URL point at theirs on the default port."""
+    from kubesim.fleet import DEMO_CLUSTERS, DEMO_MACHINE_POOL_CLUSTER
+    from pools.management.commands.seed_demo import DEMO_DIR
+    from portal.docfiles import load_document
+
+    backends = load_document(DEMO_DIR / "backends.yaml")
+    assert sorted(backends) == sorted(DEMO_CLUSTERS)
+    for name, body in backends.items():
+        assert body["api_url"] == f"http://127.0.0.1:8001/clusters/{name}"
+    assert (
+        backends[DEMO_MACHINE_POOL_CLUSTER]["ocm_url"] == f"http://127.0.0.1:8001/clusters/{DEMO_MACHINE_POOL_CLUSTER}"
+    )
+    kubesim = devserver.children(sys.executable, "manage.py", tmp_path, 8000, 8001)[0]
+    argv = kubesim.argv[kubesim.argv.index("kubesim") + 1 :]
+    assert argv[argv.index("--fleet") + 1] == "demo-clusters" and argv[argv.index("--port") + 1] == "8001"
+    assert argv[argv.index("--machine-pools") + 1] == "demo" and argv[argv.index("--state") + 1] == str(
+        tmp_path / "kubesim"
+    )

@@ -54,12 +54,15 @@ def demo_documents() -> list[tuple[str, dict]]:
     loaded = {config_type: load_document(DEMO_DIR / filename) for config_type, filename in LOAD_ORDER}
     loaded["POD_TEMPLATE"] = {**default_templates(), **loaded["POD_TEMPLATE"]}
     loaded["RESOURCE_VALIDATION"] = {**default_validations(), **loaded["RESOURCE_VALIDATION"]}
-    cluster_url = os.environ.get("DEMO_CLUSTER_URL")  # `make dev` passes the simulated cluster's address
-    if cluster_url:
-        for body in loaded["BACKEND"].values():
-            body["api_url"] = cluster_url
+    # `make dev` passes the address of kubesim serving one simulated cluster per backend (under /clusters/<name>);
+    # DEMO_CLUSTER_URL points every backend at one cluster instead (tests that start one EmulatorServer).
+    clusters_url, cluster_url = os.environ.get("DEMO_CLUSTERS_URL"), os.environ.get("DEMO_CLUSTER_URL")
+    for name, body in loaded["BACKEND"].items():
+        url = f"{clusters_url.rstrip('/')}/clusters/{name}" if clusters_url else cluster_url
+        if url:
+            body["api_url"] = url
             if body.get("machine_provider") == "rosa":  # the simulated cluster serves OCM's API too
-                body["ocm_url"] = cluster_url
+                body["ocm_url"] = url
     return [(config_type, loaded[config_type]) for config_type, _ in LOAD_ORDER]
 
 

@@ -16,8 +16,8 @@ from portal.commands import LongRunningCommand
 
 class Command(LongRunningCommand):
     help = (
-        "Run the simulated cluster, the web server, both watchers and the periodic jobs together; restart "
-        "any that crashes; stop them all on Ctrl-C. Logs go to the var folder (PORTAL_VAR_DIR)."
+        "Run the simulated clusters (one per demo backend), the web server, both watchers and the periodic jobs "
+        "together; restart any that crashes; stop them all on Ctrl-C. Logs go to the var folder (PORTAL_VAR_DIR)."
     )
 
     def add_arguments(self, parser):
@@ -27,7 +27,7 @@ class Command(LongRunningCommand):
     def handle(self, *args, **options):
         port, kubesim_port = options["port"], options["kubesim_port"]
         try:
-            devserver.check_ports({"web server": port, "simulated cluster": kubesim_port})
+            devserver.check_ports({"web server": port, "simulated clusters": kubesim_port})
         except devserver.PortInUse as error:
             raise CommandError(
                 f"{error}: stop what uses it (another `make dev`?) or choose other ports, "
