@@ -182,8 +182,7 @@ def run_to_completion(api: Api, during=None) -> float:
 
 def test_api_submissions_complete_five_times_in_a_row(dev):
     api = Api(dev["base"], token=token(dev))
-    TIMES["API"] = [run_to_completion(api) for _ in range(RUNS)]
-    assert all(seconds < DEADLINE for seconds in TIMES["API"])
+    TIMES["API"] = [run_to_completion(api) for _ in range(RUNS)]  # each waits at most DEADLINE, or fails
 
 
 def test_browser_submissions_complete_five_times_in_a_row(dev, browser):
