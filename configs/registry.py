@@ -6,17 +6,15 @@
 saved), `after_save` recomputes what depends on the saved objects. Each app describes
 its types in `<app>.config_types` and registers their handlers in its AppConfig.ready().
 
-A type whose delete takes objects of a higher app along has that app install its `deleter` here
-(`install_deleter`): pools deletes a MACHINE_POOL with the platform and pod template made for it, so every
-door that deletes through `configs.store` (API, config CLI, rollback) does it alike. With it, the app may
-install `takes_along` (what a delete would take along now), `along` (what a deleted revision took along, read
-from history) for the revision and rollback pages, and `restorer` (a rollback that makes the object again
-puts that back, in its transaction).
+A type whose delete takes objects of a higher app along has that app install its `Companions` here
+(`install_companions`): pools deletes a MACHINE_POOL with the platform and pod template made for it, so every
+door that deletes through `configs.store` (API, config CLI, rollback) does it alike; the revision and rollback
+pages say what a delete takes or took along, and a rollback that makes the object again puts that back.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from typing import Protocol
 
 from django.db import models
 
@@ -24,18 +22,28 @@ from configs.errors import ConfigError
 from configs.schema import Schema
 
 
+class Companions(Protocol):
+    """Objects of a higher app that a type's delete takes along (a machine pool's platform and pod template)."""
+
+    def delete(self, name: str, actor, *, description: str, tags, change):
+        """Delete the object with what goes along: a configs.store.Deletion."""
+
+    def takes_along(self, name: str) -> list[str]:
+        """What deleting it now would remove with it, or keep."""
+
+    def along(self, deleted) -> list:
+        """What the deleted Revision `deleted` took along, read from history: [configs.store.Along]."""
+
+    def restore(self, deleted, actor, *, description: str, tags) -> list[str]:
+        """In a rollback that has just made the object again: put back what `deleted` took along; what it did."""
+
+
 class Handler:
     config_type: str
     model: type[models.Model]
-    # (name, actor, *, description, tags, change) → configs.store.Deletion; None: the store deletes the object
-    # alone. Installed by the app that owns what goes with it (`install_deleter`).
-    deleter: Callable | None = None
-    # (name) → [str]: what deleting it now would take along or keep; (deleted Revision) → [configs.store.Along];
-    # (deleted Revision, actor, *, description, tags) → [str said]. None: a delete takes nothing along, a
-    # rollback makes the object alone.
-    takes_along: Callable | None = None
-    along: Callable | None = None
-    restorer: Callable | None = None
+    # What its delete takes along (`install_companions`); None: the store deletes the object alone, and a rollback
+    # makes it alone.
+    companions: Companions | None = None
 
     def parse(self, name: str, body: object):
         raise NotImplementedError
@@ -99,22 +107,10 @@ def register(*handlers: Handler) -> None:
         HANDLERS[handler.config_type] = handler
 
 
-def install_deleter(
-    config_type: str,
-    deleter: Callable | None,
-    *,
-    takes_along: Callable | None = None,
-    along: Callable | None = None,
-    restorer: Callable | None = None,
-) -> Callable | None:
-    """Have `deleter` delete objects of `config_type` (None: the store's own delete), `takes_along` say what
-    it would take with it now, `along` what a past deletion took, and `restorer` put that back when a rollback
-    makes the object again; returns the deleter it replaces. Called from the ready() of an app above the
-    type's own, which registered its handler first."""
-    handler = get(config_type)
-    previous, handler.deleter = handler.deleter, deleter
-    handler.takes_along, handler.along, handler.restorer = takes_along, along, restorer
-    return previous
+def install_companions(config_type: str, companions: Companions) -> None:
+    """Have `companions` take part in deleting and restoring objects of `config_type`. Called from the ready() of
+    an app above the type's own, which registered its handler first."""
+    get(config_type).companions = companions
 
 
 def get(config_type: str) -> Handler:

@@ -10,7 +10,7 @@ import copy
 from dataclasses import dataclass, field
 
 from django.db import transaction
-from django.db.models import PROTECT, RESTRICT, Model, ProtectedError, RestrictedError
+from django.db.models import PROTECT, RESTRICT, Model, OuterRef, ProtectedError, RestrictedError, Subquery
 
 from configs import changes, registry, revisions
 from configs.errors import ConfigError, ConfigInUse, ConfigNotFound
@@ -31,6 +31,10 @@ class ApplyResult:
     def as_dict(self) -> dict:
         answer = vars(self).copy()
         return answer if self.restored else {k: v for k, v in answer.items() if k != "restored"}
+
+    def with_restored(self) -> str:
+        """What the doors add to "rolled back": `, with platform rosa/gpu restored (...); ...`, or ""."""
+        return f", with {'; '.join(self.restored)}" if self.restored else ""
 
 
 def show(config_type: str, name: str | None = None):
@@ -140,16 +144,16 @@ def delete(config_type: str, name: str, actor: Actor, *, description: str = "", 
 
 
 def remove(config_type: str, name: str, actor: Actor, *, description: str = "", tags=(), change=None) -> Deletion:
-    """Delete one object, with what its type's deleter takes along (configs.registry.install_deleter)."""
+    """Delete one object, with what its type's companions take along (configs.registry.install_companions)."""
     handler = registry.get(revisions.check_type(config_type))
-    if handler.deleter is not None:
-        return handler.deleter(name, actor, description=description, tags=tags, change=change)
+    if handler.companions is not None:
+        return handler.companions.delete(name, actor, description=description, tags=tags, change=change)
     number = delete_alone(handler.config_type, name, actor, description=description, tags=tags, change=change)
     return Deletion(handler.config_type, name, number)
 
 
 def delete_alone(config_type: str, name: str, actor: Actor, *, description: str = "", tags=(), change=None) -> int:
-    """Delete the object and nothing else, refused while referenced: what a type's deleter calls last."""
+    """Delete the object and nothing else, refused while referenced: what a type's companions call last."""
     handler = registry.get(revisions.check_type(config_type))
     with transaction.atomic():
         obj = _get(handler, name, lock=True)
@@ -175,13 +179,12 @@ def restore(config_type: str, number: int, actor: Actor, *, description: str = "
         description = f"Roll back {config_type} to r{number}" + (f": {description}" if description else "")
         change = revisions.open_change(config_type, "", actor, description=description, tags=tags)
         existing = set(handler.queryset().values_list("name", flat=True))
-        undone = [_deletion_undone(handler, name) for name in sorted(set(then) - existing)]
+        undone = _deletions_undone(handler, sorted(set(then) - existing))
         results = _apply_batch(handler, list(then.items()), actor, description, tags, qualify=True, change=change)
         restored = [
             said
             for deletion in undone
-            if deletion is not None
-            for said in handler.restorer(deletion, actor, description=description, tags=tags)
+            for said in handler.companions.restore(deletion, actor, description=description, tags=tags)
         ]
         gone = sorted(existing - set(then))
         for name in gone:
@@ -211,14 +214,14 @@ class Along:
 def deleted_along(deleted: Revision) -> list[Along]:
     """What the deletion `deleted` took along ([] for a type whose delete takes nothing, or not a deletion)."""
     handler = registry.get(deleted.config_type)
-    return handler.along(deleted) if deleted.deleted and handler.along is not None else []
+    return handler.companions.along(deleted) if deleted.deleted and handler.companions is not None else []
 
 
 def rollback(
     config_type: str, name: str, revision: int, actor: Actor, *, description: str = "", tags=()
 ) -> ApplyResult:
     """Make `name` look like it did at `revision`, as a new revision (history is never rewritten). Making a
-    deleted object again also puts back what its deletion took along (the type's `restorer`), or nothing."""
+    deleted object again also puts back what its deletion took along (the type's companions), or nothing."""
     target = revisions.get_revision(revisions.check_type(config_type), name, int(revision))
     description = description or f"Roll back {target.config_type} {name} to r{target.revision}"
     if target.deleted:
@@ -229,17 +232,31 @@ def rollback(
         undone = _deletion_undone(handler, name)
         result = apply(target.config_type, name, target.snapshot, actor, description=description, tags=tags)
         if undone is not None:
-            result.restored = handler.restorer(undone, actor, description=description, tags=tags)
+            result.restored = handler.companions.restore(undone, actor, description=description, tags=tags)
     return result
 
 
 def _deletion_undone(handler: registry.Handler, name: str) -> Revision | None:
-    """The deletion a rollback of `name` to a live revision undoes: its latest revision, when that is a
-    deletion (so the object is absent) and the type puts back what a deletion took along."""
-    if handler.restorer is None:
-        return None
-    latest = Revision.objects.filter(config_type=handler.config_type, name=name).order_by("-revision").first()
-    return latest if latest is not None and latest.deleted else None
+    """The deletion a rollback of `name` to a live revision undoes (see _deletions_undone), or None."""
+    undone = _deletions_undone(handler, [name])
+    return undone[0] if undone else None
+
+
+def _deletions_undone(handler: registry.Handler, names: list[str]) -> list[Revision]:
+    """The deletions that making these objects again undoes: each one's latest revision, when that is a deletion
+    (so the object is absent) and the type puts back what a deletion took along. One query, by name."""
+    if handler.companions is None or not names:
+        return []
+    latest = (
+        Revision.objects.filter(config_type=OuterRef("config_type"), name=OuterRef("name"))
+        .order_by("-revision")
+        .values("revision")[:1]
+    )
+    return list(
+        Revision.objects.filter(
+            config_type=handler.config_type, name__in=names, deleted=True, revision=Subquery(latest)
+        ).order_by("name")
+    )
 
 
 @dataclass
@@ -272,7 +289,7 @@ def rollback_plan(config_type: str, name: str, revision: int) -> RollbackPlan:
     unified = revisions.unified_diff(now, target.snapshot, fmt, before, after)
     handler = registry.get(target.config_type)
     undone = _deletion_undone(handler, name) if not target.deleted else None
-    deleting = target.deleted and now is not None and handler.takes_along is not None
+    deleting = target.deleted and now is not None and handler.companions is not None
     return RollbackPlan(
         target.config_type,
         name,
@@ -284,7 +301,7 @@ def rollback_plan(config_type: str, name: str, revision: int) -> RollbackPlan:
         after=revisions.render(target.snapshot, fmt),
         undoes=undone.revision if undone is not None else None,
         along=deleted_along(undone) if undone is not None else [],
-        takes_along=handler.takes_along(name) if deleting else [],
+        takes_along=handler.companions.takes_along(name) if deleting else [],
     )
 
 

@@ -23,16 +23,9 @@ class PoolsConfig(AppConfig):
         registry.register(*CONFIG_TYPES)  # POOL, POD_TEMPLATE, RESOURCE_VALIDATION
         # Deleting a machine pool (clusters' type) takes the platform and pod template made for it, from any door.
         # A rollback that makes one again puts them back (pools.services.machine_pool_restore).
-        from pools.services import machine_pool_removal as removal
-        from pools.services import machine_pool_restore as restore
+        from pools.services.machine_pool_restore import MachinePoolCompanions
 
-        registry.install_deleter(
-            "MACHINE_POOL",
-            removal.config_delete,
-            takes_along=removal.takes_along,
-            along=restore.along,
-            restorer=restore.restore,
-        )
+        registry.install_companions("MACHINE_POOL", MachinePoolCompanions())
 
 
 def _cache_would_be_nodes() -> None:

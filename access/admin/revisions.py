@@ -221,7 +221,7 @@ class RevisionAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
             self.message_user(request, f"Not rolled back: {error}", messages.ERROR)
             return HttpResponseRedirect(change_url)
         done = f"as revision {result.revision}" if result.revision else "(already identical)"
-        done += f", with {'; '.join(result.restored)}" if result.restored else ""
+        done += result.with_restored()
         self.message_user(
             request,
             f"{revision.config_type} {revision.name} rolled back to r{revision.revision} {done}",

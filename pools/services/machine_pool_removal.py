@@ -13,7 +13,7 @@
   deleted", in one transaction.
 - **Every door**: the admin and `machinepool delete` call `delete_machine_pool`; the config store's delete
   of a MACHINE_POOL (REST `DELETE`, `config delete`, a rollback to a deletion) reaches it through
-  `config_delete`, the type's deleter that `PoolsConfig.ready()` installs (configs.registry).
+  `config_delete`, which `PoolsConfig.ready()` installs among the type's companions (configs.registry).
 """
 
 from __future__ import annotations
@@ -163,14 +163,14 @@ def delete_machine_pool(name: str, actor: Actor, *, description: str = "", tags=
 
 
 def config_delete(name: str, actor: Actor, *, description: str = "", tags=(), change=None) -> store.Deletion:
-    """The MACHINE_POOL type's deleter (configs.registry.install_deleter): the config store's delete, from
+    """The MACHINE_POOL type's `delete` (machine_pool_restore.MachinePoolCompanions): the config store's delete, from
     whichever door, deletes as `delete_machine_pool` does."""
     deleted = delete_machine_pool(name, actor, description=description, tags=tags, change=change)
     return store.Deletion("MACHINE_POOL", name, deleted.revision, deleted.along(), deleted.removal.kept)
 
 
 def takes_along(name: str) -> list[str]:
-    """The MACHINE_POOL type's `takes_along` (configs.registry.install_deleter): what deleting `name` now removes
+    """The MACHINE_POOL type's `takes_along` (MachinePoolCompanions): what deleting `name` now removes
     with it ("platform rosa/gpu (made from machine pool gpu)") and keeps ("kept pod template ...")."""
     removal = plan([name])[name]
     return removal.removed() + [f"kept {kept}" for kept in removal.kept]

@@ -8,7 +8,7 @@ the revisions written between the machine pool's previous revision and its delet
 and author: the template as its previous revision had it, each platform as its pool's previous revision had it.
 
 A rollback of the machine pool to a revision before its deletion (`configs.store.rollback`, the type's
-`restorer`) puts them back in its transaction, as an admin expects of undoing a delete that took them along:
+companions' `restore`) puts them back in its transaction, as an admin expects of undoing a delete that took them along:
 the template as it was, then each platform added back to its pool as it was, the pool otherwise as it is now.
 A platform made again since is left as it is, and so is one whose pool is gone; a template made again since is
 not restored from history; the rollback's page and result say which. The template is then brought in step with
@@ -26,6 +26,7 @@ from configs import store
 from configs.models import Revision
 from configs.revisions import Actor
 from pools.models import Platform, PodTemplate, Pool
+from pools.services import machine_pool_removal
 from pools.services.machine_pool_platforms import follow_machine_pool, template_name
 
 
@@ -83,7 +84,7 @@ def went_with(deleted: Revision) -> list[Went]:
 
 
 def along(deleted: Revision) -> list[store.Along]:
-    """The MACHINE_POOL type's `along` (configs.registry.install_deleter): what `deleted` took along, each with
+    """The MACHINE_POOL type's `along` (MachinePoolCompanions): what `deleted` took along, each with
     what a rollback making the machine pool again would do with it now."""
     went = went_with(deleted)
     standing = _standing(went)
@@ -101,8 +102,8 @@ def along(deleted: Revision) -> list[store.Along]:
 
 
 def restore(deleted: Revision, actor: Actor, *, description: str = "", tags=()) -> list[str]:
-    """The MACHINE_POOL type's `restorer`: inside a rollback that has just made machine pool `deleted.name`
-    again, put back what `deleted` took along (see the module); what it did, one line each."""
+    """The MACHINE_POOL type's `restore` (MachinePoolCompanions): inside a rollback that has just made machine
+    pool `deleted.name` again, put back what `deleted` took along (see the module); what it did, one line each."""
     went = went_with(deleted)
     standing = _standing(went)
     said, by_pool = [], {}
@@ -152,3 +153,13 @@ def _previous_snapshots(written: list[Revision]) -> dict[tuple[str, str, int], d
         wanted |= Q(config_type=revision.config_type, name=revision.name, revision=revision.revision - 1)
     rows = Revision.objects.filter(wanted).values_list("config_type", "name", "revision", "snapshot")
     return {(config_type, name, number): snapshot for config_type, name, number, snapshot in rows}
+
+
+class MachinePoolCompanions:
+    """The platform and pod template made for a machine pool, in the config store's deletes and rollbacks
+    (configs.registry.install_companions, from PoolsConfig.ready())."""
+
+    delete = staticmethod(machine_pool_removal.config_delete)
+    takes_along = staticmethod(machine_pool_removal.takes_along)
+    along = staticmethod(along)
+    restore = staticmethod(restore)

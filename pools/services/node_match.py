@@ -126,31 +126,24 @@ def _match(draft: PlatformDraft, pool_name: str, bodies: dict, infos: list) -> M
 def unmatched_platforms(pool_ids: list[int]) -> dict[int, list[str]]:
     """{pool id: names of its platforms that match no node}, for pools whose backend has nodes (one query;
     a backend not synced yet has none, and says so on its own page). A platform an autoscaled machine pool
-    would add a node to (scale from zero) is not one: its node comes when a task needs it (one query more,
-    only when some platform matches no node)."""
-    rows = (
+    would add a node to (scale from zero) is not one: its node comes when a task needs it (the would-be nodes,
+    cached per process, are read only when some platform matches no node)."""
+    candidates = list(
         Platform.objects.filter(pool_id__in=pool_ids)
         .annotate(
             has_members=Exists(NodeMembership.objects.filter(platform_id=OuterRef("pk"))),
             backend_has_nodes=Exists(Node.objects.filter(backend_id=OuterRef("pool__backend_id"))),
         )
         .filter(has_members=False, backend_has_nodes=True)
+        .select_related("pool")
         .order_by("name")
-        .values_list("pk", "pool_id", "name")
     )
-    rows = list(rows)
-    growing = _served_by_machine_pools([pk for pk, _, _ in rows]) if rows else set()
+    served = would_be_by_platform(candidates) if candidates else {}
     found: dict[int, list[str]] = {}
-    for pk, pool_id, name in rows:
-        if pk not in growing:
-            found.setdefault(pool_id, []).append(name)
+    for platform in candidates:
+        if not served.get(platform.pk):
+            found.setdefault(platform.pool_id, []).append(platform.name)
     return found
-
-
-def _served_by_machine_pools(platform_ids: list[int]) -> set[int]:
-    """The platforms among these that a would-be node belongs to (machine_pool_shapes: cached per process)."""
-    platforms = Platform.objects.filter(pk__in=platform_ids).select_related("pool")
-    return {pk for pk, nodes in would_be_by_platform(platforms).items() if nodes}
 
 
 def no_match_warning(names: list[str]) -> str:

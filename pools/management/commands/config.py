@@ -111,9 +111,9 @@ class Command(PortalCommand):
             options["type"], options["name"], options["revision"], Actor.of(None, "cli"), **_described(options)
         )
         state = f"revision {result.revision}" if result.revision else "already identical, nothing written"
-        restored = f", with {'; '.join(result.restored)}" if result.restored else ""
         self.stdout.write(
-            f"{result.config_type} {result.name} rolled back to r{options['revision']} ({state}){restored}"
+            f"{result.config_type} {result.name} rolled back to r{options['revision']} ({state})"
+            + result.with_restored()
         )
 
     def do_set(self, options):
