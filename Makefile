@@ -11,7 +11,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: install bytecode dev test scale-test bench lint services clean test-peers chromium kubectl editor
+.PHONY: install bytecode dev test test-loaded scale-test bench lint services clean test-peers chromium kubectl editor
 
 install: $(VENV)/.installed bytecode editor test-peers
 
@@ -88,6 +88,15 @@ services:
 # redirect); pytest-django still runs each test with DEBUG off. tests/security checks the production ones.
 test: install services
 	DEBUG=true DATABASE_URL=$(TEST_DATABASE_URL) TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(PYTEST_ARGS)
+
+# The whole suite on a busy machine (docs/testing.md): two CPU-burning processes run beside `make test` and
+# are stopped when it ends, whatever its result (and after BURN_SECONDS at the latest).
+BURN_SECONDS ?= 5400
+test-loaded: install services
+	@burners=""; for n in 1 2; do timeout $(BURN_SECONDS) $(PY) -c 'while True: pass' & burners="$$burners $$!"; done; \
+	  trap 'kill $$burners 2>/dev/null' EXIT; \
+	  echo "two CPU burners running (pids$$burners)"; \
+	  DEBUG=true DATABASE_URL=$(TEST_DATABASE_URL) TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(PYTEST_ARGS)
 
 # The scale-out proof alone (docs/operations.md): gunicorn, Celery workers, beat and the watchers as processes,
 # 500 workflows while a worker is killed. Its own test database and Redis database, so it can run beside

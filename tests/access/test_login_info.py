@@ -6,6 +6,7 @@ import pytest
 import requests
 
 from tests.access.conftest import api
+from tests.polling import PATIENCE
 
 pytest_plugins = ["tests.oidc.fixtures"]
 pytestmark = pytest.mark.django_db
@@ -49,7 +50,7 @@ def test_points_at_the_configured_provider(oidc, settings):
     started = requests.post(
         info["device_endpoint"],
         data={"client_id": info["device_client_id"], "scope": "openid offline_access profile"},
-        timeout=10,
+        timeout=PATIENCE,
     ).json()
     assert {"device_code", "user_code", "verification_uri", "interval", "expires_in"} <= set(started)
     polled = requests.post(
@@ -59,7 +60,7 @@ def test_points_at_the_configured_provider(oidc, settings):
             "device_code": started["device_code"],
             "client_id": info["device_client_id"],
         },
-        timeout=10,
+        timeout=PATIENCE,
     ).json()
     assert polled["error"] == "authorization_pending"
 

@@ -20,6 +20,7 @@ import access.oidc.backend
 import access.oidc.provider
 from access.models import AuditEvent, Identity
 from tests.oidc.idp import CLIENT_ID, LoginDriver, b64url_json, make_role, new_rsa_key, role_names
+from tests.polling import PATIENCE
 
 pytest_plugins = ["tests.oidc.fixtures"]  # the test IdP: oidc_idp, oidc, login_driver
 User = get_user_model()
@@ -300,12 +301,12 @@ def test_logout_ends_the_session_at_the_idp_with_id_token_hint(login_driver, oid
     assert signed_in_user(login_driver.client) is None
 
     # The IdP accepts the hint: it asks to confirm, then sends the browser back to the portal.
-    confirm = login_driver.browser.get(location, timeout=10)
+    confirm = login_driver.browser.get(location, timeout=PATIENCE)
     assert confirm.status_code == 200, confirm.text[:300]
     action = re.search(r'<form[^>]*action="([^"]+)"', confirm.text).group(1)
     form = dict(re.findall(r'<input[^>]*name="([^"]+)"[^>]*value="([^"]*)"', confirm.text))
     done = login_driver.browser.post(
-        urljoin(confirm.url, action), data=form | {"logout": "yes"}, allow_redirects=False, timeout=10
+        urljoin(confirm.url, action), data=form | {"logout": "yes"}, allow_redirects=False, timeout=PATIENCE
     )
     assert done.status_code in (302, 303)
     assert done.headers["Location"] == "http://testserver/oidc/signed-out/"

@@ -12,6 +12,7 @@ import pytest
 from django.core.management import call_command
 
 from pools.engine.errors import EngineError
+from tests.polling import PATIENCE
 
 DOCS = Path(__file__).resolve().parents[2] / "docs" / "examples"
 POOLS = DOCS / "machine-pools" / "rosa-scale-from-zero.yaml"
@@ -21,7 +22,7 @@ WOULD_BE = "ml-training (would-be g4dn.xlarge)"
 @pytest.fixture
 def nodes_without_gpu_pool(kube_server, tmp_path) -> Path:
     """The demo fleet as kubectl lists it, its ml-training machine pool scaled to zero (no node)."""
-    with urllib.request.urlopen(f"{kube_server.url}/api/v1/nodes", timeout=10) as response:
+    with urllib.request.urlopen(f"{kube_server.url}/api/v1/nodes", timeout=PATIENCE) as response:
         listing = json.loads(response.read())
     listing["items"] = [n for n in listing["items"] if not n["metadata"]["name"].startswith("ml-training-")]
     target = tmp_path / "nodes.json"

@@ -13,6 +13,7 @@ from django.core.management import base, call_command, load_command_class
 
 from pools.engine.errors import EngineError
 from pools.engine.workloads import READABLE_KINDS, pod_of
+from tests.polling import PATIENCE
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "docs" / "examples" / "placement"
 SPEC = {"nodeSelector": {"node-type": "gpu"}, "containers": [{"name": "main", "image": "x"}]}
@@ -81,7 +82,7 @@ def test_a_document_that_is_not_an_object_is_refused():
 def demo_nodes(kube_server, tmp_path) -> Path:
     """The simulated demo cluster's nodes, fetched over HTTP as docs/placement.md does with curl."""
     target = tmp_path / "nodes.json"
-    with urllib.request.urlopen(f"{kube_server.url}/api/v1/nodes", timeout=10) as response:
+    with urllib.request.urlopen(f"{kube_server.url}/api/v1/nodes", timeout=PATIENCE) as response:
         target.write_bytes(response.read())
     return target
 

@@ -12,7 +12,7 @@ from clusters.inventory_watch import ClusterWatcher
 from clusters.models import Backend, Node
 from pools.models import NodeMembership
 from tests.clusters.conftest import H100_NODES, running_pod
-from tests.polling import drain_until
+from tests.polling import PATIENCE, drain_until
 
 
 @pytest.fixture
@@ -91,7 +91,7 @@ def test_an_outage_marks_the_backend_and_the_watch_recovers(watcher, kube_server
 
     kube_server.emulator.clear_failures()
     kube_server.emulator.patch("nodes", "cpu-node-0", {"metadata": {"labels": {"back": "online"}}})
-    drain_until(watcher, lambda: node("cpu-node-0").labels.get("back") == "online", timeout=10)
+    drain_until(watcher, lambda: node("cpu-node-0").labels.get("back") == "online", timeout=PATIENCE)
     drain_until(watcher, lambda: Backend.objects.get(name="sim").online)
     assert Backend.objects.get(name="sim").sync_status == "ok"
 

@@ -13,6 +13,7 @@ from django.db import connection
 
 from clusters.models import Node
 from tests.kubesim.conftest import wait_until
+from tests.polling import PATIENCE
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -44,10 +45,11 @@ def test_watch_cluster_follows_events_and_stops_on_sigterm(transactional_db, bac
         assert first == "backend sim: 29 nodes, 0 pods; watching\n", first or process.stderr.read()
         kube_server.emulator.patch("nodes", "cpu-node-0", {"metadata": {"labels": {"seen-by": "watcher"}}})
         wait_until(
-            lambda: Node.objects.get(backend=backend, name="cpu-node-0").labels.get("seen-by") == "watcher", timeout=15
+            lambda: Node.objects.get(backend=backend, name="cpu-node-0").labels.get("seen-by") == "watcher",
+            timeout=PATIENCE,
         )
         process.send_signal(signal.SIGTERM)
-        out, err = process.communicate(timeout=15)
+        out, err = process.communicate(timeout=PATIENCE)
     finally:
         if process.poll() is None:
             process.kill()

@@ -19,6 +19,7 @@ import pytest
 
 from kubesim.fleet import DEMO_CLUSTERS
 from tests.devstack import HELLO, REPO, Api, free_port, manage, wait_until
+from tests.polling import PATIENCE
 
 from .conftest import _loopback_only
 
@@ -142,7 +143,7 @@ print(json.dumps([task.workflow.pool.backend.name, task.node]))
 
 def cluster_nodes(dev, backend: str) -> list[str]:
     url = f"http://127.0.0.1:{dev['kubesim_port']}/clusters/{backend}/api/v1/nodes"
-    with urllib.request.urlopen(url, timeout=10) as answer:  # noqa: S310 - loopback
+    with urllib.request.urlopen(url, timeout=PATIENCE) as answer:  # noqa: S310 - loopback
         return sorted(node["metadata"]["name"] for node in json.load(answer)["items"])
 
 

@@ -9,6 +9,7 @@ from kombu import Connection
 
 from portal.broker import Transport
 from portal.celery import app
+from tests.polling import PATIENCE
 
 
 @pytest.fixture
@@ -36,7 +37,7 @@ def test_one_client_per_channel_and_messages_still_flow(broker_url):
             assert channel._create_client() is first
             received = []
             for _ in range(3):
-                message = queue.get(timeout=5)
+                message = queue.get(timeout=PATIENCE)
                 received.append(message.payload["n"])
                 message.ack()
             assert received == [0, 1, 2]

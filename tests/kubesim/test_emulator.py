@@ -15,6 +15,7 @@ from kubernetes import client, watch
 
 from kubesim import EmulatorServer
 from kubesim.fleet import demo_fleet, load_fleet
+from tests.polling import PATIENCE
 
 from .conftest import kube_api_client, wait_until
 
@@ -47,7 +48,7 @@ def _take(n: int, func, *args, **kwargs) -> list[tuple[str, str]]:
 
 def _raw_get(url: str) -> tuple[int, str]:
     try:
-        with urllib.request.urlopen(url, timeout=5) as resp:
+        with urllib.request.urlopen(url, timeout=PATIENCE) as resp:
             return resp.status, resp.read().decode()
     except urllib.error.HTTPError as exc:
         return exc.code, exc.read().decode()
@@ -461,4 +462,4 @@ def test_command_line_serves_the_demo_fleet():
             assert len(client.CoreV1Api(api).list_node().items) == 29
     finally:
         proc.terminate()
-        assert proc.wait(timeout=10) == 0
+        assert proc.wait(timeout=PATIENCE) == 0

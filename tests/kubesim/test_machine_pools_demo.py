@@ -12,6 +12,7 @@ from pathlib import Path
 from kubernetes import client
 
 from kubesim.fleet import DEMO_CLUSTERS, GPU_TOLERATION, SPOT_TOLERATION, demo_cluster_fleet
+from tests.polling import PATIENCE
 
 from .conftest import kube_api_client, wait_until
 
@@ -40,7 +41,7 @@ def start(state: Path) -> tuple[subprocess.Popen, str]:
 
 def stop(process: subprocess.Popen) -> None:
     process.send_signal(signal.SIGTERM)
-    process.communicate(timeout=10)
+    process.communicate(timeout=PATIENCE)
 
 
 def names(v1: client.CoreV1Api, pool: str) -> list[str]:

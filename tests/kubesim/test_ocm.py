@@ -14,6 +14,7 @@ from kubernetes import client
 
 from kubesim import EmulatorServer
 from tests.kubesim.conftest import kube_api_client
+from tests.polling import PATIENCE
 
 CLUSTER, TOKEN = "2a3b4c5d6e7f", "ocm-token"
 
@@ -134,7 +135,7 @@ def test_the_command_line_serves_ocm_clusters():
         answer = requests.get(
             f"{url}/api/clusters_mgmt/v1/clusters/{CLUSTER}/machine_pools",
             headers={"Authorization": f"Bearer {TOKEN}"},
-            timeout=10,
+            timeout=PATIENCE,
         )
         assert [pool["id"] for pool in answer.json()["items"]] == ["worker"]
     finally:

@@ -10,6 +10,8 @@ from pathlib import Path
 
 from kubernetes import client
 
+from tests.polling import PATIENCE
+
 from .conftest import kube_api_client, wait_until
 
 POD = {
@@ -48,7 +50,7 @@ def test_killed_cluster_keeps_its_pods_and_finishes_them(tmp_path):
         assert url.startswith("http://127.0.0.1:")
         with kube_api_client(url) as api:
             client.CoreV1Api(api).create_namespaced_pod("default", POD)
-        wait_until(lambda: phase(url) == "Running", timeout=10, interval=0.05)
+        wait_until(lambda: phase(url) == "Running", timeout=PATIENCE, interval=0.05)
         saved = json.loads(state.read_text())
         assert any(
             p["metadata"]["name"] == "survivor" and p["status"]["phase"] == "Running" for p in saved["objects"]["/pods"]
@@ -64,7 +66,7 @@ def test_killed_cluster_keeps_its_pods_and_finishes_them(tmp_path):
             assert len(nodes) == 29  # the fleet comes from the file, once
             pod = client.CoreV1Api(api).read_namespaced_pod("survivor", "default")
             assert pod.status.phase in ("Running", "Succeeded") and pod.spec.node_name
-        wait_until(lambda: phase(url) == "Succeeded", timeout=10, interval=0.05)
+        wait_until(lambda: phase(url) == "Succeeded", timeout=PATIENCE, interval=0.05)
     finally:
         second.terminate()
         second.wait(10)

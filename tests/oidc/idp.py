@@ -26,6 +26,7 @@ from cryptography.hazmat.primitives.asymmetric import rsa
 from django.contrib.auth.models import Group
 
 from access.models import Role
+from tests.polling import PATIENCE
 
 OIDC_DIR = Path(__file__).resolve().parent
 CLIENT_ID = "pool-portal"
@@ -78,7 +79,7 @@ class IdP:
         tmp.replace(self.accounts_path)  # atomic: the provider never reads half a file
 
     def discovery(self) -> dict[str, Any]:
-        return requests.get(f"{self.issuer}/.well-known/openid-configuration", timeout=5).json()
+        return requests.get(f"{self.issuer}/.well-known/openid-configuration", timeout=PATIENCE).json()
 
     def mint(
         self,
@@ -191,13 +192,13 @@ class LoginDriver:
             location = urljoin(response.url, response.headers["Location"])
             if not location.startswith(self.idp.issuer):
                 return location
-            response = self.browser.get(location, allow_redirects=False, timeout=10)
+            response = self.browser.get(location, allow_redirects=False, timeout=PATIENCE)
         self.last_idp_response = response
         return response
 
     def at_idp(self, authorize_url: str, login: str, password: str = "any-password") -> str | requests.Response:
         """Open the IdP's authorization URL, sign in; the portal URL the IdP sends back to, or its page."""
-        page = self._follow_at_idp(self.browser.get(authorize_url, allow_redirects=False, timeout=10))
+        page = self._follow_at_idp(self.browser.get(authorize_url, allow_redirects=False, timeout=PATIENCE))
         if isinstance(page, str):
             return page  # already signed in at the IdP (SSO session): straight back
         action = _FORM_ACTION.search(page.text)
@@ -205,16 +206,16 @@ class LoginDriver:
         submitted = self.browser.post(
             urljoin(page.url, action.group(1)),
             allow_redirects=False,
-            timeout=10,
+            timeout=PATIENCE,
             data={"prompt": "login", "login": login, "password": password},
         )
         return self._follow_at_idp(submitted)
 
     def cancel_at_idp(self, authorize_url: str) -> str:
-        page = self._follow_at_idp(self.browser.get(authorize_url, allow_redirects=False, timeout=10))
+        page = self._follow_at_idp(self.browser.get(authorize_url, allow_redirects=False, timeout=PATIENCE))
         uid = urlsplit(page.url).path.rstrip("/").rsplit("/", 1)[-1]
         result = self._follow_at_idp(
-            self.browser.get(f"{self.idp.issuer}/interaction/{uid}/abort", allow_redirects=False, timeout=10)
+            self.browser.get(f"{self.idp.issuer}/interaction/{uid}/abort", allow_redirects=False, timeout=PATIENCE)
         )
         assert isinstance(result, str), result
         return result

@@ -6,6 +6,7 @@ The watchers' loops run in the test's thread (`drain_until`), so the test's tran
 
 from __future__ import annotations
 
+import re
 import time
 from io import StringIO
 
@@ -17,7 +18,7 @@ from clusters.models import Backend, WatcherHeartbeat
 from portal.errors import PortalError
 from tests.ops.processes import in_another_process
 from tests.ops.test_metrics import scrape, value
-from tests.polling import drain_until, wait_until
+from tests.polling import PATIENCE, drain_until, wait_until
 from tests.workflows.conftest import api, spec
 from workflows.models import Workflow
 from workflows.watcher import WorkflowWatcher
@@ -29,6 +30,10 @@ def workflow_watcher(backend):
     watcher.start()
     yield watcher
     watcher.stop()
+
+
+def since(moment: float) -> float:
+    return time.monotonic() - moment
 
 
 def heartbeat(watcher: str) -> WatcherHeartbeat | None:
@@ -67,17 +72,23 @@ def test_the_workflow_watcher_beats_and_measures_how_long_events_waited(
     workflow_watcher.heartbeat_seconds = 0  # a beat between items again
 
     drain_until(workflow_watcher, lambda: Workflow.objects.get(name="watched").status in ("RUNNING", "COMPLETED"))
+    last_drained = time.monotonic()  # the drain's last step beat (heartbeat_seconds = 0)
     samples = scrape(client)
     labels = {"watcher": "watch_workflows", "backend": "sim"}
-    assert 0 <= value(samples, "portal_watcher_heartbeat_age_seconds", **labels) < 5
+    # ages are bounded by what the test saw pass, not by how fast the machine is (+1: whole-second rounding)
+    assert 0 <= value(samples, "portal_watcher_heartbeat_age_seconds", **labels) <= since(last_drained) + 1
     assert value(samples, "portal_watcher_events_total", **labels) >= beat.events
-    assert 0 <= value(samples, "portal_watcher_event_age_seconds", **labels) < 60
+    assert 0 <= value(samples, "portal_watcher_event_age_seconds", **labels) <= since(started) + 1
     assert ("portal_watcher_lag_seconds", tuple(sorted(labels.items()))) in samples
-    assert "watch_workflows sim: ok, beat 0s ago" in probe("watch_workflows", "--max-age", "5")
+    said = probe("watch_workflows", "--max-age", "3600")
+    beat_age = re.search(r"watch_workflows sim: ok, beat (\d+)s ago", said)
+    assert beat_age, said
+    assert int(beat_age.group(1)) <= since(last_drained) + 1
 
 
 def test_the_inventory_watcher_beats_too(client, backend, kube_server):
     watcher = ClusterWatcher(["sim"], watch_seconds=30, backoff_max=0.5, heartbeat_seconds=0)
+    started = time.monotonic()
     try:
         watcher.start()
         drain_until(watcher, lambda: heartbeat("watch_cluster"))
@@ -86,13 +97,14 @@ def test_the_inventory_watcher_beats_too(client, backend, kube_server):
     finally:
         watcher.stop()
     samples = scrape(client)
-    assert 0 <= value(samples, "portal_watcher_heartbeat_age_seconds", watcher="watch_cluster", backend="sim") < 5
-    assert "watch_cluster sim: ok" in probe("watch_cluster", "sim")
+    age = value(samples, "portal_watcher_heartbeat_age_seconds", watcher="watch_cluster", backend="sim")
+    assert 0 <= age <= since(started) + 1  # it beat while the test watched
+    assert "watch_cluster sim: ok" in probe("watch_cluster", "sim", "--max-age", "3600")
 
 
 def test_the_probe_fails_once_the_watcher_stops_beating(workflow_watcher):
     drain_until(workflow_watcher, lambda: heartbeat("watch_workflows"))
-    assert "watch_workflows sim: ok" in probe("watch_workflows", "--max-age", "30")
+    assert "watch_workflows sim: ok" in probe("watch_workflows", "--max-age", "3600")
     workflow_watcher.stop()  # a loop that no longer runs: the row ages
     beat_at = heartbeat("watch_workflows").beat_at
     workflow_watcher.process()  # a stopped watcher does not beat
@@ -105,7 +117,7 @@ def test_the_probe_fails_once_the_watcher_stops_beating(workflow_watcher):
             return str(error)
         return ""
 
-    message = wait_until(stale, timeout=5, what="a stale heartbeat")
+    message = wait_until(stale, timeout=PATIENCE, what="a stale heartbeat")
     assert message.startswith("watch_workflows sim: stale (more than 0.2s), beat ")
     with pytest.raises(PortalError, match="watch_workflows other: no heartbeat"):
         probe("watch_workflows", "sim", "other", "--max-age", "30")

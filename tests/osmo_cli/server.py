@@ -14,7 +14,7 @@ from pathlib import Path
 
 import requests
 
-from tests.polling import wait_until
+from tests.polling import PATIENCE, wait_until
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -55,6 +55,7 @@ def gunicorn(settings_dict: dict, secret_key: str, log_path: Path):
         str(Path(sys.executable).parent / "gunicorn"),
         "portal.wsgi:application",
         "--workers=2",
+        "--timeout=300",  # a busy machine may take long over a first answer; never kill a worker for it
         f"--bind=127.0.0.1:{port}",
         "--log-level=warning",
         f"--error-logfile={log_path}",
@@ -74,6 +75,6 @@ def _answers(server: LiveServer) -> bool:
     if server.process.poll() is not None:
         raise RuntimeError(f"gunicorn exited: {server.log()[-2000:]}")
     try:
-        return requests.get(f"{server.url}/api/schema/", timeout=5).status_code < 500
-    except requests.ConnectionError:
+        return requests.get(f"{server.url}/api/schema/", timeout=PATIENCE).status_code < 500
+    except (requests.ConnectionError, requests.Timeout):  # not up yet, or its first answer is slow: ask again
         return False

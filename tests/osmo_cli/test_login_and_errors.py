@@ -12,6 +12,7 @@ import requests
 from access.services import tokens
 from tests.factories import TokenFactory
 from tests.osmo_cli.client import OsmoClient, OsmoUserError, jwt_claims
+from tests.polling import PATIENCE
 
 
 def test_token_login_exchanges_the_api_token_for_a_jwt_carrying_its_roles(osmo_server, osmo_user, osmo_login):
@@ -22,7 +23,9 @@ def test_token_login_exchanges_the_api_token_for_a_jwt_carrying_its_roles(osmo_s
     assert claims["roles"] == ["osmo-vision"] and claims["sub"] == user.username
     assert 0 < claims["exp"] - time.time() <= 900  # login.py Jwt.expired reads claims['exp']
 
-    answer = requests.post(f"{osmo_server.url}/api/auth/jwt/access_token", json={"token": cli.api_token}, timeout=10)
+    answer = requests.post(
+        f"{osmo_server.url}/api/auth/jwt/access_token", json={"token": cli.api_token}, timeout=PATIENCE
+    )
     assert answer.status_code == 200 and answer.json()["error"] is None
     assert answer.json()["expires_at"] == jwt_claims(answer.json()["token"])["exp"]
 
@@ -54,7 +57,7 @@ def test_an_expired_jwt_is_refreshed_by_the_client_and_refused_by_the_server(osm
 
     stale = jwt.encode(claims, signing_key(), algorithm=ALGORITHM)
     answer = requests.get(
-        f"{osmo_server.url}/api/auth/access_token", headers={"Authorization": f"Bearer {stale}"}, timeout=10
+        f"{osmo_server.url}/api/auth/access_token", headers={"Authorization": f"Bearer {stale}"}, timeout=PATIENCE
     )
     assert answer.status_code == 401 and "expired" in answer.json()["message"]
 
@@ -70,7 +73,7 @@ def test_a_forged_jwt_is_refused(osmo_server, osmo_user, osmo_login):
         algorithm="HS256",
     )
     answer = requests.get(
-        f"{osmo_server.url}/api/auth/access_token", headers={"Authorization": f"Bearer {forged}"}, timeout=10
+        f"{osmo_server.url}/api/auth/access_token", headers={"Authorization": f"Bearer {forged}"}, timeout=PATIENCE
     )
     assert answer.status_code == 401 and answer.json()["error_code"] == "USER"
     assert "not valid" in answer.json()["message"]
@@ -81,7 +84,7 @@ def test_a_bad_api_token_gets_a_clean_error_at_login(osmo_server, transactional_
     with pytest.raises(Exception) as refused:
         OsmoClient(osmo_server.url, presented)
     assert refused.value.status_code == 401  # login.py token_login: "Unable to refresh login token (401): …"
-    answer = requests.post(f"{osmo_server.url}/api/auth/jwt/access_token", json={"token": presented}, timeout=10)
+    answer = requests.post(f"{osmo_server.url}/api/auth/jwt/access_token", json={"token": presented}, timeout=PATIENCE)
     assert answer.status_code == 401 and answer.json()["field"] == "token"
     assert answer.json()["error_code"] == "USER" and answer.json()["message"]
 
@@ -89,7 +92,7 @@ def test_a_bad_api_token_gets_a_clean_error_at_login(osmo_server, transactional_
 def test_osmos_older_get_spelling_of_the_exchange(osmo_server, osmo_user, transactional_db):
     token = TokenFactory(user=osmo_user("osmo-user"))
     answer = requests.get(
-        f"{osmo_server.url}/api/auth/jwt/access_token", params={"access_token": token.secret}, timeout=10
+        f"{osmo_server.url}/api/auth/jwt/access_token", params={"access_token": token.secret}, timeout=PATIENCE
     )
     assert answer.status_code == 200 and jwt_claims(answer.json()["token"])["token_name"] == token.name
 

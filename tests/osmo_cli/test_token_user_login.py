@@ -25,6 +25,7 @@ from tests.factories import WorkflowFactory
 from tests.oidc.idp import CLIENT_ID, CLIENT_SECRET
 from tests.osmo_cli.client import OsmoClient, OsmoServerError, OsmoUserError
 from tests.osmo_cli.server import gunicorn
+from tests.polling import PATIENCE
 
 pytest_plugins = ["tests.oidc.fixtures"]
 
@@ -240,7 +241,7 @@ def oidc_server(django_db_setup, django_db_blocker, oidc_idp, tmp_path_factory):
 def confirm_device_code(verification_uri_complete: str, login: str) -> None:
     """A person at the browser: confirm the code at the IdP, then sign in (tests/oidc/provider.js pages)."""
     browser = requests.Session()
-    page = browser.get(verification_uri_complete, timeout=10)
+    page = browser.get(verification_uri_complete, timeout=PATIENCE)
     for _ in range(6):
         form = re.search(r'<form[^>]*action="([^"]+)"[^>]*>(.*?)</form>', page.text, re.S)
         if form is None:
@@ -252,7 +253,7 @@ def confirm_device_code(verification_uri_complete: str, login: str) -> None:
                 fields[name.group(1)] = unescape(value.group(1)) if value else ""
         if "login" in form.group(2) and "password" in form.group(2):
             fields |= {"prompt": "login", "login": login, "password": "any-password"}
-        page = browser.post(urljoin(page.url, unescape(form.group(1))), data=fields, timeout=10)
+        page = browser.post(urljoin(page.url, unescape(form.group(1))), data=fields, timeout=PATIENCE)
     assert "Sign-in Success" in page.text or "success" in page.text.lower(), page.text[:500]
 
 
@@ -273,7 +274,7 @@ def test_login_discovery_and_device_code_sign_in(oidc_server, oidc_idp, transact
     started = requests.post(
         info["device_endpoint"],
         data={"client_id": info["device_client_id"], "scope": "openid offline_access profile"},
-        timeout=10,
+        timeout=PATIENCE,
     ).json()
     assert {"device_code", "user_code", "verification_uri", "interval", "expires_in"} <= set(started)
 
@@ -286,7 +287,7 @@ def test_login_discovery_and_device_code_sign_in(oidc_server, oidc_idp, transact
                 "device_code": started["device_code"],
                 "client_id": info["device_client_id"],
             },
-            timeout=10,
+            timeout=PATIENCE,
         ).json()
 
     assert poll()["error"] == "authorization_pending"
@@ -297,6 +298,6 @@ def test_login_discovery_and_device_code_sign_in(oidc_server, oidc_idp, transact
     # client.py device_code_login keeps result['id_token'] (and result['refresh_token']); ServiceClient.request
     # then sends the id token as `Authorization: Bearer <id_token>`
     answer = requests.get(
-        f"{oidc_server.url}/api/pool", headers={"Authorization": f"Bearer {tokens['id_token']}"}, timeout=10
+        f"{oidc_server.url}/api/pool", headers={"Authorization": f"Bearer {tokens['id_token']}"}, timeout=PATIENCE
     )
     assert answer.status_code == 200, answer.text

@@ -29,7 +29,7 @@ from django.db import connection
 from clusters.models import Backend, Node
 from kubesim import EmulatorServer
 from tests.clusters.test_watch_command import _database_url
-from tests.polling import drain_until
+from tests.polling import PATIENCE, drain_until
 from tests.workflows.conftest import (  # noqa: F401 - fixtures
     alice,
     backend,
@@ -240,7 +240,7 @@ def test_an_event_met_by_a_killed_session_is_applied_after_reconnecting(transact
     watchers_session = connection.connection.info.backend_pid  # this thread's session is the watcher's
     with psycopg.connect(_database_url(), autocommit=True) as admin:  # kill exactly it (not a leftover session)
         assert admin.execute("SELECT pg_terminate_backend(%s)", [watchers_session]).fetchone()[0] is True
-    assert drain.process(timeout=10) >= 1
+    assert drain.process(timeout=PATIENCE) >= 1
     drain_until(drain, lambda: Workflow.objects.get(pk=workflow.pk).status == "COMPLETED")
     drain.faults.close()
     assert drain.dropped == 0 and drain.errors == 0

@@ -27,7 +27,7 @@ from configs.revisions import Actor
 from kubesim import EmulatorServer
 from pools.models import Pool
 from tests.factories import RoleFactory, UserFactory
-from tests.polling import wait_until
+from tests.polling import PATIENCE, wait_until
 from workflows import reconcile
 from workflows.lifecycle.observe import container_of
 from workflows.models import Task, TaskEvent, TaskStatus, Workflow
@@ -196,7 +196,7 @@ def events(workflow) -> list[tuple[str, str]]:
     )
 
 
-def settle_until(backend, workflow, statuses, run_on_commit, timeout=10.0) -> Workflow:
+def settle_until(backend, workflow, statuses, run_on_commit, timeout=PATIENCE) -> Workflow:
     """Reconcile (what the beat task does) until the workflow reaches one of `statuses`."""
 
     def done():

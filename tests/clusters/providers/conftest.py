@@ -12,6 +12,7 @@ import requests
 from clusters.models import Backend
 from kubesim import EmulatorServer
 from tests.factories import BackendFactory, WorkerMachinePoolFactory
+from tests.polling import PATIENCE
 
 OCM_CLUSTER, OCM_TOKEN = "27f2ffad1fj2k3l4", "ocm-offline-token"
 GPU_TAINTS = [
@@ -68,6 +69,6 @@ def ocm_edit(server: EmulatorServer, pool: str, body: dict) -> None:
         f"{server.url}/api/clusters_mgmt/v1/clusters/{OCM_CLUSTER}/machine_pools/{pool}",
         json=body,
         headers={"Authorization": f"Bearer {OCM_TOKEN}"},
-        timeout=5,
+        timeout=PATIENCE,
     )
     assert answer.status_code == 200, answer.text
