@@ -1,4 +1,5 @@
-"""Convert OSMO 6.0 path-glob role actions to 6.2 semantic policies (osmo-reference §4.6).
+"""Convert OSMO 6.0 path-glob role actions to 6.2 semantic policies (NVIDIA/OSMO: 6.0's
+`postgres.py:Role.has_access`, 6.2's `ConvertLegacyActionToSemantic`).
 
 6.0 actions are `{"base": "http", "path": <glob>, "method": <method>}` (or the string form
 `http:<path>:<method>`); the glob is `fnmatch`-style (`*` crosses `/`), `*` for the path or method

@@ -1,4 +1,4 @@
-"""OSMO 6.2's policy matching, exactly (shared docs osmo-reference §4.2), as pure functions.
+"""OSMO 6.2's policy matching, exactly (OSMO's `src/utils/roles/action_registry.go`, NVIDIA/OSMO), as pure functions.
 
 No Django, no database: `access.policy` loads a principal's roles once and asks these functions.
 

@@ -1,4 +1,4 @@
-"""Identity and authorization records, after OSMO's (shared docs osmo-reference §4).
+"""Identity and authorization records, after OSMO's (NVIDIA/OSMO: `src/lib/utils/role.py`, `postgres.py:Role`).
 
 A `Role` wraps a Django `Group` of the same name: a user holds a role by being in its group, so Django's
 own user/group admin and `user.groups` keep working. What a role allows is only in its `policies`,

@@ -1,5 +1,6 @@
-"""The one place that decides access (design §5): "may this principal do action A on resource R?" and
-"which pools may this principal use?". Admin, pages, the REST API and services all ask here.
+"""The one place that decides access (docs/architecture.md, "Authorization where data is read"): "may this
+principal do action A on resource R?" and "which pools may this principal use?". Admin, pages, the REST API
+and services all ask here.
 
 A principal is a user (session, OIDC, HTTP basic) or an API token. Its roles are the roles whose group
 the user is in, plus `osmo-default` (everyone, anonymous included); a token's roles are its own subset

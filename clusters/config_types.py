@@ -38,7 +38,7 @@ OCM_URL = "https://api.openshift.com"  # OpenShift Cluster Manager's public API,
 
 
 def _check_connection(doc) -> None:
-    """Connection settings (shared docs design §3: kubeconfig content, in-cluster, or URL + token + CA);
+    """Connection settings (docs/clusters.md: kubeconfig content, in-cluster, or URL + token + CA);
     an empty `connection` is inferred from what is given."""
     if not doc.connection:
         doc.connection = "kubeconfig" if doc.kubeconfig else "url" if doc.api_url else ""

@@ -34,6 +34,7 @@ from django.utils import timezone
 from clusters import heartbeat
 from clusters.kube.connection import KubeClient, connect
 from clusters.kube.errors import KubeError
+from portal import backoff
 from portal.commands import LongRunningCommand
 from portal.dblock import is_locked
 from portal.faultlog import FaultLog
@@ -76,11 +77,11 @@ class EventDrain:
 
     def _backoff(self, failures: int) -> float:
         """How long a watch thread waits after its `failures`-th failure in a row."""
-        return min(self.backoff_max, BACKOFF_START * 2 ** max(0, failures - 1))
+        return backoff.capped(BACKOFF_START, self.backoff_max, failures)
 
     def _database_backoff(self, failures: int) -> float:
         """The first retry reconnects at once (a terminated session); then doubling, up to the maximum."""
-        return 0.0 if failures <= 1 else min(self.database_retry_max, DATABASE_RETRY_START * 2 ** (failures - 2))
+        return 0.0 if failures <= 1 else backoff.capped(DATABASE_RETRY_START, self.database_retry_max, failures - 1)
 
     def __init__(self) -> None:
         self.events: queue.Queue = queue.Queue()

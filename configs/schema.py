@@ -13,7 +13,7 @@ where it lives on the model. From one description come:
 - the API's body serializers (configs.serializers).
 
 Kinds for values that are not columns of the row (a foreign key by name, ordered reference lists, child
-objects) read both a Doc and a model object; the owning app writes them (see pools.pool_writer).
+objects) read both a Doc and a model object; the owning app writes them (see pools.services.pool_writer).
 """
 
 from __future__ import annotations

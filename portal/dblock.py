@@ -15,6 +15,8 @@ from typing import TypeVar
 
 from django.db import OperationalError, connection
 
+from portal import backoff
+
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 
@@ -41,7 +43,7 @@ def retry_locked(fn: Callable[[], T], what: str, *, attempts: int = ATTEMPTS) ->
         except OperationalError as error:
             if not is_locked(error) or attempt == attempts or connection.in_atomic_block:
                 raise
-            pause = min(BACKOFF_MAX, BACKOFF_START * 2 ** (attempt - 1))
+            pause = backoff.capped(BACKOFF_START, BACKOFF_MAX, attempt)
             log.warning("%s: %s (attempt %d of %d); retrying in %.1fs", what, error, attempt, attempts, pause)
             time.sleep(pause)
     raise AssertionError("unreachable")

@@ -34,6 +34,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TextIO
 
+from portal import backoff
+
 BACKOFF_START, BACKOFF_MAX = 1.0, 30.0
 HEALTHY_AFTER = 20.0  # a child that ran this long is healthy again: its next crash restarts it after 1 s
 STOP_GRACE = 10.0
@@ -137,7 +139,7 @@ class Supervisor:
                 continue
             ran = now - child.started_at
             child.failures = 1 if ran >= HEALTHY_AFTER else child.failures + 1
-            delay = min(BACKOFF_MAX, BACKOFF_START * 2 ** (child.failures - 1))
+            delay = backoff.capped(BACKOFF_START, BACKOFF_MAX, child.failures)
             child.restart_at = now + delay
             self.say(
                 f"{child.name} exited ({describe_exit(child.process.returncode)}) after {ran:.0f}s; "

@@ -1,9 +1,10 @@
 """Teams as first-class objects, after Run:ai's organisation units: a `Department` groups `Project`s.
 
 A project *is* a team in OSMO's sense: its members are the holders of its role `osmo-<project>`
-(shared docs osmo-reference §4.5), and the identity-provider groups that grant that role at sign-in
-are the role's own name plus its `external_roles` (access.models.Role). Both stay on the role, where the
-IdP sync and the policy read them; a project only points at its role, so nothing is stored twice.
+(NVIDIA/OSMO's `src/cli/config.py:create_role`; docs/access.md), and the identity-provider groups that
+grant that role at sign-in are the role's own name plus its `external_roles` (access.models.Role). Both stay
+on the role, where the IdP sync and the policy read them; a project only points at its role, so nothing is
+stored twice.
 
 Workflows record the project they are charged to (`workflows.models.Workflow.project`). Quotas per
 (project or department, node pool) hang off these two models in the quotas app (docs/quotas.md).

@@ -246,7 +246,7 @@ class RoleSyncResult:
 
 
 def sync_roles_from_claims(user, external_names: set[str], *, actor: Actor | None = None) -> RoleSyncResult:
-    """Apply OSMO's IdP role sync for one login (osmo-reference §4.7).
+    """Apply OSMO's IdP role sync for one login (OSMO's `user_role_sync.go`; its docs' `idp_role_mapping.rst`).
 
     A role is *mapped* when one of `external_names` (IdP groups / roles, already extracted from the
     claims) equals the role's name or is listed in its `external_roles`. Then, per the role's

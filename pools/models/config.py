@@ -1,4 +1,5 @@
-"""Configuration objects, shaped after OSMO's (see shared docs osmo-reference §1).
+"""Configuration objects, shaped after OSMO's (NVIDIA/OSMO's `src/utils/connectors/postgres.py`: `Pool`,
+`Platform`, `PodTemplate`, `ResourceAssertion`).
 
 Template and validation lists are ordered references (through models with a `position`), because order
 is meaning: templates merge in order, validations concatenate in order. References use PROTECT so the

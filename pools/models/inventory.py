@@ -13,7 +13,8 @@ from pools.models.config import Platform, Pool
 
 
 class ResourceType(models.TextChoices):
-    """OSMO's node classification (osmo-reference §6.2): how many distinct pools a node serves."""
+    """OSMO's node classification (NVIDIA/OSMO's `src/service/core/config/helpers.py:update_node_pool_platform`):
+    how many distinct pools a node serves."""
 
     SHARED = "SHARED", "shared (several pools)"
     RESERVED = "RESERVED", "reserved (one pool)"

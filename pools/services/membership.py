@@ -7,7 +7,7 @@ engine resolves from `Platform.compiled` (defaults applied, so `{{VARIABLES}}` a
 reduced to the fields that decide placement; it is parsed once per compiled fingerprint.
 
 Recomputed for the nodes that changed (sync, watch events: `clusters.signals.nodes_changed`) and for the
-platforms whose configuration changed (`pools.services.handlers`, after `compilation.recompile_pools`).
+platforms whose configuration changed (`pools.services.config_handlers`, after `compilation.recompile_pools`).
 Writes are diffs: unchanged memberships cost nothing; a change is announced to the apps above
 (`pools.signals.membership_changed`: the quotas app's node pools follow platforms).
 Classification (OSMO §6.2): SHARED = several pools, RESERVED = one pool, UNUSED = none.

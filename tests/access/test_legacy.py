@@ -1,4 +1,4 @@
-"""OSMO 6.0 path-glob actions → 6.2 semantic policies (osmo-reference §4.6), `!` denies kept."""
+"""OSMO 6.0 path-glob actions → 6.2 semantic policies (OSMO's `ConvertLegacyActionToSemantic`), `!` denies kept."""
 
 from __future__ import annotations
 

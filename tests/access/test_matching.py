@@ -1,4 +1,4 @@
-"""OSMO 6.2 matching, as pure functions (osmo-reference §4.2 and OSMO's action_registry_test / roles tests)."""
+"""OSMO 6.2 matching, as pure functions (OSMO's `src/utils/roles/action_registry.go` and its tests)."""
 
 from __future__ import annotations
 

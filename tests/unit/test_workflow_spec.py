@@ -1,6 +1,6 @@
-"""workflows.spec: the OSMO v2 workflow spec (osmo-reference §5.1, conformance cases §7): the document, its
-version and shape, the workflow's name, labels and timeouts. Tasks: test_workflow_spec_tasks.py; engine input,
-defaults, the docs' examples: test_workflow_spec_engine.py."""
+"""workflows.spec: the OSMO v2 workflow spec (NVIDIA/OSMO's `src/utils/job/workflow.py` and `task.py`, cases
+from their tests): the document, its version and shape, the workflow's name, labels and timeouts. Tasks:
+test_workflow_spec_tasks.py; engine input, defaults, the docs' examples: test_workflow_spec_engine.py."""
 
 from __future__ import annotations
 

@@ -15,7 +15,7 @@ A workflow fails fast: when a task that counts ends in a failure, its unfinished
 (CANCELLED, pods deleted) and the workflow takes the failing task's status. In a group with
 `ignoreNonleadStatus` (OSMO's default) only the lead counts, and the lead finishing stops the group's
 other tasks (a server beside a client, say); see `settle.settle`. Pods are deleted by the Celery task
-`workflows.tasks.delete_pods`, enqueued after commit; the reaper (`workflows.reconcile.reap`) deletes
+`workflows.tasks.delete_pods`, enqueued after commit; the reaper (`workflows.reconcile.reap_all`) deletes
 whatever is left.
 
 Modules, in the order they build on each other:

@@ -1,4 +1,5 @@
-"""Template merge: OSMO's conformance cases (osmo-reference §7), the `$patch` directive, provenance, properties."""
+"""Template merge: OSMO's conformance cases (NVIDIA/OSMO's `src/lib/utils/tests/test_common.py` and
+`src/utils/job/tests/test_task.py`), the `$patch` directive, provenance, properties."""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""NodeResourcesFit and node/pod parsing from kubectl output (scheduling-semantics §3.4)."""
+"""NodeResourcesFit and node/pod parsing from kubectl output (Kubernetes'
+`pkg/scheduler/framework/plugins/noderesources/fit.go`)."""
 
 from __future__ import annotations
 

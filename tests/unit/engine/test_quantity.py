@@ -1,4 +1,4 @@
-"""Quantity parsing and printing follow apimachinery's quantity.go (see docs/scheduling-semantics.md §3.5)."""
+"""Quantity parsing and printing follow apimachinery's quantity.go."""
 
 from __future__ import annotations
 
