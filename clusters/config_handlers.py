@@ -12,18 +12,12 @@ from dataclasses import dataclass
 
 from clusters.config_types import BACKEND, BACKEND_SECRETS, MACHINE_POOL
 from clusters.machinepools import instance_types
-from clusters.machinepools.kinds import DISK_DEFAULT_GIB
+from clusters.machinepools.providers import registry as providers
 from clusters.machinepools.spec import InstanceType
-from clusters.models import Backend, MachinePool, MachineProvider
+from clusters.models import Backend, MachinePool
 from configs.errors import ConfigError
 from configs.kinds import KEEP_SECRET
 from configs.registry import SchemaHandler
-
-# Providers on which a machine pool's instance type is fixed at creation. ROSA: "You cannot change the
-# machine pool node type or size. [...] specified during their creation only" (Red Hat OpenShift Service
-# on AWS, Cluster administration, "About machine pools"). Karpenter reads a NodePool's requirements anew
-# for each node it launches, so it may change.
-FIXED_INSTANCE_TYPE = {MachineProvider.ROSA: "ROSA"}
 
 
 class BackendHandler(SchemaHandler):
@@ -77,9 +71,9 @@ class MachinePoolHandler(SchemaHandler):
 
     def save(self, doc, existing, prepared):
         backend = backend_of(doc, existing, prepared.backends, "machine pool")
-        _check_instance_type(doc, existing, backend, prepared.catalog)
-        if backend.machine_provider == MachineProvider.KARPENTER:
-            _check_karpenter(doc)
+        _check_instance_type(doc, prepared.catalog)
+        if kind := providers.BY_NAME.get(backend.machine_provider):
+            kind.check_machine_pool(doc, existing)
         pool = existing or MachinePool(name=doc.name)
         self.schema.write(doc, pool)
         pool.backend, pool.autoscaling = backend, doc.autoscaling
@@ -108,38 +102,13 @@ def backend_of(doc, existing, backends: dict[str, Backend], kind: str) -> Backen
     return backend
 
 
-def _check_instance_type(doc, existing: MachinePool | None, backend: Backend, catalog: dict) -> None:
+def _check_instance_type(doc, catalog: dict) -> None:
     if doc.instance_type not in catalog:
         raise ConfigError(
             f"unknown instance type; known: {', '.join(sorted(catalog))} (admins add types under "
             "Clusters > Instance types)",
             field="instance_type",
             value=doc.instance_type,
-        )
-    provider = FIXED_INSTANCE_TYPE.get(backend.machine_provider)
-    if existing is not None and provider and existing.instance_type != doc.instance_type:
-        raise ConfigError(
-            f"{provider} cannot change the instance type of an existing machine pool (it stays "
-            f"{existing.instance_type}); create a new machine pool with {doc.instance_type} and delete this one",
-            field="instance_type",
-            value=doc.instance_type,
-        )
-
-
-def _check_karpenter(doc) -> None:
-    """What a Karpenter NodePool cannot carry: a spot max price (Karpenter picks spot capacity by price and
-    availability itself) is refused; the root disk comes from the EC2NodeClass, so a size is only noted."""
-    if doc.max_price is not None:
-        raise ConfigError(
-            "Karpenter takes no spot max price (it chooses spot capacity by price and availability); leave "
-            "max_price null",
-            field="max_price",
-            value=str(doc.max_price),
-        )
-    if doc.disk_size_gib != DISK_DEFAULT_GIB:
-        doc.warnings.append(
-            f"disk_size: on Karpenter the root volume is the EC2NodeClass's ({doc.backend}'s karpenter_node_class), "
-            f"not {doc.disk_size_gib} GiB"
         )
 
 

@@ -21,6 +21,7 @@ from clusters.machinepools.kinds import (
     Replicas,
     Taints,
 )
+from clusters.machinepools.providers import registry as providers
 from clusters.machinepools.syntax import pool_name_problem
 from configs.errors import ConfigError
 from configs.kinds import KEEP_SECRET, Bool, Choice, Reference, Secret, Text
@@ -31,9 +32,9 @@ CONNECTIONS = ("", "kubeconfig", "in-cluster", "url")
 # Who enforces the quotas of this cluster's node pools: the portal's own admission (default), or the
 # cluster's KAI-Scheduler or Kueue, to which the portal writes the same quotas (docs/quota-schedulers.md).
 QUOTA_SCHEDULERS = ("portal", "kai", "kueue")
-# Who provisions the machines beneath the cluster's nodes (clusters.models.MachineProvider); "" = nobody, the
-# portal only exports its machine pools (Terraform, `rosa create machinepool`).
-MACHINE_PROVIDERS = ("", "rosa", "karpenter")
+# Who provisions the machines beneath the cluster's nodes (clusters.machinepools.providers.registry); "" =
+# nobody, the portal only exports its machine pools (Terraform, `rosa create machinepool`).
+MACHINE_PROVIDERS = tuple(name for name, _ in providers.CHOICES)
 OCM_URL = "https://api.openshift.com"  # OpenShift Cluster Manager's public API, what `rosa` talks to
 
 
@@ -67,25 +68,17 @@ def _check_connection(doc) -> None:
 
 
 def _check_machine_provider(doc) -> None:
-    """ROSA needs the cluster's OCM id (and its API, OpenShift Cluster Manager's unless said); Karpenter the
-    EC2NodeClass its NodePools refer to."""
+    """Each provider's needs (providers.registry: ROSA the cluster's OCM id, Karpenter the EC2NodeClass its
+    NodePools refer to); ROSA's API is OpenShift Cluster Manager's unless said."""
+    kind = providers.BY_NAME.get(doc.machine_provider)
+    for need in kind.needs if kind else ():
+        if not getattr(doc, need.setting):
+            raise ConfigError(f"machine_provider '{kind.name}' needs {need.what}", field=need.setting, value="")
     if doc.machine_provider == "rosa":
-        if not doc.ocm_cluster_id:
-            raise ConfigError(
-                "machine_provider 'rosa' needs the cluster's OpenShift Cluster Manager id (rosa describe cluster)",
-                field="ocm_cluster_id",
-                value="",
-            )
         doc.ocm_url = doc.ocm_url or OCM_URL
     if doc.ocm_url and not re.match(r"^https?://[^\s/]+", doc.ocm_url):
         raise ConfigError(
             "must be an http(s) URL such as https://api.openshift.com", field="ocm_url", value=doc.ocm_url
-        )
-    if doc.machine_provider == "karpenter" and not doc.karpenter_node_class:
-        raise ConfigError(
-            "machine_provider 'karpenter' needs the EC2NodeClass its NodePools refer to",
-            field="karpenter_node_class",
-            value="",
         )
 
 

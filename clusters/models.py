@@ -16,16 +16,11 @@ from django.db import models
 from django.utils import timezone
 
 from clusters.config_types import BACKEND
+from clusters.machinepools.providers import registry as providers
 from portal.secrets import EncryptedTextField
 
 # resource name -> column suffix
 CAPACITY_COLUMNS = {"cpu": "cpu", "memory": "memory", "nvidia.com/gpu": "gpu", "ephemeral-storage": "storage"}
-
-
-class MachineProvider(models.TextChoices):
-    NONE = "", "none"
-    ROSA = "rosa", "ROSA (OpenShift Cluster Manager)"
-    KARPENTER = "karpenter", "Karpenter (karpenter.sh/v1 NodePool)"
 
 
 class Backend(models.Model):
@@ -74,7 +69,7 @@ class Backend(models.Model):
     # -- machine pools: who provisions this cluster's machines (clusters.machinepools)
     machine_provider = models.CharField(
         max_length=16,
-        choices=MachineProvider.choices,
+        choices=providers.CHOICES,
         blank=True,
         default="",
         help_text="Who provisions machine pools: ROSA (OpenShift Cluster Manager) or Karpenter; empty: none.",

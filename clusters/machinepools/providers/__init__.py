@@ -1,4 +1,5 @@
-"""Who provisions a backend's machine pools: one interface (`base.Provider`), two providers.
+"""Who provisions a backend's machine pools: one interface (`base.Provider`), the providers listed in
+`registry.KINDS`:
 
 - `rosa`: the OpenShift Cluster Manager machine-pools REST API (Backend.ocm_url, ocm_cluster_id, ocm_token);
 - `karpenter`: `karpenter.sh/v1` NodePools on the backend's own cluster (its connection, karpenter_node_class).
@@ -9,8 +10,10 @@ pools are exported, never reconciled). docs/machine-pool-providers.md.
 
 from __future__ import annotations
 
+import importlib
+
+from clusters.machinepools.providers import registry
 from clusters.machinepools.providers.base import Observed, Provider, ProviderError, differences
-from portal.secrets import is_unreadable
 
 __all__ = ["Observed", "Provider", "ProviderError", "differences", "provider_for"]
 
@@ -18,33 +21,16 @@ __all__ = ["Observed", "Provider", "ProviderError", "differences", "provider_for
 def provider_for(backend, catalog=None) -> Provider | None:
     """The provider of `backend` (a Backend row), or None; a provider that cannot be set up raises a permanent
     ProviderError naming the missing setting."""
-    kind = backend.machine_provider
-    if not kind:
+    if not backend.machine_provider:
         return None
-    if kind == "rosa":
-        from clusters.machinepools.providers.rosa import RosaProvider
-
-        for setting in ("ocm_url", "ocm_cluster_id", "ocm_token"):
-            if not getattr(backend, setting):
-                raise ProviderError(f"backend {backend.name}: machine provider rosa needs {setting}", field=setting)
-        if is_unreadable(backend.ocm_token):
-            raise ProviderError(
-                f"backend {backend.name}: the stored ocm_token cannot be decrypted with the configured "
-                "FIELD_ENCRYPTION_KEYS: restore the key it was written with, or set the token again",
-                field="ocm_token",
-            )
-        return RosaProvider(backend.ocm_url, backend.ocm_cluster_id, backend.ocm_token)
-    if kind == "karpenter":
-        from clusters.kube.connection import connect
-        from clusters.kube.errors import KubeError
-        from clusters.machinepools.instance_types import catalog as merged_catalog
-        from clusters.machinepools.providers.karpenter import KarpenterProvider
-
-        try:
-            kube = connect(backend)
-        except KubeError as error:
-            raise ProviderError(error.reason, field=error.field) from None
-        return KarpenterProvider(
-            kube, backend.karpenter_node_class, catalog if catalog is not None else merged_catalog()
+    kind = registry.BY_NAME.get(backend.machine_provider)
+    if kind is None:
+        raise ProviderError(
+            f"backend {backend.name}: unknown machine provider {backend.machine_provider!r}", field="machine_provider"
         )
-    raise ProviderError(f"backend {backend.name}: unknown machine provider {kind!r}", field="machine_provider")
+    for need in kind.needs:
+        if not getattr(backend, need.setting):
+            raise ProviderError(
+                f"backend {backend.name}: machine provider {kind.name} needs {need.setting}", field=need.setting
+            )
+    return importlib.import_module(kind.module).from_backend(backend, catalog)

@@ -41,6 +41,18 @@ class NodePools:
 NODEPOOLS = NodePools()
 
 
+def from_backend(backend, catalog=None) -> KarpenterProvider:
+    """The provider of a backend whose machine_provider is karpenter: NodePools on its own cluster."""
+    from clusters.kube.connection import connect
+    from clusters.machinepools.instance_types import catalog as merged_catalog
+
+    try:
+        kube = connect(backend)
+    except KubeError as error:
+        raise ProviderError(error.reason, field=error.field) from None
+    return KarpenterProvider(kube, backend.karpenter_node_class, catalog if catalog is not None else merged_catalog())
+
+
 class KarpenterProvider:
     name = "karpenter"
     fields = ("instance_type", "autoscaling", "replicas", "max_replicas", "labels", "taints", "spot")

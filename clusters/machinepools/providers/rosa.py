@@ -27,10 +27,25 @@ from clusters.machinepools.providers.base import (
     ProviderError,
 )
 from clusters.machinepools.spec import MachinePoolSpec, Taint
+from portal.secrets import is_unreadable
 
 DEFAULT_POOL = "worker"  # ROSA's own: never the portal's
 TIMEOUT = (5.0, 30.0)  # seconds: connect, read
 API = "/api/clusters_mgmt/v1/clusters/{cluster}/machine_pools"
+
+
+def from_backend(backend, catalog=None) -> RosaProvider:
+    """The provider of a backend whose machine_provider is rosa (its settings checked by `provider_for`)."""
+    for setting in ("ocm_url", "ocm_token"):  # ocm_cluster_id is the registry's need, checked before
+        if not getattr(backend, setting):
+            raise ProviderError(f"backend {backend.name}: machine provider rosa needs {setting}", field=setting)
+    if is_unreadable(backend.ocm_token):
+        raise ProviderError(
+            f"backend {backend.name}: the stored ocm_token cannot be decrypted with the configured "
+            "FIELD_ENCRYPTION_KEYS: restore the key it was written with, or set the token again",
+            field="ocm_token",
+        )
+    return RosaProvider(backend.ocm_url, backend.ocm_cluster_id, backend.ocm_token)
 
 
 class RosaProvider:
