@@ -9,14 +9,13 @@ caller's thread, so every database write happens in one thread, in order:
 
 A watch that ends (server timeout) resumes from the last resourceVersion; `410 Gone` lists again;
 network errors and 5xx reconnect with capped exponential backoff (resuming, or listing again if the
-version has expired meanwhile). With `periodic_seconds`, the loop also enforces timeouts and runs the
-reaper, for deployments without Celery beat (the embedded default).
+version has expired meanwhile). Timeouts and the reaper are periodic jobs: Celery beat's in production,
+`manage.py periodic`'s in the embedded default (portal.periodic), never this loop's.
 """
 
 from __future__ import annotations
 
 import logging
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -24,7 +23,7 @@ from clusters.kube import pods
 from clusters.kube.connection import KubeClient
 from clusters.kube.errors import KubeError
 from clusters.watchloop import BackendWatcher, WatchThread
-from workflows import reconcile, timeouts
+from workflows import reconcile
 from workflows.lifecycle.create import instance
 from workflows.lifecycle.observe import apply_pod_event
 
@@ -49,13 +48,10 @@ class WorkflowWatcher(BackendWatcher):
         names: list[str] | None = None,
         *,
         watch_seconds: int = pods.WATCH_SECONDS,
-        periodic_seconds: float | None = None,
         **options,
     ) -> None:
         super().__init__(names, watch_seconds=watch_seconds, **options)
-        self.periodic_seconds = periodic_seconds
         self.errors = 0
-        self._next_periodic = time.monotonic() + (periodic_seconds or 0)
 
     def _watch(self, backend, kube: KubeClient) -> list[str]:
         state = _Backend(pk=backend.pk, name=backend.name, kube=kube)
@@ -70,9 +66,6 @@ class WorkflowWatcher(BackendWatcher):
         return [state]
 
     # ----------------------------------------------------------------------------- applying (caller's thread)
-
-    def _tick(self) -> None:
-        self._periodic()
 
     def _apply(self, item: tuple) -> int:
         what, state, *rest = item
@@ -89,15 +82,6 @@ class WorkflowWatcher(BackendWatcher):
             self.errors += 1
             log.warning("watch_workflows: backend %s: %s", state.name, rest[0])
         return 0
-
-    def _periodic(self) -> None:
-        if not self.periodic_seconds or time.monotonic() < self._next_periodic:
-            return
-        self._next_periodic = time.monotonic() + self.periodic_seconds
-        for name, job in (("timeouts", timeouts.enforce), ("reaper", reconcile.reap_all)):
-            # each job on its own through the drain's guard: reconnects on a lost database, logs a failure
-            # once, and one failing job does not skip the other
-            self._guarded(lambda name=name, job=job: reconcile.run_locked(name, job), f"periodic {name}")
 
     # ----------------------------------------------------------------------------- reading (one thread per backend)
 

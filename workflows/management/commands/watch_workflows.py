@@ -14,19 +14,8 @@ class Command(WatchCommand):
     names_metavar = "BACKEND"
     watch_seconds_help = "server-side timeout of one watch request; it then resumes"
 
-    def add_arguments(self, parser):
-        super().add_arguments(parser)
-        parser.add_argument(
-            "--periodic",
-            type=int,
-            default=0,
-            metavar="SECONDS",
-            help="also enforce timeouts and reap pods every SECONDS (when no Celery beat runs)",
-        )
-
     def watcher(self, options) -> WorkflowWatcher:
         return WorkflowWatcher(
             options["names"] or None,
             watch_seconds=options["watch_seconds"],
-            periodic_seconds=options["periodic"] or None,
         )
