@@ -15,7 +15,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from clusters.config_types import BACKEND
+from clusters.config_types import QUOTA_SCHEDULERS
 from clusters.machinepools.providers import registry as providers
 from portal.secrets import EncryptedTextField
 
@@ -48,6 +48,15 @@ class Backend(models.Model):
     namespace = models.CharField(max_length=63, default="default", help_text="Namespace for workload pods.")
     scheduler_name = models.CharField(
         max_length=253, blank=True, default="", help_text="Pod schedulerName; empty uses the cluster default."
+    )
+    quota_scheduler = models.CharField(
+        max_length=6,
+        choices=[(name, name) for name in QUOTA_SCHEDULERS],
+        default="portal",
+        help_text=(
+            "Who enforces quotas on this cluster: the portal (default), KAI-Scheduler (kai) or Kueue (kueue); with "
+            "kai or kueue the portal writes the quotas as that scheduler's objects."
+        ),
     )
     dashboard_url = models.URLField(blank=True, default="")
     grafana_url = models.URLField(blank=True, default="")
@@ -229,10 +238,6 @@ class MachinePool(models.Model):
             max_price=self.max_price,
             disk_size_gib=self.disk_size_gib,
         )
-
-
-# Described fields the model above does not declare get their columns from the description.
-BACKEND.add_columns(Backend)
 
 
 class WatcherHeartbeat(models.Model):

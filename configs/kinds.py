@@ -8,7 +8,6 @@ import hmac
 import re
 
 from django.core.validators import MinValueValidator
-from django.db import models
 
 from configs.errors import ConfigError
 from configs.validators import (
@@ -47,10 +46,6 @@ class Kind:
     def from_form(self, value: object) -> object:
         return value
 
-    def column(self, field) -> models.Field:
-        """The model column of a field the model does not declare itself (see Schema.add_columns)."""
-        raise TypeError(f"{type(self).__name__} has no column of its own; declare {field.name} on the model")
-
     def form_messages(self, label: str) -> dict[str, str]:
         """The admin form field's error messages in the form's words (naming the field and what it allows),
         keyed like Django's (`invalid`, `invalid_choice`, …); configs.admin.FormWordsMixin applies them."""
@@ -83,11 +78,6 @@ class Text(Kind):
     def show(self, value):
         return (value or None) if self.shown_empty_as_null else value
 
-    def column(self, field):
-        if self.max_length:
-            return models.CharField(max_length=self.max_length, blank=True, default=field.default, help_text=field.help)
-        return models.TextField(blank=True, default=field.default, help_text=field.help)
-
 
 class CollectionKind(Kind):
     """A JSON list or object (`empty`: list or dict); null reads as the default, a snapshot gets a copy."""
@@ -103,9 +93,6 @@ class CollectionKind(Kind):
     def show(self, value):
         return self.empty(value)
 
-    def column(self, field):
-        return models.JSONField(default=self.empty, blank=True, help_text=field.help)
-
 
 class ListKind(CollectionKind):
     empty = list
@@ -119,9 +106,6 @@ class MappingKind(CollectionKind):
 class Bool(Kind):
     def parse(self, value, where):
         return expect_bool(value, where)
-
-    def column(self, field):
-        return models.BooleanField(default=field.default, help_text=field.help)
 
 
 class Int(Kind):
@@ -144,9 +128,6 @@ class Int(Kind):
             raise ConfigError(f"must be an integer ≥ {self.minimum}", field=where, value=value)
         return value
 
-    def column(self, field):
-        return models.IntegerField(null=True, blank=True, help_text=field.help)
-
 
 class Choice(Kind):
     def __init__(self, values, reason: str) -> None:
@@ -160,14 +141,6 @@ class Choice(Kind):
     def form_messages(self, label):
         return {"invalid_choice": f"{label} must be one of {', '.join(self.values)}, not “%(value)s”"}
 
-    def column(self, field):
-        return models.CharField(
-            max_length=max(map(len, self.values)),
-            choices=[(v, v) for v in self.values],
-            default=field.default,
-            help_text=field.help,
-        )
-
 
 class Timeout(Kind):
     """A duration as OSMO writes it ('2h', 'PT2H'); stored as written, checked here."""
@@ -175,9 +148,6 @@ class Timeout(Kind):
     def parse(self, value, where):
         parse_timeout(expect_str(value, where), where)
         return value
-
-    def column(self, field):
-        return models.CharField(max_length=32, blank=True, default="", help_text=field.help)
 
 
 class ExitActions(MappingKind):

@@ -9,7 +9,7 @@ where it lives on the model. From one description come:
   "would this write change anything" comparison, which is why both sources must give the same shape),
 - `write(doc, obj)`: copy the row's own columns from a Doc to a model object,
 - `form_fields()` / `body_from_form(...)`: the admin form's fields, and its values back as a document,
-- `add_columns(model)`: the model columns of described fields the model does not declare itself,
+- `undeclared_columns(model)`: described row fields the model declares no column for (a test keeps it empty),
 - the API's body serializers (configs.serializers).
 
 Kinds for values that are not columns of the row (a foreign key by name, ordered reference lists, child
@@ -178,13 +178,11 @@ class Schema:
         """Every field, with a group's fields in place of the group."""
         return _leaves([self.body] if self.body else self.fields)
 
-    def add_columns(self, model) -> None:
-        """Give `model` a column for each described row field it does not declare itself (a new field
-        needs only its description and a migration); declared columns keep their own definitions."""
+    def undeclared_columns(self, model) -> list[str]:
+        """The described row fields `model` declares no column for (a model declares every column it has;
+        tests/configs/test_schema.py holds every registered type to it)."""
         declared = {field.name for field in [*model._meta.local_fields, *model._meta.local_many_to_many]}
-        for item in self.row_fields():
-            if item.target not in declared:
-                model.add_to_class(item.target, item.kind.column(item))
+        return [item.target for item in self.row_fields() if item.target not in declared]
 
     def write(self, doc: Doc, obj) -> list[str]:
         """Copy the row's columns from `doc` to `obj`; returns the attributes that changed."""

@@ -11,7 +11,6 @@ from __future__ import annotations
 from django.db import models
 
 from clusters.models import Backend
-from pools.config_types import PLATFORM, POOL
 from portal.resources import PolicyResources, Scope
 
 
@@ -159,8 +158,3 @@ class PlatformValidation(_OrderedReference):
 
     def __str__(self) -> str:
         return f"{self.position}: {self.validation_id}"
-
-
-# Described fields the models above do not declare get their columns from the descriptions.
-for _model, _schema in ((Pool, POOL), (Platform, PLATFORM)):
-    _schema.add_columns(_model)

@@ -6,6 +6,7 @@ import pytest
 from django.db import models
 from django.test.utils import isolate_apps
 
+from configs import registry
 from configs.errors import ConfigError
 from configs.kinds import Bool, Group, Int, Names, Text
 from configs.schema import Field, Schema
@@ -78,10 +79,10 @@ def test_form_values_become_a_document_over_the_current_one():
 
 
 @isolate_apps("configs")
-def test_described_fields_a_model_does_not_declare_get_columns():
+def test_a_described_field_the_model_does_not_declare_is_named():
     class Thing(models.Model):
         name = models.CharField(max_length=10)
-        tags = models.JSONField(default=list)  # declared: kept as is
+        tags = models.JSONField(default=list)
 
         class Meta:
             app_label = "configs"
@@ -89,9 +90,17 @@ def test_described_fields_a_model_does_not_declare_get_columns():
         def __str__(self) -> str:
             return self.name
 
-    THING.add_columns(Thing)
-    fields = {field.name: field for field in Thing._meta.local_fields}
-    assert isinstance(fields["description"], models.TextField) and fields["description"].default == ""
-    assert isinstance(fields["enabled"], models.BooleanField) and fields["enabled"].default is True
-    assert isinstance(fields["limit_high"], models.IntegerField) and fields["limit_high"].null
-    assert fields["tags"].default is list and "force" not in fields
+    assert "tags" not in THING.undeclared_columns(Thing)
+    assert {"description", "enabled", "limit_high"} <= set(THING.undeclared_columns(Thing))
+
+
+def test_every_config_type_s_model_declares_each_described_column():
+    """No hidden columns: a model declares every column its config type describes (#37: Backend.quota_scheduler
+    was added to the model at import time)."""
+    undeclared = {
+        config_type: handler.schema.undeclared_columns(handler.model)
+        for config_type, handler in registry.HANDLERS.items()
+        if getattr(handler, "schema", None) is not None and getattr(handler, "model", None) is not None
+    }
+    assert len(undeclared) >= 6  # every type with a row: POOL, POD_TEMPLATE, …, BACKEND, MACHINE_POOL, NODE_POOL
+    assert {config_type: names for config_type, names in undeclared.items() if names} == {}
