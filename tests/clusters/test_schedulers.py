@@ -148,9 +148,9 @@ def test_kueue_local_queue_per_project_in_the_backend_namespace():
         ("wf-jobs", "speech", "speech"),
         ("wf-jobs", object_name("Inference_Team"), object_name("Inference_Team")),
     ]
-    assert [o["kind"] for o in kueue.objects(tree())] == ["ResourceFlavor"] * 3 + ["ClusterQueue"] * 3 + [
-        "LocalQueue"
-    ] * 3
+    assert [o["kind"] for o in kueue.objects(tree())] == ["ResourceFlavor"] * 3 + ["Cohort"] * 3 + [
+        "ClusterQueue"
+    ] * 3 + ["LocalQueue"] * 3
 
 
 def test_names_that_are_not_kubernetes_names_are_made_so_without_collisions():
@@ -168,7 +168,13 @@ def test_every_generated_object_matches_the_published_schemas():
     generated = [*kai.queues(tree()), *kueue.objects(tree())]
     for obj in generated:
         validate(obj)
-    assert {resource_of(o).plural for o in generated} == {"queues", "resourceflavors", "clusterqueues", "localqueues"}
+    assert {resource_of(o).plural for o in generated} == {
+        "queues",
+        "resourceflavors",
+        "cohorts",
+        "clusterqueues",
+        "localqueues",
+    }
     assert resource_of(kueue.local_queues(tree())[0]).namespaced
     # each schema file says where it was read
     for crd in crds().values():
