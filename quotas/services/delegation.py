@@ -5,8 +5,8 @@ portal writes its quotas as the scheduler's objects and keeps them in step:
 
 * `tree_for(backend)`: the backend's node pools (label selector, or member node names; capacity) and every
   department → project with their quota rows, as the translation's `clusters.schedulers.QuotaTree`;
-* `render(backend)`: the objects to write (KAI `Queue`s; Kueue flavors, ClusterQueues, LocalQueues), each
-  checked against the scheduler's published CRD schema; nothing for a `portal` backend;
+* `render(backend)`: the objects to write (KAI `Queue`s; Kueue flavors, Cohorts, ClusterQueues, LocalQueues),
+  each checked against the scheduler's published CRD schema; nothing for a `portal` backend;
 * `sync_scheduler_objects(backend)`: label the nodes the translation needs labelled, apply every rendered
   object, and delete the portal's objects of this backend (found by their managed labels) no longer
   rendered. Idempotent; a KubeError (cluster down) propagates for the task (quotas.tasks) to retry;

@@ -10,6 +10,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from pools.engine.admission import PoolState, QueuedWorkflow, run_admission
+from pools.engine.borrowing import Loan, borrowing_view
 from pools.engine.fairshare import ShareInput, divide, fair_share
 from pools.engine.quota_model import Quota, QuotaTree, TeamQuota
 from pools.engine.reclaim import RunningWorkflow
@@ -78,6 +79,20 @@ def test_admission_does_not_offer_never_lent_gpus_to_borrowers():
     assert [a.workflow for a in keeping.admitted] == ["i2"]  # only speech's 4 are lent
     [held] = [h for h in keeping.held if h.workflow == "i1"]
     assert (held.reason.code, held.reason.fair_share, held.reason.borrowable) == ("FAIR_SHARE", 4, 4)  # not 8
+
+
+def test_the_borrowing_view_names_lending_teams_first_as_lenders():
+    def loans(infer_gpus: int) -> tuple[Loan, ...]:
+        running = (
+            RunningWorkflow("v1", "vision", G(8), False, 600),
+            RunningWorkflow("n1", "nlp", G(4), False, 600),
+            RunningWorkflow("i1", "infer", G(infer_gpus), True, 600),
+        )
+        return borrowing_view(run_admission(PoolState("a100-80gb", G(20), seed_tree("nlp"), running))).loans
+
+    assert loans(4) == (Loan("infer", "speech", 4),)  # speech lends; nlp's idle 4 stay out of it
+    # 8 borrowed before nlp stopped lending: speech's 4, then nlp's (the loans still add up)
+    assert loans(8) == (Loan("infer", "nlp", 4), Loan("infer", "speech", 4))
 
 
 # ------------------------------------------------------------------------------------------------ property
