@@ -45,7 +45,7 @@ def run() -> list[Row]:
     tree = scenario()
     queues, objects = kai.queues(tree), kueue.objects(tree)
     assert len(queues) == NODE_POOLS * DEPARTMENTS * (PROJECTS_PER_DEPARTMENT + 1)  # 550
-    assert len(objects) == NODE_POOLS + 2 * DEPARTMENTS * PROJECTS_PER_DEPARTMENT  # 110
+    assert len(objects) == NODE_POOLS + 1 + DEPARTMENTS + 2 * DEPARTMENTS * PROJECTS_PER_DEPARTMENT  # 116 (6 Cohorts)
     shape = f"{DEPARTMENTS * PROJECTS_PER_DEPARTMENT} projects × {NODE_POOLS} node pools"
     return [
         measure("KAI queues", lambda: kai.queues(tree), runs=50, note=f"{shape}: {len(queues)} Queues"),

@@ -33,6 +33,8 @@ SCHEDULER_RESOURCES: dict[str, tuple[ResourceType, ...]] = {
             ("flavor", "flavors", "rf"),
             (),
         ),
+        # hierarchical cohorts: Cohort v1beta1 (Kueue v0.13+; spec.parentName), cluster-scoped, with status
+        ResourceType("kueue.x-k8s.io", "v1beta1", "cohorts", "Cohort", False, "cohort", (), ("status",)),
         ResourceType(
             "kueue.x-k8s.io", "v1beta1", "clusterqueues", "ClusterQueue", False, "clusterqueue", ("cq",), ("status",)
         ),

@@ -56,6 +56,7 @@ class QuotaGridMixin:
             "totals": _totals(node_pool),
             "resources": [(r, grid.RESOURCE_WORDS[r]) for r in RESOURCES],
             "keys": QUOTA_KEYS,
+            "lend_choices": list(grid.LEND_CHOICES),
             "rows": _rows(node_pool, submitted, errors),
             "team_errors": [text for where, text in errors.items() if len(where) == 2],
             "may_write": may_write,

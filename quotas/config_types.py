@@ -6,13 +6,14 @@ node pool, its selector and its teams' quotas; `config show NODE_POOL gpu-a100` 
      "over_quota": true,
      "description": "",
      "departments": {"research": {"gpu": {"deserved": 16, "limit": null, "weight": 1}}},
-     "projects": {"vision": {"gpu": {"deserved": 8, "limit": 12, "weight": 2}}}}
+     "projects": {"vision": {"gpu": {"deserved": 8, "limit": 12, "weight": 2, "lend": false}}}}
 
 `selector` is `{}` (only the backend's Default node pool), `{"label": {"key", "value"}}` or
 `{"platform": {"pool", "platform"}}`. A team or resource absent from `departments`/`projects` has the zero
-quota (deserved 0, no limit, weight 1); snapshots leave zero quotas out, so a document stays as short as
-the quotas that mean something. Amounts are integers in scheduler units (gpu devices, cpu millicores,
-memory bytes) or Kubernetes quantities ("500m", "64Gi"), stored as integers.
+quota (deserved 0, no limit, weight 1, lent when unused; `"lend": false` is "never lend": the team's unused
+deserved is kept idle for it, never another team's over-quota share); snapshots leave zero quotas out, so a
+document stays as short as the quotas that mean something. Amounts are integers in scheduler units (gpu
+devices, cpu millicores, memory bytes) or Kubernetes quantities ("500m", "64Gi"), stored as integers.
 
 Checks that need no database are here (shape, negative values, limit < deserved); those that do (known
 teams and pools, a department covering its projects, the Default's rules) are the handler's
@@ -29,8 +30,9 @@ from configs.validators import check_name, expect_mapping, expect_str
 from quotas import units
 
 RESOURCES = ("gpu", "cpu", "memory")
-QUOTA_KEYS = ("deserved", "limit", "weight")
-ZERO = {"deserved": 0, "limit": None, "weight": 1}
+QUOTA_KEYS = ("deserved", "limit", "weight", "lend")
+ZERO = {"deserved": 0, "limit": None, "weight": 1}  # what documents leave out
+DEFAULT_QUOTA = {**ZERO, "lend": True}  # the same, every key said (what the doors show and a replace sets)
 
 
 class Selector(Kind):
@@ -119,6 +121,7 @@ class Quotas(Kind):
                 "deserved": quota.deserved,
                 "limit": quota.limit,
                 "weight": quota.weight,
+                **({} if quota.lend else {"lend": False}),
             }
         return {
             name: {resource: shown[name][resource] for resource in RESOURCES if resource in shown[name]}
@@ -130,7 +133,8 @@ class Quotas(Kind):
 
 
 def parse_quota(resource: str, value: object, where: str) -> dict:
-    """One `{deserved, limit, weight}` (missing keys: 0, none, 1); limit ≥ deserved."""
+    """One `{deserved, limit, weight, lend}` (missing keys: 0, none, 1, true); limit ≥ deserved. `lend` is in
+    the result only when false (never lend), so documents without it stay as they were."""
     quota = expect_mapping(value, where)
     reject_unknown(quota, set(QUOTA_KEYS), where)
     deserved = units.amount(resource, quota.get("deserved", 0), f"{where}.deserved")
@@ -149,7 +153,14 @@ def parse_quota(resource: str, value: object, where: str) -> dict:
         raise ConfigError(
             "must be an integer ≥ 0 (the share of the over-quota surplus)", field=f"{where}.weight", value=weight
         )
-    return {"deserved": deserved, "limit": limit, "weight": weight}
+    lend = quota.get("lend", True)
+    if not isinstance(lend, bool):
+        raise ConfigError(
+            "must be true or false (false: its unused deserved is never lent to other teams)",
+            field=f"{where}.lend",
+            value=lend,
+        )
+    return {"deserved": deserved, "limit": limit, "weight": weight, **({} if lend else {"lend": False})}
 
 
 NODE_POOL = Schema(

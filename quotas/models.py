@@ -4,7 +4,8 @@ A `NodePool` is a set of nodes of one backend, chosen by a label (key = value) o
 membership; the backend's Default node pool (`<backend>-default`) holds every node no other node pool
 claims. `NodePoolMember` says which node pool each node is in: exactly one, so no node is counted twice
 (quotas.services.membership). A `Quota` is one (node pool, department or project, resource) row:
-deserved (guaranteed), limit (hard cap, None = none) and over-quota weight. Units: gpu = devices,
+deserved (guaranteed), limit (hard cap, None = none), over-quota weight and whether its unused deserved is
+lent to others (`lend`, "never lend" when False). Units: gpu = devices,
 cpu = millicores, memory = bytes (the inventory's scheduler units).
 
 Every row is written through the NODE_POOL config type (quotas.config_types), so every change has a
@@ -108,6 +109,10 @@ class Quota(models.Model):
     deserved = models.BigIntegerField(default=0, help_text="guaranteed; gpu devices, cpu millicores, memory bytes")
     limit = models.BigIntegerField(null=True, blank=True, help_text="hard cap (≥ deserved); empty = none")
     weight = models.PositiveIntegerField(default=1, help_text="share of the over-quota surplus")
+    lend = models.BooleanField(
+        default=True,
+        help_text="lend unused deserved to other teams (off: kept idle for this team; Kueue lendingLimit 0)",
+    )
 
     class Meta:
         ordering = ["node_pool_id", "department_id", "project_id", "resource"]
@@ -140,5 +145,5 @@ class Quota(models.Model):
 
     @property
     def is_zero(self) -> bool:
-        """What an absent document entry means: nothing guaranteed, no cap, weight 1."""
-        return self.deserved == 0 and self.limit is None and self.weight == 1
+        """What an absent document entry means: nothing guaranteed, no cap, weight 1, lent when unused."""
+        return self.deserved == 0 and self.limit is None and self.weight == 1 and self.lend

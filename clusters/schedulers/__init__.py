@@ -7,7 +7,7 @@ to it. Nothing here touches the database or a cluster. See docs/quota-schedulers
 * `tree`: the input (`QuotaTree` of node pools and departments → projects with per node pool, per
   resource `Quota`s) and the object names derived from it;
 * `kai`: KAI-Scheduler `Queue`s (scheduling.run.ai/v2);
-* `kueue`: Kueue `ResourceFlavor`s, `ClusterQueue`s, `LocalQueue`s (kueue.x-k8s.io/v1beta1);
+* `kueue`: Kueue `ResourceFlavor`s, `Cohort`s, `ClusterQueue`s, `LocalQueue`s (kueue.x-k8s.io/v1beta1);
 * `routing`: the schedulerName and labels a pod needs to reach its queue;
 * `crds`: the schedulers' published CRD schemas (crds/*.json) and `validate`.
 """

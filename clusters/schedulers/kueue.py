@@ -3,19 +3,27 @@
 * a `ResourceFlavor` per node pool (cluster-scoped): `nodeLabels` = the node pool's label selector; a node
   pool chosen by node names gets `pool-portal/node-pool=<name>`, which its nodes must carry; the Default
   node pool has none (any node);
+* a tree of `Cohort`s (hierarchical cohorts, Cohort v1beta1 since Kueue v0.13): one root per backend
+  (`<backend>-root`), one Cohort per department under it (`spec.parentName`). One root per backend, not per
+  node pool: a project's ClusterQueue covers every node pool (one flavor each) and a ClusterQueue is in one
+  cohort only, so the node pools share the tree and the flavors keep them apart (quota of one flavor is
+  only ever lent as that flavor). The root's `nominalQuota` is the node pool's capacity nobody is
+  guaranteed (capacity − Σ departments' deserved), which every project may borrow, as in Run:ai; a
+  department's is the deserved it has not split among its projects (deserved − Σ its projects' deserved:
+  a Cohort's quota adds to its members'); its `borrowingLimit` = limit − deserved, and `lendingLimit: 0`
+  where it never lends;
 * a `ClusterQueue` per project (cluster-scoped) in the cohort of its department: one resource group
   covering cpu, memory and nvidia.com/gpu, one flavor per node pool, `nominalQuota` = deserved and
   `borrowingLimit` = limit − deserved (none when there is no limit; 0 where the node pool's over-quota is
-  off). Unused nominal quota is lent to the cohort (no `lendingLimit`), and a project under its nominal
-  quota reclaims it from borrowers (`preemption.reclaimWithinCohort: Any`), as in the portal. Only the
-  backend's namespace may use it;
+  off), `lendingLimit: 0` where the project never lends. Unused nominal quota is lent up the cohort tree, so
+  departments lend to each other; a project under its nominal quota reclaims it from borrowers
+  (`preemption.reclaimWithinCohort: Any`), as in the portal. Only the backend's namespace may use it;
 * a `LocalQueue` per project in the backend's namespace, pointing at its ClusterQueue; pods name it in the
   `kueue.x-k8s.io/queue-name` label.
 
-What Kueue v1beta1 cannot say: a department's own quota (a cohort is only a name; its capacity is the sum
-of its ClusterQueues' nominal quotas), borrowing across departments, and a weight per node pool and
-resource (`fairSharing.weight` is one number per ClusterQueue: set only when all of a project's weights
-agree). Project priority belongs to workloads in Kueue (WorkloadPriorityClass), not to queues.
+What Kueue cannot say: a weight per node pool and resource (`fairSharing.weight` is one number per
+ClusterQueue or Cohort: set only when all of a team's weights agree). Project priority belongs to workloads
+in Kueue (WorkloadPriorityClass), not to queues.
 """
 
 from __future__ import annotations
@@ -26,7 +34,9 @@ from clusters.schedulers.tree import (
     Department,
     NodePool,
     Project,
+    Quota,
     QuotaTree,
+    joined_name,
     managed_labels,
     object_name,
     quota_of,
@@ -43,9 +53,13 @@ def local_queue_name(project: str) -> str:
     return object_name(project)
 
 
+def root_cohort_name(tree: QuotaTree) -> str:
+    return joined_name(tree.backend, "root")
+
+
 def objects(tree: QuotaTree) -> list[dict]:
-    """Flavors, then ClusterQueues, then LocalQueues: the order to apply them in."""
-    return [*resource_flavors(tree), *cluster_queues(tree), *local_queues(tree)]
+    """Flavors, then Cohorts (the root first), then ClusterQueues, then LocalQueues: the order to apply them in."""
+    return [*resource_flavors(tree), *cohorts(tree), *cluster_queues(tree), *local_queues(tree)]
 
 
 def resource_flavors(tree: QuotaTree) -> list[dict]:
@@ -64,6 +78,36 @@ def _node_labels(pool: NodePool) -> dict[str, str]:
     if not pool.default:  # chosen by node names (a platform's members): even before it has any
         return {NODE_POOL_LABEL: object_name(pool.name)}
     return {}
+
+
+def cohorts(tree: QuotaTree) -> list[dict]:
+    """The root Cohort, then one per department (parent: the root); see the module docstring."""
+    names: dict[str, str] = {}
+    root = _unique(names, root_cohort_name(tree), f"backend {tree.backend}'s root cohort")
+    spec: dict = {}
+    if tree.node_pools:
+        spec["resourceGroups"] = _resource_groups(tree, lambda pool, r: _entry(pool, r, _unguaranteed(tree, pool, r)))
+    found = [{**_object("Cohort", root, tree), "spec": spec}]
+    for department in tree.departments:
+        name = _unique(names, object_name(department.name), f"department {department.name}")
+        spec = {"parentName": root}
+        if tree.node_pools:
+            spec["resourceGroups"] = _resource_groups(
+                tree, lambda pool, r, d=department: _entry(pool, r, _unsplit(d, pool, r), quota_of(d, pool.name, r))
+            )
+        spec.update(_fair_sharing(tree, department))
+        found.append({**_object("Cohort", name, tree), "spec": spec})
+    return found
+
+
+def _unguaranteed(tree: QuotaTree, pool: NodePool, resource: str) -> int:
+    deserved = sum(quota_of(d, pool.name, resource).deserved for d in tree.departments)
+    return max(0, pool.capacity.get(resource, 0) - deserved)
+
+
+def _unsplit(department: Department, pool: NodePool, resource: str) -> int:
+    split = sum(quota_of(p, pool.name, resource).deserved for p in department.projects)
+    return max(0, quota_of(department, pool.name, resource).deserved - split)
 
 
 def cluster_queues(tree: QuotaTree) -> list[dict]:
@@ -90,28 +134,43 @@ def _cluster_queue_spec(tree: QuotaTree, department: Department, project: Projec
         },
     }
     if tree.node_pools:
-        spec["resourceGroups"] = [
-            {
-                "coveredResources": [RESOURCE_NAMES[r] for r in COVERED],
-                "flavors": [
-                    {"name": object_name(pool.name), "resources": [_quota(pool, project, r) for r in COVERED]}
-                    for pool in tree.node_pools
-                ],
-            }
-        ]
-    weights = {quota_of(project, pool.name, r).weight for pool in tree.node_pools for r in RESOURCES}
-    if len(weights) == 1:
-        spec["fairSharing"] = {"weight": weights.pop()}
+        spec["resourceGroups"] = _resource_groups(
+            tree,
+            lambda pool, r: _entry(pool, r, quota_of(project, pool.name, r).deserved, quota_of(project, pool.name, r)),
+        )
+    spec.update(_fair_sharing(tree, project))
     return spec
 
 
-def _quota(pool: NodePool, project: Project, resource: str) -> dict:
-    quota = quota_of(project, pool.name, resource)
-    entry: dict = {"name": RESOURCE_NAMES[resource], "nominalQuota": _quantity(resource, quota.deserved)}
+def _resource_groups(tree: QuotaTree, entry_of) -> list[dict]:
+    """One group covering every resource, one flavor per node pool; `entry_of(pool, resource)` its quota."""
+    return [
+        {
+            "coveredResources": [RESOURCE_NAMES[r] for r in COVERED],
+            "flavors": [
+                {"name": object_name(pool.name), "resources": [entry_of(pool, r) for r in COVERED]}
+                for pool in tree.node_pools
+            ],
+        }
+    ]
+
+
+def _fair_sharing(tree: QuotaTree, team: Department | Project) -> dict:
+    weights = {quota_of(team, pool.name, r).weight for pool in tree.node_pools for r in RESOURCES}
+    return {"fairSharing": {"weight": weights.pop()}} if len(weights) == 1 else {}
+
+
+def _entry(pool: NodePool, resource: str, nominal: int, quota: Quota | None = None) -> dict:
+    """A (flavor, resource) quota: `nominal`, and the limits `quota` sets (the root has none)."""
+    entry: dict = {"name": RESOURCE_NAMES[resource], "nominalQuota": _quantity(resource, nominal)}
+    if quota is None:
+        return entry
     if not pool.over_quota:
         entry["borrowingLimit"] = 0
     elif quota.limit is not None:
-        entry["borrowingLimit"] = _quantity(resource, quota.limit - quota.deserved)
+        entry["borrowingLimit"] = _quantity(resource, max(0, quota.limit - quota.deserved))
+    if not quota.lend:
+        entry["lendingLimit"] = 0
     return entry
 
 

@@ -2,7 +2,7 @@
 
 Units are the portal's: `gpu` in devices, `cpu` in millicores, `memory` in bytes (what `quotas` stores).
 A (team, node pool, resource) without a `Quota` is the zero quota every team has in every node pool:
-nothing guaranteed, no cap, weight 1.
+nothing guaranteed, no cap, weight 1, lent when unused.
 
 Object names: Kubernetes names are lowercase DNS labels, portal names are not (`Vision_Team`).
 `object_name` keeps a name that already is one and otherwise lowers it, replaces what is not allowed with
@@ -30,6 +30,7 @@ class Quota:
     deserved: int = 0
     limit: int | None = None  # None: no cap
     weight: int = 1
+    lend: bool = True  # False: its unused deserved is never lent to others (Kueue: lendingLimit 0)
 
 
 ZERO = Quota()

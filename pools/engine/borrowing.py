@@ -6,7 +6,8 @@ Units as in pools.engine.quota_model. Per project (from a pass result, allocatio
 * `idle` — the rest of its unused guarantee: nobody uses it.
 Attribution (a convention: the scheduler does not tie a borrowed GPU to an owner): borrowing is first
 covered by capacity nobody is guaranteed (`capacity − Σ project deserved`), then by the idle guarantees of
-projects in proportion to their idle amounts. Each borrower draws on each source in proportion to what it
+projects in proportion to their idle amounts (those that lend first; a never-lending project's only for what
+the others cannot cover). Each borrower draws on each source in proportion to what it
 borrowed; the loans are exact ints (pools.engine.fairshare.water_fill) and add up per borrower and lender.
 """
 
@@ -64,7 +65,7 @@ def borrowing_view(result: PassResult, resource: str = "gpu", *, after: bool = T
     total = sum(borrowed)
     from_nobody = min(total, max(0, capacity - sum(deserved)))
     names = [p.name for p in projects]
-    lent = water_fill(total - from_nobody, idle, idle, names)
+    lent = _lent(total - from_nobody, idle, [p.quota(resource).lend for p in projects], names)
     sources = [(None, from_nobody), *((names[i], lent[i]) for i in range(len(projects)) if lent[i])]
     remaining = list(borrowed)
     loans = []
@@ -89,3 +90,13 @@ def borrowing_view(result: PassResult, resource: str = "gpu", *, after: bool = T
     )
     loans.sort(key=lambda loan: (loan.borrower, loan.lender or ""))
     return BorrowingView(result.node_pool, resource, capacity, rows, tuple(loans))
+
+
+def _lent(amount: int, idle: list[int], lends: list[bool], names: list[str]) -> list[int]:
+    """`amount` over the idle guarantees: those that may be lent first, a never-lending team's only for what
+    they cannot cover (borrowed before the switch was set)."""
+    lendable = [i if lend else 0 for i, lend in zip(idle, lends, strict=True)]
+    first = water_fill(amount, lendable, lendable, names)
+    kept = [i - f for i, f in zip(idle, first, strict=True)]
+    second = water_fill(amount - sum(first), kept, kept, names)
+    return [f + s for f, s in zip(first, second, strict=True)]

@@ -19,6 +19,12 @@ left are satisfied (sorted by cap/weight, the smallest first; each one leaves mo
 get `floor(R·w_i / W)`, and the units the floors leave (fewer than the number of queues) go one each to the
 largest fractions, ties by larger weight then by name. A unit never takes a queue above its cap.
 
+Never lend (`Quota.lend` False): before step 3, a never-lending queue holds the unused part of its deserved
+(`deserved - g_i`; `Share.held`, shrunk like the guarantees when the room left is short), and the surplus is
+what is left after the holds: nobody's fair share ever includes it. A department holds its own unused
+deserved when it never lends, else what its never-lending projects hold, and passes its fair share plus that
+hold down to its projects, so the hold stays with the project it is for.
+
 Hierarchy (`fair_share`): departments first, over the node pool's capacity, each department's request being
 the sum of its projects' requestable amounts; then each department's fair share is the total that its
 projects divide (priority and weight of the projects). Over-quota off: every share is its deserved part
@@ -44,6 +50,7 @@ class ShareInput:
     weight: int = 1
     priority: int = 0
     request: int = 0
+    unlent: int = 0  # of its deserved, what it keeps idle for itself when unused (never lent); see divide
 
     @property
     def requestable(self) -> int:
@@ -58,6 +65,7 @@ class Share:
     deserved_part: int
     over_quota_part: int
     requestable: int
+    held: int = 0  # unused deserved kept idle for a never-lending queue: in nobody's fair share
 
     @property
     def fair_share(self) -> int:
@@ -124,7 +132,9 @@ def divide(total: int, queues: Sequence[ShareInput], *, over_quota: bool = True)
     short = sum(wants) > total
     guaranteed = water_fill(total, wants, [q.deserved for q in queues], names) if short else wants
     surplus = [0] * len(queues)
-    left = total - sum(guaranteed)
+    unlent = [max(0, min(q.unlent, q.deserved - guaranteed[i])) for i, q in enumerate(queues)]
+    held = water_fill(total - sum(guaranteed), unlent, [q.deserved for q in queues], names)
+    left = total - sum(guaranteed) - sum(held)
     if over_quota and left > 0:
         for level in sorted({q.priority for q in queues}, reverse=True):
             members = [i for i, q in enumerate(queues) if q.priority == level]
@@ -139,12 +149,17 @@ def divide(total: int, queues: Sequence[ShareInput], *, over_quota: bool = True)
             left -= sum(given)
             if left <= 0:
                 break
-    return {q.name: Share(q.name, guaranteed[i], surplus[i], q.requestable) for i, q in enumerate(queues)}
+    return {q.name: Share(q.name, guaranteed[i], surplus[i], q.requestable, held[i]) for i, q in enumerate(queues)}
 
 
-def _share_input(team: TeamQuota, resource: str, request: int) -> ShareInput:
+def _share_input(team: TeamQuota, resource: str, request: int, unlent: int = 0) -> ShareInput:
     quota = team.quota(resource)
-    return ShareInput(team.name, quota.deserved, quota.limit, quota.weight, team.priority, request)
+    unlent = unlent if quota.lend else quota.deserved
+    return ShareInput(team.name, quota.deserved, quota.limit, quota.weight, team.priority, request, unlent)
+
+
+def _unused_unlent(share_input: ShareInput) -> int:
+    return max(0, min(share_input.unlent, share_input.deserved - share_input.requestable))
 
 
 def fair_share(
@@ -157,14 +172,19 @@ def fair_share(
     for project in tree.projects:
         by_department[project.department].append(project_inputs[project.name])
     department_inputs = [
-        _share_input(d, resource, sum(p.requestable for p in by_department[d.name])) for d in tree.departments
+        _share_input(
+            d,
+            resource,
+            sum(p.requestable for p in by_department[d.name]),
+            sum(_unused_unlent(p) for p in by_department[d.name]),
+        )
+        for d in tree.departments
     ]
     departments = divide(max(0, capacity), department_inputs, over_quota=over_quota)
     projects: dict[str, Share] = {}
     for department in tree.departments:
-        projects.update(
-            divide(departments[department.name].fair_share, by_department[department.name], over_quota=over_quota)
-        )
+        share = departments[department.name]
+        projects.update(divide(share.fair_share + share.held, by_department[department.name], over_quota=over_quota))
     return FairShare(resource, capacity, over_quota, departments, projects)
 
 

@@ -65,11 +65,13 @@ class Quota:
     """One team's quota for one resource in one node pool.
 
     `deserved`: guaranteed amount (≥ 0). `limit`: hard cap, None = no cap (else ≥ deserved).
-    `weight`: over-quota weight (≥ 0; 0 = never gets surplus)."""
+    `weight`: over-quota weight (≥ 0; 0 = never gets surplus). `lend`: False = "never lend": the unused part
+    of `deserved` is kept idle for this team, never another team's over-quota share (fairshare.divide)."""
 
     deserved: int = 0
     limit: int | None = None
     weight: int = 1
+    lend: bool = True
 
     def check(self, where: str) -> None:
         if self.deserved < 0:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+LEND = "false = never lend: its unused deserved is kept idle for it, never another team's over-quota share."
 AMOUNT = "An integer in scheduler units (GPUs, CPU millicores, memory bytes) or a Kubernetes quantity ('500m', '64Gi')."
 
 
@@ -18,6 +19,7 @@ class QuotaSerializer(serializers.Serializer):
     deserved = serializers.IntegerField(help_text="guaranteed")
     limit = serializers.IntegerField(allow_null=True, help_text="hard cap (≥ deserved); null = none")
     weight = serializers.IntegerField(help_text="share of the over-quota surplus")
+    lend = serializers.BooleanField(help_text=LEND)
 
 
 class TeamQuotasSerializer(serializers.Serializer):
@@ -58,6 +60,7 @@ class ProjectRowSerializer(serializers.Serializer):
     deserved = serializers.IntegerField()
     limit = serializers.IntegerField(allow_null=True)
     weight = serializers.IntegerField()
+    lend = serializers.BooleanField(help_text=LEND)
     priority = serializers.IntegerField()
     allocated = serializers.IntegerField(help_text="In use by its admitted, unfinished workflows.")
     queued = serializers.IntegerField(help_text="Asked for by its queued workflows.")
@@ -74,6 +77,7 @@ class QuotaInputSerializer(serializers.Serializer):
     deserved = serializers.JSONField(required=False, help_text=AMOUNT)
     limit = serializers.JSONField(required=False, allow_null=True, help_text=f"{AMOUNT} null = no limit.")
     weight = serializers.IntegerField(required=False, min_value=0)
+    lend = serializers.BooleanField(required=False, help_text=LEND)
 
 
 class QuotaWriteSerializer(serializers.Serializer):

@@ -94,7 +94,7 @@ class TeamQuotaView(APIView):
 
     @extend_schema(
         operation_id="quota_team_replace",
-        summary="Set a project's or department's quota whole (what is left out: deserved 0, no limit, weight 1)",
+        summary="Set a project's or department's quota whole (left out: deserved 0, no limit, weight 1, lend true)",
         parameters=TEAM_PATH,
         request=s.QuotaWriteSerializer,
         responses={200: s.QuotaWrittenSerializer, **ERRORS},

@@ -5,8 +5,8 @@ portal writes its quotas as the scheduler's objects and keeps them in step:
 
 * `tree_for(backend)`: the backend's node pools (label selector, or member node names; capacity) and every
   department → project with their quota rows, as the translation's `clusters.schedulers.QuotaTree`;
-* `render(backend)`: the objects to write (KAI `Queue`s; Kueue flavors, ClusterQueues, LocalQueues), each
-  checked against the scheduler's published CRD schema; nothing for a `portal` backend;
+* `render(backend)`: the objects to write (KAI `Queue`s; Kueue flavors, Cohorts, ClusterQueues, LocalQueues),
+  each checked against the scheduler's published CRD schema; nothing for a `portal` backend;
 * `sync_scheduler_objects(backend)`: label the nodes the translation needs labelled, apply every rendered
   object, and delete the portal's objects of this backend (found by their managed labels) no longer
   rendered. Idempotent; a KubeError (cluster down) propagates for the task (quotas.tasks) to retry;
@@ -53,6 +53,7 @@ KINDS = {
     "kai": ((kai.API_VERSION, "Queue"),),
     "kueue": (
         (kueue.API_VERSION, "ResourceFlavor"),
+        (kueue.API_VERSION, "Cohort"),
         (kueue.API_VERSION, "ClusterQueue"),
         (kueue.API_VERSION, "LocalQueue"),
     ),
@@ -92,11 +93,11 @@ def tree_for(backend: Backend | int) -> QuotaTree:
     pool_name = {p.pk: p.name for p in pools}
     team_quotas: dict[tuple[str, int], dict[str, dict[str, TreeQuota]]] = defaultdict(lambda: defaultdict(dict))
     rows = Quota.objects.filter(node_pool_id__in=list(pool_name)).values_list(
-        "node_pool_id", "department_id", "project_id", "resource", "deserved", "limit", "weight"
+        "node_pool_id", "department_id", "project_id", "resource", "deserved", "limit", "weight", "lend"
     )
-    for pool_id, department_id, project_id, resource, deserved, limit, weight in rows:
+    for pool_id, department_id, project_id, resource, deserved, limit, weight, lend in rows:
         key = ("department", department_id) if department_id else ("project", project_id)
-        team_quotas[key][pool_name[pool_id]][resource] = TreeQuota(deserved, limit, weight)
+        team_quotas[key][pool_name[pool_id]][resource] = TreeQuota(deserved, limit, weight, lend)
     departments = []
     for department in Department.objects.prefetch_related("projects").order_by("name"):
         projects = tuple(
@@ -217,12 +218,17 @@ def _delete_stale(kube: KubeClient, backend: Backend, wanted: list[dict]) -> lis
                     break  # that scheduler is not installed: nothing of ours can be there
                 raise
             stale = [o for o in found if (kind, o["metadata"].get("namespace"), o["metadata"]["name"]) not in keep]
-            stale.sort(key=lambda o: not (o.get("spec") or {}).get("parentQueue"))  # KAI: children first
+            stale.sort(key=_is_root)  # KAI queues, Kueue cohorts: children before their parents
             for obj in stale:
                 meta = obj["metadata"]
                 if custom.delete(kube, resource, meta["name"], meta.get("namespace")):
                     deleted.append(_said({**obj, "kind": kind}))
     return deleted
+
+
+def _is_root(obj: dict) -> bool:
+    spec = obj.get("spec") or {}
+    return not (spec.get("parentQueue") or spec.get("parentName"))
 
 
 def wanted_node_labels(backend: Backend) -> dict[str, str | None]:

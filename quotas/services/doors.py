@@ -16,7 +16,7 @@ Writes go through `quotas.services.quotas.set_quotas` (one NODE_POOL revision; c
 from __future__ import annotations
 
 from configs.errors import ConfigError, ConfigNotFound
-from quotas.config_types import QUOTA_KEYS, RESOURCES, ZERO
+from quotas.config_types import DEFAULT_QUOTA, QUOTA_KEYS, RESOURCES
 from quotas.models import NodePool, SelectorKind
 from quotas.services import node_pools, overview, state
 from quotas.services.quotas import TEAM_KINDS, quotas_of, set_quotas
@@ -108,9 +108,9 @@ def require_team(team_kind: str, name: str) -> None:
 
 
 def set_team_quota(who, node_pool: str, team_kind: str, team_name: str, body, *, replace: bool, actor=None):
-    """`body` = `{"gpu": {"deserved", "limit", "weight"}, …, "description"?}`. With `replace`, each resource is
-    set whole (keys not given: deserved 0, no limit, weight 1) and resources not given go back to zero;
-    otherwise only what is given changes. Returns the store's ApplyResult."""
+    """`body` = `{"gpu": {"deserved", "limit", "weight", "lend"}, …, "description"?}`. With `replace`, each
+    resource is set whole (keys not given: deserved 0, no limit, weight 1, lend true) and resources not given go
+    back to zero; otherwise only what is given changes. Returns the store's ApplyResult."""
     get_node_pool(node_pool)
     require_team(team_kind, team_name)
     if not isinstance(body, dict):
@@ -122,15 +122,15 @@ def set_team_quota(who, node_pool: str, team_kind: str, team_name: str, body, *,
     if replace:
         for resource in RESOURCES:
             given = changes.get(resource, {})
-            changes[resource] = {**ZERO, **given} if isinstance(given, dict) else given
+            changes[resource] = {**DEFAULT_QUOTA, **given} if isinstance(given, dict) else given
     return set_quotas(who, node_pool, team_kind, team_name, changes, actor=actor, description=description)
 
 
 def team_quotas(node_pool: str, team_kind: str, team_name: str) -> dict:
-    """`{resource: {deserved, limit, weight}}` of one team in one node pool (zeros included)."""
+    """`{resource: {deserved, limit, weight, lend}}` of one team in one node pool (zeros included)."""
     model_field = "department__name" if team_kind == "department" else "project__name"
     rows = get_node_pool(node_pool).quotas.filter(**{model_field: team_name}).values_list("resource", *QUOTA_KEYS)
-    found = {resource: dict(ZERO) for resource in RESOURCES}
+    found = {resource: dict(DEFAULT_QUOTA) for resource in RESOURCES}
     for resource, *values in rows:
         found[resource] = dict(zip(QUOTA_KEYS, values, strict=True))
     return found

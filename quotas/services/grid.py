@@ -1,7 +1,8 @@
 """The admin's quota grid of one node pool: departments and their projects × resources, each cell a deserved,
-limit and weight. Reading is `quotas_of` (one query for the tree); saving compares what was submitted with what is
-stored and calls `set_quotas` ONCE per team that changed (one NODE_POOL revision each), in one transaction: if
-any team is refused, nothing is written and every refusal is given back on its cell, in the grid's words.
+limit, weight and lend (lend / never). Reading is `quotas_of` (one query for the tree); saving compares what was
+submitted with what is stored and calls `set_quotas` ONCE per team that changed (one NODE_POOL revision each), in
+one transaction: if any team is refused, nothing is written and every refusal is given back on its cell, in the
+grid's words.
 
 Cells are keyed `(team_kind, team, resource, key)`; the form's inputs are named `kind:team:resource:key`.
 """
@@ -23,7 +24,11 @@ RESOURCE_WORDS = {"gpu": "GPU", "cpu": "CPU", "memory": "memory"}
 SECTIONS = {"departments": "department", "projects": "project"}
 # the API's "must be an integer ≥ 0" as a grid cell says it
 INTEGER = "must be an integer"
-GRID_WORDS = {"weight": "must be a whole number, 0 or more"}
+GRID_WORDS = {
+    "weight": "must be a whole number, 0 or more",
+    "lend": "choose lend or never (never: its unused deserved stays idle for it, never lent)",
+}
+LEND_CHOICES = {"lend": True, "never": False}  # the lend cell's choices, as the form sends them
 
 Cell = tuple[str, str, str, str]  # team kind, team, resource, key
 
@@ -36,6 +41,8 @@ def shown(resource: str, key: str, value) -> str:
     """What a cell's input shows: quantities people write (`64Gi`, `500m`), empty for no limit."""
     if value is None:
         return ""
+    if key == "lend":
+        return "lend" if value else "never"
     return str(value) if key == "weight" else units.show(resource, value)
 
 
@@ -50,7 +57,7 @@ class Saved:
 
 
 def stored(node_pool: NodePool) -> dict[tuple[str, str], dict]:
-    """(kind, team) → {resource: {deserved, limit, weight}}, departments and projects."""
+    """(kind, team) → {resource: {deserved, limit, weight, lend}}, departments and projects."""
     tree = quotas_of(node_pool)
     found = {}
     for department in tree["departments"]:
@@ -73,12 +80,13 @@ def save(who, node_pool: NodePool, form: dict[str, str]) -> Saved:
                 continue
             submitted = {key: _value(key, texts[key], quotas[resource][key]) for key in QUOTA_KEYS}
             try:
-                parsed = parse_quota(resource, submitted, resource)
+                parsed = {"lend": True, **parse_quota(resource, submitted, resource)}
             except ConfigError as error:
                 result.errors[_cell(kind, team, error)] = _words(kind, team, error)
                 continue
-            if parsed != quotas[resource]:
-                changes.setdefault((kind, team), {})[resource] = parsed
+            if parsed != quotas[resource]:  # lend is said only when it changes (what the revision's text says)
+                said = {k: v for k, v in parsed.items() if k != "lend" or v != quotas[resource]["lend"]}
+                changes.setdefault((kind, team), {})[resource] = said
     if result.errors:
         return result
     with transaction.atomic():
@@ -99,6 +107,8 @@ def _value(key: str, text: str | None, current):
     if text is None:
         return current  # not submitted: kept
     text = text.strip()
+    if key == "lend":
+        return LEND_CHOICES.get(text.lower(), text)  # anything else: refused with the cell's words
     if key == "limit":
         return text or None
     if key == "weight":
@@ -133,5 +143,6 @@ def _words(kind: str, team: str, error: PortalError) -> str:
     cell = _cell(kind, team, error)
     where = f"{cell[0]} {cell[1]}, {RESOURCE_WORDS[cell[2]]} {cell[3]}" if len(cell) == 4 else f"{kind} {team}"
     value = "" if error.value in (None, "") else f" (you entered {error.value!r})"
-    reason = GRID_WORDS.get(cell[3], error.reason) if len(cell) == 4 and error.reason.startswith(INTEGER) else ""
+    worded = len(cell) == 4 and (error.reason.startswith(INTEGER) or cell[3] == "lend")
+    reason = GRID_WORDS.get(cell[3], error.reason) if worded else ""
     return f"{where}: {reason or error.reason}{value}"

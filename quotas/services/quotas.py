@@ -17,7 +17,7 @@ from configs import store
 from configs.errors import ConfigError, ConfigNotFound
 from configs.models import ConfigType
 from configs.revisions import Actor
-from quotas.config_types import QUOTA_KEYS, RESOURCES, ZERO, parse_quota
+from quotas.config_types import DEFAULT_QUOTA, QUOTA_KEYS, RESOURCES, ZERO, parse_quota
 from quotas.models import NodePool, Quota
 from teams.models import Department, Project
 
@@ -43,13 +43,16 @@ def set_quota(
     deserved=UNSET,
     limit=UNSET,
     weight=UNSET,
+    lend=UNSET,
     actor: Actor | None = None,
     description: str = "",
 ):
     """Set one team's quota of one resource in one node pool; values not given keep their current value
-    (`limit=None` removes the limit). Amounts: integers in scheduler units or quantities ("500m", "64Gi").
-    Returns the store's ApplyResult (its `revision`)."""
-    given = {key: value for key, value in zip(QUOTA_KEYS, (deserved, limit, weight), strict=True) if value is not UNSET}
+    (`limit=None` removes the limit; `lend=False`: never lend its unused deserved). Amounts: integers in
+    scheduler units or quantities ("500m", "64Gi"). Returns the store's ApplyResult (its `revision`)."""
+    given = {
+        key: value for key, value in zip(QUOTA_KEYS, (deserved, limit, weight, lend), strict=True) if value is not UNSET
+    }
     return set_quotas(who, node_pool, team_kind, team_name, {resource: given}, actor=actor, description=description)
 
 
@@ -83,7 +86,7 @@ def set_quotas(
                     f"unknown resource; expected one of {', '.join(RESOURCES)}", field="resource", value=resource
                 )
             if not isinstance(values, dict):
-                raise ConfigError("must be an object of deserved, limit, weight", field=resource, value=values)
+                raise ConfigError("must be an object of deserved, limit, weight, lend", field=resource, value=values)
             merged = {**entry.get(resource, ZERO), **values}
             entry[resource] = parse_quota(resource, merged, resource)  # field/value/reason before the store's
         document[section][team_name] = entry
@@ -132,7 +135,7 @@ def quotas_of(node_pool: NodePool | str) -> dict:
 
         {"node_pool": "gpu-a100", "backend": "sim", "over_quota": true,
          "departments": [{"name": "research",
-                          "quotas": {"gpu": {"deserved": 16, "limit": None, "weight": 1}, "cpu": {...}, ...},
+                          "quotas": {"gpu": {"deserved": 16, "limit": None, "weight": 1, "lend": True}, ...},
                           "projects": [{"name": "vision", "priority": 0, "quotas": {...}}]}]}
 
     Departments and projects sorted by name. Two queries."""
@@ -149,7 +152,7 @@ def quotas_of(node_pool: NodePool | str) -> dict:
         return departments.setdefault(name, {"name": name, "quotas": _zeros(), "projects": []})
 
     for row in rows:
-        figures = {"deserved": row.deserved, "limit": row.limit, "weight": row.weight}
+        figures = {"deserved": row.deserved, "limit": row.limit, "weight": row.weight, "lend": row.lend}
         if row.department_id:
             department(row.department.name)["quotas"][row.resource] = figures
         else:
@@ -174,7 +177,7 @@ def quotas_of(node_pool: NodePool | str) -> dict:
 
 
 def _zeros() -> dict:
-    return {resource: dict(ZERO) for resource in RESOURCES}
+    return {resource: dict(DEFAULT_QUOTA) for resource in RESOURCES}
 
 
 # --- zero rows -----------------------------------------------------------------------------------------

@@ -115,7 +115,7 @@ class NodePoolState:
         return borrowing_view(self.result, resource, after=False)
 
     def project_rows(self) -> list[dict]:
-        """Per project and resource, what `quota show` prints: deserved, limit, weight, allocated (in use),
+        """Per project and resource, what `quota show` prints: deserved, limit, weight, lend, allocated (in use),
         queued (asked for by queued workflows), fair share, borrowed (in use above deserved)."""
         allocated = self.result.allocated_before
         queued: dict[str, Resources] = defaultdict(Resources)
@@ -136,6 +136,7 @@ class NodePoolState:
                         "deserved": quota.deserved,
                         "limit": quota.limit,
                         "weight": quota.weight,
+                        "lend": quota.lend,
                         "priority": project.priority,
                         "allocated": used,
                         "queued": queued[project.name].get(resource),
@@ -189,6 +190,7 @@ def _trees(pools: list[NodePool]) -> tuple[dict[int, QuotaTree], set[int]]:
         "deserved",
         "limit",
         "weight",
+        "lend",
         "department__name",
         "project__name",
         "project__priority",
@@ -196,14 +198,14 @@ def _trees(pools: list[NodePool]) -> tuple[dict[int, QuotaTree], set[int]]:
     )
     teams: dict[int, dict[tuple[str, str], dict]] = {p.pk: {} for p in pools}
     managed: set[int] = set()
-    for pool_id, resource, deserved, limit, weight, dept, project, priority, project_dept in rows:
+    for pool_id, resource, deserved, limit, weight, lend, dept, project, priority, project_dept in rows:
         if deserved > 0 or limit is not None:
             managed.add(pool_id)
         key = ("department", dept) if dept else ("project", project)
         team = teams[pool_id].setdefault(
             key, {"quotas": {}, "priority": priority or 0, "department": None if dept else project_dept}
         )
-        team["quotas"][resource] = EngineQuota(deserved=deserved, limit=limit, weight=weight)
+        team["quotas"][resource] = EngineQuota(deserved=deserved, limit=limit, weight=weight, lend=lend)
     trees = {}
     for pool_id, by_team in teams.items():
         built = {

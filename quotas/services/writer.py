@@ -109,7 +109,7 @@ def _check_platform(selector: dict, backend: Backend, refs: References) -> None:
 
 
 def _wanted_quotas(doc: Doc, refs: References) -> dict[tuple[str, int, str], dict]:
-    """(team kind, team id, resource) → {deserved, limit, weight} for every team: the document's, else zero."""
+    """(team kind, team id, resource) → {deserved, limit, weight[, lend]} for every team: the document's, else zero."""
     for kind, given, known in (
         ("departments", doc.departments, refs.departments),
         ("projects", doc.projects, refs.projects),
@@ -163,8 +163,10 @@ def _write_quotas(node_pool: NodePool, current: list[Quota], wanted: dict, refs:
         row = by_key.get((kind, team_id, resource))
         if row is None:
             fresh.append(Quota(node_pool=node_pool, **{f"{kind}_id": team_id}, resource=resource, **quota))
-        elif (row.deserved, row.limit, row.weight) != (quota["deserved"], quota["limit"], quota["weight"]):
-            row.deserved, row.limit, row.weight = quota["deserved"], quota["limit"], quota["weight"]
-            changed.append(row)
+        else:
+            figures = (quota["deserved"], quota["limit"], quota["weight"], quota.get("lend", True))
+            if (row.deserved, row.limit, row.weight, row.lend) != figures:
+                row.deserved, row.limit, row.weight, row.lend = figures
+                changed.append(row)
     Quota.objects.bulk_create(fresh, batch_size=1000)
-    Quota.objects.bulk_update(changed, ["deserved", "limit", "weight"], batch_size=500)
+    Quota.objects.bulk_update(changed, ["deserved", "limit", "weight", "lend"], batch_size=500)

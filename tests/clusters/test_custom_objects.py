@@ -64,7 +64,8 @@ def test_kai_queues_are_applied_then_replaced_listed_read_and_deleted(kube, kube
 
 def test_kueue_objects_land_in_their_scopes_and_the_namespace_is_created(kube, kube_server):
     applied = apply_all(kube, kueue.objects(tree()))
-    assert [a.obj["kind"] for a in applied] == ["ResourceFlavor"] * 2 + ["ClusterQueue"] * 2 + ["LocalQueue"] * 2
+    kinds = ["ResourceFlavor"] * 2 + ["Cohort"] * 2 + ["ClusterQueue"] * 2 + ["LocalQueue"] * 2
+    assert [a.obj["kind"] for a in applied] == kinds  # the root Cohort and research's
     local_kind = resource("LocalQueue")
     assert kube_server.emulator.get("namespaces", "quota-jobs") is not None  # created for the LocalQueues
     local = custom.list_objects(kube, local_kind, "quota-jobs", label_selector=MANAGED)

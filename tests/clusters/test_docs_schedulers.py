@@ -36,13 +36,17 @@ def test_every_object_shown_is_what_the_translation_produces():
     tree = scope["tree"]
     produced = {key(o): o for o in [*kai.queues(tree), *kueue.objects(tree)]}
     shown = [doc for block in page_blocks("yaml") for doc in yaml.safe_load_all(block)]
-    assert len(shown) == 6
+    assert len(shown) == 7
     for doc in shown:
         assert doc == produced[key(doc)], key(doc)
-    assert len(kai.queues(tree)) == 6 and len(kueue.objects(tree)) == 6  # as the page says
+    assert len(kai.queues(tree)) == 6 and len(kueue.objects(tree)) == 8  # as the page says
+    assert [o["metadata"]["name"] for o in kueue.cohorts(tree)] == ["gpu-cluster-root", "research"]
     for obj in produced.values():
         validate(obj)
-    assert produced["ClusterQueue", None, "speech"]["spec"]["fairSharing"] == {"weight": 1}
+    speech = produced["ClusterQueue", None, "speech"]["spec"]
+    assert speech["fairSharing"] == {"weight": 1}
+    a100 = next(f for f in speech["resourceGroups"][0]["flavors"] if f["name"] == "a100")
+    assert a100["resources"][2] == {"name": "nvidia.com/gpu", "nominalQuota": 4, "lendingLimit": 0}  # as it says
     assert pod_routing("kai", "vision", scope["node_pools"][1]) == (
         "kai-scheduler",
         {"kai.scheduler/queue": "a100-vision", "kai.scheduler/node-pool": "a100"},

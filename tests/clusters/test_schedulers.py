@@ -148,9 +148,45 @@ def test_kueue_local_queue_per_project_in_the_backend_namespace():
         ("wf-jobs", "speech", "speech"),
         ("wf-jobs", object_name("Inference_Team"), object_name("Inference_Team")),
     ]
-    assert [o["kind"] for o in kueue.objects(tree())] == ["ResourceFlavor"] * 3 + ["ClusterQueue"] * 3 + [
-        "LocalQueue"
-    ] * 3
+    assert [o["kind"] for o in kueue.objects(tree())] == ["ResourceFlavor"] * 3 + ["Cohort"] * 3 + [
+        "ClusterQueue"
+    ] * 3 + ["LocalQueue"] * 3
+
+
+def test_kueue_cohorts_a_root_per_backend_and_a_department_under_it():
+    cohorts = by_name(kueue.cohorts(tree()))
+    assert list(cohorts) == ["sim-root", "research", "ml-ops"]  # the root first: the order to apply them in
+    root, research = cohorts["sim-root"]["spec"], cohorts["research"]["spec"]
+    assert "parentName" not in root and research["parentName"] == cohorts["ml-ops"]["spec"]["parentName"] == "sim-root"
+    gpu = {f["name"]: f["resources"][2] for f in root["resourceGroups"][0]["flavors"]}
+    assert gpu["a100"] == {"name": "nvidia.com/gpu", "nominalQuota": 4}  # capacity 16 - research's 12
+    research_gpu = {f["name"]: f["resources"][2] for f in research["resourceGroups"][0]["flavors"]}
+    assert research_gpu["a100"] == {"name": "nvidia.com/gpu", "nominalQuota": 0}  # 12 - (8 + 4): all split
+    assert research_gpu["h100"] == {"name": "nvidia.com/gpu", "nominalQuota": 0, "borrowingLimit": 0}
+    assert "fairSharing" not in research  # weight 3 for A100 GPUs, 1 elsewhere: no one number says it
+    assert cohorts["ml-ops"]["spec"]["fairSharing"] == {"weight": 1}
+
+
+def test_kueue_department_cohorts_carry_unsplit_deserved_limit_and_never_lend():
+    vision = Project("vision", quotas={"a100": {"gpu": Quota(8, None, 1, lend=False)}})
+    research = Department("research", quotas={"a100": {"gpu": Quota(12, 16, 1, lend=False)}}, projects=(vision,))
+    objects = kueue.objects(QuotaTree("sim", "wf-jobs", (DEFAULT, A100), (research,)))
+    for obj in objects:
+        validate(obj)
+    cohort = by_name(o for o in objects if o["kind"] == "Cohort")["research"]["spec"]
+    flavors = {f["name"]: f["resources"][2] for f in cohort["resourceGroups"][0]["flavors"]}
+    assert flavors["a100"] == {"name": "nvidia.com/gpu", "nominalQuota": 4, "borrowingLimit": 4, "lendingLimit": 0}
+    queue = by_name(o for o in objects if o["kind"] == "ClusterQueue")["vision"]["spec"]
+    flavors = {f["name"]: f["resources"][2] for f in queue["resourceGroups"][0]["flavors"]}
+    assert flavors["a100"] == {"name": "nvidia.com/gpu", "nominalQuota": 8, "lendingLimit": 0}
+    assert flavors["sim-default"] == {"name": "nvidia.com/gpu", "nominalQuota": 0}  # lends where it says nothing
+
+
+def test_a_department_named_like_the_root_cohort_is_refused_naming_both():
+    clash = QuotaTree("sim", "ns", (DEFAULT,), (Department("sim-root", projects=(Project("vision"),)),))
+    with pytest.raises(TranslationError) as caught:
+        kueue.objects(clash)
+    assert "department sim-root and backend sim's root cohort" in caught.value.reason
 
 
 def test_names_that_are_not_kubernetes_names_are_made_so_without_collisions():
@@ -168,7 +204,13 @@ def test_every_generated_object_matches_the_published_schemas():
     generated = [*kai.queues(tree()), *kueue.objects(tree())]
     for obj in generated:
         validate(obj)
-    assert {resource_of(o).plural for o in generated} == {"queues", "resourceflavors", "clusterqueues", "localqueues"}
+    assert {resource_of(o).plural for o in generated} == {
+        "queues",
+        "resourceflavors",
+        "cohorts",
+        "clusterqueues",
+        "localqueues",
+    }
     assert resource_of(kueue.local_queues(tree())[0]).namespaced
     # each schema file says where it was read
     for crd in crds().values():

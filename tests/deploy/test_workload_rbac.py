@@ -26,7 +26,11 @@ BY_COMPONENT = {
         ("cluster", "", "nodes", "patch"),
     },
     "kueue": {
-        *(("cluster", "kueue.x-k8s.io", kind, verb) for kind in ("resourceflavors", "clusterqueues") for verb in CRUD),
+        *(
+            ("cluster", "kueue.x-k8s.io", kind, verb)
+            for kind in ("resourceflavors", "cohorts", "clusterqueues")
+            for verb in CRUD
+        ),
         ("cluster", "kueue.x-k8s.io", "localqueues", "list"),
         *(("namespace", "kueue.x-k8s.io", "localqueues", verb) for verb in ("create", "get", "update", "delete")),
         ("cluster", "", "nodes", "patch"),

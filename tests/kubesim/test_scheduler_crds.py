@@ -88,6 +88,15 @@ def test_kueue_objects_in_their_scopes(custom):
     with pytest.raises(client.ApiException) as wrong_scope:  # a LocalQueue is namespaced
         api.create_cluster_custom_object(*KUEUE, "localqueues", local)
     assert wrong_scope.value.status == 405
+    for name, spec in (("root", {}), ("research", {"parentName": "root"})):  # hierarchical cohorts
+        cohort = {"apiVersion": "kueue.x-k8s.io/v1beta1", "kind": "Cohort", "metadata": {"name": name}, "spec": spec}
+        api.create_cluster_custom_object(*KUEUE, "cohorts", cohort)
+    server.emulator.set_status("cohorts.kueue.x-k8s.io", "research", {"fairSharing": {"weightedShare": 0}})
+    research = api.get_cluster_custom_object_status(*KUEUE, "cohorts", "research")
+    assert research["spec"] == {"parentName": "root"} and research["status"] == {"fairSharing": {"weightedShare": 0}}
+    with pytest.raises(client.ApiException) as not_namespaced:  # a Cohort is cluster-scoped
+        api.create_namespaced_custom_object(*KUEUE, "wf-jobs", "cohorts", cohort)
+    assert not_namespaced.value.status == 404  # as an apiserver answers a namespaced path to it
     with pytest.raises(client.ApiException) as no_status:  # a ResourceFlavor has no status subresource
         api.get_cluster_custom_object_status(*KUEUE, "resourceflavors", "a100")
     assert no_status.value.status == 404
@@ -109,7 +118,12 @@ def test_schedulers_are_served_only_when_asked():
     plain = KubeEmulator()
     with pytest.raises(KeyError):
         plain.resource_type("queues.scheduling.run.ai")
-    assert [rt.plural for rt in plain.serve_schedulers("kueue")] == ["resourceflavors", "clusterqueues", "localqueues"]
+    assert [rt.plural for rt in plain.serve_schedulers("kueue")] == [
+        "resourceflavors",
+        "cohorts",
+        "clusterqueues",
+        "localqueues",
+    ]
     assert plain.resource_type("clusterqueues.kueue.x-k8s.io").namespaced is False
     with pytest.raises(ValueError, match="unknown scheduler 'volcano'; known: kai, kueue"):
         KubeEmulator(schedulers=("volcano",))

@@ -23,7 +23,7 @@ PAGE = ROOT / "docs" / "quotas.md"
 def test_quotas_page_runs_as_written(monkeypatch):
     monkeypatch.chdir(ROOT)
     commands = bash_commands(PAGE)
-    assert len(commands) == 15
+    assert len(commands) == 17
     outputs = {}
     for args in commands:
         out = StringIO()
@@ -43,6 +43,9 @@ def test_quotas_page_runs_as_written(monkeypatch):
     assert after["projects"]["vision"]["gpu"] == {"deserved": 10, "limit": None, "weight": 2}
     assert after["projects"]["speech"]["gpu"] == {"deserved": 4, "limit": None, "weight": 1}
     assert "cpu" not in after["departments"]["research"]
+    never = outputs["quota set vision a100 --no-lend"].strip()  # then --lend: the document is as it was
+    assert never.startswith("project vision in a100: gpu deserved 10 limit - weight 2 never lends;")
+    assert f"The first prints `{never}`" in " ".join(page.split())
     for transcript in transcripts(PAGE):
         with pytest.raises(DomainError) as refused:
             _run(*shlex.split(transcript.command)[2:])
@@ -64,7 +67,8 @@ def test_quotas_rest_example_runs_in_a_shell_against_a_live_server(live_server, 
         call_command(*args, stdout=StringIO(), stderr=StringIO())
     [block] = [block for block in bash_blocks(PAGE) if "curl" in block]
     patched, shown = json_documents(DocsShell(PORTAL=live_server.url).run([block]))
-    assert patched["quotas"]["gpu"] == {"deserved": 8, "limit": 12, "weight": 2} and patched["revision"] == 2
+    assert patched["quotas"]["gpu"] == {"deserved": 8, "limit": 12, "weight": 2, "lend": True}
+    assert patched["revision"] == 2
     vision = next(row for row in shown["projects"] if (row["project"], row["resource"]) == ("vision", "gpu"))
     assert (vision["deserved"], vision["limit"]) == (8, 12)
     assert revisions.history("NODE_POOL", "a100")[0].description == "vision lends 2"

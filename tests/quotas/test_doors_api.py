@@ -71,7 +71,7 @@ def test_researchers_read_node_pools_and_their_quotas(carved, teams, researcher)
     detail = researcher.get(f"{URL}/h100").json()
     assert detail["selector"] == {"label": {"key": "nvidia.com/gpu.product", "value": "NVIDIA-H100-80GB-HBM3"}}
     research = next(d for d in detail["departments"] if d["name"] == "research")
-    assert research["quotas"]["gpu"] == {"deserved": 16, "limit": None, "weight": 1}
+    assert research["quotas"]["gpu"] == {"deserved": 16, "limit": None, "weight": 1, "lend": True}
     assert research["projects"] == ["speech", "vision"]
     vision = next(r for r in detail["projects"] if (r["project"], r["resource"]) == ("vision", "gpu"))
     assert (vision["deserved"], vision["allocated"], vision["borrowed"]) == (8, 10, 2)
@@ -96,7 +96,7 @@ def test_put_sets_a_team_whole_and_patch_changes_some(carved, teams, admin_api):
         format="json",
     )
     assert put.status_code == 200, put.json()
-    assert put.json()["quotas"]["memory"] == {"deserved": 2**40, "limit": None, "weight": 1}
+    assert put.json()["quotas"]["memory"] == {"deserved": 2**40, "limit": None, "weight": 1, "lend": True}
     assert revisions.history("NODE_POOL", "h100")[0].description == "research's share"
     patched = admin_api.patch(
         f"{URL}/h100/projects/vision", {"gpu": {"deserved": "8", "limit": 12, "weight": 2}}, format="json"
@@ -107,9 +107,9 @@ def test_put_sets_a_team_whole_and_patch_changes_some(carved, teams, admin_api):
         "team_kind": "project",
         "team": "vision",
         "quotas": {
-            "gpu": {"deserved": 8, "limit": 12, "weight": 2},
-            "cpu": {"deserved": 0, "limit": None, "weight": 1},
-            "memory": {"deserved": 0, "limit": None, "weight": 1},
+            "gpu": {"deserved": 8, "limit": 12, "weight": 2, "lend": True},
+            "cpu": {"deserved": 0, "limit": None, "weight": 1, "lend": True},
+            "memory": {"deserved": 0, "limit": None, "weight": 1, "lend": True},
         },
         "changed": True,
         "revision": None,

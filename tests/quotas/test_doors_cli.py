@@ -59,7 +59,7 @@ def test_quota_set_for_departments_and_projects_one_revision_each(carved, teams,
     assert code == 0
     shown = json.loads(out)
     assert shown["project"] == "vision" and shown["changed"] and shown["revision"] == 3
-    assert shown["quotas"]["gpu"] == {"deserved": 8, "limit": 12, "weight": 2}
+    assert shown["quotas"]["gpu"] == {"deserved": 8, "limit": 12, "weight": 2, "lend": True}
     assert quota("h100", "vision", "cpu") == (8000, None, 1)  # a quantity: 8 cores
     assert quota("h100", "research", "memory") == (2**40, None, 1)
     cli("quota", "set", "vision", "h100", "--limit-gpu", "none")

@@ -224,12 +224,12 @@ def test_quotas_of_is_the_tree_in_two_queries(carved, teams):
     assert (tree["node_pool"], tree["backend"], tree["over_quota"]) == ("h100", "sim", True)
     assert [d["name"] for d in tree["departments"]] == ["ops", "research"]
     research = tree["departments"][1]
-    assert research["quotas"]["gpu"] == {"deserved": 16, "limit": None, "weight": 1}
+    assert research["quotas"]["gpu"] == {"deserved": 16, "limit": None, "weight": 1, "lend": True}
     assert [(p["name"], p["priority"], p["quotas"]["gpu"]["deserved"]) for p in research["projects"]] == [
         ("speech", 0, 0),
         ("vision", 2, 8),
     ]
-    assert research["projects"][0]["quotas"]["memory"] == {"deserved": 0, "limit": None, "weight": 1}
+    assert research["projects"][0]["quotas"]["memory"] == {"deserved": 0, "limit": None, "weight": 1, "lend": True}
     node_pool = NodePool.objects.select_related("backend").get(name="h100")
 
     def grow():

@@ -1,12 +1,15 @@
 """`quota set` and `quota show`: team quotas per node pool from the command line (docs/quotas.md, "Doors").
 
-    manage.py quota set PROJECT NODE_POOL [--gpu N] [--limit-gpu N|none] [--weight-gpu N] [--cpu Q] … [--format json]
+    manage.py quota set PROJECT NODE_POOL [--gpu N] [--limit-gpu N|none] [--weight-gpu N] [--cpu Q] …
+        [--no-lend|--lend] [--format json]
     manage.py quota set --department DEPT NODE_POOL [--gpu N] …
     manage.py quota show NODE_POOL [--format json]
 
 Per resource (gpu, cpu, memory): `--<r>` sets deserved, `--limit-<r>` the limit (`none` removes it),
-`--weight-<r>` the over-quota weight. Amounts are integers or Kubernetes quantities (`--cpu 8` is 8 cores,
-`--memory 64Gi`); what is not given is kept. One NODE_POOL revision per call (`config history NODE_POOL`).
+`--weight-<r>` the over-quota weight. `--no-lend` makes the team never lend its unused deserved in that node
+pool (every resource; it stays idle for the team), `--lend` undoes it. Amounts are integers or Kubernetes
+quantities (`--cpu 8` is 8 cores, `--memory 64Gi`); what is not given is kept. One NODE_POOL revision per call
+(`config history NODE_POOL`).
 Errors print one line and exit 1.
 """
 
@@ -41,6 +44,15 @@ class Command(PortalCommand):
             setting.add_argument(FLAGS[resource, "deserved"], dest=f"{resource}_deserved", help=f"deserved ({example})")
             setting.add_argument(FLAGS[resource, "limit"], dest=f"{resource}_limit", help="limit, or none")
             setting.add_argument(FLAGS[resource, "weight"], dest=f"{resource}_weight", help="over-quota weight")
+        lending = setting.add_mutually_exclusive_group()
+        lending.add_argument(
+            "--no-lend",
+            dest="lend",
+            action="store_false",
+            default=None,
+            help="never lend its unused deserved to other teams in this node pool (every resource)",
+        )
+        lending.add_argument("--lend", dest="lend", action="store_true", help="lend its unused deserved again")
         setting.add_argument("--description", default="", help="the revision's description")
         setting.add_argument("--format", choices=["text", "json"], default="text")
         show = verbs.add_parser("show", help="per project and resource: deserved, limit, weight, in use, fair share")
@@ -163,9 +175,12 @@ def _changes(options) -> dict[str, dict]:
             elif key == "weight":
                 value = int(value) if value.strip().isdigit() else value  # else the service says why
             changes.setdefault(resource, {})[key] = value
+    if options.get("lend") is not None:
+        for resource in RESOURCES:
+            changes.setdefault(resource, {})["lend"] = options["lend"]
     if not changes:
         raise ConfigError(
-            "give at least one of --gpu, --cpu, --memory, --limit-<resource> or --weight-<resource>",
+            "give at least one of --gpu, --cpu, --memory, --limit-<resource>, --weight-<resource>, --lend or --no-lend",
             field="resource",
         )
     return changes
@@ -183,7 +198,7 @@ def _in_flags(error: ConfigError) -> ConfigError:
 def _figures(resource: str, quota: dict) -> str:
     return (
         f"deserved {units.show(resource, quota['deserved'])} limit {units.show(resource, quota['limit'])} "
-        f"weight {quota['weight']}"
+        f"weight {quota['weight']}{'' if quota['lend'] else ' never lends'}"
     )
 
 

@@ -15,8 +15,9 @@ from quotas.services.scheduler_status import scheduler_status
 
 class Command(PortalCommand):
     help = (
-        "Print the scheduler objects (KAI Queues; Kueue ResourceFlavors, ClusterQueues, LocalQueues) the portal "
-        "writes for a backend whose quota_scheduler is kai or kueue; --apply writes them now and deletes stale ones."
+        "Print the scheduler objects (KAI Queues; Kueue ResourceFlavors, Cohorts, ClusterQueues, LocalQueues) the "
+        "portal writes for a backend whose quota_scheduler is kai or kueue; --apply writes them now and deletes "
+        "stale ones."
     )
 
     def add_arguments(self, parser):
