@@ -119,7 +119,10 @@ def _submit(request: SubmitRequest) -> SubmitResult:
     warnings = [*spec.warnings, *timeout_warnings]
     if request.dry_run or request.validation_only:
         ctx = _context(pool, spec.name + "-dry-run", who.user.get_username(), priority, spec)
-        plan = _plan(spec, ctx, *_placed(pool, spec))
+        platforms, nodes = _placed(pool, spec)
+        plan = _plan(spec, ctx, platforms, nodes)
+        stub = Workflow(pool=pool, project=project, priority=priority, name=spec.name)
+        parts.charge(stub, *_charges(stub, spec, platforms), _planned_pods(plan))  # refused as a submission is
         candidates = placement_candidates({p.platform.pk for p in plan}) if request.dry_run else None
         tasks = [_dry_run_row(p, candidates) for p in plan]
         status = "DRY_RUN" if request.dry_run else "VALID"
@@ -132,8 +135,7 @@ def _submit(request: SubmitRequest) -> SubmitResult:
     # platform); and outside a transaction the gate may answer from its per-process cache (quotas.services.charging).
     platforms, nodes = _placed(pool, spec)
     stub = Workflow(pool=pool, project=project, priority=priority, name=spec.name)
-    charges = parts.charges(stub, [p.name for p in platforms])  # quotas' admission gate, when installed
-    lead = next((p for t, p in zip(spec.tasks(), platforms, strict=True) if t.lead), platforms[0])
+    charges, lead = _charges(stub, spec, platforms)  # quotas' admission gate, when installed
     with transaction.atomic():
         workflow_id = _next_id(spec.name)
         workflow_uuid = uuid.uuid4()
@@ -155,8 +157,7 @@ def _submit(request: SubmitRequest) -> SubmitResult:
             queue_timeout_seconds=_seconds(queue_timeout),
             requests=workflow_requests(p.resolution.pod for p in plan),
         )
-        pods = [parts.PlannedPod(p.task.name, p.platform.name, p.resolution.pod) for p in plan]
-        charged = parts.charge(workflow, charges, lead.name, pods)  # refuses what can never run
+        charged = parts.charge(workflow, charges, lead, _planned_pods(plan))  # refuses what can never run
         [workflow] = Workflow.objects.bulk_create([workflow])
         tasks = Task.objects.bulk_create([_task_row(workflow, spec, p, pool, charges) for p in plan])
         parts.store(workflow, charged)
@@ -176,6 +177,17 @@ def _submit(request: SubmitRequest) -> SubmitResult:
         workflow.warnings,
         _name(project),
     )
+
+
+def _charges(stub: Workflow, spec: WorkflowSpec, platforms: list[Platform]) -> tuple[parts.Charges | None, str]:
+    """Where each platform's tasks are charged (the admission gate's answer, None without one) and the lead
+    task's platform, whose node pool `Workflow.node_pool` names."""
+    lead = next((p for t, p in zip(spec.tasks(), platforms, strict=True) if t.lead), platforms[0])
+    return parts.charges(stub, [p.name for p in platforms]), lead.name
+
+
+def _planned_pods(plan: list[PlannedTask]) -> list[parts.PlannedPod]:
+    return [parts.PlannedPod(p.task.name, p.platform.name, p.resolution.pod) for p in plan]
 
 
 def _parse(request: SubmitRequest) -> WorkflowSpec:

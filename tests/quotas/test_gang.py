@@ -20,14 +20,18 @@ import pytest
 from celery.signals import task_postrun
 from django.core.management import base, call_command
 from django.utils import timezone
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from rest_framework.test import APIClient
 
 from pools.engine.placement_fit import pod_requests
 from quotas.models import NodePool
+from quotas.services.admission import admission_pass
 from quotas.services.node_pools import charged_node_pool
 from quotas.services.state import states
 from tests.clirun import run_as_cli
 from tests.quotas import gpu_cluster as gc
+from workflows.errors import WorkflowInvalid
 from workflows.lifecycle.cancel import cancel
 from workflows.models import Task, Workflow, WorkflowPart, WorkflowStatus
 from workflows.services import SubmitRequest, submit
@@ -262,6 +266,8 @@ def test_what_can_never_run_is_refused_at_submission_with_the_numbers_rest(users
     body = answer.json()
     assert reason in body["reason"] or reason in json.dumps(body), body
     assert not Workflow.objects.exists() and not WorkflowPart.objects.exists()  # nothing written
+    checked = client.post("/api/pool/gpu/workflow?validation_only=true", document, format="json")
+    assert checked.status_code == 400 and reason in json.dumps(checked.json())  # not VALID either
 
 
 @pytest.mark.parametrize("case", sorted(NEVER))
@@ -281,3 +287,51 @@ def test_several_problems_are_all_listed(users):
     body = client.post("/api/pool/gpu/workflow", document, format="json").json()
     problems = json.dumps(body)
     assert "task giant asks 8 gpu" in problems and "project infer's hard limit there is 2" in problems, body
+
+
+# ------------------------------------------------------------------ property: random gangs, passes in any order
+
+TASK = st.tuples(st.integers(1, 4), st.sampled_from(["a100-40", "a100-80"]))
+WORKLOAD = st.lists(
+    st.tuples(st.sampled_from(["vision", "infer"]), st.lists(TASK, min_size=1, max_size=3)), min_size=1, max_size=6
+)
+
+
+@settings(max_examples=12, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(workload=WORKLOAD, order=st.permutations(["a100-40gb", "a100-80gb"]), finish=st.integers(0, 5))
+def test_any_workload_keeps_every_part_counted_once_and_every_gang_whole(users, workload, order, finish):
+    """Random multi-pool workflows, passes in either order, one admitted workflow finishing: every task counted
+    in exactly its own node pool; a workflow runs only with all its parts admitted; a queued one has a part
+    that waits; infer's hard limit of 2 in a100-80gb and each node pool's capacity hold."""
+    gc.set_quotas("a100-40gb", "a100-40", {"research": 4}, {"vision": 2})
+    Workflow.objects.all().delete()
+    for index, (project, tasks) in enumerate(workload):
+        named = [(f"t{i}", gpus, platform) for i, (gpus, platform) in enumerate(tasks)]
+        try:
+            submit(SubmitRequest(pool="gpu", spec=spec(f"w{index}", named), who=users[project]))
+        except WorkflowInvalid:
+            continue  # above infer's limit: refused, nothing written
+        for name in order:
+            admission_pass(NodePool.objects.get(name=name))
+    running = list(Workflow.objects.filter(status__in=IN_FLIGHT).order_by("pk"))
+    if running:
+        Workflow.objects.filter(pk=running[finish % len(running)].pk).update(status=Q.COMPLETED)
+        for name in order:
+            admission_pass(NodePool.objects.get(name=name))
+    assert violations() == []
+    for workflow in Workflow.objects.prefetch_related("parts"):
+        admitted = [p.admitted_at is not None for p in workflow.parts.all()]
+        if workflow.status in IN_FLIGHT:
+            assert all(admitted), workflow
+        elif workflow.status == Q.QUEUED:
+            assert not all(admitted), workflow
+    for current in states(NodePool.objects.all()).values():
+        used = sum(row["allocated"] for row in current.project_rows() if row["resource"] == "gpu")
+        assert used <= current.capacity["gpu"], current.node_pool.name
+        if current.node_pool.name == "a100-80gb":
+            assert (
+                next(r for r in current.project_rows() if r["project"] == "infer" and r["resource"] == "gpu")[
+                    "allocated"
+                ]
+                <= 2
+            )
