@@ -30,6 +30,7 @@ from quotas.services.admission import admission_pass
 from quotas.services.node_pools import charged_node_pool
 from quotas.services.state import states
 from tests.clirun import run_as_cli
+from tests.queries import captured_queries
 from tests.quotas import gpu_cluster as gc
 from workflows.errors import WorkflowInvalid
 from workflows.lifecycle.cancel import cancel
@@ -335,3 +336,20 @@ def test_any_workload_keeps_every_part_counted_once_and_every_gang_whole(users, 
                 ]
                 <= 2
             )
+
+
+def test_submission_queries_do_not_grow_with_tasks(users, django_capture_on_commit_callbacks):
+    """Inside the test's transaction the charges are not cached (as inside any transaction): each platform
+    used costs its charge's queries, so both workflows use the same two platforms (production caches them:
+    tests/quotas/test_charging_cache.py)."""
+
+    def submitted(name: str, tasks: list[tuple[str, int, str]]) -> int:
+        with django_capture_on_commit_callbacks(execute=False), captured_queries() as queries:
+            submit(SubmitRequest(pool="gpu", spec=spec(name, tasks), who=users["vision"]))
+        return len(queries)
+
+    submitted("warm", [("a", 1, "a100-40"), ("b", 1, "a100-80")])  # roles, epochs and charges cached
+    few = submitted("few", [("a", 1, "a100-40"), ("b", 1, "a100-80")])
+    many = submitted("many", [(f"t{i}", 1, ("a100-40", "a100-80")[i % 2]) for i in range(8)])
+    assert few == many, (few, many)
+    assert Workflow.objects.get(workflow_id="many-1").parts.count() == 2
