@@ -6,7 +6,8 @@ transaction — so one pass at a time decides for a node pool, however many work
 for the first to commit and then reads what it wrote (no workflow is admitted twice). Within the lock:
 
 1. `quotas.services.state.state(node_pool)` reads the quota tree, the capacity and the queued and in-flight
-   workflows charged to the node pool;
+   parts charged to the node pool (a workflow's tasks there: a workflow across node pools has one part in each,
+   admitted by each pass, and starts with its last part: docs/admission.md, "Workflows across node pools");
 2. unmanaged node pool (no quota guarantees or caps anything): every queued workflow is admitted at once,
    non-preemptible (the portal's behaviour before quotas);
 3. managed: `pools.engine.admission.run_admission` decides; `admitted` → `workflows.lifecycle.admission.admit`
