@@ -46,21 +46,23 @@ class AdmissionGate:
     and whether it waits QUEUED for admission (a managed node pool) or is admitted at once (docs/admission.md):
     unmanaged, or on a backend whose own scheduler (KAI, Kueue) admits (docs/quota-schedulers.md)."""
 
-    def charge(self, workflow, lead_platform: str):
+    def charge(self, workflow, platform: str):
         from quotas.services import charging
         from workflows.admission_gate import Charge
 
-        node_pool, queue = charging.charge(workflow.pool, lead_platform)  # cached per process (charging epoch)
-        return Charge(node_pool, queue=queue)
+        node_pool, queue, selector = charging.charge(workflow.pool, platform)  # cached per process (charging epoch)
+        return Charge(node_pool, queue=queue, node_selector=selector)
+
+    def checker(self, workflow, node_pools: set[str]):
+        from quotas.services.fit import checker
+
+        return checker(workflow.pool.backend_id, workflow.project, node_pools).refuse
 
     def on_queued(self, workflow_pks: list[int]) -> None:
-        from quotas.models import NodePool
-        from quotas.services.admission import request_pass
-        from workflows.models import Workflow
+        from quotas.services.admission import request_passes
+        from workflows.models import WorkflowPart
 
-        names = set(Workflow.objects.filter(pk__in=workflow_pks).values_list("node_pool", flat=True))
-        for node_pool_id in NodePool.objects.filter(name__in=names).values_list("pk", flat=True):
-            request_pass(node_pool_id)
+        request_passes(WorkflowPart.objects.filter(workflow_id__in=workflow_pks, admitted_at__isnull=True))
 
     def scheduler_says(self, workflow) -> dict | None:
         """A delegated workflow not running yet: what KAI or Kueue says of its queue (docs/quota-schedulers.md)."""
@@ -70,17 +72,17 @@ class AdmissionGate:
 
 
 def _workflow_finished(sender, *, workflow_pk, **kwargs) -> None:
-    """A workflow finished (after commit): its capacity is free; admit what waits in its node pool."""
-    from quotas.models import NodePool
-    from quotas.services.admission import request_pass
-    from workflows.models import Workflow, WorkflowStatus
+    """A workflow finished (after commit): its capacity is free in each node pool it was charged to; admit what
+    waits there."""
+    from quotas.services.admission import request_passes
+    from workflows.models import WorkflowPart, WorkflowStatus
 
-    name = Workflow.objects.filter(pk=workflow_pk).values_list("node_pool", flat=True).first()
-    if not name or not Workflow.objects.filter(node_pool=name, status=WorkflowStatus.QUEUED).exists():
-        return
-    node_pool_id = NodePool.objects.filter(name=name).values_list("pk", flat=True).first()
-    if node_pool_id is not None:
-        request_pass(node_pool_id)
+    mine = WorkflowPart.objects.filter(workflow_id=workflow_pk).values("node_pool")
+    request_passes(
+        WorkflowPart.objects.filter(
+            node_pool__in=mine, workflow__status=WorkflowStatus.QUEUED, admitted_at__isnull=True
+        )
+    )
 
 
 # Receivers: each runs in the sender's transaction, so what it writes commits or rolls back with it.

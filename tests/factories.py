@@ -24,7 +24,7 @@ from pools.models import (
 )
 from quotas.models import NodePool, Quota
 from teams.models import Department, Project, role_name
-from workflows.models import Task, Workflow
+from workflows.models import Task, Workflow, WorkflowPart
 
 
 class UserFactory(factory.django.DjangoModelFactory):
@@ -181,15 +181,29 @@ class NodeFactory(factory.django.DjangoModelFactory):
 
 
 class WorkflowFactory(factory.django.DjangoModelFactory):
-    """A stored workflow (history only: no tasks, no pods). `WorkflowFactory(pool=pool)`."""
+    """A stored workflow (history only: no tasks, no pods). `WorkflowFactory(pool=pool)`. One charged to a
+    node pool (`node_pool=…`, `requests=…`) has its one part there, as a submission stores it."""
 
     class Meta:
         model = Workflow
+        skip_postgeneration_save = True
 
     workflow_id = factory.Sequence(lambda n: f"hello-{n + 1}")
     name = "hello"
     pool = factory.SubFactory(PoolFactory)
     submitted_by = factory.SubFactory(UserFactory)
+
+    @factory.post_generation
+    def part(workflow, create, extracted, **kwargs):
+        if create and workflow.node_pool:
+            admitted = workflow.admitted_at or (None if workflow.status == "QUEUED" else workflow.created_at)
+            WorkflowPart.objects.create(
+                workflow=workflow,
+                node_pool=workflow.node_pool,
+                requests=workflow.requests,
+                admitted_at=admitted,
+                preemptible=workflow.preemptible,
+            )
 
 
 class TaskFactory(factory.django.DjangoModelFactory):

@@ -3,13 +3,20 @@ without workflows knowing anything of quotas (docs/admission.md, "Queued workflo
 
 One gate may be registered (quotas does it in its AppConfig.ready()). With none, submission is what it always
 was: the workflow is stored PENDING and its pod creation enqueued. With one, `workflows.services.submit` asks it,
-just before the submission's transaction (so outside any, unless its caller holds one), where the workflow is
-charged (`charge`), and:
+just before the submission's transaction (so outside any, unless its caller holds one), where each task is
+charged (`charge`, once per platform the workflow's tasks use). The tasks charged to one node pool form one part
+of the workflow (`WorkflowPart`, their requests summed):
 
-* `Charge(node_pool, queue=False)`: admitted at once (a node pool without quotas): PENDING, `admitted_at` now,
-  non-preemptible, pods enqueued as before;
-* `Charge(node_pool, queue=True)`: stored QUEUED; once committed the gate hears of it (`on_queued`) and runs
-  admission, which moves it on through `workflows.lifecycle.admission` (admit, hold, preempt).
+* `Charge(node_pool, queue=False)`: the part is admitted at once (a node pool without quotas, or one whose own
+  scheduler admits), its tasks' pods get the node pool's `node_selector`;
+* `Charge(node_pool, queue=True)`: the part waits for its node pool's admission.
+
+A workflow with every part admitted at once is PENDING, `admitted_at` now, non-preemptible, pods enqueued as
+before; otherwise it is stored QUEUED, and once committed the gate hears of it (`on_queued`) and runs admission,
+which moves it on through `workflows.lifecycle.admission` (admit a part, hold, preempt, release) until its last
+part is admitted. Before the transaction the gate reads what its check needs (`checker`); inside it, once
+every task is resolved, that check may refuse the workflow (a task no node can hold, a request above a hard
+limit), before anything is written.
 
 It also answers "why is it not running" for a workflow another scheduler admits (`scheduler_says`): one
 workflow's `explain` and API detail ask it, never a list.
@@ -17,7 +24,8 @@ workflow's `explain` and API detail ask it, never a list.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -25,13 +33,30 @@ from typing import Protocol
 class Charge:
     node_pool: str  # the node pool's name ("" when none applies)
     queue: bool  # True: wait QUEUED for admission; False: admitted at once
+    node_selector: dict[str, str] = field(default_factory=dict)  # what lands a pod admitted at once there
+
+
+@dataclass(frozen=True)
+class TaskAsk:
+    """One resolved task as the gate checks it at submission: where it is charged and what its pod asks
+    (quota units: gpu devices, cpu millicores, memory bytes)."""
+
+    task: str
+    node_pool: str
+    requests: dict[str, int]
 
 
 class Gate(Protocol):
-    def charge(self, workflow, lead_platform: str) -> Charge:
-        """Where `workflow` (not saved yet: its pool, project, priority and name are set) is charged, given
-        the platform of its lead task, and whether it waits. Runs just before the submission's transaction
+    def charge(self, workflow, platform: str) -> Charge:
+        """Where a task of `workflow` (not saved yet: its pool, project, priority and name are set) running on
+        `platform` is charged, and whether it waits. Runs just before the submission's transaction
         (the workflow's id is not known yet): outside a transaction, it may answer from a cache."""
+
+    def checker(self, workflow, node_pools: set[str]) -> Callable[[list[TaskAsk]], None]:
+        """Read now (before the submission's transaction) what it takes to tell whether `workflow`'s tasks
+        charged to `node_pools` can ever run, and return the check: called inside the transaction with the
+        resolved tasks, it raises a PortalError (field, value, reason) for a task no node of its node pool can
+        hold, or a node pool's part above its project's (or department's) hard limit, and reads nothing."""
 
     def on_queued(self, workflow_pks: list[int]) -> None:
         """Workflows were stored QUEUED (called after commit): run admission for their node pools."""

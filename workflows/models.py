@@ -106,9 +106,10 @@ class Workflow(models.Model):
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # --- quotas (docs/quotas.md): written by the quotas app through workflows' hooks; workflows knows no quota.
-    # The node pool it is charged to, by name (workflows cannot refer up to quotas); "" before charging.
+    # The node pool of its lead task, by name (workflows cannot refer up to quotas); "" before charging. Each
+    # task is charged to its own node pool (`Task.node_pool`, summed per node pool in `WorkflowPart`).
     node_pool = models.CharField(max_length=128, blank=True, default="", db_index=True)
-    # What it asks for, summed over its tasks' resolved pods: {"gpu": devices, "cpu": millicores, "memory": bytes}.
+    # What it asks for, summed over all its tasks' resolved pods: {"gpu": devices, "cpu": millicores, "memory": bytes}.
     requests = models.JSONField(default=dict, blank=True)
     admitted_at = models.DateTimeField(null=True, blank=True)  # when admission let it create pods
     preemptible = models.BooleanField(default=False)  # admitted above its project's deserved quota
@@ -147,6 +148,7 @@ class Task(models.Model):
     # the lead finishing stops the rest of the group; false: every task of the group counts.
     ignore_non_lead_status = models.BooleanField(default=True)
     platform = models.CharField(max_length=128)
+    node_pool = models.CharField(max_length=128, blank=True, default="")  # its platform's, by name ("" uncharged)
     pod = models.JSONField(default=dict)  # the resolved Pod manifest, exactly as it will be created
     pod_name = models.CharField(max_length=253)
     namespace = models.CharField(max_length=63)
@@ -179,6 +181,28 @@ class Task(models.Model):
     @property
     def is_finished(self) -> bool:
         return self.status in FINISHED_TASK
+
+
+class WorkflowPart(models.Model):
+    """The tasks of a workflow charged to one node pool, summed: what that node pool's admission decides about
+    (docs/admission.md, "Workflows across node pools"). A workflow has one part per node pool its tasks use and
+    is admitted when all its parts are (gang-style): a part admitted before the others holds its room
+    (`admitted_at` set while the workflow is still QUEUED: a reservation, counted as allocated)."""
+
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="parts")
+    node_pool = models.CharField(max_length=128)  # by name, as Workflow.node_pool
+    tasks = models.JSONField(default=list)  # the names of its tasks, for reasons ("task X in node pool Y")
+    requests = models.JSONField(default=dict)  # summed over its tasks' pods, as Workflow.requests
+    admitted_at = models.DateTimeField(null=True, blank=True)  # this part's admission (or reservation)
+    preemptible = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["workflow_id", "node_pool"]
+        constraints = [models.UniqueConstraint(fields=["workflow", "node_pool"], name="unique_part_per_node_pool")]
+        indexes = [models.Index(fields=["node_pool", "workflow"])]
+
+    def __str__(self) -> str:
+        return f"{self.workflow_id} in {self.node_pool}"
 
 
 class TaskEvent(models.Model):

@@ -17,13 +17,11 @@ from datetime import timedelta
 import yaml
 from django.conf import settings
 from django.db import connection, transaction
-from django.utils import timezone
 
 from access import actions, policy
 from configs.validators import parse_timeout
 from pools.engine import WorkflowContext, resolve
 from pools.engine.placement import NodeInfo
-from pools.engine.placement_fit import pod_requests, sum_requests
 from pools.models import Platform, Pool
 from pools.services.compilation import compiled_platform
 from pools.services.node_rules import capacities_for
@@ -32,9 +30,10 @@ from portal import metrics
 from portal.errors import PortalError
 from portal.safe_yaml import spec_limits
 from teams.services import charged_project
-from workflows import admission_gate, enqueue
+from workflows import admission_gate, enqueue, parts
 from workflows.errors import InvalidSpec, PoolInMaintenance, PoolNotFound, WorkflowInvalid
 from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName, WorkflowStatus
+from workflows.parts import workflow_requests
 from workflows.pool_loading import load_pool
 from workflows.spec import SpecError, WorkflowSpec, effective_timeouts, parse_workflow, substitute_tokens
 from workflows.submit_options import with_options
@@ -120,7 +119,10 @@ def _submit(request: SubmitRequest) -> SubmitResult:
     warnings = [*spec.warnings, *timeout_warnings]
     if request.dry_run or request.validation_only:
         ctx = _context(pool, spec.name + "-dry-run", who.user.get_username(), priority, spec)
-        plan = _plan(spec, ctx, *_placed(pool, spec))
+        platforms, nodes = _placed(pool, spec)
+        plan = _plan(spec, ctx, platforms, nodes)
+        stub = Workflow(pool=pool, project=project, priority=priority, name=spec.name)
+        parts.charge(stub, *_charges(stub, spec, platforms), _planned_pods(plan))  # refused as a submission is
         candidates = placement_candidates({p.platform.pk for p in plan}) if request.dry_run else None
         tasks = [_dry_run_row(p, candidates) for p in plan]
         status = "DRY_RUN" if request.dry_run else "VALID"
@@ -132,7 +134,8 @@ def _submit(request: SubmitRequest) -> SubmitResult:
     # name wait for each other's resolution and writes only, not for these queries (tokens never change a
     # platform); and outside a transaction the gate may answer from its per-process cache (quotas.services.charging).
     platforms, nodes = _placed(pool, spec)
-    charge = _charge(pool, project, priority, spec, platforms)  # quotas' admission gate, when installed
+    stub = Workflow(pool=pool, project=project, priority=priority, name=spec.name)
+    charges, lead = _charges(stub, spec, platforms)  # quotas' admission gate, when installed
     with transaction.atomic():
         workflow_id = _next_id(spec.name)
         workflow_uuid = uuid.uuid4()
@@ -154,9 +157,10 @@ def _submit(request: SubmitRequest) -> SubmitResult:
             queue_timeout_seconds=_seconds(queue_timeout),
             requests=workflow_requests(p.resolution.pod for p in plan),
         )
-        _apply(charge, workflow)
+        charged = parts.charge(workflow, charges, lead, _planned_pods(plan))  # refuses what can never run
         [workflow] = Workflow.objects.bulk_create([workflow])
-        tasks = Task.objects.bulk_create([_task_row(workflow, spec, p, pool) for p in plan])
+        tasks = Task.objects.bulk_create([_task_row(workflow, spec, p, pool, charges) for p in plan])
+        parts.store(workflow, charged)
         TaskEvent.objects.bulk_create(
             [TaskEvent(task=t, kind="SUBMITTED", message=f"submitted by {who.name}", at=t.created_at) for t in tasks]
         )
@@ -175,36 +179,15 @@ def _submit(request: SubmitRequest) -> SubmitResult:
     )
 
 
-def _charge(
-    pool: Pool, project, priority: str, spec: WorkflowSpec, platforms: list[Platform]
-) -> admission_gate.Charge | None:
-    """Ask the admission gate (quotas, when installed) where the workflow is charged and whether it waits
-    QUEUED for admission (workflows.admission_gate); None without a gate (admitted at once, as always)."""
-    gate = admission_gate.current()
-    if gate is None:
-        return None
+def _charges(stub: Workflow, spec: WorkflowSpec, platforms: list[Platform]) -> tuple[parts.Charges | None, str]:
+    """Where each platform's tasks are charged (the admission gate's answer, None without one) and the lead
+    task's platform, whose node pool `Workflow.node_pool` names."""
     lead = next((p for t, p in zip(spec.tasks(), platforms, strict=True) if t.lead), platforms[0])
-    return gate.charge(Workflow(pool=pool, project=project, priority=priority, name=spec.name), lead.name)
+    return parts.charges(stub, [p.name for p in platforms]), lead.name
 
 
-def _apply(charge: admission_gate.Charge | None, workflow: Workflow) -> None:
-    if charge is None:
-        return
-    workflow.node_pool = charge.node_pool
-    if charge.queue:
-        workflow.status = WorkflowStatus.QUEUED
-    else:
-        workflow.admitted_at = timezone.now()
-
-
-# What a workflow asks its node pool for (docs/quotas.md): quota resource → the pods' resource name.
-QUOTA_RESOURCES = {"gpu": "nvidia.com/gpu", "cpu": "cpu", "memory": "memory"}
-
-
-def workflow_requests(pods) -> dict[str, int]:
-    """The summed requests of a workflow's pods in scheduler units: gpu devices, cpu millicores, memory bytes."""
-    total = sum_requests(pod_requests(pod) for pod in pods)
-    return {quota: total.get(name, 0) for quota, name in QUOTA_RESOURCES.items()}
+def _planned_pods(plan: list[PlannedTask]) -> list[parts.PlannedPod]:
+    return [parts.PlannedPod(p.task.name, p.platform.name, p.resolution.pod) for p in plan]
 
 
 def _parse(request: SubmitRequest) -> WorkflowSpec:
@@ -402,8 +385,9 @@ def _next_id(name: str) -> str:
     return f"{name}-{number}"
 
 
-def _task_row(workflow: Workflow, spec: WorkflowSpec, planned: PlannedTask, pool: Pool) -> Task:
-    pod = planned.resolution.pod
+def _task_row(workflow: Workflow, spec: WorkflowSpec, planned: PlannedTask, pool: Pool, charges) -> Task:
+    node_pool, selector = parts.task_charge(charges, planned.platform.name)
+    pod = parts.confined(planned.resolution.pod, selector)
     group = next(g for g in spec.groups if g.name == planned.task.group)
     return Task(
         workflow=workflow,
@@ -412,6 +396,7 @@ def _task_row(workflow: Workflow, spec: WorkflowSpec, planned: PlannedTask, pool
         lead=planned.task.lead,
         ignore_non_lead_status=group.ignore_non_lead_status,
         platform=planned.platform.name,
+        node_pool=node_pool,
         pod=pod,
         pod_name=pod["metadata"]["name"],
         namespace=pool.backend.namespace,

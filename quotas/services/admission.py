@@ -6,7 +6,8 @@ transaction — so one pass at a time decides for a node pool, however many work
 for the first to commit and then reads what it wrote (no workflow is admitted twice). Within the lock:
 
 1. `quotas.services.state.state(node_pool)` reads the quota tree, the capacity and the queued and in-flight
-   workflows charged to the node pool;
+   parts charged to the node pool (a workflow's tasks there: a workflow across node pools has one part in each,
+   admitted by each pass, and starts with its last part: docs/admission.md, "Workflows across node pools");
 2. unmanaged node pool (no quota guarantees or caps anything): every queued workflow is admitted at once,
    non-preemptible (the portal's behaviour before quotas);
 3. managed: `pools.engine.admission.run_admission` decides; `admitted` → `workflows.lifecycle.admission.admit`
@@ -38,10 +39,11 @@ from pools.engine.quota_model import Quota, QuotaTree, Resources, TeamQuota
 from pools.engine.reclaim import RunningWorkflow
 from portal import metrics
 from quotas.models import RESOURCES, NodePool
+from quotas.services import gang
 from quotas.services.node_pools import node_selector
 from quotas.services.state import NodePoolState, gpu_noun, state
 from workflows.lifecycle import admission as hooks
-from workflows.models import Workflow, WorkflowStatus
+from workflows.models import Workflow, WorkflowPart, WorkflowStatus
 
 log = logging.getLogger(__name__)
 
@@ -82,30 +84,33 @@ def admission_pass(node_pool: NodePool | int) -> PassReport:
 
 
 def _round(node_pool: NodePool, report: PassReport) -> int:
-    """Decide and apply once, under the lock. Returns how many workflows were preempted."""
+    """Decide and apply once, under the lock. Returns how many workflows were preempted (or released)."""
     current = state(node_pool, min_runtime_seconds=settings.QUOTA_MIN_RUNTIME_SECONDS)
     report.managed = current.managed
     if not current.queued:
         return 0
     selector = node_selector(node_pool)
     if not current.managed:
-        pks = _pks([w.workflow_id for w in current.queued])
+        pks = _locked_pks([w.workflow_id for w in current.queued])
         for workflow in current.queued:
             why = f"node pool {node_pool.name} has no quotas: admitted at once"
             if hooks.admit(
                 pks[workflow.workflow_id],
                 preemptible=False,
+                node_pool=node_pool.name,
                 node_selector=selector,
                 annotations={hooks.ADMISSION_ANNOTATION: why},
             ):
                 report.admitted.append(workflow.workflow_id)
         return 0
     result = run_admission(engine_state(current))
-    pks = _pks(
+    held_pks = _pks([h.workflow for h in result.held])
+    held_gangs = gang.gangs(held_pks.values())
+    pks = held_pks | _locked_pks(
         [
             *(a.workflow for a in result.admitted),
-            *(h.workflow for h in result.held),
             *(v.workflow for v in result.preempted),
+            *(h.workflow for h in result.held if held_pks[h.workflow] in held_gangs),
         ]
     )
     preempted = 0
@@ -118,16 +123,32 @@ def _round(node_pool: NodePool, report: PassReport) -> int:
         if hooks.admit(
             pks[admission.workflow],
             preemptible=admission.preemptible,
+            node_pool=node_pool.name,
             node_selector=selector,
             annotations={hooks.ADMISSION_ANNOTATION: admitted_because(node_pool.name, admission)},
         ):
             report.admitted.append(admission.workflow)
-    for held in result.held:
-        reason = _named(held.reason.as_dict())
-        reason["node_pool"] = node_pool.name
-        hooks.hold(pks[held.workflow], reason)
-        report.held.append(held.workflow)
+    _hold(node_pool.name, current, result.held, pks, held_gangs, report)
+    _wake_other_parts(node_pool.name, [pks[w] for w in report.preempted if w in pks])
     return preempted
+
+
+def _hold(name: str, current: NodePoolState, held: list, pks: dict[str, int], gangs: dict, report: PassReport) -> None:
+    """Write why each held workflow waits. A workflow with parts in several node pools says which part holds
+    it ("task X in node pool Y: …"), written by the pass of its first waiting part (by node pool name) only,
+    so two passes do not overwrite each other's reason."""
+    tasks = {w.workflow_id: w.tasks for w in current.queued}
+    for decision in held:
+        pk = pks[decision.workflow]
+        reason = {**_named(decision.reason.as_dict()), "node_pool": name}
+        if pk in gangs:
+            if not gang.speaks_for(gangs[pk], name):
+                continue
+            part = list(tasks.get(decision.workflow, ()))
+            reason["text"] = f"task {', '.join(part)} in node pool {name}: {reason.get('text', '')}"
+            reason["part"] = {"node_pool": name, "tasks": part}
+        hooks.hold(pk, reason)
+        report.held.append(decision.workflow)
 
 
 def admitted_because(node_pool: str, admission) -> str:
@@ -159,7 +180,7 @@ def engine_state(current: NodePoolState) -> PoolState:
             project=team(w.project),
             usage=only_counted(w.requests),
             preemptible=w.preemptible or team(w.project) == NO_PROJECT,
-            runtime_seconds=max(0, int((current.now - (w.admitted_at or w.created_at)).total_seconds())),
+            runtime_seconds=w.runtime_seconds(current.now, current.min_runtime_seconds),
         )
         for w in current.in_flight
     )
@@ -225,6 +246,23 @@ def _pks(workflow_ids: list[str]) -> dict[str, int]:
     return dict(Workflow.objects.filter(workflow_id__in=workflow_ids).values_list("workflow_id", "pk"))
 
 
+def _locked_pks(workflow_ids: list[str]) -> dict[str, int]:
+    """workflow id → pk, every row locked now in pk order: two passes touching the same workflows (parts in
+    both node pools) lock them in one order, so they wait for each other instead of deadlocking. Workflows
+    held with one part only are touched by no other pass: they are not locked (a pass may hold thousands)."""
+    if not workflow_ids:
+        return {}
+    rows = Workflow.objects.select_for_update().filter(workflow_id__in=workflow_ids).order_by("pk")
+    return dict(rows.values_list("workflow_id", "pk"))
+
+
+def _wake_other_parts(name: str, workflow_pks: list[int]) -> None:
+    """Preempted or released workflows wait again in every node pool of theirs: those passes run after commit."""
+    if workflow_pks:
+        parts = WorkflowPart.objects.filter(workflow_id__in=workflow_pks).exclude(node_pool=name)
+        transaction.on_commit(lambda: request_passes(parts), robust=True)
+
+
 # ------------------------------------------------------------------------------------------ when passes run
 
 
@@ -235,9 +273,17 @@ def request_pass(node_pool_id: int) -> None:
     tasks.admission_pass.delay(node_pool_id)
 
 
+def request_passes(parts) -> None:
+    """Run a pass for each node pool of `parts` (a WorkflowPart queryset): two queries."""
+    names = set(parts.values_list("node_pool", flat=True))
+    for node_pool_id in NodePool.objects.filter(name__in=names).values_list("pk", flat=True):
+        request_pass(node_pool_id)
+
+
 def node_pools_with_queued_work() -> list[int]:
-    """Ids of the node pools some QUEUED workflow is charged to (what the periodic pass visits)."""
-    names = set(Workflow.objects.filter(status=WorkflowStatus.QUEUED).values_list("node_pool", flat=True))
+    """Ids of the node pools where a part of some QUEUED workflow waits (what the periodic pass visits)."""
+    waiting = WorkflowPart.objects.filter(workflow__status=WorkflowStatus.QUEUED, admitted_at__isnull=True)
+    names = set(waiting.values_list("node_pool", flat=True))
     return sorted(NodePool.objects.filter(name__in=names).values_list("pk", flat=True))
 
 

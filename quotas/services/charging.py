@@ -1,6 +1,7 @@
 """Where a submission is charged, cached per process: the answer of `AdmissionGate.charge` (the node pool a
-(pool, lead platform) is charged to, and whether its workflows wait QUEUED) costs four ORM queries, about 40 %
-of a submission's CPU (bench/bench_workflows.py), and changes only when the configuration or the nodes do.
+(pool, platform) is charged to, whether the tasks charged there wait QUEUED, and its nodeSelector) costs four
+ORM queries, about 40 % of a submission's CPU (bench/bench_workflows.py), and changes only when the
+configuration or the nodes do.
 
 Entries are keyed on the **charging epoch** (`CHARGING`, a row of access.epoch's table read in the same
 query as the access epoch), which moves on, in the writing transaction, with everything the answer reads:
@@ -22,22 +23,22 @@ from access import epoch
 from configs.models import ConfigType
 from pools.models import Pool
 from quotas.services.delegation import delegates
-from quotas.services.node_pools import charged_node_pool, is_managed
+from quotas.services.node_pools import charged_node_pool, is_managed, node_selector
 
 CHARGING = 2  # the epoch's row id (access.epoch: 1 is the access epoch)
 CONFIG_TYPES = {ConfigType.POOL, ConfigType.NODE_POOL, ConfigType.BACKEND}
-_CHARGES = epoch.EpochCache(size=1024, epoch=CHARGING)  # (pool, name, platform) → (node pool, queue)
+_CHARGES = epoch.EpochCache(size=1024, epoch=CHARGING)  # (pool, name, platform) → (node pool, queue, selector)
 
 
-def charge(pool: Pool, lead_platform: str) -> tuple[str, bool]:
-    """(the node pool's name, whether the workflow waits QUEUED) for a workflow whose lead task runs on
-    `pool`/`lead_platform`: from this process's cache while the charging epoch holds."""
-    return _CHARGES.lookup((pool.pk, pool.name, lead_platform), lambda: _decide(pool, lead_platform))
+def charge(pool: Pool, platform: str) -> tuple[str, bool, dict[str, str]]:
+    """(the node pool's name, whether its part waits QUEUED, the node pool's nodeSelector) for the tasks of a
+    workflow running on `pool`/`platform`: from this process's cache while the charging epoch holds."""
+    return _CHARGES.lookup((pool.pk, pool.name, platform), lambda: _decide(pool, platform))
 
 
-def _decide(pool: Pool, lead_platform: str) -> tuple[str, bool]:
-    node_pool = charged_node_pool(pool, lead_platform)
-    return node_pool.name, is_managed(node_pool) and not delegates(node_pool)
+def _decide(pool: Pool, platform: str) -> tuple[str, bool, dict[str, str]]:
+    node_pool = charged_node_pool(pool, platform)
+    return node_pool.name, is_managed(node_pool) and not delegates(node_pool), node_selector(node_pool)
 
 
 def changed(*args, **kwargs) -> None:

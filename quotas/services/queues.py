@@ -1,7 +1,8 @@
 """Node pools whose queue is growing, for the admin home's "Queues" panel (docs/quotas.md, "Seeing it").
 
-Per node pool with queued workflows: how many are queued now, how long the oldest has waited (since its
-submission), and over the last `WINDOW`: how many workflows charged to it were submitted (they entered its
+Per node pool with queued workflows: how many wait there now (a workflow whose part there is reserved while
+another part waits elsewhere is not counted here), how long the oldest has waited (since its submission), and
+over the last `WINDOW`: how many workflows with tasks charged to it were submitted (they entered its
 queue; an unmanaged node pool admits them at once) and how many were admitted. The queue is **growing** when
 workflows are queued now and more were submitted than admitted in the window. A preempted workflow that is
 rescheduled keeps its submission time, so it does not count as submitted again. Two queries.
@@ -16,7 +17,7 @@ from django.db.models import Count, Min, Q
 from django.utils import timezone
 
 from quotas.models import NodePool
-from workflows.models import Workflow, WorkflowStatus
+from workflows.models import WorkflowPart, WorkflowStatus
 
 WINDOW = timedelta(minutes=15)
 
@@ -41,14 +42,14 @@ class QueueSummary:
 def queues(*, now: datetime | None = None, growing_only: bool = False) -> list[QueueSummary]:
     """Node pools with queued workflows, the growing ones first, then by the oldest wait."""
     since = (now or timezone.now()) - WINDOW
+    waiting = Q(workflow__status=WorkflowStatus.QUEUED, admitted_at__isnull=True)
     rows = (
-        Workflow.objects.exclude(node_pool="")
-        .values("node_pool")
+        WorkflowPart.objects.values("node_pool")
         .annotate(
-            queued=Count("pk", filter=Q(status=WorkflowStatus.QUEUED)),
-            oldest=Min("created_at", filter=Q(status=WorkflowStatus.QUEUED)),
-            submitted=Count("pk", filter=Q(created_at__gte=since)),
-            admitted=Count("pk", filter=Q(admitted_at__gte=since)),
+            queued=Count("pk", filter=waiting),
+            oldest=Min("workflow__created_at", filter=waiting),
+            submitted=Count("pk", filter=Q(workflow__created_at__gte=since)),
+            admitted=Count("pk", filter=Q(workflow__admitted_at__gte=since)),
         )
         .filter(queued__gt=0)
         .order_by("node_pool")

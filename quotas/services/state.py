@@ -2,13 +2,15 @@
 `quota show`, the REST answer, the fair-share page and the admission pass can never disagree.
 
 `states(node_pools)` reads, whatever the number of node pools: the quota rows (one query), the capacities
-(one), the GPU model of each (one: reasons say "A100 GPUs"), and the workflows charged to them that are queued
-or in flight (one). It turns them into the pure engine's `PoolState` (pools.engine.admission), whose
+(one), the GPU model of each (one: reasons say "A100 GPUs"), and the parts of workflows charged to them that are
+queued or in flight (one): a workflow whose tasks use several node pools counts in each only what its tasks
+there ask (`WorkflowPart`). It turns them into the pure engine's `PoolState` (pools.engine.admission), whose
 `run_admission` gives fair shares, what would be admitted or held and why, and `borrowing_view` who borrows
 from whom.
 
-In flight = admitted and not finished (PENDING, WAITING, RUNNING): what a project *uses* (its allocation) is
-the `requests` of those workflows. A workflow charged to no project cannot hold a quota; it is left out of the
+In flight = admitted and not finished (PENDING, WAITING, RUNNING), or a part admitted while another part of
+its workflow still waits (RESERVED: it holds its room): what a project *uses* (its allocation) is the
+`requests` of those parts. A workflow charged to no project cannot hold a quota; it is left out of the
 engine's state (`unassigned` lists it) and the admission pass decides what to do with it.
 """
 
@@ -29,9 +31,10 @@ from pools.engine.quota_model import QuotaTree, Resources, TeamQuota
 from pools.engine.reclaim import RunningWorkflow
 from quotas.models import RESOURCES, NodePool, Quota
 from quotas.services.capacity import capacities, gpu_models
-from workflows.models import Workflow, WorkflowStatus
+from workflows.models import WorkflowPart, WorkflowStatus
 
 IN_FLIGHT = (WorkflowStatus.PENDING, WorkflowStatus.WAITING, WorkflowStatus.RUNNING)
+RESERVED = "RESERVED"  # a part admitted while its workflow waits for another part (docs/admission.md)
 GPU_NOUN_DEFAULT = "GPUs"
 
 
@@ -47,6 +50,14 @@ class Charged:
     preemptible: bool
     created_at: datetime
     admitted_at: datetime | None
+    tasks: tuple[str, ...] = ()  # the names of the workflow's tasks charged to this node pool
+
+    def runtime_seconds(self, now: datetime, min_runtime_seconds: int) -> int:
+        """Since admission; a reservation has run nothing: exactly the minimum runtime, so it is the first
+        to be reclaimed and never protected by it (docs/admission.md)."""
+        if self.status == RESERVED:
+            return min_runtime_seconds
+        return max(0, int((now - (self.admitted_at or self.created_at)).total_seconds()))
 
 
 @dataclass
@@ -96,13 +107,12 @@ class NodePoolState:
     def _running(self) -> Iterable[RunningWorkflow]:
         for w in self.in_flight:
             if w.project:
-                since = w.admitted_at or w.created_at
                 yield RunningWorkflow(
                     id=w.workflow_id,
                     project=w.project,
                     usage=w.requests,
                     preemptible=w.preemptible,
-                    runtime_seconds=max(0, int((self.now - since).total_seconds())),
+                    runtime_seconds=w.runtime_seconds(self.now, self.min_runtime_seconds),
                 )
 
     @cached_property
@@ -222,23 +232,38 @@ def _trees(pools: list[NodePool]) -> tuple[dict[int, QuotaTree], set[int]]:
 
 def _charged(names: list[str]) -> dict[str, list[Charged]]:
     rows = (
-        Workflow.objects.filter(node_pool__in=names, status__in=(WorkflowStatus.QUEUED, *IN_FLIGHT))
-        .order_by("created_at", "pk")
+        WorkflowPart.objects.filter(node_pool__in=names, workflow__status__in=(WorkflowStatus.QUEUED, *IN_FLIGHT))
+        .order_by("workflow__created_at", "workflow_id")
         .values_list(
             "node_pool",
-            "workflow_id",
-            "project__name",
-            "status",
+            "workflow__workflow_id",
+            "workflow__project__name",
+            "workflow__status",
             "requests",
-            "priority",
+            "workflow__priority",
             "preemptible",
-            "created_at",
+            "workflow__created_at",
+            "workflow__admitted_at",
             "admitted_at",
+            "tasks",
         )
     )
     found: dict[str, list[Charged]] = defaultdict(list)
-    for pool, wid, project, status, requests, priority, preemptible, created, admitted in rows:
+    for pool, wid, project, status, requests, priority, preemptible, created, started, reserved, tasks in rows:
+        admitted = started  # the workflow's admission: its runtime counts from there
+        if status == WorkflowStatus.QUEUED and reserved is not None:
+            status, admitted = RESERVED, reserved
         found[pool].append(
-            Charged(wid, project or "", status, Resources.of(requests), priority, preemptible, created, admitted)
+            Charged(
+                wid,
+                project or "",
+                status,
+                Resources.of(requests),
+                priority,
+                preemptible,
+                created,
+                admitted,
+                tuple(tasks),
+            )
         )
     return found

@@ -6,7 +6,8 @@ submit to pool `gpu` (each member belongs to one project, so submissions are cha
     pool gpu      platforms v100, a100-40, a100-80 (nodeSelector on nvidia.com/gpu.product; pods run forever)
     node pools    one label node pool per product present (`v100`, `a100-40gb`, `a100-80gb`)
 
-Helpers: `submit_gpus(user, gpus, …)` submits one task asking for that many GPUs and runs what it queues
+Helpers: `submit_gpus(user, gpus, …)` submits one task asking for that many GPUs (split over tasks of one node's
+GPUs when more) and runs what it queues
 (admission, pod creation) as the embedded default does; `pod_of(server, task)` reads the pod back from kubesim.
 """
 
@@ -122,11 +123,16 @@ def set_quotas(node_pool: str, platform: str, departments: dict, projects: dict,
 
 
 def spec(name: str, gpus: int, platform: str, *, reschedule: bool = False, queue_timeout: str | None = None) -> dict:
+    """One task `main` asking `gpus`; more than a node holds are split evenly over tasks `main`, `main-2`, … of at
+    most GPUS_PER_NODE each (a task no node can hold is refused at submission)."""
+    count = -(-gpus // GPUS_PER_NODE) or 1
+    assert gpus % count == 0, f"{gpus} GPUs do not split evenly over {count} tasks"
     task = {"name": "main", "image": "busybox:1.36", "command": ["sh", "-c", "train"], "resource": "default"}
     if reschedule:
         task["exitActions"] = {"RESCHEDULE": "3006"}
-    resources = {"cpu": 1, "memory": "1Gi", "storage": "1Gi", "gpu": gpus, "platform": platform}
-    workflow = {"name": name, "resources": {"default": resources}, "tasks": [task]}
+    resources = {"cpu": 1, "memory": "1Gi", "storage": "1Gi", "gpu": gpus // count, "platform": platform}
+    tasks = [{**task, "name": "main" if index == 0 else f"main-{index + 1}"} for index in range(count)]
+    workflow = {"name": name, "resources": {"default": resources}, "tasks": tasks}
     if queue_timeout:
         workflow["timeout"] = {"queue_timeout": queue_timeout}
     return {"version": 2, "workflow": workflow}

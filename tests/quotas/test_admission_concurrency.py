@@ -21,14 +21,14 @@ def test_two_concurrent_passes_admit_each_workflow_once(django_capture_on_commit
     with gc.cluster(a100_80=2) as server:
         gc.configure(server, ["a100-80"])
         users = gc.teams({"research": ["vision"]})
-        # vision may not use anything yet (limit 0): its submissions wait
-        gc.set_quotas("a100-80gb", "a100-80", {"research": 8}, {"vision": {"deserved": 0, "limit": 0}})
+        # vision is guaranteed nothing yet and may not borrow: its submissions wait (a limit of 0 would refuse them)
+        gc.set_quotas("a100-80gb", "a100-80", {"research": 8}, {"vision": 0}, over_quota=False)
         queued = [
             gc.submit_gpus(users["vision"], f"w{i}", 2, "a100-80", django_capture_on_commit_callbacks) for i in range(4)
         ]
         assert {w.status for w in queued} == {WorkflowStatus.QUEUED}
-        assert {w.queue_reason["code"] for w in Workflow.objects.all()} == {"LIMIT"}
-        # the limit lifted behind admission's back (no queue event): only the passes below admit
+        assert {w.queue_reason["code"] for w in Workflow.objects.all()} == {"NO_OVER_QUOTA"}
+        # the guarantee given behind admission's back (no queue event): only the passes below admit
         Quota.objects.filter(project__name="vision", resource="gpu", node_pool__name="a100-80gb").update(
             deserved=8, limit=None
         )

@@ -27,13 +27,15 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 def charge(pool: str, platform: str) -> tuple[str, bool]:
-    return charging.charge(Pool.objects.get(name=pool), platform)
+    """(node pool, queue): the node pool's nodeSelector, also cached, is checked where it matters."""
+    return charging.charge(Pool.objects.get(name=pool), platform)[:2]
 
 
 def test_a_cached_charge_costs_one_epoch_query(carved):
     assert charge("research", "any-h100") == ("h100", False)  # the h100 nodes are research/any-h100's
     with captured_queries() as queries:
-        assert charge("research", "any-h100") == ("h100", False)
+        cached = charging.charge(Pool.objects.get(name="research"), "any-h100")
+    assert cached == ("h100", False, {"nvidia.com/gpu.product": H100_PRODUCT})  # with its label node pool's selector
     assert len(queries) == 2  # the pool (this test's), the epochs
     assert "access_accessepoch" in queries[1]
 

@@ -2,15 +2,19 @@
 workflows"): `admit`, `hold`, `preempt`, and the queue timeout of a QUEUED workflow. Workflows decides none of
 this: the quotas app (or any registered `workflows.admission_gate`) calls these services with its decisions.
 
-* `admit`: QUEUED → PENDING (guarded), `admitted_at` now, `preemptible` recorded, `queue_reason` cleared; each
-  PENDING task's stored pod gets the node pool's nodeSelector, the label `pool-portal/preemptible:
-  "true"|"false"` and the annotation `pool-portal/admission` (why); then pod creation is enqueued.
+* `admit`: one part of the workflow (its tasks charged to one node pool) admitted: each of its PENDING tasks'
+  stored pod gets the node pool's nodeSelector, the label `pool-portal/preemptible: "true"|"false"` and the
+  annotation `pool-portal/admission` (why). While another part waits, the admitted one is a reservation (it
+  holds its room; nothing is created). With the last part: QUEUED → PENDING (guarded), `admitted_at` now,
+  `preemptible` when any part is, `queue_reason` cleared; then pod creation is enqueued.
 * `hold`: writes why it waits (`queue_reason`), only when that changed.
 * `preempt`: an admitted, unfinished workflow's unfinished tasks end FAILED_PREEMPTED with exit code 3006
   (OSMO's preemption code), their pods are deleted after commit, `preemption` records why and for whom; then
   the tasks' exit action for 3006 decides: all RESCHEDULE (with retries left) → the workflow goes back to
   QUEUED with those tasks PENDING under a new retry pod name (as `exits` reschedules); otherwise the workflow
-  ends FAILED_PREEMPTED. `created_at` is never touched: the queue timeout counts from submission.
+  ends FAILED_PREEMPTED. `created_at` is never touched: the queue timeout counts from submission. A QUEUED
+  workflow whose reservation is taken as a victim has all its reservations released (it keeps waiting); a
+  workflow requeued has all its parts waiting again: preempting any part preempts the whole (gang).
 * `expire_queued`: a QUEUED workflow whose queue timeout has passed since submission ends FAILED_QUEUE_TIMEOUT.
 """
 
@@ -26,7 +30,7 @@ from django.utils import timezone
 from workflows import enqueue
 from workflows.lifecycle.exits import RESCHEDULE, exit_action, next_attempt
 from workflows.lifecycle.transitions import PENDING, UNFINISHED, delete_later, record_event, transition
-from workflows.models import Task, TaskEvent, TaskStatus, Workflow, WorkflowStatus
+from workflows.models import Task, TaskEvent, TaskStatus, Workflow, WorkflowPart, WorkflowStatus
 from workflows.signals import announce_finished
 from workflows.spec_fields import format_duration
 
@@ -65,12 +69,14 @@ def admit(
     workflow_pk: int,
     *,
     preemptible: bool,
+    node_pool: str = "",
     node_selector: dict | None = None,
     labels: dict | None = None,
     annotations: dict | None = None,
 ) -> bool:
-    """QUEUED → PENDING with its pods patched, and pod creation enqueued after commit. False when the workflow
-    is no longer QUEUED (cancelled, timed out, admitted by another pass)."""
+    """Admit the workflow's part in `node_pool` ("": all its parts) with its tasks' pods patched; once no part
+    waits, QUEUED → PENDING and pod creation enqueued after commit. False when the workflow is no longer QUEUED
+    (cancelled, timed out) or that part is already admitted (by another pass)."""
     now = timezone.now()
     why = (annotations or {}).get(ADMISSION_ANNOTATION) or (
         "admitted over quota (preemptible)" if preemptible else "admitted"
@@ -78,18 +84,40 @@ def admit(
     with transaction.atomic():
         if _locked_status(workflow_pk) != WorkflowStatus.QUEUED:
             return False
-        tasks = list(Task.objects.filter(workflow_id=workflow_pk, status=PENDING).order_by("id").only("pk", "pod"))
+        parts = list(WorkflowPart.objects.filter(workflow_id=workflow_pk))
+        mine = [p for p in parts if not node_pool or p.node_pool == node_pool]
+        if mine and all(p.admitted_at for p in mine):
+            return False
+        tasks = Task.objects.filter(workflow_id=workflow_pk, status=PENDING)
+        tasks = list((tasks.filter(node_pool=node_pool) if node_pool and parts else tasks).order_by("id").only("pod"))
         for task in tasks:
             task.pod = admitted_pod(
                 task.pod, preemptible=preemptible, node_selector=node_selector, labels=labels, annotations=annotations
             )
         Task.objects.bulk_update(tasks, ["pod"])
+        for part in mine:
+            part.admitted_at, part.preemptible = now, preemptible
+        WorkflowPart.objects.bulk_update(mine, ["admitted_at", "preemptible"])
+        waiting = [p for p in parts if not p.admitted_at]
+        kind = "RESERVED" if waiting else "ADMITTED"
+        if waiting:
+            why += f"; reserved until {_named_parts(waiting)} {'is' if len(waiting) == 1 else 'are'} admitted"
+        TaskEvent.objects.bulk_create([TaskEvent(task_id=t.pk, kind=kind, message=why[:4000]) for t in tasks])
+        if waiting:
+            return True
         Workflow.objects.filter(pk=workflow_pk, status=WorkflowStatus.QUEUED).update(
-            status=WorkflowStatus.PENDING, admitted_at=now, preemptible=preemptible, queue_reason={}
+            status=WorkflowStatus.PENDING,
+            admitted_at=now,
+            preemptible=preemptible or any(p.preemptible for p in parts),
+            queue_reason={},
         )
-        TaskEvent.objects.bulk_create([TaskEvent(task_id=t.pk, kind="ADMITTED", message=why[:4000]) for t in tasks])
         enqueue.create_pods(workflow_pk)
     return True
+
+
+def _named_parts(parts: list[WorkflowPart]) -> str:
+    """'task a, b in node pool h100' for the parts named (how reasons say which part holds a workflow)."""
+    return "; ".join(f"task {', '.join(p.tasks)} in node pool {p.node_pool}" for p in parts)
 
 
 def hold(workflow_pk: int, reason: dict) -> bool:
@@ -102,13 +130,17 @@ def hold(workflow_pk: int, reason: dict) -> bool:
 
 
 def preempt(workflow_pk: int, reason: dict) -> str:
-    """Stop an admitted workflow to give its capacity back (module docstring). Returns its new status (QUEUED
-    or FAILED_PREEMPTED), or "" when it was not admitted and unfinished any more."""
+    """Stop an admitted workflow to give its capacity back, or release every reservation of a QUEUED one whose
+    part was taken as a victim (module docstring): all its parts release. Returns its new status (QUEUED or
+    FAILED_PREEMPTED), or "" when it was neither admitted and unfinished, nor holding a reservation, any more."""
     now = timezone.now()
     text = str(reason.get("text") or "preempted")
     limit = settings.WORKFLOW_MAX_RETRIES_PER_TASK
     with transaction.atomic():
-        if _locked_status(workflow_pk) not in ADMITTED:
+        status = _locked_status(workflow_pk)
+        if status == WorkflowStatus.QUEUED:
+            return _release(workflow_pk, reason, now)
+        if status not in ADMITTED:
             return ""
         workflow = Workflow.objects.select_related("pool").get(pk=workflow_pk)
         tasks = list(workflow.tasks.filter(status__in=UNFINISHED).order_by("id"))
@@ -133,6 +165,7 @@ def preempt(workflow_pk: int, reason: dict) -> str:
         if tasks and all(again):
             for task in tasks:
                 _requeue(task, text)
+            WorkflowPart.objects.filter(workflow_id=workflow_pk).update(admitted_at=None, preemptible=False)
             Workflow.objects.filter(pk=workflow_pk).update(
                 status=WorkflowStatus.QUEUED, admitted_at=None, preemptible=False, preemption=record, queue_reason={}
             )
@@ -142,6 +175,19 @@ def preempt(workflow_pk: int, reason: dict) -> str:
         )
         announce_finished(workflow_pk)
     return WorkflowStatus.FAILED_PREEMPTED
+
+
+def _release(workflow_pk: int, reason: dict, now) -> str:
+    """A QUEUED workflow's reservations taken back (the caller holds its row): every part waits again."""
+    released = WorkflowPart.objects.filter(workflow_id=workflow_pk, admitted_at__isnull=False).update(
+        admitted_at=None, preemptible=False
+    )
+    if not released:
+        return ""
+    previous = Workflow.objects.filter(pk=workflow_pk).values_list("preemption", flat=True).first() or {}
+    record = {**reason, "at": now.isoformat(), "count": int(previous.get("count", 0)) + 1, "released": True}
+    Workflow.objects.filter(pk=workflow_pk).update(preemption=record)
+    return WorkflowStatus.QUEUED
 
 
 def _requeue(task: Task, why: str) -> None:

@@ -2,8 +2,9 @@
 deterministic name, so a second attempt finds (adopts) the first one's pod instead of creating another.
 
 On a backend whose quotas KAI-Scheduler or Kueue enforces (`Backend.quota_scheduler`), every pod also carries that
-scheduler's routing: its `schedulerName` and the queue labels of the workflow's project in the node pool it is
-charged to (`Workflow.node_pool`; clusters.schedulers.workload_routing; docs/quota-schedulers.md)."""
+scheduler's routing: its `schedulerName` and the queue labels of the workflow's project in the node pool its own
+task is charged to (`Task.node_pool`, the lead's `Workflow.node_pool` for tasks charged before parts existed;
+clusters.schedulers.workload_routing; docs/quota-schedulers.md)."""
 
 from __future__ import annotations
 
@@ -46,14 +47,15 @@ def instance() -> str:
 Routing = tuple[str, dict[str, str]]  # (spec.schedulerName, labels)
 
 
-def routing(workflow: Workflow) -> Routing | None:
-    """The delegated scheduler's routing for the workflow's pods; None when the portal enforces quotas itself.
-    Raises TranslationError (a workflow without a project has no queue)."""
+def routing(workflow: Workflow, node_pool: str = "") -> Routing | None:
+    """The delegated scheduler's routing for the workflow's pods charged to `node_pool` (default: the lead's);
+    None when the portal enforces quotas itself. Raises TranslationError (a workflow without a project has no
+    queue)."""
     backend = workflow.pool.backend
     if backend.quota_scheduler not in DELEGATING:
         return None
     project = workflow.project.name if workflow.project_id else None
-    return workload_routing(backend, project, workflow.node_pool)
+    return workload_routing(backend, project, node_pool or workflow.node_pool)
 
 
 def manifest(task: Task, route: Routing | None = None) -> dict:
@@ -94,7 +96,7 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
     for task in tasks:
         task.workflow = workflow
     try:
-        route = routing(workflow)
+        routes = {pool: routing(workflow, pool) for pool in {task.node_pool for task in tasks}}
     except TranslationError as error:  # the cluster's scheduler would never admit it: say why, once
         for task in tasks:
             result.failed += fail_task(
@@ -115,7 +117,7 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
     try:
         for task in tasks:
             try:
-                outcome = pods.create_pod(kube, task.namespace, manifest(task, route))
+                outcome = pods.create_pod(kube, task.namespace, manifest(task, routes[task.node_pool]))
             except KubeError as error:
                 metrics.POD_CREATION_ERRORS.labels(backend, "transient" if error.transient else "refused").inc()
                 if error.transient:

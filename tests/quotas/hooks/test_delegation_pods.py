@@ -11,7 +11,7 @@ from quotas.services.quotas import set_quota
 from tests.factories import ProjectFactory
 from tests.workflows.conftest import CLI, NAMESPACE, spec
 from workflows.lifecycle import create
-from workflows.models import TaskStatus, Workflow, WorkflowStatus
+from workflows.models import Task, TaskStatus, Workflow, WorkflowStatus
 
 
 def delegate(backend, kube_server, scheduler: str, scheduler_name: str = "") -> None:
@@ -31,6 +31,7 @@ def created_pods(workflow: Workflow, kube_server) -> list[dict]:
 def charged(workflow: Workflow, project: str | None, node_pool: str) -> Workflow:
     project_id = ProjectFactory(name=project).pk if project else None
     Workflow.objects.filter(pk=workflow.pk).update(project_id=project_id, node_pool=node_pool)
+    Task.objects.filter(workflow_id=workflow.pk).update(node_pool=node_pool)  # each pod routes by its own task's
     return Workflow.objects.get(pk=workflow.pk)
 
 
