@@ -31,6 +31,7 @@ from configs.kinds import (
 from configs.models import ConfigType
 from configs.schema import Field, Schema
 from configs.validators import check_timeouts, expect_list, expect_mapping
+from pools.engine.gates import check_template
 
 TIMEOUT_FIELDS = ("default_exec_timeout", "default_queue_timeout", "max_exec_timeout", "max_queue_timeout")
 POD_TEMPLATE_TOP_LEVEL = ("apiVersion", "kind", "metadata", "spec")
@@ -54,6 +55,8 @@ class PodManifest(Kind):
         for key in ("metadata", "spec"):
             if key in body and not isinstance(body[key], dict):
                 raise ConfigError("must be a mapping", field=key, value=body[key])
+        for refusal in check_template(body):  # the portal's labels, the GPU device selectors (docs/workflows.md)
+            raise ConfigError(refusal.reason, field=refusal.field, value=refusal.value)
         return body
 
 

@@ -378,9 +378,12 @@ def _every(task: str, seconds: int) -> dict:
 
 # --- quotas: admission (docs/admission.md). A pass per node pool runs on every queue event (submission, a
 # workflow finished) and periodically over the node pools with queued work; reclaim never preempts a workflow
-# admitted less than QUOTA_MIN_RUNTIME_SECONDS ago.
+# admitted less than QUOTA_MIN_RUNTIME_SECONDS ago. Both are the defaults of a node pool that sets neither
+# (NODE_POOL `admission_seconds`, `min_runtime_seconds`); the periodic pass ticks every
+# QUOTA_ADMISSION_TICK_SECONDS and visits a node pool once its own period has elapsed since its last pass.
 QUOTA_ADMISSION_SECONDS = env_int("QUOTA_ADMISSION_SECONDS", 15)
 QUOTA_MIN_RUNTIME_SECONDS = env_int("QUOTA_MIN_RUNTIME_SECONDS", 0)
+QUOTA_ADMISSION_TICK_SECONDS = max(1, env_int("QUOTA_ADMISSION_TICK_SECONDS", min(5, QUOTA_ADMISSION_SECONDS)))
 
 CELERY_BEAT_SCHEDULE = {
     "inventory-full-resync": _every("clusters.tasks.sync_all_backends", INVENTORY_RESYNC_SECONDS),
@@ -388,6 +391,6 @@ CELERY_BEAT_SCHEDULE = {
     "workflows-timeouts": _every("workflows.tasks.enforce_timeouts", WORKFLOW_TIMEOUT_CHECK_SECONDS),
     "workflows-reaper": _every("workflows.tasks.reap_pods", WORKFLOW_REAPER_SECONDS),
     "quota-schedulers-resync": _every("quotas.tasks.sync_all_scheduler_objects", QUOTA_SCHEDULER_RESYNC_SECONDS),
-    "quotas-admission": _every("quotas.tasks.admission_all", QUOTA_ADMISSION_SECONDS),
+    "quotas-admission": _every("quotas.tasks.admission_all", QUOTA_ADMISSION_TICK_SECONDS),
     "machine-pools-reconcile": _every("clusters.tasks.reconcile_all_machine_pools", MACHINE_POOL_RECONCILE_SECONDS),
 }

@@ -50,6 +50,8 @@ class NodePoolAdmin(QuotaGridMixin, PolicyAdminMixin, ServiceBackedAdmin):
         "backend",
         "selector",
         "over_quota",
+        "admission_seconds",
+        "min_runtime_seconds",
         "description",
         "quota_grid",
         "fair_share",

@@ -2,7 +2,10 @@
 projects, × resources (GPU, CPU, memory), each cell a deserved, limit and weight. Saving writes one NODE_POOL
 revision per team that changed, through `quotas.services.grid` (nothing at all when any team is refused; each
 refusal is shown on its cell). Viewing needs what the node pool list needs; saving, config:Update on
-`config/node_pool` (`quotas.set_quotas` decides)."""
+`config/node_pool` (`quotas.set_quotas` decides).
+
+Beside it, the grid as Run:ai shows it (`projects/`): projects × node pools, read-only, each cell the deserved
+GPUs opening to the rest (quotas.services.project_grid), linking to the node pool's grid and the project's page."""
 
 from __future__ import annotations
 
@@ -20,13 +23,31 @@ from quotas import units
 from quotas.config_types import QUOTA_KEYS, RESOURCES
 from quotas.models import NodePool
 from quotas.services import doors, grid, overview
+from quotas.services.project_grid import project_grid
 from quotas.services.quotas import quotas_of
 
 
 class QuotaGridMixin:
     def get_urls(self):
         view = self.admin_site.admin_view(self.quota_grid_view)
-        return [path("<int:node_pool_id>/quotas/", view, name="quotas_nodepool_quotas"), *super().get_urls()]
+        by_project = self.admin_site.admin_view(self.project_grid_view)
+        return [
+            path("<int:node_pool_id>/quotas/", view, name="quotas_nodepool_quotas"),
+            path("projects/", by_project, name="quotas_nodepool_projects"),
+            *super().get_urls(),
+        ]
+
+    def project_grid_view(self, request):
+        if not self.has_view_permission(request):
+            raise DjangoPermissionDenied
+        context = {
+            **self.admin_site.each_context(request),
+            "opts": self.model._meta,
+            "title": "Quotas: projects × node pools",
+            "grid": project_grid(),
+            "list_url": reverse("admin:quotas_nodepool_changelist"),
+        }
+        return TemplateResponse(request, "admin/quotas/project_grid.html", context)
 
     def quota_grid_view(self, request, node_pool_id: int):
         node_pool = get_object_or_404(overview.with_totals(NodePool.objects.select_related("backend")), pk=node_pool_id)
@@ -61,6 +82,7 @@ class QuotaGridMixin:
             "team_errors": [text for where, text in errors.items() if len(where) == 2],
             "may_write": may_write,
             "change_url": reverse("admin:quotas_nodepool_change", args=[node_pool.pk]),
+            "projects_url": reverse("admin:quotas_nodepool_projects"),
         }
         return TemplateResponse(request, "admin/quotas/grid.html", context)
 

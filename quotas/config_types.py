@@ -4,6 +4,8 @@ node pool, its selector and its teams' quotas; `config show NODE_POOL gpu-a100` 
     {"backend": "sim",
      "selector": {"label": {"key": "nvidia.com/gpu.product", "value": "NVIDIA-A100-SXM4-80GB"}},
      "over_quota": true,
+     "admission_seconds": null,
+     "min_runtime_seconds": 600,
      "description": "",
      "departments": {"research": {"gpu": {"deserved": 16, "limit": null, "weight": 1}}},
      "projects": {"vision": {"gpu": {"deserved": 8, "limit": 12, "weight": 2, "lend": false}}}}
@@ -14,6 +16,11 @@ quota (deserved 0, no limit, weight 1, lent when unused; `"lend": false` is "nev
 deserved is kept idle for it, never another team's over-quota share); snapshots leave zero quotas out, so a
 document stays as short as the quotas that mean something. Amounts are integers in scheduler units (gpu
 devices, cpu millicores, memory bytes) or Kubernetes quantities ("500m", "64Gi"), stored as integers.
+
+`admission_seconds` (the periodic admission pass's period for this node pool) and `min_runtime_seconds`
+(reclaim never stops a workflow admitted more recently) are null for the settings' defaults
+(QUOTA_ADMISSION_SECONDS, QUOTA_MIN_RUNTIME_SECONDS), else bounded integers (ADMISSION_SECONDS,
+MIN_RUNTIME_SECONDS).
 
 Checks that need no database are here (shape, negative values, limit < deserved); those that do (known
 teams and pools, a department covering its projects, the Default's rules) are the handler's
@@ -30,6 +37,8 @@ from configs.validators import check_name, expect_mapping, expect_str
 from quotas import units
 
 RESOURCES = ("gpu", "cpu", "memory")
+ADMISSION_SECONDS = (1, 3600)  # a pass at least every hour; more often than the beat's tick is the tick
+MIN_RUNTIME_SECONDS = (0, 7 * 24 * 3600)  # a week: longer would make borrowed capacity unreclaimable
 QUOTA_KEYS = ("deserved", "limit", "weight", "lend")
 ZERO = {"deserved": 0, "limit": None, "weight": 1}  # what documents leave out
 DEFAULT_QUOTA = {**ZERO, "lend": True}  # the same, every key said (what the doors show and a replace sets)
@@ -80,6 +89,30 @@ class Selector(Kind):
         if value["kind"] == "platform":
             return {"platform": {"pool": value["pool"], "platform": value["platform"]}}
         return {}
+
+
+class Seconds(Kind):
+    """Null (the settings' default) or whole seconds within `bounds`; the model declares the column."""
+
+    nullable = True
+
+    def __init__(self, bounds: tuple[int, int], meaning: str) -> None:
+        self.bounds, self.meaning = bounds, meaning
+
+    def parse(self, value, where):
+        low, high = self.bounds
+        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
+            raise ConfigError(
+                f"must be null (the settings' default) or an integer from {low} to {high} seconds ({self.meaning})",
+                field=where,
+                value=value,
+            )
+        return value
+
+    def form_messages(self, label):
+        low, high = self.bounds
+        text = f"{label} must be empty (the settings' default) or a whole number of seconds from {low} to {high}"
+        return {"invalid": text, "min_value": text, "max_value": text}
 
 
 class Quotas(Kind):
@@ -172,6 +205,18 @@ NODE_POOL = Schema(
         ),
         Field("selector", Selector(), default={"kind": "default"}, help="{} (Default), label or platform"),
         Field("over_quota", Bool(), default=True, help="projects may borrow idle capacity beyond deserved"),
+        Field(
+            "admission_seconds",
+            Seconds(ADMISSION_SECONDS, "the periodic admission pass's period here"),
+            default=None,
+            help="seconds between periodic admission passes; empty: QUOTA_ADMISSION_SECONDS",
+        ),
+        Field(
+            "min_runtime_seconds",
+            Seconds(MIN_RUNTIME_SECONDS, "reclaim never stops a workflow admitted more recently"),
+            default=None,
+            help="reclaim spares workflows admitted more recently; empty: QUOTA_MIN_RUNTIME_SECONDS",
+        ),
         Field("description", Text()),
         Field("departments", Quotas("department"), default={}),
         Field("projects", Quotas("project"), default={}),

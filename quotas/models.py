@@ -67,6 +67,15 @@ class NodePool(models.Model):
     pool_name = models.CharField(max_length=128, blank=True, default="")  # an OSMO pool of the same backend
     platform_name = models.CharField(max_length=128, blank=True, default="")  # one of that pool's platforms
     over_quota = models.BooleanField(default=True, help_text="Projects may borrow idle capacity beyond deserved.")
+    # Null: the settings' QUOTA_ADMISSION_SECONDS / QUOTA_MIN_RUNTIME_SECONDS (bounds: quotas.config_types).
+    admission_seconds = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Seconds between periodic admission passes; empty: the settings' default."
+    )
+    min_runtime_seconds = models.PositiveIntegerField(
+        null=True,
+        blank=True,
+        help_text="Reclaim spares workflows admitted more recently; empty: the settings' default.",
+    )
     description = models.TextField(blank=True, default="")
     nodes = models.ManyToManyField(Node, through="NodePoolMember", related_name="node_pools")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -87,6 +96,17 @@ class NodePool(models.Model):
     @property
     def is_default(self) -> bool:
         return self.selector_kind == SelectorKind.DEFAULT
+
+
+class AdmissionPass(models.Model):
+    """When a node pool's last admission pass ran (the periodic pass visits it once its period has elapsed).
+    A row of its own, not a NodePool column: a pass every few seconds must not move the config generation."""
+
+    node_pool = models.OneToOneField(NodePool, on_delete=models.CASCADE, primary_key=True, related_name="last_pass")
+    at = models.DateTimeField()
+
+    def __str__(self) -> str:
+        return f"{self.node_pool_id} at {self.at:%Y-%m-%d %H:%M:%S}"
 
 
 class NodePoolMember(models.Model):

@@ -11,8 +11,9 @@
 * `admission_pass(node_pool_id)`: one node pool's pass, queued on every queue event (a submission that waits,
   a workflow finished or cancelled) by the gate and the receiver in `quotas.apps`. Passes for one node pool
   never overlap (the pass locks the node pool's row), so a message delivered twice is harmless.
-* `admission_all`: the periodic pass (CELERY_BEAT_SCHEDULE, every QUOTA_ADMISSION_SECONDS) over every node
-  pool with queued work, so nothing waits on a lost message or on capacity that came back (nodes, quotas).
+* `admission_all`: the periodic pass (CELERY_BEAT_SCHEDULE, every QUOTA_ADMISSION_TICK_SECONDS) over every
+  node pool with queued work whose admission period (its own, or QUOTA_ADMISSION_SECONDS) has elapsed since its
+  last pass, so nothing waits on a lost message or on capacity that came back (nodes, quotas).
 * The embedded default (no broker) runs them in-process (CELERY_TASK_ALWAYS_EAGER).
 """
 

@@ -1,5 +1,7 @@
 """Admin for departments and projects. Created through `teams.services` (validation, the project's role and
-its revision, audit); once created they are read-only here. Rights: `config:Read` / `config:Update` on
+its revision, audit); once created they are read-only here, but for a project's priority, which its
+department's admins and team admins change here (through `teams.services.update_project`, audited: the
+project's history). Rights: `config:Read` / `config:Update` on
 `config/team` (access.policy), like every config page; a department's admins (object right, appointed on
 the department's page by a team admin) see that department and its projects and add projects to it."""
 
@@ -94,11 +96,17 @@ class ProjectForm(forms.ModelForm):
 @admin.register(Project)
 class ProjectAdmin(_CreateOnly):
     form = ProjectForm
-    list_display = ["name", "department", "role_link", "idp_group_list", "member_count", "description"]
+    list_display = ["name", "department", "priority", "role_link", "idp_group_list", "member_count", "description"]
     list_filter = ["department"]
     search_fields = ["name", "description", "role__name"]
     list_select_related = ["department", "role"]
     readonly_fields = ["name", "department", "description", "role_link", "idp_group_list", "members"]
+    editable_fields = ["priority"]
+
+    def has_change_permission(self, request, obj=None):
+        if obj is None:
+            return super().has_change_permission(request, obj)
+        return services.may_change_project(request, obj)
 
     def get_queryset(self, request):
         return super().get_queryset(request).annotate(_members=Count("role__group__user", distinct=True))
@@ -106,7 +114,7 @@ class ProjectAdmin(_CreateOnly):
     def get_fields(self, request, obj=None):
         if obj is None:
             return ["name", "department", "description", "idp_groups"]
-        return self.readonly_fields
+        return [*self.readonly_fields, *self.editable_fields]
 
     def has_add_permission(self, request, *args):
         """A team admin, or an admin of some department (the form then offers only theirs)."""
@@ -124,6 +132,11 @@ class ProjectAdmin(_CreateOnly):
         return [] if obj is None else self.readonly_fields
 
     def save_model(self, request, obj, form, change):
+        if change:
+            services.update_project(
+                obj.name, Actor.for_request(request, "admin"), priority=form.cleaned_data["priority"], who=request
+            )
+            return
         created = services.create_project(
             obj.name,
             obj.department.name,

@@ -11,6 +11,9 @@ transactions. Decisions (docs/teams.md):
   department and project; everyone else sees the projects they belong to and those projects' departments.
   A department's **admins** (object right `teams.manage_department`, registered in `TeamsConfig.ready`)
   see that department and its projects and create projects in it; appointing them takes a team admin.
+* Changing a project (`update_project`: its priority, its description) takes what creating one in its
+  department takes; each change is an audit event `team.update` with the values before and after, and
+  `project_history` reads a project's events back (CLI `team history`, REST `…/projects/NAME/history`).
 * Charging a submission (`charged_project`): the project named in the request (a member's, or anyone's
   for a team admin), else the submitter's only project, else none; several and none named is an error
   listing them.
@@ -18,6 +21,7 @@ transactions. Decisions (docs/teams.md):
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -27,6 +31,7 @@ from django.db.models import Count, QuerySet
 from access import actions, policy
 from access.documents import BUILTIN_ROLES
 from access.epoch import EpochCache
+from access.models import AuditEvent
 from access.services import audit, object_rights, roles
 from configs.validators import check_name
 from portal.errors import PermissionDenied
@@ -47,6 +52,10 @@ READ, UPDATE = actions.CONFIG_READ, actions.CONFIG_UPDATE
 RESOURCE = actions.config("team")
 NAME_MAX_LENGTH = Project._meta.get_field("name").max_length
 DESCRIPTION_MAX_LENGTH = 2000
+# A project's over-quota rank (higher is served first). KAI's queue priority is 100 + this, so it stays 0…200.
+PRIORITY_MIN, PRIORITY_MAX = -100, 100
+HISTORY_MAX = 200  # the newest events a history shows
+_INTEGER = re.compile(r"\s*[+-]?[0-9]{1,4}\s*")  # a CLI's or form's text; longer ones are out of bounds anyway
 
 
 # --- rights --------------------------------------------------------------------------------------------
@@ -64,6 +73,11 @@ def may_create_projects(who) -> policy.Decision:
     return policy.decide(who, UPDATE, RESOURCE, obj=Department)
 
 
+def may_change_project(who, project: Project) -> bool:
+    """A team admin, or an admin of the project's department (the admin's editable priority)."""
+    return who is None or policy.decide(who, UPDATE, RESOURCE, obj=project.department).allowed
+
+
 def departments_open_to_projects(who) -> QuerySet[Department]:
     """The departments `who` may create projects in (all, for a team admin): one query."""
     return (
@@ -73,7 +87,7 @@ def departments_open_to_projects(who) -> QuerySet[Department]:
     )
 
 
-def _require_project_creation(who, department: Department) -> None:
+def _require_project_creation(who, department: Department, doing: str = "create projects in") -> None:
     """A team admin, or an admin of `department` (decided by the policy, a refusal audited)."""
     if who is not None:
         policy.require(
@@ -82,7 +96,7 @@ def _require_project_creation(who, department: Department) -> None:
             RESOURCE,
             obj=department,
             target=f"department/{department.name}",
-            refusal=f"may not create projects in department {department.name} (it takes a team "
+            refusal=f"may not {doing} department {department.name} (it takes a team "
             "admin or an admin of that department)",
             field="department",
             value=department.name,
@@ -149,6 +163,56 @@ def create_project(
             detail={"department": department, "role": role.name, "role_created": created},
         )
     return ProjectCreated(project, created)
+
+
+# --- change ------------------------------------------------------------------------------------------------
+
+
+def update_project(name: str, actor: Actor, *, priority=None, description=None, who=None) -> Project:
+    """Change a project's priority and/or description (None: unchanged). Refused whole on any bad value; a
+    change is one audit event `team.update` with each changed field's `[before, after]` (none if nothing
+    changed). Its queues on KAI backends follow (quotas hears the save)."""
+    project = get_project(name, who)  # one `who` may not see is a 404, as an unknown one
+    _require_project_creation(who, project.department, "change projects of")
+    wanted = {}
+    if priority is not None:
+        wanted["priority"] = check_priority(priority)
+    if description is not None:
+        wanted["description"] = _description(description)
+    with transaction.atomic():
+        project = Project.objects.select_for_update().select_related("department", "role").get(pk=project.pk)
+        changed = {field: [getattr(project, field), value] for field, value in wanted.items()}
+        changed = {field: pair for field, pair in changed.items() if pair[0] != pair[1]}
+        if changed:
+            for field, (_, value) in changed.items():
+                setattr(project, field, value)
+            project.save(update_fields=[*changed, "updated_at"])
+            audit.record("team.update", actor, target=f"project/{project.name}", detail=changed)
+    return project
+
+
+def check_priority(value: object) -> int:
+    """A project priority: an integer in PRIORITY_MIN…PRIORITY_MAX."""
+    number = int(value) if isinstance(value, str) and _INTEGER.fullmatch(value) else value
+    if isinstance(number, bool) or not isinstance(number, int) or not PRIORITY_MIN <= number <= PRIORITY_MAX:
+        raise TeamInvalid(
+            f"must be an integer from {PRIORITY_MIN} to {PRIORITY_MAX} (higher is served first for over-quota "
+            "capacity; 0 is the default)",
+            field="priority",
+            value=value,
+        )
+    return number
+
+
+def project_history(name: str, who=None) -> list[dict]:
+    """The project's audit events (created, changed), newest first, at most HISTORY_MAX: who, when, what."""
+    project = get_project(name, who)
+    events = AuditEvent.objects.filter(
+        target=f"project/{project.name}", action__in=("team.create", "team.update"), outcome="ok"
+    ).order_by("-at", "-id")[:HISTORY_MAX]
+    return [
+        {"at": e.at, "action": e.action, "actor": e.actor_name, "source": e.source, "changes": e.detail} for e in events
+    ]
 
 
 def _exists(kind: str, name: str) -> TeamExists:
@@ -246,6 +310,7 @@ def describe_project(project: Project, *, members: bool = False) -> dict:
         "department": project.department.name,
         "description": project.description,
         "role": project.role.name,
+        "priority": project.priority,
         "idp_groups": project.idp_groups,
         "member_count": getattr(project, "member_count", None),
         "created_at": project.created_at,

@@ -11,9 +11,9 @@ from typing import NoReturn
 
 from configs.validators import normalize_exit_actions, parse_timeout, timeout_of
 from pools.engine import EngineError, k8s_name, parse_volume_mount
+from pools.engine.gates import reserved_env, reserved_label
 from pools.engine.k8s_syntax import dns1123_label_error, label_value_error, qualified_name_error
 from pools.engine.quantity import QuantityError, parse_quantity
-from pools.engine.resolve import LABEL_PREFIX
 from portal.errors import DomainError
 from portal.paths import join_index, join_key
 
@@ -212,8 +212,9 @@ def check_labels(data: object) -> dict[str, str]:
         reason = qualified_name_error(key)
         if reason:
             _fail(f"label key {reason}", path, key)
-        if key.startswith(LABEL_PREFIX):
-            _fail(f"label keys starting with {LABEL_PREFIX} are set by the system", path, key)
+        reason = reserved_label(key)
+        if reason:
+            _fail(reason, path, key)
         reserved = reserved_prefix(key)
         if reserved:
             _fail(
@@ -262,6 +263,9 @@ def check_environment(data: object, path: str) -> dict[str, str]:
                 where,
                 key,
             )
+        reason = reserved_env(key)
+        if reason:
+            _fail(reason, where, key)
         if value is None:
             _fail("has no value: give a string ('' for empty)", where, value)
         environment[key] = scalar_text(value, where, "environment value")

@@ -8,7 +8,15 @@
   `allowed_mounts` (OSMO's rule);
 - the image, command and args the portal sets stay as set: the user container's are exactly the task's,
   containers defined by templates (e.g. `osmo-ctrl`) keep the template's, and a task may not be named like
-  a template container.
+  a template container;
+- no container sets an environment variable that makes the NVIDIA container runtime hand it GPUs the
+  scheduler did not give it (`DEVICE_ENV`: `NVIDIA_VISIBLE_DEVICES=all` on a 0-GPU pod would see every GPU of
+  its node, outside any quota), whoever wrote it.
+
+The reserved names are listed here, once: `reserved_label` (label keys only the portal sets: the schedulers'
+and autoscalers' namespaces and its own) and `reserved_env` (what users may not set; templates may set the
+driver ones, never the device ones). The spec checks (workflows.spec_fields), the pod template's save
+(pools.config_types) and this final gate all ask these two.
 """
 
 from __future__ import annotations
@@ -25,16 +33,85 @@ __all__ = [
     "GatePolicy",
     "HostMount",
     "check_pod",
+    "check_template",
     "check_task_name",
     "container_mount_paths",
+    "env_names",
     "host_paths",
     "normalize_mounts",
     "parse_volume_mount",
     "plan_mounts",
+    "reserved_env",
+    "reserved_label",
 ]
 
 CONTAINER_LISTS = ("initContainers", "containers", "ephemeralContainers")
 _PROTECTED_FIELDS = ("image", "command", "args")
+
+# Label domains only the portal sets on a pod (a key in the domain or any subdomain): a user's label there could
+# put the pod in another team's scheduler queue or node pool (KAI, Kueue, Run:ai) or an autoscaler's node pool
+# (Karpenter), around the quota; `pool-portal/…` labels are the portal's own bookkeeping.
+RESERVED_LABEL_DOMAINS = (
+    "pool-portal",
+    "kai.scheduler",
+    "kueue.x-k8s.io",
+    "runai",
+    "run.ai",
+    "karpenter.sh",
+    "karpenter.k8s.aws",
+)
+# The NVIDIA container runtime's device selectors: where the node's toolkit honours them for unprivileged
+# containers, they expose GPUs (or MIG, IMEX, NVSwitch, GDS devices) the device plugin never allocated.
+DEVICE_ENV = (
+    "NVIDIA_VISIBLE_DEVICES",
+    "NVIDIA_MIG_CONFIG_DEVICES",
+    "NVIDIA_MIG_MONITOR_DEVICES",
+    "NVIDIA_IMEX_CHANNELS",
+    "NVIDIA_NVSWITCH",
+    "NVIDIA_GDS",
+    "NVIDIA_GDRCOPY",
+    "NVIDIA_MOFED",
+)
+# Its driver selectors: which driver libraries and checks a container gets. A platform's template may choose
+# them (a simulation platform needs `graphics`); a user may not (NVIDIA_DISABLE_REQUIRE skips the driver check).
+DRIVER_ENV = ("NVIDIA_DRIVER_CAPABILITIES", "NVIDIA_DISABLE_REQUIRE")
+DRIVER_ENV_PREFIX = "NVIDIA_REQUIRE_"
+# CUDA_VISIBLE_DEVICES is not here: CUDA reads it inside the container to narrow the devices it already has.
+
+
+def reserved_label(key: str) -> str:
+    """Why a user may not set label `key` ('' when they may)."""
+    prefix = key.rpartition("/")[0].lower()
+    for domain in RESERVED_LABEL_DOMAINS:
+        if prefix == domain or prefix.endswith("." + domain):
+            return (
+                f"label keys under {domain}/ are set only by the portal (they choose a pod's scheduler queue, "
+                "node pool or node; a user's could reach around the team's quota)"
+            )
+    return ""
+
+
+def reserved_env(name: str, *, template: bool = False) -> str:
+    """Why a user (or, with `template`, a pod template) may not set environment variable `name` ('' if allowed)."""
+    upper = name.upper()
+    if upper in DEVICE_ENV:
+        return (
+            f"{name} selects GPUs (and other NVIDIA devices) for the container runtime, around the scheduler: "
+            "the devices a pod gets are the ones it requests (resources.gpu); CUDA_VISIBLE_DEVICES narrows them"
+        )
+    if not template and (upper in DRIVER_ENV or upper.startswith(DRIVER_ENV_PREFIX)):
+        return f"{name} is set by the platform's pod template (the NVIDIA driver capabilities and checks), not by users"
+    return ""
+
+
+def env_names(container: Mapping) -> list[tuple[int, str]]:
+    """(index, name) of every `env` entry of a container that has a string name."""
+    entries = container.get("env")
+    return [
+        (index, entry["name"])
+        for index, entry in enumerate(entries if isinstance(entries, list) else ())
+        if isinstance(entry, Mapping) and isinstance(entry.get("name"), str)
+    ]
 
 
 class GateError(EngineError):
@@ -206,12 +283,37 @@ def _check_container(path: str, container: dict, policy: GatePolicy) -> list[Gat
                 value=True,
             )
         )
+    errors.extend(_env_refusals(path, container))
     mount_paths = [m.get("mountPath") for m in container.get("volumeMounts") or () if isinstance(m, Mapping)]
     duplicates = sorted({p for p in mount_paths if isinstance(p, str) and mount_paths.count(p) > 1})
     for duplicate in duplicates:
         errors.append(
             GateError("mount path used twice in one container", field=f"{path}.volumeMounts", value=duplicate)
         )
+    return errors
+
+
+def _env_refusals(path: str, container: Mapping) -> list[GateError]:
+    """The device selectors a container sets (no one may; `reserved_env`)."""
+    return [
+        GateError(reason, field=f"{path}.env[{index}].name", value=name)
+        for index, name in env_names(container)
+        if (reason := reserved_env(name, template=True))
+    ]
+
+
+def check_template(body: object) -> list[GateError]:
+    """What a pod template may not set, refused at its save: labels in the portal's reserved domains, device
+    selectors in any container's environment."""
+    metadata = body.get("metadata") if isinstance(body, Mapping) else None
+    labels = metadata.get("labels") if isinstance(metadata, Mapping) else None
+    errors = [
+        GateError(reason, field=f"metadata.labels[{key!r}]", value=key)
+        for key in (labels if isinstance(labels, Mapping) else ())
+        if isinstance(key, str) and (reason := reserved_label(key))
+    ]
+    for path, container in _containers(_spec(body)):
+        errors.extend(_env_refusals(path, container))
     return errors
 
 

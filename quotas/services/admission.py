@@ -22,6 +22,12 @@ weight 1, ranked after every project (priority below the lowest). So they are ad
 nobody with a quota asks for, always preemptible, reclaimed like any over-quota work, and held with a reason
 ("no project: …") otherwise; with over-quota off they wait until the node pool becomes unmanaged.
 
+Each node pool may set its own minimum runtime and periodic-pass period (NODE_POOL `min_runtime_seconds`,
+`admission_seconds`; null: QUOTA_MIN_RUNTIME_SECONDS, QUOTA_ADMISSION_SECONDS). Every pass, whatever ran it,
+records its time (`AdmissionPass`); the periodic pass (`pass_all`, every QUOTA_ADMISSION_TICK_SECONDS) visits
+a node pool with queued work only once its period has elapsed since then (`node_pools_due`). Queue events
+still run a node pool's pass at once.
+
 Only the resources some quota in the node pool guarantees or caps are admitted by quota (`managed_resources`):
 with GPU quotas only, a workflow's CPU and memory requests neither hold it nor make it preemptible.
 """
@@ -30,15 +36,17 @@ from __future__ import annotations
 
 import logging
 from dataclasses import dataclass, field
+from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from pools.engine.admission import PoolState, QueuedWorkflow, run_admission
 from pools.engine.quota_model import Quota, QuotaTree, Resources, TeamQuota
 from pools.engine.reclaim import RunningWorkflow
 from portal import metrics
-from quotas.models import RESOURCES, NodePool
+from quotas.models import RESOURCES, AdmissionPass, NodePool
 from quotas.services import gang
 from quotas.services.node_pools import node_selector
 from quotas.services.state import NodePoolState, gpu_noun, state
@@ -75,6 +83,8 @@ def admission_pass(node_pool: NodePool | int) -> PassReport:
                 return report
             report.node_pool = locked.name
             report.rounds += 1
+            if report.rounds == 1:
+                _record_pass(locked.pk)
             preempted = _round(locked, report)
         if not preempted:
             break
@@ -85,7 +95,7 @@ def admission_pass(node_pool: NodePool | int) -> PassReport:
 
 def _round(node_pool: NodePool, report: PassReport) -> int:
     """Decide and apply once, under the lock. Returns how many workflows were preempted (or released)."""
-    current = state(node_pool, min_runtime_seconds=settings.QUOTA_MIN_RUNTIME_SECONDS)
+    current = state(node_pool, min_runtime_seconds=min_runtime_seconds(node_pool))
     report.managed = current.managed
     if not current.queued:
         return 0
@@ -149,6 +159,22 @@ def _hold(name: str, current: NodePoolState, held: list, pks: dict[str, int], ga
             reason["part"] = {"node_pool": name, "tasks": part}
         hooks.hold(pk, reason)
         report.held.append(decision.workflow)
+
+
+def min_runtime_seconds(node_pool: NodePool) -> int:
+    """The node pool's own minimum runtime, else the settings' default."""
+    own = node_pool.min_runtime_seconds
+    return settings.QUOTA_MIN_RUNTIME_SECONDS if own is None else own
+
+
+def _record_pass(node_pool_id: int) -> None:
+    """This pass's time, one upsert (under the node pool's lock, so passes record in the order they ran)."""
+    AdmissionPass.objects.bulk_create(
+        [AdmissionPass(node_pool_id=node_pool_id, at=timezone.now())],
+        update_conflicts=True,
+        unique_fields=["node_pool"],
+        update_fields=["at"],
+    )
 
 
 def admitted_because(node_pool: str, admission) -> str:
@@ -280,17 +306,24 @@ def request_passes(parts) -> None:
         request_pass(node_pool_id)
 
 
-def node_pools_with_queued_work() -> list[int]:
-    """Ids of the node pools where a part of some QUEUED workflow waits (what the periodic pass visits)."""
+def node_pools_due(now: datetime | None = None) -> list[int]:
+    """Ids of the node pools where a part of some QUEUED workflow waits and whose admission period has elapsed
+    since their last pass (or that never had one): what the periodic pass visits. Two queries, whatever the
+    number of node pools."""
+    now = now or timezone.now()
     waiting = WorkflowPart.objects.filter(workflow__status=WorkflowStatus.QUEUED, admitted_at__isnull=True)
     names = set(waiting.values_list("node_pool", flat=True))
-    return sorted(NodePool.objects.filter(name__in=names).values_list("pk", flat=True))
+    rows = NodePool.objects.filter(name__in=names).values_list("pk", "admission_seconds", "last_pass__at")
+    default = settings.QUOTA_ADMISSION_SECONDS
+    return sorted(
+        pk for pk, own, last in rows if last is None or now - last >= timedelta(seconds=default if own is None else own)
+    )
 
 
-def pass_all() -> dict:
-    """The periodic pass: every node pool with queued work (a node pool failing does not stop the others)."""
+def pass_all(now: datetime | None = None) -> dict:
+    """The periodic pass: every node pool that is due (a node pool failing does not stop the others)."""
     report = {"node_pools": 0, "admitted": 0, "held": 0, "preempted": 0, "errors": []}
-    for node_pool_id in node_pools_with_queued_work():
+    for node_pool_id in node_pools_due(now):
         try:
             done = admission_pass(node_pool_id)
         except Exception as error:  # noqa: BLE001  (one node pool's failure is reported, the rest still run)

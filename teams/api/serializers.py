@@ -31,6 +31,7 @@ class ProjectSerializer(serializers.Serializer):
         help_text=("IdP group or role names that grant the role at sign-in: the role's name and its external names."),
     )
     member_count = serializers.IntegerField()
+    priority = serializers.IntegerField(help_text="Over-quota rank: higher is served first (docs/quotas.md).")
     created_at = serializers.DateTimeField()
 
 
@@ -52,6 +53,30 @@ class ProjectCreateSerializer(serializers.Serializer):
         default=list,
         help_text="Added to the role's external names (IdP groups that grant it).",
     )
+
+
+class ProjectUpdateSerializer(serializers.Serializer):
+    """What `PATCH` may change; an absent field stays as it is (`teams.services.update_project` checks)."""
+
+    priority = serializers.IntegerField(
+        required=False, help_text="-100…100 (higher is served first for over-quota capacity; 0 by default)."
+    )
+    description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+
+
+class ProjectHistoryEventSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    action = serializers.CharField(help_text="team.create or team.update")
+    actor = serializers.CharField()
+    source = serializers.CharField(help_text="cli, api or admin")
+    changes = serializers.JSONField(
+        help_text="team.update: {field: [before, after]}; team.create: what it was made with."
+    )
+
+
+class ProjectHistorySerializer(serializers.Serializer):
+    project = serializers.CharField()
+    history = ProjectHistoryEventSerializer(many=True, help_text="Newest first, at most 200.")
 
 
 class ProjectCreatedSerializer(ProjectDetailSerializer):

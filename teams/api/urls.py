@@ -13,4 +13,5 @@ urlpatterns = [
     ),
     path("teams/projects", views.ProjectCollectionView.as_view(), name="team-project-collection"),
     path("teams/projects/<str:name>", views.ProjectView.as_view(), name="team-project"),
+    path("teams/projects/<str:name>/history", views.ProjectHistoryView.as_view(), name="team-project-history"),
 ]

@@ -10,6 +10,9 @@
     POST /api/teams/projects             create one, and its role osmo-<name> when missing (a team admin,
                                          or an admin of its department: the service decides)
     GET  /api/teams/projects/{name}      one project with its members
+    PATCH /api/teams/projects/{name}     {"priority", "description"}: change them (a team admin, or an admin
+                                         of its department; audited)
+    GET  /api/teams/projects/{name}/history   its creation and changes, newest first
 
 Reading needs only a signed-in principal: what it sees is filtered by `teams.services` (a project you may
 not see is a 404, exactly as an unknown one). Creating needs `config:Update` on `config/team`.
@@ -176,6 +179,7 @@ class ProjectCollectionView(APIView):
 
 class ProjectView(APIView):
     permission_classes = [TeamPermission]
+    service_decides = True  # changing: a team admin, or an admin of the project's department
 
     @extend_schema(
         operation_id="team_project_retrieve",
@@ -187,3 +191,34 @@ class ProjectView(APIView):
     def get(self, request, name):
         project = services.get_project(name, request)
         return Response(s.ProjectDetailSerializer(services.describe_project(project, members=True)).data)
+
+    @extend_schema(
+        operation_id="team_project_update",
+        summary="Change a project's priority or description",
+        parameters=[NAME],
+        request=s.ProjectUpdateSerializer,
+        responses={200: s.ProjectDetailSerializer, **ERRORS},
+        description=(
+            "A team admin, or an admin of the project's department. `priority`: an integer from -100 to 100 "
+            "(400 `invalid` otherwise, nothing changed). Each change is in the project's history."
+        ),
+    )
+    def patch(self, request, name):
+        data = _body(s.ProjectUpdateSerializer, request)
+        services.update_project(name, Actor.for_request(request, "api"), who=request, **data)
+        project = services.get_project(name, request)
+        return Response(s.ProjectDetailSerializer(services.describe_project(project, members=True)).data)
+
+
+class ProjectHistoryView(APIView):
+    permission_classes = [TeamPermission]
+
+    @extend_schema(
+        operation_id="team_project_history",
+        summary="A project's creation and changes",
+        parameters=[NAME],
+        responses={200: s.ProjectHistorySerializer, **ERRORS},
+    )
+    def get(self, request, name):
+        events = services.project_history(name, request)
+        return Response(s.ProjectHistorySerializer({"project": name, "history": events}).data)

@@ -252,6 +252,17 @@ def test_list_ordering_paging_and_filters(cli):
     assert osmo_list(cli, all_users=True, count=1, order="desc")[0]["name"] == names[2]  # --all-users
 
 
+def test_queued_work_is_pending_to_osmos_client_and_found_by_pending(cli):
+    """QUEUED (waiting for quota admission) is the portal's word; OSMO's client, which knows no QUEUED, reads
+    PENDING, and `osmo workflow list --status PENDING` finds it (tests/quotas/test_queued_status.py: the
+    portal's own API and CLI say QUEUED)."""
+    name = osmo_submit(cli, yaml.safe_dump(spec("waits", platform="parked")))["name"]
+    Workflow.objects.filter(workflow_id=name).update(status="QUEUED")  # as a managed node pool's gate leaves it
+    assert cli.request("GET", f"api/workflow/{name}", params={"verbose": False})["status"] == "PENDING"
+    assert [(w["name"], w["status"]) for w in osmo_list(cli, statuses=["PENDING"])] == [(name, "PENDING")]
+    assert osmo_list(cli, statuses=["RUNNING"]) == []
+
+
 def test_list_refuses_a_filter_the_portal_does_not_have(cli):
     with pytest.raises(OsmoUserError) as refused:
         osmo_list(cli, tags=["nightly"])

@@ -80,7 +80,7 @@ def test_queued_until_room_frees_then_admitted(run, users, server, django_captur
         == "project vision: 8 of 8 guaranteed A100 GPUs in use; 0 free to borrow; position 1 in the queue"
     )
     answer = api_detail(users["vision"], third)
-    assert answer["status"] == "PENDING"  # OSMO's word; the portal's own status is in `queue`
+    assert answer["status"] == "QUEUED"  # the portal says QUEUED; only OSMO's client reads PENDING
     assert answer["queue"]["status"] == "QUEUED" and answer["queue"]["position"] == 1
     assert answer["queue"]["code"] == "FAIR_SHARE" and answer["queue"]["deserved"] == 8
     with django_capture_on_commit_callbacks(execute=True):

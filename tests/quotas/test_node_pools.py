@@ -33,6 +33,8 @@ def test_every_backend_has_its_default_from_creation_with_a_revision(db):
         "backend": "east",
         "selector": {},
         "over_quota": True,
+        "admission_seconds": None,
+        "min_runtime_seconds": None,
         "description": "",
         "departments": {},
         "projects": {},

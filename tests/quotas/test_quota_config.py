@@ -51,6 +51,8 @@ def test_the_document_round_trips_quantities_as_units_and_leaves_zeros_out(carve
         "backend": "sim",
         "selector": {"label": {"key": "nvidia.com/gpu.product", "value": "NVIDIA-H100-80GB-HBM3"}},
         "over_quota": False,
+        "admission_seconds": None,
+        "min_runtime_seconds": None,
         "description": "H100 nodes",
         "departments": {
             "research": {

@@ -29,6 +29,7 @@ def test_admins_see_everything_members_their_own_outsiders_nothing(team_admin, v
             "role": "osmo-vision",
             "idp_groups": ["osmo-vision"],
             "member_count": 1,
+            "priority": 0,
             "created_at": mine[0]["created_at"],
         }
     ]
@@ -98,6 +99,7 @@ def test_openapi_schema_documents_the_teams_endpoints(admin_api):
     assert {
         "/api/teams/projects",
         "/api/teams/projects/{name}",
+        "/api/teams/projects/{name}/history",
         "/api/teams/departments",
         "/api/teams/departments/{name}",
     } <= set(paths)
@@ -135,6 +137,7 @@ def test_admin_adds_a_project_through_the_service_and_shows_it_read_only(client,
     assert project.role.name == "osmo-vision" and project.role.external_roles == ["vision-users"]
     page = client.get(f"/admin/teams/project/{project.pk}/change/")
     assert page.status_code == 200 and b"osmo-vision" in page.content and b'name="description"' not in page.content
+    assert b'name="priority"' in page.content  # the one field a project changes here (tests/teams/test_priority.py)
     refused = client.post("/admin/teams/project/add/", {"name": "admin", "department": research.pk})
     assert refused.status_code == 200 and b"built-in role" in refused.content
     added = client.post("/admin/teams/department/add/", {"name": "ops", "description": "Operations"})

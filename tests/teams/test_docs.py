@@ -20,7 +20,7 @@ PAGE = ROOT / "docs" / "teams.md"
 def test_teams_page_runs_as_written(monkeypatch):
     monkeypatch.chdir(ROOT)
     commands = bash_commands(PAGE)
-    assert len(commands) == 13  # 9 for teams, 4 for department admins
+    assert len(commands) == 15  # 9 for teams, 4 for department admins, 2 for priority
     outputs = {}
     for args in commands:
         out = StringIO()
@@ -32,6 +32,7 @@ def test_teams_page_runs_as_written(monkeypatch):
         "team list",
         "team admins add research dora",
         "access explain dora department/research --action config:Update",
+        "team update vision --priority 2",
     ):
         for line in outputs[command].splitlines():
             assert line in page, line  # the page shows the real output
@@ -44,6 +45,8 @@ def test_teams_page_runs_as_written(monkeypatch):
         "department": "research",
         "admins": ["dora"],
     }
+    history = json.loads(outputs["team history vision --format json"])["history"]
+    assert [event["changes"] for event in history if event["action"] == "team.update"] == [{"priority": [0, 2]}]
     [transcript] = transcripts(PAGE)
     with pytest.raises(DomainError) as refused:
         call_command(*shlex.split(transcript.command)[2:], stdout=StringIO())

@@ -218,7 +218,7 @@ def test_labels_are_validated_and_stringified():
         ({"team": "-x"}, "labels.team", "label value"),
         ({"team": "x" * 64}, "labels.team", "no more than 63"),
         ({"team": ["a"]}, "labels.team", "is a string"),
-        ({"pool-portal/workflow": "x"}, 'labels["pool-portal/workflow"]', "set by the system"),
+        ({"pool-portal/workflow": "x"}, 'labels["pool-portal/workflow"]', "set only by the portal"),
         ({f"k{i}": "v" for i in range(17)}, "labels", "at most 16"),
         (["team"], "labels", "mapping"),
     ],

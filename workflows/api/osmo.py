@@ -4,9 +4,12 @@ src/service/core/workflow/objects.py): its status names, its time format, its gr
 - Times are naive UTC ISO 8601 (`2025-05-01T12:34:56.123456`): the CLI parses them with strptime after
   replacing `T` by a space (src/lib/utils/common.py convert_utc_datetime_to_user_zone), which refuses `Z`
   and `+00:00`.
-- Status names: the portal's CANCELLED is OSMO's FAILED_CANCELED; QUEUED (waiting for quota admission) is
-  OSMO's PENDING. A task's PENDING (no pod yet) is OSMO's
-  PROCESSING; WAITING (a pod that does not run yet) is SCHEDULING until a node is bound, then INITIALIZING.
+- Status names: the portal's CANCELLED is OSMO's FAILED_CANCELED. QUEUED (waiting for quota admission) is
+  the portal's own word on its API, pages and CLI; only OSMO's client (a request with OSMO's
+  `x-osmo-client-version` header, src/lib/utils/version.py VERSION_HEADER, which it sends on every call) gets
+  OSMO's PENDING for it, and its `--status PENDING` finds QUEUED work too (`speaks_osmo`). A task's PENDING
+  (no pod yet) is OSMO's PROCESSING; WAITING (a pod that does not run yet) is SCHEDULING until a node is bound,
+  then INITIALIZING.
 """
 
 from __future__ import annotations
@@ -42,24 +45,40 @@ OSMO_WORKFLOW_STATUSES = (
     "FAILED_PREEMPTED",
 )
 # QUEUED (waiting for quota admission) has no OSMO name: OSMO's client sees it as PENDING, its word for a
-# workflow whose pods are not created yet; FAILED_PREEMPTED is OSMO's own.
+# workflow whose pods are not created yet; FAILED_PREEMPTED is OSMO's own. Everyone gets FAILED_CANCELED.
 _WORKFLOW_TO_OSMO = {WorkflowStatus.CANCELLED: "FAILED_CANCELED", WorkflowStatus.QUEUED: "PENDING"}
-_OSMO_TO_WORKFLOW: dict[str, list[str]] = {}
-for _portal, _osmo in _WORKFLOW_TO_OSMO.items():
-    _OSMO_TO_WORKFLOW.setdefault(_osmo, [_osmo] if _osmo in WorkflowStatus.values else []).append(_portal)
+_WORKFLOW_TO_PORTAL = {WorkflowStatus.CANCELLED: "FAILED_CANCELED"}
+OSMO_CLIENT_HEADER = "x-osmo-client-version"
+
+
+def _reverse(mapping: dict) -> dict[str, list[str]]:
+    names: dict[str, list[str]] = {}
+    for portal, shown in mapping.items():
+        names.setdefault(shown, [shown] if shown in WorkflowStatus.values else []).append(portal)
+    return names
+
+
+_OSMO_TO_WORKFLOW, _PORTAL_TO_WORKFLOW = _reverse(_WORKFLOW_TO_OSMO), _reverse(_WORKFLOW_TO_PORTAL)
 _TASK_TO_OSMO = {TaskStatus.PENDING: "PROCESSING", TaskStatus.CANCELLED: "FAILED_CANCELED"}
 
 
-def workflow_status(status: str) -> str:
-    return _WORKFLOW_TO_OSMO.get(status, status)
+def speaks_osmo(request) -> bool:
+    """Whether the caller is OSMO's own client, which sends its version header on every request."""
+    return request is not None and bool(request.headers.get(OSMO_CLIENT_HEADER))
 
 
-def stored_statuses(names: list[str]) -> list[str]:
-    """The stored statuses a list filter asks for: OSMO's names or the portal's (OSMO's PENDING is PENDING and
-    QUEUED; an OSMO status the portal never gives, such as FAILED_IMAGE_PULL, matches nothing)."""
+def workflow_status(status: str, *, for_osmo: bool = True) -> str:
+    """The status as the caller's client knows it: OSMO's client gets PENDING for QUEUED, the portal QUEUED."""
+    return (_WORKFLOW_TO_OSMO if for_osmo else _WORKFLOW_TO_PORTAL).get(status, status)
+
+
+def stored_statuses(names: list[str], *, for_osmo: bool = True) -> list[str]:
+    """The stored statuses a list filter asks for: OSMO's names or the portal's (to OSMO's client, PENDING is
+    PENDING and QUEUED; an OSMO status the portal never gives, such as FAILED_IMAGE_PULL, matches nothing)."""
+    shown_to_stored = _OSMO_TO_WORKFLOW if for_osmo else _PORTAL_TO_WORKFLOW
     found: list[str] = []
     for name in names:
-        for status in _OSMO_TO_WORKFLOW.get(name.upper(), [name.upper()]):
+        for status in shown_to_stored.get(name.upper(), [name.upper()]):
             if status not in found:
                 found.append(status)
     return found

@@ -12,7 +12,12 @@ from workflows.models import Priority, TaskStatus, WorkflowStatus
 
 # Named in SPECTACULAR_SETTINGS["ENUM_NAME_OVERRIDES"]: two `status` fields, two schema enums.
 TASK_STATUSES = TaskStatus.values
-OSMO_STATUSES = list(dict.fromkeys(osmo.workflow_status(status) for status in WorkflowStatus.values))
+# Both vocabularies: the portal's (QUEUED) and what OSMO's client reads (PENDING for it).
+OSMO_STATUSES = list(
+    dict.fromkeys(
+        osmo.workflow_status(status, for_osmo=client) for client in (False, True) for status in WorkflowStatus.values
+    )
+)
 
 
 @extend_schema_field({"type": "array", "items": {"type": "string"}})
@@ -55,10 +60,11 @@ class OsmoTimeField(serializers.DateTimeField):
 
 
 class OsmoStatusField(serializers.ChoiceField):
-    """A workflow status by OSMO's name (the portal's CANCELLED is OSMO's FAILED_CANCELED)."""
+    """A workflow status (the portal's CANCELLED is OSMO's FAILED_CANCELED); QUEUED is OSMO's PENDING only to
+    OSMO's own client (`osmo.speaks_osmo`): the portal's API, pages and CLI say QUEUED."""
 
     def to_representation(self, value):
-        return osmo.workflow_status(value)
+        return osmo.workflow_status(value, for_osmo=osmo.speaks_osmo(self.context.get("request")))
 
 
 class SubmitQuerySerializer(serializers.Serializer):
@@ -132,7 +138,8 @@ class SubmitResultSerializer(serializers.Serializer):
     logs = serializers.CharField(allow_null=True, help_text="validation_only: 'Workflow validation succeeded.'")
     dashboard_url = serializers.CharField(allow_null=True, help_text="Always null (OSMO's cluster dashboard).")
     status = serializers.CharField(
-        help_text="PENDING (QUEUED: waiting for quota admission), or DRY_RUN / VALID when nothing was stored."
+        help_text="PENDING, QUEUED (waiting for quota admission; OSMO's client reads PENDING), or DRY_RUN / VALID "
+        "when nothing was stored."
     )
     pool = serializers.CharField()
     project = serializers.CharField(allow_null=True, help_text="The project charged (null: none).")
@@ -165,7 +172,7 @@ class ListQuerySerializer(serializers.Serializer):
             raise serializers.ValidationError(
                 f"unknown status {unknown[0]!r}; expected one of {', '.join(sorted(known))}"
             )
-        return osmo.stored_statuses(value)
+        return osmo.stored_statuses(value, for_osmo=osmo.speaks_osmo(self.context.get("request")))
 
     def validate_priority(self, value):
         unknown = [p for p in value if p.upper() not in Priority.values]
@@ -211,7 +218,8 @@ class WorkflowSummarySerializer(serializers.Serializer):
     duration = serializers.SerializerMethodField(help_text="Seconds from start to end (or now); null if not started.")
     overview = serializers.SerializerMethodField(help_text="The workflow's page.")
     queue = serializers.SerializerMethodField(
-        help_text="While QUEUED (waiting for quota admission; OSMO's PENDING): why it waits — `reason` (a sentence), "
+        help_text="While QUEUED (waiting for quota admission; PENDING to OSMO's client): why it waits — `reason` "
+        "(a sentence), "
         "`code`, the numbers (`demand`, `allocated`, `deserved`, `fair_share`, `limit`, `free`, `borrowable`), "
         "its `position` in the node pool's queue. In one workflow's detail, also while PENDING or WAITING on a "
         "backend whose own scheduler (KAI, Kueue) admits it: that scheduler's status message on its project's "

@@ -145,7 +145,7 @@ def _read_upload(upload: UploadedFile) -> str:
 def _query(serializer_class, request) -> dict:
     if not request.query_params:  # the usual submission: the defaults, without building a serializer
         return dict(_defaults(serializer_class))
-    serializer = serializer_class(data=request.query_params)
+    serializer = serializer_class(data=request.query_params, context={"request": request})
     serializer.is_valid(raise_exception=True)
     return serializer.validated_data
 
@@ -226,6 +226,7 @@ class SubmitView(APIView):
         except RecursionError:
             raise InvalidSpec("the spec is nested too deeply") from None
         answer = result.as_dict()
+        answer["status"] = osmo.workflow_status(answer["status"], for_osmo=osmo.speaks_osmo(request))
         answer["overview"] = osmo.overview_url(request, result.workflow_id) if result.workflow_id else None
         return Response(answer)
 

@@ -3,6 +3,8 @@
     manage.py team create department research [--description "..."]
     manage.py team create project vision --department research [--idp-group vision-users] [--format json]
     manage.py team show project vision [--format json]
+    manage.py team update vision --priority 5 [--description "..."] [--format json]   # a project (audited)
+    manage.py team history vision [--format json]      # the project's creation and changes, newest first
     manage.py team show department research [--format json]
     manage.py team list [projects|departments] [--department research] [--format json]
     manage.py team admins add|remove DEPARTMENT USER [--format json]
@@ -43,6 +45,17 @@ class Command(PortalCommand):
         show.add_argument("kind", choices=KINDS)
         show.add_argument("name")
         show.add_argument("--format", choices=["text", "json"], default="text")
+        update = verbs.add_parser("update", help="change a project's priority or description")
+        update.add_argument("name", help="the project")
+        update.add_argument(
+            "--priority",
+            help=f"over-quota rank, {services.PRIORITY_MIN}…{services.PRIORITY_MAX} (higher is served first)",
+        )
+        update.add_argument("--description")
+        update.add_argument("--format", choices=["text", "json"], default="text")
+        history = verbs.add_parser("history", help="a project's creation and changes, newest first")
+        history.add_argument("name", help="the project")
+        history.add_argument("--format", choices=["text", "json"], default="text")
         listing = verbs.add_parser("list", help="projects (default) or departments")
         listing.add_argument("kind", nargs="?", choices=["projects", "departments"], default="projects")
         listing.add_argument("--department", help="only this department's projects")
@@ -90,10 +103,34 @@ class Command(PortalCommand):
         data = services.describe_project(services.get_project(options["name"]), members=True)
         if options["format"] == "json":
             return self.emit(data)
-        for key in ("name", "department", "description", "role"):
-            self.stdout.write(f"{key}: {data[key] or '-'}")
+        for key in ("name", "department", "description", "role", "priority"):
+            self.stdout.write(f"{key}: {data[key] if data[key] not in ('', None) else '-'}")
         self.stdout.write(f"idp groups: {', '.join(data['idp_groups'])}")
         self.stdout.write(f"members ({data['member_count']}): {', '.join(data['members']) or '-'}")
+        return None
+
+    def do_update(self, options):
+        if options["priority"] is None and options["description"] is None:
+            raise TeamInvalid("give what to change: --priority N and/or --description TEXT", field="--priority")
+        project = services.update_project(
+            options["name"], audit.SYSTEM_CLI, priority=options["priority"], description=options["description"]
+        )
+        data = services.describe_project(services.get_project(project.name))
+        if options["format"] == "json":
+            return self.emit(data)
+        self.stdout.write(f"project {data['name']}: priority {data['priority']}")
+        return None
+
+    def do_history(self, options):
+        events = services.project_history(options["name"])
+        if options["format"] == "json":
+            return self.emit({"project": options["name"], "history": events})
+        for event in events:
+            changes = ", ".join(f"{field} {pair[0]} → {pair[1]}" for field, pair in _changes(event))
+            self.stdout.write(
+                f"{event['at']:%Y-%m-%d %H:%M:%S} {event['actor']} ({event['source']}) "
+                f"{event['action']}{': ' + changes if changes else ''}"
+            )
         return None
 
     def do_list(self, options):
@@ -111,10 +148,11 @@ class Command(PortalCommand):
         rows = [services.describe_project(project) for project in projects]
         if options["format"] == "json":
             return self.emit({"projects": rows})
-        self.stdout.write(f"{'PROJECT':<24} {'DEPARTMENT':<20} {'ROLE':<28} {'MEMBERS':>7}  IDP GROUPS")
+        self.stdout.write(f"{'PROJECT':<24} {'DEPARTMENT':<20} {'ROLE':<28} {'PRIORITY':>8} {'MEMBERS':>7}  IDP GROUPS")
         for row in rows:
             self.stdout.write(
-                f"{row['name']:<24} {row['department']:<20} {row['role']:<28} {row['member_count']:>7}  "
+                f"{row['name']:<24} {row['department']:<20} {row['role']:<28} {row['priority']:>8} "
+                f"{row['member_count']:>7}  "
                 f"{', '.join(row['idp_groups'])}"
             )
         return None
@@ -144,3 +182,10 @@ class Command(PortalCommand):
         self.stdout.write(f"department {data['name']}: {data['description'] or '-'}")
         self.stdout.write(f"projects: {', '.join(data['projects']) or '-'}")
         return None
+
+
+def _changes(event: dict) -> list[tuple[str, list]]:
+    """The `[before, after]` pairs of a `team.update` event (a creation's detail is not a change)."""
+    if event["action"] != "team.update":
+        return []
+    return [(field, pair) for field, pair in event["changes"].items() if isinstance(pair, list) and len(pair) == 2]

@@ -22,16 +22,17 @@ def test_requests_are_the_pods_summed_in_scheduler_units(submitted):
     assert (workflow.queue_reason, workflow.preemption) == ({}, {})
 
 
-def test_queued_is_osmos_pending_and_preempted_is_finished(submitted, alice):
+def test_queued_is_pending_only_to_osmos_client_and_preempted_is_finished(submitted, alice):
     queued, preempted = submitted(spec("waits")), submitted(spec("stopped"))
     Workflow.objects.filter(pk=queued.pk).update(status=WorkflowStatus.QUEUED)
     Workflow.objects.filter(pk=preempted.pk).update(status=WorkflowStatus.FAILED_PREEMPTED)
     assert WorkflowStatus.FAILED_PREEMPTED in FINISHED_WORKFLOW and TaskStatus.FAILED_PREEMPTED in FINISHED_TASK
     assert WorkflowStatus.QUEUED not in FINISHED_WORKFLOW
-    client = api(alice)
-    assert client.get(f"/api/workflow/{queued.workflow_id}").json()["status"] == "PENDING"
+    client, osmo_client = api(alice), {"HTTP_X_OSMO_CLIENT_VERSION": "6.4.0"}  # OSMO's CLI sends its version
+    assert client.get(f"/api/workflow/{queued.workflow_id}").json()["status"] == "QUEUED"
+    assert client.get(f"/api/workflow/{queued.workflow_id}", **osmo_client).json()["status"] == "PENDING"
     assert client.get(f"/api/workflow/{preempted.workflow_id}").json()["status"] == "FAILED_PREEMPTED"
-    listed = client.get("/api/workflow?statuses=PENDING").json()["workflows"]
+    listed = client.get("/api/workflow?statuses=PENDING", **osmo_client).json()["workflows"]
     assert {w["workflow_id"] for w in listed} == {queued.workflow_id}
     assert osmo.stored_statuses(["pending", "QUEUED", "FAILED_CANCELED"]) == ["PENDING", "QUEUED", "CANCELLED"]
     assert osmo.workflow_status(WorkflowStatus.QUEUED) == "PENDING"
