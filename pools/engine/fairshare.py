@@ -8,8 +8,11 @@ One level (`divide`) gives a set of sibling queues a `total`:
 1. Requestable: `r_i = min(request_i, limit_i)` (limit None = no cap). `request` is what the queue holds
    plus what it has queued.
 2. Deserved pass: each queue gets `g_i = min(deserved_i, r_i)`. If the total cannot cover Σ g_i (capacity
-   below the guarantees, e.g. nodes down), the total is water-filled over the queues with weight
-   `deserved_i` instead, capped at `g_i`: guarantees shrink in proportion to their size.
+   below the guarantees, e.g. nodes down), the portal's rule (`SHRINK`, the default) water-fills the total
+   over the queues with weight `deserved_i` instead, capped at `g_i`: guarantees shrink in proportion to
+   their size. KAI-Scheduler's rule (`KAI`, resource_division.go setDeservedResource) keeps every `g_i` whole
+   — the shares then add up to more than the total — and leaves no surplus: what a KAI-delegated backend
+   will do (docs/admission.md, "Over-subscription").
 3. Over-quota pass (only when over-quota is on): the rest `R = total - Σ g_i` goes to the priority levels
    from highest to lowest; inside a level it is water-filled by over-quota weight, each queue capped at
    `r_i - g_i`. A queue with weight 0 gets no surplus. What one level leaves goes to the next.
@@ -17,7 +20,8 @@ One level (`divide`) gives a set of sibling queues a `total`:
 Water-filling (`water_fill`), exact: queues whose cap is at most their weighted slice `R·w_i / W` of what is
 left are satisfied (sorted by cap/weight, the smallest first; each one leaves more for the rest); the others
 get `floor(R·w_i / W)`, and the units the floors leave (fewer than the number of queues) go one each to the
-largest fractions, ties by larger weight then by name. A unit never takes a queue above its cap.
+largest fractions, ties by larger weight, then the older queue (`created`, as KAI breaks them), then by name
+(`KAI`: older, then name, no weight). A unit never takes a queue above its cap.
 
 Hierarchy (`fair_share`): departments first, over the node pool's capacity, each department's request being
 the sum of its projects' requestable amounts; then each department's fair share is the total that its
@@ -30,8 +34,12 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
+from functools import lru_cache
 
 from pools.engine.quota_model import RESOURCES, QuotaTree, Resources, TeamQuota
+
+SHRINK, KAI = "shrink", "kai"  # capacity below the guarantees: shrink them in proportion, or keep them (KAI)
+GUARANTEE_RULES = (SHRINK, KAI)
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +52,7 @@ class ShareInput:
     weight: int = 1
     priority: int = 0
     request: int = 0
+    created: float = 0.0  # older (smaller) wins a tie for a leftover unit
 
     @property
     def requestable(self) -> int:
@@ -74,17 +83,27 @@ class FairShare:
     over_quota: bool
     departments: Mapping[str, Share]
     projects: Mapping[str, Share]
+    deserved_total: int = 0  # Σ department deserved: above `capacity` the node pool is over-committed
+    rule: str = SHRINK
 
     @property
     def unassigned(self) -> int:
         return self.capacity - sum(s.fair_share for s in self.departments.values())
 
+    @property
+    def over_committed(self) -> bool:
+        """The departments are guaranteed more than the node pool holds (flag it to the admin)."""
+        return self.deserved_total > self.capacity
 
-def water_fill(amount: int, caps: Sequence[int], weights: Sequence[int], names: Sequence[str]) -> list[int]:
+
+def water_fill(
+    amount: int, caps: Sequence[int], weights: Sequence[int], names: Sequence[str], ties: Sequence | None = None
+) -> list[int]:
     """Split `amount` over queues by `weights`, nobody above its cap; exact ints (see the module docstring).
 
     Returns one int per queue; queues with weight 0 or cap 0 get 0. Σ result ≤ amount, = amount unless
-    every weighted queue reached its cap."""
+    every weighted queue reached its cap. `ties`: per queue, the key that orders equal fractions for the
+    leftover units (default: larger weight, then name)."""
     given = [0] * len(caps)
     live = [i for i in range(len(caps)) if caps[i] > 0 and weights[i] > 0]
     if amount <= 0 or not live:
@@ -93,7 +112,7 @@ def water_fill(amount: int, caps: Sequence[int], weights: Sequence[int], names: 
         for i in live:
             given[i] = caps[i]
         return given
-    live.sort(key=lambda i: (Fraction(caps[i], weights[i]), names[i]))
+    live.sort(key=lambda i: (Fraction(caps[i], weights[i]), names[i]))  # smallest cap per weight first
     left, weight_left = amount, sum(weights[i] for i in live)
     start = 0
     # caps[i] / w_i <= left / weight_left, in integers
@@ -108,21 +127,29 @@ def water_fill(amount: int, caps: Sequence[int], weights: Sequence[int], names: 
     for i in rest:
         whole, fraction = divmod(left * weights[i], weight_left)
         given[i] = whole
-        fractions.append((-fraction, -weights[i], names[i], i))
+        fractions.append((-fraction, ties[i] if ties else (-weights[i], names[i]), i))
     spare = left - sum(given[i] for i in rest)
     fractions.sort()
-    for _, _, _, i in fractions[:spare]:
+    for _, _, i in fractions[:spare]:
         given[i] += 1
     return given
 
 
-def divide(total: int, queues: Sequence[ShareInput], *, over_quota: bool = True) -> dict[str, Share]:
-    """Give `total` to sibling `queues` (one level; steps 1–3 of the module docstring). Keyed by name."""
+def divide(
+    total: int, queues: Sequence[ShareInput], *, over_quota: bool = True, rule: str = SHRINK
+) -> dict[str, Share]:
+    """Give `total` to sibling `queues` (one level; steps 1–3 of the module docstring). Keyed by name.
+    Queues that ask for nothing get nothing at once: a node pool's hundreds of idle teams cost no sorting."""
+    result = {q.name: _nothing(q.name) for q in queues if q.requestable <= 0}
+    queues = [q for q in queues if q.requestable > 0]
+    if not queues:
+        return result
     names = [q.name for q in queues]
     wants = [min(q.deserved, q.requestable) for q in queues]
-    # capacity below the guarantees: they shrink in proportion to deserved
-    short = sum(wants) > total
-    guaranteed = water_fill(total, wants, [q.deserved for q in queues], names) if short else wants
+    ties = [(q.created, q.name) if rule == KAI else (-q.weight, q.created, q.name) for q in queues]
+    # capacity below the guarantees: they shrink in proportion to deserved (SHRINK) or stay whole (KAI)
+    short = sum(wants) > total and rule == SHRINK
+    guaranteed = water_fill(total, wants, [q.deserved for q in queues], names, ties) if short else wants
     surplus = [0] * len(queues)
     left = total - sum(guaranteed)
     if over_quota and left > 0:
@@ -133,43 +160,66 @@ def divide(total: int, queues: Sequence[ShareInput], *, over_quota: bool = True)
                 [queues[i].requestable - guaranteed[i] for i in members],
                 [queues[i].weight for i in members],
                 [names[i] for i in members],
+                [ties[i] for i in members],
             )
             for i, amount in zip(members, given, strict=True):
                 surplus[i] = amount
             left -= sum(given)
             if left <= 0:
                 break
-    return {q.name: Share(q.name, guaranteed[i], surplus[i], q.requestable) for i, q in enumerate(queues)}
+    result.update({q.name: Share(q.name, guaranteed[i], surplus[i], q.requestable) for i, q in enumerate(queues)})
+    return result
+
+
+@lru_cache(maxsize=65536)
+def _nothing(name: str) -> Share:
+    """The share of a team that asks for nothing (immutable, so one per name serves every pass)."""
+    return Share(name, 0, 0, 0)
 
 
 def _share_input(team: TeamQuota, resource: str, request: int) -> ShareInput:
     quota = team.quota(resource)
-    return ShareInput(team.name, quota.deserved, quota.limit, quota.weight, team.priority, request)
+    return ShareInput(team.name, quota.deserved, quota.limit, quota.weight, team.priority, request, team.created)
 
 
 def fair_share(
-    capacity: int, tree: QuotaTree, resource: str, requests: Mapping[str, int], *, over_quota: bool = True
+    capacity: int,
+    tree: QuotaTree,
+    resource: str,
+    requests: Mapping[str, int],
+    *,
+    over_quota: bool = True,
+    rule: str = SHRINK,
 ) -> FairShare:
     """Fair share of one resource in one node pool. `requests`: project name → allocated + queued demand
-    (missing = 0). Departments first, then each department's share over its projects."""
-    project_inputs = {p.name: _share_input(p, resource, max(0, requests.get(p.name, 0))) for p in tree.projects}
-    by_department: dict[str, list[ShareInput]] = {d.name: [] for d in tree.departments}
-    for project in tree.projects:
-        by_department[project.department].append(project_inputs[project.name])
-    department_inputs = [
-        _share_input(d, resource, sum(p.requestable for p in by_department[d.name])) for d in tree.departments
-    ]
-    departments = divide(max(0, capacity), department_inputs, over_quota=over_quota)
+    (missing = 0). Departments first, then each department's share over its projects. `rule`: SHRINK (the
+    portal's admission) or KAI (what a KAI-delegated backend will do) when capacity is below the guarantees."""
     projects: dict[str, Share] = {}
-    for department in tree.departments:
-        projects.update(
-            divide(departments[department.name].fair_share, by_department[department.name], over_quota=over_quota)
-        )
-    return FairShare(resource, capacity, over_quota, departments, projects)
+    by_department: dict[str, list[ShareInput]] = {}
+    for project in tree.projects:
+        request = requests.get(project.name, 0)
+        if request > 0:
+            inputs = by_department.setdefault(project.department, [])
+            inputs.append(_share_input(project, resource, request))
+        else:  # asks for nothing: no share (most teams of a large node pool, at no cost)
+            projects[project.name] = _nothing(project.name)
+    department_inputs = [
+        _share_input(d, resource, sum(p.requestable for p in by_department.get(d.name, ()))) for d in tree.departments
+    ]
+    departments = divide(max(0, capacity), department_inputs, over_quota=over_quota, rule=rule)
+    for department, inputs in by_department.items():
+        projects.update(divide(departments[department].fair_share, inputs, over_quota=over_quota, rule=rule))
+    deserved_total = sum(d.deserved for d in department_inputs)
+    return FairShare(resource, capacity, over_quota, departments, projects, deserved_total, rule)
 
 
 def fair_shares(
-    capacity: Resources, tree: QuotaTree, requests: Mapping[str, Resources], *, over_quota: bool = True
+    capacity: Resources,
+    tree: QuotaTree,
+    requests: Mapping[str, Resources],
+    *,
+    over_quota: bool = True,
+    rule: str = SHRINK,
 ) -> dict[str, FairShare]:
     """`fair_share` for every resource (gpu, cpu, memory), each divided independently as KAI does."""
     return {
@@ -179,6 +229,7 @@ def fair_shares(
             resource,
             {name: amount.get(resource) for name, amount in requests.items()},
             over_quota=over_quota,
+            rule=rule,
         )
         for resource in RESOURCES
     }

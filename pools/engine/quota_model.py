@@ -90,12 +90,15 @@ class TeamQuota:
     """A department's or a project's quotas in one node pool, per resource (missing resource = NO_QUOTA).
 
     `priority`: over-quota rank, higher is served first (projects; departments usually 0).
-    `department`: for a project, its department's name; None for a department."""
+    `department`: for a project, its department's name; None for a department.
+    `created`: any sortable creation key (epoch seconds); the older team wins a tie for a leftover unit of
+    fair share, as in KAI-Scheduler (0 when unknown: ties then fall to the name)."""
 
     name: str
     quotas: Mapping[str, Quota] = field(default_factory=dict)
     priority: int = 0
     department: str | None = None
+    created: float = 0.0
 
     def quota(self, resource: str) -> Quota:
         return self.quotas.get(resource, NO_QUOTA)
