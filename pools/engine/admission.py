@@ -379,6 +379,31 @@ def _ids(victims: list[Victim]) -> tuple[str, ...]:
     return tuple(v.workflow for v in victims)
 
 
+def state_fingerprint(state: PoolState) -> int:
+    """A digest of everything a pass decides on, so a periodic pass can skip a node pool whose state has not
+    changed since a pass that admitted and preempted nothing (it would decide the same again). Runtimes enter
+    only as "past the minimum runtime or not": the ageing of running work changes nothing else a pass can act
+    on. Stable within one process (Python's hash), which is where it is kept."""
+    tree = state.tree
+    teams = tuple(
+        (t.name, t.department, t.priority, t.created, tuple(sorted(t.quotas.items())))
+        for t in (*tree.departments, *tree.projects)
+    )
+    running = frozenset(
+        (w.id, w.project, w.usage, w.preemptible, w.runtime_seconds >= state.min_runtime_seconds) for w in state.running
+    )
+    queued = frozenset((w.id, w.project, w.demand, w.submitted, w.priority) for w in state.queued)
+    options = (
+        state.name,
+        state.capacity,
+        state.over_quota,
+        state.min_runtime_seconds,
+        state.guarantee_rule,
+        state.gpu_noun,
+    )
+    return hash((options, teams, running, queued))
+
+
 def run_admission(state: PoolState) -> PassResult:
     """One admission pass (module docstring). Raises EngineError on a malformed quota tree; a queued or
     running workflow of a project that is not in the tree is an error too (the caller charges projects)."""

@@ -33,8 +33,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
-from functools import lru_cache
+from functools import cmp_to_key, lru_cache
 
 from pools.engine.quota_model import RESOURCES, QuotaTree, Resources, TeamQuota
 
@@ -112,7 +111,12 @@ def water_fill(
         for i in live:
             given[i] = caps[i]
         return given
-    live.sort(key=lambda i: (Fraction(caps[i], weights[i]), names[i]))  # smallest cap per weight first
+    if len({weights[i] for i in live}) == 1:  # one weight (the usual case): by cap, no fractions to build
+        live.sort(key=lambda i: (caps[i], names[i]))
+    else:  # smallest cap per weight first, compared exactly in integers
+        live.sort(
+            key=cmp_to_key(lambda a, b: caps[a] * weights[b] - caps[b] * weights[a] or _order(names[a], names[b]))
+        )
     left, weight_left = amount, sum(weights[i] for i in live)
     start = 0
     # caps[i] / w_i <= left / weight_left, in integers
@@ -135,30 +139,46 @@ def water_fill(
     return given
 
 
+def _order(a: str, b: str) -> int:
+    return (a > b) - (a < b)
+
+
 def divide(
     total: int, queues: Sequence[ShareInput], *, over_quota: bool = True, rule: str = SHRINK
 ) -> dict[str, Share]:
     """Give `total` to sibling `queues` (one level; steps 1–3 of the module docstring). Keyed by name.
     Queues that ask for nothing get nothing at once: a node pool's hundreds of idle teams cost no sorting."""
-    result = {q.name: _nothing(q.name) for q in queues if q.requestable <= 0}
-    queues = [q for q in queues if q.requestable > 0]
-    if not queues:
+    result: dict[str, Share] = {}
+    busy, asks = [], []
+    for q in queues:
+        requestable = q.requestable
+        if requestable > 0:
+            busy.append(q)
+            asks.append(requestable)
+        else:
+            result[q.name] = _nothing(q.name)
+    if not busy:
         return result
-    names = [q.name for q in queues]
-    wants = [min(q.deserved, q.requestable) for q in queues]
-    ties = [(q.created, q.name) if rule == KAI else (-q.weight, q.created, q.name) for q in queues]
+    wants = [min(q.deserved, ask) for q, ask in zip(busy, asks, strict=True)]
+    served = [ask if over_quota and q.weight > 0 else want for q, ask, want in zip(busy, asks, wants, strict=True)]
+    if sum(served) <= total:  # room for everything asked (a department's share covering its projects)
+        for q, ask, want, serve in zip(busy, asks, wants, served, strict=True):
+            result[q.name] = Share(q.name, want, serve - want, ask)
+        return result
+    names = [q.name for q in busy]
+    ties = [(q.created, q.name) if rule == KAI else (-q.weight, q.created, q.name) for q in busy]
     # capacity below the guarantees: they shrink in proportion to deserved (SHRINK) or stay whole (KAI)
     short = sum(wants) > total and rule == SHRINK
-    guaranteed = water_fill(total, wants, [q.deserved for q in queues], names, ties) if short else wants
-    surplus = [0] * len(queues)
+    guaranteed = water_fill(total, wants, [q.deserved for q in busy], names, ties) if short else wants
+    surplus = [0] * len(busy)
     left = total - sum(guaranteed)
     if over_quota and left > 0:
-        for level in sorted({q.priority for q in queues}, reverse=True):
-            members = [i for i, q in enumerate(queues) if q.priority == level]
+        for level in sorted({q.priority for q in busy}, reverse=True):
+            members = [i for i, q in enumerate(busy) if q.priority == level]
             given = water_fill(
                 left,
-                [queues[i].requestable - guaranteed[i] for i in members],
-                [queues[i].weight for i in members],
+                [asks[i] - guaranteed[i] for i in members],
+                [busy[i].weight for i in members],
                 [names[i] for i in members],
                 [ties[i] for i in members],
             )
@@ -167,7 +187,8 @@ def divide(
             left -= sum(given)
             if left <= 0:
                 break
-    result.update({q.name: Share(q.name, guaranteed[i], surplus[i], q.requestable) for i, q in enumerate(queues)})
+    for i, q in enumerate(busy):
+        result[q.name] = Share(q.name, guaranteed[i], surplus[i], asks[i])
     return result
 
 
@@ -190,19 +211,20 @@ def fair_share(
     *,
     over_quota: bool = True,
     rule: str = SHRINK,
+    index: _TreeIndex | None = None,
 ) -> FairShare:
     """Fair share of one resource in one node pool. `requests`: project name → allocated + queued demand
     (missing = 0). Departments first, then each department's share over its projects. `rule`: SHRINK (the
-    portal's admission) or KAI (what a KAI-delegated backend will do) when capacity is below the guarantees."""
-    projects: dict[str, Share] = {}
+    portal's admission) or KAI (what a KAI-delegated backend will do) when capacity is below the guarantees.
+    Only the projects that ask for something are divided; the others share nothing, at the cost of a copy."""
+    index = index or _TreeIndex(tree)
+    projects = dict(index.nothing)
     by_department: dict[str, list[ShareInput]] = {}
-    for project in tree.projects:
-        request = requests.get(project.name, 0)
-        if request > 0:
+    for name, request in requests.items():
+        project = index.projects.get(name)
+        if project is not None and request > 0:
             inputs = by_department.setdefault(project.department, [])
             inputs.append(_share_input(project, resource, request))
-        else:  # asks for nothing: no share (most teams of a large node pool, at no cost)
-            projects[project.name] = _nothing(project.name)
     department_inputs = [
         _share_input(d, resource, sum(p.requestable for p in by_department.get(d.name, ()))) for d in tree.departments
     ]
@@ -211,6 +233,14 @@ def fair_share(
         projects.update(divide(departments[department].fair_share, inputs, over_quota=over_quota, rule=rule))
     deserved_total = sum(d.deserved for d in department_inputs)
     return FairShare(resource, capacity, over_quota, departments, projects, deserved_total, rule)
+
+
+class _TreeIndex:
+    """A quota tree's projects by name and their shares when nobody asks, built once for all resources."""
+
+    def __init__(self, tree: QuotaTree) -> None:
+        self.projects = {p.name: p for p in tree.projects}
+        self.nothing = {p.name: _nothing(p.name) for p in tree.projects}
 
 
 def fair_shares(
@@ -222,6 +252,7 @@ def fair_shares(
     rule: str = SHRINK,
 ) -> dict[str, FairShare]:
     """`fair_share` for every resource (gpu, cpu, memory), each divided independently as KAI does."""
+    index = _TreeIndex(tree)
     return {
         resource: fair_share(
             capacity.get(resource),
@@ -230,6 +261,7 @@ def fair_shares(
             {name: amount.get(resource) for name, amount in requests.items()},
             over_quota=over_quota,
             rule=rule,
+            index=index,
         )
         for resource in RESOURCES
     }

@@ -115,11 +115,17 @@ class QuotaTree:
         """Raise EngineError on a duplicate name, an unknown department, or a bad quota."""
         departments = _unique(self.departments, "departments")
         _unique(self.projects, "projects")
-        for team, kind in [*((d, "departments") for d in self.departments), *((p, "projects") for p in self.projects)]:
-            for resource, quota in team.quotas.items():
-                if resource not in RESOURCES:
-                    raise EngineError("unknown resource", field=f"{kind}.{team.name}", value=resource)
-                quota.check(f"{kind}.{team.name}.{resource}")
+        for kind, teams in (("departments", self.departments), ("projects", self.projects)):
+            for team in teams:
+                for resource, quota in team.quotas.items():
+                    if resource not in RESOURCES:
+                        raise EngineError("unknown resource", field=f"{kind}.{team.name}", value=resource)
+                    if (
+                        quota.deserved < 0
+                        or quota.weight < 0
+                        or (quota.limit is not None and quota.limit < quota.deserved)
+                    ):
+                        quota.check(f"{kind}.{team.name}.{resource}")  # raises, naming the field
         for project in self.projects:
             if project.department not in departments:
                 raise EngineError("unknown department", field=f"projects.{project.name}", value=project.department)
