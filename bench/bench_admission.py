@@ -13,39 +13,21 @@ from __future__ import annotations
 import random
 from dataclasses import replace
 
+from bench.bench_quota import build_tree, decided, workload
 from bench.harness import Row, measure
 from pools.engine.admission import PoolState, QueuedWorkflow, run_admission, state_fingerprint
-from pools.engine.quota_model import Quota, QuotaTree, Resources, TeamQuota
+from pools.engine.quota_model import QuotaTree, Resources
 from pools.engine.reclaim import RunningWorkflow
 
 POOLS, DEPARTMENTS, PROJECTS_PER_DEPARTMENT = 100, 50, 10
 RUNNING_PER_POOL, QUEUED_PER_POOL = 40, 100
 CAPACITY = Resources(gpu=64, cpu=1_024_000, memory=8 * 2**40)
-GIB = 2**30
 
 
 def tree_for(pool: int) -> QuotaTree:
     """Every project in every node pool; the 50 projects p{d}-{k} with (d + k) % 10 == pool % 10 own it,
     1 GPU each: the guarantees (50) sum below the capacity (64)."""
-    departments, projects = [], []
-    for d in range(DEPARTMENTS):
-        owned = 0
-        for k in range(PROJECTS_PER_DEPARTMENT):
-            gpus = 1 if (d + k) % 10 == pool % 10 else 0
-            owned += gpus
-            quotas = {
-                "gpu": Quota(gpus, None, 1 + k % 3),
-                "cpu": Quota(gpus * 12_000, None, 1),
-                "memory": Quota(gpus * 96 * GIB, None, 1),
-            }
-            projects.append(TeamQuota(f"p{d}-{k}", quotas, priority=k % 2, department=f"d{d}"))
-        dept = {"gpu": Quota(owned), "cpu": Quota(owned * 12_000), "memory": Quota(owned * 96 * GIB)}
-        departments.append(TeamQuota(f"d{d}", dept))
-    return QuotaTree(tuple(departments), tuple(projects))
-
-
-def workload(gpus: int) -> Resources:
-    return Resources(gpus, gpus * 12_000 + 2_000, gpus * 96 * GIB + 8 * GIB)
+    return build_tree(DEPARTMENTS, PROJECTS_PER_DEPARTMENT, lambda d, k: int((d + k) % 10 == pool % 10), "p{d}-{k}")
 
 
 def scenario(seed: int = 30) -> list[PoolState]:
@@ -88,12 +70,7 @@ def periodic_pass(pools: list[PoolState], quiet: dict[str, int]) -> int:
 
 def run() -> list[Row]:
     pools = scenario()
-    queued = sum(len(p.queued) for p in pools)
-    decisions = [run_admission(p) for p in pools]
-    note = (
-        f"{queued} queued, 500 projects, {len(pools)} node pools: {sum(len(d.admitted) for d in decisions)} "
-        f"admitted, {sum(len(d.preempted) for d in decisions)} preempted"
-    )
+    note = f"{decided(pools)}, 500 projects, {len(pools)} node pools"
     # the periodic pass after one where nothing changed anywhere but in 5 node pools (a new submission each)
     quiet = {p.name: state_fingerprint(p) for p in pools}
     changed = [

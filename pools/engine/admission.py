@@ -9,18 +9,22 @@ The pass:
    workflows use + what its queued workflows ask for. They stay fixed during the pass.
 2. Queue order: project priority (higher first), workflow priority (HIGH, NORMAL, LOW), submission time,
    id. A workflow that cannot be admitted does not block those behind it.
-3. Guaranteed phase, in that order, over workflows whose project stays within its deserved quota in every
-   resource the workflow asks for (`allocated + demand ≤ deserved`), and within the department's limit:
-   - fits in free capacity → admitted, non-preemptible;
-   - else reclaim (pools.engine.reclaim): if enough over-quota work of other projects can be stopped, those
-     workflows are preempted, the free capacity is reserved for this one (nothing else takes it in this
-     pass) and it waits with code RECLAIMING; it is admitted by a later pass once its victims are gone;
+3. Entitled phase, in that order, over workflows entitled to reclaim (pools.engine.reclaim), and within the
+   limits: DESERVED — the project stays within its deserved quota in every resource it asks for (and its
+   department's non-preemptible work within the department's); DEPARTMENT (over-quota on) — the department
+   stays within its deserved quota and the project within its fair share:
+   - fits in free capacity → admitted, non-preemptible (DESERVED) or preemptible (DEPARTMENT: above the
+     project's own guarantee, a sibling within its deserved may take it back);
+   - else reclaim with that strategy: if enough can be stopped, those workflows are preempted, the free
+     capacity is reserved for this one (nothing else takes it in this pass) and it waits RECLAIMING (scope
+     project or department); a later pass admits it once its victims are gone;
    - else held: NO_CAPACITY, and its demand is kept out of reach of the over-quota phase (admitting
      over-quota work there would only have it reclaimed for this one later: churn).
 4. Over-quota phase (the rest, same order): only if the node pool's over-quota switch is on; admitted,
    preemptible, if for every resource asked for `allocated + demand ≤ fair share` (fair shares are capped
-   by limits) and it fits in the free capacity that guaranteed work does not wait for. Otherwise held,
-   with the first failing check as the reason.
+   by limits) and it fits in the free capacity that entitled work does not wait for; if it does not fit,
+   reclaim toward fair share (FAIR_SHARE: victims stay at or above their own fair share), RECLAIMING as above.
+   Otherwise held, with the first failing check as the reason.
 Hold codes, checked in this order per resource (gpu, cpu, memory): TOO_BIG (more than the node pool has),
 LIMIT (project's or department's limit), NO_OVER_QUOTA (above deserved with over-quota off), FAIR_SHARE
 (above the project's fair share), NO_CAPACITY (within quota, not enough free, nothing to reclaim),
