@@ -481,13 +481,17 @@ def hold_text(fields: Mapping, workflow: QueuedWorkflow, state: PoolState) -> st
         )
     elif code == "NO_OVER_QUOTA":
         head = f"{team}: {used}; over-quota is off in node pool {state.name}"
-    elif code == "FAIR_SHARE" or fields["allocated"] + fields["demand"] > fields["deserved"]:
-        head = f"{team}: {used}; {amount(r, fields['borrowable'])} free to borrow"
     elif code == "RECLAIMING":
+        freed = amount_noun(r, fields["demand"] - fields["free"], gpu)
         head = (
             f"{team}: within its guaranteed quota ({used}); preempting {len(fields['victims'])} over-quota "
-            f"workflow(s) of other projects to free {amount_noun(r, fields['demand'] - fields['free'], gpu)}"
+            f"workflow(s) of other projects to free {freed}"
+            if fields["allocated"] + fields["demand"] <= fields["deserved"]
+            else f"{team}: {used}; within its fair share of {amount(r, fields['fair_share'])}: preempting "
+            f"{len(fields['victims'])} workflow(s) of projects above their fair share to free {freed}"
         )
+    elif code == "FAIR_SHARE" or fields["allocated"] + fields["demand"] > fields["deserved"]:
+        head = f"{team}: {used}; {amount(r, fields['borrowable'])} free to borrow"
     else:  # NO_CAPACITY
         head = (
             f"{team}: {used}; asks for {amount(r, fields['demand'])}, "

@@ -165,6 +165,10 @@ def test_reclaim_toward_fair_share_between_two_borrowers():
         "mq3": "FAIR_SHARE",
     }
     assert (result.allocated_after["build"].gpu, result.allocated_after["monitor"].gpu) == (48, 32)
+    assert result.held[0].reason.text == (
+        "project monitor: 20 A100 GPUs in use, 0 guaranteed; within its fair share of 32: preempting 1 "
+        "workflow(s) of projects above their fair share to free 4 A100 GPUs; position 1 in the queue"
+    )
     # the minimum runtime protects young workflows: nothing old enough, nothing is stopped
     young = run_admission(pool(running, queued, tree_=borrowers, capacity=80, min_runtime_seconds=3600))
     assert young.preempted == () and young.held[0].reason.code == "NO_CAPACITY"
