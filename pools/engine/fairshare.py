@@ -159,6 +159,12 @@ def divide(
             result[q.name] = _nothing(q.name)
     if not busy:
         return result
+    if len(busy) == 1:  # alone at its level (a department's one busy project): nothing to divide
+        q, ask = busy[0], asks[0]
+        guaranteed = min(q.deserved, ask) if rule == KAI else min(q.deserved, ask, total)
+        surplus = min(ask - guaranteed, max(0, total - guaranteed)) if over_quota and q.weight > 0 else 0
+        result[q.name] = Share(q.name, guaranteed, surplus, ask)
+        return result
     wants = [min(q.deserved, ask) for q, ask in zip(busy, asks, strict=True)]
     served = [ask if over_quota and q.weight > 0 else want for q, ask, want in zip(busy, asks, wants, strict=True)]
     if sum(served) <= total:  # room for everything asked (a department's share covering its projects)
