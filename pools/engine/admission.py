@@ -9,9 +9,10 @@ The pass:
    workflows use + what its queued workflows ask for. They stay fixed during the pass.
 2. Queue order: project priority (higher first), workflow priority (HIGH, NORMAL, LOW), submission time,
    id. A workflow that cannot be admitted does not block those behind it.
-3. Entitled phase, in that order, over workflows entitled to reclaim (pools.engine.reclaim), and within the
-   limits: DESERVED — the project stays within its deserved quota in every resource it asks for (and its
-   department's non-preemptible work within the department's); DEPARTMENT (over-quota on) — the department
+3. Entitled phase, in that order (all DESERVED work first, then DEPARTMENT work), over workflows entitled
+   to reclaim (pools.engine.reclaim), and within the limits: DESERVED — the project stays within its
+   deserved quota in every resource it asks for (and its department's non-preemptible work within the
+   department's); DEPARTMENT (over-quota on) — the department
    stays within its deserved quota and the project within its fair share:
    - fits in free capacity → admitted, non-preemptible (DESERVED) or preemptible (DEPARTMENT: above the
      project's own guarantee, a sibling within its deserved may take it back);
@@ -422,13 +423,21 @@ def run_admission(state: PoolState) -> PassResult:
     run = _Pass(state)
     ordered = sorted(state.queued, key=lambda w: queue_order(w, run.projects[w.project].priority))
     later = []
+    # a project's own guarantee first, then its department's: room reclaimed for a project's deserved quota
+    # is not taken by department-entitled work of a higher-ranked project in the next pass (a livelock)
     for workflow in ordered:
+        if run.entitlement(workflow) == DESERVED:
+            run.guaranteed(workflow, DESERVED)
+        else:
+            later.append(workflow)
+    rest = []
+    for workflow in later:
         strategy = run.entitlement(workflow)
         if strategy:
             run.guaranteed(workflow, strategy)
         else:
-            later.append(workflow)
-    for workflow in later:
+            rest.append(workflow)
+    for workflow in rest:
         run.over_quota(workflow)
     return _result(run, ordered)
 

@@ -6,7 +6,8 @@ pool's free capacity. Units as in pools.engine.quota_model. Three strategies, af
 
 * `DESERVED` (KAI's GuaranteeDeservedQuota, project level): the preemptor's project stays within its deserved
   quota. Victims: preemptible workflows of other projects above their deserved quota (in a needed resource,
-  before each pick).
+  before each pick) — in another department only if that department is above its deserved quota too (the
+  rule applies at the level where the two meet, as in KAI's queue tree).
 * `DEPARTMENT` (the same rule one level up, as KAI's queue tree applies it): the preemptor's department stays
   within its deserved quota — including deserved it has not split among its projects — and the project within
   its fair share. Victims: preemptible workflows of projects of *other* departments where both the project and
@@ -140,8 +141,11 @@ class _Ledger:
         context, project = self.context, workflow.project
         department = context.department_of.get(project)
         other_department = department != context.department_of.get(preemptor_project)
-        if context.strategy == DESERVED:
-            allowed = _above(self.project[project], context.deserved.get(project, ZERO), needed)
+        if context.strategy == DESERVED:  # across departments, as KAI's tree: only from one above its own
+            allowed = _above(self.project[project], context.deserved.get(project, ZERO), needed) and (
+                not other_department
+                or _above(self.department[department], context.department_deserved.get(department, ZERO), needed)
+            )
             return allowed and (not keep_fair or self.stays_fair(workflow, needed, other_department))
         if context.strategy == DEPARTMENT:
             allowed = (
