@@ -24,22 +24,28 @@ GIB = 2**30
 
 def tree_for(pool: int) -> QuotaTree:
     """Each pool is owned by the projects p{d}{k} with k ≡ pool (mod 5): 10 owners with 6 GPUs each."""
-    departments, projects = [], []
-    for d in range(DEPARTMENTS):
+    return build_tree(DEPARTMENTS, PROJECTS_PER_DEPARTMENT, lambda d, k: 6 if k % 5 == pool % 5 else 0, "p{d}{k}")
+
+
+def build_tree(departments: int, per_department: int, gpus_of, name: str) -> QuotaTree:
+    """`departments` × `per_department` projects (named by `name`.format(d=, k=)) with the GPUs `gpus_of(d, k)`
+    deserves and CPU and memory in proportion (12 cores, 96 GiB a GPU); each department deserves its
+    projects' sum. Weights 1–3 and priorities 0–1 by project index."""
+    teams, projects = [], []
+    for d in range(departments):
         owned = 0
-        for k in range(PROJECTS_PER_DEPARTMENT):
-            owner = k % 5 == pool % 5
-            gpus = 6 if owner else 0
+        for k in range(per_department):
+            gpus = gpus_of(d, k)
             owned += gpus
             quotas = {
                 "gpu": Quota(gpus, None, 1 + k % 3),
                 "cpu": Quota(gpus * 12_000, None, 1),
                 "memory": Quota(gpus * 96 * GIB, None, 1),
             }
-            projects.append(TeamQuota(f"p{d}{k}", quotas, priority=k % 2, department=f"d{d}"))
+            projects.append(TeamQuota(name.format(d=d, k=k), quotas, priority=k % 2, department=f"d{d}"))
         dept = {"gpu": Quota(owned), "cpu": Quota(owned * 12_000), "memory": Quota(owned * 96 * GIB)}
-        departments.append(TeamQuota(f"d{d}", dept))
-    return QuotaTree(tuple(departments), tuple(projects))
+        teams.append(TeamQuota(f"d{d}", dept))
+    return QuotaTree(tuple(teams), tuple(projects))
 
 
 def workload(gpus: int) -> Resources:
@@ -69,14 +75,16 @@ def scenario(seed: int = 13) -> list[PoolState]:
     ]
 
 
+def decided(pools: list[PoolState]) -> str:
+    """What one pass over every node pool decides, in words."""
+    decisions = [run_admission(p) for p in pools]
+    admitted, preempted = sum(len(d.admitted) for d in decisions), sum(len(d.preempted) for d in decisions)
+    return f"{sum(len(p.queued) for p in pools)} queued: {admitted} admitted, {preempted} preempted"
+
+
 def run() -> list[Row]:
     pools = scenario()
-    queued = sum(len(p.queued) for p in pools)
-    decisions = [run_admission(p) for p in pools]
-    note = (
-        f"{queued} queued, 50 projects: {sum(len(d.admitted) for d in decisions)} admitted, "
-        f"{sum(len(d.preempted) for d in decisions)} preempted"
-    )
+    note = f"{decided(pools)}, 50 projects"
     everything = PoolState(
         "one",
         CAPACITY,

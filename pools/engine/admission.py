@@ -9,18 +9,23 @@ The pass:
    workflows use + what its queued workflows ask for. They stay fixed during the pass.
 2. Queue order: project priority (higher first), workflow priority (HIGH, NORMAL, LOW), submission time,
    id. A workflow that cannot be admitted does not block those behind it.
-3. Guaranteed phase, in that order, over workflows whose project stays within its deserved quota in every
-   resource the workflow asks for (`allocated + demand ≤ deserved`), and within the department's limit:
-   - fits in free capacity → admitted, non-preemptible;
-   - else reclaim (pools.engine.reclaim): if enough over-quota work of other projects can be stopped, those
-     workflows are preempted, the free capacity is reserved for this one (nothing else takes it in this
-     pass) and it waits with code RECLAIMING; it is admitted by a later pass once its victims are gone;
+3. Entitled phase, in that order (all DESERVED work first, then DEPARTMENT work), over workflows entitled
+   to reclaim (pools.engine.reclaim), and within the limits: DESERVED — the project stays within its
+   deserved quota in every resource it asks for (and its department's non-preemptible work within the
+   department's); DEPARTMENT (over-quota on) — the department
+   stays within its deserved quota and the project within its fair share:
+   - fits in free capacity → admitted, non-preemptible (DESERVED) or preemptible (DEPARTMENT: above the
+     project's own guarantee, a sibling within its deserved may take it back);
+   - else reclaim with that strategy: if enough can be stopped, those workflows are preempted, the free
+     capacity is reserved for this one (nothing else takes it in this pass) and it waits RECLAIMING (scope
+     project or department); a later pass admits it once its victims are gone;
    - else held: NO_CAPACITY, and its demand is kept out of reach of the over-quota phase (admitting
      over-quota work there would only have it reclaimed for this one later: churn).
 4. Over-quota phase (the rest, same order): only if the node pool's over-quota switch is on; admitted,
    preemptible, if for every resource asked for `allocated + demand ≤ fair share` (fair shares are capped
-   by limits) and it fits in the free capacity that guaranteed work does not wait for. Otherwise held,
-   with the first failing check as the reason.
+   by limits) and it fits in the free capacity that entitled work does not wait for; if it does not fit,
+   reclaim toward fair share (FAIR_SHARE: victims stay at or above their own fair share), RECLAIMING as above.
+   Otherwise held, with the first failing check as the reason.
 Hold codes, checked in this order per resource (gpu, cpu, memory): TOO_BIG (more than the node pool has),
 LIMIT (project's or department's limit), NO_OVER_QUOTA (above deserved with over-quota off), FAIR_SHARE
 (above the project's fair share), NO_CAPACITY (within quota, not enough free, nothing to reclaim),
@@ -36,10 +41,18 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pools.engine.errors import EngineError
-from pools.engine.fairshare import FairShare, fair_shares
-from pools.engine.quota_model import RESOURCES, QuotaTree, Resources
+from pools.engine.fairshare import SHRINK, FairShare, fair_shares
+from pools.engine.quota_model import RESOURCES, ZERO, QuotaTree, Resources, TeamQuota
 from pools.engine.quota_text import amount, amount_noun, noun
-from pools.engine.reclaim import ReclaimContext, RunningWorkflow, Victim, choose_victims
+from pools.engine.reclaim import (
+    DEPARTMENT,
+    DESERVED,
+    FAIR_SHARE,
+    ReclaimContext,
+    RunningWorkflow,
+    Victim,
+    choose_victims,
+)
 
 PRIORITY_RANK = {"HIGH": 0, "NORMAL": 1, "LOW": 2}
 
@@ -67,6 +80,7 @@ class PoolState:
     over_quota: bool = True
     min_runtime_seconds: int = 0
     gpu_noun: str = "GPUs"
+    guarantee_rule: str = SHRINK  # capacity below the guarantees (pools.engine.fairshare): SHRINK or KAI
 
 
 @dataclass(frozen=True, slots=True)
@@ -152,45 +166,48 @@ def queue_order(workflow: QueuedWorkflow, project_priority: int) -> tuple:
 
 
 class _Pass:
-    """The mutable bookkeeping of one pass (free capacity, allocations); `run_admission` drives it."""
+    """The mutable bookkeeping of one pass (free capacity, allocations); `run_admission` drives it.
+    Only the teams some workflow belongs to are looked at: a node pool's idle teams cost nothing."""
 
     def __init__(self, state: PoolState) -> None:
         state.tree.check()
         self.state = state
         self.projects = {p.name: p for p in state.tree.projects}
         self.departments = {d.name: d for d in state.tree.departments}
-        self.allocated: dict[str, Resources] = {name: Resources() for name in self.projects}
+        self.department_of = {p.name: p.department for p in state.tree.projects}
+        self.allocated: dict[str, Resources] = {}
+        self.department_allocated: dict[str, Resources] = {}
+        self.non_preemptible: dict[str, Resources] = {}  # per department: what may not be reclaimed
         for workflow in state.running:
-            self.allocated[workflow.project] = self.allocated.get(workflow.project, Resources()) + workflow.usage
-        self.before = dict(self.allocated)
+            self.charge(workflow.project, workflow.usage)
+            if not workflow.preemptible:
+                department = self.department_of[workflow.project]
+                self.non_preemptible[department] = self.non_preemptible.get(department, ZERO) + workflow.usage
+        self.before = {name: self.allocated.get(name, ZERO) for name in self.projects}
         requests = dict(self.allocated)
         for workflow in state.queued:
-            requests[workflow.project] = requests.get(workflow.project, Resources()) + workflow.demand
-        self.shares = fair_shares(state.capacity, state.tree, requests, over_quota=state.over_quota)
-        used = Resources()
+            requests[workflow.project] = requests.get(workflow.project, ZERO) + workflow.demand
+        self.shares = fair_shares(
+            state.capacity, state.tree, requests, over_quota=state.over_quota, rule=state.guarantee_rule
+        )
+        used = ZERO
         for usage in self.allocated.values():
             used = used + usage
         self.free = (state.capacity - used).clamp()
-        self.deserved = {
-            name: Resources(*(p.quota(r).deserved for r in RESOURCES)) for name, p in self.projects.items()
-        }
-        self.department_allocated: dict[str, Resources] = {name: Resources() for name in self.departments}
-        for name, usage in self.allocated.items():
-            if name in self.projects:
-                department = self.projects[name].department
-                self.department_allocated[department] = self.department_allocated[department] + usage
+        self.deserved = {name: _deserved(self.projects[name]) for name in requests}
+        self.department_deserved = {name: _deserved(self.departments[name]) for name in self.departments}
         self.admitted: list[Admission] = []
         self.pending: list[tuple[QueuedWorkflow, dict]] = []  # (workflow, reason fields) until positions are known
         self.victims: list[Victim] = []
         self.victim_ids: set[str] = set()
-        self.reserved = Resources()  # free room kept for guaranteed work that waits (NO_CAPACITY)
+        self.reserved = ZERO  # free room kept for guaranteed work that waits (NO_CAPACITY)
 
     # -- bookkeeping -------------------------------------------------------------------------------------------
     def charge(self, project: str, amount_: Resources, sign: int = 1) -> None:
-        delta = amount_ if sign > 0 else Resources() - amount_
-        self.allocated[project] = self.allocated[project] + delta
-        department = self.projects[project].department
-        self.department_allocated[department] = self.department_allocated[department] + delta
+        delta = amount_ if sign > 0 else ZERO - amount_
+        self.allocated[project] = self.allocated.get(project, ZERO) + delta
+        department = self.department_of[project]
+        self.department_allocated[department] = self.department_allocated.get(department, ZERO) + delta
 
     def fair(self, project: str, resource: str) -> int:
         return self.shares[resource].projects[project].fair_share
@@ -201,7 +218,8 @@ class _Pass:
         project = self.projects[workflow.project]
         team = project.department if scope == "department" else workflow.project
         quota = (self.departments[team] if scope == "department" else project).quota(resource)
-        allocated = (self.department_allocated if scope == "department" else self.allocated)[team].get(resource)
+        allocated = (self.department_allocated if scope == "department" else self.allocated).get(team, ZERO)
+        allocated = allocated.get(resource)
         deserved, free = quota.deserved, (room or self.free).get(resource)
         fair = self.fair(workflow.project, resource)
         borrowable = max(0, min(free, fair - max(allocated, deserved))) if self.state.over_quota else 0
@@ -225,49 +243,65 @@ class _Pass:
     def asked(self, workflow: QueuedWorkflow) -> list[str]:
         return [r for r in RESOURCES if workflow.demand.get(r) > 0]
 
-    def within_deserved(self, workflow: QueuedWorkflow) -> bool:
-        after = self.allocated[workflow.project] + workflow.demand
+    def entitlement(self, workflow: QueuedWorkflow) -> str | None:
+        """DESERVED: the project stays within its deserved quota (and its department's non-preemptible work
+        within the department's); DEPARTMENT: the department stays within its deserved quota and the project
+        within its fair share; None: over-quota work (docs/admission.md, "Reclaim")."""
+        asked = self.asked(workflow)
+        department = self.department_of[workflow.project]
+        after = self.allocated.get(workflow.project, ZERO) + workflow.demand
         deserved = self.deserved[workflow.project]
-        return all(after.get(r) <= deserved.get(r) for r in self.asked(workflow))
+        department_deserved = self.department_deserved[department]
+        if all(after.get(r) <= deserved.get(r) for r in asked):
+            locked = self.non_preemptible.get(department, ZERO) + workflow.demand
+            if all(locked.get(r) <= department_deserved.get(r) for r in asked):
+                return DESERVED
+        if not self.state.over_quota:
+            return None
+        department_after = self.department_allocated.get(department, ZERO) + workflow.demand
+        if all(
+            department_after.get(r) <= department_deserved.get(r) and after.get(r) <= self.fair(workflow.project, r)
+            for r in asked
+        ):
+            return DEPARTMENT
+        return None
 
     def quota_refusal(self, workflow: QueuedWorkflow, over_quota_phase: bool) -> tuple[str, str, str] | None:
         """The first failing check as (code, resource, scope), or None if quota allows it."""
         project = self.projects[workflow.project]
         department = self.departments[project.department]
+        allocated = self.allocated.get(project.name, ZERO)
         for resource in self.asked(workflow):
             demand = workflow.demand.get(resource)
             if demand > self.state.capacity.get(resource):
                 return "TOO_BIG", resource, "node_pool"
             limit = project.quota(resource).limit
-            if limit is not None and self.allocated[project.name].get(resource) + demand > limit:
+            if limit is not None and allocated.get(resource) + demand > limit:
                 return "LIMIT", resource, "project"
             limit = department.quota(resource).limit
-            if limit is not None and self.department_allocated[department.name].get(resource) + demand > limit:
+            used = self.department_allocated.get(department.name, ZERO).get(resource)
+            if limit is not None and used + demand > limit:
                 return "LIMIT", resource, "department"
         if not over_quota_phase:
             return None
         for resource in self.asked(workflow):
-            after = self.allocated[project.name].get(resource) + workflow.demand.get(resource)
+            after = allocated.get(resource) + workflow.demand.get(resource)
             if not self.state.over_quota and after > project.quota(resource).deserved:
                 return "NO_OVER_QUOTA", resource, "project"
             if self.state.over_quota and after > self.fair(project.name, resource):
                 return "FAIR_SHARE", resource, "project"
+        if not self.state.over_quota:  # within the project's deserved, but its department's is held
+            return "NO_OVER_QUOTA", self.asked(workflow)[0], "department"
         return None
 
     def shortfall_resource(self, workflow: QueuedWorkflow, room: Resources | None = None) -> str:
         room = room or self.free
         return next(r for r in self.asked(workflow) if workflow.demand.get(r) > room.get(r))
 
-    # -- phases ------------------------------------------------------------------------------------------------
-    def guaranteed(self, workflow: QueuedWorkflow) -> None:
-        refusal = self.quota_refusal(workflow, over_quota_phase=False)
-        if refusal:
-            self.hold(workflow, refusal[0], refusal[1], refusal[2])
-            return
-        if workflow.demand.fits_in(self.free):
-            self.admit(workflow, preemptible=False)
-            return
-        need = (workflow.demand - self.free).clamp()
+    def reclaim(self, workflow: QueuedWorkflow, room: Resources, strategy: str) -> list[Victim] | None:
+        if strategy == FAIR_SHARE and not self.department_within_fair_share(workflow):
+            return None
+        need = (workflow.demand - room).clamp()
         candidates = [w for w in self.state.running if w.id not in self.victim_ids]
         context = ReclaimContext(
             self.state.capacity,
@@ -276,36 +310,103 @@ class _Pass:
             self.allocated,
             self.state.min_runtime_seconds,
             self.state.gpu_noun,
+            strategy,
+            self.department_of,
+            self.department_deserved,
+            self.department_allocated,
         )
-        victims = choose_victims(need, workflow.id, workflow.project, candidates, context)
-        resource = self.shortfall_resource(workflow)
-        if victims is None:
-            self.hold(workflow, "NO_CAPACITY", resource)
-            # over-quota work admitted into this room now would only be reclaimed for it later (churn)
-            self.reserved = self.reserved + workflow.demand
-            return
-        self.hold(workflow, "RECLAIMING", resource, victims=tuple(v.workflow for v in victims))
-        for victim in victims:
-            self.victims.append(victim)
-            self.victim_ids.add(victim.workflow)
-            self.charge(victim.project, victim.usage, sign=-1)
-        self.charge(workflow.project, workflow.demand)  # reserved: its deserved room is taken
-        self.free = (self.free - workflow.demand).clamp()  # victims' room is not free until they are gone
+        return choose_victims(need, workflow.id, workflow.project, candidates, context)
+
+    def department_within_fair_share(self, workflow: QueuedWorkflow) -> bool:
+        """A FAIR_SHARE reclaim across departments keeps the preemptor's department within its fair share; the
+        victims' side is checked per victim (pools.engine.reclaim)."""
+        department = self.department_of[workflow.project]
+        after = self.department_allocated.get(department, ZERO) + workflow.demand
+        return all(after.get(r) <= self.shares[r].departments[department].fair_share for r in self.asked(workflow))
+
+    # -- phases ------------------------------------------------------------------------------------------------
+    def guaranteed(self, workflow: QueuedWorkflow, strategy: str) -> None:
+        refusal = self.quota_refusal(workflow, over_quota_phase=False)
+        scope = "project" if strategy == DESERVED else "department"
+        if refusal:
+            self.hold(workflow, refusal[0], refusal[1], refusal[2])
+        elif workflow.demand.fits_in(self.free):
+            self.admit(workflow, preemptible=strategy != DESERVED)
+        else:
+            victims = self.reclaim(workflow, self.free, strategy)
+            if victims is None:
+                self.hold(workflow, "NO_CAPACITY", self.shortfall_resource(workflow), scope)
+                # over-quota work admitted into this room now would only be reclaimed for it later (churn)
+                self.reserved = self.reserved + workflow.demand
+            else:
+                self.hold(workflow, "RECLAIMING", self.shortfall_resource(workflow), scope, victims=_ids(victims))
+                self.take(workflow, victims)
 
     def over_quota(self, workflow: QueuedWorkflow) -> None:
         room = (self.free - self.reserved).clamp()
         refusal = self.quota_refusal(workflow, over_quota_phase=True)
         if refusal:
             self.hold(workflow, refusal[0], refusal[1], refusal[2], room=room)
-        elif not workflow.demand.fits_in(room):
-            self.hold(workflow, "NO_CAPACITY", self.shortfall_resource(workflow, room), room=room)
-        else:
+        elif workflow.demand.fits_in(room):
             self.admit(workflow, preemptible=True)
+        else:
+            victims = self.reclaim(workflow, room, FAIR_SHARE)
+            resource = self.shortfall_resource(workflow, room)
+            if victims is None:
+                self.hold(workflow, "NO_CAPACITY", resource, room=room)
+            else:
+                self.hold(workflow, "RECLAIMING", resource, room=room, victims=_ids(victims))
+                self.take(workflow, victims)
+
+    def take(self, workflow: QueuedWorkflow, victims: list[Victim]) -> None:
+        """Stop the victims; their room is the preemptor's (reserved: not free until they are gone)."""
+        for victim in victims:
+            self.victims.append(victim)
+            self.victim_ids.add(victim.workflow)
+            self.charge(victim.project, victim.usage, sign=-1)
+        self.charge(workflow.project, workflow.demand)
+        self.free = (self.free - workflow.demand).clamp()
 
     def admit(self, workflow: QueuedWorkflow, *, preemptible: bool) -> None:
         self.admitted.append(Admission(workflow.id, workflow.project, preemptible))
         self.charge(workflow.project, workflow.demand)
         self.free = self.free - workflow.demand
+        if not preemptible:
+            department = self.department_of[workflow.project]
+            self.non_preemptible[department] = self.non_preemptible.get(department, ZERO) + workflow.demand
+
+
+def _deserved(team: TeamQuota) -> Resources:
+    return Resources(*(team.quota(r).deserved for r in RESOURCES))
+
+
+def _ids(victims: list[Victim]) -> tuple[str, ...]:
+    return tuple(v.workflow for v in victims)
+
+
+def state_fingerprint(state: PoolState) -> int:
+    """A digest of everything a pass decides on, so a periodic pass can skip a node pool whose state has not
+    changed since a pass that admitted and preempted nothing (it would decide the same again). Runtimes enter
+    only as "past the minimum runtime or not": the ageing of running work changes nothing else a pass can act
+    on. Stable within one process (Python's hash), which is where it is kept."""
+    tree = state.tree
+    teams = tuple(
+        (t.name, t.department, t.priority, t.created, tuple(sorted(t.quotas.items())))
+        for t in (*tree.departments, *tree.projects)
+    )
+    running = frozenset(
+        (w.id, w.project, w.usage, w.preemptible, w.runtime_seconds >= state.min_runtime_seconds) for w in state.running
+    )
+    queued = frozenset((w.id, w.project, w.demand, w.submitted, w.priority) for w in state.queued)
+    options = (
+        state.name,
+        state.capacity,
+        state.over_quota,
+        state.min_runtime_seconds,
+        state.guarantee_rule,
+        state.gpu_noun,
+    )
+    return hash((options, teams, running, queued))
 
 
 def run_admission(state: PoolState) -> PassResult:
@@ -322,12 +423,21 @@ def run_admission(state: PoolState) -> PassResult:
     run = _Pass(state)
     ordered = sorted(state.queued, key=lambda w: queue_order(w, run.projects[w.project].priority))
     later = []
+    # a project's own guarantee first, then its department's: room reclaimed for a project's deserved quota
+    # is not taken by department-entitled work of a higher-ranked project in the next pass (a livelock)
     for workflow in ordered:
-        if run.within_deserved(workflow):
-            run.guaranteed(workflow)
+        if run.entitlement(workflow) == DESERVED:
+            run.guaranteed(workflow, DESERVED)
         else:
             later.append(workflow)
+    rest = []
     for workflow in later:
+        strategy = run.entitlement(workflow)
+        if strategy:
+            run.guaranteed(workflow, strategy)
+        else:
+            rest.append(workflow)
+    for workflow in rest:
         run.over_quota(workflow)
     return _result(run, ordered)
 
@@ -351,7 +461,7 @@ def _result(run: _Pass, ordered: list[QueuedWorkflow]) -> PassResult:
         held=tuple(held),
         preempted=tuple(run.victims),
         allocated_before=run.before,
-        allocated_after=dict(run.allocated),
+        allocated_after={name: run.allocated.get(name, ZERO) for name in run.projects},
         gpu_noun=state.gpu_noun,
     )
 
@@ -380,13 +490,17 @@ def hold_text(fields: Mapping, workflow: QueuedWorkflow, state: PoolState) -> st
         )
     elif code == "NO_OVER_QUOTA":
         head = f"{team}: {used}; over-quota is off in node pool {state.name}"
-    elif code == "FAIR_SHARE" or fields["allocated"] + fields["demand"] > fields["deserved"]:
-        head = f"{team}: {used}; {amount(r, fields['borrowable'])} free to borrow"
     elif code == "RECLAIMING":
+        freed = amount_noun(r, fields["demand"] - fields["free"], gpu)
         head = (
             f"{team}: within its guaranteed quota ({used}); preempting {len(fields['victims'])} over-quota "
-            f"workflow(s) of other projects to free {amount_noun(r, fields['demand'] - fields['free'], gpu)}"
+            f"workflow(s) of other projects to free {freed}"
+            if fields["allocated"] + fields["demand"] <= fields["deserved"]
+            else f"{team}: {used}; within its fair share of {amount(r, fields['fair_share'])}: preempting "
+            f"{len(fields['victims'])} workflow(s) of projects above their fair share to free {freed}"
         )
+    elif code == "FAIR_SHARE" or fields["allocated"] + fields["demand"] > fields["deserved"]:
+        head = f"{team}: {used}; {amount(r, fields['borrowable'])} free to borrow"
     else:  # NO_CAPACITY
         head = (
             f"{team}: {used}; asks for {amount(r, fields['demand'])}, "

@@ -8,8 +8,11 @@ One level (`divide`) gives a set of sibling queues a `total`:
 1. Requestable: `r_i = min(request_i, limit_i)` (limit None = no cap). `request` is what the queue holds
    plus what it has queued.
 2. Deserved pass: each queue gets `g_i = min(deserved_i, r_i)`. If the total cannot cover Σ g_i (capacity
-   below the guarantees, e.g. nodes down), the total is water-filled over the queues with weight
-   `deserved_i` instead, capped at `g_i`: guarantees shrink in proportion to their size.
+   below the guarantees, e.g. nodes down), the portal's rule (`SHRINK`, the default) water-fills the total
+   over the queues with weight `deserved_i` instead, capped at `g_i`: guarantees shrink in proportion to
+   their size. KAI-Scheduler's rule (`KAI`, resource_division.go setDeservedResource) keeps every `g_i` whole
+   — the shares then add up to more than the total — and leaves no surplus: what a KAI-delegated backend
+   will do (docs/admission.md, "Over-subscription").
 3. Over-quota pass (only when over-quota is on): the rest `R = total - Σ g_i` goes to the priority levels
    from highest to lowest; inside a level it is water-filled by over-quota weight, each queue capped at
    `r_i - g_i`. A queue with weight 0 gets no surplus. What one level leaves goes to the next.
@@ -17,7 +20,8 @@ One level (`divide`) gives a set of sibling queues a `total`:
 Water-filling (`water_fill`), exact: queues whose cap is at most their weighted slice `R·w_i / W` of what is
 left are satisfied (sorted by cap/weight, the smallest first; each one leaves more for the rest); the others
 get `floor(R·w_i / W)`, and the units the floors leave (fewer than the number of queues) go one each to the
-largest fractions, ties by larger weight then by name. A unit never takes a queue above its cap.
+largest fractions, ties by larger weight, then the older queue (`created`, as KAI breaks them), then by name
+(`KAI`: older, then name, no weight). A unit never takes a queue above its cap.
 
 Never lend (`Quota.lend` False): before step 3, a never-lending queue holds the unused part of its deserved
 (`deserved - g_i`; `Share.held`, shrunk like the guarantees when the room left is short), and the surplus is
@@ -35,9 +39,12 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from fractions import Fraction
+from functools import cmp_to_key, lru_cache
 
 from pools.engine.quota_model import RESOURCES, QuotaTree, Resources, TeamQuota
+
+SHRINK, KAI = "shrink", "kai"  # capacity below the guarantees: shrink them in proportion, or keep them (KAI)
+GUARANTEE_RULES = (SHRINK, KAI)
 
 
 @dataclass(frozen=True, slots=True)
@@ -51,6 +58,7 @@ class ShareInput:
     priority: int = 0
     request: int = 0
     unlent: int = 0  # of its deserved, what it keeps idle for itself when unused (never lent); see divide
+    created: float = 0.0  # older (smaller) wins a tie for a leftover unit
 
     @property
     def requestable(self) -> int:
@@ -82,17 +90,27 @@ class FairShare:
     over_quota: bool
     departments: Mapping[str, Share]
     projects: Mapping[str, Share]
+    deserved_total: int = 0  # Σ department deserved: above `capacity` the node pool is over-committed
+    rule: str = SHRINK
 
     @property
     def unassigned(self) -> int:
         return self.capacity - sum(s.fair_share for s in self.departments.values())
 
+    @property
+    def over_committed(self) -> bool:
+        """The departments are guaranteed more than the node pool holds (flag it to the admin)."""
+        return self.deserved_total > self.capacity
 
-def water_fill(amount: int, caps: Sequence[int], weights: Sequence[int], names: Sequence[str]) -> list[int]:
+
+def water_fill(
+    amount: int, caps: Sequence[int], weights: Sequence[int], names: Sequence[str], ties: Sequence | None = None
+) -> list[int]:
     """Split `amount` over queues by `weights`, nobody above its cap; exact ints (see the module docstring).
 
     Returns one int per queue; queues with weight 0 or cap 0 get 0. Σ result ≤ amount, = amount unless
-    every weighted queue reached its cap."""
+    every weighted queue reached its cap. `ties`: per queue, the key that orders equal fractions for the
+    leftover units (default: larger weight, then name)."""
     given = [0] * len(caps)
     live = [i for i in range(len(caps)) if caps[i] > 0 and weights[i] > 0]
     if amount <= 0 or not live:
@@ -101,7 +119,12 @@ def water_fill(amount: int, caps: Sequence[int], weights: Sequence[int], names: 
         for i in live:
             given[i] = caps[i]
         return given
-    live.sort(key=lambda i: (Fraction(caps[i], weights[i]), names[i]))
+    if len({weights[i] for i in live}) == 1:  # one weight (the usual case): by cap, no fractions to build
+        live.sort(key=lambda i: (caps[i], names[i]))
+    else:  # smallest cap per weight first, compared exactly in integers
+        live.sort(
+            key=cmp_to_key(lambda a, b: caps[a] * weights[b] - caps[b] * weights[a] or _order(names[a], names[b]))
+        )
     left, weight_left = amount, sum(weights[i] for i in live)
     start = 0
     # caps[i] / w_i <= left / weight_left, in integers
@@ -116,46 +139,97 @@ def water_fill(amount: int, caps: Sequence[int], weights: Sequence[int], names: 
     for i in rest:
         whole, fraction = divmod(left * weights[i], weight_left)
         given[i] = whole
-        fractions.append((-fraction, -weights[i], names[i], i))
+        fractions.append((-fraction, ties[i] if ties else (-weights[i], names[i]), i))
     spare = left - sum(given[i] for i in rest)
     fractions.sort()
-    for _, _, _, i in fractions[:spare]:
+    for _, _, i in fractions[:spare]:
         given[i] += 1
     return given
 
 
-def divide(total: int, queues: Sequence[ShareInput], *, over_quota: bool = True) -> dict[str, Share]:
-    """Give `total` to sibling `queues` (one level; steps 1–3 of the module docstring). Keyed by name."""
-    names = [q.name for q in queues]
-    wants = [min(q.deserved, q.requestable) for q in queues]
-    # capacity below the guarantees: they shrink in proportion to deserved
-    short = sum(wants) > total
-    guaranteed = water_fill(total, wants, [q.deserved for q in queues], names) if short else wants
-    surplus = [0] * len(queues)
-    unlent = [max(0, min(q.unlent, q.deserved - guaranteed[i])) for i, q in enumerate(queues)]
-    held = water_fill(total - sum(guaranteed), unlent, [q.deserved for q in queues], names)
+def _order(a: str, b: str) -> int:
+    return (a > b) - (a < b)
+
+
+def divide(
+    total: int, queues: Sequence[ShareInput], *, over_quota: bool = True, rule: str = SHRINK
+) -> dict[str, Share]:
+    """Give `total` to sibling `queues` (one level; steps 1–3 of the module docstring). Keyed by name.
+    Queues that ask for nothing and hold nothing get nothing at once: a node pool's hundreds of idle teams cost
+    no sorting. A never-lending queue takes part even when it asks for nothing: it holds its unused deserved."""
+    result: dict[str, Share] = {}
+    busy, asks = [], []
+    for q in queues:
+        requestable = q.requestable
+        if requestable > 0 or q.unlent > 0:
+            busy.append(q)
+            asks.append(requestable)
+        else:
+            result[q.name] = _nothing(q.name)
+    if not busy:
+        return result
+    wants = [min(q.deserved, ask) for q, ask in zip(busy, asks, strict=True)]
+    holds = [max(0, min(q.unlent, q.deserved - want)) for q, want in zip(busy, wants, strict=True)]
+    served = [ask if over_quota and q.weight > 0 else want for q, ask, want in zip(busy, asks, wants, strict=True)]
+    if len(busy) == 1:  # alone at its level (a department's one busy project): nothing to divide
+        q, ask, hold = busy[0], asks[0], holds[0]
+        guaranteed = min(q.deserved, ask) if rule == KAI else min(q.deserved, ask, total)
+        held = min(hold, max(0, total - guaranteed))
+        surplus = min(ask - guaranteed, max(0, total - guaranteed - held)) if over_quota and q.weight > 0 else 0
+        result[q.name] = Share(q.name, guaranteed, surplus, ask, held)
+        return result
+    if sum(served) + sum(holds) <= total:  # room for everything asked and held (a department's share)
+        for q, ask, want, serve, hold in zip(busy, asks, wants, served, holds, strict=True):
+            result[q.name] = Share(q.name, want, serve - want, ask, hold)
+        return result
+    names = [q.name for q in busy]
+    ties = [(q.created, q.name) if rule == KAI else (-q.weight, q.created, q.name) for q in busy]
+    # capacity below the guarantees: they shrink in proportion to deserved (SHRINK) or stay whole (KAI)
+    short = sum(wants) > total and rule == SHRINK
+    guaranteed = water_fill(total, wants, [q.deserved for q in busy], names, ties) if short else wants
+    surplus = [0] * len(busy)
+    unlent = [max(0, min(q.unlent, q.deserved - guaranteed[i])) for i, q in enumerate(busy)]
+    held = water_fill(max(0, total - sum(guaranteed)), unlent, [q.deserved for q in busy], names, ties)
     left = total - sum(guaranteed) - sum(held)
     if over_quota and left > 0:
-        for level in sorted({q.priority for q in queues}, reverse=True):
-            members = [i for i, q in enumerate(queues) if q.priority == level]
+        for level in sorted({q.priority for q in busy}, reverse=True):
+            members = [i for i, q in enumerate(busy) if q.priority == level]
             given = water_fill(
                 left,
-                [queues[i].requestable - guaranteed[i] for i in members],
-                [queues[i].weight for i in members],
+                [asks[i] - guaranteed[i] for i in members],
+                [busy[i].weight for i in members],
                 [names[i] for i in members],
+                [ties[i] for i in members],
             )
             for i, amount in zip(members, given, strict=True):
                 surplus[i] = amount
             left -= sum(given)
             if left <= 0:
                 break
-    return {q.name: Share(q.name, guaranteed[i], surplus[i], q.requestable, held[i]) for i, q in enumerate(queues)}
+    for i, q in enumerate(busy):
+        result[q.name] = Share(q.name, guaranteed[i], surplus[i], asks[i], held[i])
+    return result
+
+
+@lru_cache(maxsize=65536)
+def _nothing(name: str) -> Share:
+    """The share of a team that asks for nothing (immutable, so one per name serves every pass)."""
+    return Share(name, 0, 0, 0)
 
 
 def _share_input(team: TeamQuota, resource: str, request: int, unlent: int = 0) -> ShareInput:
     quota = team.quota(resource)
     unlent = unlent if quota.lend else quota.deserved
-    return ShareInput(team.name, quota.deserved, quota.limit, quota.weight, team.priority, request, unlent)
+    return ShareInput(
+        team.name,
+        quota.deserved,
+        quota.limit,
+        quota.weight,
+        team.priority,
+        request,
+        unlent=unlent,
+        created=team.created,
+    )
 
 
 def _unused_unlent(share_input: ShareInput) -> int:
@@ -163,35 +237,70 @@ def _unused_unlent(share_input: ShareInput) -> int:
 
 
 def fair_share(
-    capacity: int, tree: QuotaTree, resource: str, requests: Mapping[str, int], *, over_quota: bool = True
+    capacity: int,
+    tree: QuotaTree,
+    resource: str,
+    requests: Mapping[str, int],
+    *,
+    over_quota: bool = True,
+    rule: str = SHRINK,
+    index: _TreeIndex | None = None,
 ) -> FairShare:
     """Fair share of one resource in one node pool. `requests`: project name → allocated + queued demand
-    (missing = 0). Departments first, then each department's share over its projects."""
-    project_inputs = {p.name: _share_input(p, resource, max(0, requests.get(p.name, 0))) for p in tree.projects}
-    by_department: dict[str, list[ShareInput]] = {d.name: [] for d in tree.departments}
-    for project in tree.projects:
-        by_department[project.department].append(project_inputs[project.name])
+    (missing = 0). Departments first, then each department's share over its projects. `rule`: SHRINK (the
+    portal's admission) or KAI (what a KAI-delegated backend will do) when capacity is below the guarantees.
+    Only the projects that ask for something are divided; the others share nothing, at the cost of a copy."""
+    index = index or _TreeIndex(tree)
+    projects = dict(index.nothing)
+    by_department: dict[str, list[ShareInput]] = {}
+    for name, request in requests.items():
+        project = index.projects.get(name)
+        if project is not None and request > 0:
+            inputs = by_department.setdefault(project.department, [])
+            inputs.append(_share_input(project, resource, request))
+    for project in index.holders.get(resource, ()):
+        if requests.get(project.name, 0) <= 0:  # idle, never lends: holds its deserved
+            by_department.setdefault(project.department, []).append(_share_input(project, resource, 0))
     department_inputs = [
         _share_input(
             d,
             resource,
-            sum(p.requestable for p in by_department[d.name]),
-            sum(_unused_unlent(p) for p in by_department[d.name]),
+            sum(p.requestable for p in by_department.get(d.name, ())),
+            sum(_unused_unlent(p) for p in by_department.get(d.name, ())),
         )
         for d in tree.departments
     ]
-    departments = divide(max(0, capacity), department_inputs, over_quota=over_quota)
-    projects: dict[str, Share] = {}
-    for department in tree.departments:
-        share = departments[department.name]
-        projects.update(divide(share.fair_share + share.held, by_department[department.name], over_quota=over_quota))
-    return FairShare(resource, capacity, over_quota, departments, projects)
+    departments = divide(max(0, capacity), department_inputs, over_quota=over_quota, rule=rule)
+    for department, inputs in by_department.items():
+        share = departments[department]
+        projects.update(divide(share.fair_share + share.held, inputs, over_quota=over_quota, rule=rule))
+    deserved_total = sum(d.deserved for d in department_inputs)
+    return FairShare(resource, capacity, over_quota, departments, projects, deserved_total, rule)
+
+
+class _TreeIndex:
+    """A quota tree's projects by name, their shares when nobody asks, and per resource the projects that never
+    lend (they take part even when idle: they hold their deserved), built once for all resources."""
+
+    def __init__(self, tree: QuotaTree) -> None:
+        self.projects = {p.name: p for p in tree.projects}
+        self.nothing = {p.name: _nothing(p.name) for p in tree.projects}
+        self.holders = {
+            resource: [p for p in tree.projects if not p.quota(resource).lend and p.quota(resource).deserved > 0]
+            for resource in RESOURCES
+        }
 
 
 def fair_shares(
-    capacity: Resources, tree: QuotaTree, requests: Mapping[str, Resources], *, over_quota: bool = True
+    capacity: Resources,
+    tree: QuotaTree,
+    requests: Mapping[str, Resources],
+    *,
+    over_quota: bool = True,
+    rule: str = SHRINK,
 ) -> dict[str, FairShare]:
     """`fair_share` for every resource (gpu, cpu, memory), each divided independently as KAI does."""
+    index = _TreeIndex(tree)
     return {
         resource: fair_share(
             capacity.get(resource),
@@ -199,6 +308,8 @@ def fair_shares(
             resource,
             {name: amount.get(resource) for name, amount in requests.items()},
             over_quota=over_quota,
+            rule=rule,
+            index=index,
         )
         for resource in RESOURCES
     }

@@ -92,12 +92,15 @@ class TeamQuota:
     """A department's or a project's quotas in one node pool, per resource (missing resource = NO_QUOTA).
 
     `priority`: over-quota rank, higher is served first (projects; departments usually 0).
-    `department`: for a project, its department's name; None for a department."""
+    `department`: for a project, its department's name; None for a department.
+    `created`: any sortable creation key (epoch seconds); the older team wins a tie for a leftover unit of
+    fair share, as in KAI-Scheduler (0 when unknown: ties then fall to the name)."""
 
     name: str
     quotas: Mapping[str, Quota] = field(default_factory=dict)
     priority: int = 0
     department: str | None = None
+    created: float = 0.0
 
     def quota(self, resource: str) -> Quota:
         return self.quotas.get(resource, NO_QUOTA)
@@ -114,11 +117,17 @@ class QuotaTree:
         """Raise EngineError on a duplicate name, an unknown department, or a bad quota."""
         departments = _unique(self.departments, "departments")
         _unique(self.projects, "projects")
-        for team, kind in [*((d, "departments") for d in self.departments), *((p, "projects") for p in self.projects)]:
-            for resource, quota in team.quotas.items():
-                if resource not in RESOURCES:
-                    raise EngineError("unknown resource", field=f"{kind}.{team.name}", value=resource)
-                quota.check(f"{kind}.{team.name}.{resource}")
+        for kind, teams in (("departments", self.departments), ("projects", self.projects)):
+            for team in teams:
+                for resource, quota in team.quotas.items():
+                    if resource not in RESOURCES:
+                        raise EngineError("unknown resource", field=f"{kind}.{team.name}", value=resource)
+                    if (
+                        quota.deserved < 0
+                        or quota.weight < 0
+                        or (quota.limit is not None and quota.limit < quota.deserved)
+                    ):
+                        quota.check(f"{kind}.{team.name}.{resource}")  # raises, naming the field
         for project in self.projects:
             if project.department not in departments:
                 raise EngineError("unknown department", field=f"projects.{project.name}", value=project.department)

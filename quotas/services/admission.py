@@ -30,6 +30,13 @@ still run a node pool's pass at once.
 
 Only the resources some quota in the node pool guarantees or caps are admitted by quota (`managed_resources`):
 with GPU quotas only, a workflow's CPU and memory requests neither hold it nor make it preemptible.
+
+The periodic pass (`pass_all`) passes only the node pools whose state changed: a pass that admitted and
+preempted nothing leaves the node pool's fingerprint (`pools.engine.admission.state_fingerprint`: quotas,
+capacity, queued and running work, which running work is past its minimum runtime) in `_QUIET` once its
+transaction commits; the next periodic pass that reads the same fingerprint skips the engine and the writes
+(it would decide the same). Event-driven passes (a submission, a finished workflow) always run. `_QUIET` is
+per process: a worker that has not seen a node pool passes it.
 """
 
 from __future__ import annotations
@@ -42,7 +49,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from pools.engine.admission import PoolState, QueuedWorkflow, run_admission
+from pools.engine.admission import PoolState, QueuedWorkflow, run_admission, state_fingerprint
 from pools.engine.quota_model import Quota, QuotaTree, Resources, TeamQuota
 from pools.engine.reclaim import RunningWorkflow
 from portal import metrics
@@ -57,6 +64,7 @@ log = logging.getLogger(__name__)
 
 NO_PROJECT = "(none)"  # the team of workflows charged to no project (no valid project name has parentheses)
 ROUNDS = 3  # passes in a row while reclaim frees room (a reclaimed workflow is QUEUED again at once)
+_QUIET: dict[int, int] = {}  # node pool id → fingerprint of its last committed pass that changed nothing
 
 
 @dataclass
@@ -67,13 +75,15 @@ class PassReport:
     admitted: list[str] = field(default_factory=list)
     held: list[str] = field(default_factory=list)
     preempted: list[str] = field(default_factory=list)
+    skipped: bool = False  # periodic pass: nothing changed since a pass that changed nothing
 
     def as_dict(self) -> dict:
         return dict(vars(self))
 
 
-def admission_pass(node_pool: NodePool | int) -> PassReport:
-    """One admission pass for the node pool (module docstring); repeated while it preempts."""
+def admission_pass(node_pool: NodePool | int, *, periodic: bool = False) -> PassReport:
+    """One admission pass for the node pool (module docstring); repeated while it preempts. `periodic`: skip
+    it if the node pool's state is the one a pass that changed nothing left."""
     node_pool_id = node_pool if isinstance(node_pool, int) else node_pool.pk
     report = PassReport(node_pool="")
     for _ in range(ROUNDS):
@@ -85,7 +95,7 @@ def admission_pass(node_pool: NodePool | int) -> PassReport:
             report.rounds += 1
             if report.rounds == 1:
                 _record_pass(locked.pk)
-            preempted = _round(locked, report)
+            preempted = _round(locked, report, periodic=periodic)
         if not preempted:
             break
     if report.admitted:
@@ -93,7 +103,7 @@ def admission_pass(node_pool: NodePool | int) -> PassReport:
     return report
 
 
-def _round(node_pool: NodePool, report: PassReport) -> int:
+def _round(node_pool: NodePool, report: PassReport, *, periodic: bool = False) -> int:
     """Decide and apply once, under the lock. Returns how many workflows were preempted (or released)."""
     current = state(node_pool, min_runtime_seconds=min_runtime_seconds(node_pool))
     report.managed = current.managed
@@ -113,7 +123,15 @@ def _round(node_pool: NodePool, report: PassReport) -> int:
             ):
                 report.admitted.append(workflow.workflow_id)
         return 0
-    result = run_admission(engine_state(current))
+    engine_input = engine_state(current)
+    fingerprint = state_fingerprint(engine_input)
+    if periodic and _QUIET.get(node_pool.pk) == fingerprint:
+        report.skipped = True
+        return 0
+    result = run_admission(engine_input)
+    _QUIET.pop(node_pool.pk, None)
+    if not (result.admitted or result.preempted):
+        transaction.on_commit(lambda: _QUIET.__setitem__(node_pool.pk, fingerprint))
     held_pks = _pks([h.workflow for h in result.held])
     held_gangs = gang.gangs(held_pks.values())
     pks = held_pks | _locked_pks(
@@ -322,15 +340,16 @@ def node_pools_due(now: datetime | None = None) -> list[int]:
 
 def pass_all(now: datetime | None = None) -> dict:
     """The periodic pass: every node pool that is due (a node pool failing does not stop the others)."""
-    report = {"node_pools": 0, "admitted": 0, "held": 0, "preempted": 0, "errors": []}
+    report = {"node_pools": 0, "skipped": 0, "admitted": 0, "held": 0, "preempted": 0, "errors": []}
     for node_pool_id in node_pools_due(now):
         try:
-            done = admission_pass(node_pool_id)
+            done = admission_pass(node_pool_id, periodic=True)
         except Exception as error:  # noqa: BLE001  (one node pool's failure is reported, the rest still run)
             log.exception("admission pass of node pool #%s failed", node_pool_id)
             report["errors"].append(f"node pool #{node_pool_id}: {error}")
             continue
         report["node_pools"] += 1
+        report["skipped"] += done.skipped
         for key in ("admitted", "held", "preempted"):
             report[key] += len(getattr(done, key))
     return report

@@ -17,7 +17,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from quotas.models import NodePool
-from quotas.services.admission import admission_pass
+from quotas.services.admission import admission_pass, pass_all
 from tests.quotas import gpu_cluster as gc
 from workflows import timeouts
 from workflows.lifecycle.admission import PREEMPTED_EXIT_CODE, PREEMPTIBLE_LABEL
@@ -203,3 +203,20 @@ def test_exit_actions_may_name_osmos_reserved_codes_such_as_preempted():
     for bad in ("256", "3007", "2999-3006", "255-3000"):
         with pytest.raises(ConfigError, match="outside the exit code range 0-255"):
             normalize_exit_actions({"RESCHEDULE": bad})
+
+
+def test_the_periodic_pass_skips_a_node_pool_with_nothing_new(run, django_capture_on_commit_callbacks):
+    run("vision", "a", 8)
+    waiting = run("vision", "b", 4)  # held by its submission's pass, which changed nothing else
+    assert fresh(waiting).status == Q.QUEUED
+    with django_capture_on_commit_callbacks(execute=True):
+        report = pass_all()
+    assert (report["node_pools"], report["skipped"], report["held"]) == (1, 1, 0)
+    # the queue changed behind the passes' back (no event): the periodic pass decides again
+    Workflow.objects.filter(pk=waiting.pk).update(priority="HIGH")
+    with django_capture_on_commit_callbacks(execute=True):
+        report = pass_all()
+    assert (report["node_pools"], report["skipped"], report["held"]) == (1, 0, 1)
+    assert fresh(waiting).queue_reason["code"] == "FAIR_SHARE"
+    with django_capture_on_commit_callbacks(execute=True):
+        assert pass_all()["skipped"] == 1

@@ -3,11 +3,12 @@ that applies admission passes until nothing changes (the no-oscillation proof)."
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
 from hypothesis import strategies as st
 
-from pools.engine.admission import PoolState, QueuedWorkflow, run_admission
+from pools.engine.admission import PassResult, PoolState, QueuedWorkflow, run_admission
 from pools.engine.quota_model import Quota, QuotaTree, Resources, TeamQuota
 from pools.engine.reclaim import RunningWorkflow
 
@@ -73,6 +74,7 @@ class Replay:
     preemptions: list[tuple[str, str]] = field(default_factory=list)  # (victim, preemptor)
     passes: int = 0
     submitted: dict[str, float] = field(default_factory=dict)
+    after_pass: Callable[[PoolState, PassResult], None] | None = None  # invariant checks, after every pass
 
     def __post_init__(self) -> None:
         # a rescheduled workflow keeps its submission time: its place in the queue counts from it
@@ -87,6 +89,8 @@ class Replay:
     def once(self) -> bool:
         result = run_admission(self.state)
         self.passes += 1
+        if self.after_pass:
+            self.after_pass(self.state, result)
         admitted = {a.workflow: a for a in result.admitted}
         victims = {v.workflow: v for v in result.preempted}
         self.preemptions.extend((v.workflow, v.preemptor) for v in result.preempted)

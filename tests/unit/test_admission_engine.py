@@ -51,43 +51,127 @@ def test_others_borrow_the_idle_pool_preemptibly():
     assert result.held == () and result.preempted == ()
 
 
-def test_the_owner_reclaims_its_pool_youngest_first_from_the_furthest_above_fair_share():
+def test_the_owner_reclaims_its_pool_then_its_department_takes_back_the_rest():
     running = [r("i1", "infer", 8, runtime=900), r("i2", "infer", 8, runtime=300), r("s1", "serve", 4, runtime=60)]
     queued = [q("v1", "vision", 8, 1), q("v2", "vision", 8, 2), q("v3", "vision", 4, 3)]
     result = run_admission(pool(running, queued))
     assert result.admitted == ()
-    assert [(v.workflow, v.preemptor) for v in result.preempted] == [("i2", "v1"), ("i1", "v2")]
+    # v1, v2 within vision's deserved 16; v3 takes vision to 20, above its 16, but R&D stays within its 20
+    # (the issue's point 2: R&D's unsplit, unused guarantee is its projects' to take back from ML-Ops)
+    assert [(v.workflow, v.preemptor) for v in result.preempted] == [("i2", "v1"), ("i1", "v2"), ("s1", "v3")]
+    assert [v.reason["strategy"] for v in result.preempted] == ["deserved", "deserved", "department"]
     assert result.preempted[0].reason["code"] == "RECLAIMED"
     assert result.preempted[0].text == (
         "preempted: project infer was using 16 A100 GPUs over quota (deserved 0 A100 GPUs, fair share 0 A100 GPUs); "
         "reclaimed for workflow v1 of project vision, which is within its guaranteed quota"
     )
+    assert result.preempted[2].text.endswith(
+        "reclaimed for workflow v3 of project vision, whose department rnd is within its guaranteed quota"
+    )
     held = {h.workflow: h.reason for h in result.held}
     assert held["v1"].code == "RECLAIMING" and held["v1"].victims == ("i2",)
-    # v3 would take vision above its 16 deserved: it waits to borrow, with the issue's own sentence
     assert held["v3"].as_dict() | {"text": ""} == {
-        "code": "NO_CAPACITY",
+        "code": "RECLAIMING",
         "text": "",
-        "scope": "project",
-        "team": "vision",
+        "scope": "department",
+        "team": "rnd",
         "resource": "gpu",
         "demand": 4,
         "allocated": 16,
-        "deserved": 16,
+        "deserved": 20,
         "fair_share": 20,
         "limit": None,
         "free": 0,
         "borrowable": 0,
         "position": 3,
-        "victims": [],
+        "victims": ["s1"],
     }
-    assert (
-        held["v3"].text
-        == "project vision: 16 of 16 guaranteed A100 GPUs in use; 0 free to borrow; position 3 in the queue"
+    # once the victims are gone, the next pass admits the owner's work: within vision's deserved
+    # non-preemptible, above it (the department's share) preemptible
+    after = run_admission(pool([], queued))
+    assert after.admitted == (
+        Admission("v1", "vision", False),
+        Admission("v2", "vision", False),
+        Admission("v3", "vision", True),
     )
-    # once the victims are gone, the next pass admits the owner's work, non-preemptible
-    after = run_admission(pool([r("s1", "serve", 4)], queued))
-    assert after.admitted == (Admission("v1", "vision", False), Admission("v2", "vision", False))
+
+
+# Issue #30 point 2: R&D deserves 20 A100-80GB GPUs, its projects split 16 + 4, R&D uses 12, ML-Ops borrows 8.
+RND_TREE = tree(
+    {"rnd": (20,), "mlops": (0,)},
+    {"vision": ("rnd", 16), "train": ("rnd", 4), "infer": ("mlops", 0), "serve": ("mlops", 0)},
+)
+
+
+def test_a_project_takes_back_its_departments_unused_guarantee_from_another_department():
+    running = [
+        r("v", "vision", 8, preemptible=False),
+        r("t", "train", 4, preemptible=False),
+        r("i1", "infer", 4, runtime=900),
+        r("i2", "infer", 4, runtime=300),
+    ]
+    result = run_admission(pool(running, [q("t2", "train", 4, 1)], tree_=RND_TREE))
+    # train goes above its own 4, R&D stays within its 20: ML-Ops' youngest borrower (fewest GPU-hours) goes
+    assert [(v.workflow, v.reason["strategy"]) for v in result.preempted] == [("i2", "department")]
+    [held] = result.held
+    assert held.reason.code == "RECLAIMING" and held.reason.scope == "department"
+    assert held.reason.text == (
+        "department rnd: within its guaranteed quota (12 of 20 guaranteed A100 GPUs in use); preempting 1 "
+        "over-quota workflow(s) of other projects to free 4 A100 GPUs; position 1 in the queue"
+    )
+    # next pass: admitted preemptible (above train's own deserved); vision may take it back, ML-Ops may not
+    after = run_admission(pool(running[:3], [q("t2", "train", 4, 1)], tree_=RND_TREE))
+    assert after.admitted == (Admission("t2", "train", True),)
+    back = [*running[:3], r("t2", "train", 4)]
+    again = run_admission(pool(back, [q("i2", "infer", 4, 0), q("v2", "vision", 8, 2)], tree_=RND_TREE))
+    assert [(v.workflow, v.preemptor) for v in again.preempted] == [("t2", "v2"), ("i1", "v2")]
+
+
+def test_a_department_guarantee_not_split_among_its_projects_is_its_projects_to_take_back():
+    unsplit = tree(
+        {"rnd": (20,), "mlops": (0,)},
+        {"vision": ("rnd", 12), "train": ("rnd", 4), "infer": ("mlops", 0)},
+    )
+    running = [r("v", "vision", 12, preemptible=False), r("t", "train", 4, False), r("i", "infer", 4)]
+    result = run_admission(pool(running, [q("t2", "train", 4, 1)], tree_=unsplit))
+    assert [(v.workflow, v.preemptor, v.reason["strategy"]) for v in result.preempted] == [("i", "t2", "department")]
+    # a department at its guarantee takes nothing back: train would take R&D to 24 of 20
+    full = [r("v", "vision", 16, preemptible=False), r("t", "train", 4, False), r("i", "infer", 4)]
+    nothing = run_admission(pool(full, [q("t2", "train", 4, 1)], tree_=unsplit, capacity=24))
+    assert nothing.preempted == () and nothing.held[0].reason.code == "FAIR_SHARE"
+
+
+def test_reclaim_toward_fair_share_between_two_borrowers():
+    # Issue #30 point 3, on the Default V100 pool: nobody deserves anything; departments weigh 3 : 2, so of 80
+    # GPUs R&D's build gets 48 and ML-Ops' monitor 32. build holds 60, monitor 20 and wants 16 more.
+    borrowers = tree({"rnd": (0, None, 3), "mlops": (0, None, 2)}, {"build": ("rnd", 0), "monitor": ("mlops", 0)})
+    running = [r(f"b{n}", "build", 4, runtime=600 + n) for n in range(15)]
+    running += [r(f"m{n}", "monitor", 4, runtime=600) for n in range(5)]
+    queued = [q(f"mq{n}", "monitor", 4, n) for n in range(4)]
+    result = run_admission(pool(running, queued, tree_=borrowers, capacity=80))
+    shares = result.shares["gpu"].projects
+    assert (shares["build"].fair_share, shares["monitor"].fair_share) == (48, 32)
+    # build keeps its fair share 48: 3 of its youngest go; monitor rises to its 32 and not beyond
+    assert [(v.workflow, v.preemptor, v.reason["strategy"]) for v in result.preempted] == [
+        ("b0", "mq0", "fair_share"),
+        ("b1", "mq1", "fair_share"),
+        ("b2", "mq2", "fair_share"),
+    ]
+    assert result.preempted[0].text.endswith("which stays within its fair share (reclaim toward fair share)")
+    assert {h.workflow: h.reason.code for h in result.held} == {
+        "mq0": "RECLAIMING",
+        "mq1": "RECLAIMING",
+        "mq2": "RECLAIMING",
+        "mq3": "FAIR_SHARE",
+    }
+    assert (result.allocated_after["build"].gpu, result.allocated_after["monitor"].gpu) == (48, 32)
+    assert result.held[0].reason.text == (
+        "project monitor: 20 A100 GPUs in use, 0 guaranteed; within its fair share of 32: preempting 1 "
+        "workflow(s) of projects above their fair share to free 4 A100 GPUs; position 1 in the queue"
+    )
+    # the minimum runtime protects young workflows: nothing old enough, nothing is stopped
+    young = run_admission(pool(running, queued, tree_=borrowers, capacity=80, min_runtime_seconds=3600))
+    assert young.preempted == () and young.held[0].reason.code == "NO_CAPACITY"
 
 
 def test_within_deserved_is_non_preemptible_and_above_it_preemptible():
@@ -247,8 +331,9 @@ def test_a_pass_respects_capacity_limits_and_guarantees(state):
             assert state.over_quota
         else:
             guaranteed[admission.project] = guaranteed.get(admission.project, 0) + demand[admission.workflow]
+    strategy = {v.preemptor: v.reason["strategy"] for v in result.preempted}
     for hold in result.held:
-        if hold.reason.code == "RECLAIMING":
+        if hold.reason.code == "RECLAIMING" and strategy[hold.workflow] == "deserved":
             guaranteed[hold.project] = guaranteed.get(hold.project, 0) + demand[hold.workflow]
     reclaimed: dict[str, int] = {}
     for victim in result.preempted:

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from pools.engine.errors import EngineError
-from pools.engine.fairshare import ShareInput, divide, fair_share, fair_shares, water_fill
+from pools.engine.fairshare import KAI, ShareInput, divide, fair_share, fair_shares, water_fill
 from pools.engine.quota_model import Quota, QuotaTree, Resources, TeamQuota
 from tests.unit.quota_builders import quota_trees, tree
 
@@ -216,3 +216,41 @@ def test_same_inputs_same_answer_in_any_order(case, capacity, rng: random.Random
     again = fair_share(capacity, shuffled, "gpu", dict(rng.sample(sorted(requests.items()), len(requests))))
     assert dict(first.projects) == dict(again.projects)
     assert dict(first.departments) == dict(again.departments)
+
+
+# ------------------------------------------------------------------------------------ over-subscription, KAI
+
+
+def test_over_subscription_kai_keeps_every_guarantee_whole_the_portal_shrinks_them():
+    # 12 deserved on 6 GPUs. KAI's setDeservedResource (resource_division.go) gives each min(deserved,
+    # requestable) whatever the total, and nothing over quota is left; the portal shrinks 8 : 4 to 4 : 2.
+    queues = [ShareInput("a", 8, request=8), ShareInput("b", 4, request=9)]
+    assert shares(divide(6, queues, rule=KAI)) == {"a": (8, 0), "b": (4, 0)}
+    assert shares(divide(6, queues)) == {"a": (4, 0), "b": (2, 0)}
+    t = tree({"rnd": (8,), "mlops": (4,)}, {"vision": ("rnd", 8), "infer": ("mlops", 4)})
+    kai = fair_share(6, t, "gpu", {"vision": 8, "infer": 9}, rule=KAI)
+    assert kai.over_committed and kai.rule == KAI
+    assert {name: s.fair_share for name, s in kai.projects.items()} == {"vision": 8, "infer": 4}
+    portal = fair_share(6, t, "gpu", {"vision": 8, "infer": 9})
+    assert portal.over_committed
+    assert {name: s.fair_share for name, s in portal.projects.items()} == {"vision": 4, "infer": 2}
+    # not over-committed: both rules agree
+    assert shares(divide(20, queues, rule=KAI)) == shares(divide(20, queues)) == {"a": (8, 0), "b": (4, 5)}
+    assert not fair_share(20, t, "gpu", {"vision": 8}).over_committed
+
+
+def test_a_leftover_unit_goes_to_the_older_queue_as_kai_breaks_ties():
+    # 3 GPUs over two equal queues: 1.5 each; the spare unit goes to the older one, whatever the names
+    older_z = [ShareInput("z", 0, request=3, created=100.0), ShareInput("a", 0, request=3, created=200.0)]
+    assert shares(divide(3, older_z)) == {"z": (0, 2), "a": (0, 1)}
+    assert shares(divide(3, older_z, rule=KAI)) == {"z": (0, 2), "a": (0, 1)}
+    # the teams' creation time reaches the tie through the quota tree
+    t = QuotaTree(
+        (TeamQuota("d", {"gpu": Quota(0)}),),
+        (
+            TeamQuota("young", {"gpu": Quota(0)}, department="d", created=2.0),
+            TeamQuota("elder", {"gpu": Quota(0)}, department="d", created=1.0),
+        ),
+    )
+    result = fair_share(3, t, "gpu", {"young": 3, "elder": 3})
+    assert {name: s.fair_share for name, s in result.projects.items()} == {"young": 1, "elder": 2}
