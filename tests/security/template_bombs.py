@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pools.engine.template_bounds import MAX_DEPTH, MAX_TEMPLATE_WEIGHT
+from pools.engine.template_bounds import MAX_DEPTH, MAX_EXPRESSIONS, MAX_TEMPLATE_WEIGHT
 
 # Line 10 of the spec holds the expression (the line as written: the `default-values:` section above it
 # counts); `z` has a default, so an expression that compiles renders.
@@ -41,7 +41,9 @@ TEMPLATE_BOMBS = {
     "150 attributes in a chain": TemplateBomb("{{ z" + ".a" * 150 + " }}", DEEP, 17),
     "3,000 nots (RecursionError)": TemplateBomb("{{ " + "not " * 3000 + "z }}", DEEP, 17),
     "300 nested if blocks (RecursionError)": TemplateBomb("{% if z %}" * 300 + "x" + "{% endif %}" * 300, DEEP, 17),
-    "30,000 expressions": TemplateBomb("{{ z }}" * 30_000, "more than 1000 expressions", 1001),
+    "30,000 expressions": TemplateBomb(
+        "{{ z }}" * 30_000, f"more than {MAX_EXPRESSIONS} expressions", MAX_EXPRESSIONS + 1
+    ),
     "a list of 100,000 items": TemplateBomb(
         "{{ [" + ",".join(["1"] * 100_000) + "] }}",
         f"the expressions are too large: more than {MAX_TEMPLATE_WEIGHT} units "

@@ -53,7 +53,12 @@ def refusal(source: str) -> TemplateTooLarge:
             "nested more than 16 levels deep",
             17,
         ),
-        ("{{ z }}" * MAX_EXPRESSIONS, "{{ z }}" * (MAX_EXPRESSIONS + 1), "more than 1000 expressions", 1001),
+        (
+            "{{ z }}" * MAX_EXPRESSIONS,
+            "{{ z }}" * (MAX_EXPRESSIONS + 1),
+            f"more than {MAX_EXPRESSIONS} expressions",
+            MAX_EXPRESSIONS + 1,
+        ),
     ],
 )
 def test_each_bound_accepts_its_limit_and_refuses_one_more(at_the_limit, over_it, reason, value):
