@@ -10,6 +10,9 @@ structural instead:
   that pad or multiply text are unsafe, `"%"` string formatting and `str.format` are refused;
 - `*`, `**` and `+` on text/lists are checked before they run; `range()` hands out at most MAX_RANGE_ITEMS
   items per rendered string; a rendered string longer than MAX_OUTPUT_CHARS is an error;
+- compiling is bounded before it starts (`template_bounds`, on Jinja's linear token stream): nesting,
+  filter chains, expressions and size, since the parser and optimizer take time cubic in the nesting; any
+  failure of compiling (Python's "too many nested parentheses", RecursionError) is a SandboxError;
 - the work is bounded, not only the output (`sandbox_budget`): operators, calls, filters, tests,
   comparisons, `~` and every printed value pay the weight of their operands from a per-string budget
   before they run, so `{{ [[[1]*1000]*1000]*30 }}` is refused before it prints 30 million items.
