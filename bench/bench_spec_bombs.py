@@ -107,7 +107,61 @@ def _measure() -> list[Row]:
         raise AssertionError("the template was rendered")
 
     rows.append(measure("refuse the template alone, pools.engine.sandbox", render, runs=200, target=TARGET))
-    return rows
+    return rows + _template_rows(api, page, admin)
+
+
+def _template_rows(api, page, admin) -> list[Row]:
+    """Issue #31 items 1-2: each template bomb (tests/security/template_bombs.py) as a spec's dry run, in the
+    preview page's form, and as a pod template an admin saves; then the largest template the bounds accept
+    (pools.engine.template_bounds), compiled, for what an accepted one may still cost."""
+    from django.test.client import encode_multipart
+
+    from tests.security.template_bombs import TEMPLATE_BOMBS
+
+    rows = []
+    for name, bomb in TEMPLATE_BOMBS.items():
+        text, form = bomb.spec(), encode_multipart(BOUNDARY, {"spec": bomb.spec(), "priority": "NORMAL"})
+        body = {"configs": {"metadata": {"labels": {"x": bomb.expression}}}}
+        doors = {
+            "API dry run": lambda text=text: api.post(
+                "/api/pool/batch/workflow?dry_run=true", text, content_type="application/yaml"
+            ),
+            "preview page": lambda form=form: page.post("/pools/batch/submit/preview/", form, content_type=FORM),
+            "pod template save": lambda body=body: admin.put("/api/configs/pod_template/bomb", body, format="json"),
+        }
+        size = f"{len(bomb.expression) / 1024:.0f} KiB" if len(bomb.expression) > 4096 else f"{len(bomb.expression)} B"
+        for door, call in doors.items():
+            rows.append(
+                measure(
+                    f"refuse template bomb via {door}: {name}",
+                    lambda call=call: _refused(call()),
+                    runs=RUNS,
+                    target=TARGET,
+                    note=f"expression {size}",
+                )
+            )
+    return rows + [_largest_accepted()]
+
+
+def _largest_accepted() -> Row:
+    """A template at the bounds: expressions of 10 filters each, as many as the size bound lets through."""
+    from pools.engine.sandbox import SandboxError, check_bounds, compile_template
+
+    expression = "{{ z" + "|list" * 10 + " }}\n"
+    count = 1
+    while True:  # the most the bounds accept
+        try:
+            check_bounds(expression * (count + 1))
+        except SandboxError:
+            break
+        count += 1
+    source = expression * count
+    return measure(
+        "compile the largest template the bounds accept",
+        lambda: compile_template(source),
+        runs=RUNS,
+        note=f"{count} expressions of 10 filters, {len(source)} B (accepted: no target; was unbounded)",
+    )
 
 
 def _set_up(api_client, page_client):

@@ -7,7 +7,7 @@ import hashlib
 import hmac
 import re
 
-from django.core.validators import MinValueValidator
+from django.core.validators import MaxValueValidator, MinValueValidator
 
 from configs.errors import ConfigError
 from configs.validators import (
@@ -108,24 +108,40 @@ class Bool(Kind):
         return expect_bool(value, where)
 
 
-class Int(Kind):
-    """A whole number ≥ `minimum`; `lowest` says what the minimum means (Int(-1, "none"): −1 for none)."""
+# The most any Int field takes unless it says less: an IntegerField column's (PostgreSQL `integer`), so no
+# value reaches the database to fail there without a field (docs/limits.md).
+INT_MAX = 2**31 - 1
 
-    def __init__(self, minimum: int, lowest: str = "") -> None:
-        self.minimum, self.lowest = minimum, lowest
+
+class Int(Kind):
+    """A whole number from `minimum` to `maximum` (INT_MAX unless the field is bounded tighter; docs/limits.md
+    lists every bound); `lowest` says what the minimum means (Int(-1, "none"): −1 for none)."""
+
+    def __init__(self, minimum: int, lowest: str = "", *, maximum: int = INT_MAX) -> None:
+        self.minimum, self.lowest, self.maximum = minimum, lowest, maximum
 
     def form_messages(self, label):
         lowest = str(self.minimum).replace("-", "\u2212")  # a minus sign, not a hyphen
         allowed = f"{lowest} for {self.lowest}" if self.lowest else f"{lowest} or more"
         text = f"{label} must be a whole number, {allowed}"
-        return {"invalid": text, "min_value": text}
+        return {
+            "invalid": text,
+            "min_value": text,
+            "max_value": f"{label} must be a whole number, at most {self.maximum}",
+        }
 
     def form_validators(self, label):
-        return [MinValueValidator(self.minimum, message=self.form_messages(label)["min_value"])]
+        messages = self.form_messages(label)
+        return [
+            MinValueValidator(self.minimum, message=messages["min_value"]),
+            MaxValueValidator(self.maximum, message=messages["max_value"]),
+        ]
 
     def parse(self, value, where):
         if isinstance(value, bool) or not isinstance(value, int) or value < self.minimum:
             raise ConfigError(f"must be an integer ≥ {self.minimum}", field=where, value=value)
+        if value > self.maximum:
+            raise ConfigError(f"must be an integer from {self.minimum} to {self.maximum}", field=where, value=value)
         return value
 
 

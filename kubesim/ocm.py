@@ -20,6 +20,11 @@ The state is the cloud's own: ``emulator.ocm_machine_pools = {cluster_id: {pool_
 (the simulated cluster makes nodes from it and writes ``status.current_replicas``). A cluster exists once
 ``ocm_add_cluster`` created it, with ROSA's default ``worker`` pool. ``ocm_fail_next(status=503, times=n)``
 answers the next requests with an OCM error, as an outage does (``times=None``: until ``ocm_clear_failures``).
+
+Like the real service it protects itself: a machine pool asks for at most ``ocm_max_nodes_per_pool`` nodes
+(fixed replicas or autoscaling's max) and a cluster's pools together at most ``ocm_max_nodes_per_cluster``
+(ROSA with hosted control planes: 500 each, uhc-portal's MAX_NODES_HCP); more is a 400 in OCM's error shape,
+and nothing is stored, so no client can have the simulated cluster make nodes without end.
 """
 
 from __future__ import annotations
@@ -35,6 +40,8 @@ import aiohttp.web
 
 PREFIX = "/api/clusters_mgmt/v1/clusters/"
 DEFAULT_POOL = "worker"
+MAX_NODES_PER_POOL = 500
+MAX_NODES_PER_CLUSTER = 500
 POOL_ID = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _REASONS = {
@@ -76,6 +83,8 @@ class OcmMachinePools:
         self.ocm_tokens: set[str] = set()
         self._ocm_failures: list[list] = []  # [status, times or None, reason, method or None]
         self._ocm_lock = threading.Lock()
+        self.ocm_max_nodes_per_pool = MAX_NODES_PER_POOL
+        self.ocm_max_nodes_per_cluster = MAX_NODES_PER_CLUSTER
 
     # ----------------------------------------------------------------- test switches (thread-safe)
     def ocm_add_cluster(self, cluster_id: str, token: str | None = None, worker_replicas: int = 2) -> None:
@@ -103,6 +112,23 @@ class OcmMachinePools:
 
     def ocm_pool(self, cluster_id: str, pool_id: str) -> dict | None:
         return copy.deepcopy(self.run_in_loop(lambda: self.ocm_machine_pools.get(cluster_id, {}).get(pool_id)))
+
+    def _ocm_check_caps(self, cluster_id: str, pools: dict[str, dict], pool: dict) -> None:
+        """OCM's node limits, on the pool as it would be: per machine pool, then for the whole cluster."""
+        most = most_nodes(pool)
+        if most > self.ocm_max_nodes_per_pool:
+            raise OcmError(
+                400,
+                f"Machine pool '{pool['id']}': {most} nodes exceed the maximum of "
+                f"{self.ocm_max_nodes_per_pool} nodes per machine pool",
+            )
+        total = most + sum(most_nodes(other) for other_id, other in pools.items() if other_id != pool["id"])
+        if total > self.ocm_max_nodes_per_cluster:
+            raise OcmError(
+                400,
+                f"Cluster '{cluster_id}': its machine pools would have up to {total} compute nodes; the maximum "
+                f"is {self.ocm_max_nodes_per_cluster}",
+            )
 
     # ----------------------------------------------------------------- HTTP
     def serves_ocm(self, path: str) -> bool:
@@ -149,7 +175,10 @@ class OcmMachinePools:
                     {"kind": "MachinePoolList", "page": 1, "size": len(items), "total": len(items), "items": items}
                 )
             if method == "POST":
-                return _answer(_create(cluster_id, pools, data), 201)
+                created = _create(cluster_id, pools, data)
+                self._ocm_check_caps(cluster_id, pools, created)
+                pools[created["id"]] = created
+                return _answer(copy.deepcopy(created), 201)
             raise OcmError(405, f"Method {method} is not allowed on '{path}'")
         pool_id = parts[2]
         pool = pools.get(pool_id)
@@ -158,7 +187,11 @@ class OcmMachinePools:
         if method == "GET":
             return _answer(copy.deepcopy(pool))
         if method == "PATCH":
-            return _answer(_update(pool, data))
+            updated = _update(pool, data)
+            self._ocm_check_caps(cluster_id, pools, updated)
+            pool.clear()
+            pool.update(updated)  # in place: the simulated cluster holds this dict to write its status into
+            return _answer(copy.deepcopy(pool))
         if method == "DELETE":
             del pools[pool_id]
             return _answer(None, 204)
@@ -178,11 +211,11 @@ def _create(cluster_id: str, pools: dict[str, dict], data: Any) -> dict:
     if not data.get("instance_type"):
         raise OcmError(400, "Attribute 'instance_type' is required for machine pools")
     _check(pool_id, data)
-    pools[pool_id] = _stored(cluster_id, data)
-    return copy.deepcopy(pools[pool_id])
+    return _stored(cluster_id, data)
 
 
 def _update(pool: dict, data: Any) -> dict:
+    """The pool as `data` changes it: a copy, stored by the caller once the cluster's caps are checked."""
     if not isinstance(data, dict):
         raise OcmError(400, "The body must be a JSON object describing the machine pool")
     wanted = data.get("instance_type")
@@ -193,6 +226,7 @@ def _update(pool: dict, data: Any) -> dict:
             f"(it is '{pool['instance_type']}', asked '{wanted}'); create a new machine pool instead",
         )
     _check(pool["id"], {**pool, **data} if "replicas" not in data and "autoscaling" not in data else data)
+    pool = copy.deepcopy(pool)
     if "replicas" in data:
         pool.pop("autoscaling", None)
     if "autoscaling" in data:
@@ -200,7 +234,7 @@ def _update(pool: dict, data: Any) -> dict:
     for key in ("replicas", "autoscaling", "labels", "taints", "aws", "root_volume"):
         if key in data:
             pool[key] = copy.deepcopy(data[key])
-    return copy.deepcopy(pool)
+    return pool
 
 
 def _check(pool_id: str, data: dict) -> None:
@@ -221,6 +255,12 @@ def _check(pool_id: str, data: dict) -> None:
             raise OcmError(
                 400, f"Machine pool '{pool_id}': taint effect '{taint.get('effect')}' is not one of {TAINT_EFFECTS}"
             )
+
+
+def most_nodes(pool: dict) -> int:
+    """The most nodes `pool` may have: autoscaling's max, else its fixed replicas."""
+    scaling = pool.get("autoscaling")
+    return int(scaling.get("max_replicas") or 0) if scaling else int(pool.get("replicas") or 0)
 
 
 def _stored(cluster_id: str, data: dict) -> dict:

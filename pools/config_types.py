@@ -31,6 +31,7 @@ from configs.kinds import (
 from configs.models import ConfigType
 from configs.schema import Field, Schema
 from configs.validators import check_timeouts, expect_list, expect_mapping
+from pools.engine import CompiledTemplate, EngineError
 from pools.engine.gates import check_template
 
 TIMEOUT_FIELDS = ("default_exec_timeout", "default_queue_timeout", "max_exec_timeout", "max_queue_timeout")
@@ -57,7 +58,17 @@ class PodManifest(Kind):
                 raise ConfigError("must be a mapping", field=key, value=body[key])
         for refusal in check_template(body):  # the portal's labels, the GPU device selectors (docs/workflows.md)
             raise ConfigError(refusal.reason, field=refusal.field, value=refusal.value)
+        check_templates(body, where)
         return body
+
+
+def check_templates(value: object, where: str) -> None:
+    """Every string of `value` compiles in the sandbox (bounded before it compiles, pools.engine
+    .template_bounds): a template that does not is refused at its path when saved, not when a pool uses it."""
+    try:
+        CompiledTemplate(value)
+    except EngineError as error:
+        raise ConfigError.from_engine(error, where) from None
 
 
 class Rules(Kind):
@@ -80,6 +91,7 @@ class Rules(Kind):
                     field=f"{at}.operator",
                     value=rule["operator"],
                 )
+            check_templates({key: rule[key] for key in RULE_FIELDS if key != "operator"}, at)
         return [{**rule, "operator": str(rule["operator"]).upper()} for rule in rules]
 
 

@@ -62,7 +62,8 @@ def render_spec(
 
 
 def _split_defaults(text: str) -> tuple[str, str | None]:
-    """(the text without its `default-values:` section, that section) — at most one section."""
+    """(the text with its `default-values:` section blanked, that section) — at most one section. The
+    section's lines stay as empty lines, so a line a template or YAML error names is the line as written."""
     found = list(_DEFAULTS.finditer(text))
     if len(found) > 1:
         raise InvalidSpec("Multiple default-values sections found in the workflow spec", field="default-values")
@@ -71,7 +72,8 @@ def _split_defaults(text: str) -> tuple[str, str | None]:
     start = found[0].start()
     following = _TOP_LEVEL.search(text, found[0].end())
     end = following.start() if following else len(text)
-    return text[:start] + text[end:], text[start:end]
+    section = text[start:end]
+    return text[:start] + "\n" * section.count("\n") + text[end:], section
 
 
 def _defaults(section: str | None, limits: Limits | None) -> dict:

@@ -18,14 +18,15 @@ from access.api.permissions import PolicyPermission
 from access.api.serializers import RolesField
 from access.services import user_directory
 from configs.revisions import Actor
-from portal.api import ErrorSerializer
+from portal.api import MAX_INT, ErrorSerializer
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
 
 
 class ListQuery(serializers.Serializer):
-    start_index = serializers.IntegerField(required=False, default=1)
-    count = serializers.IntegerField(required=False, default=100, help_text="page size, 1-1000")
+    # Above MAX_INT a 400 naming the field (not a database error on the OFFSET); a count is clamped to 1-1000.
+    start_index = serializers.IntegerField(required=False, default=1, max_value=MAX_INT)
+    count = serializers.IntegerField(required=False, default=100, max_value=MAX_INT, help_text="page size, 1-1000")
     id_prefix = serializers.CharField(required=False, allow_blank=True)
 
 

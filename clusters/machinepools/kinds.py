@@ -22,15 +22,21 @@ DISK_MIN_GIB, DISK_MAX_GIB, DISK_DEFAULT_GIB = 128, 16384, 300
 # Labels the portal puts on every node of a machine pool itself (clusters.machinepools.spec).
 RESERVED_LABELS = (MACHINEPOOL_LABEL, INSTANCE_TYPE_LABEL, CAPACITY_TYPE_LABEL)
 PRICE_MAX = Decimal("999999.9999")  # the column's 10 digits, 4 after the point
+# The most nodes one machine pool may have: ROSA's most for a cluster with hosted control planes (uhc-portal's
+# MAX_NODES_HCP; classic clusters stop at 249), so no document asks the cloud for more than it can give.
+MAX_REPLICAS = 500
+# What one machine pool's nodes may carry (docs/limits.md): each node copies them, and ten thousand taints
+# took a 31 s write.
+MAX_LABELS, MAX_TAINTS = 100, 100
 
 
-class Replicas(Kind):
-    """A fixed node count, or null when the pool autoscales (then it is not shown)."""
+class Replicas(Int):
+    """A fixed node count from 0 to MAX_REPLICAS, or null when the pool autoscales (then it is not shown)."""
 
     nullable = True
 
-    def parse(self, value, where):
-        return Int(0).parse(value, where)
+    def __init__(self) -> None:
+        super().__init__(0, maximum=MAX_REPLICAS)
 
     def read(self, source, attr):
         return None if source.autoscaling else source.replicas
@@ -43,10 +49,10 @@ class Autoscaling(Group):
     def __init__(self) -> None:
         super().__init__(
             (
-                Field("min_replicas", Int(0), default=0, help="0 = scale to zero."),
+                Field("min_replicas", Int(0, maximum=MAX_REPLICAS), default=0, help="0 = scale to zero."),
                 Field(
                     "max_replicas",
-                    Int(1),
+                    Int(1, maximum=MAX_REPLICAS),
                     required="autoscaling needs max_replicas, the most nodes the pool may have (at least 1)",
                 ),
             ),
@@ -58,6 +64,13 @@ class Autoscaling(Group):
         if not source.autoscaling:
             return None
         return {"min_replicas": source.min_replicas, "max_replicas": source.max_replicas}
+
+
+def _check_count(items, most: int, what: str, where: str) -> None:
+    if len(items) > most:
+        raise ConfigError(
+            f"has {len(items)} {what}; a machine pool may have at most {most}", field=where, value=len(items)
+        )
 
 
 def _min_not_above_max(parsed: dict, where: str) -> None:
@@ -76,6 +89,7 @@ class Labels(MappingKind):
 
     def parse(self, value, where):
         labels = expect_mapping(value, where)
+        _check_count(labels, MAX_LABELS, "labels", where)
         for key, item in labels.items():
             at = f"{where}.{key}"
             problem = label_key_problem(key) or label_value_problem(item)
@@ -99,6 +113,7 @@ class Taints(ListKind):
 
     def parse(self, value, where):
         taints, seen = [], set()
+        _check_count(expect_list(value, where), MAX_TAINTS, "taints", where)
         for index, item in enumerate(expect_list(value, where)):
             at = f"{where}[{index}]"
             item = expect_mapping(item, at)
@@ -163,7 +178,7 @@ class DiskSize(Int):
     """The root volume in GiB, within ROSA's limits."""
 
     def __init__(self) -> None:
-        super().__init__(DISK_MIN_GIB)
+        super().__init__(DISK_MIN_GIB, maximum=DISK_MAX_GIB)
 
     def parse(self, value, where):
         if isinstance(value, bool) or not isinstance(value, int) or not DISK_MIN_GIB <= value <= DISK_MAX_GIB:

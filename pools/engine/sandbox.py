@@ -10,6 +10,9 @@ structural instead:
   that pad or multiply text are unsafe, `"%"` string formatting and `str.format` are refused;
 - `*`, `**` and `+` on text/lists are checked before they run; `range()` hands out at most MAX_RANGE_ITEMS
   items per rendered string; a rendered string longer than MAX_OUTPUT_CHARS is an error;
+- compiling is bounded before it starts (`template_bounds`, on Jinja's linear token stream): nesting,
+  filter chains, expressions and size, since the parser and optimizer take time cubic in the nesting; any
+  failure of compiling (Python's "too many nested parentheses", RecursionError) is a SandboxError;
 - the work is bounded, not only the output (`sandbox_budget`): operators, calls, filters, tests,
   comparisons, `~` and every printed value pay the weight of their operands from a per-string budget
   before they run, so `{{ [[[1]*1000]*1000]*30 }}` is refused before it prints 30 million items.
@@ -34,6 +37,7 @@ from jinja2.utils import _PassArg, pass_eval_context
 
 from pools.engine.errors import EngineError
 from pools.engine.sandbox_budget import BudgetExceeded, WorkBudget, repeat_weight
+from pools.engine.template_bounds import TemplateTooLarge, check_tokens
 
 __all__ = [
     "MAX_OUTPUT_CHARS",
@@ -41,6 +45,7 @@ __all__ = [
     "CompiledString",
     "SandboxError",
     "UndefinedVariableError",
+    "check_bounds",
     "compile_string",
     "compile_template",
     "has_template_syntax",
@@ -334,14 +339,32 @@ def compile_template(source: str) -> CompiledString:
     bare = _BARE.fullmatch(source)
     if bare and bare.group(1) not in _CONSTANT_NAMES and bare.group(1) not in _GLOBALS:
         return CompiledString(source, frozenset({bare.group(1)}), bare=bare.group(1))
+    check_bounds(source)
     try:
         tree = _ENV.parse(source)
         _check_tree(tree, source)
         template = _ENV.from_string(tree)
+        refs = frozenset(meta.find_undeclared_variables(tree) - _GLOBALS.keys())
+    except SandboxError:
+        raise
     except TemplateSyntaxError as error:  # also unknown filters/tests, found when compiling
         raise SandboxError(f"template error: {error.message} (line {error.lineno})", value=source) from None
-    refs = frozenset(meta.find_undeclared_variables(tree) - _GLOBALS.keys())
+    except RecursionError:
+        raise SandboxError("template nested too deeply to compile", value=source) from None
+    except Exception as error:  # noqa: BLE001 - also SyntaxError "too many nested parentheses", MemoryError
+        raise SandboxError(f"template does not compile: {type(error).__name__}: {error}", value=source) from None
     return CompiledString(source, refs, template=template)
+
+
+def check_bounds(source: str) -> None:
+    """Refuse a template over the compile bounds (pools.engine.template_bounds) on its tokens: linear, before
+    the parser and optimizer, whose time grows with the cube of the nesting. Raises SandboxError."""
+    try:
+        check_tokens(_ENV.lex(source), len(source))
+    except TemplateTooLarge as error:
+        raise SandboxError(f"template too large to compile: {error}", value=error.value) from None
+    except TemplateSyntaxError as error:  # the lexer's own (an unclosed bracket or string)
+        raise SandboxError(f"template error: {error.message} (line {error.lineno})", value=source) from None
 
 
 def _check_tree(tree: nodes.Template, source: str) -> None:

@@ -141,3 +141,40 @@ def test_the_command_line_serves_ocm_clusters():
     finally:
         process.terminate()
         process.wait(10)
+
+
+def test_a_machine_pool_over_the_node_cap_is_refused_like_ocm_and_nothing_changes(ocm):
+    """Issue #31 item 3: kubesim protects itself as OCM does, per machine pool (500 nodes, ROSA HCP's most)."""
+    server, session, url = ocm
+    for body in ({**GPU_SPOT, "autoscaling": {"min_replicas": 0, "max_replicas": 10**9}}, {**GPU_SPOT, "id": "x"}):
+        body = {key: value for key, value in body.items() if key != "autoscaling"} | {"replicas": 501}
+        refused = session.post(url, json=body)
+        assert refused.status_code == 400, refused.text
+        assert refused.json() | {"operation_id": ""} == {
+            "kind": "Error",
+            "id": "400",
+            "href": "/api/clusters_mgmt/v1/errors/400",
+            "code": "CLUSTERS-MGMT-400",
+            "reason": f"Machine pool '{body['id']}': 501 nodes exceed the maximum of 500 nodes per machine pool",
+            "operation_id": "",
+        }
+    assert sorted(server.emulator.ocm_machine_pools[CLUSTER]) == ["worker"]
+    assert session.post(url, json=GPU_SPOT).status_code == 201
+    scaled = session.patch(f"{url}/ml-training", json={"autoscaling": {"min_replicas": 0, "max_replicas": 10**9}})
+    assert scaled.status_code == 400 and "nodes per machine pool" in scaled.json()["reason"]
+    assert session.get(f"{url}/ml-training").json()["autoscaling"] == GPU_SPOT["autoscaling"]
+
+
+def test_the_machine_pools_of_a_cluster_together_are_capped(ocm):
+    server, session, url = ocm
+    server.call(lambda: setattr(server.emulator, "ocm_max_nodes_per_cluster", 10))
+    assert (
+        session.post(url, json={**GPU_SPOT, "autoscaling": {"min_replicas": 0, "max_replicas": 8}}).status_code == 201
+    )
+    grown = session.patch(f"{url}/worker", json={"replicas": 3})  # 2 + 8 nodes so far; 3 + 8 is one too many
+    assert grown.status_code == 400, grown.text
+    assert grown.json()["reason"] == (
+        f"Cluster '{CLUSTER}': its machine pools would have up to 11 compute nodes; the maximum is 10"
+    )
+    assert session.get(f"{url}/worker").json()["replicas"] == 2
+    assert session.patch(f"{url}/worker", json={"replicas": 1}).status_code == 200
