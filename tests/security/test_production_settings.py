@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import stat
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres"  # parsed only: these checks open no connection
-STRONG_KEY = "x9Fq2LmZ7vR4tB8nW1cK6yH3pJ5sD0gA-uE_oI7rT2wQ9zX4cV8bN1mL6kJ3hG5f"
+STRONG_KEY = secrets.token_urlsafe(50)  # fresh each run: a key written here would be a published one
 SETTINGS = [
     "DEBUG",
     "SECRET_KEY",
