@@ -150,7 +150,8 @@ def test_each_https_setting_can_be_overridden(tmp_path):
         ("SECURE_HSTS_SECONDS", "-1", "expected 0 (off) or a number of seconds"),
         ("SECURE_SSL_REDIRECT", "maybe", "expected one of true/false"),
         ("LOGIN_TRUSTED_PROXIES", "10.0.0.0/8,proxy.example", "'proxy.example' is not an IP address or network"),
-        ("LOGIN_FAILURE_LIMIT", "0", "both must be 1 or more"),
+        ("LOGIN_FAILURE_LIMIT", "0", "must be between 1 and 1000"),
+        ("LOGIN_FIRST_DELAY_SECONDS", "99999", "must be between 1 and 3600"),
     ],
 )
 def test_bad_values_are_refused_by_name(tmp_path, name, value, message):
