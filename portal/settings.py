@@ -391,6 +391,9 @@ def _every(task: str, seconds: int) -> dict:
 # admitted less than QUOTA_MIN_RUNTIME_SECONDS ago.
 QUOTA_ADMISSION_SECONDS = env_int("QUOTA_ADMISSION_SECONDS", 15)
 QUOTA_MIN_RUNTIME_SECONDS = env_int("QUOTA_MIN_RUNTIME_SECONDS", 0)
+# Show every team's quota names and figures to every pool member (default: only to those with config:Read on
+# config/node_pool; a researcher sees their own teams and the node pools' totals: teams.quota_visibility.py).
+QUOTA_TEAMS_VISIBLE = env_bool("QUOTA_TEAMS_VISIBLE", False)
 
 CELERY_BEAT_SCHEDULE = {
     "inventory-full-resync": _every("clusters.tasks.sync_all_backends", INVENTORY_RESYNC_SECONDS),

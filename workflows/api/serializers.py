@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.api import MAX_INT
+from teams.quota_visibility import EVERYTHING, preemption_as_seen, request_quota_view
 from workflows import admission_gate
 from workflows.api import osmo
 from workflows.models import Priority, TaskStatus, WorkflowStatus
@@ -218,7 +219,9 @@ class WorkflowSummarySerializer(serializers.Serializer):
         "queue (`reason` 'scheduler (KAI): …', `scheduler`, `scheduler_queue`). Null otherwise."
     )
     preemption = serializers.SerializerMethodField(
-        help_text="When it was preempted (reclaimed): why, for which workflow (`by`) and the numbers. Null otherwise."
+        help_text="When it was preempted (reclaimed): why, for which workflow (`by`) and the numbers. Null otherwise. "
+        "The workflow and project it was reclaimed for are left out for a caller who may not see that project's "
+        "quota (docs/access.md, Quota visibility)."
     )
     dashboard_url = serializers.CharField(read_only=True, default=None, allow_null=True, help_text="Always null.")
     grafana_url = serializers.CharField(read_only=True, default=None, allow_null=True, help_text="Always null.")
@@ -241,7 +244,10 @@ class WorkflowSummarySerializer(serializers.Serializer):
 
     @extend_schema_field({"type": "object", "nullable": True})
     def get_preemption(self, workflow) -> dict | None:
-        return workflow.preemption or None
+        if not workflow.preemption:
+            return None
+        request = self.context.get("request")
+        return preemption_as_seen(workflow.preemption, request_quota_view(request) if request else EVERYTHING)
 
 
 def queue_of(workflow, *, ask_scheduler: bool = False) -> dict | None:
