@@ -69,6 +69,7 @@ MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "portal.logs.RequestIdMiddleware",  # X-Request-ID in and out; on every log line (portal/logs.py)
     "portal.api_guards.APIGuardMiddleware",  # every error under /api/ leaves as the JSON envelope
+    "portal.dbretry.RetryLostConnectionMiddleware",  # a lost database connection: once more, or a 503
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files from gunicorn (after SecurityMiddleware)
     "django.contrib.sessions.middleware.SessionMiddleware",
