@@ -265,6 +265,11 @@ SPECTACULAR_SETTINGS = {
         "TaskStatusEnum": "workflows.api.serializers.TASK_STATUSES",
         "TokenStatusEnum": ["active", "expired", "revoked"],
     },
+    # ConfigBody's branches made distinguishable (pools/api/schema_hooks.py), after spectacular's own hook
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "pools.api.schema_hooks.exact_config_body",
+    ],
 }
 
 # Celery: with no broker configured, tasks run in-process (the embedded default).

@@ -47,7 +47,16 @@ class RepeatedField(NamesField):
         return items
 
 
-@extend_schema_field({"type": "string", "format": "date-time", "example": "2025-05-01T12:34:56.123456"})
+# What OsmoTimeField answers, declared as it is (not `date-time`, whose RFC 3339 form needs an offset).
+OSMO_TIME_SCHEMA = {
+    "type": "string",
+    "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?$",
+    "description": "UTC, ISO 8601 without an offset (OSMO's form: `2025-05-01T12:34:56.123456`).",
+    "example": "2025-05-01T12:34:56.123456",
+}
+
+
+@extend_schema_field(OSMO_TIME_SCHEMA)
 class OsmoTimeField(serializers.DateTimeField):
     """OSMO's time format: naive UTC ISO 8601, which its CLI parses (workflows/api/osmo.py)."""
 
