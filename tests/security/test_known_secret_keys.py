@@ -28,8 +28,8 @@ PUBLISHED_KEYS = [  # from `git log -p --all -S SECRET_KEY`, docs and deploy exa
     "pool-portal-test-client-secret-0123456789",
     "test-secret",
 ]
-# A literal given to SECRET_KEY: `SECRET_KEY = "…"`, `"SECRET_KEY": "…"`, `SECRET_KEY="…"` (quoted),
-# and in shell/Containerfile/docs also `SECRET_KEY=…` unquoted (not a `$(…)` substitution).
+# A literal given to SECRET_KEY: assigned, a dict or YAML value, a keyword argument (quoted); and in shell,
+# the Containerfile and docs also an unquoted assignment (not a `$(...)` substitution).
 QUOTED = re.compile(r"""SECRET_KEY["']?\s*[:=]\s*["']([^"'$\s][^"']*)["']""")
 UNQUOTED = re.compile(r"""SECRET_KEY=([^\s"'$;\\)]+)""")
 
