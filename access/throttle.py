@@ -5,10 +5,13 @@
   AUTHENTICATION_BACKENDS, so a locked client is refused before any password hash is computed.
 - Not counted, never refused: sign-ins that present no password (the OIDC callback); the identity
   provider checks those credentials, and another account's failures must not lock a user out of SSO.
-- Locked: an account after LOGIN_FAILURE_LIMIT failures (from any address), and an address after as
-  many failures (for any accounts), until LOGIN_LOCKOUT_MINUTES after the failures that locked it.
-  During a lockout even the right password is refused; refused attempts are not counted, so the end
-  of the lockout that the refusal announces does not move.
+- Delayed, never locked for good (GrowingDelayHandler): an account from one address after
+  LOGIN_FAILURE_LIMIT failures, and an address (all accounts) after LOGIN_ADDRESS_FAILURE_LIMIT. Each
+  further failure of that pair or address makes it wait LOGIN_FIRST_DELAY_SECONDS, doubled per failure
+  past the free ones, at most LOGIN_LOCKOUT_MINUTES, from that failure. No account is refused from every
+  address: a guesser elsewhere cannot lock its owner out. During a delay even the right password is
+  refused; refused attempts are not counted, so the end that the refusal announces does not move.
+  Failures are forgotten LOGIN_FAILURE_MEMORY_HOURS (AXES_COOLOFF_TIME) after the last one.
 - Refusal: 429 with `Retry-After`, an HTML page for browsers and the API's JSON error shape for clients
   that ask for JSON.
 - The client address is REMOTE_ADDR; with LOGIN_TRUSTED_PROXIES, the right-most X-Forwarded-For hop
@@ -22,9 +25,11 @@ import math
 from datetime import datetime, timedelta
 from functools import lru_cache
 
-from axes.handlers.proxy import AxesProxyHandler
-from axes.helpers import get_cool_off, get_failure_limit
+from axes.handlers.database import AxesDatabaseHandler
+from axes.helpers import get_client_username, get_cool_off, get_failure_limit
+from axes.models import AccessAttempt
 from django.conf import settings
+from django.db.models import Max, Q, Sum
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render, resolve_url
 from django.utils import timezone
@@ -120,20 +125,49 @@ def lockout_response(request: HttpRequest, original_response=None, credentials: 
 
 
 def lockout_ends(request: HttpRequest, credentials: dict | None = None) -> datetime:
-    """When the last lock on this request's account or address lifts (its attempts expire one by one)."""
-    cool_off = get_cool_off(request) or timedelta(0)
-    limit = get_failure_limit(request, credentials)
-    ends = timezone.now()
-    for attempts in AxesProxyHandler.get_implementation().get_user_attempts(request, credentials):
-        counted = 0
-        for attempt_time, failures in attempts.order_by("-attempt_time").values_list(
-            "attempt_time", "failures_since_start"
-        ):
-            counted += failures
-            if counted >= limit:  # locked until this attempt (and every older one) has expired
-                ends = max(ends, attempt_time + cool_off)
-                break
-    return ends
+    """When the last running delay on this request's (account, address) pair or address ends."""
+    return max((until for _, until in running_delays(request, credentials)), default=timezone.now())
+
+
+# --------------------------------------------------------------------------- growing delays
+
+
+class GrowingDelayHandler(AxesDatabaseHandler):
+    """AXES_HANDLER: axes' database records, read as growing delays instead of a fixed lockout.
+
+    Axes refuses a sign-in (and answers the failure that starts a delay with the lockout response) when
+    `get_failures` reaches the failure limit; here it does exactly while a delay runs.
+    """
+
+    def get_failures(self, request, credentials: dict | None = None) -> int:
+        counts = [count for count, _ in running_delays(request, credentials)]
+        return max(*counts, get_failure_limit(request, credentials)) if counts else 0
+
+
+def running_delays(request: HttpRequest, credentials: dict | None = None) -> list[tuple[int, datetime]]:
+    """(failures, end) of each delay running for the request's (account, address) pair and address."""
+    remembered_since = timezone.now() - (get_cool_off(request) or timedelta(0))
+    address = getattr(request, "axes_ip_address", None)
+    pair = Q(username=get_client_username(request, credentials))
+    totals = AccessAttempt.objects.filter(ip_address=address, attempt_time__gte=remembered_since).aggregate(
+        pair=Sum("failures_since_start", filter=pair),
+        pair_last=Max("attempt_time", filter=pair),
+        address=Sum("failures_since_start"),
+        address_last=Max("attempt_time"),
+    )
+    keys = (
+        (totals["pair"], totals["pair_last"], settings.LOGIN_FAILURE_LIMIT),
+        (totals["address"], totals["address_last"], settings.LOGIN_ADDRESS_FAILURE_LIMIT),
+    )
+    delays = [(count, last + delay_after(count - free)) for count, last, free in keys if (count or 0) >= free]
+    return [(count, until) for count, until in delays if until > timezone.now()]
+
+
+def delay_after(failures_past_free: int) -> timedelta:
+    """The wait after the failure that is `failures_past_free` past the free ones (0: the first delay)."""
+    longest = timedelta(minutes=settings.LOGIN_LOCKOUT_MINUTES)
+    first = timedelta(seconds=settings.LOGIN_FIRST_DELAY_SECONDS)
+    return min(longest, first * 2 ** min(failures_past_free, 32))
 
 
 def _wants_json(request: HttpRequest) -> bool:

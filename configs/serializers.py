@@ -42,6 +42,8 @@ def body_serializers() -> dict[str, serializers.Serializer]:
 
 def _field(field: Field, component: str) -> serializers.Field:
     nullable = field.kind.nullable if field.nullable is None else field.nullable
+    # unset (or empty, for a kind shown empty as null) it is answered as null (issue #31: the schema said not)
+    nullable = nullable or field.default is None or getattr(field.kind, "shown_empty_as_null", False)
     options = {"help_text": field.help or None, "allow_null": nullable, "write_only": field.write_only}
     has_default = field.default is not None and not isinstance(field.default, (list, dict))
     options.update({"default": field.default} if has_default else {"required": False})

@@ -11,7 +11,8 @@ Two kinds of run:
   several hosts must share one key, and a public constant key would let anyone forge sessions and,
   through FIELD_ENCRYPTION_KEYS' default, decrypt cluster credentials. A development key (Django's
   `django-insecure-` prefix, shorter than 50 characters or fewer than 5 distinct ones, what
-  `check --deploy` calls weak) is refused as well.
+  `check --deploy` calls weak) is refused as well, and so is every key that has ever been in the
+  repository or its docs (KNOWN_KEY_DIGESTS: their SHA-256 digests, so this file republishes none).
 
 The HTTPS settings (SSL redirect, HSTS, secure cookies; in settings.py) are on whenever DEBUG is false;
 each can be turned off by its environment variable. See docs/configuration.md.
@@ -20,6 +21,7 @@ each can be turned off by its environment variable. See docs/configuration.md.
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import os
 import secrets
 from pathlib import Path
@@ -31,6 +33,20 @@ from portal.env import env_int, env_str
 SECRET_KEY_FILE = "secret_key"
 ENVIRONMENTS = ("", "development", "production")
 HSTS_DEFAULT_SECONDS = 31_536_000  # one year, what `check --deploy` and the HSTS preload list expect
+# SHA-256 of every secret that has been published in this repository's history, docs or deploy examples
+# (`git log -p --all -S SECRET_KEY`): anyone with a clone knows them. Add the digest of any new one.
+KNOWN_KEY_DIGESTS = frozenset(
+    {
+        "40f9199dd5b780b379165dd561282edd26f59750aa7ac618499e1f70d1a538a6",  # the old settings.py default
+        "cf605986bc5f510c0b856b933ac6197a7780d60c641e18fe82b1733b13e8e408",  # Containerfile's build-only key
+        "f52fbd32b2b3b86ff88ef6c490628285f482af15ddcb29541f94bcf526a3f6c7",  # a deploy-check test's literal
+        "adead72075344e2b4678fb3ca56c4a106413867f2a32d11ece266c228a022bad",  # key-rotation tests
+        "392d299127f97dd9d195f8a65ad1ef2507dc08aef797fd56edb2bfd5852162e5",  # key-rotation tests
+        "97c5aa37985cac6185183bbc13c3d83dff10f6f3ccb678bdf98bac86f66b2254",  # production-settings tests' key
+        "24d14dc04bf5ba9088529b7093583c4b19ff0aa203a2cc2b92e26a311c884e88",  # the OIDC tests' client secret
+        "9caf06bb4436cdbfa20af9121a626bc1093c4f54b31c0fa937957856135345b6",  # the OIDC tests' client secret
+    }
+)
 
 
 def is_embedded_default() -> bool:
@@ -64,7 +80,7 @@ def secret_key(var_dir: Path, debug: bool) -> str:
     production = is_production(debug)
     if key:
         if production:
-            _refuse_weak_key(key)
+            refuse_weak_key(key)
         return key
     if not production:
         return _stored_key(var_dir / SECRET_KEY_FILE)
@@ -76,8 +92,14 @@ def secret_key(var_dir: Path, debug: bool) -> str:
     )
 
 
-def _refuse_weak_key(key: str) -> None:
-    # Django's own test for a weak key (security.W009), made an error where it matters.
+def refuse_weak_key(key: str) -> None:
+    """Django's own test for a weak key (security.W009), made an error, plus the published keys."""
+    if hashlib.sha256(key.encode()).hexdigest() in KNOWN_KEY_DIGESTS:
+        raise ImproperlyConfigured(
+            "SECRET_KEY is a key published in the portal's repository or docs: anyone can forge sessions "
+            "with it. Refused in production. Generate one with: "
+            "python3 -c 'import secrets; print(secrets.token_urlsafe(50))'"
+        )
     if key.startswith("django-insecure-") or len(key) < 50 or len(set(key)) < 5:
         raise ImproperlyConfigured(
             "SECRET_KEY is a development key (a django-insecure- prefix, under 50 characters or under 5 "

@@ -69,6 +69,7 @@ MIDDLEWARE = [
     "django_prometheus.middleware.PrometheusBeforeMiddleware",
     "portal.logs.RequestIdMiddleware",  # X-Request-ID in and out; on every log line (portal/logs.py)
     "portal.api_guards.APIGuardMiddleware",  # every error under /api/ leaves as the JSON envelope
+    "portal.dbretry.RetryLostConnectionMiddleware",  # a lost database connection: once more, or a 503
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",  # static files from gunicorn (after SecurityMiddleware)
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -195,23 +196,33 @@ ANONYMOUS_USER_NAME = None
 # --- end access --------------------------------------------------------------------------------------------
 
 # --- sign-in throttling: django-axes (access/throttle.py, docs/access.md) ----------------------------------
-# Failed password sign-ins lock the account and the client address for LOGIN_LOCKOUT_MINUTES. Axes' backend
-# comes first: a locked client is refused before any password is hashed. Sign-ins without a password (OIDC)
-# are neither counted nor refused.
-LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
-LOGIN_LOCKOUT_MINUTES = env_int("LOGIN_LOCKOUT_MINUTES", 15)
+# Failed password sign-ins are throttled per (account, address) pair and per address with delays that
+# double with each failure past the free ones, up to LOGIN_LOCKOUT_MINUTES; no account is locked from every
+# address, so a guesser elsewhere cannot lock its owner out. Axes' backend comes first: a delayed client is
+# refused before any password is hashed. Sign-ins without a password (OIDC) are neither counted nor refused.
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)  # free failures per account from one address
+LOGIN_ADDRESS_FAILURE_LIMIT = env_int("LOGIN_ADDRESS_FAILURE_LIMIT", 20)  # ... from one address, all accounts
+LOGIN_FIRST_DELAY_SECONDS = env_int("LOGIN_FIRST_DELAY_SECONDS", 30)  # then 2x per further failure
+LOGIN_LOCKOUT_MINUTES = env_int("LOGIN_LOCKOUT_MINUTES", 15)  # the longest delay
+LOGIN_FAILURE_MEMORY_HOURS = env_int("LOGIN_FAILURE_MEMORY_HOURS", 24)  # failures forgotten after this quiet
 # Proxies whose X-Forwarded-For is believed (addresses or CIDR networks); none: the peer address counts.
 LOGIN_TRUSTED_PROXIES = env_networks("LOGIN_TRUSTED_PROXIES")
-if LOGIN_FAILURE_LIMIT < 1 or LOGIN_LOCKOUT_MINUTES < 1:
-    raise ImproperlyConfigured(
-        f"LOGIN_FAILURE_LIMIT={LOGIN_FAILURE_LIMIT}, LOGIN_LOCKOUT_MINUTES="
-        f"{LOGIN_LOCKOUT_MINUTES}: both must be 1 or more"
-    )
+_THROTTLE = {
+    "LOGIN_FAILURE_LIMIT": (LOGIN_FAILURE_LIMIT, 1_000),
+    "LOGIN_ADDRESS_FAILURE_LIMIT": (LOGIN_ADDRESS_FAILURE_LIMIT, 100_000),
+    "LOGIN_FIRST_DELAY_SECONDS": (LOGIN_FIRST_DELAY_SECONDS, 3_600),
+    "LOGIN_LOCKOUT_MINUTES": (LOGIN_LOCKOUT_MINUTES, 1_440),
+    "LOGIN_FAILURE_MEMORY_HOURS": (LOGIN_FAILURE_MEMORY_HOURS, 720),
+}
+for _name, (_value, _most) in _THROTTLE.items():
+    if not 1 <= _value <= _most:
+        raise ImproperlyConfigured(f"{_name}={_value}: must be between 1 and {_most}")
 AUTHENTICATION_BACKENDS = ["axes.backends.AxesStandaloneBackend", *AUTHENTICATION_BACKENDS]
+AXES_HANDLER = "access.throttle.GrowingDelayHandler"
 AXES_FAILURE_LIMIT = LOGIN_FAILURE_LIMIT
-AXES_COOLOFF_TIME = timedelta(minutes=LOGIN_LOCKOUT_MINUTES)
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]  # either one locks
-AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # the announced end of a lockout holds
+AXES_COOLOFF_TIME = timedelta(hours=LOGIN_FAILURE_MEMORY_HOURS)  # how long failures are remembered
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"], "ip_address"]  # the pair, and the address
+AXES_RESET_COOL_OFF_ON_FAILURE_DURING_LOCKOUT = False  # refused attempts are not counted: a delay holds
 AXES_CLIENT_IP_CALLABLE = "access.throttle.client_address"
 AXES_WHITELIST_CALLABLE = "access.throttle.presents_no_password"
 AXES_LOCKOUT_CALLABLE = "access.throttle.lockout_response"
@@ -254,6 +265,11 @@ SPECTACULAR_SETTINGS = {
         "TaskStatusEnum": "workflows.api.serializers.TASK_STATUSES",
         "TokenStatusEnum": ["active", "expired", "revoked"],
     },
+    # ConfigBody's branches made distinguishable (pools/api/schema_hooks.py), after spectacular's own hook
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "pools.api.schema_hooks.exact_config_body",
+    ],
 }
 
 # Celery: with no broker configured, tasks run in-process (the embedded default).
@@ -384,6 +400,9 @@ def _every(task: str, seconds: int) -> dict:
 QUOTA_ADMISSION_SECONDS = env_int("QUOTA_ADMISSION_SECONDS", 15)
 QUOTA_MIN_RUNTIME_SECONDS = env_int("QUOTA_MIN_RUNTIME_SECONDS", 0)
 QUOTA_ADMISSION_TICK_SECONDS = max(1, env_int("QUOTA_ADMISSION_TICK_SECONDS", min(5, QUOTA_ADMISSION_SECONDS)))
+# Show every team's quota names and figures to every pool member (default: only to those with config:Read on
+# config/node_pool; a researcher sees their own teams and the node pools' totals: teams.quota_visibility.py).
+QUOTA_TEAMS_VISIBLE = env_bool("QUOTA_TEAMS_VISIBLE", False)
 
 CELERY_BEAT_SCHEDULE = {
     "inventory-full-resync": _every("clusters.tasks.sync_all_backends", INVENTORY_RESYNC_SECONDS),

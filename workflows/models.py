@@ -119,6 +119,9 @@ class Workflow(models.Model):
     preemption = models.JSONField(default=dict, blank=True)
     # Who cancelled it (a user's name, or "the command line"); "" when it was not cancelled.
     cancelled_by = models.CharField(max_length=150, blank=True, default="")
+    # The API submission's key, `<user id>:<request id>` (workflows.services.submit): the same request sent
+    # again (a client's retry, or portal.dbretry's after a lost connection) answers this workflow; null: none.
+    submit_key = models.CharField(max_length=160, null=True, blank=True, unique=True)
 
     # `pool/<its pool>` to the policy; its submitter lists, reads and cancels it whatever their roles
     policy_resources = PolicyResources(

@@ -58,6 +58,9 @@ class SubmitRequest:
     set_string_variables: list[str] = field(default_factory=list)
     env_vars: list[str] = field(default_factory=list)
     labels: list[str] = field(default_factory=list)
+    # Idempotency: `<user id>:<request id>` from the API. A submission with a key already stored answers
+    # that workflow instead of storing another (a retry after a lost connection: portal.dbretry).
+    key: str = ""
 
 
 @dataclass
@@ -109,6 +112,9 @@ def submit(request: SubmitRequest) -> SubmitResult:
 def _submit(request: SubmitRequest) -> SubmitResult:
     who = policy.principal(request.who)
     pool = _authorized_pool(request.pool, who)
+    stored = _already_submitted(request) if request.key else None
+    if stored is not None:
+        return stored
     project = charged_project(who, request.project)
     spec = _parse(request)
     document = _json_safe(spec.document)
@@ -156,6 +162,7 @@ def _submit(request: SubmitRequest) -> SubmitResult:
             exec_timeout_seconds=_seconds(exec_timeout),
             queue_timeout_seconds=_seconds(queue_timeout),
             requests=workflow_requests(p.resolution.pod for p in plan),
+            submit_key=request.key or None,
         )
         charged = parts.charge(workflow, charges, lead, _planned_pods(plan))  # refuses what can never run
         [workflow] = Workflow.objects.bulk_create([workflow])
@@ -176,6 +183,25 @@ def _submit(request: SubmitRequest) -> SubmitResult:
         [{"name": t.name, "platform": t.platform, "pod_name": t.pod_name} for t in tasks],
         workflow.warnings,
         _name(project),
+    )
+
+
+def _already_submitted(request: SubmitRequest) -> SubmitResult | None:
+    """The answer for the workflow an earlier run of this keyed request stored (now as it stands), or None.
+    Dry runs and validations store nothing, so they are never answered from a key."""
+    if request.dry_run or request.validation_only:
+        return None
+    workflow = Workflow.objects.select_related("pool", "project").filter(submit_key=request.key).first()
+    if workflow is None:
+        return None
+    tasks = workflow.tasks.order_by("id").values("name", "platform", "pod_name")
+    return SubmitResult(
+        workflow.workflow_id,
+        str(workflow.status),
+        workflow.pool.name,
+        [dict(task) for task in tasks],
+        workflow.warnings,
+        _name(workflow.project),
     )
 
 

@@ -30,6 +30,15 @@ TYPE_PARAM = OpenApiParameter(
 )
 
 
+# OSMO's listing shapes: an object for most types, an array for roles (`GET /api/configs/role`).
+LISTING = {
+    "oneOf": [
+        {"type": "object", "additionalProperties": {}, "description": "Most types: {pools: {name: body}}, …"},
+        {"type": "array", "items": {"type": "object", "additionalProperties": {}}, "description": "ROLE: [role]"},
+    ]
+}
+
+
 def config_body() -> PolymorphicProxySerializer:
     """A config body: the shape of its type, derived from the type's description (configs.serializers)."""
     return PolymorphicProxySerializer(
@@ -86,7 +95,7 @@ class ConfigCollectionView(ConfigAPIView):
     @extend_schema(
         operation_id="configs_list",
         parameters=[TYPE_PARAM],
-        responses={200: OpenApiTypes.OBJECT, **ERRORS},
+        responses={200: LISTING, **ERRORS},
         summary="Every object of a config type, in OSMO's shape ({pools: {name: body}}, {backends: [..]}, [roles])",
     )
     def get(self, request, config_type):

@@ -6,9 +6,11 @@
     PUT|PATCH  /api/quotas/node_pools/{name}/projects/{project}      set a project's quota (one NODE_POOL revision)
     PUT|PATCH  /api/quotas/node_pools/{name}/departments/{dept}      set a department's quota
 
-Reading: `pool:List` (what researchers hold: they may see every node pool's quotas, as `osmo pool list` shows
-quotas). Writing: `config:Update` on `config/node_pool`, as `quotas.set_quota` enforces. PATCH changes what the
-body names; PUT sets the team's quota whole (what the body leaves out: deserved 0, no limit, weight 1).
+Reading: `pool:List` (what researchers hold: they may see every node pool's totals, as `osmo pool list` shows
+quotas); of the teams, their own projects and departments only, unless they may read every team's
+(`teams.quota_visibility`, docs/access.md "Quota visibility"). Writing: `config:Update` on `config/node_pool`,
+as `quotas.set_quota` enforces. PATCH changes what the body names; PUT sets the team's quota whole (what the
+body leaves out: deserved 0, no limit, weight 1).
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from configs.revisions import Actor
 from portal.api import ErrorSerializer
 from quotas.api import serializers as s
 from quotas.services import doors
+from teams.quota_visibility import quota_view
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
 NAME = OpenApiParameter("name", str, OpenApiParameter.PATH, description="The node pool.")
@@ -64,11 +67,15 @@ class NodePoolView(APIView):
     @extend_schema(
         operation_id="quota_node_pool_retrieve",
         summary="One node pool: its quota tree, and per project and resource the live figures",
+        description=(
+            "The node pool's totals, and the teams the caller may see: their own projects and departments, "
+            "or every team for a caller with config:Read on config/node_pool (or when QUOTA_TEAMS_VISIBLE is on)."
+        ),
         parameters=[NAME],
         responses={200: s.NodePoolDetailSerializer, **ERRORS},
     )
     def get(self, request, name):
-        return Response(doors.node_pool_detail(name))
+        return Response(doors.node_pool_detail(name, quota_view(request)))
 
 
 class TeamQuotaView(APIView):

@@ -3,9 +3,11 @@
 
 - `node_pool_rows(names)`: per node pool its backend, selector, nodes, capacity, the departments' deserved sum,
   over-quota switch, managed, over-committed resources. Two queries whatever the number of node pools.
-- `node_pool_detail(name)`: one node pool's row, its quota tree (departments with their quotas and projects)
-  and, per project and resource, what `quota show` prints (quotas.services.state: deserved, limit, weight,
-  allocated, queued, fair share, borrowed). A constant number of queries whatever the number of teams.
+- `node_pool_detail(name, view)`: one node pool's row, its quota tree (departments with their quotas and
+  projects) and, per project and resource, what `quota show` prints (quotas.services.state: deserved, limit,
+  weight, allocated, queued, fair share, borrowed); of the teams `view` shows (teams.quota_visibility:
+  a researcher's own, unless they may read every team's). A constant number of queries whatever the number
+  of teams.
 - `set_team_quota(who, …)`: `quotas.set_quotas` for a door that names the team in its path: an unknown node
   pool or team is a 404 (`ConfigNotFound`); `replace=True` (REST PUT) sets every resource not given to zero.
 
@@ -21,6 +23,7 @@ from quotas.models import NodePool, SelectorKind
 from quotas.services import node_pools, overview, state
 from quotas.services.quotas import TEAM_KINDS, quotas_of, set_quotas
 from teams.models import Department, Project
+from teams.quota_visibility import EVERYTHING, QuotaView
 
 
 def selector_text(node_pool: NodePool) -> str:
@@ -77,21 +80,27 @@ def get_node_pool(name: str) -> NodePool:
     return found
 
 
-def node_pool_detail(name: str) -> dict:
+def node_pool_detail(name: str, view: QuotaView = EVERYTHING) -> dict:
     """The node pool's row, `departments` (the quota tree: each with its quotas and its projects' names) and
     `projects` (per project and resource: deserved, limit, weight, priority, allocated, queued, fair_share,
-    borrowed). `managed` and the figures come from one read of the live state."""
+    borrowed), of the teams `view` shows; the row's totals are the whole node pool's. `managed` and the
+    figures come from one read of the live state."""
     [totals] = overview.with_totals(NodePool.objects.select_related("backend").filter(pk=get_node_pool(name).pk))
     live = state.state(totals)
     tree = quotas_of(totals)
     departments = [
-        {"name": d["name"], "quotas": d["quotas"], "projects": [p["name"] for p in d["projects"]]}
+        {
+            "name": d["name"],
+            "quotas": d["quotas"],
+            "projects": [p["name"] for p in d["projects"] if view.shows_project(p["name"])],
+        }
         for d in tree["departments"]
+        if view.shows_department(d["name"])
     ]
     return {
         **_row(totals, live.managed),
         "departments": departments,
-        "projects": live.project_rows(),
+        "projects": [row for row in live.project_rows() if view.shows_project(row["project"])],
     }
 
 

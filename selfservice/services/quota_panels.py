@@ -16,6 +16,7 @@ from pools.models import Pool
 from quotas import units
 from quotas.models import NodePool
 from quotas.services.standing import NodePoolStanding, ResourceStanding, charged_node_pools, standings
+from teams.quota_visibility import EVERYTHING, QuotaView, preemption_as_seen
 from teams.services import member_projects
 
 
@@ -129,18 +130,20 @@ class Note:
     by: str = ""
 
 
-def workflow_note(workflow) -> Note | None:
-    """What to say next to a queued workflow (its queue_reason) or a preempted one (its preemption)."""
+def workflow_note(workflow, view: QuotaView = EVERYTHING) -> Note | None:
+    """What to say next to a queued workflow (its queue_reason) or a preempted one (its preemption). The
+    workflow and project a preemption was for are named only to a viewer who may see that project's quota
+    (teams.quota_visibility: docs/access.md "Quota visibility")."""
     if workflow.status == "QUEUED":
         reason = workflow.queue_reason or {}
         text = str(reason.get("text") or "waiting for admission to its node pool's quota")
         position = reason.get("position")
         return Note("queued", text, position if isinstance(position, int) else None)
     if workflow.status == "FAILED_PREEMPTED":
-        reason = workflow.preemption or {}
+        reason = preemption_as_seen(workflow.preemption, view) or {}
+        project = reason.get("preemptor_project") or ""
         text = str(reason.get("text") or reason.get("reason") or "preempted to give capacity back to its owner")
         by = reason.get("by") or reason.get("preemptor") or ""
-        project = reason.get("preemptor_project") or ""
         if by and project:
             by = f"workflow {by} of project {project}"
         elif by:

@@ -8,6 +8,7 @@ from django.utils import timezone
 from access import policy
 from selfservice.services.quota_panels import workflow_note
 from selfservice.timeline import duration
+from teams.quota_visibility import EVERYTHING, request_quota_view
 
 register = template.Library()
 
@@ -48,9 +49,11 @@ def availability(percent_free: int) -> str:
 
 
 @register.filter
-def quota_note(workflow):
-    """Why a queued workflow waits or a preempted one was stopped (selfservice.services.quota_panels)."""
-    return workflow_note(workflow)
+def quota_note(workflow, request=None):
+    """Why a queued workflow waits or a preempted one was stopped (selfservice.services.quota_panels), as
+    `request`'s viewer may read it: `workflow|quota_note:request`."""
+    named = request is not None and workflow.status == "FAILED_PREEMPTED"  # only a preemption names others
+    return workflow_note(workflow, request_quota_view(request) if named else EVERYTHING)
 
 
 @register.filter

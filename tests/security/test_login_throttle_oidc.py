@@ -25,8 +25,9 @@ ADDRESS = "127.0.0.1"  # the test client's address, for the password form and th
 
 @pytest.fixture(autouse=True)
 def throttle(settings):
-    settings.AXES_FAILURE_LIMIT = LIMIT
-    settings.AXES_COOLOFF_TIME = timedelta(minutes=15)
+    settings.AXES_FAILURE_LIMIT = settings.LOGIN_FAILURE_LIMIT = LIMIT
+    settings.LOGIN_ADDRESS_FAILURE_LIMIT = LIMIT  # one account's failures delay the whole address too
+    settings.AXES_COOLOFF_TIME = timedelta(hours=24)
     settings.LOGIN_TRUSTED_PROXIES = []
     return use_counting_hasher(settings)
 

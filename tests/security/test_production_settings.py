@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import secrets
 import stat
 import subprocess
 import sys
@@ -17,7 +18,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DATABASE_URL = "postgres://postgres@127.0.0.1:5432/postgres"  # parsed only: these checks open no connection
-STRONG_KEY = "x9Fq2LmZ7vR4tB8nW1cK6yH3pJ5sD0gA-uE_oI7rT2wQ9zX4cV8bN1mL6kJ3hG5f"
+STRONG_KEY = secrets.token_urlsafe(50)  # fresh each run: a key written here would be a published one
 SETTINGS = [
     "DEBUG",
     "SECRET_KEY",
@@ -149,7 +150,8 @@ def test_each_https_setting_can_be_overridden(tmp_path):
         ("SECURE_HSTS_SECONDS", "-1", "expected 0 (off) or a number of seconds"),
         ("SECURE_SSL_REDIRECT", "maybe", "expected one of true/false"),
         ("LOGIN_TRUSTED_PROXIES", "10.0.0.0/8,proxy.example", "'proxy.example' is not an IP address or network"),
-        ("LOGIN_FAILURE_LIMIT", "0", "both must be 1 or more"),
+        ("LOGIN_FAILURE_LIMIT", "0", "must be between 1 and 1000"),
+        ("LOGIN_FIRST_DELAY_SECONDS", "99999", "must be between 1 and 3600"),
     ],
 )
 def test_bad_values_are_refused_by_name(tmp_path, name, value, message):

@@ -6,6 +6,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.api import MAX_INT
+from teams.quota_visibility import EVERYTHING, preemption_as_seen, request_quota_view
 from workflows import admission_gate
 from workflows.api import osmo
 from workflows.models import Priority, TaskStatus, WorkflowStatus
@@ -51,7 +52,16 @@ class RepeatedField(NamesField):
         return items
 
 
-@extend_schema_field({"type": "string", "format": "date-time", "example": "2025-05-01T12:34:56.123456"})
+# What OsmoTimeField answers, declared as it is (not `date-time`, whose RFC 3339 form needs an offset).
+OSMO_TIME_SCHEMA = {
+    "type": "string",
+    "pattern": r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,6})?$",
+    "description": "UTC, ISO 8601 without an offset (OSMO's form: `2025-05-01T12:34:56.123456`).",
+    "example": "2025-05-01T12:34:56.123456",
+}
+
+
+@extend_schema_field(OSMO_TIME_SCHEMA)
 class OsmoTimeField(serializers.DateTimeField):
     """OSMO's time format: naive UTC ISO 8601, which its CLI parses (workflows/api/osmo.py)."""
 
@@ -226,7 +236,9 @@ class WorkflowSummarySerializer(serializers.Serializer):
         "queue (`reason` 'scheduler (KAI): …', `scheduler`, `scheduler_queue`). Null otherwise."
     )
     preemption = serializers.SerializerMethodField(
-        help_text="When it was preempted (reclaimed): why, for which workflow (`by`) and the numbers. Null otherwise."
+        help_text="When it was preempted (reclaimed): why, for which workflow (`by`) and the numbers. Null otherwise. "
+        "The workflow and project it was reclaimed for are left out for a caller who may not see that project's "
+        "quota (docs/access.md, Quota visibility)."
     )
     dashboard_url = serializers.CharField(read_only=True, default=None, allow_null=True, help_text="Always null.")
     grafana_url = serializers.CharField(read_only=True, default=None, allow_null=True, help_text="Always null.")
@@ -249,7 +261,10 @@ class WorkflowSummarySerializer(serializers.Serializer):
 
     @extend_schema_field({"type": "object", "nullable": True})
     def get_preemption(self, workflow) -> dict | None:
-        return workflow.preemption or None
+        if not workflow.preemption:
+            return None
+        request = self.context.get("request")
+        return preemption_as_seen(workflow.preemption, request_quota_view(request) if request else EVERYTHING)
 
 
 def queue_of(workflow, *, ask_scheduler: bool = False) -> dict | None:

@@ -32,6 +32,7 @@ from rest_framework.views import APIView
 from access import actions, policy
 from access.api.permissions import PolicyPermission
 from portal.api import APIRefusal, ErrorSerializer
+from portal.logs import request_id
 from portal.parsers import FormParser, JSONParser, MultiPartParser, TextParser
 from portal.safe_yaml import Limits, SafeYAMLError, spec_limits
 from workflows import queries
@@ -169,8 +170,15 @@ class SubmitPermission(PolicyPermission):
         return super().has_permission(request, view)
 
 
+def _submit_key(request) -> str:
+    """`<user id>:<request id>` (X-Request-ID, or the one portal.logs made): the submission's idempotency key."""
+    rid = request_id.get()
+    return f"{request.user.pk}:{rid}" if rid and request.user.is_authenticated else ""
+
+
 class SubmitView(APIView):
     permission_classes = [SubmitPermission]
+    retry_lost_connection = True  # keyed by the request id: a second run answers the stored workflow
     parser_classes = [SpecJSONParser, YAMLParser, LegacyYAMLParser, PlainTextParser, MultiPartParser, FormParser]
     policy_action = CREATE
 
@@ -219,6 +227,7 @@ class SubmitView(APIView):
                     set_string_variables=values["set_string_variables"],
                     env_vars=options.get("env_vars", []),
                     labels=options.get("label", []),
+                    key=_submit_key(request),
                 )
             )
         except SpecError as error:
