@@ -50,8 +50,8 @@ class AdmissionGate:
         from quotas.services import charging
         from workflows.admission_gate import Charge
 
-        node_pool, queue = charging.charge(workflow.pool, lead_platform)  # cached per process (charging epoch)
-        return Charge(node_pool, queue=queue)
+        node_pool, queue, selector = charging.charge_confined(workflow.pool, lead_platform)  # cached per process
+        return Charge(node_pool, queue=queue, node_selector=dict(selector))
 
     def on_queued(self, workflow_pks: list[int]) -> None:
         from quotas.models import NodePool

@@ -8,6 +8,8 @@ charged (`charge`), and:
 
 * `Charge(node_pool, queue=False)`: admitted at once (a node pool without quotas): PENDING, `admitted_at` now,
   non-preemptible, pods enqueued as before;
+* `Charge(…, node_selector)`: every task's stored pod carries it from submission on (its keys win over the
+  platform's), so a pod never lands outside the node pool it is charged to, admitted at once or not;
 * `Charge(node_pool, queue=True)`: stored QUEUED; once committed the gate hears of it (`on_queued`) and runs
   admission, which moves it on through `workflows.lifecycle.admission` (admit, hold, preempt).
 
@@ -17,7 +19,7 @@ workflow's `explain` and API detail ask it, never a list.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 
@@ -25,6 +27,23 @@ from typing import Protocol
 class Charge:
     node_pool: str  # the node pool's name ("" when none applies)
     queue: bool  # True: wait QUEUED for admission; False: admitted at once
+    node_selector: dict = field(default_factory=dict)  # what every pod carries to stay in the node pool
+
+
+def confined(pod: dict, node_selector: dict | None) -> dict:
+    """`pod` (changed in place) with the node pool's nodeSelector merged in, its keys winning."""
+    if node_selector:
+        spec = pod.setdefault("spec", {})
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **node_selector}
+    return pod
+
+
+def carried_selector(fresh: dict, previous: dict) -> dict:
+    """`fresh` (a task's next attempt, resolved again: changed in place) keeping the nodeSelector entries of
+    the `previous` attempt it lacks: the node pool the workflow was charged to still confines it."""
+    kept = (previous.get("spec") or {}).get("nodeSelector") or {}
+    wanted = (fresh.get("spec") or {}).get("nodeSelector") or {}
+    return confined(fresh, {key: value for key, value in kept.items() if key not in wanted})
 
 
 class Gate(Protocol):

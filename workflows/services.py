@@ -33,6 +33,7 @@ from portal.errors import PortalError
 from portal.safe_yaml import spec_limits
 from teams.services import charged_project
 from workflows import admission_gate, enqueue
+from workflows.admission_gate import confined
 from workflows.errors import InvalidSpec, PoolInMaintenance, PoolNotFound, WorkflowInvalid
 from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName, WorkflowStatus
 from workflows.pool_loading import load_pool
@@ -156,7 +157,10 @@ def _submit(request: SubmitRequest) -> SubmitResult:
         )
         _apply(charge, workflow)
         [workflow] = Workflow.objects.bulk_create([workflow])
-        tasks = Task.objects.bulk_create([_task_row(workflow, spec, p, pool) for p in plan])
+        rows = [_task_row(workflow, spec, p, pool) for p in plan]
+        for row in rows if charge is not None else ():  # confined to the node pool it is charged to
+            confined(row.pod, charge.node_selector)
+        tasks = Task.objects.bulk_create(rows)
         TaskEvent.objects.bulk_create(
             [TaskEvent(task=t, kind="SUBMITTED", message=f"submitted by {who.name}", at=t.created_at) for t in tasks]
         )

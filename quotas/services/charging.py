@@ -22,22 +22,27 @@ from access import epoch
 from configs.models import ConfigType
 from pools.models import Pool
 from quotas.services.delegation import delegates
-from quotas.services.node_pools import charged_node_pool, is_managed
+from quotas.services.node_pools import charged_node_pool, is_managed, node_selector
 
 CHARGING = 2  # the epoch's row id (access.epoch: 1 is the access epoch)
 CONFIG_TYPES = {ConfigType.POOL, ConfigType.NODE_POOL, ConfigType.BACKEND}
-_CHARGES = epoch.EpochCache(size=1024, epoch=CHARGING)  # (pool, name, platform) → (node pool, queue)
+_CHARGES = epoch.EpochCache(size=1024, epoch=CHARGING)  # (pool, name, platform) → (node pool, queue, selector)
 
 
 def charge(pool: Pool, lead_platform: str) -> tuple[str, bool]:
     """(the node pool's name, whether the workflow waits QUEUED) for a workflow whose lead task runs on
     `pool`/`lead_platform`: from this process's cache while the charging epoch holds."""
+    return charge_confined(pool, lead_platform)[:2]
+
+
+def charge_confined(pool: Pool, lead_platform: str) -> tuple[str, bool, dict[str, str]]:
+    """`charge` and the nodeSelector that confines the workflow's pods to that node pool (node_selector)."""
     return _CHARGES.lookup((pool.pk, pool.name, lead_platform), lambda: _decide(pool, lead_platform))
 
 
-def _decide(pool: Pool, lead_platform: str) -> tuple[str, bool]:
+def _decide(pool: Pool, lead_platform: str) -> tuple[str, bool, dict[str, str]]:
     node_pool = charged_node_pool(pool, lead_platform)
-    return node_pool.name, is_managed(node_pool) and not delegates(node_pool)
+    return node_pool.name, is_managed(node_pool) and not delegates(node_pool), node_selector(node_pool)
 
 
 def changed(*args, **kwargs) -> None:
