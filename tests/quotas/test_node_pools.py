@@ -173,7 +173,8 @@ def test_node_selector_and_managed(carved, teams):
     h100, a100 = NodePool.objects.get(name="h100"), NodePool.objects.get(name="a100")
     assert node_pools.node_selector(h100) == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
     assert node_pools.node_selector(a100) == {"pool-portal/node-pool": "a100"}  # the label the portal keeps
-    assert node_pools.node_selector(NodePool.objects.get(name="sim-default")) == {"pool-portal/node-pool": "sim-default"}
+    default = NodePool.objects.get(name="sim-default")
+    assert node_pools.node_selector(default) == {"pool-portal/node-pool": "sim-default"}
     assert not node_pools.is_managed(h100)  # zero rows only: today's behaviour, admitted at once
     QuotaFactory(node_pool=h100, project=teams["infer"], resource="cpu", limit=4000)
     assert node_pools.is_managed(h100) and not node_pools.is_managed(a100)

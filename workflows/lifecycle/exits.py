@@ -12,6 +12,7 @@ from clusters.kube import pods
 from pools.engine.resolve import pod_name
 from portal.errors import PortalError
 from workflows import enqueue
+from workflows.admission_gate import carried_selector
 from workflows.lifecycle.transitions import (
     ACTIVE,
     PENDING,
@@ -22,7 +23,6 @@ from workflows.lifecycle.transitions import (
     transition,
 )
 from workflows.models import Task, TaskStatus
-from workflows.admission_gate import carried_selector
 from workflows.services import resolve_retry
 
 COMPLETE, FAIL, RESCHEDULE = "COMPLETE", "FAIL", "RESCHEDULE"
