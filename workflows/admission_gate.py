@@ -46,6 +46,18 @@ def carried_selector(fresh: dict, previous: dict) -> dict:
     return confined(fresh, {key: value for key, value in kept.items() if key not in wanted})
 
 
+def named_reasons(placement: dict, charge: Charge | None) -> dict:
+    """A placement (`{"fits", "rejected": {node: [reason]}}`) whose reasons about the node pool's selector say
+    so: "not in node pool X (the node pool this platform is charged to): …" (changed in place)."""
+    if charge is None or not charge.node_selector:
+        return placement
+    prefixes = tuple(f"node(s) didn't match nodeSelector: {key}=" for key in charge.node_selector)
+    why = f"not in node pool {charge.node_pool} (the node pool this platform is charged to)"
+    for node, reasons in placement.get("rejected", {}).items():
+        placement["rejected"][node] = [f"{why}: {r}" if r.startswith(prefixes) else r for r in reasons]
+    return placement
+
+
 class Gate(Protocol):
     def charge(self, workflow, lead_platform: str) -> Charge:
         """Where `workflow` (not saved yet: its pool, project, priority and name are set) is charged, given

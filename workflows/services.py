@@ -121,9 +121,11 @@ def _submit(request: SubmitRequest) -> SubmitResult:
     warnings = [*spec.warnings, *timeout_warnings]
     if request.dry_run or request.validation_only:
         ctx = _context(pool, spec.name + "-dry-run", who.user.get_username(), priority, spec)
-        plan = _plan(spec, ctx, *_placed(pool, spec))
+        platforms, nodes = _placed(pool, spec)
+        plan = _plan(spec, ctx, platforms, nodes)
         candidates = placement_candidates({p.platform.pk for p in plan}) if request.dry_run else None
-        tasks = [_dry_run_row(p, candidates) for p in plan]
+        charge = _charge(pool, project, priority, spec, platforms) if request.dry_run else None
+        tasks = [_dry_run_row(p, candidates, charge) for p in plan]
         status = "DRY_RUN" if request.dry_run else "VALID"
         rendered = yaml.safe_dump(document, sort_keys=False) if request.dry_run else None
         return SubmitResult(
@@ -423,12 +425,18 @@ def _task_row(workflow: Workflow, spec: WorkflowSpec, planned: PlannedTask, pool
     )
 
 
-def _dry_run_row(planned: PlannedTask, candidates: dict[int, list[NodeInfo]] | None) -> dict:
-    """Validation only (`candidates` None): the verdict. Dry run: the pod, its provenance and placement."""
+def _dry_run_row(
+    planned: PlannedTask, candidates: dict[int, list[NodeInfo]] | None, charge: admission_gate.Charge | None = None
+) -> dict:
+    """Validation only (`candidates` None): the verdict. Dry run: the pod as it would be created (confined to
+    the node pool it is charged to), its provenance and placement."""
     row = {"name": planned.task.name, "platform": planned.platform.name, "ok": planned.resolution.ok}
     if candidates is not None:
+        if charge is not None:
+            confined(planned.resolution.pod, charge.node_selector)
         row.update(planned.resolution.to_dict())
-        row["placement"] = placement_of(planned.resolution.pod, candidates.get(planned.platform.pk, []))
+        placement = placement_of(planned.resolution.pod, candidates.get(planned.platform.pk, []))
+        row["placement"] = admission_gate.named_reasons(placement, charge)
     return row
 
 

@@ -22,7 +22,9 @@ from quotas.services import node_labels
 from tests.polling import wait_until
 from tests.quotas import gpu_cluster as gc
 from tests.quotas.confinement import assert_no_pod_outside_its_node_pool, bound_pods
+from workflows.management.commands.workflow import explanation
 from workflows.models import Workflow
+from workflows.services import SubmitRequest, submit
 
 SHAPES = {  # carved label node pool, the node pool `any` is charged to, its selector
     "default": ("a100-40", "sim-default", {}),
@@ -102,3 +104,25 @@ def test_a_node_not_labelled_yet_takes_no_confined_pod(db, django_capture_on_com
         assert node_labels.stale_labels(Backend.objects.get(name="sim")) == {}
         assert wait_until(lambda: bound_pods(server, gc.NAMESPACE), timeout=30) == {task.pod_name: "v100-node-0"}
         assert assert_no_pod_outside_its_node_pool(server, gc.NAMESPACE) == 1
+
+
+def test_the_preview_and_explain_show_the_node_pool_constraint(db, django_capture_on_commit_callbacks):
+    with gc.cluster(v100=2, a100_40=1) as server:
+        with django_capture_on_commit_callbacks(execute=True):
+            gc.configure(server, ["v100", "a100-40"], carve=["a100-40"], unpinned=("any",))
+        inventory.sync_backend(Backend.objects.get(name="sim").pk)  # the node-pool labels, read back
+        user = gc.teams({"ops": ["infer"]})["infer"]
+        preview = submit(SubmitRequest(pool="gpu", spec=gc.spec("look", 4, "any"), who=user, dry_run=True))
+        [task] = preview.tasks
+        assert task["pod"]["spec"]["nodeSelector"] == {"pool-portal/node-pool": "sim-default"}
+        assert task["placement"]["fits"] == ["v100-node-0", "v100-node-1"]
+        assert task["placement"]["rejected"]["a100-40-node-0"] == [
+            "not in node pool sim-default (the node pool this platform is charged to): node(s) didn't match "
+            "nodeSelector: pool-portal/node-pool=sim-default (node has no pool-portal/node-pool label)"
+        ]
+        workflow = gc.submit_gpus(user, "run", 4, "any", django_capture_on_commit_callbacks)
+        explained = explanation(workflow)
+        assert (explained["node_pool"], explained["node_selector"]) == (
+            "sim-default",
+            {"pool-portal/node-pool": "sim-default"},
+        )
