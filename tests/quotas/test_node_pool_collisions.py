@@ -3,37 +3,19 @@ holds is refused at every door (the config store's `config update`, the REST con
 the node pool holding them; `node-pool list`, the REST list and the admin list show each node pool's node
 count and flag an empty one."""
 
+# ruff: noqa: F811  (tests take the imported fixtures `cli` and `document` by name)
 from __future__ import annotations
 
-import json
-
 import pytest
-from django.core.management import base
 
 from quotas.models import NodePool
-from tests.clirun import run_as_cli
+from tests.machinepools.test_doors_cli import document  # noqa: F401  (fixtures shared with those tests)
 from tests.quotas.conftest import H100_LABEL, H100_PRODUCT
+from tests.quotas.test_doors_cli import cli  # noqa: F401
 
 LIST_URL = "/api/quotas/node_pools"
 SAME_LABEL = {"backend": "sim", "selector": H100_LABEL}  # what node pool h100 selects
 HELD_LABEL = {"backend": "sim", "selector": {"label": {"key": "hive.openshift.io/machine-pool", "value": "h100"}}}
-
-
-@pytest.fixture
-def cli(capsys, monkeypatch):
-    monkeypatch.setattr(base.connections, "close_all", lambda: None)  # keep the test's transaction
-    apps = {"node-pool": "quotas", "config": "pools"}
-    return lambda name, *args: run_as_cli(capsys, apps[name], name, *args)
-
-
-@pytest.fixture
-def document(tmp_path):
-    def write(body: dict) -> str:
-        path = tmp_path / f"node-pool-{len(list(tmp_path.iterdir()))}.json"
-        path.write_text(json.dumps(body))
-        return str(path)
-
-    return write
 
 
 @pytest.mark.parametrize(
@@ -45,7 +27,12 @@ def document(tmp_path):
     ids=["same-label", "other-label-same-nodes"],
 )
 def test_a_colliding_selector_is_refused_at_the_cli_and_the_api_naming_the_holder(
-    carved, cli, document, admin_api, body, reason
+    carved,
+    cli,
+    document,
+    admin_api,
+    body,
+    reason,
 ):
     code, out, err = cli("config", "update", "NODE_POOL", "h100-again", "--file", document(body))
     assert code == 1 and out == ""
