@@ -4,8 +4,10 @@ workflow is charged to, as the portal's own membership (`NodePoolMember`) says."
 
 from __future__ import annotations
 
+from clusters.models import Backend, Node
 from kubesim import EmulatorServer
 from quotas.models import NodePoolMember
+from quotas.services import node_labels
 from workflows.models import Task
 
 
@@ -30,3 +32,14 @@ def assert_no_pod_outside_its_node_pool(server: EmulatorServer, namespace: str) 
     ]
     assert not escaped, escaped
     return sum(pod in charged for pod in bound)
+
+
+def label_rows_as_the_portal_does(backend_id: int) -> None:
+    """For tests whose nodes live only in the inventory (no cluster to patch): write onto the node rows the
+    node-pool labels `quotas.services.node_labels` would patch on the cluster and the inventory read back."""
+    backend = Backend.objects.get(pk=backend_id)
+    stale = node_labels.stale_labels(backend)
+    for node in Node.objects.filter(backend=backend, name__in=stale):
+        labels = {**(node.labels or {}), **stale[node.name]}
+        node.labels = {key: value for key, value in labels.items() if value is not None}
+        node.save(update_fields=["labels"])

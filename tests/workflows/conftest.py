@@ -21,11 +21,13 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from access.services import roles
+from clusters import inventory
 from clusters.models import Backend
 from configs import store
 from configs.revisions import Actor
 from kubesim import EmulatorServer
 from pools.models import Pool
+from quotas.services import node_labels
 from tests.factories import RoleFactory, UserFactory
 from tests.polling import wait_until
 from workflows import reconcile
@@ -99,7 +101,12 @@ def kube_server() -> Iterator[EmulatorServer]:
 @pytest.fixture
 def backend(db, kube_server) -> Backend:
     store.apply("BACKEND", "sim", {"description": "simulated", "namespace": NAMESPACE, "api_url": kube_server.url}, CLI)
-    return Backend.objects.get(name="sim")
+    backend = Backend.objects.get(name="sim")
+    # What follows the commit in production: the inventory's nodes, and the node-pool label the portal keeps on
+    # them, which every pod it creates selects (docs/quotas.md, "Confinement")
+    inventory.sync_backend(backend.pk)
+    node_labels.sync(backend)
+    return backend
 
 
 @pytest.fixture
