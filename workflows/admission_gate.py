@@ -19,6 +19,7 @@ workflow's `explain` and API detail ask it, never a list.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -30,20 +31,30 @@ class Charge:
     node_selector: dict = field(default_factory=dict)  # what every pod carries to stay in the node pool
 
 
+CONFINED_ANNOTATION = "pool-portal/node-pool-selector"  # the selector `confined` merged in, as JSON
+
+
 def confined(pod: dict, node_selector: dict | None) -> dict:
-    """`pod` (changed in place) with the node pool's nodeSelector merged in, its keys winning."""
+    """`pod` (changed in place) with the node pool's nodeSelector merged in, its keys winning, and recorded in
+    the annotation CONFINED_ANNOTATION so that a retry, resolved afresh, is confined the same way."""
     if node_selector:
         spec = pod.setdefault("spec", {})
         spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **node_selector}
+        metadata = pod.setdefault("metadata", {})
+        annotations = metadata.get("annotations") or {}
+        metadata["annotations"] = {**annotations, CONFINED_ANNOTATION: json.dumps(node_selector, sort_keys=True)}
     return pod
 
 
 def carried_selector(fresh: dict, previous: dict) -> dict:
-    """`fresh` (a task's next attempt, resolved again: changed in place) keeping the nodeSelector entries of
-    the `previous` attempt it lacks: the node pool the workflow was charged to still confines it."""
-    kept = (previous.get("spec") or {}).get("nodeSelector") or {}
-    wanted = (fresh.get("spec") or {}).get("nodeSelector") or {}
-    return confined(fresh, {key: value for key, value in kept.items() if key not in wanted})
+    """`fresh` (a task's next attempt, resolved again: changed in place) confined as the `previous` attempt was:
+    the node pool the workflow was charged to still holds it."""
+    recorded = ((previous.get("metadata") or {}).get("annotations") or {}).get(CONFINED_ANNOTATION)
+    try:
+        selector = json.loads(recorded) if recorded else {}
+    except ValueError:
+        selector = {}
+    return confined(fresh, selector if isinstance(selector, dict) else {})
 
 
 def named_reasons(placement: dict, charge: Charge | None) -> dict:

@@ -21,13 +21,11 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from access.services import roles
-from clusters import inventory
 from clusters.models import Backend
 from configs import store
 from configs.revisions import Actor
 from kubesim import EmulatorServer
 from pools.models import Pool
-from quotas.services import node_labels
 from tests.factories import RoleFactory, UserFactory
 from tests.polling import wait_until
 from workflows import reconcile
@@ -98,15 +96,17 @@ def kube_server() -> Iterator[EmulatorServer]:
         assert not server.emulator.internal_errors, list(server.emulator.internal_errors)
 
 
+DEFAULT_NODE_POOL = {"pool-portal/node-pool": "sim-default"}
+
+
 @pytest.fixture
 def backend(db, kube_server) -> Backend:
     store.apply("BACKEND", "sim", {"description": "simulated", "namespace": NAMESPACE, "api_url": kube_server.url}, CLI)
-    backend = Backend.objects.get(name="sim")
-    # What follows the commit in production: the inventory's nodes, and the node-pool label the portal keeps on
-    # them, which every pod it creates selects (docs/quotas.md, "Confinement")
-    inventory.sync_backend(backend.pk)
-    node_labels.sync(backend)
-    return backend
+    # The node-pool label the portal keeps on the nodes once its inventory has them (all in the Default here),
+    # which every pod it creates selects (docs/quotas.md, "Confinement"); these tests keep no inventory.
+    for node in kube_server.emulator.list("nodes"):
+        kube_server.emulator.patch("nodes", node["metadata"]["name"], {"metadata": {"labels": DEFAULT_NODE_POOL}})
+    return Backend.objects.get(name="sim")
 
 
 @pytest.fixture
