@@ -107,9 +107,9 @@ class NodePoolAdmin(QuotaGridMixin, PolicyAdminMixin, ServiceBackedAdmin):
     def quota_grid(self, obj):
         return saved_object_link(obj, "admin:quotas_nodepool_quotas", "Edit the quota grid")
 
-    @display(description="Nodes", ordering="node_count")
+    @display(description="Nodes", ordering="node_count", label={"empty": "danger"})
     def node_count(self, obj):
-        return obj.node_count
+        return ("empty", "0 (empty)") if not obj.node_count else obj.node_count
 
     def _totals(self, obj, resource: str) -> str:
         deserved, capacity = getattr(obj, f"deserved_{resource}"), getattr(obj, f"capacity_{resource}")

@@ -38,6 +38,10 @@ class QuotasConfig(AppConfig):
         post_delete.connect(_team_deleted, sender=Project, dispatch_uid="quotas.project_deleted")
         pre_save.connect(_backend_saving, sender=Backend, dispatch_uid="quotas.backend_saving")
         admission_gate.register(AdmissionGate())
+        from pools import platform_checks
+        from quotas.services.confinement_checks import check_pools
+
+        platform_checks.register(check_pools)  # a platform contradicting its node pool is refused at save
         workflow_finished.connect(_workflow_finished, dispatch_uid="quotas.workflow_finished")
 
 

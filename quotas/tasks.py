@@ -14,6 +14,10 @@
 * `admission_all`: the periodic pass (CELERY_BEAT_SCHEDULE, every QUOTA_ADMISSION_TICK_SECONDS) over every
   node pool with queued work whose admission period (its own, or QUOTA_ADMISSION_SECONDS) has elapsed since its
   last pass, so nothing waits on a lost message or on capacity that came back (nodes, quotas).
+* `label_nodes(backend_id)`: the node-pool labels the portal keeps on a backend's nodes
+  (quotas.services.node_labels), queued when nodes change node pool; `label_all_nodes`, the periodic repair
+  (every INVENTORY_RESYNC_SECONDS) of a label removed by hand. A cluster that is down is logged: the pods of
+  an unlabelled node's pool wait for it (they never land elsewhere), and the next run labels it.
 * The embedded default (no broker) runs them in-process (CELERY_TASK_ALWAYS_EAGER).
 """
 
@@ -28,7 +32,7 @@ from clusters.kube.errors import KubeError
 from clusters.models import Backend
 from portal.celery import app as _celery_app  # noqa: F401  (the app these tasks bind to: `portal` does not load it)
 from portal.errors import PortalError
-from quotas.services import admission, delegation
+from quotas.services import admission, delegation, node_labels
 from workflows import reconcile
 
 log = logging.getLogger(__name__)
@@ -78,3 +82,24 @@ def admission_pass(node_pool_id: int) -> dict:
 @shared_task(ignore_result=True)
 def admission_all() -> dict:
     return reconcile.run_locked("quota-admission", admission.pass_all)
+
+
+@shared_task(name="quotas.tasks.label_nodes", ignore_result=True, acks_late=True)
+def label_nodes(backend_id: int) -> dict:
+    try:
+        patched = node_labels.sync(backend_id)
+    except Backend.DoesNotExist:
+        return {"backend_id": backend_id, "ok": False, "error": "no such backend"}
+    except (KubeError, PortalError) as error:
+        log.warning("backend #%s: node-pool labels not written: %s (the periodic run retries)", backend_id, error)
+        return {"backend_id": backend_id, "ok": False, "error": str(error)}
+    return {"backend_id": backend_id, "ok": True, "labelled": patched}
+
+
+@shared_task(name="quotas.tasks.label_all_nodes", ignore_result=True)
+def label_all_nodes() -> int:
+    """One `label_nodes` per backend; returns how many were queued."""
+    ids = list(Backend.objects.values_list("pk", flat=True))
+    for backend_id in ids:
+        label_nodes.apply_async((backend_id,), expires=settings.INVENTORY_RESYNC_EXPIRES)
+    return len(ids)

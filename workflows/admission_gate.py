@@ -17,6 +17,8 @@ which moves it on through `workflows.lifecycle.admission` (admit a part, hold, p
 part is admitted. Before the transaction the gate reads what its check needs (`checker`); inside it, once
 every task is resolved, that check may refuse the workflow (a task no node can hold, a request above a hard
 limit), before anything is written.
+  Every task's stored pod carries its node pool's `node_selector` from submission on (its keys win over the
+  platform's), so a pod never lands outside the node pool it is charged to, admitted at once or not.
 
 It also answers "why is it not running" for a workflow another scheduler admits (`scheduler_says`): one
 workflow's `explain` and API detail ask it, never a list.
@@ -24,6 +26,7 @@ workflow's `explain` and API detail ask it, never a list.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
@@ -44,6 +47,44 @@ class TaskAsk:
     task: str
     node_pool: str
     requests: dict[str, int]
+
+
+CONFINED_ANNOTATION = "pool-portal/node-pool-selector"  # the selector `confined` merged in, as JSON
+
+
+def confined(pod: dict, node_selector: dict | None) -> dict:
+    """`pod` (changed in place) with the node pool's nodeSelector merged in, its keys winning, and recorded in
+    the annotation CONFINED_ANNOTATION so that a retry, resolved afresh, is confined the same way."""
+    if node_selector:
+        spec = pod.setdefault("spec", {})
+        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **node_selector}
+        metadata = pod.setdefault("metadata", {})
+        annotations = metadata.get("annotations") or {}
+        metadata["annotations"] = {**annotations, CONFINED_ANNOTATION: json.dumps(node_selector, sort_keys=True)}
+    return pod
+
+
+def carried_selector(fresh: dict, previous: dict) -> dict:
+    """`fresh` (a task's next attempt, resolved again: changed in place) confined as the `previous` attempt was:
+    the node pool the workflow was charged to still holds it."""
+    recorded = ((previous.get("metadata") or {}).get("annotations") or {}).get(CONFINED_ANNOTATION)
+    try:
+        selector = json.loads(recorded) if recorded else {}
+    except ValueError:
+        selector = {}
+    return confined(fresh, selector if isinstance(selector, dict) else {})
+
+
+def named_reasons(placement: dict, charge: Charge | None) -> dict:
+    """A placement (`{"fits", "rejected": {node: [reason]}}`) whose reasons about the node pool's selector say
+    so: "not in node pool X (the node pool this platform is charged to): …" (changed in place)."""
+    if charge is None or not charge.node_selector:
+        return placement
+    prefixes = tuple(f"node(s) didn't match nodeSelector: {key}=" for key in charge.node_selector)
+    why = f"not in node pool {charge.node_pool} (the node pool this platform is charged to)"
+    for node, reasons in placement.get("rejected", {}).items():
+        placement["rejected"][node] = [f"{why}: {r}" if r.startswith(prefixes) else r for r in reasons]
+    return placement
 
 
 class Gate(Protocol):

@@ -10,7 +10,6 @@ one INSERT of the parts.
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -83,23 +82,18 @@ def charge(workflow: Workflow, charged: Charges | None, lead_platform: str, pods
     return list(parts.values())
 
 
+def charge_of(found: Charges | None, platform: str) -> Charge | None:
+    """Where the tasks of `platform` are charged (None without a gate)."""
+    return found.by_platform.get(platform) if found is not None else None
+
+
 def task_charge(found: Charges | None, platform: str) -> tuple[str, dict]:
-    """(the task's node pool, its pod's nodeSelector additions now): a part admitted at once is confined to
-    its node pool at submission; a queued part gets its node pool's selector when admitted."""
-    charged = found.by_platform.get(platform) if found is not None else None
+    """(the task's node pool, the nodeSelector that confines its pod there, from submission on: admitted at once
+    or when its part is admitted, the pod never lands outside its node pool)."""
+    charged = charge_of(found, platform)
     if charged is None:
         return "", {}
-    return charged.node_pool, ({} if charged.queue else dict(charged.node_selector))
-
-
-def confined(pod: dict, node_selector: dict) -> dict:
-    """The pod with `node_selector` merged into its nodeSelector (the node pool's keys win)."""
-    if not node_selector:
-        return pod
-    pod = copy.deepcopy(pod)
-    spec = pod.setdefault("spec", {})
-    spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **node_selector}
-    return pod
+    return charged.node_pool, dict(charged.node_selector)
 
 
 def store(workflow: Workflow, parts: list[WorkflowPart]) -> None:

@@ -7,6 +7,7 @@ workflow and its tasks are stored together, and pod creation is enqueued only on
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import re
@@ -31,6 +32,7 @@ from portal.errors import PortalError
 from portal.safe_yaml import spec_limits
 from teams.services import charged_project
 from workflows import admission_gate, enqueue, parts
+from workflows.admission_gate import confined
 from workflows.errors import InvalidSpec, PoolInMaintenance, PoolNotFound, WorkflowInvalid
 from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName, WorkflowStatus
 from workflows.parts import workflow_requests
@@ -128,9 +130,10 @@ def _submit(request: SubmitRequest) -> SubmitResult:
         platforms, nodes = _placed(pool, spec)
         plan = _plan(spec, ctx, platforms, nodes)
         stub = Workflow(pool=pool, project=project, priority=priority, name=spec.name)
-        parts.charge(stub, *_charges(stub, spec, platforms), _planned_pods(plan))  # refused as a submission is
+        charges, lead = _charges(stub, spec, platforms)
+        parts.charge(stub, charges, lead, _planned_pods(plan))  # refused as a submission is
         candidates = placement_candidates({p.platform.pk for p in plan}) if request.dry_run else None
-        tasks = [_dry_run_row(p, candidates) for p in plan]
+        tasks = [_dry_run_row(p, candidates, parts.charge_of(charges, p.platform.name)) for p in plan]
         status = "DRY_RUN" if request.dry_run else "VALID"
         rendered = yaml.safe_dump(document, sort_keys=False) if request.dry_run else None
         return SubmitResult(
@@ -413,7 +416,7 @@ def _next_id(name: str) -> str:
 
 def _task_row(workflow: Workflow, spec: WorkflowSpec, planned: PlannedTask, pool: Pool, charges) -> Task:
     node_pool, selector = parts.task_charge(charges, planned.platform.name)
-    pod = parts.confined(planned.resolution.pod, selector)
+    pod = confined(copy.deepcopy(planned.resolution.pod), selector) if selector else planned.resolution.pod
     group = next(g for g in spec.groups if g.name == planned.task.group)
     return Task(
         workflow=workflow,
@@ -430,12 +433,18 @@ def _task_row(workflow: Workflow, spec: WorkflowSpec, planned: PlannedTask, pool
     )
 
 
-def _dry_run_row(planned: PlannedTask, candidates: dict[int, list[NodeInfo]] | None) -> dict:
-    """Validation only (`candidates` None): the verdict. Dry run: the pod, its provenance and placement."""
+def _dry_run_row(
+    planned: PlannedTask, candidates: dict[int, list[NodeInfo]] | None, charge: admission_gate.Charge | None = None
+) -> dict:
+    """Validation only (`candidates` None): the verdict. Dry run: the pod as it would be created (confined to
+    the node pool it is charged to), its provenance and placement."""
     row = {"name": planned.task.name, "platform": planned.platform.name, "ok": planned.resolution.ok}
     if candidates is not None:
+        if charge is not None:
+            confined(planned.resolution.pod, charge.node_selector)
         row.update(planned.resolution.to_dict())
-        row["placement"] = placement_of(planned.resolution.pod, candidates.get(planned.platform.pk, []))
+        placement = placement_of(planned.resolution.pod, candidates.get(planned.platform.pk, []))
+        row["placement"] = admission_gate.named_reasons(placement, charge)
     return row
 
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 from django.db import models
 
 from configs.registry import SchemaHandler
+from pools import platform_checks
 from pools.config_types import POD_TEMPLATE, POOL, RESOURCE_VALIDATION
 from pools.models import PodTemplate, Pool, ResourceValidation
 from pools.services import compilation, membership, pool_writer
@@ -14,9 +15,11 @@ from pools.services.snapshots import pools_for_snapshot
 
 
 def _recompile(pools) -> None:
-    """Store the pools' resolved config, then which nodes serve their platforms (that may have changed too)."""
+    """Store the pools' resolved config, then which nodes serve their platforms (that may have changed too),
+    then the checks layers above install (pools.platform_checks: a platform contradicting its node pool)."""
     compilation.recompile_pools(pools)
     membership.recompute_for_pools(pools)
+    platform_checks.run(list(pools.select_related("backend")))
 
 
 class _ReferencedHandler(SchemaHandler):

@@ -17,9 +17,9 @@ portal writes its quotas as the scheduler's objects and keeps them in step:
   admits at once when it does (the cluster decides).
 
 Node labels: KAI shards by `kai.scheduler/node-pool=<node pool>` on nodes (the Default node pool's nodes
-carry none); a Kueue flavor of a platform node pool selects `pool-portal/node-pool=<node pool>`. The portal
-patches the active scheduler's label onto each node of the backend, from the inventory's node labels (a node
-already right is not touched), and removes it where no node pool wants it.
+carry none); a Kueue flavor of a platform node pool selects `pool-portal/node-pool=<node pool>`, the label the
+portal keeps on every backend's nodes for confinement. Both are patched by quotas.services.node_labels, from
+the inventory's node labels (a node already right is not touched).
 """
 
 from __future__ import annotations
@@ -34,8 +34,7 @@ from django.db import transaction
 from clusters.kube import custom
 from clusters.kube.connection import KubeClient, connect
 from clusters.kube.errors import KubeError
-from clusters.kube.nodes import patch_node_labels
-from clusters.models import Backend, Node
+from clusters.models import Backend
 from clusters.schedulers import DELEGATING, QuotaTree, kai, kueue, resource_of, validate
 from clusters.schedulers import Department as TreeDepartment
 from clusters.schedulers import NodePool as TreeNodePool
@@ -43,6 +42,7 @@ from clusters.schedulers import Project as TreeProject
 from clusters.schedulers import Quota as TreeQuota
 from clusters.schedulers.tree import BACKEND_LABEL, MANAGED_BY, MANAGED_BY_LABEL, object_name
 from quotas.models import NodePool, NodePoolMember, Quota, SelectorKind
+from quotas.services import node_labels
 from quotas.services.capacity import capacities
 from teams.models import Department
 
@@ -58,7 +58,6 @@ KINDS = {
         (kueue.API_VERSION, "LocalQueue"),
     ),
 }
-NODE_LABELS = {"kai": kai.NODE_POOL_LABEL, "kueue": kueue.NODE_POOL_LABEL}
 
 
 def _backend(backend: Backend | int) -> Backend:
@@ -181,8 +180,7 @@ def sync_scheduler_objects(
     wanted = render(backend)
     result = SyncResult(backend.name, backend.quota_scheduler)
     with connect_to(backend) as kube:
-        if backend.quota_scheduler in DELEGATING:
-            result.labelled = label_nodes(kube, backend)
+        result.labelled = node_labels.patch(kube, backend)  # KAI's shard label, the node-pool label
         for obj in wanted:
             applied = custom.apply(kube, resource_of(obj), obj)
             (result.created if applied.created else result.replaced).append(_said(obj))
@@ -229,40 +227,6 @@ def _delete_stale(kube: KubeClient, backend: Backend, wanted: list[dict]) -> lis
 def _is_root(obj: dict) -> bool:
     spec = obj.get("spec") or {}
     return not (spec.get("parentQueue") or spec.get("parentName"))
-
-
-def wanted_node_labels(backend: Backend) -> dict[str, str | None]:
-    """node name → the value of the active scheduler's node-pool label it should carry (None: none)."""
-    if backend.quota_scheduler not in DELEGATING:
-        return {}
-    rows = Node.objects.filter(backend=backend).values_list(
-        "name", "node_pool_member__node_pool__name", "node_pool_member__node_pool__selector_kind"
-    )
-    wanted = {}
-    for node, pool, kind in rows:
-        if backend.quota_scheduler == "kai":
-            wanted[node] = object_name(pool) if pool and kind != SelectorKind.DEFAULT else None
-        else:  # Kueue: only flavors of platform node pools select by the portal's label
-            wanted[node] = object_name(pool) if pool and kind == SelectorKind.PLATFORM else None
-    return wanted
-
-
-def label_nodes(kube: KubeClient, backend: Backend) -> list[str]:
-    """Patch the active scheduler's node-pool label where the inventory shows it wrong; the nodes patched."""
-    key = NODE_LABELS[backend.quota_scheduler]
-    wanted = wanted_node_labels(backend)
-    current = dict(Node.objects.filter(backend=backend).values_list("name", "labels"))
-    patched = []
-    for node, value in sorted(wanted.items()):
-        if (current.get(node) or {}).get(key) != value:
-            try:
-                patch_node_labels(kube, node, {key: value})
-            except KubeError as error:
-                if error.k8s_status != 404:  # a node gone since the inventory saw it: the next sync forgets it
-                    raise
-                continue
-            patched.append(node)
-    return patched
 
 
 # --- scheduling the sync ---------------------------------------------------------------------------------

@@ -56,6 +56,7 @@ def _row(node_pool: NodePool, managed: bool) -> dict:
         "description": node_pool.description,
         "managed": managed,
         "nodes": node_pool.node_count,
+        "empty": not node_pool.node_count,  # quotas here guarantee nothing until some node joins
         "capacity": {r: getattr(node_pool, f"capacity_{r}") for r in RESOURCES},
         "deserved": {r: getattr(node_pool, f"deserved_{r}") for r in RESOURCES},
         "overcommitted": bool(over),

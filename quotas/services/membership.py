@@ -16,7 +16,7 @@ from clusters.models import Node
 from pools.models import NodeMembership
 from portal.generation import GenerationCache
 from quotas.models import NodePool, NodePoolMember, SelectorKind
-from quotas.services import charging
+from quotas.services import charging, node_labels
 from quotas.services.delegation import schedule_sync
 from quotas.services.node_pools import ensure_default
 
@@ -85,6 +85,7 @@ def recompute(
     written = _write(wanted)
     if any(written):  # a delegating backend's scheduler shards or flavors select nodes by the node pool
         schedule_sync(backend_id)
+        node_labels.schedule(backend_id)  # confined pods select the node-pool label (docs/quotas.md)
     return written
 
 

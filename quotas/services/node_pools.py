@@ -15,6 +15,8 @@ from django.db.models import Count, Q
 
 from access.services.audit import SYSTEM
 from clusters.models import Backend
+from clusters.schedulers.kueue import NODE_POOL_LABEL  # one key for Kueue's flavors and the portal's confinement
+from clusters.schedulers.tree import object_name
 from configs import store
 from configs.models import ConfigType
 from configs.revisions import Actor
@@ -48,11 +50,13 @@ def ensure_default(backend: Backend | int, actor: Actor = SYSTEM) -> NodePool:
 
 
 def node_selector(node_pool: NodePool) -> dict[str, str]:
-    """What admitted pods need to land in the node pool: `{key: value}` for a label node pool; nothing for
-    the others (a platform's own template already places its pods; the Default has no label of its own)."""
+    """What every pod charged to the node pool carries to stay on its nodes (docs/quotas.md, "Confinement"):
+    `{key: value}` for a label node pool; for the Default and platform node pools, whose membership no admin
+    label says, the portal's own `pool-portal/node-pool: <node pool>`, which it keeps on each node of the
+    backend (quotas.services.node_labels). A node not labelled yet takes no such pod: it waits, never escapes."""
     if node_pool.selector_kind == SelectorKind.LABEL:
         return {node_pool.label_key: node_pool.label_value}
-    return {}
+    return {NODE_POOL_LABEL: object_name(node_pool.name)}
 
 
 def managed_filter() -> Q:

@@ -11,13 +11,17 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from clusters.config_handlers import backend_of
-from clusters.models import Backend
+from clusters.models import Backend, Node
 from configs.errors import ConfigError
 from configs.schema import Doc
 from pools.models import Pool
-from quotas.config_types import NODE_POOL, RESOURCES, ZERO
-from quotas.models import DEFAULT_SUFFIX, NodePool, Quota, SelectorKind, default_name
+from quotas.config_types import NODE_POOL, RESOURCES, ZERO, Selector
+from quotas.models import DEFAULT_SUFFIX, NodePool, NodePoolMember, Quota, SelectorKind, default_name
+from quotas.services.node_pools import NODE_POOL_LABEL
 from teams.models import Department, Project
+
+PORTAL_PREFIX = "pool-portal/"
+SELECTOR = Selector()
 
 
 @dataclass
@@ -49,6 +53,10 @@ def save_node_pool(doc: Doc, existing: NodePool | None, refs: References) -> Nod
     backend = backend_of(doc, existing, refs.backends, "node pool")
     _check_selector(doc, backend, refs)
     wanted = _wanted_quotas(doc, refs)
+    if doc.selector["kind"] != SelectorKind.DEFAULT and (
+        existing is None or SELECTOR.read(existing, "selector") != doc.selector
+    ):
+        _check_overlap(doc, backend)
     node_pool = existing or NodePool(name=doc.name)
     NODE_POOL.write(doc, node_pool)
     node_pool.backend = backend
@@ -87,6 +95,58 @@ def _check_selector(doc: Doc, backend: Backend, refs: References) -> None:
         )
     if kind == SelectorKind.PLATFORM:
         _check_platform(doc.selector, backend, refs)
+    if kind == SelectorKind.LABEL and doc.selector["key"].startswith(PORTAL_PREFIX):
+        raise ConfigError(
+            f"labels under {PORTAL_PREFIX} are the portal's own (it sets {NODE_POOL_LABEL} on nodes from the node "
+            "pools themselves); select nodes by a label of your own",
+            field="selector.label.key",
+            value=doc.selector["key"],
+        )
+
+
+def _check_overlap(doc: Doc, backend: Backend) -> None:
+    """A new selector may claim no node another node pool of the backend selects too: the same label or
+    platform, or nodes that already carry the other's label or are members of its platform (each node is in
+    one node pool; a second pool over the same nodes would hold none of them and guarantee nothing)."""
+    selector, others = doc.selector, NodePool.objects.filter(backend=backend).exclude(name=doc.name)
+    if selector["kind"] == SelectorKind.LABEL:
+        same = others.filter(label_key=selector["key"], label_value=selector["value"], selector_kind="label")
+        nodes = Node.objects.filter(backend=backend, labels__contains={selector["key"]: selector["value"]})
+    else:
+        same = others.filter(pool_name=selector["pool"], platform_name=selector["platform"], selector_kind="platform")
+        nodes = Node.objects.filter(
+            backend=backend, memberships__pool__name=selector["pool"], memberships__platform__name=selector["platform"]
+        )
+    twin = same.first()
+    if twin is not None:
+        raise ConfigError(
+            f"node pool {twin.name} already selects these nodes ({_said(selector)}); each node is in one node "
+            f"pool: set quotas on {twin.name}, or choose a selector no other node pool matches",
+            field="selector",
+            value=SELECTOR.show(selector),
+        )
+    held = (
+        NodePoolMember.objects.filter(node__in=nodes.values("pk"), node_pool__in=others)
+        .exclude(node_pool__selector_kind=SelectorKind.DEFAULT)
+        .values_list("node_pool__name", "node__name")
+        .order_by("node_pool__name", "node__name")
+    )
+    found = held.first()
+    if found is not None:
+        holder, node = found
+        count = held.filter(node_pool__name=holder).count()
+        raise ConfigError(
+            f"{_said(selector)} matches {count} node(s) node pool {holder} already holds (e.g. {node}); each node "
+            f"is in one node pool: choose a selector that matches none of {holder}'s nodes, or change {holder}",
+            field="selector",
+            value=SELECTOR.show(selector),
+        )
+
+
+def _said(selector: dict) -> str:
+    if selector["kind"] == SelectorKind.LABEL:
+        return f"label {selector['key']}={selector['value']}"
+    return f"platform {selector['platform']} of pool {selector['pool']}"
 
 
 def _check_platform(selector: dict, backend: Backend, refs: References) -> None:

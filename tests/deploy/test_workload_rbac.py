@@ -1,5 +1,5 @@
 """The per-cluster manifests (deploy/workload-cluster/clusters/*) grant exactly what the portal's code uses
-on a workload cluster (clusters/kube/, quotas/services/delegation.py,
+on a workload cluster (clusters/kube/, quotas/services/delegation.py, quotas/services/node_labels.py,
 clusters/machinepools/providers/karpenter.py), nothing more, to the portal's
 account only."""
 
@@ -19,11 +19,11 @@ ALWAYS = {
     *(("cluster", "", resource, verb) for resource in ("nodes", "pods") for verb in ("list", "watch")),
     *(("namespace", "", "pods", verb) for verb in ("create", "get", "delete")),
     ("namespace", "", "namespaces", "get"),  # the connection test reads the workload namespace
+    ("cluster", "", "nodes", "patch"),  # the node-pool label confining pods (quotas/services/node_labels.py)
 }
 BY_COMPONENT = {
     "kai": {
         *(("cluster", "scheduling.run.ai", "queues", verb) for verb in CRUD),
-        ("cluster", "", "nodes", "patch"),
     },
     "kueue": {
         *(
@@ -33,7 +33,6 @@ BY_COMPONENT = {
         ),
         ("cluster", "kueue.x-k8s.io", "localqueues", "list"),
         *(("namespace", "kueue.x-k8s.io", "localqueues", verb) for verb in ("create", "get", "update", "delete")),
-        ("cluster", "", "nodes", "patch"),
     },
     "karpenter": {*(("cluster", "karpenter.sh", "nodepools", verb) for verb in CRUD)},  # machine pools
 }

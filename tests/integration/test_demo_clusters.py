@@ -16,6 +16,7 @@ from clusters.models import Backend, Node
 from kubesim import EmulatorServer
 from kubesim.__main__ import demo_machine_pools
 from kubesim.fleet import DEMO_CLUSTERS, DEMO_MACHINE_POOL_CLUSTER, demo_cluster_fleet
+from quotas.services import node_labels
 from tests.devstack import HELLO
 from tests.polling import wait_until
 from workflows.models import Task
@@ -42,6 +43,7 @@ def seeded(db, demo_clusters, monkeypatch) -> EmulatorServer:
     call_command("seed_demo", stdout=StringIO(), stderr=StringIO())
     for backend in Backend.objects.all():
         sync_backend(backend.pk)  # what the watcher and the periodic full resync run
+        node_labels.sync(backend)  # what follows the commit: the node-pool label confined pods select
     return demo_clusters
 
 

@@ -61,9 +61,12 @@ def cluster(**counts: int) -> Iterator[EmulatorServer]:
         assert not server.emulator.internal_errors, list(server.emulator.internal_errors)
 
 
-def configure(server: EmulatorServer, platforms: list[str]) -> None:
-    """Backend `sim`, pool `gpu` (one platform per product present), inventory synced, and a label node pool
-    per product (no quotas yet: unmanaged)."""
+def configure(
+    server: EmulatorServer, platforms: list[str], *, carve: list[str] | None = None, unpinned: tuple[str, ...] = ()
+) -> None:
+    """Backend `sim`, pool `gpu` (one platform per product present, and the `unpinned` ones, whose templates
+    select no node), inventory synced, and a label node pool per product of `carve` (default: every one of
+    `platforms`; no quotas yet: unmanaged)."""
     store.apply("BACKEND", "sim", {"description": "simulated", "namespace": NAMESPACE, "api_url": server.url}, CLI)
     templates = {
         "default_user": default_templates()["default_user"],
@@ -80,14 +83,14 @@ def configure(server: EmulatorServer, platforms: list[str]) -> None:
             "default_platform": platforms[0],
             "common_pod_template": ["default_user", "gpu-toleration", "forever"],
             "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
-            "platforms": {p: {"override_pod_template": [p]} for p in platforms},
+            "platforms": {**{p: {"override_pod_template": [p]} for p in platforms}, **{p: {} for p in unpinned}},
         },
         CLI,
     )
     from clusters.models import Backend
 
     inventory.sync_backend(Backend.objects.get(name="sim").pk)
-    for platform in platforms:
+    for platform in platforms if carve is None else carve:
         selector = {"label": {"key": GPU_PRODUCT_LABEL, "value": PRODUCTS[platform]}}
         store.apply("NODE_POOL", NODE_POOLS[platform], {"backend": "sim", "selector": selector}, CLI)
 

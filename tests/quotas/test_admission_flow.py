@@ -175,6 +175,7 @@ def test_workflow_explain_says_why_it_waits_and_why_it_was_preempted(run):
         "priority: NORMAL",
     ]
     assert text.splitlines()[4:] == [
+        "confined to node pool a100-80gb: its pods select nvidia.com/gpu.product=NVIDIA-A100-SXM4-80GB",
         "waiting: project vision: 4 of 8 guaranteed A100 GPUs in use; 0 free to borrow; position 1 in the queue",
         "numbers (gpu): demand 8, allocated 4, deserved 8, fair share 8, free 4, borrowable 0",
         "position in the queue of node pool a100-80gb: 1",

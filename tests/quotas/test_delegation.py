@@ -90,10 +90,11 @@ def test_kai_queues_are_applied_validated_and_the_shards_labelled(carved, cluste
     vision = cluster.get(KAI_QUEUES, "h100-vision")
     assert vision["spec"]["parentQueue"] == "h100-research" and vision["spec"]["resources"]["gpu"]["quota"] == 8
     assert vision["metadata"]["labels"]["kai.scheduler/node-pool"] == "h100"
-    assert sorted(result.labelled) == sorted([*A100_MEMBERS, *H100_NODES])
+    assert len(result.labelled) == 29  # every node: KAI's shard label, and the node-pool label (Default, a100)
     assert {node_label(cluster, n, "kai.scheduler/node-pool") for n in H100_NODES} == {"h100"}
     assert {node_label(cluster, n, "kai.scheduler/node-pool") for n in A100_MEMBERS} == {"a100"}
     assert node_label(cluster, "cpu-node-0", "kai.scheduler/node-pool") is None  # the Default shard: no label
+    assert node_label(cluster, "cpu-node-0", "pool-portal/node-pool") == "sim-default"  # confinement's label
     again = delegation.sync_scheduler_objects(carved.pk)  # nothing changed: replaced in place, nothing deleted
     assert not again.created and not again.deleted and len(again.replaced) == 15
     assert "15 scheduler object(s) created" in caplog.text

@@ -50,16 +50,16 @@ def test_label_then_platform_then_default_one_node_pool_each(carved):
     assert NodePoolMember.objects.count() == Node.objects.count() == FLEET_SIZE  # no node twice
 
 
-def test_a_label_pool_claims_before_a_platform_pool(carved):
-    # a platform node pool over research/any-h100 (the h100 nodes): the label node pool keeps them
-    store.apply(
-        "NODE_POOL",
-        "any-h100",
-        {"backend": "sim", "selector": {"platform": {"pool": "research", "platform": "any-h100"}}},
-        CLI,
-    )
-    assert members("any-h100") == set() and members("h100") == set(H100_NODES)
-    store.delete("NODE_POOL", "h100", CLI)  # its nodes go to the next claim, not to the Default
+def test_a_selector_over_nodes_another_node_pool_holds_is_refused_naming_it(carved):
+    # a platform node pool over research/any-h100 (the h100 nodes): the label node pool h100 holds them
+    platform = {"platform": {"pool": "research", "platform": "any-h100"}}
+    with pytest.raises(ConfigError) as refused:
+        store.apply("NODE_POOL", "any-h100", {"backend": "sim", "selector": platform}, CLI)
+    assert (refused.value.field, refused.value.value) == ("selector", platform)
+    assert "matches 4 node(s) node pool h100 already holds (e.g. h100-node-0)" in refused.value.reason
+    assert not NodePool.objects.filter(name="any-h100").exists()
+    store.delete("NODE_POOL", "h100", CLI)  # once h100 is gone, its nodes may be selected again
+    store.apply("NODE_POOL", "any-h100", {"backend": "sim", "selector": platform}, CLI)
     assert members("any-h100") == set(H100_NODES)
     assert not members("sim-default") & set(H100_NODES)
 
@@ -174,7 +174,9 @@ def node_pools_charged(pool, platform) -> str:
 def test_node_selector_and_managed(carved, teams):
     h100, a100 = NodePool.objects.get(name="h100"), NodePool.objects.get(name="a100")
     assert node_pools.node_selector(h100) == {"nvidia.com/gpu.product": "NVIDIA-H100-80GB-HBM3"}
-    assert node_pools.node_selector(a100) == {}
+    assert node_pools.node_selector(a100) == {"pool-portal/node-pool": "a100"}  # the label the portal keeps
+    default = NodePool.objects.get(name="sim-default")
+    assert node_pools.node_selector(default) == {"pool-portal/node-pool": "sim-default"}
     assert not node_pools.is_managed(h100)  # zero rows only: today's behaviour, admitted at once
     QuotaFactory(node_pool=h100, project=teams["infer"], resource="cpu", limit=4000)
     assert node_pools.is_managed(h100) and not node_pools.is_managed(a100)

@@ -135,16 +135,20 @@ def test_someone_in_no_project_sees_no_quota_panel(world):
     assert 'class="quota' not in html
 
 
+HOSTNAME = "kubernetes.io/hostname"
+
+
 def test_catalog_queries_stay_constant_with_more_pools_node_pools_and_workflows(world):
     client = signed_in(world["vera"])
     client.get("/")
 
     def grow():
-        for n in range(3):
+        for n in range(3):  # each on a node of its own: one node is in one node pool
+            store.apply("POD_TEMPLATE", f"node-{n}", {"spec": {"nodeSelector": {HOSTNAME: f"cpu-node-{n}"}}}, CLI)
             store.apply(
                 "POOL",
                 f"extra-{n}",
-                {"backend": "sim", "platforms": {f"p{i}": {"override_pod_template": ["h100"]} for i in range(2)}},
+                {"backend": "sim", "platforms": {f"p{i}": {"override_pod_template": [f"node-{n}"]} for i in range(2)}},
                 CLI,
             )
             store.apply(

@@ -24,6 +24,7 @@ from clusters.models import Backend
 from configs.revisions import Actor
 from kubesim.fleet import demo_fleet
 from tests.integration.conftest import demo_pools, reference_config  # noqa: F401  (fixtures used below)
+from tests.quotas.confinement import label_rows_as_the_portal_does
 
 ACTOR = Actor(name="tester", source="cli")
 PASSWORD = "pw-for-tests-1"
@@ -49,6 +50,7 @@ def load_fleet(busy: dict[str, int] | None = None) -> None:
     pods = [pod_record(workload_pod(f"busy-{node}", node, gpus)) for node, gpus in (busy or {}).items()]
     for backend_id in Backend.objects.values_list("pk", flat=True):
         write_nodes(backend_id, records, PodIndex.build(pods), complete=True)
+        label_rows_as_the_portal_does(backend_id)  # the node-pool label pods select (docs/quotas.md)
 
 
 def workload_pod(name: str, node: str, gpus: int) -> dict:

@@ -86,6 +86,7 @@ def test_periodic_jobs_are_beats_schedule_and_one_failure_does_not_stop_the_othe
         "workflows-timeouts",
         "workflows-reaper",
         "quota-schedulers-resync",
+        "node-pool-labels",
         "quotas-admission",
         "machine-pools-reconcile",
     }

@@ -96,9 +96,16 @@ def kube_server() -> Iterator[EmulatorServer]:
         assert not server.emulator.internal_errors, list(server.emulator.internal_errors)
 
 
+DEFAULT_NODE_POOL = {"pool-portal/node-pool": "sim-default"}
+
+
 @pytest.fixture
 def backend(db, kube_server) -> Backend:
     store.apply("BACKEND", "sim", {"description": "simulated", "namespace": NAMESPACE, "api_url": kube_server.url}, CLI)
+    # The node-pool label the portal keeps on the nodes once its inventory has them (all in the Default here),
+    # which every pod it creates selects (docs/quotas.md, "Confinement"); these tests keep no inventory.
+    for node in kube_server.emulator.list("nodes"):
+        kube_server.emulator.patch("nodes", node["metadata"]["name"], {"metadata": {"labels": DEFAULT_NODE_POOL}})
     return Backend.objects.get(name="sim")
 
 

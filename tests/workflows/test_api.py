@@ -73,7 +73,9 @@ def test_dry_run_returns_resolved_pods_with_provenance_and_placement(pool, alice
     assert body["workflow_id"] is None and body["status"] == "DRY_RUN"
     task = body["tasks"][0]
     assert task["ok"] is True and task["pod"]["metadata"]["name"] == "dry-dry-run-t0"
-    assert task["pod"]["spec"]["nodeSelector"] == {"hive.openshift.io/machine-pool": "cpu"}
+    # as it would be created: confined to the node pool it is charged to (docs/quotas.md, "Confinement")
+    selector = {"hive.openshift.io/machine-pool": "cpu", "pool-portal/node-pool": "sim-default"}
+    assert task["pod"]["spec"]["nodeSelector"] == selector
     assert task["provenance"] and "placement" in task and "fits" in task["placement"]
     valid = api(alice).post(f"{SUBMIT}?validation_only=true", spec("valid"), format="json").json()
     assert valid["status"] == "VALID" and "pod" not in valid["tasks"][0]

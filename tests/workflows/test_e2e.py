@@ -46,7 +46,11 @@ def test_submit_runs_to_completion(redis_worker, watcher, kube_server, pool, ali
     labels = {**task.pod["metadata"]["labels"], "pool-portal/instance": "test-portal"}
     assert pod["metadata"]["labels"] == labels
     assert {key: pod["spec"][key] for key in task.pod["spec"]} == task.pod["spec"]  # the merged template, exactly
-    assert pod["spec"]["nodeSelector"] == {"hive.openshift.io/machine-pool": "cpu"}
+    # the platform's selector, and the node pool's that confines it (docs/quotas.md, "Confinement")
+    assert pod["spec"]["nodeSelector"] == {
+        "hive.openshift.io/machine-pool": "cpu",
+        "pool-portal/node-pool": "sim-default",
+    }
     drain_until(watcher, lambda: status_of(workflow) == "COMPLETED", timeout=20)
     task.refresh_from_db()
     assert (task.status, task.exit_code) == ("COMPLETED", 0) and task.node.startswith("cpu-node-")

@@ -34,7 +34,11 @@ def test_pod_is_the_stored_manifest_plus_the_instance_label(submitted, kube_serv
     stored = kube_server.emulator.get("pods", task.pod_name, NAMESPACE)
     assert stored["metadata"]["labels"] == expected["metadata"]["labels"]
     assert stored["spec"]["containers"] == task.pod["spec"]["containers"]
-    assert stored["spec"]["nodeSelector"] == {"hive.openshift.io/machine-pool": "cpu"}
+    # the platform's selector, and the node pool's the pod is confined to (docs/quotas.md, "Confinement")
+    assert stored["spec"]["nodeSelector"] == {
+        "hive.openshift.io/machine-pool": "cpu",
+        "pool-portal/node-pool": "sim-default",
+    }
     task.refresh_from_db()
     assert task.status == TaskStatus.WAITING and task.pod_uid == stored["metadata"]["uid"] and task.pod_created_at
     assert events(workflow) == [("t0", "SUBMITTED"), ("t0", "CREATED")]

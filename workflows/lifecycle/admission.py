@@ -28,6 +28,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from workflows import enqueue
+from workflows.admission_gate import confined
 from workflows.lifecycle.exits import RESCHEDULE, exit_action, next_attempt
 from workflows.lifecycle.transitions import PENDING, UNFINISHED, delete_later, record_event, transition
 from workflows.models import Task, TaskEvent, TaskStatus, Workflow, WorkflowPart, WorkflowStatus
@@ -59,10 +60,7 @@ def admitted_pod(
     }
     if annotations:
         metadata["annotations"] = {**(metadata.get("annotations") or {}), **annotations}
-    if node_selector:
-        spec = pod.setdefault("spec", {})
-        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **node_selector}
-    return pod
+    return confined(pod, node_selector)
 
 
 def admit(

@@ -12,6 +12,7 @@ from clusters.kube import pods
 from pools.engine.resolve import pod_name
 from portal.errors import PortalError
 from workflows import enqueue
+from workflows.admission_gate import carried_selector
 from workflows.lifecycle.transitions import (
     ACTIVE,
     PENDING,
@@ -109,7 +110,7 @@ def retry_pod(task: Task, retry: int, name: str) -> tuple[dict, str]:
     """The next attempt's pod (resolved again, with `WF_RETRY_ID` = `retry`) and a note for the event; the
     first attempt's pod under the new name when the task no longer resolves (its config changed since)."""
     try:
-        return resolve_retry(task.workflow, task, retry), ""
+        return carried_selector(resolve_retry(task.workflow, task, retry), task.pod), ""
     except PortalError as error:
         pod = copy.deepcopy(task.pod)
         pod.setdefault("metadata", {})["name"] = name

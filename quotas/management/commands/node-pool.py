@@ -52,8 +52,9 @@ class Command(PortalCommand):
             commitment = f"over: {','.join(row['overcommitted_resources'])}" if row["overcommitted"] else "fits"
             on_off = "on" if row["over_quota"] else "off"
             managed = "yes" if row["managed"] else "no"
+            nodes = f"{row['nodes']} EMPTY" if row["empty"] else row["nodes"]
             lines.append(
-                [row["name"], row["backend"], row["nodes"], *figures, on_off, managed, commitment, row["selector_text"]]
+                [row["name"], row["backend"], nodes, *figures, on_off, managed, commitment, row["selector_text"]]
             )
         self.table(headers, lines, right=frozenset({"NODES", "GPU", "CPU", "MEMORY"}))
         return None

@@ -200,6 +200,9 @@ class Command(PortalCommand):
         for key in ("project", "node_pool", "priority"):
             if data[key]:
                 self.stdout.write(f"{key.replace('_', ' ')}: {data[key]}")
+        if data["node_pool"]:
+            selector = ", ".join(f"{k}={v}" for k, v in data["node_selector"].items()) or "none"
+            self.stdout.write(f"confined to node pool {data['node_pool']}: its pods select {selector}")
         queue = data["queue"]
         if queue:
             self.stdout.write(f"waiting: {queue['reason']}")
@@ -307,6 +310,7 @@ def explanation(workflow) -> dict:
                 "status": workflow.status,
                 "project": workflow.project.name if workflow.project else None,
                 "node_pool": workflow.node_pool,
+                "node_selector": _lead_selector(workflow),  # the template's and the node pool's (confinement)
                 "priority": workflow.priority,
                 "submitted_at": workflow.created_at,
                 "admitted_at": workflow.admitted_at,
@@ -317,6 +321,11 @@ def explanation(workflow) -> dict:
             default=str,
         )
     )
+
+
+def _lead_selector(workflow) -> dict:
+    task = workflow.tasks.order_by("-lead", "id").only("pod").first()
+    return ((task.pod.get("spec") or {}).get("nodeSelector") or {}) if task else {}
 
 
 def _read(name: str) -> tuple[str, str]:
