@@ -11,6 +11,7 @@ class QuotasConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save, pre_save
 
+        from clusters.machinepools import node_labels as machine_pool_node_labels
         from clusters.models import Backend
         from clusters.signals import nodes_changed, nodes_deleted
         from configs import registry, revisions
@@ -38,6 +39,8 @@ class QuotasConfig(AppConfig):
         post_delete.connect(_team_deleted, sender=Project, dispatch_uid="quotas.project_deleted")
         pre_save.connect(_backend_saving, sender=Backend, dispatch_uid="quotas.backend_saving")
         admission_gate.register(AdmissionGate())
+        # a machine pool's new nodes come up with the node-pool label its confined pods select (quotas.md)
+        machine_pool_node_labels.install(charging.machine_pool_node_labels)
         from pools import platform_checks
         from quotas.services.confinement_checks import check_pools
 

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from django.db import transaction
 from django.utils import timezone
 
+from clusters.machinepools.node_labels import provisioned
 from clusters.machinepools.providers import Observed, Provider, ProviderError, differences, provider_for
 from clusters.machinepools.spec import MACHINEPOOL_LABEL
 from clusters.models import Backend, MachinePool, Node
@@ -135,7 +136,7 @@ def _drifts(provider: Provider, rows: list[MachinePool], held: dict[str, Observe
             continue
         if _edited(row) or (row.attempts > 0 and not row.last_answer.startswith("drifted")):
             continue
-        if diff := differences(row.spec(), current.spec, provider.fields):
+        if diff := differences(provisioned(row.spec(), row.backend_id), current.spec, provider.fields):
             drifts[row.name] = diff
     with transaction.atomic():
         for row in rows:
@@ -156,7 +157,7 @@ def _reconcile_one(
     if _refused_as_is(row, settings_at):
         outcome.failed.append(row.name)
         return
-    desired = row.spec()
+    desired = provisioned(row.spec(), row.backend_id)
     try:
         if current is None:
             current, answer = provider.create(desired), f"created at {provider.name}"

@@ -20,6 +20,7 @@ from django.db.models import Count
 from django.db.models.fields.json import KT
 
 from clusters.machinepools.instance_types import catalog
+from clusters.machinepools.node_labels import provisioned
 from clusters.machinepools.spec import MACHINEPOOL_LABEL, InstanceType, MachinePoolSpec
 from clusters.models import MachinePool, Node
 from pools.engine import EngineError
@@ -152,7 +153,8 @@ def growth(pool_ids: list[int], backend_ids: set[int]) -> dict[int, PoolGrowth]:
         for machine_pool, figures in shapes:
             if machine_pool.backend_id != platform.pool.backend_id:
                 continue
-            node = WouldBeNode(machine_pool.spec(), types.get(machine_pool.instance_type)).node_info()
+            spec = provisioned(machine_pool.spec(), machine_pool.backend_id)
+            node = WouldBeNode(spec, types.get(machine_pool.instance_type)).node_info()
             if evaluate(pod, node, check_resources=False).fits:
                 served.add(figures)
                 entry.total.add(figures)

@@ -27,6 +27,7 @@ from django.db.models.fields.json import KT
 
 from access import epoch
 from clusters.machinepools.instance_types import catalog
+from clusters.machinepools.node_labels import provisioned
 from clusters.machinepools.spec import MACHINEPOOL_LABEL
 from clusters.models import MachinePool, Node
 from clusters.signals import ALL
@@ -35,7 +36,8 @@ from pools.engine.placement import evaluate, place
 from pools.services.would_be import WouldBeNode
 
 SHAPES = 3  # the epoch's row id (access.epoch: 1 access, 2 quotas' charging)
-CONFIG_TYPES = {"POOL", "POD_TEMPLATE", "MACHINE_POOL", "BACKEND"}
+# NODE_POOL: a would-be node carries the node-pool label of the node pool that will claim it (node_labels)
+CONFIG_TYPES = {"POOL", "POD_TEMPLATE", "MACHINE_POOL", "BACKEND", "NODE_POOL"}
 _WOULD_BE = epoch.EpochCache(size=256, epoch=SHAPES)  # frozenset(backend ids) → [WouldBeNode]
 
 
@@ -165,7 +167,7 @@ def _growing(backend_ids: frozenset[int]) -> list[ScaleUp]:
     types = catalog()
     found = []
     for pool in pools:
-        spec, now = pool.spec(), counts.get(pool.name, 0)
+        spec, now = provisioned(pool.spec(), pool.backend_id), counts.get(pool.name, 0)
         if pool.name in starting or now < spec.most_nodes:
             node = WouldBeNode(spec, types.get(pool.instance_type), pool.backend_id)
             found.append(ScaleUp(node, now, starting.get(pool.name, "")))

@@ -20,10 +20,13 @@ As for the access caches: nothing is cached inside a transaction, and an entry l
 from __future__ import annotations
 
 from access import epoch
+from clusters.schedulers.kueue import NODE_POOL_LABEL
+from clusters.schedulers.tree import object_name
 from configs.models import ConfigType
 from pools.models import Pool
+from quotas.models import NodePool, SelectorKind
 from quotas.services.delegation import delegates
-from quotas.services.node_pools import charged_node_pool, is_managed, node_selector
+from quotas.services.node_pools import charged_node_pool, default_node_pool, is_managed, node_selector
 
 CHARGING = 2  # the epoch's row id (access.epoch: 1 is the access epoch)
 CONFIG_TYPES = {ConfigType.POOL, ConfigType.NODE_POOL, ConfigType.BACKEND}
@@ -50,3 +53,23 @@ def config_written(config_type: str, rows, actor) -> None:
     """configs.revisions listener."""
     if config_type in CONFIG_TYPES:
         changed()
+
+
+def machine_pool_node_labels(backend_id: int, labels: dict[str, str]) -> dict[str, str]:
+    """The node-pool label a machine pool's new nodes need to take the pods confined to their node pool
+    (clusters.machinepools.node_labels): none when a label node pool claims them by the machine pool's own
+    labels, else the Default's `pool-portal/node-pool` (a machine pool's nodes are never a platform node pool's
+    until they exist: then quotas.services.node_labels patches the label the claim says)."""
+    claims, default = _MACHINE_POOL_CLAIMS.lookup(backend_id, lambda: _claims(backend_id))
+    if any(labels.get(key) == value for key, value in claims):
+        return {}
+    return {NODE_POOL_LABEL: object_name(default)}
+
+
+def _claims(backend_id: int) -> tuple[tuple[tuple[str, str], ...], str]:
+    label_pools = NodePool.objects.filter(backend_id=backend_id, selector_kind=SelectorKind.LABEL)
+    return tuple(label_pools.values_list("label_key", "label_value")), default_node_pool(backend_id).name
+
+
+# backend id → (its label node pools' labels, its Default's name): moved by NODE_POOL and BACKEND revisions
+_MACHINE_POOL_CLAIMS = epoch.EpochCache(size=256, epoch=CHARGING)
