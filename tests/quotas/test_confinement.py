@@ -16,6 +16,8 @@ from __future__ import annotations
 import pytest
 
 from clusters import inventory
+from clusters.machinepools.node_labels import provisioned
+from clusters.machinepools.spec import MachinePoolSpec
 from clusters.models import Backend
 from configs import store
 from quotas.services import node_labels
@@ -126,3 +128,21 @@ def test_the_preview_and_explain_show_the_node_pool_constraint(db, django_captur
             "sim-default",
             {"pool-portal/node-pool": "sim-default"},
         )
+
+
+@pytest.mark.parametrize(
+    ("labels", "wanted"),
+    [
+        ({}, {"pool-portal/node-pool": "sim-default"}),  # its nodes will be the Default's
+        ({gc.GPU_PRODUCT_LABEL: gc.PRODUCTS["a100-40"]}, {}),  # a label node pool claims them by that label
+    ],
+    ids=["default", "label-node-pool"],
+)
+def test_a_machine_pool_s_nodes_come_up_with_their_node_pool_s_label(db, labels, wanted):
+    """What the provider is asked for and what a would-be node carries (clusters.machinepools.node_labels):
+    the confined pods' selector, so an autoscaler scales up for them from zero."""
+    with gc.cluster(v100=1, a100_40=1) as server:
+        gc.configure(server, ["v100", "a100-40"], carve=["a100-40"], unpinned=("any",))
+        backend = Backend.objects.get(name="sim")
+        spec = provisioned(MachinePoolSpec("spot", "g4dn.xlarge", labels=dict(labels)), backend.pk)
+        assert spec.labels == {**labels, **wanted}
