@@ -115,12 +115,30 @@ INT_MAX = 2**31 - 1
 
 class Int(Kind):
     """A whole number from `minimum` to `maximum` (INT_MAX unless the field is bounded tighter; docs/limits.md
-    lists every bound); `lowest` says what the minimum means (Int(-1, "none"): −1 for none)."""
+    lists every bound); `lowest` says what the minimum means (Int(-1, "none"): −1 for none). A bounded quantity
+    says its whole range in one sentence: `unit` (GiB, seconds), `why` (where the bounds come from) and `null`
+    (what null means, for a field that may be null)."""
 
-    def __init__(self, minimum: int, lowest: str = "", *, maximum: int = INT_MAX) -> None:
+    def __init__(
+        self, minimum: int, lowest: str = "", *, maximum: int = INT_MAX, unit: str = "", why: str = "", null: str = ""
+    ) -> None:
         self.minimum, self.lowest, self.maximum = minimum, lowest, maximum
+        self.unit, self.why, self.null = unit, why, null
+        if null:
+            self.nullable = True
+
+    def _ranged(self) -> bool:
+        return bool(self.unit or self.null)
+
+    def _range(self, empty: str) -> str:
+        null = f"{empty} ({self.null}) or " if self.null else ""
+        unit = f" of {self.unit}" if self.unit else ""
+        return f"must be {null}a whole number{unit} from {self.minimum} to {self.maximum}"
 
     def form_messages(self, label):
+        if self._ranged():
+            text = f"{label} {self._range('empty')}"
+            return {"invalid": text, "min_value": text, "max_value": text}
         lowest = str(self.minimum).replace("-", "\u2212")  # a minus sign, not a hyphen
         allowed = f"{lowest} for {self.lowest}" if self.lowest else f"{lowest} or more"
         text = f"{label} must be a whole number, {allowed}"
@@ -138,7 +156,15 @@ class Int(Kind):
         ]
 
     def parse(self, value, where):
-        if isinstance(value, bool) or not isinstance(value, int) or value < self.minimum:
+        if value is None and self.null:
+            return None
+        whole = not isinstance(value, bool) and isinstance(value, int)
+        if self._ranged():
+            if not whole or not self.minimum <= value <= self.maximum:
+                why = f" ({self.why})" if self.why else ""
+                raise ConfigError(f"{self._range('null')}{why}", field=where, value=value)
+            return value
+        if not whole or value < self.minimum:
             raise ConfigError(f"must be an integer ≥ {self.minimum}", field=where, value=value)
         if value > self.maximum:
             raise ConfigError(f"must be an integer from {self.minimum} to {self.maximum}", field=where, value=value)

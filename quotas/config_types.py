@@ -30,7 +30,7 @@ teams and pools, a department covering its projects, the Default's rules) are th
 from __future__ import annotations
 
 from configs.errors import ConfigError
-from configs.kinds import Bool, Kind, Reference, Text, reject_unknown
+from configs.kinds import Bool, Int, Kind, Reference, Text, reject_unknown
 from configs.models import ConfigType
 from configs.schema import Field, Schema
 from configs.validators import check_name, expect_mapping, expect_str
@@ -91,28 +91,10 @@ class Selector(Kind):
         return {}
 
 
-class Seconds(Kind):
+def seconds(bounds: tuple[int, int], meaning: str) -> Int:
     """Null (the settings' default) or whole seconds within `bounds`; the model declares the column."""
-
-    nullable = True
-
-    def __init__(self, bounds: tuple[int, int], meaning: str) -> None:
-        self.bounds, self.meaning = bounds, meaning
-
-    def parse(self, value, where):
-        low, high = self.bounds
-        if value is not None and (isinstance(value, bool) or not isinstance(value, int) or not low <= value <= high):
-            raise ConfigError(
-                f"must be null (the settings' default) or an integer from {low} to {high} seconds ({self.meaning})",
-                field=where,
-                value=value,
-            )
-        return value
-
-    def form_messages(self, label):
-        low, high = self.bounds
-        text = f"{label} must be empty (the settings' default) or a whole number of seconds from {low} to {high}"
-        return {"invalid": text, "min_value": text, "max_value": text}
+    low, high = bounds
+    return Int(low, maximum=high, unit="seconds", why=meaning, null="the settings' default")
 
 
 class Quotas(Kind):
@@ -207,13 +189,13 @@ NODE_POOL = Schema(
         Field("over_quota", Bool(), default=True, help="projects may borrow idle capacity beyond deserved"),
         Field(
             "admission_seconds",
-            Seconds(ADMISSION_SECONDS, "the periodic admission pass's period here"),
+            seconds(ADMISSION_SECONDS, "the periodic admission pass's period here"),
             default=None,
             help="seconds between periodic admission passes; empty: QUOTA_ADMISSION_SECONDS",
         ),
         Field(
             "min_runtime_seconds",
-            Seconds(MIN_RUNTIME_SECONDS, "reclaim never stops a workflow admitted more recently"),
+            seconds(MIN_RUNTIME_SECONDS, "reclaim never stops a workflow admitted more recently"),
             default=None,
             help="reclaim spares workflows admitted more recently; empty: QUOTA_MIN_RUNTIME_SECONDS",
         ),

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from decimal import Decimal, InvalidOperation
 
-from django.core.validators import MaxValueValidator, MinValueValidator
+from django.core.validators import MinValueValidator
 
 from clusters.machinepools.spec import CAPACITY_TYPE_LABEL, INSTANCE_TYPE_LABEL, MACHINEPOOL_LABEL
 from clusters.machinepools.syntax import label_key_problem, label_value_problem, taint_effect_problem
@@ -178,21 +178,4 @@ class DiskSize(Int):
     """The root volume in GiB, within ROSA's limits."""
 
     def __init__(self) -> None:
-        super().__init__(DISK_MIN_GIB, maximum=DISK_MAX_GIB)
-
-    def parse(self, value, where):
-        if isinstance(value, bool) or not isinstance(value, int) or not DISK_MIN_GIB <= value <= DISK_MAX_GIB:
-            raise ConfigError(
-                f"must be a whole number of GiB from {DISK_MIN_GIB} to {DISK_MAX_GIB} (ROSA's root volume limits)",
-                field=where,
-                value=value,
-            )
-        return value
-
-    def form_messages(self, label):
-        text = f"{label} must be a whole number of GiB from {DISK_MIN_GIB} to {DISK_MAX_GIB}"
-        return {"invalid": text, "min_value": text, "max_value": text}
-
-    def form_validators(self, label):
-        text = self.form_messages(label)["min_value"]
-        return [MinValueValidator(DISK_MIN_GIB, message=text), MaxValueValidator(DISK_MAX_GIB, message=text)]
+        super().__init__(DISK_MIN_GIB, maximum=DISK_MAX_GIB, unit="GiB", why="ROSA's root volume limits")

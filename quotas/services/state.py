@@ -26,6 +26,7 @@ from django.utils import timezone
 
 from pools.engine.admission import PassResult, PoolState, QueuedWorkflow, run_admission
 from pools.engine.borrowing import BorrowingView, borrowing_view
+from pools.engine.fairshare import KAI, SHRINK
 from pools.engine.quota_model import Quota as EngineQuota
 from pools.engine.quota_model import QuotaTree, Resources, TeamQuota
 from pools.engine.reclaim import RunningWorkflow
@@ -71,6 +72,8 @@ class NodePoolState:
     now: datetime = field(default_factory=timezone.now)
     min_runtime_seconds: int = 0
     gpu_model: str = ""  # "A100" when its GPU nodes are all one model (capacity.gpu_models)
+    # capacity below the guarantees: what the pages show is what admits here, the portal (SHRINK) or KAI
+    guarantee_rule: str = SHRINK
 
     @property
     def unassigned(self) -> list[Charged]:
@@ -84,6 +87,7 @@ class NodePoolState:
 
     def engine_state(self) -> PoolState:
         return PoolState(
+            guarantee_rule=self.guarantee_rule,
             name=self.node_pool.name,
             capacity=self.engine_capacity,
             tree=self.tree,
@@ -170,7 +174,7 @@ def states(
     now = now or timezone.now()
     caps = capacities(pools)
     models = gpu_models(pools)
-    trees, managed = _trees(pools)
+    trees, managed, kai = _trees(pools)
     charged = _charged([p.name for p in pools])
     found = {}
     for pool in pools:
@@ -182,6 +186,7 @@ def states(
             now=now,
             min_runtime_seconds=min_runtime_seconds,
             gpu_model=models[pool.pk],
+            guarantee_rule=KAI if pool.pk in kai else SHRINK,
         )
         for w in charged.get(pool.name, ()):
             (state.queued if w.status == WorkflowStatus.QUEUED else state.in_flight).append(w)
@@ -193,7 +198,8 @@ def state(node_pool: NodePool, **kwargs) -> NodePoolState:
     return states([node_pool], **kwargs)[node_pool.pk]
 
 
-def _trees(pools: list[NodePool]) -> tuple[dict[int, QuotaTree], set[int]]:
+def _trees(pools: list[NodePool]) -> tuple[dict[int, QuotaTree], set[int], set[int]]:
+    """Each node pool's quota tree, the node pools some quota manages, and those whose backend delegates to KAI."""
     rows = Quota.objects.filter(node_pool__in=pools).values_list(
         "node_pool_id",
         "resource",
@@ -205,29 +211,45 @@ def _trees(pools: list[NodePool]) -> tuple[dict[int, QuotaTree], set[int]]:
         "project__name",
         "project__priority",
         "project__department__name",
+        "department__created_at",
+        "project__created_at",
+        "node_pool__backend__quota_scheduler",
     )
     teams: dict[int, dict[tuple[str, str], dict]] = {p.pk: {} for p in pools}
     managed: set[int] = set()
-    for pool_id, resource, deserved, limit, weight, lend, dept, project, priority, project_dept in rows:
+    kai: set[int] = set()
+    for row in rows:
+        pool_id, resource, deserved, limit, weight, lend, dept, project, priority, project_dept = row[:10]
+        dept_created, project_created, scheduler = row[10:]
         if deserved > 0 or limit is not None:
             managed.add(pool_id)
+        if scheduler == "kai":
+            kai.add(pool_id)
         key = ("department", dept) if dept else ("project", project)
+        created = (dept_created or project_created).timestamp()  # a tie's leftover unit goes to the older team
         team = teams[pool_id].setdefault(
-            key, {"quotas": {}, "priority": priority or 0, "department": None if dept else project_dept}
+            key,
+            {"quotas": {}, "priority": priority or 0, "department": None if dept else project_dept, "created": created},
         )
         team["quotas"][resource] = EngineQuota(deserved=deserved, limit=limit, weight=weight, lend=lend)
     trees = {}
     for pool_id, by_team in teams.items():
         built = {
             kind: tuple(
-                TeamQuota(name=name, quotas=t["quotas"], priority=t["priority"], department=t["department"])
+                TeamQuota(
+                    name=name,
+                    quotas=t["quotas"],
+                    priority=t["priority"],
+                    department=t["department"],
+                    created=t["created"],
+                )
                 for (k, name), t in sorted(by_team.items())
                 if k == kind
             )
             for kind in ("department", "project")
         }
         trees[pool_id] = QuotaTree(departments=built["department"], projects=built["project"])
-    return trees, managed
+    return trees, managed, kai
 
 
 def _charged(names: list[str]) -> dict[str, list[Charged]]:

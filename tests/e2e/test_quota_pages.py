@@ -1,5 +1,6 @@
 """The quota pages in a real browser at 1440 px and 390 px: a researcher's pool page with a quota, the catalog
-and a queued workflow; the admin's fair-share page and admin home. No page-level horizontal scroll, no
+and a queued workflow; the admin's fair-share page, the quota grids (per node pool, and projects × node pools)
+and admin home. No page-level horizontal scroll, no
 script or resource errors. Screenshots go to var/screenshots/quota-*.png (printed)."""
 
 from __future__ import annotations
@@ -89,8 +90,10 @@ def test_quota_pages_fit_a_phone_and_a_desktop(page, new_page, live_server, carv
         (admin, "quota-fairshare-cpu", f"/admin/quotas/nodepool/{h100.pk}/fairshare/?resource=cpu", "#fairshare-chart"),
         (admin, "quota-admin-home", "/admin/", "#queues-growing"),
         (admin, "quota-grid", f"/admin/quotas/nodepool/{h100.pk}/quotas/", "#quota-totals"),
+        (admin, "quota-projects-grid", "/admin/quotas/nodepool/projects/", "#project-grid"),
     ]
-    ours_in_the_admin = {"quota-fairshare", "quota-fairshare-cpu", "quota-grid"}  # our content in Unfold's frame
+    # our content in Unfold's frame
+    ours_in_the_admin = {"quota-fairshare", "quota-fairshare-cpu", "quota-grid", "quota-projects-grid"}
     too_wide = {}
     for width in (PHONE, DESKTOP):
         for who, name, path, selector in pages:

@@ -84,7 +84,7 @@ def test_out_of_bounds_values_are_refused_whole(users, field, value, bounds):
     with pytest.raises(ConfigError) as refused:
         set_admission(**{field: value})
     assert (refused.value.field, refused.value.value) == (field, value)
-    assert f"must be null (the settings' default) or an integer {bounds} seconds" in refused.value.reason
+    assert f"must be null (the settings' default) or a whole number of seconds {bounds}" in refused.value.reason
     assert store.show("NODE_POOL", POOL) == before
 
 

@@ -16,9 +16,12 @@ from django.core.management import call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
+from pools.engine.admission import run_admission
 from pools.models import Pool
 from quotas.models import NodePool
 from quotas.services import delegation
+from quotas.services.quotas import set_quota
+from quotas.services.state import state
 from teams.models import Project
 from tests.factories import ProjectFactory, WorkflowFactory
 from tests.queries import assert_constant_queries
@@ -165,3 +168,28 @@ def test_explain_and_the_api_give_kais_message_for_a_workflow_it_has_not_started
     assert "scheduler (KAI): no status message on queue a100-speech yet" in explain(speech.workflow_id)
     running = pending(WorkflowStatus.RUNNING)
     assert '"queue": null' in explain(running.workflow_id, "--format", "json")
+
+
+def test_a_kai_backend_s_view_keeps_guarantees_whole_where_the_portal_shrinks_them(carved, kube_server):
+    """Capacity below the guarantees (issue #30, "over-subscription"): the portal's own admission shrinks them in
+    proportion; a backend delegated to KAI shows what KAI will do, every guarantee whole (docs/admission.md)."""
+    node_pool = NodePool.objects.get(name="h100")
+    capacity = state(node_pool).capacity["gpu"]
+    set_quota(None, "h100", "department", "research", "gpu", deserved=2 * capacity)
+    for project in ("vision", "speech"):
+        set_quota(None, "h100", "project", project, "gpu", deserved=capacity)
+        WorkflowFactory(
+            pool=Pool.objects.get(name="train"),
+            project=Project.objects.get(name=project),
+            node_pool="h100",
+            status=WorkflowStatus.QUEUED,
+            requests={"gpu": capacity, "cpu": 0, "memory": 0},
+        )
+
+    def guaranteed() -> dict[str, int]:
+        shares = run_admission(state(node_pool).engine_state()).shares["gpu"].projects
+        return {name: shares[name].deserved_part for name in ("speech", "vision")}
+
+    assert sum(guaranteed().values()) == capacity  # shrunk: half each
+    delegate(carved, "kai", kube_server)
+    assert guaranteed() == {"speech": capacity, "vision": capacity}  # KAI: setDeservedResource keeps them

@@ -14,7 +14,6 @@ import time
 import hypothesis
 import pytest
 import schemathesis
-from hypothesis import HealthCheck, Phase
 from rest_framework.test import APIClient
 from schemathesis.generation.hypothesis.builder import HypothesisTestConfig, HypothesisTestMode, create_test
 from schemathesis.specs.openapi.checks import (
@@ -26,7 +25,7 @@ from schemathesis.specs.openapi.checks import (
 from access.models import Role
 from configs import store
 from tests.factories import UserFactory
-from tests.security.test_api_fuzz import bearer, no_pod_creation, runs, wsgi_app  # noqa: F401  (a fixture)
+from tests.security.test_api_fuzz import bearer, no_pod_creation, openapi, runs, wsgi_app  # noqa: F401  (a fixture)
 from tests.workflows.conftest import CLI, spec
 
 CHECKS = [response_schema_conformance, content_type_conformance, response_headers_conformance]
@@ -89,15 +88,7 @@ def test_every_answer_conforms_to_the_schema(pool, alice):
     client.credentials(HTTP_AUTHORIZATION=researcher["Authorization"])
     workflow_id = client.post("/api/pool/batch/workflow", spec("conforming"), format="json").json()["workflow_id"]
     known = {"pool": "batch", "workflow_id": workflow_id, "name": "batch"}
-    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_app)
-    settings = hypothesis.settings(
-        derandomize=True,
-        database=None,
-        deadline=None,
-        phases=[Phase.explicit, Phase.generate],
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-    )
+    schema, settings = openapi(wsgi_app)
     failures: list[str] = []
     sent: dict[str, int] = {}
     started = time.monotonic()

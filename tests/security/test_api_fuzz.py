@@ -80,6 +80,21 @@ def runs(operation, known: dict[str, str]) -> list[tuple[Override, int]]:
     return [(Override(), CASES_PER_OPERATION // 2), (Override(path_parameters=pinned), CASES_PER_OPERATION)]
 
 
+def openapi(wsgi_app):
+    """The portal's OpenAPI schema as the app under test serves it, and hypothesis settings that replay the same
+    cases on every run (derandomized, no example database)."""
+    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_app)
+    settings = hypothesis.settings(
+        derandomize=True,
+        database=None,
+        deadline=None,
+        phases=[Phase.explicit, Phase.generate],
+        suppress_health_check=list(HealthCheck),
+        print_blob=False,
+    )
+    return schema, settings
+
+
 def bearer(user, *role_names: str) -> dict[str, str]:
     token = TokenFactory(user=user, roles=list(Role.objects.filter(name__in=role_names)))
     return {"Authorization": f"Bearer {token.secret}"}
@@ -94,15 +109,7 @@ def test_generated_requests_never_get_a_server_error(pool, alice):
     client.credentials(HTTP_AUTHORIZATION=researcher["Authorization"])
     workflow_id = client.post("/api/pool/batch/workflow", spec("fuzzed"), format="json").json()["workflow_id"]
     known = {"pool": "batch", "workflow_id": workflow_id}
-    schema = schemathesis.openapi.from_wsgi("/api/schema/?format=json", wsgi_app)
-    settings = hypothesis.settings(
-        derandomize=True,
-        database=None,
-        deadline=None,
-        phases=[Phase.explicit, Phase.generate],
-        suppress_health_check=list(HealthCheck),
-        print_blob=False,
-    )
+    schema, settings = openapi(wsgi_app)
     failures: list[str] = []
     sent: dict[str, int] = {}
     started = time.monotonic()

@@ -13,15 +13,12 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from access.services import roles
 from clusters.machinepools.kinds import MAX_REPLICAS
 from clusters.machinepools.presets import GPU_SPOT_POOL
 from configs import registry, store
 from configs.kinds import INT_MAX, Children, Group, Int
 from configs.models import Revision
 from configs.schema import Schema
-from tests.factories import UserFactory
-from tests.workflows.conftest import CLI, api
 
 CHILD = "child"  # the name given to a child object (a pool's platform) holding the field
 
@@ -58,6 +55,7 @@ def _machine_pool(path: str) -> dict:
 BASES = {
     "MACHINE_POOL": ("fuzz", _machine_pool),
     "POOL": ("batch", lambda path: store.show("POOL", "batch")),
+    "NODE_POOL": ("sim-default", lambda path: store.show("NODE_POOL", "sim-default")),  # the backend's Default
 }
 FIELDS = sorted(
     (handler.config_type, path, kind)
@@ -79,18 +77,11 @@ def with_value(body: dict, path: str, value: int) -> dict:
     return body
 
 
-@pytest.fixture
-def admin(pool):
-    roles.ensure_builtin_roles()
-    user = UserFactory(username="platform-admin")
-    roles.update_user_roles(user, add=["osmo-admin"], actor=CLI)
-    return api(user)
-
-
 def test_the_walk_finds_the_known_int_fields_and_every_type_with_one_has_a_base():
     paths = {(config_type, path) for config_type, path, _ in FIELDS}
     assert {("MACHINE_POOL", "replicas"), ("MACHINE_POOL", "autoscaling.max_replicas")} <= paths
     assert ("POOL", "resources.gpu.guarantee") in paths
+    assert {("NODE_POOL", "admission_seconds"), ("NODE_POOL", "min_runtime_seconds")} <= paths
     assert {config_type for config_type, _, _ in FIELDS} <= BASES.keys()
     assert all(kind.maximum <= INT_MAX for _, _, kind in FIELDS)  # none is unbounded
 

@@ -13,10 +13,8 @@ import yaml
 from django.core.management import call_command
 from django.test import Client
 
-from access.services import roles
 from portal.docfiles import DocumentError
-from tests.factories import UserFactory
-from tests.workflows.conftest import CLI, api, spec
+from tests.workflows.conftest import api, spec
 from workflows.errors import InvalidSpec
 from workflows.models import Workflow
 
@@ -49,14 +47,6 @@ def refusal(client, body, *, url: str = VALIDATE, code: str = "invalid_spec", **
 @pytest.fixture
 def client(pool, alice):
     return api(alice)
-
-
-@pytest.fixture
-def admin(pool):
-    roles.ensure_builtin_roles()
-    user = UserFactory(username="platform-admin")
-    roles.update_user_roles(user, add=["osmo-admin"], actor=CLI)
-    return api(user)
 
 
 def test_a_valid_spec_passes_the_limits(client):

@@ -13,12 +13,11 @@ import pytest
 from django.test import Client
 from django.utils.html import escape
 
-from access.services import roles
 from configs import store
 from pools.models import PodTemplate, ResourceValidation
-from tests.factories import PodTemplateFactory, UserFactory
+from tests.factories import PodTemplateFactory
 from tests.security.template_bombs import SPEC, TEMPLATE_BOMBS, TemplateBomb, reason
-from tests.workflows.conftest import CLI, api
+from tests.workflows.conftest import api
 from workflows.models import Task, Workflow
 
 SUBMIT = "/api/pool/batch/workflow"
@@ -30,14 +29,6 @@ def assert_value(bomb: TemplateBomb, value: object) -> None:
 
 def assert_nothing_stored() -> None:
     assert not Workflow.objects.exists() and not Task.objects.exists()
-
-
-@pytest.fixture
-def admin(pool):
-    roles.ensure_builtin_roles()
-    user = UserFactory(username="platform-admin")
-    roles.update_user_roles(user, add=["osmo-admin"], actor=CLI)
-    return api(user)
 
 
 def test_an_ordinary_expression_in_the_same_spec_is_accepted(pool, alice):
