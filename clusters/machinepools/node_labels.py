@@ -14,20 +14,27 @@ from collections.abc import Callable
 
 from clusters.machinepools.spec import MachinePoolSpec
 
-# (backend id, the machine pool's own labels) → labels to add; installed by an app above in its ready()
-_ADDERS: list[Callable[[int, dict[str, str]], dict[str, str]]] = []
+# backend id → a rule: (a machine pool's own labels) → labels to add; installed by an app above in its ready().
+# A rule is asked for once per backend and call (`memo`), so a page or a pass over many machine pools does not
+# query per machine pool.
+Rule = Callable[[dict[str, str]], dict[str, str]]
+_ADDERS: list[Callable[[int], Rule]] = []
 
 
-def install(adder: Callable[[int, dict[str, str]], dict[str, str]]) -> None:
+def install(adder: Callable[[int], Rule]) -> None:
     if adder not in _ADDERS:
         _ADDERS.append(adder)
 
 
-def provisioned(spec: MachinePoolSpec, backend_id: int) -> MachinePoolSpec:
-    """`spec` with the labels its nodes come up with (the added ones win: their keys are the portal's)."""
+def provisioned(spec: MachinePoolSpec, backend_id: int, memo: dict[int, list[Rule]] | None = None) -> MachinePoolSpec:
+    """`spec` with the labels its nodes come up with (the added ones win: their keys are the portal's). Pass one
+    `memo` dict for all the machine pools of a loop."""
+    memo = {} if memo is None else memo
+    if backend_id not in memo:
+        memo[backend_id] = [adder(backend_id) for adder in _ADDERS]
     added: dict[str, str] = {}
-    for adder in _ADDERS:
-        added.update(adder(backend_id, dict(spec.labels)))
+    for rule in memo[backend_id]:
+        added.update(rule(dict(spec.labels)))
     if not added:
         return spec
     return dataclasses.replace(spec, labels={**spec.labels, **added})

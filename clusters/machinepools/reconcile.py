@@ -99,10 +99,11 @@ def _pass(provider: Provider, backend: Backend, rows: list[MachinePool], outcome
         _record_all(rows, error, outcome)
         return
     nodes = _inventory_counts(backend)
-    drifts = _drifts(provider, rows, held, backend.updated_at)
+    labels: dict = {}  # the node labels added to every row's spec, asked once for the pass (node_labels)
+    drifts = _drifts(provider, rows, held, backend.updated_at, labels)
     for row in rows:
         _reconcile_one(
-            provider, row, held.pop(row.name, None), nodes, outcome, drifts.get(row.name), backend.updated_at
+            provider, row, held.pop(row.name, None), nodes, outcome, drifts.get(row.name), backend.updated_at, labels
         )
     for name, current in sorted(held.items()):
         if current.managed:  # the portal made it and its row is gone
@@ -125,7 +126,9 @@ def _refused_as_is(row: MachinePool, settings_at) -> bool:
     return row.state == State.FAILED and not _edited(row) and settings_at <= row.last_answer_at
 
 
-def _drifts(provider: Provider, rows: list[MachinePool], held: dict[str, Observed], settings_at) -> dict[str, list]:
+def _drifts(
+    provider: Provider, rows: list[MachinePool], held: dict[str, Observed], settings_at, labels: dict
+) -> dict[str, list]:
     """Pools the provider holds otherwise than the portal left them: shown `drifted` at once (one transaction),
     before the pass corrects them. A difference is the portal's own edit when the row changed since the
     provider's last answer, or since the last pass that got through (a failed pass answered too)."""
@@ -136,7 +139,7 @@ def _drifts(provider: Provider, rows: list[MachinePool], held: dict[str, Observe
             continue
         if _edited(row) or (row.attempts > 0 and not row.last_answer.startswith("drifted")):
             continue
-        if diff := differences(provisioned(row.spec(), row.backend_id), current.spec, provider.fields):
+        if diff := differences(provisioned(row.spec(), row.backend_id, labels), current.spec, provider.fields):
             drifts[row.name] = diff
     with transaction.atomic():
         for row in rows:
@@ -153,11 +156,12 @@ def _reconcile_one(
     outcome: Outcome,
     drift: list[str] | None,
     settings_at,
+    labels: dict,
 ) -> None:
     if _refused_as_is(row, settings_at):
         outcome.failed.append(row.name)
         return
-    desired = provisioned(row.spec(), row.backend_id)
+    desired = provisioned(row.spec(), row.backend_id, labels)
     try:
         if current is None:
             current, answer = provider.create(desired), f"created at {provider.name}"

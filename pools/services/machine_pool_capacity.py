@@ -142,6 +142,11 @@ def growth(pool_ids: list[int], backend_ids: set[int]) -> dict[int, PoolGrowth]:
         (m, _figures(m.spec(), types.get(m.instance_type), nodes_now.get((m.backend_id, m.name), 0)))
         for m in machine_pools
     ]
+    labels: dict = {}  # what a node of each backend's machine pools comes up with (node_labels), asked once
+    would_be = {
+        m.pk: WouldBeNode(provisioned(m.spec(), m.backend_id, labels), types.get(m.instance_type)).node_info()
+        for m in machine_pools
+    }
     platforms = Platform.objects.filter(pool_id__in=pool_ids).select_related("pool").order_by("name")
     for platform in platforms:
         try:
@@ -153,9 +158,7 @@ def growth(pool_ids: list[int], backend_ids: set[int]) -> dict[int, PoolGrowth]:
         for machine_pool, figures in shapes:
             if machine_pool.backend_id != platform.pool.backend_id:
                 continue
-            spec = provisioned(machine_pool.spec(), machine_pool.backend_id)
-            node = WouldBeNode(spec, types.get(machine_pool.instance_type)).node_info()
-            if evaluate(pod, node, check_resources=False).fits:
+            if evaluate(pod, would_be[machine_pool.pk], check_resources=False).fits:
                 served.add(figures)
                 entry.total.add(figures)
     return found

@@ -165,9 +165,9 @@ def _growing(backend_ids: frozenset[int]) -> list[ScaleUp]:
         if not ready:
             starting.setdefault(pool_name, node_name)
     types = catalog()
-    found = []
+    found, labels = [], {}
     for pool in pools:
-        spec, now = provisioned(pool.spec(), pool.backend_id), counts.get(pool.name, 0)
+        spec, now = provisioned(pool.spec(), pool.backend_id, labels), counts.get(pool.name, 0)
         if pool.name in starting or now < spec.most_nodes:
             node = WouldBeNode(spec, types.get(pool.instance_type), pool.backend_id)
             found.append(ScaleUp(node, now, starting.get(pool.name, "")))

@@ -55,15 +55,19 @@ def config_written(config_type: str, rows, actor) -> None:
         changed()
 
 
-def machine_pool_node_labels(backend_id: int, labels: dict[str, str]) -> dict[str, str]:
-    """The node-pool label a machine pool's new nodes need to take the pods confined to their node pool
-    (clusters.machinepools.node_labels): none when a label node pool claims them by the machine pool's own
-    labels, else the Default's `pool-portal/node-pool` (a machine pool's nodes are never a platform node pool's
-    until they exist: then quotas.services.node_labels patches the label the claim says)."""
+def machine_pool_node_labels(backend_id: int):
+    """The rule for the node-pool label a machine pool of the backend needs on its new nodes to take the pods
+    confined to their node pool (clusters.machinepools.node_labels): none when a label node pool claims them by
+    the machine pool's own labels, else the Default's `pool-portal/node-pool` (a machine pool's nodes are never a
+    platform node pool's until they exist: then quotas.services.node_labels patches the label the claim says)."""
     claims, default = _MACHINE_POOL_CLAIMS.lookup(backend_id, lambda: _claims(backend_id))
-    if any(labels.get(key) == value for key, value in claims):
-        return {}
-    return {NODE_POOL_LABEL: object_name(default)}
+
+    def added(labels: dict[str, str]) -> dict[str, str]:
+        if any(labels.get(key) == value for key, value in claims):
+            return {}
+        return {NODE_POOL_LABEL: object_name(default)}
+
+    return added
 
 
 def _claims(backend_id: int) -> tuple[tuple[tuple[str, str], ...], str]:

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from django.db.models.fields.json import KT
+
 from clusters.config_handlers import backend_of
 from clusters.models import Backend, Node
 from configs.errors import ConfigError
@@ -111,7 +113,9 @@ def _check_overlap(doc: Doc, backend: Backend) -> None:
     selector, others = doc.selector, NodePool.objects.filter(backend=backend).exclude(name=doc.name)
     if selector["kind"] == SelectorKind.LABEL:
         same = others.filter(label_key=selector["key"], label_value=selector["value"], selector_kind="label")
-        nodes = Node.objects.filter(backend=backend, labels__contains={selector["key"]: selector["value"]})
+        # a key transform, not `labels__contains`: JSON containment is PostgreSQL's, and make dev runs on SQLite
+        carrying = KT(f"labels__{selector['key']}")
+        nodes = Node.objects.filter(backend=backend).annotate(carried=carrying).filter(carried=selector["value"])
     else:
         same = others.filter(pool_name=selector["pool"], platform_name=selector["platform"], selector_kind="platform")
         nodes = Node.objects.filter(

@@ -8,8 +8,9 @@ import re
 
 import pytest
 
-from clusters.models import Backend
+from clusters.models import Backend, Node
 from kubesim import EmulatorServer
+from quotas.services.node_pools import NODE_POOL_LABEL
 from tests.e2e.looks import DESKTOP, PHONE, collect_failures, shoot
 from tests.e2e.test_submit_preview import sign_in
 from tests.integration.conftest import demo_pools, reference_config  # noqa: F401  (fixtures)
@@ -22,9 +23,14 @@ from workflows.models import TaskStatus, Workflow
 LINES = "#log-lines .log-line"
 
 
-def running_workflow(world, cluster_url: str) -> Workflow:
+def running_workflow(world, cluster) -> Workflow:
     """Submitted through the page to a cluster whose kubelet runs it for an hour; the portal has seen it run."""
-    Backend.objects.update(api_url=cluster_url)
+    Backend.objects.update(api_url=cluster.url)
+    # the cluster stands in for the one the portal synced: its nodes carry the node-pool labels the portal put on
+    # them (docs/quotas.md#confinement), which confine the pod
+    for name, labels in Node.objects.filter(backend__pools__name=TRAINING).values_list("name", "labels"):
+        if NODE_POOL_LABEL in labels:
+            cluster.emulator.patch("nodes", name, {"metadata": {"labels": {NODE_POOL_LABEL: labels[NODE_POOL_LABEL]}}})
     submitted = world.client(world.researcher).post(f"/pools/{TRAINING}/submit/", {"spec": SPEC, "priority": "NORMAL"})
     assert submitted.status_code == 302
     workflow = Workflow.objects.get()
@@ -49,7 +55,7 @@ def test_a_running_workflow_follows_its_log_and_ticks(page, live_server, demo_wo
     with EmulatorServer(
         host="127.0.0.1", port=0, fleet="demo", kubelet={"start_delay": 0, "run_seconds": 3600}
     ) as cluster:
-        workflow = running_workflow(demo_world, cluster.url)
+        workflow = running_workflow(demo_world, cluster)
         url = f"{base}/workflows/{workflow.workflow_id}/"
         failures = collect_failures(page)
         page.set_viewport_size({"width": DESKTOP, "height": 900})

@@ -38,6 +38,14 @@ CLI = Actor(name="tester", source="cli")
 OCM_CLUSTER, OCM_TOKEN = "2f8k3m9q1w7e5r4t", "ocm-offline-token"
 NAMESPACE = "research-jobs"
 MACHINEPOOL = "node.kubernetes.io/machinepool"
+NODE_POOL = "pool-portal/node-pool"  # every pod is confined to its node pool: here the backend's Default
+
+
+def in_default(backend: Backend, selector: dict) -> dict:
+    """A pod's nodeSelector: the platform's own, and the confinement to the backend's Default node pool."""
+    return {**selector, NODE_POOL: f"{backend.name}-default"}
+
+
 SPOT_NOTICE_SECONDS = 0.3
 FAST = {
     "boot_seconds": 0.2,

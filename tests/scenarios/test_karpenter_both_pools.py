@@ -18,7 +18,7 @@ from pools.services.preview import PreviewRequest, preview
 from tests.clirun import run_as_cli
 from workflows.models import WorkflowStatus
 
-from .conftest import CLI, MACHINEPOOL, converge, job, pod, pool_nodes, research_pool
+from .conftest import CLI, MACHINEPOOL, converge, in_default, job, pod, pool_nodes, research_pool
 
 COMPUTE = {  # seed 004, "Both Pools": the additional pool
     "instance_type": "c5.2xlarge",
@@ -90,7 +90,9 @@ def test_both_pools_on_karpenter_scale_from_zero_and_run_their_tasks(karpenter, 
         assert task.node == node.name and task.retry_id == 0
         assert node.labels[MACHINEPOOL] == machine_pool
         assert node.labels["node.kubernetes.io/instance-type"] == instance
-        assert pod(karpenter, task.pod_name)["spec"]["nodeSelector"] == {MACHINEPOOL: machine_pool}
+        assert pod(karpenter, task.pod_name)["spec"]["nodeSelector"] == in_default(
+            karpenter, {MACHINEPOOL: machine_pool}
+        )
     (gpu_node,) = pool_nodes(karpenter, NODEPOOL, gpu_name)
     assert gpu_node.labels["karpenter.sh/capacity-type"] == "spot" and gpu_node.labels["node-type"] == "gpu"
     assert {t["key"] for t in gpu_node.taints} == {"nvidia.com/gpu", "spot"}

@@ -16,7 +16,7 @@ from pools.services.preview import PreviewRequest, preview
 from tests.polling import wait_until
 from workflows.models import TaskEvent, WorkflowStatus
 
-from .conftest import CLI, MACHINEPOOL, OCM_CLUSTER, converge, job, pod, pods, pool_nodes, research_pool
+from .conftest import CLI, MACHINEPOOL, OCM_CLUSTER, converge, in_default, job, pod, pods, pool_nodes, research_pool
 
 BATCH_WORKERS = {  # seed 004, "Basic Additional Pool"
     "instance_type": "m5.2xlarge",
@@ -74,7 +74,7 @@ def test_basic_additional_pool_runs_the_batch_job_on_its_nodes(
     task = workflow.tasks.get()
     assert task.node in {n.name for n in nodes}
     spec = pod(rosa, task.pod_name)["spec"]
-    assert spec["nodeSelector"] == {MACHINEPOOL: "batch-workers"}  # the seed's batch Job, as the platform writes it
+    assert spec["nodeSelector"] == in_default(rosa, {MACHINEPOOL: "batch-workers"})  # the seed's batch Job, confined
     assert {"key": "workload-type", "operator": "Equal", "value": "batch", "effect": "NoSchedule"} in spec[
         "tolerations"
     ]
@@ -124,7 +124,7 @@ def test_gpu_spot_pool_scales_from_zero_and_a_spot_interruption_reschedules_the_
     assert node.labels["node.kubernetes.io/capacity-type"] == "spot"
     assert node.labels["node.kubernetes.io/instance-type"] == "p3.2xlarge"
     spec = pod(rosa, first_pod)["spec"]
-    assert spec["nodeSelector"] == {MACHINEPOOL: "ml-training"}
+    assert spec["nodeSelector"] == in_default(rosa, {MACHINEPOOL: "ml-training"})
     assert spec["containers"][0]["resources"]["limits"]["nvidia.com/gpu"] in (1, "1")
     assert {"key": "nvidia.com/gpu", "operator": "Equal", "value": "true", "effect": "NoSchedule"} in spec[
         "tolerations"

@@ -24,6 +24,7 @@ def test_a_pool_becomes_a_nodepool_the_portal_manages(karpenter, cloud):
     assert spec["template"]["metadata"]["labels"] == {
         "node.kubernetes.io/machinepool": "ml-training",
         "workload-type": "ml-training",
+        "pool-portal/node-pool": "eks-prod-default",  # its nodes take the pods confined to the Default
     }
     assert spec["template"]["spec"] == {
         "requirements": [

@@ -26,7 +26,11 @@ def test_pools_are_created_with_ocm_field_names(rosa, cloud):
     gpu = held["ml-training"]
     assert gpu["instance_type"] == "g4dn.xlarge"
     assert gpu["autoscaling"] == {"min_replicas": 0, "max_replicas": 3} and "replicas" not in gpu
-    assert gpu["labels"] == {"workload-type": "ml-training", "app.kubernetes.io/managed-by": "pool-portal"}
+    assert gpu["labels"] == {
+        "workload-type": "ml-training",
+        "app.kubernetes.io/managed-by": "pool-portal",
+        "pool-portal/node-pool": "rosa-prod-default",  # its nodes take the pods confined to the Default
+    }
     assert gpu["taints"] == GPU_TAINTS
     assert gpu["aws"] == {"spot_market_options": {"max_price": 0.5}}
     assert gpu["root_volume"] == {"aws": {"size": 200}}
@@ -56,7 +60,8 @@ def test_an_edit_in_the_portal_updates_the_pool_and_a_deleted_row_deletes_it(ros
     pool.refresh_from_db()
     assert pool.last_answer == (
         "updated at rosa: max_replicas: provider 3, portal 5; "
-        "labels: provider {'workload-type': 'ml-training'}, portal {'workload-type': 'training'}"
+        "labels: provider {'workload-type': 'ml-training', 'pool-portal/node-pool': 'rosa-prod-default'}, "
+        "portal {'workload-type': 'training', 'pool-portal/node-pool': 'rosa-prod-default'}"
     )
 
 
