@@ -8,26 +8,20 @@ import datetime
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from tests.migrations.migrating import migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 BEFORE = ("configs", "0001_initial")
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    executor.loader.build_graph()
-    return executor.loader.project_state(targets).apps
-
-
 @pytest.fixture
 def before_changes():
     latest = MigrationExecutor(connection).loader.graph.leaf_nodes()
     try:
-        yield _migrate([BEFORE]), latest
+        yield migrate([BEFORE]), latest
     finally:
-        _migrate(latest)
+        migrate(latest)
 
 
 def test_existing_revisions_become_changes_of_their_type(before_changes):
@@ -42,7 +36,7 @@ def test_existing_revisions_become_changes_of_their_type(before_changes):
         )
         Revision.objects.filter(pk=row.pk).update(created_at=start + datetime.timedelta(minutes=minute))
 
-    apps = _migrate(latest)
+    apps = migrate(latest)
 
     Change = apps.get_model("configs", "Change")
     rows = Change.objects.order_by("created_at")

@@ -11,26 +11,20 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
+from tests.migrations.migrating import migrate
 
 BEFORE = ("workflows", "0008_task_interruptions")
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    executor.loader.build_graph()
-    return executor.loader.project_state(targets).apps
-
-
 @pytest.fixture
 def before_parts():
     latest = MigrationExecutor(connection).loader.graph.leaf_nodes()
     try:
-        yield _migrate([node for node in latest if node[0] != "workflows"] + [BEFORE]), latest
+        yield migrate([node for node in latest if node[0] != "workflows"] + [BEFORE]), latest
     finally:
-        _migrate(latest)
+        migrate(latest)
 
 
 def test_charged_workflows_become_one_part_each_with_their_tasks_charged(before_parts):
@@ -58,7 +52,7 @@ def test_charged_workflows_become_one_part_each_with_their_tasks_charged(before_
         for task in ("a", "b"):
             Task.objects.create(workflow=workflow, name=task, group_name=task, platform="p", pod_name=f"{name}-{task}")
 
-    apps = _migrate(latest)
+    apps = migrate(latest)
     Part, Task = apps.get_model("workflows", "WorkflowPart"), apps.get_model("workflows", "Task")
     parts = {p.workflow.workflow_id: p for p in Part.objects.select_related("workflow")}
     assert set(parts) == {"running-1", "queued-1", "done-1"}  # charged nowhere: no part
