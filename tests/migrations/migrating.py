@@ -12,3 +12,8 @@ def migrate(targets):
     executor.migrate(targets)
     executor.loader.build_graph()
     return executor.loader.project_state(targets).apps
+
+
+def leaves() -> list[tuple[str, str]]:
+    """The latest migration of every app (where to migrate back to)."""
+    return MigrationExecutor(connection).loader.graph.leaf_nodes()

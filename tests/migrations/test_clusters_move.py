@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 from django.db import IntegrityError, connection, transaction
 from django.db.migrations.executor import MigrationExecutor
+from tests.migrations.migrating import leaves, migrate
 
 BEFORE = ("pools", "0003_encrypted_backend_secrets")
 MOVED_APPS = ("pools", "clusters")
@@ -19,25 +20,14 @@ BUILT_ON_CLUSTERS = ("quotas",)  # their migrations depend on clusters': unappli
 pytestmark = pytest.mark.django_db(transaction=True)
 
 
-def _leaves() -> list[tuple[str, str]]:
-    return MigrationExecutor(connection).loader.graph.leaf_nodes()
-
-
-def _migrate(targets):
-    executor = MigrationExecutor(connection)
-    executor.migrate(targets)
-    executor.loader.build_graph()  # what is applied now
-    return executor.loader.project_state(targets).apps
-
-
 @pytest.fixture
 def before_the_move():
-    latest = _leaves()
+    latest = leaves()
     before = [node for node in latest if node[0] not in (*MOVED_APPS, *BUILT_ON_CLUSTERS)] + [BEFORE]
     try:
-        yield _migrate(before), latest
+        yield migrate(before), latest
     finally:
-        _migrate(latest)  # whatever happened: the next test finds the current schema
+        migrate(latest)  # whatever happened: the next test finds the current schema
 
 
 def _fill(apps) -> dict:
@@ -67,7 +57,7 @@ def test_backends_nodes_and_memberships_survive_the_move(before_the_move):
     old_apps, latest = before_the_move
     ids = _fill(old_apps)
 
-    apps = _migrate(latest)
+    apps = migrate(latest)
 
     Backend, Node = apps.get_model("clusters", "Backend"), apps.get_model("clusters", "Node")
     Pool, Platform = apps.get_model("pools", "Pool"), apps.get_model("pools", "Platform")
@@ -97,7 +87,7 @@ def test_the_database_enforces_the_foreign_keys_to_the_renamed_tables(before_the
     old_apps, latest = before_the_move
     _fill(old_apps)
 
-    _migrate(latest)
+    migrate(latest)
 
     with connection.cursor() as cursor:
         targets = {(table, column): constraint["foreign_key"]

@@ -8,7 +8,7 @@ import datetime
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
-from tests.migrations.migrating import migrate
+from tests.migrations.migrating import leaves, migrate
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
@@ -17,7 +17,7 @@ BEFORE = ("configs", "0001_initial")
 
 @pytest.fixture
 def before_changes():
-    latest = MigrationExecutor(connection).loader.graph.leaf_nodes()
+    latest = leaves()
     try:
         yield migrate([BEFORE]), latest
     finally:

@@ -11,7 +11,7 @@ from datetime import UTC, datetime
 import pytest
 from django.db import connection
 from django.db.migrations.executor import MigrationExecutor
-from tests.migrations.migrating import migrate
+from tests.migrations.migrating import leaves, migrate
 
 BEFORE = ("workflows", "0008_task_interruptions")
 
@@ -20,7 +20,7 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 @pytest.fixture
 def before_parts():
-    latest = MigrationExecutor(connection).loader.graph.leaf_nodes()
+    latest = leaves()
     try:
         yield migrate([node for node in latest if node[0] != "workflows"] + [BEFORE]), latest
     finally:
