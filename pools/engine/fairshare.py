@@ -83,7 +83,8 @@ class Share:
 @dataclass(frozen=True)
 class FairShare:
     """One resource of one node pool: every department's and project's share; `unassigned` is what nobody
-    asked for (capacity − Σ department shares)."""
+    asked for (capacity − Σ department shares, never below 0: under KAI's rule the shares of an over-committed
+    node pool add up to more than its capacity, and KAI then reports nothing left, not a debt)."""
 
     resource: str
     capacity: int
@@ -95,7 +96,7 @@ class FairShare:
 
     @property
     def unassigned(self) -> int:
-        return self.capacity - sum(s.fair_share for s in self.departments.values())
+        return max(0, self.capacity - sum(s.fair_share for s in self.departments.values()))
 
     @property
     def over_committed(self) -> bool:
