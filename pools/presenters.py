@@ -23,6 +23,11 @@ class TaskPreview:
     problems: list[str]
     warnings: list[str]
     scale_ups: dict[str, str]  # would-be node (scale from zero) that would take it → what the machine pool adds
+    confinement: dict | None = None  # {"node_pool", "node_selector"} the portal adds (pools.confinement)
+
+    @property
+    def confinement_selector(self) -> str:
+        return ", ".join(f"{k}={v}" for k, v in ((self.confinement or {}).get("node_selector") or {}).items())
 
     @property
     def fits_now(self) -> list[str]:
@@ -75,4 +80,5 @@ def task_preview(task: dict) -> TaskPreview:
         problems=problems,
         warnings=list(task.get("warnings") or []),
         scale_ups={node: would_be[node] for node in fits if node in would_be},
+        confinement=task.get("confinement"),
     )

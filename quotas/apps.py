@@ -45,6 +45,10 @@ class QuotasConfig(AppConfig):
         from quotas.services.confinement_checks import check_pools
 
         platform_checks.register(check_pools)  # a platform contradicting its node pool is refused at save
+        from pools import confinement
+        from quotas.services.confiner import PortalConfiner
+
+        confinement.install(PortalConfiner())  # the placement command and the admin's preview show confinement
         workflow_finished.connect(_workflow_finished, dispatch_uid="quotas.workflow_finished")
 
 

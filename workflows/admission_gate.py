@@ -26,10 +26,11 @@ workflow's `explain` and API detail ask it, never a list.
 
 from __future__ import annotations
 
-import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
+
+from pools import confinement
 
 
 @dataclass(frozen=True)
@@ -49,42 +50,12 @@ class TaskAsk:
     requests: dict[str, int]
 
 
-CONFINED_ANNOTATION = "pool-portal/node-pool-selector"  # the selector `confined` merged in, as JSON
-
-
-def confined(pod: dict, node_selector: dict | None) -> dict:
-    """`pod` (changed in place) with the node pool's nodeSelector merged in, its keys winning, and recorded in
-    the annotation CONFINED_ANNOTATION so that a retry, resolved afresh, is confined the same way."""
-    if node_selector:
-        spec = pod.setdefault("spec", {})
-        spec["nodeSelector"] = {**(spec.get("nodeSelector") or {}), **node_selector}
-        metadata = pod.setdefault("metadata", {})
-        annotations = metadata.get("annotations") or {}
-        metadata["annotations"] = {**annotations, CONFINED_ANNOTATION: json.dumps(node_selector, sort_keys=True)}
-    return pod
-
-
-def carried_selector(fresh: dict, previous: dict) -> dict:
-    """`fresh` (a task's next attempt, resolved again: changed in place) confined as the `previous` attempt was:
-    the node pool the workflow was charged to still holds it."""
-    recorded = ((previous.get("metadata") or {}).get("annotations") or {}).get(CONFINED_ANNOTATION)
-    try:
-        selector = json.loads(recorded) if recorded else {}
-    except ValueError:
-        selector = {}
-    return confined(fresh, selector if isinstance(selector, dict) else {})
-
-
 def named_reasons(placement: dict, charge: Charge | None) -> dict:
     """A placement (`{"fits", "rejected": {node: [reason]}}`) whose reasons about the node pool's selector say
     so: "not in node pool X (the node pool this platform is charged to): …" (changed in place)."""
-    if charge is None or not charge.node_selector:
+    if charge is None:
         return placement
-    prefixes = tuple(f"node(s) didn't match nodeSelector: {key}=" for key in charge.node_selector)
-    why = f"not in node pool {charge.node_pool} (the node pool this platform is charged to)"
-    for node, reasons in placement.get("rejected", {}).items():
-        placement["rejected"][node] = [f"{why}: {r}" if r.startswith(prefixes) else r for r in reasons]
-    return placement
+    return confinement.named_reasons(placement, confinement.Confinement(charge.node_pool, charge.node_selector))
 
 
 class Gate(Protocol):

@@ -21,6 +21,7 @@ from django.db import connection, transaction
 
 from access import actions, policy
 from configs.validators import parse_timeout
+from pools.confinement import Confinement, confined
 from pools.engine import WorkflowContext, resolve
 from pools.engine.placement import NodeInfo
 from pools.models import Platform, Pool
@@ -32,7 +33,6 @@ from portal.errors import PortalError
 from portal.safe_yaml import spec_limits
 from teams.services import charged_project
 from workflows import admission_gate, enqueue, parts
-from workflows.admission_gate import confined
 from workflows.errors import InvalidSpec, PoolInMaintenance, PoolNotFound, WorkflowInvalid
 from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName, WorkflowStatus
 from workflows.parts import workflow_requests
@@ -445,6 +445,10 @@ def _dry_run_row(
         row.update(planned.resolution.to_dict())
         placement = placement_of(planned.resolution.pod, candidates.get(planned.platform.pk, []))
         row["placement"] = admission_gate.named_reasons(placement, charge)
+        if charge is not None and charge.node_selector and planned.resolution.pod:
+            confinement = Confinement(charge.node_pool, dict(charge.node_selector))
+            row["provenance"] = {**row["provenance"], **confinement.provenance()}  # "added by the portal: …"
+            row["confinement"] = confinement.to_dict()
     return row
 
 

@@ -299,10 +299,23 @@ class _Pass:
         return next(r for r in self.asked(workflow) if workflow.demand.get(r) > room.get(r))
 
     def reclaim(self, workflow: QueuedWorkflow, room: Resources, strategy: str) -> list[Victim] | None:
-        if strategy == FAIR_SHARE and not self.department_within_fair_share(workflow):
-            return None
         need = (workflow.demand - room).clamp()
         candidates = [w for w in self.state.running if w.id not in self.victim_ids]
+        if strategy != FAIR_SHARE:
+            return self.victims_among(workflow, need, candidates, strategy)
+        own = self.department_of[workflow.project]
+        siblings = [w for w in candidates if w.preemptible and self.department_of.get(w.project) == own]
+        if not self.department_within_fair_share(workflow, siblings):
+            return None  # even stopping all its siblings' work would leave the department above its fair share
+        victims = self.victims_among(workflow, need, candidates, strategy)
+        if victims is None or self.department_within_fair_share(workflow, victims):
+            return victims
+        # taken from its own department, a borrower's room only moves between siblings and the department's total
+        # stays: two borrowers of one department reclaim toward their fair shares (KAI's MaintainFairShare)
+        victims = self.victims_among(workflow, need, siblings, strategy)
+        return victims if victims is not None and self.department_within_fair_share(workflow, victims) else None
+
+    def victims_among(self, workflow: QueuedWorkflow, need: Resources, candidates: list, strategy: str):
         context = ReclaimContext(
             self.state.capacity,
             self.shares,
@@ -317,11 +330,15 @@ class _Pass:
         )
         return choose_victims(need, workflow.id, workflow.project, candidates, context)
 
-    def department_within_fair_share(self, workflow: QueuedWorkflow) -> bool:
-        """A FAIR_SHARE reclaim across departments keeps the preemptor's department within its fair share; the
-        victims' side is checked per victim (pools.engine.reclaim)."""
+    def department_within_fair_share(self, workflow: QueuedWorkflow, victims: list) -> bool:
+        """A FAIR_SHARE reclaim keeps the preemptor's department within its fair share once `victims` (Victims or
+        RunningWorkflows) of that same department, other projects', are gone; the victims' side is checked per
+        victim (pools.engine.reclaim)."""
         department = self.department_of[workflow.project]
         after = self.department_allocated.get(department, ZERO) + workflow.demand
+        for victim in victims:
+            if victim.project != workflow.project and self.department_of.get(victim.project) == department:
+                after = after - victim.usage
         return all(after.get(r) <= self.shares[r].departments[department].fair_share for r in self.asked(workflow))
 
     # -- phases ------------------------------------------------------------------------------------------------

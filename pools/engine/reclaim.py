@@ -15,7 +15,8 @@ pool's free capacity. Units as in pools.engine.quota_model. Three strategies, af
 * `FAIR_SHARE` (KAI's MaintainFairShare): the preemptor's project stays within its fair share (checked by the
   pass). Victims: preemptible workflows of other projects that stay at or above `max(fair share, deserved)`
   after the eviction in every needed resource they use; across departments the victim's department must stay
-  at or above its own too, and the preemptor's department within its fair share.
+  at or above its own too, and the preemptor's department within its fair share once the victims of its own
+  department are gone (between siblings the room only moves: the admission pass checks it).
 
 Common to all: only preemptible workflows (admitted above deserved), of another project, that have run at
 least `min_runtime_seconds` and use a resource still needed. A workflow is stopped as a whole (gang: its tasks

@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 import yaml
 
 from configs.errors import ConfigError
+from pools import confinement as confining
+from pools.confinement import confined, named_reasons
 from pools.engine import TaskInput, WorkflowContext, resolve
 from pools.errors import PoolNotFound
 from pools.models import Platform, Pool
@@ -36,8 +38,10 @@ class PreviewRequest:
 
 def preview(request: PreviewRequest) -> dict:
     """`{"pool", "platform", "pod", "provenance", "warnings", "validation", "variables", "placement"}`: the
-    placement (nodes that would take the pod now, why not the others) when a pod resolved. Raises domain errors."""
-    platform = _platform(request.pool, request.platform)
+    placement (nodes that would take the pod now, why not the others) when a pod resolved. The pod is confined
+    to the node pool the platform is charged to, as its tasks' pods are (`pools.confinement`; `confinement`:
+    that node pool and selector). Raises domain errors."""
+    platform = find_platform(request.pool, request.platform)
     nodes = capacities_for([platform])[platform.pk]
     task = TaskInput(
         name=request.task,
@@ -52,9 +56,15 @@ def preview(request: PreviewRequest) -> dict:
         WorkflowContext(submitted_by="preview", scheduler_name=platform.pool.backend.scheduler_name),
         nodes,
     )
+    confinement = confining.of_platform(platform.pool, platform.name)  # what the pods really get (quotas says)
+    if resolution.pod and confinement:
+        confined(resolution.pod, confinement.node_selector)
     result = resolution.to_dict()
     if resolution.pod:
-        result["placement"] = placement_of(resolution.pod, placement_candidates({platform.pk}).get(platform.pk, []))
+        candidates = placement_candidates({platform.pk}).get(platform.pk, [])
+        result["placement"] = placement_of(resolution.pod, candidates)
+        if confinement:
+            _show_confinement(result, confinement, platform.pool.backend_id, candidates)
     if nodes is None:
         result["warnings"].append("node rules (K8_*) were not checked: the cluster's nodes have not been synced yet")
     scale_from_zero = [node.describe() for node in would_be_by_platform([platform])[platform.pk]]
@@ -64,7 +74,16 @@ def preview(request: PreviewRequest) -> dict:
     return {"pool": platform.pool.name, "platform": platform.name, **result}
 
 
-def _platform(pool_name: str, platform_name: str | None) -> Platform:
+def _show_confinement(result: dict, confinement, backend_id: int, candidates: list) -> None:
+    """The confinement's provenance ("added by the portal: node pool …"), and each node kept off by it named
+    with the node pool its labels put it in."""
+    result["provenance"] = {**result["provenance"], **confinement.provenance()}
+    result["confinement"] = confinement.to_dict()
+    node_pools = confining.node_pools(backend_id, {node.name: node.labels for node in candidates})
+    named_reasons(result["placement"], confinement, node_pools)
+
+
+def find_platform(pool_name: str, platform_name: str | None) -> Platform:
     try:
         pool = Pool.objects.get(name=pool_name)
     except Pool.DoesNotExist:

@@ -20,6 +20,7 @@ from pools.services.preview import PreviewRequest, preview
 from tests.clusters.conftest import CLI
 from tests.clusters.machine_pools import GPU_TAINTS
 from tests.factories import MachinePoolFactory
+from tests.quotas.confinement import label_rows_as_the_portal_does
 
 
 def members(platform: str) -> list[str]:
@@ -136,6 +137,7 @@ def test_scale_from_zero_preview_uses_the_instance_shape_and_says_so(machine_poo
 
 def test_a_machine_pool_with_nodes_offers_no_would_be_node(machine_pools):
     make_platform("additional", CLI)
+    label_rows_as_the_portal_does(Pool.objects.get(name="rosa").backend_id)  # confined pods select them
     result = preview(PreviewRequest(pool="rosa", platform="additional", resources={"cpu": 1}))
     assert "scale_from_zero" not in result
     assert "would_be" not in result["placement"]

@@ -116,7 +116,13 @@ def test_preview_cli_json_has_pod_provenance_warnings_validation(reference_confi
     container = result["pod"]["spec"]["containers"][0]
     assert container["name"] == "train"
     assert str(container["resources"]["limits"]["nvidia.com/gpu"]) == "2"
-    assert result["pod"]["spec"]["nodeSelector"] == {"nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB"}
+    assert result["pod"]["spec"]["nodeSelector"] == {  # the platform's, and its node pool's (confinement)
+        "nvidia.com/gpu.product": "NVIDIA-A100-SXM4-80GB",
+        "pool-portal/node-pool": "default-default",
+    }
+    assert result["provenance"]['spec.nodeSelector["pool-portal/node-pool"]'] == {
+        "source": "added by the portal: node pool default-default"
+    }
     origin = result["provenance"]['spec.containers[0].resources.limits["nvidia.com/gpu"]']
     assert origin["template"] == "default_user"
     assert {"name": "USER_GPU", "layer": "task"} in origin["variables"]

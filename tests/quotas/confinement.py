@@ -1,6 +1,6 @@
 """The confinement invariant (docs/quotas.md, "Confinement"), for any scenario test on kubesim to call after
 each step: every pod of the portal that the cluster bound to a node is bound to a node of the node pool its
-workflow is charged to, as the portal's own membership (`NodePoolMember`) says."""
+task is charged to, as the portal's own membership (`NodePoolMember`) says."""
 
 from __future__ import annotations
 
@@ -21,7 +21,8 @@ def assert_no_pod_outside_its_node_pool(server: EmulatorServer, namespace: str) 
     """Fail, naming the pod, its node and both node pools, on a pod bound outside its node pool; returns how
     many bound pods were checked (callers assert the scenario placed some)."""
     bound = bound_pods(server, namespace)
-    charged = dict(Task.objects.filter(pod_name__in=bound).values_list("pod_name", "workflow__node_pool"))
+    rows = Task.objects.filter(pod_name__in=bound).values_list("pod_name", "node_pool", "workflow__node_pool")
+    charged = {pod: own or lead for pod, own, lead in rows}  # each task's own node pool (the lead's before #30.8)
     node_pool_of = dict(
         NodePoolMember.objects.filter(node__name__in=set(bound.values())).values_list("node__name", "node_pool__name")
     )

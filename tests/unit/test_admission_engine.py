@@ -174,6 +174,25 @@ def test_reclaim_toward_fair_share_between_two_borrowers():
     assert young.preempted == () and young.held[0].reason.code == "NO_CAPACITY"
 
 
+def test_reclaim_toward_fair_share_between_two_borrowers_of_one_department():
+    # Seed 003's A100-40GB pool borrowed by R&D alone: its department is at its fair share (all 20), so a sibling's
+    # reclaim only moves room inside it. vision holds 20, nlp asks 3 × 4: fair share 10 each
+    owned = tree({"mlops": (20,), "rnd": (0,)}, {"infer": ("mlops", 20), "vision": ("rnd", 0), "nlp": ("rnd", 0)})
+    running = [r(f"v{n}", "vision", 4, runtime=600 + n) for n in range(5)]
+    queued = [q(f"n{n}", "nlp", 4, n) for n in range(3)]
+    result = run_admission(pool(running, queued, tree_=owned, capacity=20))
+    assert [(v.workflow, v.preemptor, v.reason["strategy"]) for v in result.preempted] == [
+        ("v0", "n0", "fair_share"),
+        ("v1", "n1", "fair_share"),
+    ]
+    assert {h.workflow: h.reason.code for h in result.held} == {
+        "n0": "RECLAIMING",
+        "n1": "RECLAIMING",
+        "n2": "FAIR_SHARE",
+    }
+    assert (result.allocated_after["vision"].gpu, result.allocated_after["nlp"].gpu) == (12, 8)
+
+
 def test_within_deserved_is_non_preemptible_and_above_it_preemptible():
     result = run_admission(pool(queued=[q("a", "nlp", 4, 1), q("b", "nlp", 4, 2)]))
     assert result.admitted == (Admission("a", "nlp", False), Admission("b", "nlp", True))

@@ -27,8 +27,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
+from pools.confinement import confined
 from workflows import enqueue
-from workflows.admission_gate import confined
 from workflows.lifecycle.exits import RESCHEDULE, exit_action, next_attempt
 from workflows.lifecycle.transitions import PENDING, UNFINISHED, delete_later, record_event, transition
 from workflows.models import Task, TaskEvent, TaskStatus, Workflow, WorkflowPart, WorkflowStatus

@@ -9,10 +9,10 @@ from django.conf import settings
 from django.utils import timezone
 
 from clusters.kube import pods
+from pools.confinement import carried_selector
 from pools.engine.resolve import pod_name
 from portal.errors import PortalError
 from workflows import enqueue
-from workflows.admission_gate import carried_selector
 from workflows.lifecycle.transitions import (
     ACTIVE,
     PENDING,
