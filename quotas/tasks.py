@@ -9,7 +9,7 @@
 * `sync_all_scheduler_objects`: the periodic resync (beat), one `sync_scheduler_objects` per delegating
   backend: repairs what a failed sync or someone editing the objects by hand left behind.
 * `admission_pass(node_pool_id)`: one node pool's pass, queued on every queue event (a submission that waits,
-  a workflow finished or cancelled) by the gate and the receiver in `quotas.apps`. Passes for one node pool
+  a workflow finished or cancelled) by the gate and the receiver in `quotas.receivers`. Passes for one node pool
   never overlap (the pass locks the node pool's row), so a message delivered twice is harmless.
 * `admission_all`: the periodic pass (CELERY_BEAT_SCHEDULE, every QUOTA_ADMISSION_TICK_SECONDS) over every
   node pool with queued work whose admission period (its own, or QUOTA_ADMISSION_SECONDS) has elapsed since its
