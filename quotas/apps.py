@@ -25,7 +25,7 @@ class QuotasConfig(AppConfig):
         from quotas import receivers
         from quotas.config_handlers import CONFIG_TYPES
         from quotas.models import NodePool
-        from quotas.services import charging
+        from quotas.services import charge_cache
         from quotas.services.confinement_checks import check_pools
         from quotas.services.gate import AdmissionGate
         from teams.models import Department, Project
@@ -33,9 +33,9 @@ class QuotasConfig(AppConfig):
         from workflows.signals import workflow_finished
 
         registry.register(*CONFIG_TYPES)  # NODE_POOL
-        if charging.config_written not in revisions.LISTENERS:  # the cached charges (quotas.services.charging)
-            revisions.LISTENERS.append(charging.config_written)
-        nodes_deleted.connect(charging.changed, dispatch_uid="quotas.nodes_deleted")
+        if charge_cache.config_written not in revisions.LISTENERS:  # the cached charges (quotas.services.charge_cache)
+            revisions.LISTENERS.append(charge_cache.config_written)
+        nodes_deleted.connect(charge_cache.changed, dispatch_uid="quotas.nodes_deleted")
         nodes_changed.connect(receivers.nodes_changed, dispatch_uid="quotas.nodes_changed")
         membership_changed.connect(receivers.membership_changed, dispatch_uid="quotas.membership_changed")
         post_delete.connect(receivers.platform_deleted, sender=Platform, dispatch_uid="quotas.platform_deleted")
@@ -49,5 +49,5 @@ class QuotasConfig(AppConfig):
         workflow_finished.connect(receivers.workflow_finished, dispatch_uid="quotas.workflow_finished")
         admission_gate.register(AdmissionGate())
         # a machine pool's new nodes come up with the node-pool label its confined pods select (quotas.md)
-        machine_pool_node_labels.install(charging.machine_pool_node_labels)
+        machine_pool_node_labels.install(charge_cache.machine_pool_node_labels)
         platform_checks.register(check_pools)  # a platform contradicting its node pool is refused at save

@@ -9,7 +9,7 @@ from __future__ import annotations
 def workflow_finished(sender, *, workflow_pk, **kwargs) -> None:
     """A workflow finished (after commit): its capacity is free in each node pool it was charged to; admit what
     waits there."""
-    from quotas.services.admission import request_passes
+    from quotas.services.admission_passes import request_passes
     from workflows.models import WorkflowPart, WorkflowStatus
 
     mine = WorkflowPart.objects.filter(workflow_id=workflow_pk).values("node_pool")
@@ -43,9 +43,9 @@ def nodes_changed(sender, *, backend_id, names, nodes=None, previous=None, gener
 
 def membership_changed(sender, *, backend_ids, node_ids=None, **kwargs) -> None:
     """Nodes changed platforms: platform node pools follow, and so does which node pool a platform is charged to."""
-    from quotas.services import charging, membership
+    from quotas.services import charge_cache, membership
 
-    charging.changed()
+    charge_cache.changed()
     for backend_id in backend_ids:
         membership.recompute(backend_id, node_ids, platform_change=True)
 
@@ -54,9 +54,9 @@ def platform_deleted(sender, instance, **kwargs) -> None:
     """A platform went (its pool's config, or the pool deleted): its nodes leave a platform node pool."""
     from pools.models import Pool
     from quotas.models import NodePool
-    from quotas.services import charging, membership
+    from quotas.services import charge_cache, membership
 
-    charging.changed()
+    charge_cache.changed()
     backend_id = Pool.objects.filter(pk=instance.pool_id).values_list("backend_id", flat=True).first()
     if backend_id is not None and NodePool.objects.filter(backend_id=backend_id, selector_kind="platform").exists():
         membership.recompute(backend_id)
@@ -113,9 +113,9 @@ def backend_saved(sender, instance, created, raw=False, **kwargs) -> None:
 def team_saved(sender, instance, created, raw=False, **kwargs) -> None:
     """A new department or project gets the zero quota in every node pool."""
     if not raw:
-        from quotas.services import charging
+        from quotas.services import charge_cache
 
-        charging.changed()
+        charge_cache.changed()
     if created and not raw:
         from quotas.services.quotas import give_zero_quotas
         from teams.models import Department
@@ -132,8 +132,8 @@ def team_saved(sender, instance, created, raw=False, **kwargs) -> None:
 
 def team_deleted(sender, instance, **kwargs) -> None:
     """A department or project gone (its quota rows with it): its queues go from every delegating backend."""
-    from quotas.services import charging
+    from quotas.services import charge_cache
     from quotas.services.delegation import schedule_all
 
-    charging.changed()
+    charge_cache.changed()
     schedule_all()

@@ -3,8 +3,8 @@ workflows asks at submission, answered from quotas' services (docs/admission.md)
 
 from __future__ import annotations
 
-from quotas.services import charging
-from quotas.services.admission import request_passes
+from quotas.services import charge_cache
+from quotas.services.admission_passes import request_passes
 from quotas.services.fit import checker
 from quotas.services.scheduler_status import scheduler_says
 from workflows.admission_gate import Charge
@@ -17,7 +17,7 @@ class AdmissionGate:
     unmanaged, or on a backend whose own scheduler (KAI, Kueue) admits (docs/quota-schedulers.md)."""
 
     def charge(self, workflow, platform: str):
-        node_pool, queue, selector = charging.charge(workflow.pool, platform)  # cached per process (charging epoch)
+        node_pool, queue, selector = charge_cache.charge(workflow.pool, platform)  # cached per process (charging epoch)
         return Charge(node_pool, queue=queue, node_selector=selector)
 
     def checker(self, workflow, node_pools: set[str]):

@@ -5,7 +5,7 @@ engine on the one input `NodePoolState.engine_state()` builds (tests/quotas/test
 `states(node_pools)` reads, whatever the number of node pools: the quota rows (one query), the capacities
 (one), the GPU model of each (one: reasons say "A100 GPUs"), and the parts of workflows charged to them that are
 queued or in flight (one): a workflow whose tasks use several node pools counts in each only what its tasks
-there ask (`WorkflowPart`). It turns them into the pure engine's `PoolState` (pools.engine.admission), whose
+there ask (`WorkflowPart`). It turns them into the pure engine's `PoolState` (pools.engine.quota_pass), whose
 `run_admission` gives fair shares, what would be admitted or held and why, and `borrowing_view` who borrows
 from whom.
 
@@ -25,11 +25,11 @@ from functools import cached_property
 
 from django.utils import timezone
 
-from pools.engine.admission import PassResult, PoolState, QueuedWorkflow, run_admission
 from pools.engine.borrowing import BorrowingView, borrowing_view
 from pools.engine.fairshare import KAI, SHRINK
 from pools.engine.quota_model import Quota as EngineQuota
 from pools.engine.quota_model import QuotaTree, Resources, TeamQuota
+from pools.engine.quota_pass import PassResult, PoolState, QueuedWorkflow, run_admission
 from pools.engine.reclaim import RunningWorkflow
 from quotas.models import RESOURCES, NodePool, Quota
 from quotas.services.capacity import capacities, gpu_models

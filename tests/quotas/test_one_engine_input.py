@@ -17,7 +17,7 @@ from django.core.management import call_command
 
 from access.services import roles
 from quotas.models import NodePool
-from quotas.services.admission import admission_pass
+from quotas.services.admission_passes import admission_pass
 from quotas.services.fairshare_view import fairshare_page
 from quotas.services.state import state
 from tests.factories import UserFactory

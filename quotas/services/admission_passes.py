@@ -10,7 +10,7 @@ for the first to commit and then reads what it wrote (no workflow is admitted tw
    admitted by each pass, and starts with its last part: docs/admission.md, "Workflows across node pools");
 2. unmanaged node pool (no quota guarantees or caps anything): every queued workflow is admitted at once,
    non-preemptible (the portal's behaviour before quotas);
-3. managed: `pools.engine.admission.run_admission` decides; `admitted` → `workflows.lifecycle.admission.admit`
+3. managed: `pools.engine.quota_pass.run_admission` decides; `admitted` → `workflows.lifecycle.admit_hold_preempt.admit`
    (with the node pool's nodeSelector, the preemptible label and an annotation saying why), `held` → `hold`
    (the structured reason, with its text and queue position), `preempted` → `preempt` (the victim's reason:
    who it was stopped for and the numbers). A preempted workflow whose exit action is RESCHEDULE is QUEUED
@@ -34,7 +34,7 @@ Only the resources some quota in the node pool guarantees or caps are admitted b
 hold it nor make it preemptible.
 
 The periodic pass (`pass_all`) passes only the node pools whose state changed: a pass that admitted and
-preempted nothing leaves the node pool's fingerprint (`pools.engine.admission.state_fingerprint`: quotas,
+preempted nothing leaves the node pool's fingerprint (`pools.engine.quota_pass.state_fingerprint`: quotas,
 capacity, queued and running work, which running work is past its minimum runtime) in `_QUIET` once its
 transaction commits; the next periodic pass that reads the same fingerprint skips the engine and the writes
 (it would decide the same). Event-driven passes (a submission, a finished workflow) always run. `_QUIET` is
@@ -51,13 +51,13 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from pools.engine.admission import run_admission, state_fingerprint
+from pools.engine.quota_pass import run_admission, state_fingerprint
 from portal import metrics
 from quotas.models import AdmissionPass, NodePool
 from quotas.services import gang
 from quotas.services.node_pools import node_selector
 from quotas.services.state import NO_PROJECT, NodePoolState, state
-from workflows.lifecycle import admission as hooks
+from workflows.lifecycle import admit_hold_preempt as hooks
 from workflows.models import Workflow, WorkflowPart, WorkflowStatus
 
 log = logging.getLogger(__name__)
