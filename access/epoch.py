@@ -14,7 +14,7 @@ instead of two ORM lookups, and a change is seen by every process at its next re
 
 The table holds one row per epoch, all read by the same one query: `ACCESS` (1, this module's) and the
 epochs of apps above that cache their own per-process answers the same way (2: quotas' charging epoch,
-`quotas.services.charging`; 3: pools' machine-shape epoch, `pools.services.machine_pool_shapes`).
+`quotas.services.charge_cache`; 3: pools' machine-shape epoch, `pools.services.machine_pool_shapes`).
 `current`, `bump` and `EpochCache` take the epoch's id (default `ACCESS`). The same query reads the config
 generation (portal.generation, PostgreSQL only): `config_generation()`, for caches of what pools, platforms and
 backends hold (workflows.pool_loading).

@@ -5,7 +5,7 @@ GPU, CPU and memory quotas in every node pool (Run:ai gives every project every 
 projects own each pool's guarantees, the rest borrow), 40 running workflows and 100 queued ones per node pool:
 10,000 queued in all. "All node pools" is `pass_all`'s engine work: one pass per node pool. "Changed node pools
 only" is the periodic pass once only 5 node pools have news: the others' fingerprint is unchanged, so they are
-skipped (`pools.engine.admission.state_fingerprint`; quotas.services.admission.pass_all).
+skipped (`pools.engine.quota_pass.state_fingerprint`; quotas.services.admission_passes.pass_all).
 """
 
 from __future__ import annotations
@@ -15,8 +15,8 @@ from dataclasses import replace
 
 from bench.bench_quota import build_tree, decided, workload
 from bench.harness import Row, measure
-from pools.engine.admission import PoolState, QueuedWorkflow, run_admission, state_fingerprint
 from pools.engine.quota_model import QuotaTree, Resources
+from pools.engine.quota_pass import PoolState, QueuedWorkflow, run_admission, state_fingerprint
 from pools.engine.reclaim import RunningWorkflow
 
 POOLS, DEPARTMENTS, PROJECTS_PER_DEPARTMENT = 100, 50, 10

@@ -228,6 +228,6 @@ def _run(server) -> list[Row]:
 
 
 def _pods(server):
-    from clusters.kube.inventory import pod_record
+    from clusters.kube.node_pod_lists import pod_record
 
     return [pod_record(pod) for pod in server.emulator.list("pods")]

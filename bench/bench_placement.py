@@ -14,7 +14,7 @@ from clusters.machinepools.catalog import shipped
 from clusters.machinepools.spec import MachinePoolSpec, Taint
 from pools.engine.placement import NodeInfo, evaluate, fits, place, place_each, prepare_pod
 from pools.engine.schema import validate_pod
-from pools.services.would_be import WouldBeNode
+from pools.services.scale_from_zero_node import WouldBeNode
 
 NODE_COUNT = 5_000
 PLATFORM_COUNT = 20

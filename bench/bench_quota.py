@@ -12,9 +12,9 @@ from __future__ import annotations
 import random
 
 from bench.harness import Row, measure
-from pools.engine.admission import PoolState, QueuedWorkflow, run_admission
 from pools.engine.fairshare import fair_shares
 from pools.engine.quota_model import Quota, QuotaTree, Resources, TeamQuota
+from pools.engine.quota_pass import PoolState, QueuedWorkflow, run_admission
 from pools.engine.reclaim import RunningWorkflow
 
 POOLS, DEPARTMENTS, PROJECTS_PER_DEPARTMENT = 10, 5, 10

@@ -28,7 +28,7 @@ from django.utils import timezone
 from clusters.config_types import BACKEND_SECRETS
 from clusters.kube.connection import KubeClient, connect
 from clusters.kube.errors import KubeError
-from clusters.kube.inventory import PodRecord, list_nodes, list_pods, node_record, pod_record
+from clusters.kube.node_pod_lists import PodRecord, list_nodes, list_pods, node_record, pod_record
 from clusters.models import CAPACITY_COLUMNS, Backend, Node
 from clusters.signals import nodes_changed, nodes_deleted
 from portal import generation, metrics

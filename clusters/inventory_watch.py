@@ -23,7 +23,7 @@ from clusters import inventory
 from clusters.inventory import PodIndex
 from clusters.kube.connection import KubeClient
 from clusters.kube.errors import KubeError
-from clusters.kube.inventory import WATCH_SECONDS, WatchStream, list_nodes, list_pods
+from clusters.kube.node_pod_lists import WATCH_SECONDS, WatchStream, list_nodes, list_pods
 from clusters.watchloop import BACKOFF_START, BackendWatcher, WatchThread
 
 log = logging.getLogger(__name__)

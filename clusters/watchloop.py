@@ -219,7 +219,7 @@ class WatchThread:
     """One watch thread: the stream it reads now (shut down to stop it) and its wake-up event."""
 
     thread: threading.Thread | None = None
-    current: Any = None  # the open clusters.kube.inventory.WatchStream, if any
+    current: Any = None  # the open clusters.kube.node_pod_lists.WatchStream, if any
     wake: threading.Event = field(default_factory=threading.Event)
 
 

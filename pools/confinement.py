@@ -15,7 +15,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from portal.paths import join_key
+from portal.json_paths import join_key
 
 CONFINED_ANNOTATION = "pool-portal/node-pool-selector"  # the selector `confined` merged in, as JSON
 

@@ -37,7 +37,7 @@ from yaml.nodes import ScalarNode
 from yaml.resolver import Resolver
 
 from portal.errors import DomainError
-from portal.paths import join_index, join_key
+from portal.json_paths import join_index, join_key
 
 try:
     from yaml._yaml import CParser as _Parser  # libyaml: about 10x faster than the pure Python parser

@@ -24,7 +24,7 @@ from yaml.events import (
     SequenceStartEvent,
 )
 
-from portal.paths import join_index, join_key
+from portal.json_paths import join_index, join_key
 
 try:
     from yaml._yaml import CParser as _Parser

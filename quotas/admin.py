@@ -23,7 +23,7 @@ from portal.admin_base import ServiceBackedAdmin, pretty_json, revisions_link, s
 from quotas import units
 from quotas.admin_grid import QuotaGridMixin
 from quotas.models import NodePool, Quota
-from quotas.services import doors, node_pools, overview
+from quotas.services import node_pool_quotas, node_pools, overview
 from quotas.services.fairshare_view import fairshare_page
 
 
@@ -97,7 +97,7 @@ class NodePoolAdmin(QuotaGridMixin, PolicyAdminMixin, ServiceBackedAdmin):
 
     @display(description="Selector")
     def selector(self, obj):
-        return doors.selector_text(obj)
+        return node_pool_quotas.selector_text(obj)
 
     @display(description="Managed", boolean=True)
     def managed(self, obj):

@@ -22,7 +22,7 @@ from portal.errors import PermissionDenied
 from quotas import units
 from quotas.config_types import QUOTA_KEYS, RESOURCES
 from quotas.models import NodePool
-from quotas.services import doors, grid, overview
+from quotas.services import grid, node_pool_quotas, overview
 from quotas.services.project_grid import project_grid
 from quotas.services.quotas import quotas_of
 
@@ -73,7 +73,7 @@ class QuotaGridMixin:
             "opts": self.model._meta,
             "title": f"Quotas of node pool {node_pool.name}",
             "node_pool": node_pool,
-            "selector": doors.selector_text(node_pool),
+            "selector": node_pool_quotas.selector_text(node_pool),
             "totals": _totals(node_pool),
             "resources": [(r, grid.RESOURCE_WORDS[r]) for r in RESOURCES],
             "keys": QUOTA_KEYS,

@@ -9,7 +9,7 @@
 * `sync_all_scheduler_objects`: the periodic resync (beat), one `sync_scheduler_objects` per delegating
   backend: repairs what a failed sync or someone editing the objects by hand left behind.
 * `admission_pass(node_pool_id)`: one node pool's pass, queued on every queue event (a submission that waits,
-  a workflow finished or cancelled) by the gate and the receiver in `quotas.apps`. Passes for one node pool
+  a workflow finished or cancelled) by the gate and the receiver in `quotas.receivers`. Passes for one node pool
   never overlap (the pass locks the node pool's row), so a message delivered twice is harmless.
 * `admission_all`: the periodic pass (CELERY_BEAT_SCHEDULE, every QUOTA_ADMISSION_TICK_SECONDS) over every
   node pool with queued work whose admission period (its own, or QUOTA_ADMISSION_SECONDS) has elapsed since its
@@ -32,7 +32,7 @@ from clusters.kube.errors import KubeError
 from clusters.models import Backend
 from portal.celery import app as _celery_app  # noqa: F401  (the app these tasks bind to: `portal` does not load it)
 from portal.errors import PortalError
-from quotas.services import admission, delegation, node_labels
+from quotas.services import admission_passes, delegation, node_labels
 from workflows import reconcile
 
 log = logging.getLogger(__name__)
@@ -76,12 +76,12 @@ def sync_all_scheduler_objects() -> int:
 
 @shared_task(ignore_result=True, acks_late=True, reject_on_worker_lost=True)
 def admission_pass(node_pool_id: int) -> dict:
-    return admission.admission_pass(node_pool_id).as_dict()
+    return admission_passes.admission_pass(node_pool_id).as_dict()
 
 
 @shared_task(ignore_result=True)
 def admission_all() -> dict:
-    return reconcile.run_locked("quota-admission", admission.pass_all)
+    return reconcile.run_locked("quota-admission", admission_passes.pass_all)
 
 
 @shared_task(name="quotas.tasks.label_nodes", ignore_result=True, acks_late=True)

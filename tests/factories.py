@@ -301,7 +301,7 @@ class ProjectFactory(factory.django.DjangoModelFactory):
 class NodePoolFactory(factory.django.DjangoModelFactory):
     """A node pool row (a label selector by default), without the zero quota rows the NODE_POOL config type
     writes: `NodePoolFactory(backend=b, label_key="gpu", label_value="a100")`. Tests of the rules use
-    `configs.store.apply("NODE_POOL", …)`; a backend's Default exists from its creation (quotas.apps)."""
+    `configs.store.apply("NODE_POOL", …)`; a backend's Default exists from its creation (quotas.receivers)."""
 
     class Meta:
         model = NodePool
@@ -326,7 +326,7 @@ class QuotaFactory(factory.django.DjangoModelFactory):
 
     @classmethod
     def _create(cls, model_class, *args, node_pool, resource, department=None, project=None, **values):
-        # a team's zero row may already be there (quotas.apps): set it
+        # a team's zero row may already be there (quotas.receivers): set it
         row, _ = model_class.objects.update_or_create(
             node_pool=node_pool, resource=resource, department=department, project=project, defaults=values
         )

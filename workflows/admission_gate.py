@@ -13,7 +13,7 @@ of the workflow (`WorkflowPart`, their requests summed):
 
 A workflow with every part admitted at once is PENDING, `admitted_at` now, non-preemptible, pods enqueued as
 before; otherwise it is stored QUEUED, and once committed the gate hears of it (`on_queued`) and runs admission,
-which moves it on through `workflows.lifecycle.admission` (admit a part, hold, preempt, release) until its last
+which moves it on through `workflows.lifecycle.admit_hold_preempt` (admit a part, hold, preempt, release) until its last
 part is admitted. Before the transaction the gate reads what its check needs (`checker`); inside it, once
 every task is resolved, that check may refuse the workflow (a task no node can hold, a request above a hard
 limit), before anything is written.

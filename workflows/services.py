@@ -141,7 +141,8 @@ def _submit(request: SubmitRequest) -> SubmitResult:
         )
     # Read before the transaction, whose `_next_id` locks the workflow's name until commit: submissions of one
     # name wait for each other's resolution and writes only, not for these queries (tokens never change a
-    # platform); and outside a transaction the gate may answer from its per-process cache (quotas.services.charging).
+    # platform); and outside a transaction the gate may answer from its per-process cache
+    # (quotas.services.charge_cache).
     platforms, nodes = _placed(pool, spec)
     stub = Workflow(pool=pool, project=project, priority=priority, name=spec.name)
     charges, lead = _charges(stub, spec, platforms)  # quotas' admission gate, when installed

@@ -22,7 +22,7 @@ from datetime import timedelta
 from typing import NoReturn
 
 from pools.engine import TaskInput, k8s_name
-from portal.paths import join_index, join_key
+from portal.json_paths import join_index, join_key
 from portal.safe_yaml import Limits, SafeYAMLError, check_document, load
 from workflows.spec_fields import (
     MAX_LABELS,

@@ -15,7 +15,7 @@ from pools.engine.gates import reserved_env, reserved_label
 from pools.engine.k8s_syntax import dns1123_label_error, label_value_error, qualified_name_error
 from pools.engine.quantity import QuantityError, parse_quantity
 from portal.errors import DomainError
-from portal.paths import join_index, join_key
+from portal.json_paths import join_index, join_key
 
 __all__ = [
     "MAX_LABELS",

@@ -2,7 +2,7 @@
 
 * Queue timeout of a QUEUED workflow (waiting for quota admission, docs/admission.md): counted from its
   submission (`created_at`, which a preemption that queues it again leaves as it was) → FAILED_QUEUE_TIMEOUT
-  (`workflows.lifecycle.admission.expire_queued`).
+  (`workflows.lifecycle.admit_hold_preempt.expire_queued`).
 * Queue timeout: a task whose pod was created `queue_timeout_seconds` ago and is still not running
   (WAITING: unschedulable, pulling its image, …) → FAILED_QUEUE_TIMEOUT.
 * Exec timeout: a task RUNNING for longer than `exec_timeout_seconds` → FAILED_EXEC_TIMEOUT.
@@ -20,7 +20,7 @@ from datetime import timedelta
 
 from django.utils import timezone
 
-from workflows.lifecycle.admission import expire_queued
+from workflows.lifecycle.admit_hold_preempt import expire_queued
 from workflows.lifecycle.settle import fail_task
 from workflows.models import Task, TaskStatus
 from workflows.spec_fields import format_duration

@@ -153,7 +153,7 @@ class KubeClient:
 
     @cached_property
     def custom(self) -> client.CustomObjectsApi:
-        """Custom resources (the schedulers' queues): see clusters.kube.custom."""
+        """Custom resources (the schedulers' queues): see clusters.kube.custom_objects."""
         from kubernetes import client
 
         return client.CustomObjectsApi(self.api)

@@ -23,7 +23,7 @@ from datetime import UTC, datetime
 
 from clusters.kube.connection import KubeClient
 from clusters.kube.errors import KubeError
-from clusters.kube.inventory import WatchStream
+from clusters.kube.node_pod_lists import WatchStream
 
 INSTANCE_LABEL = "pool-portal/instance"
 WORKFLOW_LABEL = "pool-portal/workflow"

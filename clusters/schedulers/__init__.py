@@ -1,7 +1,7 @@
 """Quotas as the cluster's own scheduler objects: pure translation (plain dataclasses in, dicts out).
 
 A backend whose `quota_scheduler` is `kai` or `kueue` leaves admission and preemption to that scheduler;
-the portal writes the same quotas as its objects (applied with `clusters.kube.custom`) and routes every pod
+the portal writes the same quotas as its objects (applied with `clusters.kube.custom_objects`) and routes every pod
 to it. Nothing here touches the database or a cluster. See docs/quota-schedulers.md.
 
 * `tree`: the input (`QuotaTree` of node pools and departments → projects with per node pool, per

@@ -27,7 +27,7 @@ _LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 
 @dataclass(frozen=True)
 class CustomResource:
-    """What addresses a custom resource over the API (what `clusters.kube.custom` needs)."""
+    """What addresses a custom resource over the API (what `clusters.kube.custom_objects` needs)."""
 
     group: str
     version: str

@@ -1,1 +1,1 @@
-from pools.admin import config, inventory, machine_pools  # noqa: F401  (registers the admin classes)
+from pools.admin import config, machine_pools, nodes_capacity  # noqa: F401  (registers the admin classes)

@@ -30,8 +30,8 @@ from configs.errors import ConfigInUse
 from configs.models import ConfigType
 from configs.revisions import Actor
 from pools.admin.forms import PlatformForm, PlatformRowForm, PodTemplateForm, PoolForm, ResourceValidationForm
-from pools.admin.inventory import BackendForm, PlatformNodesMixin
 from pools.admin.node_match import PlatformNodeMatchMixin, PoolNodeMatchMixin
+from pools.admin.nodes_capacity import BackendForm, PlatformNodesMixin
 from pools.admin.preview import PoolPreviewMixin
 from pools.config_types import PLATFORM
 from pools.models import Platform, PodTemplate, Pool, ResourceValidation

@@ -15,8 +15,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pools.engine.admission import PassResult
 from pools.engine.fairshare import water_fill
+from pools.engine.quota_pass import PassResult
 
 
 @dataclass(frozen=True, slots=True)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from portal.paths import json_copy
+from portal.json_paths import json_copy
 
 __all__ = [
     "OSMO_CTRL_IMAGE",

@@ -25,7 +25,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 
 from pools.engine.errors import EngineError
-from portal.paths import join_index
+from portal.json_paths import join_index
 
 __all__ = [
     "CONTAINER_LISTS",

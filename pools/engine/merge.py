@@ -25,7 +25,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pools.engine.errors import EngineError
-from portal.paths import chain_to_path, child_origin, json_copy, leaf_origins, origin_tree_from_paths
+from portal.json_paths import chain_to_path, child_origin, json_copy, leaf_origins, origin_tree_from_paths
 
 __all__ = [
     "PATCH",

@@ -19,7 +19,7 @@ from pools.engine.gates import container_mount_paths, host_paths, normalize_moun
 from pools.engine.merge import MergedTemplate, merge_templates_traced
 from pools.engine.rules import CompiledRules, compile_rules
 from pools.engine.variables import CompiledTemplate, Variable, check_variable_names, layer_defaults
-from portal.paths import json_copy
+from portal.json_paths import json_copy
 
 __all__ = ["JSON_FORMAT", "CompiledPlatform", "Origin", "PlatformConfig", "compile_platform"]
 

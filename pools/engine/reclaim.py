@@ -1,6 +1,6 @@
 """Reclaim: which running workflows to stop so that queued work gets what the quotas promise it.
 
-Called by the admission pass (pools.engine.admission) for a queued workflow that does not fit in the node
+Called by the admission pass (pools.engine.quota_pass) for a queued workflow that does not fit in the node
 pool's free capacity. Units as in pools.engine.quota_model. Three strategies, after KAI-Scheduler's reclaim
 (quota-reference.md §1.2); which one applies is the admission pass's choice (docs/admission.md, "Reclaim"):
 

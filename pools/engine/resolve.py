@@ -35,7 +35,7 @@ from pools.engine.platform import SYSTEM, TASK, CompiledPlatform, Origin
 from pools.engine.rules import CompiledRules, NodeCapacity, NodeRulesVerdict
 from pools.engine.schema import validate_pod
 from pools.engine.variables import Variable, build_variables, k8s_name, variable_values
-from portal.paths import leaf_origins
+from portal.json_paths import leaf_origins
 
 __all__ = ["SAMPLE_NODE", "Resolution", "TaskInput", "WorkflowContext", "check_platform", "resolve"]
 

@@ -10,7 +10,7 @@ Default, now and then the other department's A100 pool), mixed workflow prioriti
 
 The loop: events in time order — arrival, completion, periodic tick (the admission period) — and after each
 arrival and completion, and at every tick for node pools with queued work, admission passes of the affected
-node pool until nothing is preempted (at most `ROUNDS`, as quotas.services.admission does). Admitted work
+node pool until nothing is preempted (at most `ROUNDS`, as quotas.services.admission_passes does). Admitted work
 starts at once and runs its full duration; a victim stops at once, loses its work and is queued again with its
 submission time (exit action RESCHEDULE). `check` (optional) is called after every pass with the state and
 the result, so a test can assert invariants as the week goes by.
@@ -28,9 +28,9 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from pools.engine.admission import PassResult, PoolState, QueuedWorkflow, run_admission, state_fingerprint
 from pools.engine.fairshare import fair_share
 from pools.engine.quota_model import Quota, QuotaTree, Resources, TeamQuota
+from pools.engine.quota_pass import PassResult, PoolState, QueuedWorkflow, run_admission, state_fingerprint
 from pools.engine.reclaim import RunningWorkflow
 
 ROUNDS = 3

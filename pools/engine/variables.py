@@ -25,7 +25,7 @@ from pools.engine.errors import EngineError
 from pools.engine.quantity import QuantityError, parse_quantity
 from pools.engine.sandbox import CompiledString, compile_string, render_context, render_string
 from pools.engine.schema import expects_only_string
-from portal.paths import child_origin, join_index, join_key, json_copy
+from portal.json_paths import child_origin, join_index, join_key, json_copy
 
 __all__ = [
     "LAYERS",

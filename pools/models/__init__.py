@@ -8,7 +8,7 @@ from pools.models.config import (
     PoolValidation,
     ResourceValidation,
 )
-from pools.models.inventory import NodeMembership, PoolCapacity, ResourceType
+from pools.models.node_membership import NodeMembership, PoolCapacity, ResourceType
 from pools.models.profile import UserProfile
 
 __all__ = [

@@ -26,7 +26,7 @@ from clusters.models import MachinePool, Node
 from pools.engine import EngineError
 from pools.engine.placement import evaluate
 from pools.models import Platform
-from pools.services.would_be import WouldBeNode
+from pools.services.scale_from_zero_node import WouldBeNode
 
 
 @dataclass

@@ -33,7 +33,7 @@ from clusters.models import MachinePool, Node
 from clusters.signals import ALL
 from pools.engine import EngineError
 from pools.engine.placement import evaluate, place
-from pools.services.would_be import WouldBeNode
+from pools.services.scale_from_zero_node import WouldBeNode
 
 SHAPES = 3  # the epoch's row id (access.epoch: 1 access, 2 quotas' charging)
 # NODE_POOL: a would-be node carries the node-pool label of the node pool that will claim it (node_labels)

@@ -20,7 +20,7 @@ from pools.services.compilation import compiled_platform
 from pools.services.machine_pool_shapes import would_be_by_platform
 from pools.services.node_rules import capacities_for
 from pools.services.placement_nodes import placement_candidates, placement_of
-from portal.paths import join_index, join_key
+from portal.json_paths import join_index, join_key
 
 RESOURCE_KEYS = ("cpu", "gpu", "memory", "storage")
 

@@ -2,7 +2,7 @@
 
 Here, in the quotas app, because a pool charged to a managed node pool takes its quota from the team quotas
 (`quotas.services.osmo_quota`; docs/differences-from-osmo.md); other pools keep OSMO's figures (the pool's
-guarantee, and the GPUs of its running HIGH/NORMAL tasks: `workflows.quota`). The answer's shape is
+guarantee, and the GPUs of its running HIGH/NORMAL tasks: `workflows.pool_gpu_usage`). The answer's shape is
 `pools.services.pool_quota`. Which pools: as `GET /api/pool` (`pools.api.views.listed_pools`).
 """
 
@@ -16,7 +16,7 @@ from rest_framework.views import APIView
 from pools.api.views import ERRORS, POOL_LIST_PARAMETERS, PoolListView, listed_pools
 from pools.services.pool_quota import pool_quota
 from quotas.services.osmo_quota import quota_figures
-from workflows.quota import running_gpus
+from workflows.pool_gpu_usage import running_gpus
 
 
 class PoolQuotaView(APIView):

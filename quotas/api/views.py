@@ -1,4 +1,4 @@
-"""Quota REST API (docs/quotas.md, "Doors"). Views only translate HTTP; `quotas.services.doors` decides.
+"""Quota REST API (docs/quotas.md, "Doors"). Views only translate HTTP; `quotas.services.node_pool_quotas` decides.
 
     GET        /api/quotas/node_pools                                node pools: capacity, deserved sums, flags
     GET        /api/quotas/node_pools/{name}                         one: its quota tree, per project and resource
@@ -27,7 +27,7 @@ from configs.models import ConfigType
 from configs.revisions import Actor
 from portal.api import ErrorSerializer
 from quotas.api import serializers as s
-from quotas.services import doors
+from quotas.services import node_pool_quotas
 from teams.quota_visibility import quota_view
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer}
@@ -58,7 +58,7 @@ class NodePoolListView(APIView):
     )
     def get(self, request):
         names = [name for name in request.query_params.getlist("node_pools") if name] or None
-        return Response({"node_pools": doors.node_pool_rows(names)})
+        return Response({"node_pools": node_pool_quotas.node_pool_rows(names)})
 
 
 class NodePoolView(APIView):
@@ -75,7 +75,7 @@ class NodePoolView(APIView):
         responses={200: s.NodePoolDetailSerializer, **ERRORS},
     )
     def get(self, request, name):
-        return Response(doors.node_pool_detail(name, quota_view(request)))
+        return Response(node_pool_quotas.node_pool_detail(name, quota_view(request)))
 
 
 class TeamQuotaView(APIView):
@@ -85,7 +85,7 @@ class TeamQuotaView(APIView):
         kind = TEAM_KINDS.get(team_kind)
         if kind is None:
             raise ConfigNotFound("no API resource here: use projects or departments", field="path", value=team_kind)
-        result = doors.set_team_quota(
+        result = node_pool_quotas.set_team_quota(
             request, name, kind, team, request.data, replace=replace, actor=Actor.for_request(request, "api")
         )
         return Response(
@@ -93,7 +93,7 @@ class TeamQuotaView(APIView):
                 "node_pool": name,
                 "team_kind": kind,
                 "team": team,
-                "quotas": doors.team_quotas(name, kind, team),
+                "quotas": node_pool_quotas.team_quotas(name, kind, team),
                 "changed": result.changed,
                 "revision": result.revision,
             }

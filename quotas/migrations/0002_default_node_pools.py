@@ -1,6 +1,6 @@
 """Every existing backend gets its Default node pool (`<backend>-default`), holding all of its nodes, with a
 NODE_POOL revision (so history and rollback see it as if the store had written it), and every existing
-department and project gets the zero quota in it. New backends and teams get theirs from quotas.apps."""
+department and project gets the zero quota in it. New backends and teams get theirs from quotas.receivers."""
 
 from django.db import migrations
 

@@ -1,19 +1,19 @@
 """What quotas tells pools of confinement (`pools.confinement`, installed in quotas' AppConfig.ready()): the node
 pool a platform's tasks are charged to and the selector their pods carry, from the same cached charge
-submission uses (`charging.charge`, `node_pools.node_selector`); and which node pool a node's labels put it in,
+submission uses (`charge_cache.charge`, `node_pools.node_selector`); and which node pool a node's labels put it in,
 read as the scheduler reads them: the node pool whose selector its labels match (docs/quotas.md, "Confinement")."""
 
 from __future__ import annotations
 
 from pools.confinement import Confinement
 from quotas.models import NodePool
-from quotas.services import charging
+from quotas.services import charge_cache
 from quotas.services.node_pools import node_selector
 
 
 class PortalConfiner:
     def of_platform(self, pool, platform: str) -> Confinement | None:
-        node_pool, _queue, selector = charging.charge(pool, platform)
+        node_pool, _queue, selector = charge_cache.charge(pool, platform)
         return Confinement(node_pool, dict(selector)) if selector else None
 
     def node_pools(self, backend_id: int, labels: dict[str, dict]) -> dict[str, str]:

@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 
 from django.db import transaction
 
-from clusters.kube import custom
+from clusters.kube import custom_objects
 from clusters.kube.connection import KubeClient, connect
 from clusters.kube.errors import KubeError
 from clusters.models import Backend
@@ -182,7 +182,7 @@ def sync_scheduler_objects(
     with connect_to(backend) as kube:
         result.labelled = node_labels.patch(kube, backend)  # KAI's shard label, the node-pool label
         for obj in wanted:
-            applied = custom.apply(kube, resource_of(obj), obj)
+            applied = custom_objects.apply(kube, resource_of(obj), obj)
             (result.created if applied.created else result.replaced).append(_said(obj))
         result.deleted = _delete_stale(kube, backend, wanted)
     if result.created or result.deleted or result.labelled:
@@ -210,7 +210,7 @@ def _delete_stale(kube: KubeClient, backend: Backend, wanted: list[dict]) -> lis
         for api_version, kind in reversed(kinds):  # LocalQueues before their ClusterQueues before flavors
             resource = resource_of({"apiVersion": api_version, "kind": kind})
             try:
-                found = custom.list_objects(kube, resource, label_selector=managed_selector(backend))
+                found = custom_objects.list_objects(kube, resource, label_selector=managed_selector(backend))
             except KubeError as error:
                 if error.k8s_status == 404 and scheduler != backend.quota_scheduler:
                     break  # that scheduler is not installed: nothing of ours can be there
@@ -219,7 +219,7 @@ def _delete_stale(kube: KubeClient, backend: Backend, wanted: list[dict]) -> lis
             stale.sort(key=_is_root)  # KAI queues, Kueue cohorts: children before their parents
             for obj in stale:
                 meta = obj["metadata"]
-                if custom.delete(kube, resource, meta["name"], meta.get("namespace")):
+                if custom_objects.delete(kube, resource, meta["name"], meta.get("namespace")):
                     deleted.append(_said({**obj, "kind": kind}))
     return deleted
 

@@ -17,6 +17,7 @@ from pools.engine.borrowing import Loan
 from quotas import units
 from quotas.models import RESOURCES, NodePool
 from quotas.services.scheduler_status import SCHEDULER_NAMES, SchedulerStatus, read_status
+from quotas.services.state import NO_PROJECT
 from quotas.services.state import state as state_of
 
 SERIES = (
@@ -105,8 +106,8 @@ def fairshare_page(node_pool: NodePool, resource: str = "gpu") -> FairSharePage:
 
     projects = tuple(
         ProjectBars(
-            row.project,
-            row.department,
+            _said(row.project),
+            _said(row.department),
             tuple(
                 Bar(key, label, getattr(row, key), show(getattr(row, key)), round(100 * getattr(row, key) / scale, 2))
                 for key, label, _ in SERIES
@@ -167,4 +168,9 @@ def _scheduler_row(status: SchedulerStatus, usage) -> SchedulerRow:
 
 
 def _loan(loan: Loan, show) -> LoanRow:
-    return LoanRow(loan.borrower, loan.lender or "", show(loan.amount))
+    return LoanRow(_said(loan.borrower), _said(loan.lender or ""), show(loan.amount))
+
+
+def _said(team: str) -> str:
+    """The engine's team of workflows charged to no project, in words (it borrows like any team)."""
+    return "no project" if team == NO_PROJECT else team

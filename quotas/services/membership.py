@@ -16,7 +16,7 @@ from clusters.models import Node
 from pools.models import NodeMembership
 from portal.generation import GenerationCache
 from quotas.models import NodePool, NodePoolMember, SelectorKind
-from quotas.services import charging, node_labels
+from quotas.services import charge_cache, node_labels
 from quotas.services.delegation import schedule_sync
 from quotas.services.node_pools import ensure_default
 
@@ -125,7 +125,7 @@ def _write(wanted: dict[int, int]) -> tuple[int, int]:
         for start in range(0, len(nodes), BATCH):
             NodePoolMember.objects.filter(node_id__in=nodes[start : start + BATCH]).update(node_pool_id=pool)
     if fresh or moved:  # which node pool a platform is charged to may follow its nodes
-        charging.changed()
+        charge_cache.changed()
     return len(fresh), sum(len(nodes) for nodes in moved.values())
 
 

@@ -33,7 +33,7 @@ def default_node_pool(backend: Backend | int) -> NodePool:
 
 def ensure_default(backend: Backend | int, actor: Actor = SYSTEM) -> NodePool:
     """Create the backend's Default node pool through the config store (one NODE_POOL revision), unless it
-    exists. Called when a backend is created (quotas.apps) and by the data migration's successors."""
+    exists. Called when a backend is created (quotas.receivers) and by the data migration's successors."""
     backend = backend if isinstance(backend, Backend) else Backend.objects.get(pk=backend)
     found = NodePool.objects.filter(backend=backend, selector_kind=SelectorKind.DEFAULT).first()
     if found is not None:

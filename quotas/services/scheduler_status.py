@@ -19,7 +19,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from clusters.kube import custom
+from clusters.kube import custom_objects
 from clusters.kube.connection import KubeClient, connect
 from clusters.models import Backend
 from clusters.schedulers import DELEGATING, kai, kueue, resource_of
@@ -127,7 +127,7 @@ def scheduler_status(
 
 def _listed(kube: KubeClient, backend: Backend, api_version: str, kind: str) -> dict[str, dict]:
     resource = resource_of({"apiVersion": api_version, "kind": kind})
-    found = custom.list_objects(kube, resource, label_selector=managed_selector(backend))
+    found = custom_objects.list_objects(kube, resource, label_selector=managed_selector(backend))
     return {obj["metadata"]["name"]: obj for obj in found}
 
 

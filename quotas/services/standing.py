@@ -169,15 +169,15 @@ def _could_borrow(row: dict, free: int, share_if_asking: int) -> int:
 
 def _asking_everything(state: NodePoolState, project: str) -> dict[str, int]:
     """The project's fair share per resource if it asked for the whole node pool while the others keep
-    their demand (held + queued), as the admission pass computes fair shares."""
-    result = state.result
+    their demand (held + queued), as the admission pass computes fair shares: on its input
+    (`NodePoolState.engine_state`, the team `(none)` included)."""
+    engine_input = state.engine_state()
     requests: dict[str, Resources] = defaultdict(Resources)
-    for name, held in result.allocated_before.items():
+    for name, held in state.result.allocated_before.items():
         requests[name] = requests[name] + held
-    for workflow in state.queued:
-        if workflow.project:
-            requests[workflow.project] = requests[workflow.project] + workflow.requests
-    capacity = Resources.of({r: state.capacity[r] for r in RESOURCES})
+    for workflow in engine_input.queued:
+        requests[workflow.project] = requests[workflow.project] + workflow.demand
+    capacity = engine_input.capacity
     requests[project] = capacity  # nobody can be given more than the node pool holds
-    shares = fair_shares(capacity, state.tree, requests, over_quota=True)
+    shares = fair_shares(capacity, engine_input.tree, requests, over_quota=True, rule=engine_input.guarantee_rule)
     return {r: shares[r].projects[project].fair_share if project in shares[r].projects else 0 for r in RESOURCES}

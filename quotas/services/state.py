@@ -1,17 +1,18 @@
 """A node pool's live quota state, read once and shared by admission, the doors and the pages, so the CLI's
-`quota show`, the REST answer, the fair-share page and the admission pass can never disagree.
+`quota show`, the REST answer, the fair-share page and the admission pass can never disagree: they all run the
+engine on the one input `NodePoolState.engine_state()` builds (tests/quotas/test_one_engine_input.py).
 
 `states(node_pools)` reads, whatever the number of node pools: the quota rows (one query), the capacities
 (one), the GPU model of each (one: reasons say "A100 GPUs"), and the parts of workflows charged to them that are
 queued or in flight (one): a workflow whose tasks use several node pools counts in each only what its tasks
-there ask (`WorkflowPart`). It turns them into the pure engine's `PoolState` (pools.engine.admission), whose
+there ask (`WorkflowPart`). It turns them into the pure engine's `PoolState` (pools.engine.quota_pass), whose
 `run_admission` gives fair shares, what would be admitted or held and why, and `borrowing_view` who borrows
 from whom.
 
 In flight = admitted and not finished (PENDING, WAITING, RUNNING), or a part admitted while another part of
 its workflow still waits (RESERVED: it holds its room): what a project *uses* (its allocation) is the
-`requests` of those parts. A workflow charged to no project cannot hold a quota; it is left out of the
-engine's state (`unassigned` lists it) and the admission pass decides what to do with it.
+`requests` of those parts. A workflow charged to no project (or to a project without quota rows here) holds
+no quota: the engine sees it as the team `(none)` (`engine_state`), and `unassigned` lists it.
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from functools import cached_property
 
 from django.utils import timezone
 
-from pools.engine.admission import PassResult, PoolState, QueuedWorkflow, run_admission
 from pools.engine.borrowing import BorrowingView, borrowing_view
 from pools.engine.fairshare import KAI, SHRINK
 from pools.engine.quota_model import Quota as EngineQuota
 from pools.engine.quota_model import QuotaTree, Resources, TeamQuota
+from pools.engine.quota_pass import PassResult, PoolState, QueuedWorkflow, run_admission
 from pools.engine.reclaim import RunningWorkflow
 from quotas.models import RESOURCES, NodePool, Quota
 from quotas.services.capacity import capacities, gpu_models
@@ -37,6 +38,7 @@ from workflows.models import WorkflowPart, WorkflowStatus
 IN_FLIGHT = (WorkflowStatus.PENDING, WorkflowStatus.WAITING, WorkflowStatus.RUNNING)
 RESERVED = "RESERVED"  # a part admitted while its workflow waits for another part (docs/admission.md)
 GPU_NOUN_DEFAULT = "GPUs"
+NO_PROJECT = "(none)"  # the team of workflows charged to no project (no valid project name has parentheses)
 
 
 @dataclass(frozen=True)
@@ -86,38 +88,54 @@ class NodePoolState:
         return Resources.of({r: self.capacity[r] for r in RESOURCES})
 
     def engine_state(self) -> PoolState:
+        """The quota engine's input, the one every reader builds from: the admission pass decides on it and
+        `result` (the pages, `quota show`, the REST answer) shows what it decides.
+
+        Workflows charged to no project (or to a project without quota rows here) form the team `(none)`: no
+        deserved quota, over-quota weight 1, ranked after every project, always preemptible, so they take only
+        capacity nobody with a quota asks for (docs/admission.md). Only the resources some quota guarantees or
+        caps (`managed_resources`) are counted: the others neither hold nor make preemptible."""
+        known = {p.name for p in self.tree.projects}
+        counted = managed_resources(self.tree)
+
+        def team(project: str) -> str:
+            return project if project in known else NO_PROJECT
+
+        def only_counted(amount: Resources) -> Resources:
+            return Resources(**{r: amount.get(r) if r in counted else 0 for r in RESOURCES})
+
+        running = tuple(
+            RunningWorkflow(
+                id=w.workflow_id,
+                project=team(w.project),
+                usage=only_counted(w.requests),
+                preemptible=w.preemptible or team(w.project) == NO_PROJECT,
+                runtime_seconds=w.runtime_seconds(self.now, self.min_runtime_seconds),
+            )
+            for w in self.in_flight
+        )
+        queued = tuple(
+            QueuedWorkflow(
+                id=w.workflow_id,
+                project=team(w.project),
+                demand=only_counted(w.requests),
+                submitted=w.created_at.timestamp(),
+                priority=w.priority,
+            )
+            for w in self.queued
+        )
+        uses_none = any(w.project == NO_PROJECT for w in (*running, *queued))
         return PoolState(
             guarantee_rule=self.guarantee_rule,
             name=self.node_pool.name,
             capacity=self.engine_capacity,
-            tree=self.tree,
-            running=tuple(self._running()),
-            queued=tuple(
-                QueuedWorkflow(
-                    id=w.workflow_id,
-                    project=w.project,
-                    demand=w.requests,
-                    submitted=w.created_at.timestamp(),
-                    priority=w.priority,
-                )
-                for w in self.queued
-                if w.project
-            ),
+            tree=_with_no_project(self.tree) if uses_none else self.tree,
+            running=running,
+            queued=queued,
             over_quota=self.node_pool.over_quota,
             min_runtime_seconds=self.min_runtime_seconds,
             gpu_noun=gpu_noun(self.gpu_model),
         )
-
-    def _running(self) -> Iterable[RunningWorkflow]:
-        for w in self.in_flight:
-            if w.project:
-                yield RunningWorkflow(
-                    id=w.workflow_id,
-                    project=w.project,
-                    usage=w.requests,
-                    preemptible=w.preemptible,
-                    runtime_seconds=w.runtime_seconds(self.now, self.min_runtime_seconds),
-                )
 
     @cached_property
     def result(self) -> PassResult:
@@ -131,7 +149,9 @@ class NodePoolState:
     def project_rows(self) -> list[dict]:
         """Per project and resource, what `quota show` prints: deserved, limit, weight, lend, allocated (in use),
         queued (asked for by queued workflows), fair share, borrowed (in use above deserved)."""
-        allocated = self.result.allocated_before
+        allocated: dict[str, Resources] = defaultdict(Resources)
+        for w in self.in_flight:
+            allocated[w.project] = allocated[w.project] + w.requests
         queued: dict[str, Resources] = defaultdict(Resources)
         for w in self.queued:
             queued[w.project] = queued[w.project] + w.requests
@@ -159,6 +179,28 @@ class NodePoolState:
                     }
                 )
         return rows
+
+
+def managed_resources(tree: QuotaTree) -> set[str]:
+    """The resources some team's quota guarantees (deserved > 0) or caps (a limit) in the node pool. Only those
+    are admitted by quota: a node pool with GPU quotas only does not hold a workflow for the CPU and memory it
+    asks (nobody is guaranteed any); Kubernetes still places it by what the nodes have."""
+    return {
+        resource
+        for team in (*tree.departments, *tree.projects)
+        for resource, quota in team.quotas.items()
+        if quota.deserved > 0 or quota.limit is not None
+    }
+
+
+def _with_no_project(tree: QuotaTree) -> QuotaTree:
+    """The tree with the team `(none)` added, as a department and its one project, ranked after every project."""
+    lowest = min((p.priority for p in tree.projects), default=0)
+    none = {resource: EngineQuota(deserved=0, limit=None, weight=1) for resource in RESOURCES}
+    return QuotaTree(
+        departments=(*tree.departments, TeamQuota(NO_PROJECT, none)),
+        projects=(*tree.projects, TeamQuota(NO_PROJECT, none, priority=lowest - 1, department=NO_PROJECT)),
+    )
 
 
 def gpu_noun(model: str) -> str:

@@ -29,7 +29,7 @@ ROOT_MODULES = (
     "portal.management",
 )
 # Foundation modules that import no Django at all, so the pure engine may use them.
-DJANGO_FREE = ("portal.errors", "portal.paths")
+DJANGO_FREE = ("portal.errors", "portal.json_paths")
 PURE_ENGINE = "pools.engine"
 
 

@@ -1,11 +1,11 @@
-"""Custom objects through the adapter (clusters.kube.custom) against the simulated cluster: the translated
+"""Custom objects through the adapter (clusters.kube.custom_objects) against the simulated cluster: the translated
 quota objects applied, replaced, listed, read back with their status and deleted; failures as KubeErrors."""
 
 from __future__ import annotations
 
 import pytest
 
-from clusters.kube import custom
+from clusters.kube import custom_objects
 from clusters.kube.connection import connect
 from clusters.kube.errors import KubeError
 from clusters.schedulers import Department, NodePool, Project, Quota, QuotaTree, kai, kueue, resource_of, validate
@@ -32,11 +32,11 @@ def kube(backend, kube_server):
         yield client
 
 
-def apply_all(kube, objects: list[dict]) -> list[custom.Applied]:
+def apply_all(kube, objects: list[dict]) -> list[custom_objects.Applied]:
     applied = []
     for obj in objects:
         validate(obj)
-        applied.append(custom.apply(kube, resource_of(obj), obj))
+        applied.append(custom_objects.apply(kube, resource_of(obj), obj))
     return applied
 
 
@@ -46,20 +46,21 @@ def test_kai_queues_are_applied_then_replaced_listed_read_and_deleted(kube, kube
     assert all(a.created for a in first) and len(first) == 6
     again = apply_all(kube, kai.queues(tree(vision_gpus=12)))
     assert not any(a.created for a in again)
-    vision = custom.get(kube, queue_kind, "a100-vision")
+    vision = custom_objects.get(kube, queue_kind, "a100-vision")
     assert vision["spec"]["resources"]["gpu"]["quota"] == 12 and vision["metadata"]["generation"] == 2
-    assert custom.get(kube, queue_kind, "research")["metadata"]["generation"] == 1  # unchanged: no new generation
-    listed = custom.list_objects(kube, queue_kind, label_selector=f"{MANAGED},kai.scheduler/node-pool=a100")
+    # unchanged: no new generation
+    assert custom_objects.get(kube, queue_kind, "research")["metadata"]["generation"] == 1
+    listed = custom_objects.list_objects(kube, queue_kind, label_selector=f"{MANAGED},kai.scheduler/node-pool=a100")
     assert sorted(q["metadata"]["name"] for q in listed) == ["a100-research", "a100-speech", "a100-vision"]
-    assert custom.read_status(kube, queue_kind, "a100-vision") == {}  # before the scheduler wrote any
+    assert custom_objects.read_status(kube, queue_kind, "a100-vision") == {}  # before the scheduler wrote any
     kube_server.emulator.set_status("queues.scheduling.run.ai", "a100-vision", {"allocated": {"gpu": "6"}})
-    assert custom.read_status(kube, queue_kind, "a100-vision") == {"allocated": {"gpu": "6"}}
+    assert custom_objects.read_status(kube, queue_kind, "a100-vision") == {"allocated": {"gpu": "6"}}
     apply_all(kube, kai.queues(tree(vision_gpus=10)))  # a replace keeps the scheduler's status
-    assert custom.read_status(kube, queue_kind, "a100-vision") == {"allocated": {"gpu": "6"}}
-    assert custom.delete(kube, queue_kind, "a100-vision") is True
-    assert custom.delete(kube, queue_kind, "a100-vision") is False
-    assert custom.get(kube, queue_kind, "a100-vision") is None
-    assert custom.read_status(kube, queue_kind, "a100-vision") is None
+    assert custom_objects.read_status(kube, queue_kind, "a100-vision") == {"allocated": {"gpu": "6"}}
+    assert custom_objects.delete(kube, queue_kind, "a100-vision") is True
+    assert custom_objects.delete(kube, queue_kind, "a100-vision") is False
+    assert custom_objects.get(kube, queue_kind, "a100-vision") is None
+    assert custom_objects.read_status(kube, queue_kind, "a100-vision") is None
 
 
 def test_kueue_objects_land_in_their_scopes_and_the_namespace_is_created(kube, kube_server):
@@ -68,50 +69,50 @@ def test_kueue_objects_land_in_their_scopes_and_the_namespace_is_created(kube, k
     assert [a.obj["kind"] for a in applied] == kinds  # the root Cohort and research's
     local_kind = resource("LocalQueue")
     assert kube_server.emulator.get("namespaces", "quota-jobs") is not None  # created for the LocalQueues
-    local = custom.list_objects(kube, local_kind, "quota-jobs", label_selector=MANAGED)
+    local = custom_objects.list_objects(kube, local_kind, "quota-jobs", label_selector=MANAGED)
     assert [(q["metadata"]["namespace"], q["spec"]["clusterQueue"]) for q in local] == [
         ("quota-jobs", "speech"),
         ("quota-jobs", "vision"),
     ]
-    assert len(custom.list_objects(kube, local_kind)) == 2  # all namespaces
+    assert len(custom_objects.list_objects(kube, local_kind)) == 2  # all namespaces
     kube_server.emulator.set_status(
         "localqueues.kueue.x-k8s.io", "vision", {"pendingWorkloads": 3, "admittedWorkloads": 1}, namespace="quota-jobs"
     )
-    assert custom.read_status(kube, local_kind, "vision", "quota-jobs") == {
+    assert custom_objects.read_status(kube, local_kind, "vision", "quota-jobs") == {
         "pendingWorkloads": 3,
         "admittedWorkloads": 1,
     }
-    flavor = custom.get(kube, resource("ResourceFlavor"), "a100")
+    flavor = custom_objects.get(kube, resource("ResourceFlavor"), "a100")
     assert flavor["spec"] == {"nodeLabels": {"gpu": "a100"}}
     with pytest.raises(KubeError, match="namespaced: give a namespace"):
-        custom.get(kube, local_kind, "vision")
+        custom_objects.get(kube, local_kind, "vision")
 
 
 def test_a_conflicting_replace_is_tried_again(kube, kube_server):
     [queue] = [q for q in kai.queues(tree()) if q["metadata"]["name"] == "vision"]
-    custom.apply(kube, resource("Queue"), queue)
+    custom_objects.apply(kube, resource("Queue"), queue)
     kube_server.emulator.fail_next("update", "queues", 409, times=1, reason="Conflict", message="modified meanwhile")
-    assert custom.apply(kube, resource("Queue"), queue).created is False
+    assert custom_objects.apply(kube, resource("Queue"), queue).created is False
 
 
 def test_failures_are_one_line_kube_errors(kube, kube_server):
     [queue] = [q for q in kai.queues(tree()) if q["metadata"]["name"] == "vision"]
     kube_server.emulator.fail_next("create", "queues", 503)
     with pytest.raises(KubeError) as unavailable:
-        custom.apply(kube, resource("Queue"), queue)
+        custom_objects.apply(kube, resource("Queue"), queue)
     assert unavailable.value.transient and unavailable.value.k8s_status == 503
     assert str(unavailable.value).startswith("creating queues.scheduling.run.ai vision: HTTP 503")
     kube_server.emulator.fail_next("create", "queues", 403, reason="Forbidden", message="queues is forbidden")
     with pytest.raises(KubeError) as forbidden:
-        custom.apply(kube, resource("Queue"), queue)
+        custom_objects.apply(kube, resource("Queue"), queue)
     assert not forbidden.value.transient and "queues is forbidden" in str(forbidden.value)
     kube_server.emulator.fail_next("list", "queues", 500)
     with pytest.raises(KubeError, match="listing queues.scheduling.run.ai: HTTP 500"):
-        custom.list_objects(kube, resource("Queue"))
+        custom_objects.list_objects(kube, resource("Queue"))
 
 
 def test_a_cluster_without_the_scheduler_says_so(backend):
     with connect(backend) as kube, pytest.raises(KubeError) as missing:  # kubesim serves no CRD here
-        custom.apply(kube, resource("Queue"), kai.queues(tree())[0])
+        custom_objects.apply(kube, resource("Queue"), kai.queues(tree())[0])
     assert missing.value.k8s_status == 404 and not missing.value.transient
     assert "creating queues.scheduling.run.ai research: HTTP 404" in str(missing.value)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from clusters import inventory
-from clusters.kube import inventory as kube_inventory
+from clusters.kube import node_pod_lists as kube_inventory
 from clusters.kube.errors import KubeError
 from clusters.models import Backend, Node
 from tests.clusters.conftest import running_pod

@@ -12,7 +12,7 @@ from tests.deploy.manifests import DEPLOY, of_kind, render, schema_problems
 
 WORKLOAD = DEPLOY / "workload-cluster"
 CLUSTERS = sorted(p.name for p in (WORKLOAD / "clusters").iterdir() if (p / "kustomization.yaml").exists())
-CRUD = ("create", "get", "list", "update", "delete")  # clusters.kube.custom: apply, get, list_objects, delete
+CRUD = ("create", "get", "list", "update", "delete")  # clusters.kube.custom_objects: apply, get, list_objects, delete
 
 # (scope, API group, resource, verb); scope "cluster" (ClusterRole) or "namespace" (Role in the workload one).
 ALWAYS = {

@@ -10,7 +10,7 @@ import pytest
 from django.db import connection, transaction
 
 from quotas.models import NodePool, Quota
-from quotas.services.admission import admission_pass
+from quotas.services.admission_passes import admission_pass
 from tests.polling import wait_until
 from tests.quotas import gpu_cluster as gc
 from workflows.models import TaskEvent, Workflow, WorkflowStatus

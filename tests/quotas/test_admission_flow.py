@@ -17,11 +17,11 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from quotas.models import NodePool
-from quotas.services.admission import admission_pass, pass_all
+from quotas.services.admission_passes import admission_pass, pass_all
 from teams.quota_visibility import OTHER_PROJECT
 from tests.quotas import gpu_cluster as gc
 from workflows import timeouts
-from workflows.lifecycle.admission import PREEMPTED_EXIT_CODE, PREEMPTIBLE_LABEL
+from workflows.lifecycle.admit_hold_preempt import PREEMPTED_EXIT_CODE, PREEMPTIBLE_LABEL
 from workflows.lifecycle.cancel import cancel
 from workflows.models import TaskEvent, Workflow, WorkflowStatus
 

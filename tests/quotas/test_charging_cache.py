@@ -1,4 +1,4 @@
-"""The per-process cache of where a submission is charged (quotas.services.charging): a cached answer is
+"""The per-process cache of where a submission is charged (quotas.services.charge_cache): a cached answer is
 served for one epoch query, and any change it depends on — node pools and their quotas, pools and
 platforms, nodes moving node pool or platform, nodes deleted, teams deleted — is seen by the next
 submission, in this process and in another.
@@ -13,7 +13,7 @@ import pytest
 from clusters import inventory
 from configs import store
 from pools.models import Pool
-from quotas.services import charging
+from quotas.services import charge_cache
 from teams.models import Department
 from tests.access.test_access_cache import manage
 from tests.clusters.conftest import CLI, H100_NODES
@@ -28,13 +28,13 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 def charge(pool: str, platform: str) -> tuple[str, bool]:
     """(node pool, queue): the node pool's nodeSelector, also cached, is checked where it matters."""
-    return charging.charge(Pool.objects.get(name=pool), platform)[:2]
+    return charge_cache.charge(Pool.objects.get(name=pool), platform)[:2]
 
 
 def test_a_cached_charge_costs_one_epoch_query(carved):
     assert charge("research", "any-h100") == ("h100", False)  # the h100 nodes are research/any-h100's
     with captured_queries() as queries:
-        cached = charging.charge(Pool.objects.get(name="research"), "any-h100")
+        cached = charge_cache.charge(Pool.objects.get(name="research"), "any-h100")
     assert cached == ("h100", False, {"nvidia.com/gpu.product": H100_PRODUCT})  # with its label node pool's selector
     assert len(queries) == 2  # the pool (this test's), the epochs
     assert "access_accessepoch" in queries[1]

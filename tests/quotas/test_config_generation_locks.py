@@ -14,7 +14,7 @@ from django.db import connection, transaction
 from pools.models import Platform
 from portal import generation
 from quotas.models import NodePool, Quota
-from quotas.services.admission import admission_pass
+from quotas.services.admission_passes import admission_pass
 from tests.factories import DepartmentFactory, NodePoolFactory, PlatformFactory, PoolFactory
 from tests.polling import wait_until
 from tests.quotas import gpu_cluster as gc

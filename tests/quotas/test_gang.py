@@ -26,7 +26,7 @@ from rest_framework.test import APIClient
 
 from pools.engine.placement_fit import pod_requests
 from quotas.models import NodePool
-from quotas.services.admission import admission_pass
+from quotas.services.admission_passes import admission_pass
 from quotas.services.node_pools import charged_node_pool
 from quotas.services.state import states
 from tests.clirun import run_as_cli

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 from configs import store
 from configs.errors import ConfigError
 from quotas.models import AdmissionPass, NodePool
-from quotas.services.admission import admission_pass, node_pools_due, pass_all
+from quotas.services.admission_passes import admission_pass, node_pools_due, pass_all
 from tests.quotas import gpu_cluster as gc
 from tests.workflows.conftest import CLI
 from workflows.models import Workflow, WorkflowStatus

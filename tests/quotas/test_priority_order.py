@@ -11,7 +11,7 @@ from io import StringIO
 from django.core.management import call_command
 
 from quotas.models import NodePool
-from quotas.services.admission import admission_pass
+from quotas.services.admission_passes import admission_pass
 from tests.quotas import gpu_cluster as gc
 from workflows.models import Workflow, WorkflowStatus
 

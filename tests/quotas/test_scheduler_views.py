@@ -16,7 +16,7 @@ from django.core.management import call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from pools.engine.admission import run_admission
+from pools.engine.quota_pass import run_admission
 from pools.models import Pool
 from quotas.models import NodePool
 from quotas.services import delegation

@@ -32,7 +32,7 @@ from clusters.models import Backend
 from configs import store
 from configs.errors import ConfigError
 from quotas.models import Quota
-from quotas.services.admission import pass_all
+from quotas.services.admission_passes import pass_all
 from tests.polling import wait_until
 from tests.quotas import gpu_cluster as gc
 from tests.quotas.confinement import assert_no_pod_outside_its_node_pool, bound_pods

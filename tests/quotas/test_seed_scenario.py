@@ -18,7 +18,7 @@ import pytest
 from django.utils import timezone
 
 from tests.quotas import gpu_cluster as gc
-from workflows.lifecycle.admission import PREEMPTED_EXIT_CODE, PREEMPTIBLE_LABEL
+from workflows.lifecycle.admit_hold_preempt import PREEMPTED_EXIT_CODE, PREEMPTIBLE_LABEL
 from workflows.lifecycle.cancel import cancel
 from workflows.models import Workflow
 

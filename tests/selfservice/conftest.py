@@ -19,7 +19,7 @@ from django.test import Client
 
 from access.services import roles
 from clusters.inventory import PodIndex, write_nodes
-from clusters.kube.inventory import node_record, pod_record
+from clusters.kube.node_pod_lists import node_record, pod_record
 from clusters.models import Backend
 from configs.revisions import Actor
 from kubesim.fleet import demo_fleet

@@ -8,8 +8,8 @@ from dataclasses import dataclass, field, replace
 
 from hypothesis import strategies as st
 
-from pools.engine.admission import PassResult, PoolState, QueuedWorkflow, run_admission
 from pools.engine.quota_model import Quota, QuotaTree, Resources, TeamQuota
+from pools.engine.quota_pass import PassResult, PoolState, QueuedWorkflow, run_admission
 from pools.engine.reclaim import RunningWorkflow
 
 

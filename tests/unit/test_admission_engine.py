@@ -1,4 +1,4 @@
-"""One admission pass (pools.engine.admission): worked examples, reasons, borrowing view, properties."""
+"""One admission pass (pools.engine.quota_pass): worked examples, reasons, borrowing view, properties."""
 
 from __future__ import annotations
 
@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pools.engine.admission import Admission, PoolState, QueuedWorkflow, run_admission
 from pools.engine.borrowing import Loan, borrowing_view
 from pools.engine.errors import EngineError
 from pools.engine.quota_model import Quota, QuotaTree, Resources, TeamQuota
+from pools.engine.quota_pass import Admission, PoolState, QueuedWorkflow, run_admission
 from pools.engine.reclaim import RunningWorkflow
 from tests.unit.quota_builders import G, quota_trees, tree
 

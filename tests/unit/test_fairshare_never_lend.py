@@ -9,10 +9,10 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pools.engine.admission import PoolState, QueuedWorkflow, run_admission
 from pools.engine.borrowing import Loan, borrowing_view
 from pools.engine.fairshare import ShareInput, divide, fair_share
 from pools.engine.quota_model import Quota, QuotaTree, TeamQuota
+from pools.engine.quota_pass import PoolState, QueuedWorkflow, run_admission
 from pools.engine.reclaim import RunningWorkflow
 from tests.unit.quota_builders import G, quota_trees
 

@@ -7,9 +7,9 @@ from dataclasses import replace
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from pools.engine.admission import PassResult, PoolState, QueuedWorkflow
 from pools.engine.fairshare import fair_shares
 from pools.engine.quota_model import QuotaTree, Resources
+from pools.engine.quota_pass import PassResult, PoolState, QueuedWorkflow
 from pools.engine.reclaim import ReclaimContext, RunningWorkflow, choose_victims
 from tests.unit.quota_builders import G, Replay, quota_trees, tree
 

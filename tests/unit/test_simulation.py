@@ -3,7 +3,7 @@ a heavy synthetic workload, with the promises of every admission pass checked as
 
 from __future__ import annotations
 
-from pools.engine.admission import PassResult, PoolState
+from pools.engine.quota_pass import PassResult, PoolState
 from pools.engine.simulation import HOUR, Workload, simulate
 from tests.unit.test_reclaim_engine import check_invariants
 

@@ -89,7 +89,7 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
     result = CreateResult()
     workflow = Workflow.objects.select_related("pool__backend", "project").filter(pk=workflow_pk).first()
     if workflow is None or workflow.is_finished or workflow.status == WorkflowStatus.QUEUED:
-        return result  # a QUEUED workflow's pods wait for admission (workflows.lifecycle.admission.admit)
+        return result  # a QUEUED workflow's pods wait for admission (workflows.lifecycle.admit_hold_preempt.admit)
     tasks = list(workflow.tasks.filter(status=PENDING).order_by("id"))
     if not tasks:
         return result

@@ -60,7 +60,7 @@ def settle(workflow_pk: int) -> str:
         current = Workflow.objects.select_for_update().filter(pk=workflow_pk).values_list("status", flat=True).first()
         if current is None or current in FINISHED_WORKFLOW:
             return current or ""
-        if current == WorkflowStatus.QUEUED:  # only admission moves it on (workflows.lifecycle.admission)
+        if current == WorkflowStatus.QUEUED:  # only admission moves it on (workflows.lifecycle.admit_hold_preempt)
             return current
         return _settle(workflow_pk)
 

@@ -1,9 +1,9 @@
-"""Charge the workflows stored before `Workflow.project` existed (workflows.charging)."""
+"""Charge the workflows stored before `Workflow.project` existed (workflows.project_backfill)."""
 
 from django.conf import settings
 from django.db import migrations
 
-from workflows.charging import charge_unassigned
+from workflows.project_backfill import charge_unassigned
 
 
 def charge(apps, schema_editor):

@@ -1,5 +1,5 @@
 """Karpenter: a machine pool is a `karpenter.sh/v1` NodePool (cluster-scoped), written through the Kubernetes
-API (`clusters.kube.custom`, the one Kubernetes adapter).
+API (`clusters.kube.custom_objects`, the one Kubernetes adapter).
 
     metadata.labels            app.kubernetes.io/managed-by: pool-portal (the only NodePools it deletes)
     spec.template.metadata     labels: node.kubernetes.io/machinepool=<name> and the pool's labels
@@ -16,7 +16,7 @@ NodePool's `status.resources.nodes`.
 
 from __future__ import annotations
 
-from clusters.kube import custom
+from clusters.kube import custom_objects
 from clusters.kube.connection import KubeClient
 from clusters.kube.errors import KubeError
 from clusters.machinepools.providers.base import MANAGED_BY, MANAGED_BY_LABEL, Observed, ProviderError
@@ -61,7 +61,7 @@ class KarpenterProvider:
         self.kube, self.node_class, self.catalog = kube, node_class or "default", catalog
 
     def observe(self) -> dict[str, Observed]:
-        items = self._do(lambda: custom.list_objects(self.kube, NODEPOOLS))
+        items = self._do(lambda: custom_objects.list_objects(self.kube, NODEPOOLS))
         return {item["metadata"]["name"]: observed(item) for item in items}
 
     def create(self, spec: MachinePoolSpec) -> Observed:
@@ -79,14 +79,14 @@ class KarpenterProvider:
     def delete(self, current: Observed) -> None:
         if not current.managed:
             raise ProviderError(f"NodePool {current.provider_id} is not the portal's: it is never deleted")
-        self._do(lambda: custom.delete(self.kube, NODEPOOLS, current.provider_id))
+        self._do(lambda: custom_objects.delete(self.kube, NODEPOOLS, current.provider_id))
 
     def close(self) -> None:
         self.kube.close()
 
     def _apply(self, spec: MachinePoolSpec) -> Observed:
         body = node_pool(spec, self.node_class, self.catalog.get(spec.instance_type))
-        return observed(self._do(lambda: custom.apply(self.kube, NODEPOOLS, body).obj))
+        return observed(self._do(lambda: custom_objects.apply(self.kube, NODEPOOLS, body).obj))
 
     @staticmethod
     def _do(call):

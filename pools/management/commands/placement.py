@@ -21,7 +21,7 @@ from clusters.machinepools.catalog import shipped
 from pools import confinement as confining
 from pools.engine.placement import NOT_EVALUATED, nodes_from_kubectl, place, prepare_pod
 from pools.engine.workloads import pod_of
-from pools.services.would_be import would_be_from_document
+from pools.services.scale_from_zero_node import would_be_from_document
 from portal.commands import PortalCommand
 from portal.docfiles import load_document
 

@@ -12,7 +12,7 @@ from portal.commands import PortalCommand
 from quotas import units
 from quotas.config_types import RESOURCES
 from quotas.management.commands.quota import node_pool_header
-from quotas.services import doors
+from quotas.services import node_pool_quotas
 
 
 class Command(PortalCommand):
@@ -31,7 +31,7 @@ class Command(PortalCommand):
         getattr(self, f"do_{options['verb']}")(options)
 
     def do_list(self, options):
-        rows = doors.node_pool_rows(options["names"] or None)
+        rows = node_pool_quotas.node_pool_rows(options["names"] or None)
         if options["format"] == "json":
             return self.emit({"node_pools": rows})
         headers = [
@@ -60,7 +60,7 @@ class Command(PortalCommand):
         return None
 
     def do_show(self, options):
-        detail = doors.node_pool_detail(options["name"])
+        detail = node_pool_quotas.node_pool_detail(options["name"])
         if options["format"] == "json":
             return self.emit({key: value for key, value in detail.items() if key != "projects"})
         self.stdout.write(node_pool_header(detail))

@@ -20,7 +20,7 @@ from configs.revisions import Actor
 from portal.commands import PortalCommand
 from quotas import units
 from quotas.config_types import RESOURCES
-from quotas.services import doors
+from quotas.services import node_pool_quotas
 
 # the option that sets each (resource, key), to name it in errors
 FLAGS = {
@@ -66,7 +66,7 @@ class Command(PortalCommand):
         team_kind, team, node_pool = _target(options)
         changes = _changes(options)
         try:
-            result = doors.set_team_quota(
+            result = node_pool_quotas.set_team_quota(
                 None,
                 node_pool,
                 team_kind,
@@ -77,7 +77,7 @@ class Command(PortalCommand):
             )
         except ConfigError as error:
             raise _in_flags(error) from None
-        quotas = doors.team_quotas(node_pool, team_kind, team)
+        quotas = node_pool_quotas.team_quotas(node_pool, team_kind, team)
         if options["format"] == "json":
             return self.emit(
                 {
@@ -94,7 +94,7 @@ class Command(PortalCommand):
         return None
 
     def do_show(self, options):
-        detail = doors.node_pool_detail(options["node_pool"])
+        detail = node_pool_quotas.node_pool_detail(options["node_pool"])
         if options["format"] == "json":
             return self.emit(detail)
         self.stdout.write(node_pool_header(detail))

@@ -22,7 +22,7 @@ from pools.engine.platform import SYSTEM, CompiledPlatform, Origin, compile_plat
 from pools.engine.quantity import QuantityError, parse_quantity
 from pools.engine.schema import _checker_for, validate_pod
 from pools.engine.schema_checks import _quantity_value, semantic_violations
-from portal.paths import iter_leaves, leaf_origins
+from portal.json_paths import iter_leaves, leaf_origins
 
 from .conftest import osmo_config
 from .test_schema import JSON_VALUES, LOCATIONS, typical_pod

@@ -11,7 +11,7 @@ from hypothesis import strategies as st
 
 from pools.engine.errors import EngineError
 from pools.engine.merge import MergeError, merge, merge_templates, merge_traced
-from portal.paths import iter_leaves
+from portal.json_paths import iter_leaves
 
 # --------------------------------------------------------------------------- OSMO conformance (test_common.py)
 

@@ -207,7 +207,7 @@ def test_every_leaf_has_provenance(make_platform):
 
 
 def _leaf_paths(value, path=""):
-    from portal.paths import iter_leaves
+    from portal.json_paths import iter_leaves
 
     return {p for p, _, _ in iter_leaves(value, None, path)}
 

@@ -30,10 +30,10 @@ from portal.docfiles import DocumentError
 from teams.models import Project
 from workflows import logs, queries
 from workflows.api import serializers as s
-from workflows.charging import charge_unassigned
 from workflows.errors import InvalidSpec
 from workflows.lifecycle.cancel import cancel
 from workflows.models import Workflow
+from workflows.project_backfill import charge_unassigned
 from workflows.services import SubmitRequest, submit
 from workflows.spec import SpecError
 

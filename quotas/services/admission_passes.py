@@ -10,13 +10,14 @@ for the first to commit and then reads what it wrote (no workflow is admitted tw
    admitted by each pass, and starts with its last part: docs/admission.md, "Workflows across node pools");
 2. unmanaged node pool (no quota guarantees or caps anything): every queued workflow is admitted at once,
    non-preemptible (the portal's behaviour before quotas);
-3. managed: `pools.engine.admission.run_admission` decides; `admitted` → `workflows.lifecycle.admission.admit`
+3. managed: `pools.engine.quota_pass.run_admission` decides; `admitted` → `workflows.lifecycle.admit_hold_preempt.admit`
    (with the node pool's nodeSelector, the preemptible label and an annotation saying why), `held` → `hold`
    (the structured reason, with its text and queue position), `preempted` → `preempt` (the victim's reason:
    who it was stopped for and the numbers). A preempted workflow whose exit action is RESCHEDULE is QUEUED
    again; the pass then runs once more (at most `ROUNDS` times) so the room reclaimed is given out now.
 
-Workflows charged to no project (or to a project without quota rows in the node pool) have no quota. In a
+Workflows charged to no project (or to a project without quota rows in the node pool) have no quota. The
+engine's input is `NodePoolState.engine_state()`, the one the pages and `quota show` read too. In a
 managed node pool they share the spare capacity as one more team, `(none)`: no deserved quota, over-quota
 weight 1, ranked after every project (priority below the lowest). So they are admitted only into capacity
 nobody with a quota asks for, always preemptible, reclaimed like any over-quota work, and held with a reason
@@ -28,11 +29,12 @@ records its time (`AdmissionPass`); the periodic pass (`pass_all`, every QUOTA_A
 a node pool with queued work only once its period has elapsed since then (`node_pools_due`). Queue events
 still run a node pool's pass at once.
 
-Only the resources some quota in the node pool guarantees or caps are admitted by quota (`managed_resources`):
-with GPU quotas only, a workflow's CPU and memory requests neither hold it nor make it preemptible.
+Only the resources some quota in the node pool guarantees or caps are admitted by quota
+(`quotas.services.state.managed_resources`): with GPU quotas only, a workflow's CPU and memory requests neither
+hold it nor make it preemptible.
 
 The periodic pass (`pass_all`) passes only the node pools whose state changed: a pass that admitted and
-preempted nothing leaves the node pool's fingerprint (`pools.engine.admission.state_fingerprint`: quotas,
+preempted nothing leaves the node pool's fingerprint (`pools.engine.quota_pass.state_fingerprint`: quotas,
 capacity, queued and running work, which running work is past its minimum runtime) in `_QUIET` once its
 transaction commits; the next periodic pass that reads the same fingerprint skips the engine and the writes
 (it would decide the same). Event-driven passes (a submission, a finished workflow) always run. `_QUIET` is
@@ -49,20 +51,17 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from pools.engine.admission import PoolState, QueuedWorkflow, run_admission, state_fingerprint
-from pools.engine.quota_model import Quota, QuotaTree, Resources, TeamQuota
-from pools.engine.reclaim import RunningWorkflow
+from pools.engine.quota_pass import run_admission, state_fingerprint
 from portal import metrics
-from quotas.models import RESOURCES, AdmissionPass, NodePool
+from quotas.models import AdmissionPass, NodePool
 from quotas.services import gang
 from quotas.services.node_pools import node_selector
-from quotas.services.state import NodePoolState, gpu_noun, state
-from workflows.lifecycle import admission as hooks
+from quotas.services.state import NO_PROJECT, NodePoolState, state
+from workflows.lifecycle import admit_hold_preempt as hooks
 from workflows.models import Workflow, WorkflowPart, WorkflowStatus
 
 log = logging.getLogger(__name__)
 
-NO_PROJECT = "(none)"  # the team of workflows charged to no project (no valid project name has parentheses)
 ROUNDS = 3  # passes in a row while reclaim frees room (a reclaimed workflow is QUEUED again at once)
 _QUIET: dict[int, int] = {}  # node pool id → fingerprint of its last committed pass that changed nothing
 
@@ -123,7 +122,7 @@ def _round(node_pool: NodePool, report: PassReport, *, periodic: bool = False) -
             ):
                 report.admitted.append(workflow.workflow_id)
         return 0
-    engine_input = engine_state(current)
+    engine_input = current.engine_state()
     fingerprint = state_fingerprint(engine_input)
     if periodic and _QUIET.get(node_pool.pk) == fingerprint:
         report.skipped = True
@@ -204,70 +203,6 @@ def admitted_because(node_pool: str, admission) -> str:
             "(preemptible: may be reclaimed)"
         )
     return f"node pool {node_pool}: within project {admission.project}'s deserved quota (non-preemptible)"
-
-
-def engine_state(current: NodePoolState) -> PoolState:
-    """The engine's input: `state`'s, with the workflows charged to no project (or to a project without quota
-    rows here) gathered as the team `(none)` instead of being left out (module docstring)."""
-    known = {p.name for p in current.tree.projects}
-    counted = managed_resources(current.tree)
-
-    def team(project: str) -> str:
-        return project if project in known else NO_PROJECT
-
-    def only_counted(amount: Resources) -> Resources:
-        return Resources(**{r: amount.get(r) if r in counted else 0 for r in RESOURCES})
-
-    running = tuple(
-        RunningWorkflow(
-            id=w.workflow_id,
-            project=team(w.project),
-            usage=only_counted(w.requests),
-            preemptible=w.preemptible or team(w.project) == NO_PROJECT,
-            runtime_seconds=w.runtime_seconds(current.now, current.min_runtime_seconds),
-        )
-        for w in current.in_flight
-    )
-    queued = tuple(
-        QueuedWorkflow(
-            id=w.workflow_id,
-            project=team(w.project),
-            demand=only_counted(w.requests),
-            submitted=w.created_at.timestamp(),
-            priority=w.priority,
-        )
-        for w in current.queued
-    )
-    tree = current.tree
-    if any(w.project == NO_PROJECT for w in (*running, *queued)):
-        lowest = min((p.priority for p in tree.projects), default=0)
-        none = {resource: Quota(deserved=0, limit=None, weight=1) for resource in RESOURCES}
-        tree = QuotaTree(
-            departments=(*tree.departments, TeamQuota(NO_PROJECT, none)),
-            projects=(*tree.projects, TeamQuota(NO_PROJECT, none, priority=lowest - 1, department=NO_PROJECT)),
-        )
-    return PoolState(
-        name=current.node_pool.name,
-        capacity=current.engine_capacity,
-        tree=tree,
-        running=running,
-        queued=queued,
-        over_quota=current.node_pool.over_quota,
-        min_runtime_seconds=current.min_runtime_seconds,
-        gpu_noun=gpu_noun(current.gpu_model),
-    )
-
-
-def managed_resources(tree: QuotaTree) -> set[str]:
-    """The resources some team's quota guarantees (deserved > 0) or caps (a limit) in the node pool. Only those
-    are admitted by quota: a node pool with GPU quotas only does not hold a workflow for the CPU and memory it
-    asks (nobody is guaranteed any); Kubernetes still places it by what the nodes have."""
-    return {
-        resource
-        for team in (*tree.departments, *tree.projects)
-        for resource, quota in team.quotas.items()
-        if quota.deserved > 0 or quota.limit is not None
-    }
 
 
 def _named(reason: dict) -> dict:
