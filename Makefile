@@ -11,7 +11,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: install bytecode dev test test-loaded scale-test bench lint services clean test-peers chromium kubectl editor
+.PHONY: install bytecode dev test test-loaded fuzz scale-test bench lint services clean test-peers chromium kubectl editor
 
 install: $(VENV)/.installed bytecode editor test-peers
 
@@ -97,6 +97,12 @@ test-loaded: install services
 	  trap 'kill $$burners 2>/dev/null' EXIT; \
 	  echo "two CPU burners running (pids$$burners)"; \
 	  DEBUG=true DATABASE_URL=$(TEST_DATABASE_URL) TEST_BROKER_URL=$(TEST_BROKER_URL) $(PY) -m pytest $(PYTEST_ARGS)
+
+# The API fuzz at length (docs/testing.md): schemathesis, 200 cases per operation instead of `make test`'s 25.
+FUZZ_CASES_PER_OPERATION ?= 200
+fuzz: install services
+	DEBUG=true DATABASE_URL=$(TEST_DATABASE_URL) TEST_DATABASE_NAME=test_fuzz TEST_BROKER_URL=$(TEST_BROKER_URL) \
+	  FUZZ_CASES_PER_OPERATION=$(FUZZ_CASES_PER_OPERATION) $(PY) -m pytest -s tests/security/test_api_fuzz.py $(PYTEST_ARGS)
 
 # The scale-out proof alone (docs/operations.md): gunicorn, Celery workers, beat and the watchers as processes,
 # 500 workflows while a worker is killed. Its own test database and Redis database, so it can run beside

@@ -10,6 +10,7 @@ test's transaction, against PostgreSQL.
 
 from __future__ import annotations
 
+import os
 import time
 
 import hypothesis
@@ -25,7 +26,9 @@ from access.models import Role
 from tests.factories import TokenFactory, UserFactory
 from tests.workflows.conftest import spec
 
-CASES_PER_OPERATION = 60  # 21 operations, some twice (valid and invalid inputs): about 1,900 requests
+# `make test` runs a short version (about 1,700 requests over the schema's operations, some twice: free and on
+# the real pool and workflow); `make fuzz` the long one (FUZZ_CASES_PER_OPERATION=200, docs/testing.md).
+CASES_PER_OPERATION = int(os.environ.get("FUZZ_CASES_PER_OPERATION") or 25)
 MIN_CASES = 1000
 
 
@@ -70,14 +73,14 @@ def _checker(label: str, headers: dict, sent: dict, failures: list):
     return check
 
 
-def runs(operation, known: dict[str, str]) -> list[tuple[Override, int]]:
+def runs(operation, known: dict[str, str], per_operation: int = CASES_PER_OPERATION) -> list[tuple[Override, int]]:
     """(path overrides, cases) for an operation: free generation, and for paths that name a pool or a
     workflow also runs on the real ones, so the bodies and queries reach the code behind the lookup."""
     names = {parameter.name for parameter in operation.path_parameters}
     pinned = {name: value for name, value in known.items() if name in names}
     if not pinned:
-        return [(Override(), CASES_PER_OPERATION)]
-    return [(Override(), CASES_PER_OPERATION // 2), (Override(path_parameters=pinned), CASES_PER_OPERATION)]
+        return [(Override(), per_operation)]
+    return [(Override(), per_operation // 2), (Override(path_parameters=pinned), per_operation)]
 
 
 def openapi(wsgi_app):
