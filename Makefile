@@ -108,9 +108,10 @@ fuzz: install services
 # 500 workflows while a worker is killed. Its own test database and Redis database, so it can run beside
 # `make test`; -s shows its figures.
 SCALE_BROKER_URL ?= redis://127.0.0.1:6379/14
+SCALE_WORKFLOWS ?= 500
 scale-test: install services
 	DEBUG=true DATABASE_URL=$(TEST_DATABASE_URL) TEST_DATABASE_NAME=test_scale_proof \
-	  TEST_BROKER_URL=$(SCALE_BROKER_URL) $(PY) -m pytest -s -m scale tests/scale $(PYTEST_ARGS)
+	  TEST_BROKER_URL=$(SCALE_BROKER_URL) SCALE_WORKFLOWS=$(SCALE_WORKFLOWS) $(PY) -m pytest -s -m scale tests/scale $(PYTEST_ARGS)
 
 bench: install
 	DEBUG=true DATABASE_URL=$(TEST_DATABASE_URL) $(PY) bench/run.py $(BENCH)
