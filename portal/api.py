@@ -1,18 +1,95 @@
-"""API plumbing shared by every app: bounds of query parameters, and refusals raised where DRF expects its own
-exceptions. Every error becomes one JSON envelope in `portal.error_responses`.
+"""API plumbing shared by every app: bounds of integer parameters, and refusals raised where DRF expects its
+own exceptions. Every error becomes one JSON envelope in `portal.error_responses`.
+
+Every integer a client sends in a query string or a path (and the integers of the API's own bodies) is read
+through `whole_number`: ASCII digits only, a least and a most value, else a 400 naming the field, the value
+and the bound. `BoundedInt` is the serializer field, `IntParam` the query parameter a view reads itself; both
+declare their bounds in the OpenAPI schema, and tests/security/test_integer_bounds.py fails on an integer
+parameter of the schema without them (docs/limits.md lists them).
 """
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import exceptions, serializers
 
-from portal.errors import PortalError
+from portal.errors import DomainError, PortalError
 
 # The largest integer a PostgreSQL `integer` column (and a sane offset or revision number) holds: query
 # parameters are capped here so that a huge number is a 400 naming the field, not a database error.
 MAX_INT = 2_147_483_647
+MIN_INT = -2_147_483_648
+
+# An optional sign and at most 19 ASCII digits (`\d` would take other scripts' digits and `²`, which int()
+# refuses): anything longer is out of every bound, and int() never meets Python's 4,300-digit limit.
+_WHOLE = re.compile(r"[+-]?[0-9]{1,19}")
+
+
+def bound_reason(least: int, most: int) -> str:
+    return f"must be a whole number from {least} to {most}"
+
+
+def whole_number(raw: object, least: int, most: int) -> int | None:
+    """`raw` (a query string's text, or a JSON integer) as an int from `least` to `most`; None when it is not
+    one: not a whole number ("1e30", "NaN", "inf", "5.0", a bool) or out of bounds."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        value = raw
+    elif isinstance(raw, str) and _WHOLE.fullmatch(raw.strip()):
+        value = int(raw.strip())
+    else:
+        return None
+    return value if least <= value <= most else None
+
+
+def checked_int(raw: object, field: str, least: int, most: int) -> int:
+    """`raw` within its bounds, else a 400 naming `field`, the value and the bound."""
+    value = whole_number(raw, least, most)
+    if value is None:
+        raise DomainError(bound_reason(least, most), field=field, value=raw)
+    return value
+
+
+class BoundedInt(serializers.IntegerField):
+    """An integer field with both bounds required, read as `whole_number` reads it (the schema shows
+    `minimum` and `maximum`)."""
+
+    def __init__(self, *, min_value: int, max_value: int, **kwargs) -> None:
+        super().__init__(min_value=min_value, max_value=max_value, **kwargs)
+
+    def to_internal_value(self, data):
+        value = whole_number(data, self.min_value, self.max_value)
+        if value is None:
+            raise serializers.ValidationError(bound_reason(self.min_value, self.max_value), code="invalid")
+        return value
+
+
+@dataclass(frozen=True)
+class IntParam:
+    """An integer query parameter a view reads itself: its schema and its reading, with the same bounds."""
+
+    name: str
+    least: int
+    most: int
+    default: int | None = None
+    description: str = ""
+
+    def parameter(self) -> OpenApiParameter:
+        schema = {"type": "integer", "minimum": self.least, "maximum": self.most}
+        if self.default is not None:
+            schema["default"] = self.default
+        return OpenApiParameter(self.name, schema, description=self.description)
+
+    def read(self, request) -> int | None:
+        raw = request.query_params.get(self.name)
+        if raw is None or raw == "":
+            return self.default
+        return checked_int(raw, self.name, self.least, self.most)
 
 
 class ErrorSerializer(serializers.Serializer):

@@ -18,15 +18,16 @@ from access.api.permissions import PolicyPermission
 from access.api.serializers import RolesField
 from access.services import user_directory
 from configs.revisions import Actor
-from portal.api import MAX_INT, ErrorSerializer
+from portal.api import MAX_INT, MIN_INT, BoundedInt, ErrorSerializer
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
 
 
 class ListQuery(serializers.Serializer):
-    # Above MAX_INT a 400 naming the field (not a database error on the OFFSET); a count is clamped to 1-1000.
-    start_index = serializers.IntegerField(required=False, default=1, max_value=MAX_INT)
-    count = serializers.IntegerField(required=False, default=100, max_value=MAX_INT, help_text="page size, 1-1000")
+    # Outside MIN_INT…MAX_INT a 400 naming the field (not a database error on the OFFSET); within it OSMO's
+    # clamping: a start below 1 reads as 1, a count is held to 1-1000.
+    start_index = BoundedInt(required=False, default=1, min_value=MIN_INT, max_value=MAX_INT)
+    count = BoundedInt(required=False, default=100, min_value=MIN_INT, max_value=MAX_INT, help_text="page size, 1-1000")
     id_prefix = serializers.CharField(required=False, allow_blank=True)
 
 

@@ -7,7 +7,7 @@ import datetime
 from rest_framework import serializers
 
 from configs.models import ConfigType
-from portal.api import MAX_INT
+from portal.api import MAX_INT, BoundedInt
 
 
 class ConfigTypeField(serializers.ChoiceField):
@@ -57,7 +57,7 @@ class RollbackSerializer(serializers.Serializer):
     name = serializers.CharField(
         required=False, help_text="Roll back this object only; `revision` is then its own revision number."
     )
-    revision = serializers.IntegerField(min_value=1, max_value=MAX_INT)
+    revision = BoundedInt(min_value=1, max_value=MAX_INT)
     description = serializers.CharField(required=False, allow_blank=True, allow_null=True, default="")
     tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True, default=list)
 
@@ -72,14 +72,14 @@ class UTCDateTimeField(serializers.DateTimeField):
 class HistoryQuerySerializer(serializers.Serializer):
     config_types = serializers.ListField(child=ConfigTypeField(), required=False, default=list)
     name = serializers.CharField(required=False)
-    revision = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False)
+    revision = BoundedInt(min_value=1, max_value=MAX_INT, required=False)
     tags = serializers.ListField(child=serializers.CharField(), required=False, default=list)
     created_before = UTCDateTimeField(required=False)
     created_after = UTCDateTimeField(required=False)
     at_timestamp = UTCDateTimeField(required=False)
     order = serializers.ChoiceField(choices=["ASC", "DESC"], default="ASC")
-    offset = serializers.IntegerField(min_value=0, max_value=MAX_INT, default=0)
-    limit = serializers.IntegerField(min_value=1, max_value=1000, default=20)
+    offset = BoundedInt(min_value=0, max_value=MAX_INT, default=0)
+    limit = BoundedInt(min_value=1, max_value=1000, default=20)
     omit_data = serializers.BooleanField(default=False)
 
     def to_internal_value(self, data):
@@ -101,8 +101,8 @@ class DiffQuerySerializer(serializers.Serializer):
     name = serializers.CharField(
         required=False, help_text="Diff this object's own revisions; without it, the whole type's (OSMO)."
     )
-    first_revision = serializers.IntegerField(min_value=1, max_value=MAX_INT)
-    second_revision = serializers.IntegerField(min_value=1, max_value=MAX_INT)
+    first_revision = BoundedInt(min_value=1, max_value=MAX_INT)
+    second_revision = BoundedInt(min_value=1, max_value=MAX_INT)
 
 
 class TagsSerializer(serializers.Serializer):

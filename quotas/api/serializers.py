@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from portal.api import MAX_INT, BoundedInt
+
 LEND = "false = never lend: its unused deserved is kept idle for it, never another team's over-quota share."
 AMOUNT = "An integer in scheduler units (GPUs, CPU millicores, memory bytes) or a Kubernetes quantity ('500m', '64Gi')."
 
@@ -77,7 +79,7 @@ class NodePoolDetailSerializer(NodePoolSerializer):
 class QuotaInputSerializer(serializers.Serializer):
     deserved = serializers.JSONField(required=False, help_text=AMOUNT)
     limit = serializers.JSONField(required=False, allow_null=True, help_text=f"{AMOUNT} null = no limit.")
-    weight = serializers.IntegerField(required=False, min_value=0)
+    weight = BoundedInt(required=False, min_value=0, max_value=MAX_INT)
     lend = serializers.BooleanField(required=False, help_text=LEND)
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from portal.api import BoundedInt
+from teams.services import PRIORITY_MAX, PRIORITY_MIN
+
 
 class DepartmentSerializer(serializers.Serializer):
     name = serializers.CharField()
@@ -58,8 +61,11 @@ class ProjectCreateSerializer(serializers.Serializer):
 class ProjectUpdateSerializer(serializers.Serializer):
     """What `PATCH` may change; an absent field stays as it is (`teams.services.update_project` checks)."""
 
-    priority = serializers.IntegerField(
-        required=False, help_text="-100…100 (higher is served first for over-quota capacity; 0 by default)."
+    priority = BoundedInt(
+        min_value=PRIORITY_MIN,
+        max_value=PRIORITY_MAX,
+        required=False,
+        help_text="-100…100 (higher is served first for over-quota capacity; 0 by default).",
     )
     description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
 

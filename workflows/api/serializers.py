@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from portal.api import MAX_INT
+from portal.api import MAX_INT, BoundedInt
 from teams.quota_visibility import EVERYTHING, preemption_as_seen, request_quota_view
 from workflows import admission_gate
 from workflows.api import osmo
@@ -166,8 +166,8 @@ class ListQuerySerializer(serializers.Serializer):
     priority = NamesField(required=False, help_text="HIGH, NORMAL, LOW.")
     submitted_after = serializers.DateTimeField(required=False, help_text="Naive times are UTC.")
     submitted_before = serializers.DateTimeField(required=False)
-    offset = serializers.IntegerField(min_value=0, max_value=MAX_INT, default=0)
-    limit = serializers.IntegerField(min_value=1, max_value=1000, default=20)
+    offset = BoundedInt(min_value=0, max_value=MAX_INT, default=0)
+    limit = BoundedInt(min_value=1, max_value=1000, default=20)
     order = serializers.CharField(default="desc", help_text="desc (newest first) or asc; any case (OSMO sends DESC).")
     all_pools = serializers.BooleanField(default=False, help_text="OSMO's CLI sends it without --pool: no filter.")
     tags = NamesField(required=False, help_text="Not supported: 400.")
