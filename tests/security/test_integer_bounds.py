@@ -203,3 +203,33 @@ def test_an_integer_of_a_body_out_of_bounds_is_a_400_naming_it(operator, url, me
     assert response.status_code == 400, response.content
     answer = response.json()
     assert answer["field"] == field and bound in answer["reason"], answer
+
+
+# ------------------------------------------------------------------------------------------ workflow specs
+
+TASK_BOUNDS = {
+    "cpu": ("1048576", "1048577"),
+    "gpu": (1024, 1025),
+    "memory": ("1Pi", "1025Ti"),
+    "storage": ("1Pi", "1025Ti"),
+}
+NOT_AMOUNTS = [2**63, 10**30, 1e300, -1, "NaN", "inf", "\u00b2", "9" * 5000, "99999999999999999999"]
+
+
+@pytest.mark.parametrize("resource", sorted(TASK_BOUNDS))
+def test_a_task_resource_out_of_bounds_is_a_400_at_its_field_and_the_bound_is_taken(pool, alice, resource):
+    from tests.workflows.conftest import api, spec
+
+    client = api(alice)
+    client.raise_request_exception = False
+    most, beyond = TASK_BOUNDS[resource]
+    for value in (beyond, *NOT_AMOUNTS):
+        document = spec("big")
+        document["workflow"]["resources"]["default"][resource] = value
+        response = client.post("/api/pool/batch/workflow?dry_run=true", document, format="json")
+        assert response.status_code == 400, (value, response.content[:300])
+        assert response.json()["field"] == f"resources.default.{resource}", (value, response.json())
+    document = spec("big")
+    document["workflow"]["resources"]["default"][resource] = most
+    answer = client.post("/api/pool/batch/workflow?dry_run=true", document, format="json")
+    assert answer.status_code == 200, answer.content[:300]

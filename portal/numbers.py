@@ -1,0 +1,33 @@
+"""Whole numbers as clients write them, within bounds: the one reading behind every integer of a query, a path
+or an API body (portal.api) and the counts of a workflow spec (workflows.spec_fields). No Django import."""
+
+from __future__ import annotations
+
+import re
+
+# The largest integer a PostgreSQL `integer` column (and a sane offset or revision number) holds: query
+# parameters are capped here so that a huge number is a 400 naming the field, not a database error.
+MAX_INT = 2_147_483_647
+MIN_INT = -2_147_483_648
+
+# An optional sign and at most 19 ASCII digits (`\d` would take other scripts' digits and `²`, which int()
+# refuses): anything longer is out of every bound, and int() never meets Python's 4,300-digit limit.
+_WHOLE = re.compile(r"[+-]?[0-9]{1,19}")
+
+
+def bound_reason(least: int, most: int) -> str:
+    return f"must be a whole number from {least} to {most}"
+
+
+def whole_number(raw: object, least: int, most: int) -> int | None:
+    """`raw` (a query string's text, or a JSON integer) as an int from `least` to `most`; None when it is not
+    one: not a whole number ("1e30", "NaN", "inf", "5.0", a bool) or out of bounds."""
+    if isinstance(raw, bool):
+        return None
+    if isinstance(raw, int):
+        value = raw
+    elif isinstance(raw, str) and _WHOLE.fullmatch(raw.strip()):
+        value = int(raw.strip())
+    else:
+        return None
+    return value if least <= value <= most else None
