@@ -16,18 +16,10 @@ from datetime import UTC, datetime
 from drf_spectacular.utils import OpenApiParameter
 from rest_framework import exceptions, serializers
 
-from portal.errors import DomainError, PortalError
-from portal.numbers import MAX_INT, MIN_INT, bound_reason, whole_number
+from portal.errors import PortalError
+from portal.numbers import MAX_INT, MIN_INT, bound_reason, checked_int, whole_number
 
 __all__ = ["MAX_INT", "MIN_INT", "BoundedInt", "IntParam", "checked_int", "whole_number"]
-
-
-def checked_int(raw: object, field: str, least: int, most: int) -> int:
-    """`raw` within its bounds, else a 400 naming `field`, the value and the bound."""
-    value = whole_number(raw, least, most)
-    if value is None:
-        raise DomainError(bound_reason(least, most), field=field, value=raw)
-    return value
 
 
 class BoundedInt(serializers.IntegerField):

@@ -1,9 +1,12 @@
 """Whole numbers as clients write them, within bounds: the one reading behind every integer of a query, a path
-or an API body (portal.api) and the counts of a workflow spec (workflows.spec_fields). No Django import."""
+or an API body (portal.api), the counts of a workflow spec (workflows.spec_fields) and the numbers of the
+command line (`checked_int` names the option). No Django import."""
 
 from __future__ import annotations
 
 import re
+
+from portal.errors import DomainError
 
 # The largest integer a PostgreSQL `integer` column (and a sane offset or revision number) holds: query
 # parameters are capped here so that a huge number is a 400 naming the field, not a database error.
@@ -31,3 +34,11 @@ def whole_number(raw: object, least: int, most: int) -> int | None:
     else:
         return None
     return value if least <= value <= most else None
+
+
+def checked_int(raw: object, field: str, least: int, most: int) -> int:
+    """`raw` within its bounds, else a 400 naming `field`, the value and the bound."""
+    value = whole_number(raw, least, most)
+    if value is None:
+        raise DomainError(bound_reason(least, most), field=field, value=raw)
+    return value

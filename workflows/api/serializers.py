@@ -69,6 +69,9 @@ class OsmoTimeField(serializers.DateTimeField):
         return osmo.osmo_time(value)
 
 
+MAX_PAGE = 1000  # the most workflows one page lists (REST `limit`, `workflow list --limit`)
+
+
 class OsmoStatusField(serializers.ChoiceField):
     """A workflow status (the portal's CANCELLED is OSMO's FAILED_CANCELED); QUEUED is OSMO's PENDING only to
     OSMO's own client (`osmo.speaks_osmo`): the portal's API, pages and CLI say QUEUED."""
@@ -167,7 +170,7 @@ class ListQuerySerializer(serializers.Serializer):
     submitted_after = serializers.DateTimeField(required=False, help_text="Naive times are UTC.")
     submitted_before = serializers.DateTimeField(required=False)
     offset = BoundedInt(min_value=0, max_value=MAX_INT, default=0)
-    limit = BoundedInt(min_value=1, max_value=1000, default=20)
+    limit = BoundedInt(min_value=1, max_value=MAX_PAGE, default=20)
     order = serializers.CharField(default="desc", help_text="desc (newest first) or asc; any case (OSMO sends DESC).")
     all_pools = serializers.BooleanField(default=False, help_text="OSMO's CLI sends it without --pool: no filter.")
     tags = NamesField(required=False, help_text="Not supported: 400.")
