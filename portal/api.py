@@ -17,9 +17,33 @@ from drf_spectacular.utils import OpenApiParameter
 from rest_framework import exceptions, serializers
 
 from portal.errors import PortalError
-from portal.numbers import MAX_INT, MIN_INT, bound_reason, checked_int, whole_number
+from portal.numbers import (
+    MAX_INT,
+    MAX_LIST_ITEMS,
+    MIN_INT,
+    bound_reason,
+    checked_count,
+    checked_int,
+    too_many,
+    whole_number,
+)
 
-__all__ = ["MAX_INT", "MIN_INT", "BoundedInt", "IntParam", "checked_int", "whole_number"]
+__all__ = [
+    "MAX_INT",
+    "MAX_LIST_ITEMS",
+    "MIN_INT",
+    "STRING_LIST",
+    "BoundedInt",
+    "IntParam",
+    "checked_count",
+    "checked_int",
+    "list_param",
+    "too_many",
+    "whole_number",
+]
+
+# A list of strings as the schema declares it: in a query (repeated or comma-separated) or a body.
+STRING_LIST = {"type": "array", "items": {"type": "string"}, "maxItems": MAX_LIST_ITEMS}
 
 
 class BoundedInt(serializers.IntegerField):
@@ -87,3 +111,9 @@ def osmo_time(moment: datetime | None) -> str | None:
     if moment is None:
         return None
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat()
+
+
+def list_param(name: str, description: str = "") -> OpenApiParameter:
+    """A query parameter listing names, repeated (`pools=a&pools=b`): at most MAX_LIST_ITEMS in the schema
+    (a view counts them with `checked_count`)."""
+    return OpenApiParameter(name, STRING_LIST, description=description)

@@ -12,6 +12,10 @@ from portal.errors import DomainError
 # parameters are capped here so that a huge number is a 400 naming the field, not a database error.
 MAX_INT = 2_147_483_647
 MIN_INT = -2_147_483_648
+# The most items of one list a client sends: a query parameter repeated or comma-separated (`pools=a,b`), an
+# array of an API body (roles, tags, variables). Django's DATA_UPLOAD_MAX_NUMBER_FIELDS (1,000) bounds the
+# repeated form of a whole query; the comma-separated form and bodies are counted here.
+MAX_LIST_ITEMS = 1000
 
 # An optional sign and at most 19 ASCII digits (`\d` would take other scripts' digits and `²`, which int()
 # refuses): anything longer is out of every bound, and int() never meets Python's 4,300-digit limit.
@@ -42,3 +46,16 @@ def checked_int(raw: object, field: str, least: int, most: int) -> int:
     if value is None:
         raise DomainError(bound_reason(least, most), field=field, value=raw)
     return value
+
+
+def too_many(count: int) -> str:
+    """The reason a list of `count` items is refused, or "" when it is within MAX_LIST_ITEMS."""
+    return f"at most {MAX_LIST_ITEMS} items, not {count}" if count > MAX_LIST_ITEMS else ""
+
+
+def checked_count(items: list, field: str) -> list:
+    """`items` when there are at most MAX_LIST_ITEMS, else a 400 naming `field` and the count."""
+    reason = too_many(len(items))
+    if reason:
+        raise DomainError(reason, field=field, value=len(items))
+    return items

@@ -7,7 +7,7 @@ spellings lead here (access/api/urls.py). Answers are OSMO's shapes (access.serv
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
+from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
@@ -18,7 +18,7 @@ from access.api.permissions import PolicyPermission
 from access.api.serializers import RolesField
 from access.services import user_directory
 from configs.revisions import Actor
-from portal.api import MAX_INT, MIN_INT, BoundedInt, ErrorSerializer
+from portal.api import MAX_INT, MIN_INT, BoundedInt, ErrorSerializer, checked_count, list_param
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
 
@@ -67,7 +67,7 @@ class UserCollectionView(UserAPIView):
     @extend_schema(
         parameters=[
             ListQuery,
-            OpenApiParameter("roles", OpenApiTypes.STR, many=True, description="users holding ANY of these"),
+            list_param("roles", "users holding ANY of these"),
         ],
         responses={200: OpenApiTypes.OBJECT, **ERRORS},
         summary="Users (OSMO's UserListResponse)",
@@ -77,6 +77,7 @@ class UserCollectionView(UserAPIView):
         query = ListQuery(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         role_names = [name for value in request.query_params.getlist("roles") for name in value.split(",") if name]
+        checked_count(role_names, "roles")
         return Response(
             user_directory.listing(
                 start_index=query.validated_data["start_index"],

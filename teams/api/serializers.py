@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
-from portal.api import BoundedInt
+from portal.api import MAX_LIST_ITEMS, BoundedInt
 from teams.services import PRIORITY_MAX, PRIORITY_MIN
 
 
@@ -54,6 +54,7 @@ class ProjectCreateSerializer(serializers.Serializer):
         child=serializers.CharField(max_length=255),
         required=False,
         default=list,
+        max_length=MAX_LIST_ITEMS,
         help_text="Added to the role's external names (IdP groups that grant it).",
     )
 

@@ -233,3 +233,81 @@ def test_a_task_resource_out_of_bounds_is_a_400_at_its_field_and_the_bound_is_ta
     document["workflow"]["resources"]["default"][resource] = most
     answer = client.post("/api/pool/batch/workflow?dry_run=true", document, format="json")
     assert answer.status_code == 200, answer.content[:300]
+
+
+# ------------------------------------------------------------------------------------------ list lengths
+
+
+def arrays(schema: dict) -> list[str]:
+    """Every array a client may send, as `METHOD path name`: query parameters and request-body fields."""
+    found = []
+    for path, operations in schema["paths"].items():
+        for method, operation in operations.items():
+            if not isinstance(operation, dict):
+                continue
+            for parameter in operation.get("parameters", []):
+                declared = resolve(schema, parameter.get("schema", {}))
+                if declared.get("type") == "array":
+                    found.append((f"{method.upper()} {path} {parameter['name']}", declared))
+            for media, body in operation.get("requestBody", {}).get("content", {}).items():
+                if "json" in media:
+                    found += [
+                        (f"{method.upper()} {path} {at}", node) for at, node in body_arrays(schema, body["schema"])
+                    ]
+    return found
+
+
+def body_arrays(schema: dict, node: dict, at: str = "", seen: frozenset = frozenset()) -> list[tuple[str, dict]]:
+    if "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[-1]
+        return [] if name in seen else body_arrays(schema, resolve(schema, node), at, seen | {name})
+    if node.get("readOnly"):
+        return []
+    found = [(at, node)] if node.get("type") == "array" else []
+    for combined in ("allOf", "oneOf", "anyOf"):
+        for part in node.get(combined, []):
+            found += body_arrays(schema, part, at, seen)
+    for name, child in node.get("properties", {}).items():
+        found += body_arrays(schema, child, f"{at}.{name}", seen)
+    return found
+
+
+def test_every_list_a_client_sends_declares_its_most_items(schema):
+    found = arrays(schema)
+    assert {name for name, _ in found} >= {"GET /api/workflow users", "POST /api/auth/access_token/{name} .roles"}
+    assert [name for name, declared in found if declared.get("maxItems") != 1000] == []
+
+
+def test_a_list_parameter_of_more_than_1000_names_is_a_400_naming_it(operator, schema, settings):
+    comma_separated = ",".join(f"n{i}" for i in range(1001))
+    assert operator.get(f"/api/workflow?users={comma_separated}").json()["reason"] == "at most 1000 items, not 1001"
+    repeated = operator.get("/api/workflow?" + "&".join(f"users=u{i}" for i in range(1001)))
+    assert repeated.status_code == 400 and repeated.json()["field"] == "query"  # Django's DATA_UPLOAD_MAX_NUMBER_FIELDS
+    settings.DATA_UPLOAD_MAX_NUMBER_FIELDS = 5000  # past Django's bound, to reach each parameter's own
+    failures = []
+    for name, _ in arrays(schema):
+        method, path, parameter = name.split(" ")
+        if parameter.startswith(".") or "{" in path and "{pool}" not in path:
+            continue  # bodies: below
+        item = {"config_types": "POOL", "env_vars": "K=v", "label": "k=v", "no_label": "k=v"}.get(parameter, "n")
+        query = "&".join(f"{parameter}={item}{i if item == 'n' else ''}" for i in range(1001))
+        response = getattr(operator, method.lower())(f"{path.format(pool='batch')}?{query}")
+        body = response.json()
+        if (response.status_code, body.get("field")) != (400, parameter) or "1000" not in body.get("reason", ""):
+            failures.append(f"{name}: {response.status_code} {body.get('field')} {body.get('reason')}")
+    assert failures == []
+
+
+@pytest.mark.parametrize(
+    ("url", "body", "field"),
+    [
+        ("/api/auth/access_token/t1", {"roles": [f"r{i}" for i in range(1001)]}, "roles"),
+        ("/api/auth/access_token/t1", {"roles": ",".join(f"r{i}" for i in range(1001))}, "roles"),
+        ("/api/configs/history/rollback", {"config_type": "POOL", "revision": 1, "tags": ["t"] * 1001}, "tags"),
+        ("/api/teams/projects", {"name": "p", "department": "d", "idp_groups": ["g"] * 1001}, "idp_groups"),
+    ],
+)
+def test_a_body_list_of_more_than_1000_items_is_a_400_naming_it(operator, url, body, field):
+    response = operator.post(url, body, format="json")
+    assert response.status_code == 400, response.content[:300]
+    assert response.json()["field"] == field, response.json()
