@@ -29,6 +29,8 @@ from portal.numbers import (
 )
 
 __all__ = [
+    "APIRefusal",
+    "ErrorSerializer",
     "MAX_INT",
     "MAX_LIST_ITEMS",
     "MIN_INT",
@@ -38,6 +40,7 @@ __all__ = [
     "checked_count",
     "checked_int",
     "list_param",
+    "osmo_time",
     "too_many",
     "whole_number",
 ]
