@@ -189,6 +189,20 @@ def test_within_bounds_the_edges_are_taken(operator, submitted):  # noqa: F811
             "≤ 2147483647",
         ),
         (
+            "/api/quotas/node_pools/sim-default/projects/vision",
+            "put",
+            {"gpu": {"deserved": 2**62 + 1}},
+            "gpu.deserved",
+            "is larger than 4611686018427387904",
+        ),
+        (
+            "/api/quotas/node_pools/sim-default/projects/vision",
+            "put",
+            {"memory": {"limit": "1e29"}},
+            "memory.limit",
+            "is larger than 4611686018427387904",
+        ),
+        (
             "/api/configs/history/rollback",
             "post",
             {"config_type": "POOL", "revision": 2**63},
