@@ -5,7 +5,8 @@
 * scale up (the cluster autoscaler, or Karpenter): pods that stay Unschedulable for ``scale_up_seconds`` and would
   fit a node of a pool (requests vs the instance type, nodeSelector and affinity vs its labels, tolerations vs
   its taints: the scheduler's own predicates) make the first such pool add nodes, packed first fit, up to its
-  max (Karpenter: up to ``spec.limits``); pools are tried by name, ROSA's before Karpenter's;
+  max (Karpenter: up to ``spec.limits``); pools are tried by name, ROSA's before Karpenter's; the nodes of all
+  pools together stay within the cluster cap (``emulator.ocm_max_nodes_per_cluster``, 500), Karpenter's too;
 * scale down: a Ready node with no pods but DaemonSet ones for ``scale_down_seconds`` goes, down to the floor
   (Karpenter: unless ``spec.disruption.consolidateAfter: Never``); a pool's max lowered: the idle nodes first;
 * a pool deleted: its pods are evicted and its nodes go;
@@ -39,6 +40,7 @@ from .machinepools import (
     ocm_pools,
     ready_condition,
 )
+from .ocm import MAX_NODES_PER_CLUSTER
 from .resources import ResourceType
 from .scheduling import NODES, PODS, NodeInfo, PodKey, Scheduler
 from .spot import SpotInterrupter, is_spot
@@ -239,6 +241,8 @@ class MachinePoolController:
                 existing = nodes.get(pool.key, [])
                 if not self._room(pool, existing, added[pool.key], fitting[0]):
                     continue
+                if not self._cluster_room(nodes, added):
+                    continue  # the cloud refuses more nodes for this cluster: the pod stays Pending
                 slot = _Slot(fitting[0], node_resources({"status": {"capacity": fitting[0].capacity(pool.disk_gib)}}))
                 slot.take(requests)
                 slots[pool.key].append(slot)
@@ -251,6 +255,13 @@ class MachinePoolController:
     @staticmethod
     def _instance_of(node: dict) -> str:
         return (node["metadata"].get("labels") or {}).get("node.kubernetes.io/instance-type", "")
+
+    def _cluster_room(self, nodes: dict[str, list[dict]], added: dict[str, list[_Slot]]) -> bool:
+        """Whether the cluster may have one more machine-pool node: OCM's per-cluster cap (kubesim.ocm) bounds
+        the nodes of every pool, Karpenter's too, as the cloud's quota bounds a real Karpenter's launches."""
+        cap = getattr(self.emulator, "ocm_max_nodes_per_cluster", MAX_NODES_PER_CLUSTER)
+        made = sum(len(pool_nodes) for pool_nodes in nodes.values()) + sum(len(new) for new in added.values())
+        return made + 1 <= cap
 
     @staticmethod
     def _room(pool: PoolShape, existing: list[dict], added: list[_Slot], instance: InstanceShape) -> bool:

@@ -5,13 +5,16 @@ of the quota schedulers the portal can delegate to, served on request.
 ``emulator.serve_schedulers("kai")`` on a running one) serves them like a cluster with those CRDs installed:
 CRUD, list with selectors, watch, and the ``status`` subresource where the CRD has one (status is dropped on
 create and kept on update, as an apiserver does; a test plays the controller with ``set_status``).
-No schema validation: the portal checks its objects against the published schemas before it sends them.
+No schema validation but the NodePool's bounds (``validate``): the portal checks its objects against the
+published schemas before it sends them.
 Scope and names as in the CRDs (NVIDIA/KAI-Scheduler, kubernetes-sigs/kueue; see clusters/schedulers/crds/).
 """
 
 from __future__ import annotations
 
-from .resources import ResourceType
+import re
+
+from .resources import ApiError, ResourceType
 
 # karpenter.sh/v1 NodePool (kubernetes-sigs/karpenter pkg/apis/v1/nodepool.go): cluster-scoped, with status.
 # The portal writes them for backends whose machine provider is Karpenter (clusters.machinepools.providers);
@@ -65,3 +68,43 @@ def scheduler_resources(names) -> list[ResourceType]:
 # Karpenter's NodePool (karpenter.sh/v1, cluster-scoped), served when the simulated machine pools run
 # (kubesim.autoscaler registers it if nothing else has): the NodePools the portal writes become nodes.
 KARPENTER_NODEPOOL = ResourceType("karpenter.sh", "v1", "nodepools", "NodePool", False, "nodepool", (), ("status",))
+
+# The bounds the NodePool CRD's OpenAPI schema puts on what a client sends (kubernetes-sigs/karpenter
+# pkg/apis/crds/karpenter.sh_nodepools.yaml): `spec.limits` values are quantities, `spec.weight` 1-100. The
+# apiserver refuses anything else with a 422 before Karpenter sees it; kubesim does too, so a NodePool it
+# stores always has limits it can count (the cluster cap, kubesim.autoscaler, bounds the nodes themselves).
+QUANTITY = re.compile(
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+NODEPOOL_WEIGHT = (1, 100)
+
+
+def validate(rt: ResourceType, obj: dict) -> None:
+    """Refuse (422 Invalid, the apiserver's words) an object its CRD's schema would refuse; only NodePools'."""
+    if rt.key != KARPENTER_NODEPOOL.key:
+        return
+    problems = _nodepool_problems(obj.get("spec") or {})
+    if problems:
+        name = (obj.get("metadata") or {}).get("name", "")
+        raise ApiError(422, f'{rt.kind}.{rt.group} "{name}" is invalid: ' + ", ".join(problems), "Invalid")
+
+
+def _nodepool_problems(spec: dict) -> list[str]:
+    problems = []
+    limits = spec.get("limits")
+    if limits is not None and not isinstance(limits, dict):
+        kind = type(limits).__name__
+        problems.append(f'spec.limits: Invalid value: "{kind}": spec.limits in body must be of type object')
+        limits = None
+    for resource, value in (limits or {}).items():
+        field = f"spec.limits.{resource}"
+        if isinstance(value, bool) or not isinstance(value, (int, str)) or not QUANTITY.match(str(value)):
+            problems.append(f"{field}: Invalid value: \"{value}\": {field} in body should match '{QUANTITY.pattern}'")
+    weight = spec.get("weight")
+    least, most = NODEPOOL_WEIGHT
+    if weight is not None and (isinstance(weight, bool) or not isinstance(weight, int)):
+        problems.append(f'spec.weight: Invalid value: "{weight}": spec.weight in body must be of type integer')
+    elif weight is not None and not least <= weight <= most:
+        bound = f"less than or equal to {most}" if weight > most else f"greater than or equal to {least}"
+        problems.append(f"spec.weight: Invalid value: {weight}: spec.weight in body should be {bound}")
+    return problems

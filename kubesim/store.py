@@ -16,6 +16,7 @@ import uuid
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from .crds import validate
 from .patching import PatchError, json_patch, merge_patch
 from .resources import BUILTIN_RESOURCES, ApiError, ResourceType, not_found, status_body
 from .selectors import FieldSelector, LabelSelector
@@ -156,6 +157,8 @@ class ObjectStore:
             meta.pop(transient, None)
         if old is not None:
             meta["uid"] = old["metadata"]["uid"]
+        if not loading:
+            validate(rt, body)
         obj = self._stamp(rt, ns, dict(body), meta)
         if not loading:
             self._defaults(rt, obj)
@@ -264,6 +267,8 @@ class ObjectStore:
             new.pop("status", None)
         if new == old:
             return old  # a no-op write does not bump the resourceVersion
+        if subresource is None:
+            validate(rt, new)
         if subresource is None and new.get("spec") != old.get("spec"):
             meta["generation"] = int(old_meta.get("generation") or 1) + 1
         meta["resourceVersion"] = self._next_rv()

@@ -1,18 +1,89 @@
-"""API plumbing shared by every app: bounds of query parameters, and refusals raised where DRF expects its own
-exceptions. Every error becomes one JSON envelope in `portal.error_responses`.
+"""API plumbing shared by every app: bounds of integer parameters, and refusals raised where DRF expects its
+own exceptions. Every error becomes one JSON envelope in `portal.error_responses`.
+
+Every integer a client sends in a query string or a path (and the integers of the API's own bodies) is read
+through `whole_number`: ASCII digits only, a least and a most value, else a 400 naming the field, the value
+and the bound. `BoundedInt` is the serializer field, `IntParam` the query parameter a view reads itself; both
+declare their bounds in the OpenAPI schema, and tests/security/test_integer_bounds.py fails on an integer
+parameter of the schema without them (docs/limits.md lists them).
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
+from drf_spectacular.utils import OpenApiParameter
 from rest_framework import exceptions, serializers
 
 from portal.errors import PortalError
+from portal.numbers import (
+    MAX_INT,
+    MAX_LIST_ITEMS,
+    MIN_INT,
+    bound_reason,
+    checked_count,
+    checked_int,
+    too_many,
+    whole_number,
+)
 
-# The largest integer a PostgreSQL `integer` column (and a sane offset or revision number) holds: query
-# parameters are capped here so that a huge number is a 400 naming the field, not a database error.
-MAX_INT = 2_147_483_647
+__all__ = [
+    "APIRefusal",
+    "ErrorSerializer",
+    "MAX_INT",
+    "MAX_LIST_ITEMS",
+    "MIN_INT",
+    "STRING_LIST",
+    "BoundedInt",
+    "IntParam",
+    "checked_count",
+    "checked_int",
+    "list_param",
+    "osmo_time",
+    "too_many",
+    "whole_number",
+]
+
+# A list of strings as the schema declares it: in a query (repeated or comma-separated) or a body.
+STRING_LIST = {"type": "array", "items": {"type": "string"}, "maxItems": MAX_LIST_ITEMS}
+
+
+class BoundedInt(serializers.IntegerField):
+    """An integer field with both bounds required, read as `whole_number` reads it (the schema shows
+    `minimum` and `maximum`)."""
+
+    def __init__(self, *, min_value: int, max_value: int, **kwargs) -> None:
+        super().__init__(min_value=min_value, max_value=max_value, **kwargs)
+
+    def to_internal_value(self, data):
+        value = whole_number(data, self.min_value, self.max_value)
+        if value is None:
+            raise serializers.ValidationError(bound_reason(self.min_value, self.max_value), code="invalid")
+        return value
+
+
+@dataclass(frozen=True)
+class IntParam:
+    """An integer query parameter a view reads itself: its schema and its reading, with the same bounds."""
+
+    name: str
+    least: int
+    most: int
+    default: int | None = None
+    description: str = ""
+
+    def parameter(self) -> OpenApiParameter:
+        schema = {"type": "integer", "minimum": self.least, "maximum": self.most}
+        if self.default is not None:
+            schema["default"] = self.default
+        return OpenApiParameter(self.name, schema, description=self.description)
+
+    def read(self, request) -> int | None:
+        raw = request.query_params.get(self.name)
+        if raw is None or raw == "":
+            return self.default
+        return checked_int(raw, self.name, self.least, self.most)
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -43,3 +114,9 @@ def osmo_time(moment: datetime | None) -> str | None:
     if moment is None:
         return None
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat()
+
+
+def list_param(name: str, description: str = "") -> OpenApiParameter:
+    """A query parameter listing names, repeated (`pools=a&pools=b`): at most MAX_LIST_ITEMS in the schema
+    (a view counts them with `checked_count`)."""
+    return OpenApiParameter(name, STRING_LIST, description=description)

@@ -30,7 +30,7 @@ teams and pools, a department covering its projects, the Default's rules) are th
 from __future__ import annotations
 
 from configs.errors import ConfigError
-from configs.kinds import Bool, Int, Kind, Reference, Text, reject_unknown
+from configs.kinds import INT_MAX, Bool, Int, Kind, Reference, Text, reject_unknown
 from configs.models import ConfigType
 from configs.schema import Field, Schema
 from configs.validators import check_name, expect_mapping, expect_str
@@ -164,9 +164,11 @@ def parse_quota(resource: str, value: object, where: str) -> dict:
                 value=quota.get("limit"),
             )
     weight = quota.get("weight", 1)
-    if isinstance(weight, bool) or not isinstance(weight, int) or weight < 0 or weight > 2**31 - 1:
+    if isinstance(weight, bool) or not isinstance(weight, int) or not 0 <= weight <= INT_MAX:
         raise ConfigError(
-            "must be an integer ≥ 0 (the share of the over-quota surplus)", field=f"{where}.weight", value=weight
+            f"must be an integer ≥ 0 and ≤ {INT_MAX} (the share of the over-quota surplus)",
+            field=f"{where}.weight",
+            value=weight,
         )
     lend = quota.get("lend", True)
     if not isinstance(lend, bool):

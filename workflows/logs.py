@@ -18,6 +18,7 @@ from clusters.kube.connection import connect
 from clusters.kube.errors import KubeError
 from clusters.kube.logs import MAX_LINES, LogLine, read_pod_log
 from pools.engine import k8s_name
+from portal.api import checked_int
 from portal.errors import DomainError, NotFound
 from workflows import queries
 from workflows.models import Task, TaskStatus
@@ -67,10 +68,7 @@ def parse_tail(raw: object, name: str = "tail") -> int:
     """The number of last lines asked for: a whole number from 1 to MAX_LINES (DEFAULT_TAIL when absent)."""
     if raw in (None, ""):
         return DEFAULT_TAIL
-    text = str(raw).strip()
-    if not text.isdigit() or not 1 <= int(text) <= MAX_LINES:
-        raise DomainError(f"must be a whole number from 1 to {MAX_LINES}", field=name, value=raw)
-    return int(text)
+    return checked_int(raw, name, 1, MAX_LINES)
 
 
 STAMP = re.compile(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z")

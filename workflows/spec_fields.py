@@ -16,9 +16,13 @@ from pools.engine.k8s_syntax import dns1123_label_error, label_value_error, qual
 from pools.engine.quantity import QuantityError, parse_quantity
 from portal.errors import DomainError
 from portal.json_paths import join_index, join_key
+from portal.numbers import whole_number
 
 __all__ = [
     "MAX_LABELS",
+    "MAX_TASK_BYTES",
+    "MAX_TASK_CPU",
+    "MAX_TASK_GPU",
     "TASK_NAME_MAX",
     "WORKFLOW_NAME_MAX",
     "SpecError",
@@ -44,6 +48,11 @@ __all__ = [
 WORKFLOW_NAME_MAX = 40  # ids are `<name>-<n>`; pod names `<id>-<task>` should stay readable within 63
 TASK_NAME_MAX = 63  # the container name (a DNS-1123 label)
 MAX_LABELS = 16
+# What one task may ask for (docs/limits.md): far above any node (a task is one pod on one node), yet low
+# enough that a workflow's tasks add up within the quota columns (2^62 scheduler units) without overflow.
+MAX_TASK_CPU = 2**20  # cores
+MAX_TASK_GPU = 1024  # devices
+MAX_TASK_BYTES = 2**50  # 1Pi of memory, or of storage
 # OSMO's NAMEREGEX (src/utils/job/common.py) for tasks and groups; the container name is its k8s_name.
 _TASK_NAME = re.compile(r"[a-zA-Z]([a-zA-Z0-9_-]*[a-zA-Z0-9])?")
 _ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")  # Kubernetes EnvVarName
@@ -74,23 +83,19 @@ def check_cpu(value: object, path: str) -> str | int | float | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
         _fail("cpu is a number of cores such as 2, 0.5 or '500m'", path, value)
-    _quantity(value, path, "2, 0.5 or 500m")
+    if _quantity(value, path, "2, 0.5 or 500m").value > MAX_TASK_CPU:
+        _fail(f"is more than {MAX_TASK_CPU} cores, the most a task may ask for", path, value)
     return value.strip() if isinstance(value, str) else value
 
 
 def check_gpu(value: object, path: str) -> int | None:
-    """Whole devices, 0 or more (2, 2.0 and "2" are all 2; 0 means zero GPUs)."""
+    """Whole devices, 0 to MAX_TASK_GPU (2, 2.0 and "2" are all 2; 0 means zero GPUs)."""
     if value is None:
         return None
-    number: int | None = None
-    if isinstance(value, int) and not isinstance(value, bool):
-        number = value
-    elif isinstance(value, float) and value.is_integer():
-        number = int(value)
-    elif isinstance(value, str) and value.strip().isdigit():
-        number = int(value.strip())
-    if number is None or number < 0:
-        _fail("gpu is a whole number of devices, 0 or more", path, value)
+    whole = int(value) if isinstance(value, float) and value.is_integer() else value  # 1e300 too: then too many
+    number = whole_number(whole, 0, MAX_TASK_GPU)
+    if number is None:
+        _fail(f"gpu is a whole number of devices from 0 to {MAX_TASK_GPU}", path, value)
     return number
 
 
@@ -100,7 +105,8 @@ def check_size(value: object, path: str) -> str | None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int)):
         _fail("is a Kubernetes quantity such as '16Gi' or '512Mi'", path, value)
-    _quantity(value, path, "16Gi or 512Mi")
+    if _quantity(value, path, "16Gi or 512Mi").value > MAX_TASK_BYTES:
+        _fail(f"is more than 1Pi ({MAX_TASK_BYTES} bytes), the most a task may ask for", path, value)
     return value.strip() if isinstance(value, str) else str(value)
 
 

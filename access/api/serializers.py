@@ -5,17 +5,21 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from portal.api import STRING_LIST, too_many
 
-@extend_schema_field({"type": "array", "items": {"type": "string"}})
+
+@extend_schema_field(STRING_LIST)
 class RolesField(serializers.Field):
     """A list of role names, or OSMO's comma-separated query string form."""
 
     def to_internal_value(self, data):
         if isinstance(data, str):
-            return [name.strip() for name in data.split(",") if name.strip()]
-        if isinstance(data, list) and all(isinstance(name, str) for name in data):
-            return data
-        raise serializers.ValidationError("must be a list of role names or a comma-separated string")
+            data = [name.strip() for name in data.split(",") if name.strip()]
+        if not (isinstance(data, list) and all(isinstance(name, str) for name in data)):
+            raise serializers.ValidationError("must be a list of role names or a comma-separated string")
+        if too_many(len(data)):
+            raise serializers.ValidationError(too_many(len(data)))
+        return data
 
     def to_representation(self, value):
         return value

@@ -7,7 +7,7 @@ spellings lead here (access/api/urls.py). Answers are OSMO's shapes (access.serv
 
 from __future__ import annotations
 
-from drf_spectacular.utils import OpenApiParameter, OpenApiTypes, extend_schema
+from drf_spectacular.utils import OpenApiTypes, extend_schema
 from rest_framework import serializers
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
@@ -18,15 +18,16 @@ from access.api.permissions import PolicyPermission
 from access.api.serializers import RolesField
 from access.services import user_directory
 from configs.revisions import Actor
-from portal.api import MAX_INT, ErrorSerializer
+from portal.api import MAX_INT, MIN_INT, BoundedInt, ErrorSerializer, checked_count, list_param
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
 
 
 class ListQuery(serializers.Serializer):
-    # Above MAX_INT a 400 naming the field (not a database error on the OFFSET); a count is clamped to 1-1000.
-    start_index = serializers.IntegerField(required=False, default=1, max_value=MAX_INT)
-    count = serializers.IntegerField(required=False, default=100, max_value=MAX_INT, help_text="page size, 1-1000")
+    # Outside MIN_INT…MAX_INT a 400 naming the field (not a database error on the OFFSET); within it OSMO's
+    # clamping: a start below 1 reads as 1, a count is held to 1-1000.
+    start_index = BoundedInt(required=False, default=1, min_value=MIN_INT, max_value=MAX_INT)
+    count = BoundedInt(required=False, default=100, min_value=MIN_INT, max_value=MAX_INT, help_text="page size, 1-1000")
     id_prefix = serializers.CharField(required=False, allow_blank=True)
 
 
@@ -66,7 +67,7 @@ class UserCollectionView(UserAPIView):
     @extend_schema(
         parameters=[
             ListQuery,
-            OpenApiParameter("roles", OpenApiTypes.STR, many=True, description="users holding ANY of these"),
+            list_param("roles", "users holding ANY of these"),
         ],
         responses={200: OpenApiTypes.OBJECT, **ERRORS},
         summary="Users (OSMO's UserListResponse)",
@@ -76,6 +77,7 @@ class UserCollectionView(UserAPIView):
         query = ListQuery(data=request.query_params.dict())
         query.is_valid(raise_exception=True)
         role_names = [name for value in request.query_params.getlist("roles") for name in value.split(",") if name]
+        checked_count(role_names, "roles")
         return Response(
             user_directory.listing(
                 start_index=query.validated_data["start_index"],

@@ -29,7 +29,7 @@ from portal.errors import Conflict, DomainError, NotFound
 
 PREFIX = "pp_"
 NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]{0,127}$")
-_RELATIVE_RE = re.compile(r"^(\d+)d$")
+_RELATIVE_RE = re.compile(r"^([0-9]+)d$")  # ASCII digits: int() refuses `²`
 _TOUCH_EVERY = timedelta(minutes=1)
 
 
@@ -64,7 +64,9 @@ def parse_expiry(value: object, now: datetime | None = None) -> datetime:
         text = str(value).strip()
         relative = _RELATIVE_RE.match(text)
         try:
-            if relative:
+            if relative and len(relative.group(1)) > 6:  # timedelta overflows past 999,999,999 days
+                expires = now + timedelta(days=999_999)  # beyond every lifetime: refused below
+            elif relative:
                 expires = now + timedelta(days=int(relative.group(1)))
             elif len(text) == 10:
                 expires = datetime.combine(datetime.fromisoformat(text).date(), time.min, tzinfo=UTC)

@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections import defaultdict
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework.response import Response
 
 from access import actions, policy
@@ -16,8 +16,12 @@ from configs.models import Change
 from pools.api import osmo_shapes
 from pools.api import serializers as s
 from pools.api.views import ERRORS, ConfigAPIView, actor_of, path_type, valid
-from portal.api import APIRefusal, osmo_time
+from portal.api import MAX_INT, APIRefusal, checked_int, osmo_time
 from portal.errors import PermissionDenied
+
+REVISION = OpenApiParameter(
+    "revision", {"type": "integer", "minimum": 1, "maximum": MAX_INT}, OpenApiParameter.PATH, description="A revision"
+)
 
 
 def entry(change: Change) -> dict:
@@ -117,21 +121,25 @@ class RollbackView(ConfigAPIView):
 
 class RevisionView(ConfigAPIView):
     @extend_schema(
+        parameters=[REVISION],
         responses={200: OpenApiTypes.OBJECT, **ERRORS},
         summary="Remove a past revision from the history list (OSMO's `config delete TYPE:N`)",
     )
     def delete(self, request, config_type, revision):
+        revision = checked_int(revision, "revision", 1, MAX_INT)  # the path's digits: any number of them
         found = changes.hide(path_type(config_type), revision, actor_of(request).name)
         return Response({"config_type": found.config_type, "revision": found.revision, "deleted": True})
 
 
 class RevisionTagsView(ConfigAPIView):
     @extend_schema(
+        parameters=[REVISION],
         request=s.TagsSerializer,
         responses={200: OpenApiTypes.OBJECT, **ERRORS},
         summary="Add and remove tags of a revision (OSMO's `config tag`)",
     )
     def post(self, request, config_type, revision):
+        revision = checked_int(revision, "revision", 1, MAX_INT)
         data = valid(s.TagsSerializer, request.data)
         found = changes.retag(path_type(config_type), revision, data.get("set_tags", []), data.get("delete_tags", []))
         return Response({"config_type": found.config_type, "revision": found.revision, "tags": found.tags})

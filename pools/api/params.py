@@ -4,6 +4,7 @@ and lists repeated (`?pools=a&pools=b`) or comma-separated."""
 from __future__ import annotations
 
 from portal.errors import DomainError
+from portal.numbers import checked_count
 
 TRUE = {"1", "true", "yes", "on"}
 FALSE = {"0", "false", "no", "off"}
@@ -34,4 +35,4 @@ def names(request, key: str) -> list[str]:
                 value=value,
             )
         found.extend(parts)
-    return found
+    return checked_count(found, key)

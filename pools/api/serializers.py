@@ -7,7 +7,7 @@ import datetime
 from rest_framework import serializers
 
 from configs.models import ConfigType
-from portal.api import MAX_INT
+from portal.api import MAX_INT, MAX_LIST_ITEMS, BoundedInt
 
 
 class ConfigTypeField(serializers.ChoiceField):
@@ -31,7 +31,9 @@ class ConfigTypeField(serializers.ChoiceField):
 class ConfigWriteSerializer(serializers.Serializer):
     configs = serializers.JSONField(help_text="The object's body, or for a whole type a {name: body} map.")
     description = serializers.CharField(required=False, allow_blank=True, allow_null=True, default="")
-    tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True, default=list)
+    tags = serializers.ListField(
+        child=serializers.CharField(), required=False, allow_null=True, default=list, max_length=MAX_LIST_ITEMS
+    )
 
     def to_internal_value(self, data):
         # OSMO's `config update RESOURCE_VALIDATION` (whole type) sends its map as `configs_dict`
@@ -44,12 +46,16 @@ class ConfigWriteSerializer(serializers.Serializer):
 class ConfigPatchSerializer(serializers.Serializer):
     configs_dict = serializers.JSONField(help_text="The fields to change (OSMO's deep diff of the body).")
     description = serializers.CharField(required=False, allow_blank=True, allow_null=True, default="")
-    tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True, default=list)
+    tags = serializers.ListField(
+        child=serializers.CharField(), required=False, allow_null=True, default=list, max_length=MAX_LIST_ITEMS
+    )
 
 
 class ConfigDeleteSerializer(serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True, allow_null=True, default="")
-    tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True, default=list)
+    tags = serializers.ListField(
+        child=serializers.CharField(), required=False, allow_null=True, default=list, max_length=MAX_LIST_ITEMS
+    )
 
 
 class RollbackSerializer(serializers.Serializer):
@@ -57,9 +63,11 @@ class RollbackSerializer(serializers.Serializer):
     name = serializers.CharField(
         required=False, help_text="Roll back this object only; `revision` is then its own revision number."
     )
-    revision = serializers.IntegerField(min_value=1, max_value=MAX_INT)
+    revision = BoundedInt(min_value=1, max_value=MAX_INT)
     description = serializers.CharField(required=False, allow_blank=True, allow_null=True, default="")
-    tags = serializers.ListField(child=serializers.CharField(), required=False, allow_null=True, default=list)
+    tags = serializers.ListField(
+        child=serializers.CharField(), required=False, allow_null=True, default=list, max_length=MAX_LIST_ITEMS
+    )
 
 
 class UTCDateTimeField(serializers.DateTimeField):
@@ -70,16 +78,18 @@ class UTCDateTimeField(serializers.DateTimeField):
 
 
 class HistoryQuerySerializer(serializers.Serializer):
-    config_types = serializers.ListField(child=ConfigTypeField(), required=False, default=list)
+    config_types = serializers.ListField(
+        child=ConfigTypeField(), required=False, default=list, max_length=MAX_LIST_ITEMS
+    )
     name = serializers.CharField(required=False)
-    revision = serializers.IntegerField(min_value=1, max_value=MAX_INT, required=False)
-    tags = serializers.ListField(child=serializers.CharField(), required=False, default=list)
+    revision = BoundedInt(min_value=1, max_value=MAX_INT, required=False)
+    tags = serializers.ListField(child=serializers.CharField(), required=False, default=list, max_length=MAX_LIST_ITEMS)
     created_before = UTCDateTimeField(required=False)
     created_after = UTCDateTimeField(required=False)
     at_timestamp = UTCDateTimeField(required=False)
     order = serializers.ChoiceField(choices=["ASC", "DESC"], default="ASC")
-    offset = serializers.IntegerField(min_value=0, max_value=MAX_INT, default=0)
-    limit = serializers.IntegerField(min_value=1, max_value=1000, default=20)
+    offset = BoundedInt(min_value=0, max_value=MAX_INT, default=0)
+    limit = BoundedInt(min_value=1, max_value=1000, default=20)
     omit_data = serializers.BooleanField(default=False)
 
     def to_internal_value(self, data):
@@ -101,13 +111,17 @@ class DiffQuerySerializer(serializers.Serializer):
     name = serializers.CharField(
         required=False, help_text="Diff this object's own revisions; without it, the whole type's (OSMO)."
     )
-    first_revision = serializers.IntegerField(min_value=1, max_value=MAX_INT)
-    second_revision = serializers.IntegerField(min_value=1, max_value=MAX_INT)
+    first_revision = BoundedInt(min_value=1, max_value=MAX_INT)
+    second_revision = BoundedInt(min_value=1, max_value=MAX_INT)
 
 
 class TagsSerializer(serializers.Serializer):
-    set_tags = serializers.ListField(child=serializers.CharField(), required=False, allow_empty=False)
-    delete_tags = serializers.ListField(child=serializers.CharField(), required=False, allow_empty=False)
+    set_tags = serializers.ListField(
+        child=serializers.CharField(), required=False, allow_empty=False, max_length=MAX_LIST_ITEMS
+    )
+    delete_tags = serializers.ListField(
+        child=serializers.CharField(), required=False, allow_empty=False, max_length=MAX_LIST_ITEMS
+    )
 
     def validate(self, attrs):
         if not attrs.get("set_tags") and not attrs.get("delete_tags"):

@@ -18,7 +18,7 @@ from configs.serializers import body_serializers
 from pools.api import osmo_shapes, params
 from pools.api import serializers as s
 from pools.services import pool_listing
-from portal.api import APIRefusal, ErrorSerializer
+from portal.api import APIRefusal, ErrorSerializer, list_param
 
 ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
 TYPE_PARAM = OpenApiParameter(
@@ -186,7 +186,7 @@ class ConfigObjectView(ConfigAPIView):
 
 POOL_LIST_PARAMETERS = [
     OpenApiParameter("all_pools", bool, description="Every pool, not only yours."),
-    OpenApiParameter("pools", str, many=True, description="Only these pools (repeated, as OSMO's client sends)."),
+    list_param("pools", "Only these pools (repeated, as OSMO's client sends)."),
 ]
 
 

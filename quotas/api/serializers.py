@@ -3,7 +3,11 @@
 
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
+
+from portal.api import MAX_INT, BoundedInt
+from quotas.units import MAX_AMOUNT
 
 LEND = "false = never lend: its unused deserved is kept idle for it, never another team's over-quota share."
 AMOUNT = "An integer in scheduler units (GPUs, CPU millicores, memory bytes) or a Kubernetes quantity ('500m', '64Gi')."
@@ -74,10 +78,17 @@ class NodePoolDetailSerializer(NodePoolSerializer):
     projects = ProjectRowSerializer(many=True, help_text="Per project and resource.")
 
 
+# An amount as the schema declares it: scheduler units within the quota columns' bound, or a quantity's text
+# (quotas.units.amount checks both; a quantity above 2^62 units is refused there, naming the field).
+@extend_schema_field({"oneOf": [{"type": "integer", "minimum": 0, "maximum": MAX_AMOUNT}, {"type": "string"}]})
+class AmountField(serializers.JSONField):
+    pass
+
+
 class QuotaInputSerializer(serializers.Serializer):
-    deserved = serializers.JSONField(required=False, help_text=AMOUNT)
-    limit = serializers.JSONField(required=False, allow_null=True, help_text=f"{AMOUNT} null = no limit.")
-    weight = serializers.IntegerField(required=False, min_value=0)
+    deserved = AmountField(required=False, help_text=AMOUNT)
+    limit = AmountField(required=False, allow_null=True, help_text=f"{AMOUNT} null = no limit.")
+    weight = BoundedInt(required=False, min_value=0, max_value=MAX_INT)
     lend = serializers.BooleanField(required=False, help_text=LEND)
 
 

@@ -25,7 +25,7 @@ from access.api.permissions import PolicyPermission
 from configs.errors import ConfigNotFound
 from configs.models import ConfigType
 from configs.revisions import Actor
-from portal.api import ErrorSerializer
+from portal.api import ErrorSerializer, checked_count, list_param
 from quotas.api import serializers as s
 from quotas.services import node_pool_quotas
 from teams.quota_visibility import quota_view
@@ -53,11 +53,13 @@ class NodePoolListView(APIView):
     @extend_schema(
         operation_id="quota_node_pool_list",
         summary="Node pools: capacity, the departments' deserved sums, managed and over-committed flags",
-        parameters=[OpenApiParameter("node_pools", str, many=True, description="Only these (repeat the parameter).")],
+        parameters=[list_param("node_pools", "Only these (repeat the parameter).")],
         responses={200: s.NodePoolListSerializer, **ERRORS},
     )
     def get(self, request):
-        names = [name for name in request.query_params.getlist("node_pools") if name] or None
+        names = (
+            checked_count([name for name in request.query_params.getlist("node_pools") if name], "node_pools") or None
+        )
         return Response({"node_pools": node_pool_quotas.node_pool_rows(names)})
 
 

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from rest_framework import serializers
 
+from portal.api import MAX_LIST_ITEMS, BoundedInt
+from teams.services import PRIORITY_MAX, PRIORITY_MIN
+
 
 class DepartmentSerializer(serializers.Serializer):
     name = serializers.CharField()
@@ -51,6 +54,7 @@ class ProjectCreateSerializer(serializers.Serializer):
         child=serializers.CharField(max_length=255),
         required=False,
         default=list,
+        max_length=MAX_LIST_ITEMS,
         help_text="Added to the role's external names (IdP groups that grant it).",
     )
 
@@ -58,8 +62,11 @@ class ProjectCreateSerializer(serializers.Serializer):
 class ProjectUpdateSerializer(serializers.Serializer):
     """What `PATCH` may change; an absent field stays as it is (`teams.services.update_project` checks)."""
 
-    priority = serializers.IntegerField(
-        required=False, help_text="-100…100 (higher is served first for over-quota capacity; 0 by default)."
+    priority = BoundedInt(
+        min_value=PRIORITY_MIN,
+        max_value=PRIORITY_MAX,
+        required=False,
+        help_text="-100…100 (higher is served first for over-quota capacity; 0 by default).",
     )
     description = serializers.CharField(required=False, allow_blank=True, max_length=2000)
 

@@ -67,6 +67,10 @@ def test_a_token_can_only_issue_tokens_within_its_own_subset(team_role):
         ("91d", False),
         ("2000-01-01", False),
         ("soon", False),
+        ("99999999999999999999d", False),  # timedelta overflowed: a 500
+        ("1000000000d", False),
+        ("\u00b2d", False),
+        ("9999-12-31", False),
     ],
 )
 def test_expiry_is_capped(expires, ok, settings):

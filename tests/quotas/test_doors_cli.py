@@ -74,6 +74,15 @@ def test_quota_set_errors_are_one_line_naming_the_option(carved, teams, cli):
         (("vision", "h100", "--gpu", "-1"), "error: --gpu: must not be negative (value: '-1')"),
         (("vision", "h100", "--gpu", "8", "--limit-gpu", "4"), "error: --limit-gpu: is below deserved (8)"),
         (("vision", "h100", "--weight-cpu", "heavy"), "error: --weight-cpu: must be an integer ≥ 0"),
+        (("vision", "h100", "--weight-cpu", "\u00b2"), "error: --weight-cpu: must be an integer ≥ 0 and ≤ 2147483647"),
+        (
+            ("vision", "h100", "--weight-gpu", str(2**63)),
+            "error: --weight-gpu: must be an integer ≥ 0 and ≤ 2147483647",
+        ),
+        (
+            ("vision", "h100", "--weight-gpu", "9" * 5000),
+            "error: --weight-gpu: must be an integer ≥ 0 and ≤ 2147483647",
+        ),
         (("vision", "h100", "--gpu", "1.5"), "error: --gpu: GPUs are whole devices"),
         (("ghost", "h100", "--gpu", "1"), "error: project: unknown project (value: 'ghost')"),
         (("vision", "nowhere", "--gpu", "1"), "error: node_pool: unknown node pool (value: 'nowhere')"),

@@ -17,9 +17,13 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from portal.errors import DomainError
+from portal.api import MAX_INT, IntParam
 from workflows import logs, queries
 from workflows.api.views import ERRORS, WORKFLOW_ID, SignedIn
+
+TAIL = IntParam("tail", 1, logs.MAX_LINES, logs.DEFAULT_TAIL, "last lines")
+LAST_N_LINES = IntParam("last_n_lines", 1, logs.MAX_LINES, logs.DEFAULT_TAIL, "last lines of each task")
+RETRY_ID = IntParam("retry_id", 0, MAX_INT, None, "the attempt; only the current one's pod (and log) exists")
 
 TASK_LOG = inline_serializer(
     "TaskLog",
@@ -48,7 +52,7 @@ class TaskLogView(APIView):
         parameters=[
             WORKFLOW_ID,
             OpenApiParameter("task_name", str, OpenApiParameter.PATH, description="A task of the workflow"),
-            OpenApiParameter("tail", int, description=f"last lines (1–{logs.MAX_LINES}, default {logs.DEFAULT_TAIL})"),
+            TAIL.parameter(),
             OpenApiParameter("since", str, description="the `cursor` of an earlier answer: only newer lines"),
         ],
         responses={200: TASK_LOG, **ERRORS},
@@ -59,7 +63,7 @@ class TaskLogView(APIView):
             workflow_id,
             task_name,
             request,
-            tail=logs.parse_tail(params.get("tail")),
+            tail=TAIL.read(request),
             since=logs.parse_since(params.get("since")),
         )
         return Response(log.as_dict())
@@ -76,16 +80,16 @@ class WorkflowLogsView(APIView):
         parameters=[
             WORKFLOW_ID,
             OpenApiParameter("task_name", str, description="only this task"),
-            OpenApiParameter("last_n_lines", int, description=f"per task (default {logs.DEFAULT_TAIL})"),
-            OpenApiParameter("retry_id", int, description="the attempt; only the current one's pod (and log) exists"),
+            LAST_N_LINES.parameter(),
+            RETRY_ID.parameter(),
         ],
         responses={(200, "text/plain"): OpenApiTypes.STR, **ERRORS},
     )
     def get(self, request, workflow_id):
-        tail = logs.parse_tail(request.query_params.get("last_n_lines"), "last_n_lines")
+        tail = LAST_N_LINES.read(request)
         workflow = queries.visible_workflow(request, workflow_id)
         wanted = request.query_params.get("task_name")
-        retry = _retry_id(request.query_params.get("retry_id"))
+        retry = RETRY_ID.read(request)
         attempts = dict(queries.tasks_of(workflow).values_list("name", "retry_id"))
         names = [wanted] if wanted else list(attempts)
         out = []
@@ -100,11 +104,3 @@ class WorkflowLogsView(APIView):
             if log.notice:
                 out.append(f"[{name}] ({log.notice})")
         return HttpResponse("".join(f"{line}\n" for line in out), content_type="text/plain; charset=utf-8")
-
-
-def _retry_id(raw: str | None) -> int | None:
-    if raw in (None, ""):
-        return None
-    if not raw.isdigit():
-        raise DomainError("must be a whole number (a task's retry_id)", field="retry_id", value=raw)
-    return int(raw)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from portal.api import MAX_INT
+from portal.api import MAX_INT, MAX_LIST_ITEMS, STRING_LIST, BoundedInt, too_many
 from teams.quota_visibility import EVERYTHING, preemption_as_seen, request_quota_view
 from workflows import admission_gate
 from workflows.api import osmo
@@ -21,7 +21,7 @@ OSMO_STATUSES = list(
 )
 
 
-@extend_schema_field({"type": "array", "items": {"type": "string"}})
+@extend_schema_field(STRING_LIST)
 class NamesField(serializers.Field):
     """Repeated query parameters (`users=a&users=b`) or OSMO's comma-separated form (`users=a,b`)."""
 
@@ -35,13 +35,13 @@ class NamesField(serializers.Field):
         items = data if isinstance(data, list) else [data]
         if not all(isinstance(item, str) and "\x00" not in item for item in items):
             raise serializers.ValidationError("must be a list of names or a comma-separated string")
-        return [part.strip() for item in items for part in item.split(",") if part.strip()]
+        return _counted([part.strip() for item in items for part in item.split(",") if part.strip()])
 
     def to_representation(self, value):
         return value
 
 
-@extend_schema_field({"type": "array", "items": {"type": "string"}})
+@extend_schema_field(STRING_LIST)
 class RepeatedField(NamesField):
     """Repeated query parameters taken whole (`env_vars=A=1,2&env_vars=B=3`): values may hold commas."""
 
@@ -49,7 +49,14 @@ class RepeatedField(NamesField):
         items = data if isinstance(data, list) else [data]
         if not all(isinstance(item, str) and "\x00" not in item for item in items):
             raise serializers.ValidationError("must be a list of text values")
-        return items
+        return _counted(items)
+
+
+def _counted(items: list) -> list:
+    reason = too_many(len(items))
+    if reason:
+        raise serializers.ValidationError(reason)
+    return items
 
 
 # What OsmoTimeField answers, declared as it is (not `date-time`, whose RFC 3339 form needs an offset).
@@ -67,6 +74,9 @@ class OsmoTimeField(serializers.DateTimeField):
 
     def to_representation(self, value):
         return osmo.osmo_time(value)
+
+
+MAX_PAGE = 1000  # the most workflows one page lists (REST `limit`, `workflow list --limit`)
 
 
 class OsmoStatusField(serializers.ChoiceField):
@@ -108,10 +118,16 @@ class SubmitBodySerializer(serializers.Serializer):
         )
     )
     set_variables = serializers.ListField(
-        child=serializers.CharField(), required=False, help_text="NAME=VALUE for the template (int, float or text)."
+        child=serializers.CharField(),
+        required=False,
+        max_length=MAX_LIST_ITEMS,
+        help_text="NAME=VALUE for the template (int, float or text).",
     )
     set_string_variables = serializers.ListField(
-        child=serializers.CharField(), required=False, help_text="NAME=VALUE for the template, always text."
+        child=serializers.CharField(),
+        required=False,
+        max_length=MAX_LIST_ITEMS,
+        help_text="NAME=VALUE for the template, always text.",
     )
     uploaded_templated_spec = serializers.CharField(
         required=False, allow_null=True, help_text="OSMO's copy of the template before rendering: accepted, not kept."
@@ -121,9 +137,11 @@ class SubmitBodySerializer(serializers.Serializer):
 class TemplateValuesSerializer(serializers.Serializer):
     """The template values of OSMO's TemplateSpec body (`file` is read by the view's spec_of)."""
 
-    set_variables = serializers.ListField(child=serializers.CharField(max_length=10_000), default=list, max_length=1000)
+    set_variables = serializers.ListField(
+        child=serializers.CharField(max_length=10_000), default=list, max_length=MAX_LIST_ITEMS
+    )
     set_string_variables = serializers.ListField(
-        child=serializers.CharField(max_length=10_000, allow_blank=True), default=list, max_length=1000
+        child=serializers.CharField(max_length=10_000, allow_blank=True), default=list, max_length=MAX_LIST_ITEMS
     )
 
 
@@ -166,8 +184,8 @@ class ListQuerySerializer(serializers.Serializer):
     priority = NamesField(required=False, help_text="HIGH, NORMAL, LOW.")
     submitted_after = serializers.DateTimeField(required=False, help_text="Naive times are UTC.")
     submitted_before = serializers.DateTimeField(required=False)
-    offset = serializers.IntegerField(min_value=0, max_value=MAX_INT, default=0)
-    limit = serializers.IntegerField(min_value=1, max_value=1000, default=20)
+    offset = BoundedInt(min_value=0, max_value=MAX_INT, default=0)
+    limit = BoundedInt(min_value=1, max_value=MAX_PAGE, default=20)
     order = serializers.CharField(default="desc", help_text="desc (newest first) or asc; any case (OSMO sends DESC).")
     all_pools = serializers.BooleanField(default=False, help_text="OSMO's CLI sends it without --pool: no filter.")
     tags = NamesField(required=False, help_text="Not supported: 400.")

@@ -6,11 +6,15 @@ watcher, which holds its events and waits for it (clusters.watchloop); restartin
 
 from __future__ import annotations
 
+import math
+
 from django.db import DatabaseError
 
 from clusters import heartbeat
 from portal.commands import PortalCommand
-from portal.errors import PortalError
+from portal.errors import DomainError, PortalError
+
+MAX_AGE_MOST = 86_400.0  # a day: a heartbeat older than that says nothing any more
 
 
 class StaleHeartbeat(PortalError):
@@ -29,7 +33,10 @@ class Command(PortalCommand):
         parser.add_argument("watcher", choices=heartbeat.WATCHERS)
         parser.add_argument("names", nargs="*", metavar="BACKEND", help="backends it watches (default: all)")
         parser.add_argument(
-            "--max-age", type=float, default=60.0, metavar="SECONDS", help="oldest heartbeat still alive (60)"
+            "--max-age",
+            default=60.0,
+            metavar="SECONDS",
+            help="oldest heartbeat still alive (60; above 0, at most 86400)",
         )
         parser.add_argument(
             "--ok-without-database",
@@ -39,7 +46,7 @@ class Command(PortalCommand):
 
     def handle(self, *args, **options):
         try:
-            found = heartbeat.health(options["watcher"], options["names"] or None, options["max_age"])
+            found = heartbeat.health(options["watcher"], options["names"] or None, max_age(options["max_age"]))
         except DatabaseError as error:
             reason = f"database unreachable ({type(error).__name__}): the heartbeat cannot be read"
             if not options["ok_without_database"]:
@@ -50,3 +57,16 @@ class Command(PortalCommand):
             raise StaleHeartbeat("; ".join(found.lines))
         for line in found.lines:
             self.stdout.write(line)
+
+
+def max_age(raw: object) -> float:
+    """Seconds above 0 and at most MAX_AGE_MOST (`nan`, `inf`, `-1` refused: NaN compares false to every age)."""
+    try:
+        seconds = float(raw)
+    except (TypeError, ValueError):
+        seconds = math.nan
+    if not 0 < seconds <= MAX_AGE_MOST:
+        raise DomainError(
+            f"must be a number of seconds above 0 and at most {MAX_AGE_MOST:g}", field="--max-age", value=raw
+        )
+    return seconds

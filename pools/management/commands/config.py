@@ -9,6 +9,7 @@ from configs.models import ConfigType
 from configs.revisions import Actor
 from portal.commands import PortalCommand
 from portal.docfiles import load_document
+from portal.numbers import MAX_INT, checked_int
 
 TYPES = ConfigType.values
 
@@ -34,18 +35,18 @@ class Command(PortalCommand):
         history = verbs.add_parser("history", help="list revisions, newest first")
         history.add_argument("type", nargs="?", type=str.upper, choices=TYPES, metavar="TYPE")
         history.add_argument("name", nargs="?")
-        history.add_argument("--limit", type=int, default=50)
+        history.add_argument("--limit", default=50, help="1-1000 (50)")
         history.add_argument("--format", choices=["table", "json"], default="table")
         diff = verbs.add_parser("diff", help="what changed between two revisions")
         diff.add_argument("type", type=str.upper, choices=TYPES, metavar="TYPE")
         diff.add_argument("name")
-        diff.add_argument("first", type=int)
-        diff.add_argument("second", type=int)
+        diff.add_argument("first")
+        diff.add_argument("second")
         diff.add_argument("--format", choices=["text", "json"], default="text")
         rollback = verbs.add_parser("rollback", help="restore an object to a revision (as a new revision)")
         rollback.add_argument("type", type=str.upper, choices=TYPES, metavar="TYPE")
         rollback.add_argument("name")
-        rollback.add_argument("revision", type=int)
+        rollback.add_argument("revision")
         _describe(rollback)
         # --- ROLE generator (access app) ---
         setter = verbs.add_parser(
@@ -86,7 +87,7 @@ class Command(PortalCommand):
     def do_history(self, options):
         rows = [
             revisions.revision_summary(r)
-            for r in revisions.history(options["type"], options["name"], limit=options["limit"])
+            for r in revisions.history(options["type"], options["name"], limit=_page(options["limit"]))
         ]
         if options["format"] == "json":
             self.emit(rows)
@@ -100,7 +101,8 @@ class Command(PortalCommand):
             )
 
     def do_diff(self, options):
-        result = revisions.diff(options["type"], options["name"], options["first"], options["second"])
+        first, second = (_revision(options, key) for key in ("first", "second"))
+        result = revisions.diff(options["type"], options["name"], first, second)
         if options["format"] == "json":
             self.emit(result.as_dict())
         else:
@@ -108,7 +110,11 @@ class Command(PortalCommand):
 
     def do_rollback(self, options):
         result = store.rollback(
-            options["type"], options["name"], options["revision"], Actor.of(None, "cli"), **_described(options)
+            options["type"],
+            options["name"],
+            _revision(options, "revision"),
+            Actor.of(None, "cli"),
+            **_described(options),
         )
         state = f"revision {result.revision}" if result.revision else "already identical, nothing written"
         self.stdout.write(
@@ -139,3 +145,12 @@ def _describe(parser) -> None:
 
 def _described(options) -> dict:
     return {"description": options["description"], "tags": [t.strip() for t in options["tags"].split(",") if t.strip()]}
+
+
+def _page(limit: object) -> int:
+    return checked_int(limit, "--limit", 1, 1000)
+
+
+def _revision(options: dict, key: str) -> int:
+    """A revision number given on the command line (named as the usage names it: FIRST, SECOND, REVISION)."""
+    return checked_int(options[key], key.upper(), 1, MAX_INT)

@@ -18,6 +18,7 @@ from __future__ import annotations
 from configs.errors import ConfigError
 from configs.revisions import Actor
 from portal.commands import PortalCommand
+from portal.numbers import whole_number
 from quotas import units
 from quotas.config_types import RESOURCES
 from quotas.services import node_pool_quotas
@@ -173,7 +174,7 @@ def _changes(options) -> dict[str, dict]:
             if key == "limit" and value.strip().lower() == NO_LIMIT:
                 value = None
             elif key == "weight":
-                value = int(value) if value.strip().isdigit() else value  # else the service says why
+                value = _whole(value)
             changes.setdefault(resource, {})[key] = value
     if options.get("lend") is not None:
         for resource in RESOURCES:
@@ -206,3 +207,10 @@ def _share(resource: str, share) -> str:
     if isinstance(share, float) and not share.is_integer():
         return f"{share:.2f}" if resource == "gpu" else str(round(share))
     return units.show(resource, int(share))
+
+
+def _whole(value: str) -> int | str:
+    """A weight's text as an int when it is one (any size: the service says which are too large); else the
+    text itself, which the service refuses naming it (`²`, `1e30`: not int(), which raises on `²`)."""
+    number = whole_number(value, -(2**63), 2**63)
+    return value if number is None else number

@@ -27,6 +27,7 @@ from django.contrib.auth import get_user_model
 from access.services import users
 from portal.commands import PortalCommand
 from portal.docfiles import DocumentError
+from portal.numbers import checked_int
 from teams.models import Project
 from workflows import logs, queries
 from workflows.api import serializers as s
@@ -62,7 +63,7 @@ class Command(PortalCommand):
         listing.add_argument("--user", "-u", action="append", default=[], help="submitted by (repeatable)")
         listing.add_argument("--pool", "-p", action="append", default=[], help="in pool (repeatable)")
         listing.add_argument("--status", "-s", action="append", default=[], help="with status (repeatable)")
-        listing.add_argument("--limit", type=int, default=50)
+        listing.add_argument("--limit", default=50, help="1-1000 (50)")
         _format(listing)
         for verb, text in (("show", "one workflow with its tasks"), ("events", "what happened to its tasks")):
             one = verbs.add_parser(verb, help=text)
@@ -142,7 +143,7 @@ class Command(PortalCommand):
                 pools=options["pool"],
                 statuses=options["status"],
                 all_users=True,
-                limit=options["limit"],
+                limit=checked_int(options["limit"], "--limit", 1, s.MAX_PAGE),
             ),
         )
         data = s.WorkflowListSerializer(page).data
