@@ -11,7 +11,7 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from datetime import datetime
 
 from django.db.models import Count, QuerySet
@@ -19,6 +19,7 @@ from django.db.models import Count, QuerySet
 from access import actions, policy
 from portal.errors import PermissionDenied
 from workflows.errors import WorkflowNotFound
+from workflows.filters import filter_workflows
 from workflows.models import FINISHED_WORKFLOW, Task, TaskEvent, Workflow
 from workflows.waiting import lay_waiting
 
@@ -77,20 +78,7 @@ def list_workflows(who, query: WorkflowQuery) -> WorkflowPage:
         if not query.users and not query.all_users:
             me = principal.user
             rows = rows.filter(submitted_by_id=me.pk) if me.is_authenticated else rows.none()
-    if query.users:
-        rows = rows.filter(submitted_by__username__in=query.users)
-    if query.pools:
-        rows = rows.filter(pool__name__in=query.pools)
-    if query.statuses:
-        rows = rows.filter(status__in=[s.upper() for s in query.statuses])
-    if query.priority:
-        rows = rows.filter(priority__in=query.priority)
-    if query.name:
-        rows = rows.filter(name__icontains=query.name)
-    if query.submitted_after:
-        rows = rows.filter(created_at__gte=query.submitted_after)
-    if query.submitted_before:
-        rows = rows.filter(created_at__lt=query.submitted_before)
+    rows = filter_workflows(rows, asdict(query))  # users, pools, statuses, … (workflows/filters.py)
     rows = rows.order_by(*(("created_at", "id") if query.order == "asc" else ("-created_at", "-id")))
     limit = max(1, min(query.limit, MAX_LIMIT))
     page = list(rows[query.offset : query.offset + limit + 1])

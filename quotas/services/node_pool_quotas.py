@@ -1,7 +1,7 @@
 """What the quota doors show and take: the CLI (`node-pool list|show`, `quota show|set`), the REST API
 (/api/quotas/node_pools…) and the admin grid all read these, so they can never disagree.
 
-- `node_pool_rows(names)`: per node pool its backend, selector, nodes, capacity, the departments' deserved sum,
+- `node_pool_rows(rows)`: per node pool its backend, selector, nodes, capacity, the departments' deserved sum,
   over-quota switch, managed, over-committed resources. Two queries whatever the number of node pools.
 - `node_pool_detail(name, view)`: one node pool's row, its quota tree (departments with their quotas and
   projects) and, per project and resource, what `quota show` prints (quotas.services.state: deserved, limit,
@@ -16,6 +16,8 @@ Writes go through `quotas.services.quotas.set_quotas` (one NODE_POOL revision; c
 """
 
 from __future__ import annotations
+
+from django.db.models import QuerySet
 
 from configs.errors import ConfigError, ConfigNotFound
 from quotas.config_types import DEFAULT_QUOTA, QUOTA_KEYS, RESOURCES
@@ -64,12 +66,14 @@ def _row(node_pool: NodePool, managed: bool) -> dict:
     }
 
 
-def node_pool_rows(names: list[str] | None = None) -> list[dict]:
-    """Every node pool (or those named; unknown names left out), by name. Two queries."""
-    rows = NodePool.objects.select_related("backend").order_by("name")
-    if names is not None:
-        rows = rows.filter(name__in=names)
-    found = list(overview.with_totals(rows))
+def all_node_pools() -> QuerySet[NodePool]:
+    """Every node pool by name, its backend joined: what the list doors narrow (quotas.filters.NodePoolFilter)."""
+    return NodePool.objects.select_related("backend").order_by("name")
+
+
+def node_pool_rows(rows: QuerySet[NodePool] | None = None) -> list[dict]:
+    """A row for each of `rows` (default: `all_node_pools()`), in its order. Two queries."""
+    found = list(overview.with_totals(all_node_pools() if rows is None else rows))
     managed = node_pools.managed_ids(found)
     return [_row(node_pool, node_pool.pk in managed) for node_pool in found]
 

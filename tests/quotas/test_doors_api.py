@@ -68,6 +68,12 @@ def test_researchers_read_node_pools_and_their_quotas(carved, teams, researcher)
     assert [r["name"] for r in researcher.get(f"{URL}?node_pools=a100&node_pools=ghost").json()["node_pools"]] == [
         "a100"
     ]
+
+    def names(query: str) -> list[str]:
+        return [row["name"] for row in researcher.get(f"{URL}?{query}").json()["node_pools"]]
+
+    assert names("node_pools=") == ["a100", "h100", "sim-default"]  # an empty value names none: no filter
+    assert names("node_pools=a100,h100") == []  # repeated, not comma-separated: one (unknown) name
     detail = researcher.get(f"{URL}/h100").json()
     assert detail["selector"] == {"label": {"key": "nvidia.com/gpu.product", "value": "NVIDIA-H100-80GB-HBM3"}}
     research = next(d for d in detail["departments"] if d["name"] == "research")

@@ -140,6 +140,8 @@ def test_node_pool_list_and_show(carved, teams, cli):
     assert (h100["overcommitted"], h100["overcommitted_resources"]) == (True, ["gpu"])
     assert rows["a100"]["selector"] == {"platform": {"pool": "train", "platform": "a100"}}
     assert not rows["sim-default"]["managed"] and not rows["sim-default"]["overcommitted"]
+    code, out, _ = cli("node-pool", "list", "--node-pool", "h100", "--node-pool", "ghost", "--format", "json")
+    assert [row["name"] for row in json.loads(out)["node_pools"]] == ["h100"]
     code, table, _ = cli("node-pool", "list")
     h100_line = next(line for line in table.splitlines() if line.startswith("h100 "))
     assert "40/32" in h100_line and "over: gpu" in h100_line

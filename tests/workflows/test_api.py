@@ -4,6 +4,7 @@ and visibility decided by access.policy, detail/spec/events, cancel, query count
 from __future__ import annotations
 
 import json
+from datetime import timedelta
 
 import pytest
 import yaml
@@ -300,6 +301,34 @@ def test_list_filters_and_paging(three, alice):
         "start_time",
         "end_time",
     } <= set(row)
+
+
+def test_list_filters_by_priority_users_and_time(three, alice):
+    """The filters `test_list_filters_and_paging` leaves out (workflows/filters.py WorkflowFilter)."""
+    start = timezone.now().replace(microsecond=0)
+    for minutes, workflow_id in enumerate(("a-one-1", "a-two-1", "c-one-1")):
+        Workflow.objects.filter(workflow_id=workflow_id).update(created_at=start + timedelta(minutes=minutes))
+    Workflow.objects.filter(workflow_id="c-one-1").update(priority="HIGH")
+    client = api(alice)
+    assert ids(client.get("/api/workflow?all_users=true&priority=high")) == ["c-one-1"]
+    assert ids(client.get("/api/workflow?all_users=true&priority=LOW,NORMAL")) == ["a-two-1", "a-one-1"]
+    assert ids(client.get("/api/workflow?users=alice&users=carol")) == ["c-one-1", "a-two-1", "a-one-1"]
+    middle = (start + timedelta(minutes=1)).isoformat()
+    assert ids(client.get("/api/workflow", {"all_users": "true", "submitted_before": middle})) == ["a-one-1"]
+    assert ids(client.get("/api/workflow", {"all_users": "true", "submitted_after": middle})) == ["c-one-1", "a-two-1"]
+
+
+def test_the_cli_door_filters_through_the_same_filterset(three):
+    """`who=None` (the CLI) skips the API's serializer: statuses in any case, and a refused value is a
+    PortalError naming the field (not a filter silently dropped)."""
+    from portal.errors import PortalError
+    from workflows import queries
+
+    page = queries.list_workflows(None, queries.WorkflowQuery(statuses=["cancelled"], all_users=True))
+    assert [w.workflow_id for w in page.workflows] == ["a-one-1"]
+    with pytest.raises(PortalError) as refused:
+        queries.list_workflows(None, queries.WorkflowQuery(users=["al\x00ice"], all_users=True))
+    assert refused.value.field == "users"
 
 
 def test_list_query_count_does_not_grow_with_rows(three, alice):

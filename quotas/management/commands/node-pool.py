@@ -11,6 +11,7 @@ from __future__ import annotations
 from portal.commands import PortalCommand
 from quotas import units
 from quotas.config_types import RESOURCES
+from quotas.filters import NodePoolFilter
 from quotas.management.commands.quota import node_pool_header
 from quotas.services import node_pool_quotas
 
@@ -31,7 +32,8 @@ class Command(PortalCommand):
         getattr(self, f"do_{options['verb']}")(options)
 
     def do_list(self, options):
-        rows = node_pool_quotas.node_pool_rows(options["names"] or None)
+        chosen = NodePoolFilter({"node_pools": options["names"]}, queryset=node_pool_quotas.all_node_pools()).qs
+        rows = node_pool_quotas.node_pool_rows(chosen)
         if options["format"] == "json":
             return self.emit({"node_pools": rows})
         headers = [
