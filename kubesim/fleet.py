@@ -130,6 +130,11 @@ POOL_LABELS: dict[str, dict[str, str]] = {
 POOL_TAINTS: dict[str, list[dict[str, str]]] = {"additional": [BATCH_TAINT]}
 POOL_TOLERATIONS: dict[str, list[dict[str, str]]] = {"additional": [BATCH_TOLERATION]}
 CORDONED_NODE = "a100-node-2"
+# Multi-GPU training nodes carry their instance's local NVMe as the kubelet's ephemeral storage (a RAID0 volume,
+# as GPU node setups on EKS and ROSA mount it), so the training seed's default task (500Gi of storage) fits
+# them; the others keep a 500Gi root volume (449Gi allocatable).
+LOCAL_NVME = {"h100", "a100", "gb200", "l40s", "l40"}
+NVME_CAPACITY, NVME_ALLOCATABLE = "3500Gi", "3300Gi"
 
 
 def node_manifest(
@@ -157,7 +162,7 @@ def node_manifest(
         "cpu": str(cpu),
         "memory": f"{mem_gib * 1024 * 1024}Ki",
         "pods": "250" if cpu >= 32 else "110",
-        "ephemeral-storage": "524275692Ki",
+        "ephemeral-storage": NVME_CAPACITY if pool in LOCAL_NVME else "524275692Ki",
         "hugepages-1Gi": "0",
         "hugepages-2Mi": "0",
     }
@@ -165,7 +170,7 @@ def node_manifest(
         "cpu": f"{cpu * 1000 - 500}m",
         "memory": f"{(mem_gib - 2) * 1024 * 1024}Ki",
         "pods": capacity["pods"],
-        "ephemeral-storage": "482098327716",
+        "ephemeral-storage": NVME_ALLOCATABLE if pool in LOCAL_NVME else "482098327716",
         "hugepages-1Gi": "0",
         "hugepages-2Mi": "0",
     }

@@ -135,7 +135,7 @@ def test_capacity_figures_per_pool_platform_and_total(synced):
         "cpu": 4 * 191_500,
         "memory": 4 * 2046 * 2**30,
         "nvidia.com/gpu": 32,
-        "ephemeral-storage": 4 * 482098327716,
+        "ephemeral-storage": 4 * 3300 * 2**30,  # local NVMe (kubesim.fleet.LOCAL_NVME)
     }
     assert h100["used"] == {"cpu": 11_500, "memory": 102 * 2**30, "nvidia.com/gpu": 10, "ephemeral-storage": 0}
     assert h100["free"]["nvidia.com/gpu"] == 22
@@ -175,9 +175,9 @@ def test_resource_list_json_and_table(synced):
         "gpu_product": "NVIDIA-H100-80GB-HBM3",
         "schedulable": True,
         "pools": {"research": ["any-h100"], "train": ["h100"]},
-        "allocatable": {"cpu": 191_500, "memory": 2046 * 2**30, "nvidia.com/gpu": 8, "ephemeral-storage": 482098327716},
+        "allocatable": {"cpu": 191_500, "memory": 2046 * 2**30, "nvidia.com/gpu": 8, "ephemeral-storage": 3300 * 2**30},
         "used": {"cpu": 1500, "memory": 2 * 2**30, "nvidia.com/gpu": 2, "ephemeral-storage": 0},
-        "free": {"cpu": 190_000, "memory": 2044 * 2**30, "nvidia.com/gpu": 6, "ephemeral-storage": 482098327716},
+        "free": {"cpu": 190_000, "memory": 2044 * 2**30, "nvidia.com/gpu": 6, "ephemeral-storage": 3300 * 2**30},
     }
     table = StringIO()
     call_command("resource", "list", "--pool", "train", stdout=table)

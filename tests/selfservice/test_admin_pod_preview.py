@@ -13,7 +13,7 @@ from django.urls import reverse
 from pools.models import Pool
 from tests.selfservice.conftest import TRAINING, load_fleet
 
-SIZES = {"memory": "64Gi", "storage": "100Gi"}  # the pool's default storage (500Gi) fits no node
+SIZES = {"memory": "64Gi", "storage": "100Gi"}
 
 
 @pytest.fixture
@@ -29,6 +29,13 @@ def _page(admin_client, pool, **query) -> str:
 
 def _origins(html: str) -> dict[str, str]:
     return dict(re.findall(r'<td class="code">([^<]*)</td><td class="note">([^<]*)</td>', html))
+
+
+def test_the_pool_s_own_default_task_fits_its_gpu_nodes(admin_client, training):
+    """The seed's defaults (16 CPUs, 64Gi, 500Gi of storage) fit the demo's training nodes, whose local NVMe is the
+    kubelet's ephemeral storage: a researcher who gives no sizes is not refused."""
+    html = _page(admin_client, training, platform=training.default_platform, task="train")
+    assert 'data-verdict="fits"' in html and "ephemeral-storage: 500Gi" in html
 
 
 def test_the_resolved_pod_with_origins_verdict_and_nodes(admin_client, training):
