@@ -151,8 +151,20 @@ def show_amount(name: str, amount: int) -> str:
     if name == CPU:
         return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
     if name in _BYTE_RESOURCES or name.startswith("hugepages-"):
-        return _binary(amount)
+        exact = _binary(amount)
+        return exact if not exact.isdigit() or amount < 1024 else f"{exact} (≈{_approximate(amount)})"
     return str(amount)
+
+
+def _approximate(amount: int) -> str:
+    """A byte count that is no whole binary unit, rounded down to one decimal of the largest unit it reaches
+    (482098327716 -> 448.9Gi): the exact figure alone is unreadable in a reason."""
+    suffixes = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+    power = 0
+    while power < len(suffixes) - 1 and amount >= 1024 ** (power + 2):
+        power += 1
+    tenths = amount * 10 // 1024 ** (power + 1)
+    return f"{tenths // 10}.{tenths % 10}{suffixes[power]}"
 
 
 def _binary(amount: int) -> str:

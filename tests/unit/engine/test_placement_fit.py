@@ -319,3 +319,13 @@ def test_nodes_from_kubectl_joins_pods_by_node_name():
 def test_nodes_from_kubectl_rejects_non_lists(document):
     with pytest.raises(EngineError):
         nodes_from_kubectl(document)
+
+
+def test_a_byte_amount_that_is_no_whole_unit_is_shown_exactly_and_readably():
+    from pools.engine.placement_fit import show_amount
+
+    assert show_amount("ephemeral-storage", 482098327716) == "482098327716 (≈448.9Gi)"  # a node's real capacity
+    assert show_amount("memory", 5 * 1024**4 + 7) == "5497558138887 (≈5.0Ti)"
+    assert show_amount("memory", 1500) == "1500 (≈1.4Ki)"
+    assert show_amount("memory", 1023) == "1023"
+    assert show_amount("memory", 2 * 1024**3) == "2Gi"  # a whole unit needs no approximation
