@@ -57,3 +57,11 @@ def test_log_tail(cli, submitted, value):  # noqa: F811
 def test_watcher_probe_max_age(cli, db, value):
     err = refused(cli, "clusters", "watcher_health", "watch_workflows", "--max-age", value)
     assert err.startswith("error: --max-age: must be a number of seconds above 0 and at most 86400"), err[:200]
+
+
+@pytest.mark.parametrize("value", NOT_NUMBERS + ["65536"])
+def test_dev_server_ports(cli, value):
+    """Refused before anything starts (the ports are checked free next, docs: make dev PORT=…)."""
+    for option in ("--port", "--kubesim-port"):
+        err = refused(cli, "portal", "devserver", option, value)
+        assert err.startswith(f"error: {option}: must be a whole number from 1 to 65535 (value: "), err[:200]

@@ -12,6 +12,7 @@ from django.core.management.base import CommandError
 
 from portal import devserver
 from portal.commands import LongRunningCommand
+from portal.numbers import checked_int
 
 
 class Command(LongRunningCommand):
@@ -21,11 +22,12 @@ class Command(LongRunningCommand):
     )
 
     def add_arguments(self, parser):
-        parser.add_argument("--port", type=int, default=int(os.environ.get("PORT", "8000")))
-        parser.add_argument("--kubesim-port", type=int, default=int(os.environ.get("KUBESIM_PORT", "8001")))
+        parser.add_argument("--port", default=os.environ.get("PORT") or "8000", help="1-65535 (8000)")
+        parser.add_argument("--kubesim-port", default=os.environ.get("KUBESIM_PORT") or "8001", help="1-65535 (8001)")
 
     def handle(self, *args, **options):
-        port, kubesim_port = options["port"], options["kubesim_port"]
+        port = checked_int(options["port"], "--port", 1, 65535)  # one line on stderr, exit 1 (PortalCommand)
+        kubesim_port = checked_int(options["kubesim_port"], "--kubesim-port", 1, 65535)
         try:
             devserver.check_ports({"web server": port, "simulated clusters": kubesim_port})
         except devserver.PortInUse as error:
