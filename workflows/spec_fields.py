@@ -14,6 +14,7 @@ from pools.engine import EngineError, k8s_name, parse_volume_mount
 from pools.engine.gates import reserved_env, reserved_label
 from pools.engine.k8s_syntax import dns1123_label_error, label_value_error, qualified_name_error
 from pools.engine.quantity import QuantityError, parse_quantity
+from pools.engine.variables import MAX_TASK_BYTES, MAX_TASK_CPU, MAX_TASK_GPU  # what one task may ask for
 from portal.errors import DomainError
 from portal.json_paths import join_index, join_key
 from portal.numbers import whole_number
@@ -48,11 +49,6 @@ __all__ = [
 WORKFLOW_NAME_MAX = 40  # ids are `<name>-<n>`; pod names `<id>-<task>` should stay readable within 63
 TASK_NAME_MAX = 63  # the container name (a DNS-1123 label)
 MAX_LABELS = 16
-# What one task may ask for (docs/limits.md): far above any node (a task is one pod on one node), yet low
-# enough that a workflow's tasks add up within the quota columns (2^62 scheduler units) without overflow.
-MAX_TASK_CPU = 2**20  # cores
-MAX_TASK_GPU = 1024  # devices
-MAX_TASK_BYTES = 2**50  # 1Pi of memory, or of storage
 # OSMO's NAMEREGEX (src/utils/job/common.py) for tasks and groups; the container name is its k8s_name.
 _TASK_NAME = re.compile(r"[a-zA-Z]([a-zA-Z0-9_-]*[a-zA-Z0-9])?")
 _ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")  # Kubernetes EnvVarName

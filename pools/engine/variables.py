@@ -186,19 +186,35 @@ def _quantity(value: object, field: str):
     return quantity
 
 
+# What one task may ask for (docs/limits.md), at every door (a spec, `?set`, the previews): far above any node
+# (a task is one pod on one node), yet low enough that a workflow's tasks add up within the quota columns (2^62
+# scheduler units) without overflow. workflows.spec_fields checks a spec's resources against the same numbers.
+MAX_TASK_CPU = 2**20  # cores
+MAX_TASK_GPU = 1024  # devices
+MAX_TASK_BYTES = 2**50  # 1Pi of memory, or of storage
+
+
 def _normalize_cpu(value: object, field: str) -> int | float:
-    return _number(_quantity(value, field).value)
+    quantity = _quantity(value, field)
+    if quantity.value > MAX_TASK_CPU:
+        raise VariableError(f"is more than {MAX_TASK_CPU} cores, the most a task may ask for", field=field, value=value)
+    return _number(quantity.value)
 
 
 def _normalize_gpu(value: object, field: str) -> int:
     quantity = _quantity(value, field)
     if quantity.value != quantity.value.to_integral_value():
         raise VariableError("GPUs are whole devices", field=field, value=value)
+    if quantity.value > MAX_TASK_GPU:
+        raise VariableError(f"gpu is a whole number of devices from 0 to {MAX_TASK_GPU}", field=field, value=value)
     return int(quantity.value)
 
 
 def _normalize_size(value: object, field: str) -> str:
     quantity = _quantity(value, field)
+    if quantity.value > MAX_TASK_BYTES:
+        reason = f"is more than 1Pi ({MAX_TASK_BYTES} bytes), the most a task may ask for"
+        raise VariableError(reason, field=field, value=value)
     return value.strip() if isinstance(value, str) else str(quantity)
 
 

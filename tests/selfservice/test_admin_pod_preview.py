@@ -82,6 +82,26 @@ def test_every_invalid_input_is_reported_at_once(admin_client, training):
     assert html.count('class="pp-error"') == 6  # and each beside its field
 
 
+def test_the_bounds_of_a_spec_hold_in_the_preview_too(admin_client, training):
+    """What one task may ask for is checked at the field here as in a spec (docs/limits.md): 10^20 GPUs is not a
+    node that lacks room."""
+    html = _page(
+        admin_client,
+        training,
+        platform=training.default_platform,
+        task="t",
+        gpu="1" + "0" * 20,
+        cpu="2e6",
+        storage="2Pi",
+    )
+    summary = re.search(r'<div class="alert bad" id="preview-errors".*?</div>', html, re.S).group(0)
+    assert "3 inputs to fix" in summary
+    assert f"gpu is a whole number of devices from 0 to 1024 (got '1{'0' * 20}')" in summary
+    assert "is more than 1048576 cores, the most a task may ask for (got '2e6')" in summary
+    assert "is more than 1Pi (1125899906842624 bytes), the most a task may ask for (got '2Pi')" in summary
+    assert 'id="preview-task-' not in html
+
+
 def test_a_platform_the_pool_lacks_is_a_field_error(admin_client, training):
     html = _page(admin_client, training, platform="nope", task="t")
     assert "Select a valid choice. nope is not one of the available choices." in html
