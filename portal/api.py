@@ -20,6 +20,7 @@ from portal.errors import PortalError
 from portal.numbers import (
     MAX_INT,
     MAX_LIST_ITEMS,
+    MAX_PAGE,
     MIN_INT,
     bound_reason,
     checked_count,
@@ -33,12 +34,14 @@ __all__ = [
     "ErrorSerializer",
     "MAX_INT",
     "MAX_LIST_ITEMS",
+    "MAX_PAGE",
     "MIN_INT",
     "STRING_LIST",
     "BoundedInt",
     "IntParam",
     "checked_count",
     "checked_int",
+    "counted",
     "list_param",
     "osmo_time",
     "too_many",
@@ -114,6 +117,15 @@ def osmo_time(moment: datetime | None) -> str | None:
     if moment is None:
         return None
     return moment.astimezone(UTC).replace(tzinfo=None).isoformat()
+
+
+def counted(items: list) -> list:
+    """`items` when there are at most MAX_LIST_ITEMS, else a serializer's ValidationError saying so (the field
+    that calls it is named in the 400)."""
+    reason = too_many(len(items))
+    if reason:
+        raise serializers.ValidationError(reason)
+    return items
 
 
 def list_param(name: str, description: str = "") -> OpenApiParameter:

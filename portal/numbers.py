@@ -16,6 +16,9 @@ MIN_INT = -2_147_483_648
 # array of an API body (roles, tags, variables). Django's DATA_UPLOAD_MAX_NUMBER_FIELDS (1,000) bounds the
 # repeated form of a whole query; the comma-separated form and bodies are counted here.
 MAX_LIST_ITEMS = 1000
+# The most rows one page of a list answers (workflows, config history, users): REST `limit`/`count` and the
+# command line's `--limit` alike.
+MAX_PAGE = 1000
 
 # An optional sign and at most 19 ASCII digits (`\d` would take other scripts' digits and `²`, which int()
 # refuses): anything longer is out of every bound, and int() never meets Python's 4,300-digit limit.

@@ -18,13 +18,13 @@ from django.db.models import Count, QuerySet
 
 from access import actions, policy
 from portal.errors import PermissionDenied
+from portal.numbers import MAX_PAGE
 from workflows.errors import WorkflowNotFound
 from workflows.filters import filter_workflows
 from workflows.models import FINISHED_WORKFLOW, Task, TaskEvent, Workflow
 from workflows.waiting import lay_waiting
 
 LIST, READ = actions.WORKFLOW_LIST, actions.WORKFLOW_READ
-MAX_LIMIT = 1000
 
 
 def missing(workflow_id: str) -> WorkflowNotFound:
@@ -80,7 +80,7 @@ def list_workflows(who, query: WorkflowQuery) -> WorkflowPage:
             rows = rows.filter(submitted_by_id=me.pk) if me.is_authenticated else rows.none()
     rows = filter_workflows(rows, asdict(query))  # users, pools, statuses, … (workflows/filters.py)
     rows = rows.order_by(*(("created_at", "id") if query.order == "asc" else ("-created_at", "-id")))
-    limit = max(1, min(query.limit, MAX_LIMIT))
+    limit = max(1, min(query.limit, MAX_PAGE))
     page = list(rows[query.offset : query.offset + limit + 1])
     return WorkflowPage(page[:limit], len(page) > limit, query.offset, limit)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from portal.api import STRING_LIST, too_many
+from portal.api import STRING_LIST, counted
 
 
 @extend_schema_field(STRING_LIST)
@@ -17,9 +17,7 @@ class RolesField(serializers.Field):
             data = [name.strip() for name in data.split(",") if name.strip()]
         if not (isinstance(data, list) and all(isinstance(name, str) for name in data)):
             raise serializers.ValidationError("must be a list of role names or a comma-separated string")
-        if too_many(len(data)):
-            raise serializers.ValidationError(too_many(len(data)))
-        return data
+        return counted(data)
 
     def to_representation(self, value):
         return value

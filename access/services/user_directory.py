@@ -22,10 +22,10 @@ from access.services import audit, roles, users
 from configs.errors import ConfigError
 from configs.revisions import Actor
 from portal.errors import Conflict, NotFound
+from portal.numbers import MAX_PAGE
 
 # OSMO's user id rule (src/lib/utils/common.py USERNAME_REGEX); every such id is also a valid Django username.
 USER_ID_RE = re.compile(r"^[a-zA-Z0-9]([a-zA-Z0-9_.@-]*[a-zA-Z0-9])?$")
-MAX_PAGE = 1000
 
 
 def _target(username: str) -> str:

@@ -37,6 +37,7 @@ from clusters.machinepools.node_labels import provisioned
 from clusters.machinepools.providers import Observed, Provider, ProviderError, differences, provider_for
 from clusters.machinepools.spec import MACHINEPOOL_LABEL
 from clusters.models import Backend, MachinePool, Node
+from portal.oncommit import once_after_commit
 
 log = logging.getLogger(__name__)
 State = MachinePool.State
@@ -279,23 +280,15 @@ def schedule(backend_id: int) -> bool:
     """Queue a pass over the backend once the current transaction commits (eager without a broker), once per
     transaction; a broker that is down is logged, never the writer's error. Returns whether it queued (not
     while `passes_deferred`)."""
-    from django.db import transaction
-
     if _deferred.get():
         return False
-    for entry in transaction.get_connection().run_on_commit:  # (savepoints, callback, robust)
-        if getattr(entry[1], "machine_pools_of", None) == backend_id and not entry[1].ran:
-            return False
 
     def enqueue() -> None:
         from clusters import tasks  # lazy: Celery and the broker client only when something is queued
 
-        enqueue.ran = True
         tasks.reconcile_machine_pools.delay(backend_id)
 
-    enqueue.machine_pools_of, enqueue.ran = backend_id, False
-    transaction.on_commit(enqueue, robust=True)
-    return True
+    return once_after_commit("machine_pools_of", backend_id, enqueue)
 
 
 def machine_pool_changed(sender, instance: MachinePool, **kwargs) -> None:

@@ -7,7 +7,7 @@ import datetime
 from rest_framework import serializers
 
 from configs.models import ConfigType
-from portal.api import MAX_INT, MAX_LIST_ITEMS, BoundedInt
+from portal.api import MAX_INT, MAX_LIST_ITEMS, MAX_PAGE, BoundedInt
 
 
 class ConfigTypeField(serializers.ChoiceField):
@@ -28,12 +28,17 @@ class ConfigTypeField(serializers.ChoiceField):
         self.fail("invalid_choice")
 
 
+def tags_field(**options) -> serializers.ListField:
+    """A revision's tags as a body or query sends them: optional, at most MAX_LIST_ITEMS."""
+    return serializers.ListField(
+        child=serializers.CharField(), **{"required": False, "default": list, "max_length": MAX_LIST_ITEMS, **options}
+    )
+
+
 class ConfigWriteSerializer(serializers.Serializer):
     configs = serializers.JSONField(help_text="The object's body, or for a whole type a {name: body} map.")
     description = serializers.CharField(required=False, allow_blank=True, allow_null=True, default="")
-    tags = serializers.ListField(
-        child=serializers.CharField(), required=False, allow_null=True, default=list, max_length=MAX_LIST_ITEMS
-    )
+    tags = tags_field(allow_null=True)
 
     def to_internal_value(self, data):
         # OSMO's `config update RESOURCE_VALIDATION` (whole type) sends its map as `configs_dict`
@@ -46,16 +51,12 @@ class ConfigWriteSerializer(serializers.Serializer):
 class ConfigPatchSerializer(serializers.Serializer):
     configs_dict = serializers.JSONField(help_text="The fields to change (OSMO's deep diff of the body).")
     description = serializers.CharField(required=False, allow_blank=True, allow_null=True, default="")
-    tags = serializers.ListField(
-        child=serializers.CharField(), required=False, allow_null=True, default=list, max_length=MAX_LIST_ITEMS
-    )
+    tags = tags_field(allow_null=True)
 
 
 class ConfigDeleteSerializer(serializers.Serializer):
     description = serializers.CharField(required=False, allow_blank=True, allow_null=True, default="")
-    tags = serializers.ListField(
-        child=serializers.CharField(), required=False, allow_null=True, default=list, max_length=MAX_LIST_ITEMS
-    )
+    tags = tags_field(allow_null=True)
 
 
 class RollbackSerializer(serializers.Serializer):
@@ -65,9 +66,7 @@ class RollbackSerializer(serializers.Serializer):
     )
     revision = BoundedInt(min_value=1, max_value=MAX_INT)
     description = serializers.CharField(required=False, allow_blank=True, allow_null=True, default="")
-    tags = serializers.ListField(
-        child=serializers.CharField(), required=False, allow_null=True, default=list, max_length=MAX_LIST_ITEMS
-    )
+    tags = tags_field(allow_null=True)
 
 
 class UTCDateTimeField(serializers.DateTimeField):
@@ -83,13 +82,13 @@ class HistoryQuerySerializer(serializers.Serializer):
     )
     name = serializers.CharField(required=False)
     revision = BoundedInt(min_value=1, max_value=MAX_INT, required=False)
-    tags = serializers.ListField(child=serializers.CharField(), required=False, default=list, max_length=MAX_LIST_ITEMS)
+    tags = tags_field()
     created_before = UTCDateTimeField(required=False)
     created_after = UTCDateTimeField(required=False)
     at_timestamp = UTCDateTimeField(required=False)
     order = serializers.ChoiceField(choices=["ASC", "DESC"], default="ASC")
     offset = BoundedInt(min_value=0, max_value=MAX_INT, default=0)
-    limit = BoundedInt(min_value=1, max_value=1000, default=20)
+    limit = BoundedInt(min_value=1, max_value=MAX_PAGE, default=20)
     omit_data = serializers.BooleanField(default=False)
 
     def to_internal_value(self, data):
@@ -116,12 +115,8 @@ class DiffQuerySerializer(serializers.Serializer):
 
 
 class TagsSerializer(serializers.Serializer):
-    set_tags = serializers.ListField(
-        child=serializers.CharField(), required=False, allow_empty=False, max_length=MAX_LIST_ITEMS
-    )
-    delete_tags = serializers.ListField(
-        child=serializers.CharField(), required=False, allow_empty=False, max_length=MAX_LIST_ITEMS
-    )
+    set_tags = tags_field(allow_empty=False, default=serializers.empty)
+    delete_tags = tags_field(allow_empty=False, default=serializers.empty)
 
     def validate(self, attrs):
         if not attrs.get("set_tags") and not attrs.get("delete_tags"):

@@ -20,8 +20,6 @@ As for the access caches: nothing is cached inside a transaction, and an entry l
 from __future__ import annotations
 
 from access import epoch
-from clusters.schedulers.kueue import NODE_POOL_LABEL
-from clusters.schedulers.tree import object_name
 from configs.models import ConfigType
 from pools.models import Pool
 from quotas.models import NodePool, SelectorKind
@@ -60,20 +58,20 @@ def machine_pool_node_labels(backend_id: int):
     confined to their node pool (clusters.machinepools.node_labels): none when a label node pool claims them by
     the machine pool's own labels, else the Default's `pool-portal/node-pool` (a machine pool's nodes are never a
     platform node pool's until they exist: then quotas.services.node_labels patches the label the claim says)."""
-    claims, default = _MACHINE_POOL_CLAIMS.lookup(backend_id, lambda: _claims(backend_id))
+    claims, default_selector = _MACHINE_POOL_CLAIMS.lookup(backend_id, lambda: _claims(backend_id))
 
     def added(labels: dict[str, str]) -> dict[str, str]:
         if any(labels.get(key) == value for key, value in claims):
             return {}
-        return {NODE_POOL_LABEL: object_name(default)}
+        return dict(default_selector)
 
     return added
 
 
-def _claims(backend_id: int) -> tuple[tuple[tuple[str, str], ...], str]:
+def _claims(backend_id: int) -> tuple[tuple[tuple[str, str], ...], dict[str, str]]:
     label_pools = NodePool.objects.filter(backend_id=backend_id, selector_kind=SelectorKind.LABEL)
-    return tuple(label_pools.values_list("label_key", "label_value")), default_node_pool(backend_id).name
+    return tuple(label_pools.values_list("label_key", "label_value")), node_selector(default_node_pool(backend_id))
 
 
-# backend id → (its label node pools' labels, its Default's name): moved by NODE_POOL and BACKEND revisions
+# backend id → (its label node pools' labels, its Default's selector): moved by NODE_POOL and BACKEND revisions
 _MACHINE_POOL_CLAIMS = epoch.EpochCache(size=256, epoch=CHARGING)

@@ -29,8 +29,6 @@ from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from django.db import transaction
-
 from clusters.kube import custom_objects
 from clusters.kube.connection import KubeClient, connect
 from clusters.kube.errors import KubeError
@@ -41,6 +39,7 @@ from clusters.schedulers import NodePool as TreeNodePool
 from clusters.schedulers import Project as TreeProject
 from clusters.schedulers import Quota as TreeQuota
 from clusters.schedulers.tree import BACKEND_LABEL, MANAGED_BY, MANAGED_BY_LABEL, object_name
+from portal.oncommit import once_after_commit
 from quotas.models import NodePool, NodePoolMember, Quota, SelectorKind
 from quotas.services import node_labels
 from quotas.services.capacity import capacities
@@ -248,18 +247,7 @@ def schedule_sync(backend_id: int, *, even_if_portal: bool = False) -> bool:
     and the objects it had go) or it is queued already in this transaction. Returns whether it queued."""
     if not even_if_portal and not Backend.objects.filter(pk=backend_id, quota_scheduler__in=DELEGATING).exists():
         return False
-    for entry in transaction.get_connection().run_on_commit:  # (savepoints, callback, robust)
-        callback = entry[1]
-        if getattr(callback, "scheduler_sync_of", None) == backend_id and not callback.ran:
-            return False
-
-    def enqueue() -> None:
-        enqueue.ran = True
-        _tasks().sync_scheduler_objects.delay(backend_id)
-
-    enqueue.scheduler_sync_of, enqueue.ran = backend_id, False
-    transaction.on_commit(enqueue, robust=True)  # a broker that is down is logged, never the writer's error
-    return True
+    return once_after_commit("scheduler_sync_of", backend_id, lambda: _tasks().sync_scheduler_objects.delay(backend_id))
 
 
 def schedule_all() -> int:

@@ -20,14 +20,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 
-from django.db import transaction
-
 from clusters.kube.connection import KubeClient, connect
 from clusters.kube.errors import KubeError
 from clusters.kube.nodes import patch_node_labels
 from clusters.models import Backend, Node
 from clusters.schedulers import kai
 from clusters.schedulers.tree import object_name
+from portal.oncommit import once_after_commit
 from quotas.models import SelectorKind
 from quotas.services.node_pools import NODE_POOL_LABEL
 
@@ -90,14 +89,4 @@ def _tasks():
 def schedule(backend_id: int) -> bool:
     """Queue `quotas.tasks.label_nodes(backend_id)` after the current transaction commits, once per backend
     per transaction; a broker that is down never fails the writer. Returns whether it queued."""
-    for entry in transaction.get_connection().run_on_commit:  # (savepoints, callback, robust)
-        if getattr(entry[1], "node_labels_of", None) == backend_id and not entry[1].ran:
-            return False
-
-    def enqueue() -> None:
-        enqueue.ran = True
-        _tasks().label_nodes.delay(backend_id)
-
-    enqueue.node_labels_of, enqueue.ran = backend_id, False
-    transaction.on_commit(enqueue, robust=True)
-    return True
+    return once_after_commit("node_labels_of", backend_id, lambda: _tasks().label_nodes.delay(backend_id))

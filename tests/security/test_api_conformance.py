@@ -11,11 +11,9 @@ from __future__ import annotations
 
 import time
 
-import hypothesis
 import pytest
 import schemathesis
 from rest_framework.test import APIClient
-from schemathesis.generation.hypothesis.builder import HypothesisTestConfig, HypothesisTestMode, create_test
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
     response_headers_conformance,
@@ -25,7 +23,7 @@ from schemathesis.specs.openapi.checks import (
 from access.models import Role
 from configs import store
 from tests.factories import UserFactory
-from tests.security.test_api_fuzz import bearer, no_pod_creation, openapi, runs, wsgi_app  # noqa: F401  (a fixture)
+from tests.security.test_api_fuzz import bearer, generate, no_pod_creation, openapi, runs, wsgi_app  # noqa: F401  (a fixture)
 from tests.workflows.conftest import CLI, spec
 
 CHECKS = [response_schema_conformance, content_type_conformance, response_headers_conformance]
@@ -96,17 +94,8 @@ def test_every_answer_conforms_to_the_schema(pool, alice):
         operation = result.ok()
         for who, headers in (("researcher", researcher), ("admin", admin)):
             for override, cases in runs(operation, known, CASES_PER_OPERATION):
-                test = create_test(
-                    operation=operation,
-                    test_func=_conformance(f"{who} {operation.label}", headers, sent, failures),
-                    config=HypothesisTestConfig(
-                        project=schema.config,
-                        override=override,
-                        modes=[HypothesisTestMode.EXAMPLES, HypothesisTestMode.FUZZING],
-                        settings=hypothesis.settings(settings, max_examples=max(1, cases)),
-                    ),
-                )
-                test()
+                check = _conformance(f"{who} {operation.label}", headers, sent, failures)
+                generate(schema, settings, operation, override, cases, check)
     elapsed = time.monotonic() - started
     total = sum(sent.values())
     print(f"\nschemathesis conformance: {total} cases over {len(sent)} (caller, operation) pairs in {elapsed:.1f} s")

@@ -98,6 +98,20 @@ def openapi(wsgi_app):
     return schema, settings
 
 
+def generate(schema, settings, operation, override: Override, cases: int, check) -> None:
+    """Run `check(case)` on `cases` generated requests (examples, then fuzzing) of one operation."""
+    create_test(
+        operation=operation,
+        test_func=check,
+        config=HypothesisTestConfig(
+            project=schema.config,
+            override=override,
+            modes=[HypothesisTestMode.EXAMPLES, HypothesisTestMode.FUZZING],
+            settings=hypothesis.settings(settings, max_examples=max(1, cases)),
+        ),
+    )()
+
+
 def bearer(user, *role_names: str) -> dict[str, str]:
     token = TokenFactory(user=user, roles=list(Role.objects.filter(name__in=role_names)))
     return {"Authorization": f"Bearer {token.secret}"}
@@ -122,17 +136,8 @@ def test_generated_requests_never_get_a_server_error(pool, alice):
         callers = [researcher, admin] if operation.path.startswith("/api/configs") else [researcher]
         for headers in callers:
             for override, cases in runs(operation, known):
-                test = create_test(
-                    operation=operation,
-                    test_func=_checker(operation.label, headers, sent, failures),
-                    config=HypothesisTestConfig(
-                        project=schema.config,
-                        override=override,
-                        modes=[HypothesisTestMode.EXAMPLES, HypothesisTestMode.FUZZING],
-                        settings=hypothesis.settings(settings, max_examples=cases),
-                    ),
-                )
-                test()
+                check = _checker(operation.label, headers, sent, failures)
+                generate(schema, settings, operation, override, cases, check)
     elapsed = time.monotonic() - started
     total = sum(sent.values())
     print(f"\nschemathesis: {total} cases over {len(sent)} operations in {elapsed:.1f} s")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from portal.api import MAX_INT, MAX_LIST_ITEMS, STRING_LIST, BoundedInt, too_many
+from portal.api import MAX_INT, MAX_LIST_ITEMS, MAX_PAGE, STRING_LIST, BoundedInt, counted
 from teams.quota_visibility import EVERYTHING, preemption_as_seen, request_quota_view
 from workflows import admission_gate
 from workflows.api import osmo
@@ -35,7 +35,7 @@ class NamesField(serializers.Field):
         items = data if isinstance(data, list) else [data]
         if not all(isinstance(item, str) and "\x00" not in item for item in items):
             raise serializers.ValidationError("must be a list of names or a comma-separated string")
-        return _counted([part.strip() for item in items for part in item.split(",") if part.strip()])
+        return counted([part.strip() for item in items for part in item.split(",") if part.strip()])
 
     def to_representation(self, value):
         return value
@@ -49,14 +49,7 @@ class RepeatedField(NamesField):
         items = data if isinstance(data, list) else [data]
         if not all(isinstance(item, str) and "\x00" not in item for item in items):
             raise serializers.ValidationError("must be a list of text values")
-        return _counted(items)
-
-
-def _counted(items: list) -> list:
-    reason = too_many(len(items))
-    if reason:
-        raise serializers.ValidationError(reason)
-    return items
+        return counted(items)
 
 
 # What OsmoTimeField answers, declared as it is (not `date-time`, whose RFC 3339 form needs an offset).
@@ -74,9 +67,6 @@ class OsmoTimeField(serializers.DateTimeField):
 
     def to_representation(self, value):
         return osmo.osmo_time(value)
-
-
-MAX_PAGE = 1000  # the most workflows one page lists (REST `limit`, `workflow list --limit`)
 
 
 class OsmoStatusField(serializers.ChoiceField):

@@ -9,7 +9,7 @@ from configs.models import ConfigType
 from configs.revisions import Actor
 from portal.commands import PortalCommand
 from portal.docfiles import load_document
-from portal.numbers import MAX_INT, checked_int
+from portal.numbers import MAX_INT, MAX_PAGE, checked_int
 
 TYPES = ConfigType.values
 
@@ -148,7 +148,7 @@ def _described(options) -> dict:
 
 
 def _page(limit: object) -> int:
-    return checked_int(limit, "--limit", 1, 1000)
+    return checked_int(limit, "--limit", 1, MAX_PAGE)
 
 
 def _revision(options: dict, key: str) -> int:

@@ -48,7 +48,7 @@ class Command(PortalCommand):
 
     def handle(self, *args, **options):
         raw = pod_of(load_document(options["pod"]))  # a bad kind raises, naming it
-        prepare_pod(raw)  # so does a bad quantity, before the nodes are read
+        pod = prepare_pod(raw)  # so does a bad quantity, before the nodes are read
         pods = load_document(options["pods"]) if options["pods"] else None
         nodes = nodes_from_kubectl(load_document(options["nodes"]), pods)
         if options["machine_pools"]:
@@ -57,9 +57,9 @@ class Command(PortalCommand):
         if options["pool"]:
             confinement, backend_id = _confinement(options["pool"], options["platform"])
             if confinement:
-                confining.confined(raw, confinement.node_selector)  # the same merge the task's pods get
+                pod = prepare_pod(confining.confined(raw, confinement.node_selector))  # as the task's pods get it
                 node_pools = confining.node_pools(backend_id, {node.name: node.labels for node in nodes})
-        verdicts = [_named(v, confinement, node_pools) for v in place(prepare_pod(raw), nodes)]
+        verdicts = [_named(v, confinement, node_pools) for v in place(pod, nodes)]
         if options["format"] == "json":
             self.emit(_as_document(verdicts, confinement, node_pools))
             return

@@ -27,7 +27,7 @@ from django.contrib.auth import get_user_model
 from access.services import users
 from portal.commands import PortalCommand
 from portal.docfiles import DocumentError
-from portal.numbers import checked_int
+from portal.numbers import MAX_PAGE, checked_int
 from teams.models import Project
 from workflows import logs, queries
 from workflows.api import serializers as s
@@ -143,7 +143,7 @@ class Command(PortalCommand):
                 pools=options["pool"],
                 statuses=options["status"],
                 all_users=True,
-                limit=checked_int(options["limit"], "--limit", 1, s.MAX_PAGE),
+                limit=checked_int(options["limit"], "--limit", 1, MAX_PAGE),
             ),
         )
         data = s.WorkflowListSerializer(page).data
