@@ -166,6 +166,13 @@ class InstanceType(models.Model):
     hourly_price = models.DecimalField(
         max_digits=10, decimal_places=4, null=True, blank=True, help_text="On-demand USD per hour; empty: not sold"
     )
+    spot_hourly_price = models.DecimalField(
+        max_digits=10,
+        decimal_places=4,
+        null=True,
+        blank=True,
+        help_text="Spot USD per hour, as you pay it (empty: usage cost estimates it; docs/usage.md#cost)",
+    )
     note = models.CharField(max_length=255, blank=True, default="", help_text="Where the figures come from.")
 
     class Meta:

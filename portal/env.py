@@ -37,6 +37,20 @@ def env_int(name: str, default: int) -> int:
         raise ImproperlyConfigured(f"{name}={raw!r}: expected an integer") from exc
 
 
+def env_ratio(name: str, default: float) -> float:
+    """A number in (0, 1], e.g. a price ratio."""
+    raw = os.environ.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = float(raw)
+    except ValueError as exc:
+        raise ImproperlyConfigured(f"{name}={raw!r}: expected a number between 0 and 1") from exc
+    if not 0 < value <= 1:
+        raise ImproperlyConfigured(f"{name}={raw!r}: expected a number above 0 and at most 1")
+    return value
+
+
 def env_list(name: str, default: list[str] | None = None) -> list[str]:
     raw = os.environ.get(name)
     if raw is None:

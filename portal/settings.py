@@ -13,7 +13,7 @@ from django.core.exceptions import ImproperlyConfigured
 from django.templatetags.static import static
 
 from portal import deployment
-from portal.env import env_bool, env_int, env_list, env_networks, env_str
+from portal.env import env_bool, env_int, env_list, env_networks, env_ratio, env_str
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
@@ -59,6 +59,7 @@ INSTALLED_APPS = [
     "access",
     "teams",  # departments and projects (docs/teams.md)
     "workflows",
+    "usage",  # the portal's memory: usage records, rollups, cost (docs/usage.md), above workflows
     "quotas",  # node pools and team quotas, above workflows (docs/quotas.md)
     "selfservice",  # self-service pages, access and pool requests (docs/self-service.md)
 ]
@@ -404,6 +405,16 @@ QUOTA_ADMISSION_TICK_SECONDS = max(1, env_int("QUOTA_ADMISSION_TICK_SECONDS", mi
 # config/node_pool; a researcher sees their own teams and the node pools' totals: teams.quota_visibility.py).
 QUOTA_TEAMS_VISIBLE = env_bool("QUOTA_TEAMS_VISIBLE", False)
 
+# --- usage (docs/usage.md): the record's rollups are brought up to date every USAGE_ROLLUP_SECONDS, reading again
+# the attempts changed in the last USAGE_ROLLUP_OVERLAP_SECONDS before the previous run (late commits); retention
+# in days; a spot node without a recorded spot price is estimated at its on-demand price × USAGE_SPOT_PRICE_RATIO.
+USAGE_ROLLUP_SECONDS = env_int("USAGE_ROLLUP_SECONDS", 300)
+USAGE_ROLLUP_OVERLAP_SECONDS = env_int("USAGE_ROLLUP_OVERLAP_SECONDS", 600)
+USAGE_RAW_RETENTION_DAYS = env_int("USAGE_RAW_RETENTION_DAYS", 90)
+USAGE_ROLLUP_RETENTION_DAYS = env_int("USAGE_ROLLUP_RETENTION_DAYS", 730)
+USAGE_SPOT_PRICE_RATIO = env_ratio("USAGE_SPOT_PRICE_RATIO", 0.35)
+USAGE_PRUNE_SECONDS = 3600
+
 CELERY_BEAT_SCHEDULE = {
     "inventory-full-resync": _every("clusters.tasks.sync_all_backends", INVENTORY_RESYNC_SECONDS),
     "workflows-reconcile": _every("workflows.tasks.reconcile_workflows", WORKFLOW_RECONCILE_SECONDS),
@@ -413,4 +424,6 @@ CELERY_BEAT_SCHEDULE = {
     "node-pool-labels": _every("quotas.tasks.label_all_nodes", INVENTORY_RESYNC_SECONDS),
     "quotas-admission": _every("quotas.tasks.admission_all", QUOTA_ADMISSION_TICK_SECONDS),
     "machine-pools-reconcile": _every("clusters.tasks.reconcile_all_machine_pools", MACHINE_POOL_RECONCILE_SECONDS),
+    "usage-rollup": _every("usage.tasks.roll_up", USAGE_ROLLUP_SECONDS),
+    "usage-prune": _every("usage.tasks.prune", USAGE_PRUNE_SECONDS),
 }

@@ -22,6 +22,7 @@ def catalog() -> dict[str, InstanceType]:
             gpu_product=row.gpu_product,
             gpu_memory_mib=row.gpu_memory_mib,
             hourly_price=row.hourly_price,
+            spot_hourly_price=row.spot_hourly_price,
         )
     return merged
 

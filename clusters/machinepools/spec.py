@@ -43,7 +43,8 @@ class Taint:
 @dataclass(frozen=True)
 class InstanceType:
     """One machine shape: what a node of this type offers. `hourly_price` is the on-demand price in USD
-    (None: not sold on demand)."""
+    (None: not sold on demand); `spot_hourly_price` a spot price an admin recorded (None: none known; cost
+    then estimates it, docs/usage.md#cost)."""
 
     name: str
     vcpu: int
@@ -54,6 +55,7 @@ class InstanceType:
     gpu_product: str = ""  # the nvidia.com/gpu.product label GPU feature discovery writes
     gpu_memory_mib: int = 0
     hourly_price: Decimal | None = None
+    spot_hourly_price: Decimal | None = None
 
     def capacity(self) -> dict[str, str]:
         """The node's status.capacity as Kubernetes reports it (quantities)."""

@@ -269,7 +269,7 @@ class InstanceTypeForm(forms.ModelForm):
     class Meta:
         model = InstanceType
         fields = ["name", "vcpu", "memory_mib", "arch", "gpu_count", "gpu_model", "gpu_product", "gpu_memory_mib",
-                  "hourly_price", "note"]  # fmt: skip
+                  "hourly_price", "spot_hourly_price", "note"]  # fmt: skip
 
     def clean(self):
         cleaned = super().clean()
@@ -284,6 +284,9 @@ class InstanceTypeForm(forms.ModelForm):
         price = cleaned.get("hourly_price")
         if price is not None and price <= 0:
             self.add_error("hourly_price", "Hourly price must be a positive USD amount, or empty (not sold on demand)")
+        spot = cleaned.get("spot_hourly_price")
+        if spot is not None and spot <= 0:
+            self.add_error("spot_hourly_price", "Spot price must be a positive USD amount, or empty (estimated)")
         return cleaned
 
 

@@ -14,7 +14,18 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 
 # Bottom to top: an app may import only itself and the apps before it.
-LAYERS = ("foundation", "configs", "access", "teams", "clusters", "pools", "workflows", "quotas", "selfservice")
+LAYERS = (
+    "foundation",
+    "configs",
+    "access",
+    "teams",
+    "clusters",
+    "pools",
+    "workflows",
+    "usage",
+    "quotas",
+    "selfservice",
+)
 APPS = LAYERS[1:]
 # The project wiring: these may import anything (they assemble the apps).
 ROOT_MODULES = (

@@ -30,7 +30,14 @@ from django.utils import timezone
 from pools.confinement import confined
 from workflows import enqueue
 from workflows.lifecycle.exits import RESCHEDULE, exit_action, next_attempt
-from workflows.lifecycle.transitions import PENDING, UNFINISHED, delete_later, record_event, transition
+from workflows.lifecycle.transitions import (
+    PENDING,
+    UNFINISHED,
+    delete_later,
+    record_event,
+    record_events,
+    transition,
+)
 from workflows.models import Task, TaskEvent, TaskStatus, Workflow, WorkflowPart, WorkflowStatus
 from workflows.signals import announce_finished
 from workflows.spec_fields import format_duration
@@ -100,7 +107,7 @@ def admit(
         kind = "RESERVED" if waiting else "ADMITTED"
         if waiting:
             why += f"; reserved until {_named_parts(waiting)} {'is' if len(waiting) == 1 else 'are'} admitted"
-        TaskEvent.objects.bulk_create([TaskEvent(task_id=t.pk, kind=kind, message=why[:4000]) for t in tasks])
+        record_events([TaskEvent(task_id=t.pk, kind=kind, message=why[:4000]) for t in tasks])
         if waiting:
             return True
         Workflow.objects.filter(pk=workflow_pk, status=WorkflowStatus.QUEUED).update(
@@ -228,7 +235,7 @@ def _time_out(workflow_pk: int, limit: timedelta, now) -> bool:
         Task.objects.filter(pk__in=[t.pk for t in tasks], status=PENDING).update(
             status=TaskStatus.FAILED_QUEUE_TIMEOUT, finished_at=now, error=reason[:4000]
         )
-        TaskEvent.objects.bulk_create([TaskEvent(task_id=t.pk, kind="QUEUE_TIMEOUT", message=reason) for t in tasks])
+        record_events([TaskEvent(task_id=t.pk, kind="QUEUE_TIMEOUT", message=reason) for t in tasks])
         Workflow.objects.filter(pk=workflow_pk).update(
             status=WorkflowStatus.FAILED_QUEUE_TIMEOUT, finished_at=now, error=reason[:4000]
         )

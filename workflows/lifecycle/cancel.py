@@ -7,7 +7,7 @@ from django.utils import timezone
 
 from access import actions, policy
 from workflows.errors import WorkflowFinished
-from workflows.lifecycle.transitions import PENDING, UNFINISHED, delete_later
+from workflows.lifecycle.transitions import PENDING, UNFINISHED, delete_later, record_events
 from workflows.models import FINISHED_WORKFLOW, Task, TaskEvent, TaskStatus, Workflow, WorkflowStatus
 from workflows.queries import get_workflow
 from workflows.signals import announce_finished
@@ -68,7 +68,7 @@ def cancel(workflow_id: str, who=None, *, force: bool = False, message: str = ""
         Task.objects.filter(pk__in=[t.pk for t in cancelled], status__in=UNFINISHED).update(
             status=TaskStatus.CANCELLED, finished_at=now, error=reason
         )
-        TaskEvent.objects.bulk_create([TaskEvent(task=t, kind="CANCELLED", message=reason) for t in cancelled])
+        record_events([TaskEvent(task_id=t.pk, kind="CANCELLED", message=reason) for t in cancelled])
         if (
             Workflow.objects.filter(pk=workflow.pk)
             .exclude(status__in=list(FINISHED_WORKFLOW))

@@ -16,6 +16,7 @@ from workflows.lifecycle.transitions import (
     delete_later,
     lock,
     record_event,
+    record_events,
     transition,
 )
 from workflows.models import (
@@ -164,7 +165,7 @@ def _stop(workflow_pk: int, rows: list[dict], reason: str) -> None:
             stopped.append(TaskEvent(task_id=row["pk"], kind="STOPPED", message=reason))
             if row["status"] in ACTIVE:
                 targets.append((row["namespace"], row["pod_name"]))
-    TaskEvent.objects.bulk_create(stopped)
+    record_events(stopped)
     if targets:
         backend_id = Workflow.objects.filter(pk=workflow_pk).values_list("pool__backend_id", flat=True).first()
         delete_later(backend_id, targets, "stopped")

@@ -8,6 +8,7 @@ from django.utils import timezone
 
 from workflows import enqueue
 from workflows.models import FINISHED_TASK, FINISHED_WORKFLOW, Task, TaskEvent, TaskStatus, Workflow
+from workflows.signals import task_events
 
 PENDING, WAITING, RUNNING = TaskStatus.PENDING, TaskStatus.WAITING, TaskStatus.RUNNING
 UNFINISHED = (PENDING, WAITING, RUNNING)
@@ -17,7 +18,15 @@ FAILURES = frozenset(FINISHED_TASK) - {TaskStatus.COMPLETED, TaskStatus.CANCELLE
 
 def record_event(task: Task, kind: str, message: str = "", at=None) -> None:
     """Record what happened to `task`; `at`: when it happened (the cluster's time), else now (the portal's act)."""
-    TaskEvent.objects.create(task=task, kind=kind, message=message[:4000], at=at or timezone.now())
+    record_events([TaskEvent(task_id=task.pk, kind=kind, message=message[:4000], at=at or timezone.now())])
+
+
+def record_events(events: list[TaskEvent]) -> None:
+    """Record several events at once and announce them (`workflows.signals.task_events`) in this transaction."""
+    if not events:
+        return
+    TaskEvent.objects.bulk_create(events)
+    task_events.send(sender=TaskEvent, events=[(event.task_id, event.kind, event.at) for event in events])
 
 
 def happened(task: Task, cluster_time):

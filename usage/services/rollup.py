@@ -1,0 +1,150 @@
+"""Hourly and daily sums of the usage record (docs/usage.md, "Rollups").
+
+An hour's rollup rows are a pure function of the closed attempts that overlap that hour: each attempt adds,
+for the seconds it ran within the hour, `gpu × s` GPU-seconds, `cpu_millis × s` millicore-seconds,
+`memory_bytes × s ÷ 2^20` MiB-seconds (rounded down per attempt and hour) and `hourly_cost × s ÷ 3600`
+micro-dollars (rounded down likewise), grouped by `usage.models.DIMENSIONS`. A day's rows are the sums of its
+24 hours' rows. So rebuilding any range from the raw records (`rebuild`) gives exactly the numbers the
+incremental job (`roll_up`) built. Running attempts are not in rollups: reports add them up to now.
+
+The incremental job reads the attempts changed (inserted or closed) since its last run, less
+`USAGE_ROLLUP_OVERLAP_SECONDS` (a transaction that committed late is read again; rebuilding an hour twice
+gives the same rows), and rebuilds the hours they touch and the days of those hours.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Iterable
+from datetime import UTC, datetime, timedelta
+
+from django.conf import settings
+from django.db import transaction
+from django.utils import timezone
+
+from usage.models import DIMENSIONS, Granularity, RollupState, TaskAttempt, UsageRollup
+
+HOUR = timedelta(hours=1)
+DAY = timedelta(days=1)
+MEASURES = ("gpu_seconds", "cpu_milli_seconds", "memory_mib_seconds", "cost_micros", "attempts")
+STATE = "rollup"
+_FIELDS = ("started_at", "ended_at", "gpu", "cpu_millis", "memory_bytes", "hourly_cost_micros", *DIMENSIONS)
+
+
+def floor_hour(at: datetime) -> datetime:
+    return at.astimezone(UTC).replace(minute=0, second=0, microsecond=0)
+
+
+def floor_day(at: datetime) -> datetime:
+    return floor_hour(at).replace(hour=0)
+
+
+def hour_contributions(rows: Iterable[dict], start: datetime, end: datetime) -> dict[tuple, list[int]]:
+    """(hour, dimensions) → [gpu_seconds, cpu_milli_seconds, memory_mib_seconds, cost_micros, attempts] of the
+    closed attempts `rows` within [start, end) (whole hours)."""
+    sums: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    for row in rows:
+        began, ended = max(row["started_at"], start), min(row["ended_at"], end)
+        hour = floor_hour(began)
+        key_tail = tuple(row[name] for name in DIMENSIONS)
+        while hour < ended:
+            seconds = int((min(ended, hour + HOUR) - max(began, hour)).total_seconds())
+            if seconds > 0:
+                sums_row = sums[(hour, *key_tail)]
+                sums_row[0] += row["gpu"] * seconds
+                sums_row[1] += row["cpu_millis"] * seconds
+                sums_row[2] += row["memory_bytes"] * seconds >> 20
+                sums_row[3] += row["hourly_cost_micros"] * seconds // 3600
+                sums_row[4] += 1
+            hour += HOUR
+    return sums
+
+
+def _closed_overlapping(start: datetime, end: datetime):
+    return TaskAttempt.objects.filter(ended_at__isnull=False, started_at__lt=end, ended_at__gt=start).values(*_FIELDS)
+
+
+def rebuild_hours(start: datetime, end: datetime) -> int:
+    """Rebuild the hourly rows of [start, end) (whole hours) from the raw records, then the days they touch."""
+    start, end = floor_hour(start), floor_hour(end - timedelta(microseconds=1)) + HOUR
+    sums = hour_contributions(_closed_overlapping(start, end).iterator(chunk_size=5000), start, end)
+    with transaction.atomic():
+        UsageRollup.objects.filter(granularity=Granularity.HOUR, period_start__gte=start, period_start__lt=end).delete()
+        UsageRollup.objects.bulk_create(_rows(Granularity.HOUR, sums), batch_size=2000)
+        _rebuild_days(floor_day(start), floor_day(end - timedelta(microseconds=1)) + DAY)
+    return len(sums)
+
+
+def _rebuild_days(start: datetime, end: datetime) -> None:
+    hours = UsageRollup.objects.filter(granularity=Granularity.HOUR, period_start__gte=start, period_start__lt=end)
+    sums: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
+    for row in hours.values("period_start", *DIMENSIONS, *MEASURES).iterator(chunk_size=5000):
+        day_row = sums[(floor_day(row["period_start"]), *(row[name] for name in DIMENSIONS))]
+        for index, measure in enumerate(MEASURES):
+            day_row[index] += row[measure]
+    UsageRollup.objects.filter(granularity=Granularity.DAY, period_start__gte=start, period_start__lt=end).delete()
+    UsageRollup.objects.bulk_create(_rows(Granularity.DAY, sums), batch_size=2000)
+
+
+def _rows(granularity: str, sums: dict[tuple, list[int]]) -> list[UsageRollup]:
+    return [
+        UsageRollup(
+            granularity=granularity,
+            period_start=key[0],
+            **dict(zip(DIMENSIONS, key[1:], strict=True)),
+            **dict(zip(MEASURES, values, strict=True)),
+        )
+        for key, values in sums.items()
+    ]
+
+
+def roll_up(now: datetime | None = None) -> int:
+    """The incremental job: rebuild the hours (and days) touched by attempts changed since the last run.
+    Returns the number of hours rebuilt."""
+    from usage.services.record import repair_open
+
+    now = now or timezone.now()
+    repair_open(now)
+    state, _ = RollupState.objects.get_or_create(name=STATE)
+    changed = TaskAttempt.objects.filter(ended_at__isnull=False)
+    if state.watermark is not None:
+        overlap = timedelta(seconds=settings.USAGE_ROLLUP_OVERLAP_SECONDS)
+        changed = changed.filter(changed_at__gt=state.watermark - overlap)
+    hours: set[datetime] = set()
+    for began, ended in changed.values_list("started_at", "ended_at").iterator(chunk_size=5000):
+        hour = floor_hour(began)
+        while hour < ended or hour == floor_hour(began):
+            hours.add(hour)
+            hour += HOUR
+    for start, end in _runs(sorted(hours)):
+        rebuild_hours(start, end)
+    RollupState.objects.filter(pk=state.pk).update(watermark=now, updated_at=now)
+    return len(hours)
+
+
+def _runs(hours: list[datetime]) -> Iterable[tuple[datetime, datetime]]:
+    """Contiguous runs of hours as [start, end) ranges."""
+    start = previous = None
+    for hour in hours:
+        if start is None:
+            start = previous = hour
+        elif hour == previous + HOUR:
+            previous = hour
+        else:
+            yield start, previous + HOUR
+            start = previous = hour
+    if start is not None:
+        yield start, previous + HOUR
+
+
+def rebuild(start: datetime | None = None, end: datetime | None = None) -> int:
+    """Recompute every rollup in [start, end) (default: everything the raw records cover) from the raw records."""
+    closed = TaskAttempt.objects.filter(ended_at__isnull=False)
+    if start is None:
+        start = closed.order_by("started_at").values_list("started_at", flat=True).first()
+    if end is None:
+        end = closed.order_by("-ended_at").values_list("ended_at", flat=True).first()
+    if start is None or end is None:
+        return 0
+    end = max(end, start + timedelta(seconds=1))
+    return rebuild_hours(start, end)
