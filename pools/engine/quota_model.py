@@ -136,6 +136,20 @@ class QuotaTree:
         return [p for p in self.projects if p.department == department]
 
 
+NO_PROJECT = "(none)"  # the team of workflows charged to no project (no valid project name has parentheses)
+
+
+def with_no_project(tree: QuotaTree) -> QuotaTree:
+    """The tree with the team `(none)` added, as a department and its one project, ranked after every project:
+    no deserved quota, over-quota weight 1 (docs/admission.md; quotas.services.state)."""
+    lowest = min((p.priority for p in tree.projects), default=0)
+    none = {resource: Quota(deserved=0, limit=None, weight=1) for resource in RESOURCES}
+    return QuotaTree(
+        departments=(*tree.departments, TeamQuota(NO_PROJECT, none)),
+        projects=(*tree.projects, TeamQuota(NO_PROJECT, none, priority=lowest - 1, department=NO_PROJECT)),
+    )
+
+
 def _unique(teams: Iterable[TeamQuota], kind: str) -> set[str]:
     seen: set[str] = set()
     for team in teams:
