@@ -52,9 +52,9 @@ class Job:
     preemptions: int = 0
     version: int = 0  # a completion event of an older run is stale
 
-    @property
-    def gpus(self) -> int:
-        return sum(self.parts.values())
+    def __post_init__(self) -> None:
+        self.gpus = sum(self.parts.values())
+        self.usage = {pool: Resources(gpu=gpus) for pool, gpus in self.parts.items()}  # built once, read per pass
 
 
 def percentile(values: list[int], q: float) -> int | None:
@@ -85,12 +85,15 @@ class AdmissionLoop:
         trees: Mapping[str, QuotaTree],
         *,
         period: int,
-        min_runtime_seconds: int,
+        min_runtime_seconds: int | Mapping[str, int],
         sample_every: int,
         check: Check | None = None,
     ) -> None:
         self.capacity, self.check = dict(capacity), check
-        self.period, self.min_runtime_seconds, self.sample_every = period, min_runtime_seconds, sample_every
+        self.period, self.sample_every = period, sample_every
+        runtimes = min_runtime_seconds if isinstance(min_runtime_seconds, Mapping) else {}
+        default = 0 if isinstance(min_runtime_seconds, Mapping) else min_runtime_seconds
+        self.min_runtime = {pool: runtimes.get(pool, default) for pool in self.capacity}  # per node pool
         self.trees = dict(trees)
         self.known = {pool: {p.name for p in tree.projects} for pool, tree in self.trees.items()}
         self.with_none = {pool: with_no_project(tree) for pool, tree in self.trees.items()}
@@ -171,32 +174,29 @@ class AdmissionLoop:
         """Called every `sample_every` seconds per node pool (integrals over time)."""
 
     # -- admission ---------------------------------------------------------------------------------------------
-    def team(self, pool: str, project: str) -> str:
-        return project if project in self.known[pool] else NO_PROJECT
-
     def state(self, pool: str) -> PoolState:
-        min_runtime = self.min_runtime_seconds
+        min_runtime, now, known = self.min_runtime[pool], self.now, self.known[pool]
         running = tuple(
             RunningWorkflow(
                 j.id,
-                self.team(pool, j.project),
-                Resources(gpu=j.parts[pool]),
+                j.project if j.project in known else NO_PROJECT,
+                j.usage[pool],
                 j.preemptible[pool],
-                min_runtime if j.started is None else self.now - j.started,
+                min_runtime if j.started is None else now - j.started,
             )
             for j in self.running[pool].values()
         )
         queued = tuple(
             QueuedWorkflow(
-                j.id, self.team(pool, j.project), Resources(gpu=j.parts[pool]), float(j.submitted), j.priority
+                j.id, j.project if j.project in known else NO_PROJECT, j.usage[pool], float(j.submitted), j.priority
             )
             for j in self.queued[pool].values()
         )
-        teams = {w.project for w in (*running, *queued)}
+        none = any(w.project == NO_PROJECT for w in running) or any(w.project == NO_PROJECT for w in queued)
         return PoolState(
             pool,
             Resources(gpu=self.capacity[pool]),
-            self.with_none[pool] if NO_PROJECT in teams else self.trees[pool],
+            self.with_none[pool] if none else self.trees[pool],
             running,
             queued,
             min_runtime_seconds=min_runtime,
@@ -208,7 +208,7 @@ class AdmissionLoop:
             return
         for _ in range(ROUNDS):
             state = self.state(pool)
-            fingerprint = state_fingerprint(state)
+            fingerprint = state_fingerprint(state) if periodic else None
             if periodic and self.quiet.get(pool) == fingerprint:
                 self.skipped += 1
                 return
@@ -216,7 +216,9 @@ class AdmissionLoop:
             self.passes += 1
             if self.check:
                 self.check(state, result)
-            self.quiet[pool] = fingerprint if not (result.admitted or result.preempted) else None
+            changed = result.admitted or result.preempted
+            # the digest only when a periodic pass may read it: a pass that changed nothing
+            self.quiet[pool] = None if changed else fingerprint if periodic else state_fingerprint(state)
             for victim in result.preempted:
                 self.preempt(self.running[pool][victim.workflow])
             for admission in result.admitted:

@@ -253,6 +253,10 @@ def fair_share(
     Only the projects that ask for something are divided; the others share nothing, at the cost of a copy."""
     index = index or _TreeIndex(tree)
     projects = dict(index.nothing)
+    if resource in index.idle and not any(request > 0 for request in requests.values()):
+        # nobody asks for it and nobody holds it unlent: every share is nothing (what `divide` would give)
+        departments = {d.name: _nothing(d.name) for d in tree.departments}
+        return FairShare(resource, capacity, over_quota, departments, projects, index.deserved[resource], rule)
     by_department: dict[str, list[ShareInput]] = {}
     for name, request in requests.items():
         project = index.projects.get(name)
@@ -289,6 +293,14 @@ class _TreeIndex:
         self.holders = {
             resource: [p for p in tree.projects if not p.quota(resource).lend and p.quota(resource).deserved > 0]
             for resource in RESOURCES
+        }
+        self.deserved = {resource: sum(d.quota(resource).deserved for d in tree.departments) for resource in RESOURCES}
+        # the resources no team holds when it asks for nothing (no never-lending deserved)
+        self.idle = {
+            resource
+            for resource in RESOURCES
+            if not self.holders[resource]
+            and not any(not d.quota(resource).lend and d.quota(resource).deserved > 0 for d in tree.departments)
         }
 
 
