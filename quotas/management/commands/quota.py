@@ -119,7 +119,8 @@ class Command(PortalCommand):
         try:
             start, end = what_if.period(options["start"], options["end"])
         except DomainError as error:  # the service's start/end are --from/--to here
-            raise DomainError(error.reason, field={"start": "--from"}.get(error.field, "--to"), value=error.value) from None
+            flag = "--from" if error.field == "start" else "--to"
+            raise DomainError(error.reason, field=flag, value=error.value) from None
         changes = [*options["changes"], *(f"capacity {text}" for text in options["capacity"])]
         answer = what_if.what_if(start, end, changes)
         if options["format"] == "json":
