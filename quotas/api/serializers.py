@@ -147,6 +147,7 @@ class ActualFiguresSerializer(serializers.Serializer):
     wait_p95_s = serializers.IntegerField(allow_null=True)
     gpu_hours = serializers.FloatField()
     preemptions = serializers.IntegerField()
+    idle_guarantee_gpu_hours = serializers.FloatField(allow_null=True, help_text="null: the record does not say")
     cost = serializers.FloatField()
 
 

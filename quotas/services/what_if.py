@@ -169,7 +169,7 @@ def _figures(report, name: str) -> dict:
 
 def _no_actual() -> dict:
     return {"jobs": 0, "started": 0, "wait_p50_s": None, "wait_p95_s": None, "gpu_hours": 0.0, "preemptions": 0,
-            "cost": 0.0}  # fmt: skip
+            "idle_guarantee_gpu_hours": None, "cost": 0.0}  # fmt: skip
 
 
 def _recorded(start: datetime, end: datetime, pools: set[str], now: datetime) -> Recorded:
@@ -219,6 +219,7 @@ def _recorded(start: datetime, end: datetime, pools: set[str], now: datetime) ->
             "wait_p95_s": percentile(waits[project], 0.95),
             "gpu_hours": round(used.get(project, 0.0) / HOUR, 2),
             "preemptions": counts[project][1],
+            "idle_guarantee_gpu_hours": None,  # the record does not say: the replays' alone
             "cost": round(cost.get(project, 0.0), 2),
         }
         for project in counts

@@ -10,11 +10,13 @@ from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.core.management import base
+from django.urls import reverse
 from rest_framework.test import APIClient
 
 from access.services import roles
-from configs import store
+from configs import revisions, store
 from pools.models import Pool
+from quotas.models import NodePool
 from quotas.services import quotas
 from quotas.services.what_if import period, what_if
 from teams.models import Project
@@ -203,3 +205,30 @@ def test_rest_queries_do_not_grow_with_the_period(recorded_day, researcher):
         record(f"other-{index}", "speech", 2, timedelta(hours=6), timedelta(hours=6), HOUR)
 
     assert_constant_queries(lambda: researcher.post(URL, body, format="json"), more)
+
+
+def test_the_grid_previews_its_edits_then_applies_them_as_one_revision(carved, teams, admin_client):
+    from django.urls import reverse
+
+    from configs import revisions
+    from quotas.models import NodePool
+
+    store.apply("NODE_POOL", "h100", {"backend": "sim", "selector": H100_LABEL, "over_quota": False}, CLI)
+    quotas.set_quota(None, "h100", "department", "research", "gpu", deserved=32)
+    waiting = live("vision", 8, "QUEUED")
+    url = reverse("admin:quotas_nodepool_quotas", args=[NodePool.objects.get(name="h100").pk])
+    before = revisions.history("NODE_POOL", "h100")[0].revision
+    form = {"project:vision:gpu:deserved": "8", "project:vision:gpu:limit": "", "project:vision:gpu:weight": "1"}
+    page = admin_client.post(url, {**form, "preview": "1"})
+    assert page.status_code == 200
+    text = page.content.decode()
+    assert "Preview of this change" in text and "<code>vision h100 gpu=8 limit-gpu=none weight-gpu=1</code>" in text
+    right_now = text[text.index('id="what-if-right-now"') : text.index('id="what-if-replay"')]
+    assert f"admits {waiting.workflow_id}" in right_now
+    assert 'name="project:vision:gpu:deserved" value="8"' in text and "Apply: save quotas" in text
+    assert revisions.history("NODE_POOL", "h100")[0].revision == before  # a preview writes nothing
+    saved = admin_client.post(url, form, follow=True)
+    assert "1 team(s) changed, one revision each" in saved.content.decode()
+    assert revisions.history("NODE_POOL", "h100")[0].revision == before + 1
+    refused = admin_client.post(url, {**form, "project:vision:gpu:limit": "4", "preview": "1"}).content.decode()
+    assert "Preview of this change" not in refused and "limit" in refused
