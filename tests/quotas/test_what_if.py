@@ -208,10 +208,6 @@ def test_rest_queries_do_not_grow_with_the_period(recorded_day, researcher):
 
 
 def test_the_grid_previews_its_edits_then_applies_them_as_one_revision(carved, teams, admin_client):
-    from django.urls import reverse
-
-    from configs import revisions
-    from quotas.models import NodePool
 
     store.apply("NODE_POOL", "h100", {"backend": "sim", "selector": H100_LABEL, "over_quota": False}, CLI)
     quotas.set_quota(None, "h100", "department", "research", "gpu", deserved=32)
