@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key, lru_cache
 
-from pools.engine.quota_model import RESOURCES, QuotaTree, Resources, TeamQuota
+from pools.engine.quota_model import RESOURCES, QuotaTree, Resources, TeamQuota, derived
 
 SHRINK, KAI = "shrink", "kai"  # capacity below the guarantees: shrink them in proportion, or keep them (KAI)
 GUARANTEE_RULES = (SHRINK, KAI)
@@ -313,7 +313,7 @@ def fair_shares(
     rule: str = SHRINK,
 ) -> dict[str, FairShare]:
     """`fair_share` for every resource (gpu, cpu, memory), each divided independently as KAI does."""
-    index = _TreeIndex(tree)
+    index = derived(tree, "fair_share", _TreeIndex)
     return {
         resource: fair_share(
             capacity.get(resource),

@@ -150,6 +150,25 @@ def with_no_project(tree: QuotaTree) -> QuotaTree:
     )
 
 
+_DERIVED: dict[int, tuple[QuotaTree, dict]] = {}  # id(tree) → (the tree, what was derived from it)
+_DERIVED_MAX = 256
+
+
+def derived(tree: QuotaTree, name: str, build):
+    """`build(tree)`, computed once per tree object and kept (a pass after pass over the same tree, as the
+    what-if replay runs, derives its indexes once). Trees are immutable; the entry holds the tree itself, so an
+    id is never mistaken for another tree's. A bounded memo: past `_DERIVED_MAX` trees it starts again."""
+    entry = _DERIVED.get(id(tree))
+    if entry is None or entry[0] is not tree:
+        if len(_DERIVED) >= _DERIVED_MAX:
+            _DERIVED.clear()
+        entry = _DERIVED[id(tree)] = (tree, {})
+    found = entry[1]
+    if name not in found:
+        found[name] = build(tree)
+    return found[name]
+
+
 def _unique(teams: Iterable[TeamQuota], kind: str) -> set[str]:
     seen: set[str] = set()
     for team in teams:

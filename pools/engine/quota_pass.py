@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from pools.engine.errors import EngineError
 from pools.engine.fairshare import SHRINK, FairShare, fair_shares
-from pools.engine.quota_model import RESOURCES, ZERO, QuotaTree, Resources, TeamQuota
+from pools.engine.quota_model import RESOURCES, ZERO, QuotaTree, Resources, TeamQuota, derived
 from pools.engine.quota_text import amount, amount_noun, noun
 from pools.engine.reclaim import (
     DEPARTMENT,
@@ -170,11 +170,11 @@ class _Pass:
     Only the teams some workflow belongs to are looked at: a node pool's idle teams cost nothing."""
 
     def __init__(self, state: PoolState) -> None:
-        state.tree.check()
+        index = derived(state.tree, "pass", _PassIndex)  # checks the tree (raises on a bad one)
         self.state = state
-        self.projects = {p.name: p for p in state.tree.projects}
-        self.departments = {d.name: d for d in state.tree.departments}
-        self.department_of = {p.name: p.department for p in state.tree.projects}
+        self.projects = index.projects
+        self.departments = index.departments
+        self.department_of = index.department_of
         self.allocated: dict[str, Resources] = {}
         self.department_allocated: dict[str, Resources] = {}
         self.non_preemptible: dict[str, Resources] = {}  # per department: what may not be reclaimed
@@ -190,8 +190,8 @@ class _Pass:
         for usage in self.allocated.values():
             used = used + usage
         self.free = (state.capacity - used).clamp()
-        self.deserved = {name: _deserved(self.projects[name]) for name in requests}
-        self.department_deserved = {name: _deserved(self.departments[name]) for name in self.departments}
+        self.deserved = {name: index.deserved[name] for name in requests}
+        self.department_deserved = index.department_deserved
         self.admitted: list[Admission] = []
         self.pending: list[tuple[QueuedWorkflow, dict]] = []  # (workflow, reason fields) until positions are known
         self.victims: list[Victim] = []
@@ -424,6 +424,18 @@ class _Pass:
             self.non_preemptible[department] = self.non_preemptible.get(department, ZERO) + workflow.demand
 
 
+class _PassIndex:
+    """What every pass reads of a tree, derived once per tree (quota_model.derived); read-only."""
+
+    def __init__(self, tree: QuotaTree) -> None:
+        tree.check()
+        self.projects = {p.name: p for p in tree.projects}
+        self.departments = {d.name: d for d in tree.departments}
+        self.department_of = {p.name: p.department for p in tree.projects}
+        self.deserved = {name: _deserved(team) for name, team in self.projects.items()}
+        self.department_deserved = {name: _deserved(team) for name, team in self.departments.items()}
+
+
 def _deserved(team: TeamQuota) -> Resources:
     return Resources(*(team.quota(r).deserved for r in RESOURCES))
 
@@ -460,7 +472,7 @@ def state_fingerprint(state: PoolState) -> int:
 def run_admission(state: PoolState) -> PassResult:
     """One admission pass (module docstring). Raises EngineError on a malformed quota tree; a queued or
     running workflow of a project that is not in the tree is an error too (the caller charges projects)."""
-    known = {p.name for p in state.tree.projects}
+    known = derived(state.tree, "pass", _PassIndex).projects
     for workflow in (*state.queued, *state.running):
         if workflow.project not in known:
             raise EngineError(
