@@ -261,7 +261,8 @@ def right_now(changes: list[Change], live: list[NodePoolState], view: QuotaView 
         if name not in touched and not everywhere:
             continue
         before_state = current.engine_state()
-        trees, capacity = apply_changes(changes, {name: before_state.tree}, {name: current.capacity["gpu"]})
+        here = [c for c in changes if c.node_pool in ("", name)]  # this node pool's, and priorities (everywhere)
+        trees, capacity = apply_changes(here, {name: before_state.tree}, {name: current.capacity["gpu"]})
         cpu, memory = current.engine_capacity.cpu, current.engine_capacity.memory
         changed = Resources(capacity[name], cpu, memory)
         after_state = dataclasses.replace(before_state, tree=trees[name], capacity=changed)

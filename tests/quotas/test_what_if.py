@@ -104,7 +104,9 @@ def test_right_now_a_raise_admits_the_queued_workflow_it_names(carved, teams):
     for _ in range(3):
         live("speech", 8, "RUNNING")
     waiting = live("vision", 8, "QUEUED")  # held: vision deserves nothing and over-quota is off
-    now = what_if(*period(), ["vision h100 gpu=8"])["right_now"]
+    now = what_if(*period(), ["vision h100 gpu=8", "infer a100 gpu=1"])["right_now"]
+    assert [effect["node_pool"] for effect in now] == ["a100", "h100"]
+    now = now[1:]
     assert now == [
         {"node_pool": "h100", "admits": [waiting.workflow_id], "no_longer_admits": [], "preempts": [],
          "above_deserved": []}
