@@ -230,3 +230,24 @@ def test_the_grid_previews_its_edits_then_applies_them_as_one_revision(carved, t
     assert revisions.history("NODE_POOL", "h100")[0].revision == before + 1
     refused = admin_client.post(url, {**form, "project:vision:gpu:limit": "4", "preview": "1"}).content.decode()
     assert "Preview of this change" not in refused and "limit" in refused
+
+
+@pytest.mark.parametrize(
+    ("body", "field"),
+    [
+        ({"changes": "vision h100 gpu=8"}, "changes"),
+        ({"changes": [{"gpu": 8}]}, "changes"),
+        ({"changes": ["=8"]}, "changes[0]"),
+        ({"changes": ["capacity h100 gpu=+999999999999999999999"]}, "changes[0].gpu"),
+        ({"changes": ["vision h100 gpu=8 gpu=9"]}, "changes[0].gpu"),
+        ({"changes": ["vision priority=1001"]}, "changes[0].priority"),
+        ({"end": "0001-01-01T00:00:00Z"}, "end"),
+        ({"start": "2026-11-03T00:00:00Z", "end": "2026-11-02T00:00:00Z"}, "end"),
+        ({"start": "not a time"}, "start"),
+    ],
+)
+def test_rest_refuses_what_a_client_may_send_with_the_envelope(guaranteed, researcher, body, field):
+    answer = researcher.post(URL, body, format="json")
+    assert answer.status_code == 400, answer.content
+    assert {"code", "field", "value", "reason"} <= set(answer.json())
+    assert answer.json()["field"].startswith(field), answer.json()
