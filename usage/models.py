@@ -61,8 +61,9 @@ class TaskAttempt(models.Model):
     hourly_cost_micros = models.BigIntegerField(default=0)
     price_source = models.CharField(max_length=255, blank=True, default="")
     recorded_at = models.DateTimeField(default=timezone.now)
-    # When the row last changed (insert or end): the incremental rollup's watermark reads this.
-    changed_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # In the rollups: set by the rollup job in the transaction that wrote the rollups it is counted in; a
+    # closed attempt not rolled up yet is added by reports from the raw record (usage.services.report).
+    rolled_up = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["started_at", "id"]
@@ -72,6 +73,7 @@ class TaskAttempt(models.Model):
             models.Index(fields=["ended_at"]),
             models.Index(fields=["outcome"]),
             models.Index(fields=["node_pool", "project"]),
+            models.Index(fields=["rolled_up", "ended_at"]),
         ]
 
     def __str__(self) -> str:
@@ -140,17 +142,6 @@ class UsageRollup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.granularity} {self.period_start:%Y-%m-%d %H:00} {self.project}"
-
-
-class RollupState(models.Model):
-    """The incremental rollup's progress: attempts changed up to `watermark` are in the rollups."""
-
-    name = models.CharField(max_length=32, unique=True)
-    watermark = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(default=timezone.now)
-
-    def __str__(self) -> str:
-        return f"{self.name} @ {self.watermark}"
 
 
 class DeservedSample(models.Model):
