@@ -11,3 +11,4 @@ from tests.workflows.conftest import (  # noqa: F401  (fixtures)
     run_on_commit,
     submitted,
 )
+from tests.workflows.test_spot_interruption import kube, spot_pool  # noqa: F401  (fixtures)

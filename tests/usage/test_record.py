@@ -11,7 +11,7 @@ import pytest
 from clusters.inventory import sync_backend
 from tests.usage.factories import attempt_row
 from tests.workflows.conftest import settle_until, spec
-from tests.workflows.test_spot_interruption import interrupt, kube, running, spot_pool  # noqa: F401  (fixtures)
+from tests.workflows.test_spot_interruption import interrupt, running
 from usage.models import Outcome, TaskAttempt, WorkflowRecord
 from usage.services import record
 from workflows.lifecycle.admit_hold_preempt import preempt
@@ -26,9 +26,7 @@ def attempts(workflow) -> list[TaskAttempt]:
     return list(TaskAttempt.objects.filter(workflow_id=workflow.workflow_id).order_by("task", "attempt"))
 
 
-def test_a_completed_task_is_one_attempt_with_the_clusters_times_and_its_nodes_price(
-    backend, submitted, run_on_commit
-):
+def test_a_completed_task_is_one_attempt_with_the_clusters_times_and_its_nodes_price(backend, submitted, run_on_commit):
     sync_backend(backend.pk)  # the inventory: the node's instance type prices the attempt
     workflow = submitted()
     run_on_commit(create_pods, workflow.pk)
@@ -95,7 +93,8 @@ def test_events_heard_twice_count_once(backend, submitted, run_on_commit):
     settle_until(backend, workflow, {WorkflowStatus.COMPLETED}, run_on_commit)
     task = workflow.tasks.get()
     [before] = attempts(workflow)
-    record.on_events([(task.pk, "RUNNING", task.started_at), (task.pk, "EXITED", task.finished_at + timedelta(hours=1))])
+    later = task.finished_at + timedelta(hours=1)
+    record.on_events([(task.pk, "RUNNING", task.started_at), (task.pk, "EXITED", later)])
     [after] = attempts(workflow)
     assert (after.pk, after.ended_at, after.outcome) == (before.pk, before.ended_at, before.outcome)
 

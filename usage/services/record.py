@@ -94,9 +94,7 @@ def close_attempts(ends: dict[int, tuple[str, datetime]]) -> int:
 
 def _close(row: TaskAttempt, outcome: str, at: datetime) -> int:
     ended = max(_seconds(at), row.started_at)
-    return TaskAttempt.objects.filter(pk=row.pk, ended_at__isnull=True).update(
-        ended_at=ended, outcome=outcome
-    )
+    return TaskAttempt.objects.filter(pk=row.pk, ended_at__isnull=True).update(ended_at=ended, outcome=outcome)
 
 
 def repair_open(now: datetime | None = None) -> int:

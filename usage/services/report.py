@@ -160,7 +160,10 @@ def _from_rollups(query: ReportQuery):
         .filter(_filters(query))
         .values(*group)
         .annotate(
-            gpu=Sum("gpu_seconds"), cpu=Sum("cpu_milli_seconds"), memory=Sum("memory_mib_seconds"), cost=Sum("cost_micros")
+            gpu=Sum("gpu_seconds"),
+            cpu=Sum("cpu_milli_seconds"),
+            memory=Sum("memory_mib_seconds"),
+            cost=Sum("cost_micros"),
         )
         .order_by()
     )
@@ -175,9 +178,7 @@ def _from_raw(query: ReportQuery, now: datetime):
         TaskAttempt.objects.filter(Q(ended_at__isnull=True) | Q(rolled_up=False, ended_at__gt=query.start))
         .filter(started_at__lt=query.end)
         .filter(_filters(query))
-        .values(
-            "started_at", "ended_at", "gpu", "cpu_millis", "memory_bytes", "hourly_cost_micros", *set(DIMENSIONS)
-        )
+        .values("started_at", "ended_at", "gpu", "cpu_millis", "memory_bytes", "hourly_cost_micros", *set(DIMENSIONS))
     )
     clipped_end = min(query.end, now.replace(microsecond=0))
     rows = []
