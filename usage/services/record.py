@@ -98,14 +98,21 @@ def _close(row: TaskAttempt, outcome: str, at: datetime) -> int:
 
 
 def repair_open(now: datetime | None = None) -> int:
-    """Close attempts whose task has moved on without an event this record heard (a later attempt, or the task
-    finished): at the task's end if it has one, else now, as failed."""
+    """Close attempts whose task has moved on without an event this record heard (a later attempt, the task
+    finished, or its workflow deleted): at the task's end if it has one, else now, as failed. Two queries."""
     from workflows.models import FINISHED_TASK, Task
 
     now = now or timezone.now()
+    open_rows = list(TaskAttempt.objects.filter(ended_at__isnull=True).only("pk", "task_pk", "attempt", "started_at"))
+    tasks = {
+        row["pk"]: row
+        for row in Task.objects.filter(pk__in=[r.task_pk for r in open_rows]).values(
+            "pk", "retry_id", "status", "finished_at"
+        )
+    }
     stale = 0
-    for row in TaskAttempt.objects.filter(ended_at__isnull=True).only("pk", "task_pk", "attempt", "started_at"):
-        task = Task.objects.filter(pk=row.task_pk).values("retry_id", "status", "finished_at").first()
+    for row in open_rows:
+        task = tasks.get(row.task_pk)
         if task is None:
             stale += _close(row, Outcome.FAILED, now)
         elif task["retry_id"] != row.attempt or task["status"] in FINISHED_TASK:

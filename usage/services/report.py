@@ -12,7 +12,7 @@ hourly rows), one over the raw attempts not in them; whatever the number of grou
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.db.models import Q, Sum
@@ -99,8 +99,10 @@ def period(start: datetime, end: datetime, now: datetime | None = None) -> tuple
 
 
 def usage(query: ReportQuery, now: datetime | None = None) -> list[ReportRow]:
-    """The report's rows, in order of period, then descending GPU-hours, then group."""
+    """The report's rows, in order of period, then descending GPU-hours, then group. The period is taken in
+    whole hours (its start and end rounded out to the hour)."""
     now = now or timezone.now()
+    query = replace(query, start=floor_hour(query.start), end=floor_hour(query.end - timedelta(microseconds=1)) + HOUR)
     sums: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for period_start, key, values in _from_rollups(query):
         _add(sums[(period_start, key)], values)

@@ -111,12 +111,14 @@ def _rows(granularity: str, sums: dict[tuple, list[int]]) -> list[UsageRollup]:
     ]
 
 
-def roll_up(now: datetime | None = None) -> int:
-    """The incremental job: rebuild the hours (and days) touched by closed attempts not rolled up yet, and mark
-    every attempt those rebuilt hours counted as rolled up, in the same transaction. Returns hours rebuilt."""
+def roll_up(now: datetime | None = None, *, repair: bool = True) -> int:
+    """The incremental job: close what a missed event left open (`repair`), rebuild the hours (and days) touched
+    by closed attempts not rolled up yet, and mark every attempt those rebuilt hours counted as rolled up, in the
+    same transaction. Returns the number of hours rebuilt."""
     from usage.services.record import repair_open
 
-    repair_open(now or timezone.now())
+    if repair:
+        repair_open(now or timezone.now())
     pending = TaskAttempt.objects.filter(rolled_up=False, ended_at__isnull=False)
     hours: set[datetime] = set()
     for began, ended in pending.values_list("started_at", "ended_at").iterator(chunk_size=5000):
