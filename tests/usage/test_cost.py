@@ -75,7 +75,9 @@ def test_deserved_is_sampled_once_an_hour(backend):
     from quotas.models import NodePool, Quota
 
     project = ProjectFactory(department=DepartmentFactory(name="rnd"), name="train")
-    pool = NodePool.objects.create(name="a100", backend=backend, selector_kind="label", label_key="gpu", label_value="a100")
+    pool = NodePool.objects.create(
+        name="a100", backend=backend, selector_kind="label", label_key="gpu", label_value="a100"
+    )
     Quota.objects.update_or_create(node_pool=pool, project=project, resource="gpu", defaults={"deserved": 8})
     ProjectFactory(name="idle")  # deserves nothing: no sample
     assert sample_deserved(now=T0 + timedelta(minutes=5)) == 1
