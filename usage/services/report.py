@@ -177,8 +177,8 @@ def _from_rollups(query: ReportQuery):
 def _from_raw(query: ReportQuery, now: datetime):
     """Closed attempts not rolled up yet, and running attempts up to now, within the period."""
     attempts = (
-        TaskAttempt.objects.filter(Q(ended_at__isnull=True) | Q(rolled_up=False, ended_at__gt=query.start))
-        .filter(started_at__lt=query.end)
+        TaskAttempt.objects.filter(rolled_up=False, started_at__lt=query.end)  # running ones are never rolled up
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=query.start))
         .filter(_filters(query))
         .values("started_at", "ended_at", "gpu", "cpu_millis", "memory_bytes", "hourly_cost_micros", *set(DIMENSIONS))
     )
