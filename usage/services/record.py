@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from django.db.models import Q
 from django.utils import timezone
 
 from clusters.models import Node
@@ -124,11 +123,7 @@ def repair_open(now: datetime | None = None) -> int:
 def _insert(rows: list[TaskAttempt]) -> int:
     if not rows:
         return 0
-    have = set(
-        TaskAttempt.objects.filter(
-            Q(task_pk__in=[r.task_pk for r in rows]),
-        ).values_list("task_pk", "attempt")
-    )
+    have = set(TaskAttempt.objects.filter(task_pk__in=[r.task_pk for r in rows]).values_list("task_pk", "attempt"))
     new = [row for row in rows if (row.task_pk, row.attempt) not in have]
     TaskAttempt.objects.bulk_create(new, ignore_conflicts=True)
     return len(new)
