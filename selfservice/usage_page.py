@@ -37,7 +37,7 @@ from workflows.models import Workflow, WorkflowStatus
 
 RANGES = {"24h": timedelta(hours=24), "7d": timedelta(days=7), "30d": timedelta(days=30)}
 DEFAULT_RANGE = "7d"
-HOURLY_UP_TO = timedelta(days=7)  # longer ranges are drawn per day
+HOURLY_UP_TO = timedelta(days=8)  # 7 days (169 whole hours) are drawn per hour; longer ranges per day
 CHARTS = ("allocation", "guarantee", "queue", "cost")
 STACKED = 8  # projects or departments with a colour of their own; the rest are "other"
 OTHER = "other"
