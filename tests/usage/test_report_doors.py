@@ -205,6 +205,9 @@ def test_a_researcher_sees_only_their_projects_an_admin_or_quota_reader_every_te
         ({"limit": "1e9"}, "limit", "1e9"),
         ({"offset": "-1"}, "offset", "-1"),
         ({"format": "xml"}, "format", "xml"),
+        ({"to": "9999-12-31"}, "to", "9999-12-31"),
+        ({"from": "0001-01-01T00:00+01:00"}, "from", "0001-01-01T00:00+01:00"),
+        ({"from": "1969-12-31"}, "from", "1969-12-31"),
         ({"project": ",".join(f"p{n}" for n in range(1001))}, "project", 1001),
     ],
 )

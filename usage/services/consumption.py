@@ -30,6 +30,7 @@ DEFAULT_DAYS = 30
 FILTERS = {"project": "project", "department": "department", "pool": "pool", "node-pool": "node_pool"}
 MEASURES = ("gpu_hours", "cpu_hours", "memory_gib_hours", "cost_usd")
 GUARANTEE = ("deserved_gpu_hours", "idle_guarantee_gpu_hours")
+EARLIEST, LATEST = datetime(1970, 1, 1, tzinfo=UTC), datetime(9000, 1, 1, tzinfo=UTC)  # times a report may name
 Label = Callable[[str], str]
 
 
@@ -62,7 +63,11 @@ def parse(
         first, last = period(first, last, now)
     except ReportError as error:
         shown = {"from": start, "to": end}.get(error.field)
-        raise ReportError(error.reason, field=label(error.field), value=shown) from None
+        reason = error.reason
+        if reason.startswith("the period is empty"):  # said in this door's names
+            start_name, end_name = label("from"), label("to")
+            reason = f"the period is empty: {end_name} must come after {start_name}, and {start_name} before now"
+        raise ReportError(reason, field=label(error.field), value=shown) from None
     granularity = (granularity or "total").strip().lower()
     if granularity not in GRANULARITIES:
         raise ReportError(f"must be one of {', '.join(GRANULARITIES)}", field=label("granularity"), value=granularity)
@@ -70,18 +75,23 @@ def parse(
 
 
 def parse_time(raw: str, name: str, label: Label = cli_label, *, end: bool = False) -> datetime:
-    """A date or an ISO 8601 time; naive is UTC. A date as the end (`to`) includes its whole day."""
+    """A date or an ISO 8601 time, in UTC (naive is UTC), from 1970 to 9000. A date as the end (`to`) includes
+    its whole day."""
     text = raw.strip()
     try:
         if len(text) == 10:
             day = date.fromisoformat(text)
-            return datetime.combine(day + timedelta(days=1 if end else 0), time(), tzinfo=UTC)
-        moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T", 1))
-    except ValueError:
+            moment = datetime.combine(day + timedelta(days=1 if end else 0), time(), tzinfo=UTC)
+        else:
+            moment = datetime.fromisoformat(text.replace("Z", "+00:00").replace(" ", "T", 1))
+            moment = (moment if moment.tzinfo else moment.replace(tzinfo=UTC)).astimezone(UTC)
+    except (ValueError, OverflowError):
         raise ReportError(
             "expected a date (2026-11-01) or an ISO time (2026-11-01T08:00, naive is UTC)", field=label(name), value=raw
         ) from None
-    return moment if moment.tzinfo else moment.replace(tzinfo=UTC)
+    if not EARLIEST <= moment <= LATEST:
+        raise ReportError(f"must be from {EARLIEST:%Y-%m-%d} to {LATEST:%Y-%m-%d}", field=label(name), value=raw)
+    return moment
 
 
 def _names(values: Iterable[str], field: str) -> list[str]:
