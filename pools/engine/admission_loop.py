@@ -156,6 +156,7 @@ class AdmissionLoop:
             return
         for pool in job.parts:
             del self.running[pool][job.id]
+            self.holding(pool, job, -1)
         self.account(job, self.now - job.started)
         job.started, job.ended = None, self.now
         self.finished += 1
@@ -172,6 +173,9 @@ class AdmissionLoop:
 
     def sample(self, pool: str) -> None:
         """Called every `sample_every` seconds per node pool (integrals over time)."""
+
+    def holding(self, pool: str, job: Job, sign: int) -> None:
+        """Called as a job's part starts (+1) or stops (−1) holding its room in a node pool (exact integrals)."""
 
     # -- admission ---------------------------------------------------------------------------------------------
     def state(self, pool: str) -> PoolState:
@@ -230,6 +234,7 @@ class AdmissionLoop:
         del self.queued[pool][job.id]
         job.preemptible[pool] = preemptible
         self.running[pool][job.id] = job
+        self.holding(pool, job, 1)
         if not any(job.id in self.queued[p] for p in job.parts):
             self.start(job)
 
@@ -244,7 +249,8 @@ class AdmissionLoop:
     def preempt(self, job: Job) -> None:
         """Stopped as a whole: its work is lost and every part is queued again with its submission time."""
         for pool in job.parts:
-            self.running[pool].pop(job.id, None)
+            if self.running[pool].pop(job.id, None) is not None:
+                self.holding(pool, job, -1)
         if job.started is not None:
             self.account(job, self.now - job.started, lost=True)
         self.row(job.project).preempted += 1

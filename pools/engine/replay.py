@@ -13,8 +13,10 @@ The replay runs past the period's end until every job has finished (at most `dra
 submitted in the period counts whole, as the record does. Per project:
 - `waits`: submission → first start, of its jobs that started (p50, p95 by nearest rank);
 - GPU-hours used (preempted work included), and lost to preemption; preemptions;
-- idle guarantee: GPU-hours of its deserved quota it did not use, integrated every `sample_every` seconds over
-  the period, per node pool (deserved − allocated, when positive; reserved parts count as allocated);
+- idle guarantee: GPU-hours of its deserved quota it did not use over the period, as the usage report counts
+  them (usage.services.guarantee): per node pool and hour, `max(0, deserved × 3600 − GPU-seconds held)`, using
+  more in one hour making up for nothing in another; what it holds (reserved parts included) is integrated
+  exactly, from each part's admission to its end;
 - cost: its GPU-hours per node pool × that node pool's price per GPU-hour (`prices`, 0 when not given).
 """
 
@@ -48,7 +50,6 @@ class ReplayInput:
     seconds: int  # the period's length
     period: int = 60  # the admission period
     min_runtime_seconds: int | Mapping[str, int] = 600  # one for all, or per node pool
-    sample_every: int = 300
     prices: Mapping[str, float] = field(default_factory=dict)  # node pool → price of one GPU-hour
     drain_seconds: int = 7 * DAY
 
@@ -118,7 +119,7 @@ class Replay(AdmissionLoop):
             given.trees,
             period=given.period,
             min_runtime_seconds=given.min_runtime_seconds,
-            sample_every=given.sample_every,
+            sample_every=HOUR,  # nothing is sampled: the idle guarantee is integrated exactly (`holding`)
             check=check,
         )
         self.given = given
@@ -137,6 +138,8 @@ class Replay(AdmissionLoop):
         for projects in self.deserved.values():
             for name in projects:
                 self.row(name)
+        self.held: dict[tuple[str, str], list[int]] = {}  # (node pool, project) → [GPUs held now, since when]
+        self.held_by_hour: dict[tuple[str, str, int], int] = {}  # (node pool, project, hour) → GPU-seconds held
 
     def row(self, project: str) -> ProjectOutcome:
         found = self.rows.get(project)
@@ -149,10 +152,13 @@ class Replay(AdmissionLoop):
             self.push(queue[0].arrival, "arrival", project)
         self.push(0, "tick", None)
         self.loop(self.given.seconds + self.given.drain_seconds)
+        self.count_idle()
         return ReplayReport(self.given, self._outcomes(), self.rows, self.passes, self.now)
 
     def drained(self) -> bool:
-        return not self.left and not any(self.queued.values()) and not any(self.running.values())
+        """Nothing more to replay, and the period (its idle guarantee) is over."""
+        nothing = not self.left and not any(self.queued.values()) and not any(self.running.values())
+        return nothing and self.now >= self.given.seconds
 
     def arrival(self, project: str) -> None:
         queue = self.pending[project]
@@ -176,7 +182,8 @@ class Replay(AdmissionLoop):
         held = [pool for pool in job.parts if job.id in self.running[pool]]
         for pool in job.parts:
             self.queued[pool].pop(job.id, None)
-            self.running[pool].pop(job.id, None)
+            if self.running[pool].pop(job.id, None) is not None:
+                self.holding(pool, job, -1)
         job.ended = self.now
         for pool in held:
             self.admit(pool)
@@ -192,18 +199,38 @@ class Replay(AdmissionLoop):
         for pool, gpus in job.parts.items():
             by_pool[pool] = by_pool.get(pool, 0.0) + gpus * seconds
 
-    def sample(self, pool: str) -> None:
-        """Idle guarantee: each project's deserved GPUs it does not hold, over the period only."""
-        deserved = self.deserved.get(pool)
-        if not deserved or self.now >= self.given.seconds:
+    def holding(self, pool: str, job: Job, sign: int) -> None:
+        """Integrate what each project with a guarantee holds, per node pool and hour of the period."""
+        if job.project not in self.deserved.get(pool, ()):
             return
-        held: dict[str, int] = {}
-        for job in self.running[pool].values():
-            held[job.project] = held.get(job.project, 0) + job.parts[pool]
-        for project, gpus in deserved.items():
-            idle = gpus - held.get(project, 0)
-            if idle > 0:
-                self.rows[project].idle += idle * self.sample_every
+        key = (pool, job.project)
+        held = self.held.setdefault(key, [0, 0])
+        self.integrate(key, held)
+        held[0] += sign * job.parts[pool]
+
+    def integrate(self, key: tuple[str, str], held: list[int]) -> None:
+        """Count `held` GPUs from its last change up to now (within the period), hour by hour."""
+        start, end = held[1], min(self.now, self.given.seconds)
+        held[1] = max(held[1], end)
+        while held[0] and start < end:
+            hour = start // HOUR
+            upto = min(end, (hour + 1) * HOUR)
+            slot = (*key, hour)
+            self.held_by_hour[slot] = self.held_by_hour.get(slot, 0) + held[0] * (upto - start)
+            start = upto
+
+    def count_idle(self) -> None:
+        """Each project's idle guarantee: per node pool and hour of the period, its deserved GPU-seconds unheld."""
+        self.now = max(self.now, self.given.seconds)
+        for key, held in self.held.items():
+            self.integrate(key, held)
+        hours = -(-self.given.seconds // HOUR)
+        for pool, projects in self.deserved.items():
+            for project, gpus in projects.items():
+                for hour in range(hours):
+                    span = min(HOUR, self.given.seconds - hour * HOUR)
+                    used = self.held_by_hour.get((pool, project, hour), 0)
+                    self.rows[project].idle += max(0, gpus * span - used)
 
     def _outcomes(self) -> dict[str, JobOutcome]:
         found = {}
@@ -237,8 +264,8 @@ def _check(given: ReplayInput) -> None:
                 raise EngineError("GPUs cannot be negative", field=f"jobs.{job.id}.parts.{pool}", value=gpus)
         if not job.parts:
             raise EngineError("a job asks for no node pool", field=f"jobs.{job.id}.parts")
-    if given.period <= 0 or given.sample_every <= 0:
-        raise EngineError("the admission period and the sampling step must be positive", field="period")
+    if given.period <= 0:
+        raise EngineError("the admission period must be positive", field="period", value=given.period)
 
 
 def replay(given: ReplayInput, check: Check | None = None) -> ReplayReport:

@@ -16,8 +16,9 @@ The input, read in a constant number of queries whatever the period:
 - prices: per node pool, the recorded cost of its GPU attempts over their GPU-hours in the period (0 when none).
 
 "Actual", from the record: waits submitted → admitted (p50/p95), GPU-hours and cost of the workflows' task
-attempts (`usage.TaskAttempt`; an attempt still running counts up to now), preemptions. The idle guarantee is
-the replay's alone.
+attempts (`usage.TaskAttempt`; an attempt still running counts up to now), preemptions, and the idle guarantee
+of the period as the usage report counts it (`usage.services.guarantee`, from the hourly deserved samples; the
+replays count it the same way, per node pool and hour).
 
 Right now (`right_now`): for each node pool a change touches, one admission pass of the live state
 (`NodePoolState.engine_state()`, what admission decides on) with today's tree and with the changed one: the
@@ -48,6 +49,8 @@ from quotas.services.state import NodePoolState, states
 from quotas.services.what_if_changes import Change, apply_changes, check_targets, parse_changes
 from teams.quota_visibility import EVERYTHING, QuotaView
 from usage.models import TaskAttempt, WorkflowRecord
+from usage.services.guarantee import idle_guarantee
+from usage.services.report import ReportQuery
 
 MAX_DAYS = 31
 DEFAULT_DAYS = 7
@@ -211,6 +214,7 @@ def _recorded(start: datetime, end: datetime, pools: set[str], now: datetime) ->
             )
         )
     used, cost, prices = _attempts(records, now)
+    idle = _idle_guarantee(start, end, now)
     actual = {
         project: {
             "jobs": counts[project][0],
@@ -219,12 +223,19 @@ def _recorded(start: datetime, end: datetime, pools: set[str], now: datetime) ->
             "wait_p95_s": percentile(waits[project], 0.95),
             "gpu_hours": round(used.get(project, 0.0) / HOUR, 2),
             "preemptions": counts[project][1],
-            "idle_guarantee_gpu_hours": None,  # the record does not say: the replays' alone
+            "idle_guarantee_gpu_hours": idle.get(project),
             "cost": round(cost.get(project, 0.0), 2),
         }
         for project in counts
     }
     return Recorded(jobs, left_out, actual, prices, departments)
+
+
+def _idle_guarantee(start: datetime, end: datetime, now: datetime) -> dict[str, float]:
+    """Per project, the GPU-hours of its deserved quotas it left idle in the period, as the usage report counts
+    them (usage.services.guarantee, from the hourly deserved samples); three queries."""
+    found = idle_guarantee(ReportQuery(start, end, ("project",), "total"), now)
+    return {(group[0] or NO_PROJECT): round(idle / HOUR, 2) for (_, group), (_, idle) in found.items()}
 
 
 def _attempts(records, now: datetime) -> tuple[dict[str, float], dict[str, float], dict[str, float]]:

@@ -24,7 +24,8 @@ from tests.clirun import run_as_cli
 from tests.factories import UserFactory, WorkflowFactory
 from tests.queries import assert_constant_queries
 from tests.quotas.conftest import CLI, H100_LABEL
-from usage.models import TaskAttempt, WorkflowRecord
+from usage.models import DeservedSample, TaskAttempt, WorkflowRecord
+from usage.services.rollup import rebuild_hours
 
 DAY_START = datetime(2026, 11, 2, tzinfo=UTC)
 HOUR = timedelta(hours=1)
@@ -60,6 +61,11 @@ def recorded_day(guaranteed):
     for index in range(4):
         record(f"speech-{index}", "speech", 8, timedelta(0), timedelta(0), 4 * HOUR)
     record("vision-0", "vision", 8, timedelta(minutes=10), 4 * HOUR, HOUR)
+    for hour in range(24):  # what the quotas' hourly task samples: speech deserved 32 all day
+        DeservedSample.objects.create(
+            hour=DAY_START + hour * HOUR, node_pool="h100", project="speech", department="research", gpu_deserved=32
+        )
+    rebuild_hours(DAY_START, DAY_START + timedelta(days=1))  # the usage report reads the hourly rollups
 
 
 def rows(answer: dict) -> dict[str, dict]:
@@ -75,6 +81,9 @@ def test_the_recorded_day_replayed_under_its_quotas_is_what_happened(recorded_da
         for key in ("jobs", "started", "wait_p50_s", "wait_p95_s", "gpu_hours", "preemptions", "cost"):
             assert row["baseline"][key] == row["actual"][key], (name, key, row)
     assert rows(answer)["vision"]["actual"]["wait_p95_s"] == 4 * 3600 - 600
+    # speech held its 32 GPUs for 4 hours of 24: 20 × 32 GPU-hours idle, in the record and in the replay alike
+    speech = rows(answer)["speech"]
+    assert (speech["actual"]["idle_guarantee_gpu_hours"], speech["baseline"]["idle_guarantee_gpu_hours"]) == (640.0, 640.0)
 
 
 def test_raising_a_quota_lowers_the_wait_and_keeps_the_gpu_hours(recorded_day):
