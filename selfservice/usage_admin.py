@@ -1,5 +1,5 @@
 """The admin's usage page (selfservice.usage_page; docs/usage.md, "The usage page") in the console: listed in the
-sidebar as Usage › Usage and cost (the rollups it reads, `UsageRollup`; the rows themselves are never listed or edited), at
+sidebar as Usage › Usage and cost (the rollups it reads, `UsageRollup`; their rows are never listed or edited), at
 `/admin/usage/usagerollup/`, with `?csv=<chart>` for each chart's CSV. Viewing needs what the quota pages need:
 config:Read (or config:Update) on `config/node_pool` (PolicyAdminMixin), as it shows every team's figures."""
 
