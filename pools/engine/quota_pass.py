@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from pools.engine.errors import EngineError
 from pools.engine.fairshare import SHRINK, FairShare, fair_shares
-from pools.engine.quota_model import RESOURCES, ZERO, QuotaTree, Resources, TeamQuota
+from pools.engine.quota_model import RESOURCES, ZERO, QuotaTree, Resources, TeamQuota, UsageHistory
 from pools.engine.quota_text import amount, amount_noun, noun
 from pools.engine.reclaim import (
     DEPARTMENT,
@@ -81,6 +81,7 @@ class PoolState:
     min_runtime_seconds: int = 0
     gpu_noun: str = "GPUs"
     guarantee_rule: str = SHRINK  # capacity below the guarantees (pools.engine.fairshare): SHRINK or KAI
+    history: UsageHistory | None = None  # past usage: time-based fair share (pools.engine.fairshare); None: off
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +189,12 @@ class _Pass:
         for workflow in state.queued:
             requests[workflow.project] = requests.get(workflow.project, ZERO) + workflow.demand
         self.shares = fair_shares(
-            state.capacity, state.tree, requests, over_quota=state.over_quota, rule=state.guarantee_rule
+            state.capacity,
+            state.tree,
+            requests,
+            over_quota=state.over_quota,
+            rule=state.guarantee_rule,
+            history=state.history,
         )
         used = ZERO
         for usage in self.allocated.values():
