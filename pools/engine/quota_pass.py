@@ -411,7 +411,9 @@ def state_fingerprint(state: PoolState) -> int:
     """A digest of everything a pass decides on, so a periodic pass can skip a node pool whose state has not
     changed since a pass that admitted and preempted nothing (it would decide the same again). Runtimes enter
     only as "past the minimum runtime or not": the ageing of running work changes nothing else a pass can act
-    on. Stable within one process (Python's hash), which is where it is kept."""
+    on. Past usage (time-based fair share) enters whole: it moves fair shares, so a node pool whose usage moves
+    (work running, or a half-life) is passed every period. Stable within one process (Python's hash), which is
+    where it is kept."""
     tree = state.tree
     teams = tuple(
         (t.name, t.department, t.priority, t.created, tuple(sorted(t.quotas.items())))
@@ -429,7 +431,11 @@ def state_fingerprint(state: PoolState) -> int:
         state.guarantee_rule,
         state.gpu_noun,
     )
-    return hash((options, teams, running, queued))
+    history = state.history and (
+        state.history.k_milli,
+        frozenset((r, team, share) for r, used in state.history.usage.items() for team, share in used.items()),
+    )
+    return hash((options, teams, running, queued, history))
 
 
 def run_admission(state: PoolState) -> PassResult:
