@@ -3,6 +3,7 @@ split, by `max(0, wn + k·(wn − u))`; without usage the split is the plain one
 
 from __future__ import annotations
 
+from dataclasses import replace
 from fractions import Fraction
 
 from hypothesis import given
@@ -18,6 +19,7 @@ from pools.engine.fairshare import (
     water_fill_by_usage,
 )
 from pools.engine.quota_model import USAGE_SCALE, Quota, QuotaTree, Resources, TeamQuota, UsageHistory
+from pools.engine.quota_pass import PoolState, state_fingerprint
 from tests.unit.quota_builders import quota_trees, tree
 
 ks = st.integers(0, 10_000)  # k from 0 to 10, in thousandths
@@ -169,3 +171,13 @@ def test_with_no_usage_the_rounds_give_the_plain_water_filling(amount, caps, wei
     ties = [(-w, name) for w, name in zip(weights, names, strict=True)]
     plain = water_fill(amount, caps, weights, names, ties)
     assert water_fill_by_usage(amount, caps, weights, [0] * len(caps), k, names, ties) == plain
+
+
+def test_the_admission_fingerprint_moves_with_past_usage():
+    """A periodic pass may skip a node pool whose fingerprint is unchanged: usage moves fair shares, so it counts."""
+    t = tree({"d": (0,)}, {"a": ("d", 0), "b": ("d", 0)})
+    state = PoolState("p", Resources(gpu=8), t)
+    with_usage = replace(state, history=UsageHistory({"gpu": {"a": 500_000}}))
+    assert state_fingerprint(state) == state_fingerprint(replace(state))
+    assert state_fingerprint(with_usage) != state_fingerprint(state)
+    assert state_fingerprint(with_usage) != state_fingerprint(replace(state, history=UsageHistory({"gpu": {"a": 1}})))
