@@ -405,11 +405,9 @@ QUOTA_ADMISSION_TICK_SECONDS = max(1, env_int("QUOTA_ADMISSION_TICK_SECONDS", mi
 # config/node_pool; a researcher sees their own teams and the node pools' totals: teams.quota_visibility.py).
 QUOTA_TEAMS_VISIBLE = env_bool("QUOTA_TEAMS_VISIBLE", False)
 
-# --- usage (docs/usage.md): the record's rollups are brought up to date every USAGE_ROLLUP_SECONDS, reading again
-# the attempts changed in the last USAGE_ROLLUP_OVERLAP_SECONDS before the previous run (late commits); retention
-# in days; a spot node without a recorded spot price is estimated at its on-demand price × USAGE_SPOT_PRICE_RATIO.
+# --- usage (docs/usage.md): the record's rollups are brought up to date every USAGE_ROLLUP_SECONDS; retention in
+# days; a spot node without a recorded spot price is estimated at its on-demand price × USAGE_SPOT_PRICE_RATIO.
 USAGE_ROLLUP_SECONDS = env_int("USAGE_ROLLUP_SECONDS", 300)
-USAGE_ROLLUP_OVERLAP_SECONDS = env_int("USAGE_ROLLUP_OVERLAP_SECONDS", 600)
 USAGE_RAW_RETENTION_DAYS = env_int("USAGE_RAW_RETENTION_DAYS", 90)
 USAGE_ROLLUP_RETENTION_DAYS = env_int("USAGE_ROLLUP_RETENTION_DAYS", 730)
 USAGE_SPOT_PRICE_RATIO = env_ratio("USAGE_SPOT_PRICE_RATIO", 0.35)
@@ -426,4 +424,5 @@ CELERY_BEAT_SCHEDULE = {
     "machine-pools-reconcile": _every("clusters.tasks.reconcile_all_machine_pools", MACHINE_POOL_RECONCILE_SECONDS),
     "usage-rollup": _every("usage.tasks.roll_up", USAGE_ROLLUP_SECONDS),
     "usage-prune": _every("usage.tasks.prune", USAGE_PRUNE_SECONDS),
+    "usage-deserved-samples": _every("quotas.tasks.sample_deserved", USAGE_ROLLUP_SECONDS),
 }

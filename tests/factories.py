@@ -24,7 +24,6 @@ from pools.models import (
 )
 from quotas.models import NodePool, Quota
 from teams.models import Department, Project, role_name
-from usage.models import Outcome, TaskAttempt
 from workflows.models import Task, Workflow, WorkflowPart
 
 
@@ -332,25 +331,3 @@ class QuotaFactory(factory.django.DjangoModelFactory):
             node_pool=node_pool, resource=resource, department=department, project=project, defaults=values
         )
         return row
-
-
-# --- usage ---------------------------------------------------------------------------------------------
-
-
-class TaskAttemptFactory(factory.django.DjangoModelFactory):
-    """One attempt in the usage record: `TaskAttemptFactory(project="vision", node_pool="h100", gpu=8,
-    started_at=…, ended_at=…)`; `ended_at` None (the default) is still running."""
-
-    class Meta:
-        model = TaskAttempt
-
-    task_pk = factory.Sequence(lambda n: n + 1)
-    attempt = 0
-    workflow_id = factory.Sequence(lambda n: f"wf-{n}")
-    task = "train"
-    pool = "train"
-    platform = "default"
-    backend = "sim"
-    started_at = factory.LazyFunction(lambda: timezone.now() - timedelta(hours=1))
-    ended_at = None
-    outcome = factory.LazyAttribute(lambda a: Outcome.RUNNING if a.ended_at is None else Outcome.COMPLETED)

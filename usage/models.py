@@ -18,6 +18,7 @@ change because a project was renamed today.
 from __future__ import annotations
 
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 
@@ -61,8 +62,9 @@ class TaskAttempt(models.Model):
     hourly_cost_micros = models.BigIntegerField(default=0)
     price_source = models.CharField(max_length=255, blank=True, default="")
     recorded_at = models.DateTimeField(default=timezone.now)
-    # When the row last changed (insert or end): the incremental rollup's watermark reads this.
-    changed_at = models.DateTimeField(default=timezone.now, db_index=True)
+    # In the rollups: set by the rollup job in the transaction that wrote the rollups it is counted in; a
+    # closed attempt not rolled up yet is added by reports from the raw record (usage.services.report).
+    rolled_up = models.BooleanField(default=False)
 
     class Meta:
         ordering = ["started_at", "id"]
@@ -72,6 +74,9 @@ class TaskAttempt(models.Model):
             models.Index(fields=["ended_at"]),
             models.Index(fields=["outcome"]),
             models.Index(fields=["node_pool", "project"]),
+            # the attempts not in the rollups yet (running, or closed since the job last ran): few, read by every
+            # report and by the rollup job
+            models.Index(fields=["started_at"], name="usage_attempt_not_rolled_up", condition=Q(rolled_up=False)),
         ]
 
     def __str__(self) -> str:
@@ -129,7 +134,8 @@ class UsageRollup(models.Model):
     cpu_milli_seconds = models.BigIntegerField(default=0)
     memory_mib_seconds = models.BigIntegerField(default=0)
     cost_micros = models.BigIntegerField(default=0)
-    attempts = models.PositiveIntegerField(default=0)  # attempts that overlap the period
+    # per hour, the attempts that ran in it; per day, the sum over its hours (an attempt counts in each hour it ran)
+    attempts = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["period_start", "id"]
@@ -140,17 +146,6 @@ class UsageRollup(models.Model):
 
     def __str__(self) -> str:
         return f"{self.granularity} {self.period_start:%Y-%m-%d %H:00} {self.project}"
-
-
-class RollupState(models.Model):
-    """The incremental rollup's progress: attempts changed up to `watermark` are in the rollups."""
-
-    name = models.CharField(max_length=32, unique=True)
-    watermark = models.DateTimeField(null=True, blank=True)
-    updated_at = models.DateTimeField(default=timezone.now)
-
-    def __str__(self) -> str:
-        return f"{self.name} @ {self.watermark}"
 
 
 class DeservedSample(models.Model):

@@ -25,9 +25,10 @@ from pools.models import Pool
 from quotas.models import NodePool
 from quotas.services import quotas
 from quotas.services.state import state
-from tests.factories import TaskAttemptFactory, UserFactory, WorkflowFactory
+from tests.factories import UserFactory, WorkflowFactory
 from tests.queries import assert_constant_queries
 from tests.quotas.conftest import CLI
+from tests.usage.factories import attempt_row
 from workflows.models import WorkflowStatus
 
 POOL = "h100"
@@ -52,7 +53,7 @@ def queued(project, gpus: int):
 def used(project: str, gpus: int, days_ago: float, hours: float, node_pool: str = POOL):
     """An attempt of `gpus` GPUs that ended `days_ago` days ago after running `hours` hours."""
     ended = timezone.now() - timedelta(days=days_ago)
-    return TaskAttemptFactory(
+    return attempt_row(
         project=project,
         department="research",
         node_pool=node_pool,
@@ -180,7 +181,8 @@ def test_with_a_half_life_the_same_usage_further_back_weighs_less(contended):
 
 def test_running_attempts_count_up_to_now(contended):
     set_block({"window_days": 1})
-    TaskAttemptFactory(project="speech", node_pool=POOL, gpu=32, started_at=timezone.now() - timedelta(hours=12))
+    twelve_hours_ago = timezone.now() - timedelta(hours=12)
+    attempt_row(project="speech", node_pool=POOL, gpu=32, started_at=twelve_hours_ago, ended_at=None)
     # usage 0.5: speech 0.5 + 0 = 0.5, vision 1.0 → 8 and 16 of the 24
     assert shares() == {"vision": 20, "speech": 12}
 

@@ -88,30 +88,35 @@ def close_attempts(ends: dict[int, tuple[str, datetime]]) -> int:
             outcome = Outcome.COMPLETED if statuses.get(task_pk) == TaskStatus.COMPLETED else Outcome.FAILED
         else:
             outcome = ENDS.get(kind, Outcome.FAILED)
-        closed += _close(row, outcome, at or now, now)
+        closed += _close(row, outcome, at or now)
     return closed
 
 
-def _close(row: TaskAttempt, outcome: str, at: datetime, now: datetime) -> int:
+def _close(row: TaskAttempt, outcome: str, at: datetime) -> int:
     ended = max(_seconds(at), row.started_at)
-    return TaskAttempt.objects.filter(pk=row.pk, ended_at__isnull=True).update(
-        ended_at=ended, outcome=outcome, changed_at=now
-    )
+    return TaskAttempt.objects.filter(pk=row.pk, ended_at__isnull=True).update(ended_at=ended, outcome=outcome)
 
 
 def repair_open(now: datetime | None = None) -> int:
-    """Close attempts whose task has moved on without an event this record heard (a later attempt, or the task
-    finished): at the task's end if it has one, else now, as failed."""
+    """Close attempts whose task has moved on without an event this record heard (a later attempt, the task
+    finished, or its workflow deleted): at the task's end if it has one, else now, as failed. Two queries."""
     from workflows.models import FINISHED_TASK, Task
 
     now = now or timezone.now()
+    open_rows = list(TaskAttempt.objects.filter(ended_at__isnull=True).only("pk", "task_pk", "attempt", "started_at"))
+    tasks = {
+        row["pk"]: row
+        for row in Task.objects.filter(pk__in=[r.task_pk for r in open_rows]).values(
+            "pk", "retry_id", "status", "finished_at"
+        )
+    }
     stale = 0
-    for row in TaskAttempt.objects.filter(ended_at__isnull=True).only("pk", "task_pk", "attempt", "started_at"):
-        task = Task.objects.filter(pk=row.task_pk).values("retry_id", "status", "finished_at").first()
+    for row in open_rows:
+        task = tasks.get(row.task_pk)
         if task is None:
-            stale += _close(row, Outcome.FAILED, now, now)
+            stale += _close(row, Outcome.FAILED, now)
         elif task["retry_id"] != row.attempt or task["status"] in FINISHED_TASK:
-            stale += _close(row, Outcome.FAILED, task["finished_at"] or now, now)
+            stale += _close(row, Outcome.FAILED, task["finished_at"] or now)
     return stale
 
 
@@ -164,7 +169,6 @@ def _attempt(task) -> TaskAttempt:
         hourly_cost_micros=prices.hourly_cost_micros(price, share) if node else 0,
         price_source=price.source if node else "no price: the node is not in the inventory",
         recorded_at=now,
-        changed_at=now,
     )
 
 
@@ -205,6 +209,10 @@ def record_workflow(workflow_pk: int) -> bool:
     started = TaskAttempt.objects.filter(workflow_id=workflow.workflow_id).order_by("started_at").first()
     running_at = started.started_at if started else first_start
     parts = {part.node_pool: part.requests for part in workflow.parts.all()}
+    # admitted at submission is stamped a moment before the row's creation time: never before it was submitted
+    admitted = workflow.admitted_at or (workflow.created_at if running_at else None)
+    if admitted is not None:
+        admitted = max(admitted, workflow.created_at)
     project = workflow.project
     _, created = WorkflowRecord.objects.get_or_create(
         workflow_id=workflow.workflow_id,
@@ -218,7 +226,7 @@ def record_workflow(workflow_pk: int) -> bool:
             "requests": workflow.requests,
             "parts": parts,
             "submitted_at": workflow.created_at,
-            "admitted_at": workflow.admitted_at or (workflow.created_at if running_at else None),
+            "admitted_at": admitted,
             "running_at": running_at,
             "finished_at": workflow.finished_at,
             "status": workflow.status,
