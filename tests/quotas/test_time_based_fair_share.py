@@ -18,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 from rest_framework.test import APIClient
 
+from access.services import roles
 from configs import store
 from configs.errors import ConfigError
 from configs.models import Revision
@@ -226,3 +227,23 @@ def test_the_page_takes_constant_queries_with_the_block_set(contended, admin_cli
             used(project, 2, days_ago=1, hours=3)
 
     assert_constant_queries(lambda: admin_client.get(url), grow)
+
+
+def test_the_node_pool_api_says_the_weights_of_the_teams_the_caller_may_see(contended):
+    set_block({"window_days": 7})
+    used("speech", 16, days_ago=1, hours=72)
+    admin = APIClient()
+    admin.force_authenticate(UserFactory(username="root", is_superuser=True, is_staff=True))
+    block = admin.get(f"/api/quotas/node_pools/{POOL}").json()["time_based_fair_share"]
+    assert (block["window_days"], block["half_life_hours"], block["k"]) == (7, None, 1.0)
+    rows = {(row["kind"], row["name"]): row for row in block["weights"]["gpu"]}
+    assert {("department", "research"), ("department", "ops"), ("project", "speech")} <= rows.keys()
+    assert rows[("project", "speech")]["usage"] == pytest.approx(16 * 72 / (32 * 168), abs=1e-4)
+    assert rows[("project", "speech")]["weight_after"] == pytest.approx(0.5 + 0.5 - 16 * 72 / (32 * 168), abs=1e-4)
+    roles.ensure_builtin_roles()
+    rita = UserFactory(username="rita")
+    roles.update_user_roles(rita, add=["osmo-user", contended["vision"].role.name], actor=CLI)
+    researcher = APIClient()
+    researcher.force_authenticate(rita)
+    shown = researcher.get(f"/api/quotas/node_pools/{POOL}").json()["time_based_fair_share"]["weights"]["gpu"]
+    assert {row["name"] for row in shown} <= {"research", "vision"} and "vision" in {row["name"] for row in shown}
