@@ -44,9 +44,11 @@ as above. Exact: `u` is in parts per million and k in thousandths, so the weight
 `(1000 + K)·w·10^6 − K·U·W` (W the round's weight sum), the formula times `W·10^6·1000`. If every weight of a
 round comes out 0 (the queues used more than the capacity could give: capacity shrank), the round splits by the
 plain weights, so idle capacity still goes to someone who asks. With every `u` = 0 the weights are the plain
-ones scaled, so the split is the plain split. Usage is the same kind at both levels, as KAI has it: a project's
-own, normalised to the node pool's capacity; a department's, the sum of its projects'. So within a department a
-project's usage weighs in proportion to the whole node pool, not to the department's share.
+ones scaled, so the split is the plain split. A team's weight never grows with its usage; its share, with three
+teams or more, now and then can (a sibling satisfied in one round raises everyone's `wn` in the next, and a team
+that weighed 0 may then take more), as in KAI's rounds. Usage is the same kind at both levels, as KAI has it:
+a project's own, normalised to the node pool's capacity; a department's, the sum of its projects'. So within a
+department a project's usage weighs in proportion to the whole node pool, not to the department's share.
 """
 
 from __future__ import annotations
