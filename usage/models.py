@@ -139,6 +139,8 @@ class UsageRollup(models.Model):
 
     class Meta:
         ordering = ["period_start", "id"]
+        # the admin lists it as the usage page (selfservice.usage_admin): "Usage › Usage and cost"
+        verbose_name, verbose_name_plural = "usage and cost", "usage and cost"
         indexes = [
             models.Index(fields=["granularity", "period_start"]),
             models.Index(fields=["granularity", "project", "period_start"]),
