@@ -25,6 +25,7 @@ from quotas.admin_grid import QuotaGridMixin
 from quotas.models import NodePool, Quota
 from quotas.services import node_pool_quotas, node_pools, overview
 from quotas.services.fairshare_view import fairshare_page
+from quotas.services.usage_weights import Window
 
 
 @admin.register(NodePool)
@@ -52,6 +53,7 @@ class NodePoolAdmin(QuotaGridMixin, PolicyAdminMixin, ServiceBackedAdmin):
         "over_quota",
         "admission_seconds",
         "min_runtime_seconds",
+        "time_based_fair_share",
         "description",
         "quota_grid",
         "fair_share",
@@ -94,6 +96,11 @@ class NodePoolAdmin(QuotaGridMixin, PolicyAdminMixin, ServiceBackedAdmin):
 
     def has_delete_permission(self, request, obj=None):
         return False
+
+    @display(description="Time-based fair share")
+    def time_based_fair_share(self, obj):
+        window = Window.of(obj)
+        return window.text() if window else "off"
 
     @display(description="Selector")
     def selector(self, obj):

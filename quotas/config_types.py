@@ -6,6 +6,7 @@ node pool, its selector and its teams' quotas; `config show NODE_POOL gpu-a100` 
      "over_quota": true,
      "admission_seconds": null,
      "min_runtime_seconds": 600,
+     "time_based_fair_share": {"window_days": 7, "half_life_hours": 24, "k": 1.0},
      "description": "",
      "departments": {"research": {"gpu": {"deserved": 16, "limit": null, "weight": 1}}},
      "projects": {"vision": {"gpu": {"deserved": 8, "limit": 12, "weight": 2, "lend": false}}}}
@@ -22,6 +23,12 @@ devices, cpu millicores, memory bytes) or Kubernetes quantities ("500m", "64Gi")
 (QUOTA_ADMISSION_SECONDS, QUOTA_MIN_RUNTIME_SECONDS), else bounded integers (ADMISSION_SECONDS,
 MIN_RUNTIME_SECONDS).
 
+`time_based_fair_share` (null: off) turns on KAI-Scheduler's time-based fair share in this node pool
+(pools.engine.fairshare; docs/quotas.md, "Time-based fair share"): past usage over the last `window_days`
+(WINDOW_DAYS, default 7), decayed with `half_life_hours` (HALF_LIFE_HOURS; null: no decay), moves the
+over-quota split by `k` (K_BOUNDS, default 1.0, at most two decimals). `{}` reads as null; a block with any key
+set is on, the others taking their defaults. Three nullable columns on the row, null together when off.
+
 Checks that need no database are here (shape, negative values, limit < deserved); those that do (known
 teams and pools, a department covering its projects, the Default's rules) are the handler's
 (quotas.config_handlers). Descriptions only: no model import.
@@ -29,8 +36,10 @@ teams and pools, a department covering its projects, the Default's rules) are th
 
 from __future__ import annotations
 
+from decimal import Decimal, InvalidOperation
+
 from configs.errors import ConfigError
-from configs.kinds import INT_MAX, Bool, Int, Kind, Reference, Text, reject_unknown
+from configs.kinds import INT_MAX, Bool, Group, Int, Kind, Reference, Text, reject_unknown
 from configs.models import ConfigType
 from configs.schema import Field, Schema
 from configs.validators import check_name, expect_mapping, expect_str
@@ -39,6 +48,9 @@ from quotas import units
 RESOURCES = ("gpu", "cpu", "memory")
 ADMISSION_SECONDS = (1, 3600)  # a pass at least every hour; more often than the beat's tick is the tick
 MIN_RUNTIME_SECONDS = (0, 7 * 24 * 3600)  # a week: longer would make borrowed capacity unreclaimable
+WINDOW_DAYS = (1, 90)  # the usage record keeps raw attempts 90 days (USAGE_RAW_RETENTION_DAYS)
+HALF_LIFE_HOURS = (1, 90 * 24)
+K_BOUNDS = (Decimal("0"), Decimal("10"))  # KAI's kValue; 10 already lets 10% of past usage wipe a weight of 1/2
 QUOTA_KEYS = ("deserved", "limit", "weight", "lend")
 ZERO = {"deserved": 0, "limit": None, "weight": 1}  # what documents leave out
 DEFAULT_QUOTA = {**ZERO, "lend": True}  # the same, every key said (what the doors show and a replace sets)
@@ -95,6 +107,72 @@ def seconds(bounds: tuple[int, int], meaning: str) -> Int:
     """Null (the settings' default) or whole seconds within `bounds`; the model declares the column."""
     low, high = bounds
     return Int(low, maximum=high, unit="seconds", why=meaning, null="the settings' default")
+
+
+class Decimal2(Kind):
+    """A number from `minimum` to `maximum` with at most two decimals (1, 1.5, 0.25): a Decimal once parsed
+    (the model's DecimalField), a JSON number when shown."""
+
+    def __init__(self, minimum: Decimal, maximum: Decimal, why: str) -> None:
+        self.minimum, self.maximum, self.why = minimum, maximum, why
+
+    def _reason(self) -> str:
+        return f"must be a number from {self.minimum} to {self.maximum} with at most two decimals ({self.why})"
+
+    def parse(self, value, where):
+        number = None
+        if not isinstance(value, bool) and isinstance(value, (int, float)):
+            try:
+                number = Decimal(str(value))
+            except InvalidOperation:  # pragma: no cover - str() of an int or a float is always a number
+                number = None
+        fits = number is not None and number.is_finite() and self.minimum <= number <= self.maximum
+        if not fits or number != number.quantize(Decimal("0.01")):
+            raise ConfigError(self._reason(), field=where, value=value)
+        return number.quantize(Decimal("0.01"))
+
+    def show(self, value):
+        return None if value is None else float(value)
+
+    def form_messages(self, label):
+        text = f"{label} {self._reason()}"
+        return {"invalid": text, "min_value": text, "max_value": text, "max_decimal_places": text, "max_digits": text}
+
+
+def time_based_fair_share() -> Group:
+    """The `time_based_fair_share` block: null (off) or window, half-life and k, each a column of the row."""
+    return Group(
+        [
+            Field(
+                "window_days",
+                Int(WINDOW_DAYS[0], maximum=WINDOW_DAYS[1], unit="days", why="how far back usage counts"),
+                default=7,
+                attr="fair_share_window_days",
+                help="how far back usage counts, in days (1–90)",
+            ),
+            Field(
+                "half_life_hours",
+                Int(
+                    HALF_LIFE_HOURS[0],
+                    maximum=HALF_LIFE_HOURS[1],
+                    unit="hours",
+                    why="usage that old counts half",
+                    null="no decay",
+                ),
+                default=None,
+                attr="fair_share_half_life_hours",
+                help="usage this many hours old counts half (1–2160); null: no decay within the window",
+            ),
+            Field(
+                "k",
+                Decimal2(*K_BOUNDS, "how strongly past usage moves the over-quota weights"),
+                default=1.0,
+                attr="fair_share_k",
+                help="how strongly past usage moves the over-quota weights (0–10, two decimals)",
+            ),
+        ],
+        nullable=True,
+    )
 
 
 class Quotas(Kind):
@@ -200,6 +278,13 @@ NODE_POOL = Schema(
             seconds(MIN_RUNTIME_SECONDS, "reclaim never stops a workflow admitted more recently"),
             default=None,
             help="reclaim spares workflows admitted more recently; empty: QUOTA_MIN_RUNTIME_SECONDS",
+        ),
+        Field(
+            "time_based_fair_share",
+            time_based_fair_share(),
+            attr=None,
+            default=None,
+            help="past usage moves the over-quota split: {window_days, half_life_hours, k}; null: off",
         ),
         Field("description", Text()),
         Field("departments", Quotas("department"), default={}),

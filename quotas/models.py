@@ -76,6 +76,16 @@ class NodePool(models.Model):
         blank=True,
         help_text="Reclaim spares workflows admitted more recently; empty: the settings' default.",
     )
+    # Time-based fair share (NODE_POOL `time_based_fair_share`, bounds: quotas.config_types): all null = off.
+    fair_share_window_days = models.PositiveSmallIntegerField(
+        null=True, blank=True, help_text="Days of past usage that move the over-quota split; empty: off."
+    )
+    fair_share_half_life_hours = models.PositiveIntegerField(
+        null=True, blank=True, help_text="Usage this many hours old counts half; empty: no decay."
+    )
+    fair_share_k = models.DecimalField(
+        max_digits=4, decimal_places=2, null=True, blank=True, help_text="How strongly past usage moves the weights."
+    )
     description = models.TextField(blank=True, default="")
     nodes = models.ManyToManyField(Node, through="NodePoolMember", related_name="node_pools")
     created_at = models.DateTimeField(auto_now_add=True)
@@ -96,6 +106,11 @@ class NodePool(models.Model):
     @property
     def is_default(self) -> bool:
         return self.selector_kind == SelectorKind.DEFAULT
+
+    @property
+    def time_based_fair_share(self) -> bool:
+        """Past usage moves this node pool's over-quota split (the block is set)."""
+        return self.fair_share_window_days is not None
 
 
 class AdmissionPass(models.Model):

@@ -33,15 +33,41 @@ Hierarchy (`fair_share`): departments first, over the node pool's capacity, each
 the sum of its projects' requestable amounts; then each department's fair share is the total that its
 projects divide (priority and weight of the projects). Over-quota off: every share is its deserved part
 (`min(deserved, requestable)`, shrunk as in 2 if needed).
+
+Time-based fair share (KAI-Scheduler's, quota-reference.md §1.2; on when a `UsageHistory` is given): only the
+over-quota pass changes, never the deserved pass or the holds. Inside a priority level, in each round of the
+water-filling, a queue's weight becomes `max(0, wn + k·(wn − u))`: `wn` its weight over the sum of the weights
+of the level's queues that still want more (not yet satisfied), `u` its past usage normalised to the node
+pool's capacity over the window (`UsageHistory`). Queues whose cap fits in their slice are satisfied, the
+weights are worked out again among the others, and so on; the last round splits by floors and leftover units
+as above. Exact: `u` is in parts per million and k in thousandths, so the weight of round r is the integer
+`(1000 + K)·w·10^6 − K·U·W` (W the round's weight sum), the formula times `W·10^6·1000`. If every weight of a
+round comes out 0 (the queues used more than the capacity could give: capacity shrank), the round splits by the
+plain weights, so idle capacity still goes to someone who asks. With every `u` = 0 the weights are the plain
+ones scaled, so the split is the plain split. A team's weight never grows with its usage; its share, with three
+teams or more, now and then can (a sibling satisfied in one round raises everyone's `wn` in the next, and a team
+that weighed 0 may then take more), as in KAI's rounds. Usage is the same kind at both levels, as KAI has it:
+a project's own, normalised to the node pool's capacity; a department's, the sum of its projects'. So within a
+department a project's usage weighs in proportion to the whole node pool, not to the department's share.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
+from fractions import Fraction
 from functools import cmp_to_key, lru_cache
 
-from pools.engine.quota_model import RESOURCES, QuotaTree, Resources, TeamQuota, derived
+from pools.engine.quota_model import (
+    K_SCALE,
+    RESOURCES,
+    USAGE_SCALE,
+    QuotaTree,
+    Resources,
+    TeamQuota,
+    UsageHistory,
+    derived,
+)
 
 SHRINK, KAI = "shrink", "kai"  # capacity below the guarantees: shrink them in proportion, or keep them (KAI)
 GUARANTEE_RULES = (SHRINK, KAI)
@@ -59,6 +85,7 @@ class ShareInput:
     request: int = 0
     unlent: int = 0  # of its deserved, what it keeps idle for itself when unused (never lent); see divide
     created: float = 0.0  # older (smaller) wins a tie for a leftover unit
+    usage: int = 0  # past usage, parts per million of the node pool's capacity over the window (time-based)
 
     @property
     def requestable(self) -> int:
@@ -152,10 +179,79 @@ def _order(a: str, b: str) -> int:
     return (a > b) - (a < b)
 
 
+def usage_weight(weight: int, weight_sum: int, usage: int, k_milli: int) -> int:
+    """`max(0, wn + k·(wn − u))` times `weight_sum · USAGE_SCALE · K_SCALE`, exact (`wn = weight / weight_sum`,
+    `u = usage / USAGE_SCALE`, `k = k_milli / K_SCALE`)."""
+    return max(0, (K_SCALE + k_milli) * weight * USAGE_SCALE - k_milli * usage * weight_sum)
+
+
+def water_fill_by_usage(
+    amount: int,
+    caps: Sequence[int],
+    weights: Sequence[int],
+    usages: Sequence[int],
+    k_milli: int,
+    names: Sequence[str],
+    ties: Sequence,
+) -> list[int]:
+    """`water_fill` with time-based weights (module docstring): each round, the weights are worked out again
+    among the queues still unsatisfied; the queues whose cap fits in their slice take it, until none does,
+    and the rest is split by `water_fill` with that round's weights."""
+    given = [0] * len(caps)
+    live = [i for i in range(len(caps)) if caps[i] > 0 and weights[i] > 0]
+    left = amount
+    while live and left > 0:
+        if sum(caps[i] for i in live) <= left:
+            for i in live:
+                given[i] = caps[i]
+            break
+        weight_sum = sum(weights[i] for i in live)
+        adjusted = {i: usage_weight(weights[i], weight_sum, usages[i], k_milli) for i in live}
+        if not any(adjusted.values()):  # all used more than there was: plain weights, so nothing idles
+            adjusted = {i: weights[i] for i in live}
+        total = sum(adjusted.values())
+        full = [i for i in live if adjusted[i] and caps[i] * total <= left * adjusted[i]]
+        if not full:
+            split = water_fill(
+                left,
+                [caps[i] for i in live],
+                [adjusted[i] for i in live],
+                [names[i] for i in live],
+                [ties[i] for i in live],
+            )
+            for i, amount_given in zip(live, split, strict=True):
+                given[i] = amount_given
+            break
+        for i in full:
+            given[i] = caps[i]
+            left -= caps[i]
+        satisfied = set(full)
+        live = [i for i in live if i not in satisfied]
+    return given
+
+
+def usage_weights(weights: Mapping[str, int], usage: Mapping[str, int], k_milli: int) -> dict[str, tuple]:
+    """For the pages: per sibling with a weight above 0, `(wn, weight after usage)` as exact fractions, the
+    first round's when all of `weights` want more than their deserved (later rounds drop satisfied queues)."""
+    weight_sum = sum(w for w in weights.values() if w > 0)
+    scale = weight_sum * USAGE_SCALE * K_SCALE
+    return {
+        name: (Fraction(w, weight_sum), Fraction(usage_weight(w, weight_sum, usage.get(name, 0), k_milli), scale))
+        for name, w in weights.items()
+        if w > 0
+    }
+
+
 def divide(
-    total: int, queues: Sequence[ShareInput], *, over_quota: bool = True, rule: str = SHRINK
+    total: int,
+    queues: Sequence[ShareInput],
+    *,
+    over_quota: bool = True,
+    rule: str = SHRINK,
+    k_milli: int | None = None,
 ) -> dict[str, Share]:
     """Give `total` to sibling `queues` (one level; steps 1–3 of the module docstring). Keyed by name.
+    `k_milli` set: the over-quota pass weighs the queues' `usage` (time-based fair share); None: it does not.
     Queues that ask for nothing and hold nothing get nothing at once: a node pool's hundreds of idle teams cost
     no sorting. A never-lending queue takes part even when it asks for nothing: it holds its unused deserved."""
     result: dict[str, Share] = {}
@@ -195,13 +291,15 @@ def divide(
     if over_quota and left > 0:
         for level in sorted({q.priority for q in busy}, reverse=True):
             members = [i for i, q in enumerate(busy) if q.priority == level]
-            given = water_fill(
-                left,
-                [asks[i] - guaranteed[i] for i in members],
-                [busy[i].weight for i in members],
-                [names[i] for i in members],
-                [ties[i] for i in members],
-            )
+            caps = [asks[i] - guaranteed[i] for i in members]
+            weights = [busy[i].weight for i in members]
+            if k_milli is None:
+                given = water_fill(left, caps, weights, [names[i] for i in members], [ties[i] for i in members])
+            else:
+                usages = [busy[i].usage for i in members]
+                given = water_fill_by_usage(
+                    left, caps, weights, usages, k_milli, [names[i] for i in members], [ties[i] for i in members]
+                )
             for i, amount in zip(members, given, strict=True):
                 surplus[i] = amount
             left -= sum(given)
@@ -218,7 +316,7 @@ def _nothing(name: str) -> Share:
     return Share(name, 0, 0, 0)
 
 
-def _share_input(team: TeamQuota, resource: str, request: int, unlent: int = 0) -> ShareInput:
+def _share_input(team: TeamQuota, resource: str, request: int, unlent: int = 0, usage: int = 0) -> ShareInput:
     quota = team.quota(resource)
     unlent = unlent if quota.lend else quota.deserved
     return ShareInput(
@@ -230,6 +328,7 @@ def _share_input(team: TeamQuota, resource: str, request: int, unlent: int = 0) 
         request,
         unlent=unlent,
         created=team.created,
+        usage=usage,
     )
 
 
@@ -246,41 +345,58 @@ def fair_share(
     over_quota: bool = True,
     rule: str = SHRINK,
     index: _TreeIndex | None = None,
+    usage: Mapping[str, int] | None = None,
+    k_milli: int = K_SCALE,
 ) -> FairShare:
     """Fair share of one resource in one node pool. `requests`: project name → allocated + queued demand
     (missing = 0). Departments first, then each department's share over its projects. `rule`: SHRINK (the
     portal's admission) or KAI (what a KAI-delegated backend will do) when capacity is below the guarantees.
-    Only the projects that ask for something are divided; the others share nothing, at the cost of a copy."""
+    `usage` (project → parts per million, see UsageHistory) turns on the time-based fair share with `k_milli`;
+    None: off, the plain split. Only the projects that ask for something are divided; the others share nothing,
+    at the cost of a copy."""
     index = index or _TreeIndex(tree)
     projects = dict(index.nothing)
     if resource in index.idle and not any(request > 0 for request in requests.values()):
         # nobody asks for it and nobody holds it unlent: every share is nothing (what `divide` would give)
         departments = {d.name: _nothing(d.name) for d in tree.departments}
         return FairShare(resource, capacity, over_quota, departments, projects, index.deserved[resource], rule)
+    used = usage or {}
     by_department: dict[str, list[ShareInput]] = {}
     for name, request in requests.items():
         project = index.projects.get(name)
         if project is not None and request > 0:
             inputs = by_department.setdefault(project.department, [])
-            inputs.append(_share_input(project, resource, request))
+            inputs.append(_share_input(project, resource, request, usage=used.get(name, 0)))
     for project in index.holders.get(resource, ()):
         if requests.get(project.name, 0) <= 0:  # idle, never lends: holds its deserved
             by_department.setdefault(project.department, []).append(_share_input(project, resource, 0))
+    department_used = department_usage(tree, used) if used else {}
     department_inputs = [
         _share_input(
             d,
             resource,
             sum(p.requestable for p in by_department.get(d.name, ())),
             sum(_unused_unlent(p) for p in by_department.get(d.name, ())),
+            usage=department_used.get(d.name, 0),
         )
         for d in tree.departments
     ]
-    departments = divide(max(0, capacity), department_inputs, over_quota=over_quota, rule=rule)
+    k = None if usage is None else k_milli
+    departments = divide(max(0, capacity), department_inputs, over_quota=over_quota, rule=rule, k_milli=k)
     for department, inputs in by_department.items():
         share = departments[department]
-        projects.update(divide(share.fair_share + share.held, inputs, over_quota=over_quota, rule=rule))
+        projects.update(divide(share.fair_share + share.held, inputs, over_quota=over_quota, rule=rule, k_milli=k))
     deserved_total = sum(d.deserved for d in department_inputs)
     return FairShare(resource, capacity, over_quota, departments, projects, deserved_total, rule)
+
+
+def department_usage(tree: QuotaTree, usage: Mapping[str, int]) -> dict[str, int]:
+    """A department's usage is the sum of its projects' (each normalised to the node pool's capacity)."""
+    found: dict[str, int] = {}
+    for project in tree.projects:
+        if usage.get(project.name):
+            found[project.department] = found.get(project.department, 0) + usage[project.name]
+    return found
 
 
 class _TreeIndex:
@@ -311,8 +427,10 @@ def fair_shares(
     *,
     over_quota: bool = True,
     rule: str = SHRINK,
+    history: UsageHistory | None = None,
 ) -> dict[str, FairShare]:
-    """`fair_share` for every resource (gpu, cpu, memory), each divided independently as KAI does."""
+    """`fair_share` for every resource (gpu, cpu, memory), each divided independently as KAI does; with a
+    `history`, each by its own usage (time-based fair share)."""
     index = derived(tree, "fair_share", _TreeIndex)
     return {
         resource: fair_share(
@@ -323,6 +441,8 @@ def fair_shares(
             over_quota=over_quota,
             rule=rule,
             index=index,
+            usage=None if history is None else history.of(resource),
+            k_milli=K_SCALE if history is None else history.k_milli,
         )
         for resource in RESOURCES
     }

@@ -59,6 +59,23 @@ class Resources:
 
 ZERO = Resources()
 
+USAGE_SCALE = 1_000_000  # normalised usage is in parts per million of what the node pool could give
+K_SCALE = 1000  # the time-based fair share's k is in thousandths (1000 = 1.0)
+
+
+@dataclass(frozen=True, slots=True)
+class UsageHistory:
+    """Time-based fair share (pools.engine.fairshare, "Time-based fair share"): per resource, each project's
+    past use of the node pool normalised to what the node pool could have given over the window, in parts per
+    million (`USAGE_SCALE`: 240_000 = 24 GPU-hours out of 100 possible); `k_milli`, how strongly usage moves
+    the over-quota weights, in thousandths (`K_SCALE`). A project missing from `usage` used nothing."""
+
+    usage: Mapping[str, Mapping[str, int]]  # resource → project → parts per million
+    k_milli: int = K_SCALE
+
+    def of(self, resource: str) -> Mapping[str, int]:
+        return self.usage.get(resource, {})
+
 
 @dataclass(frozen=True, slots=True)
 class Quota:

@@ -42,7 +42,7 @@ from dataclasses import dataclass, field
 
 from pools.engine.errors import EngineError
 from pools.engine.fairshare import SHRINK, FairShare, fair_shares
-from pools.engine.quota_model import RESOURCES, ZERO, QuotaTree, Resources, TeamQuota, derived
+from pools.engine.quota_model import RESOURCES, ZERO, QuotaTree, Resources, TeamQuota, UsageHistory, derived
 from pools.engine.quota_text import amount, amount_noun, noun
 from pools.engine.reclaim import (
     DEPARTMENT,
@@ -81,6 +81,7 @@ class PoolState:
     min_runtime_seconds: int = 0
     gpu_noun: str = "GPUs"
     guarantee_rule: str = SHRINK  # capacity below the guarantees (pools.engine.fairshare): SHRINK or KAI
+    history: UsageHistory | None = None  # past usage: time-based fair share (pools.engine.fairshare); None: off
 
 
 @dataclass(frozen=True, slots=True)
@@ -184,7 +185,12 @@ class _Pass:
         for workflow in state.queued:
             requests[workflow.project] = requests.get(workflow.project, ZERO) + workflow.demand
         self.shares = fair_shares(
-            state.capacity, state.tree, requests, over_quota=state.over_quota, rule=state.guarantee_rule
+            state.capacity,
+            state.tree,
+            requests,
+            over_quota=state.over_quota,
+            rule=state.guarantee_rule,
+            history=state.history,
         )
         used = ZERO
         for usage in self.allocated.values():
@@ -448,7 +454,9 @@ def state_fingerprint(state: PoolState) -> int:
     """A digest of everything a pass decides on, so a periodic pass can skip a node pool whose state has not
     changed since a pass that admitted and preempted nothing (it would decide the same again). Runtimes enter
     only as "past the minimum runtime or not": the ageing of running work changes nothing else a pass can act
-    on. Stable within one process (Python's hash), which is where it is kept."""
+    on. Past usage (time-based fair share) enters whole: it moves fair shares, so a node pool whose usage moves
+    (work running, or a half-life) is passed every period. Stable within one process (Python's hash), which is
+    where it is kept."""
     tree = state.tree
     teams = tuple(
         (t.name, t.department, t.priority, t.created, tuple(sorted(t.quotas.items())))
@@ -466,7 +474,11 @@ def state_fingerprint(state: PoolState) -> int:
         state.guarantee_rule,
         state.gpu_noun,
     )
-    return hash((options, teams, running, queued))
+    history = state.history and (
+        state.history.k_milli,
+        frozenset((r, team, share) for r, used in state.history.usage.items() for team, share in used.items()),
+    )
+    return hash((options, teams, running, queued, history))
 
 
 def run_admission(state: PoolState) -> PassResult:

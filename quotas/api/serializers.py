@@ -73,9 +73,32 @@ class ProjectRowSerializer(serializers.Serializer):
     borrowed = serializers.IntegerField(help_text="In use above deserved.")
 
 
+class UsageWeightSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(choices=["department", "project"])
+    name = serializers.CharField()
+    department = serializers.CharField(allow_null=True, help_text="A project's department; null for a department.")
+    weight = serializers.IntegerField(help_text="Its over-quota weight.")
+    usage = serializers.FloatField(help_text="Its usage over the window, a share of what the node pool could give.")
+    weight_before = serializers.FloatField(help_text="wn: its weight over its siblings' (same department, priority).")
+    weight_after = serializers.FloatField(help_text="max(0, wn + k·(wn − usage)).")
+
+
+class TimeBasedFairShareSerializer(serializers.Serializer):
+    window_days = serializers.IntegerField()
+    half_life_hours = serializers.IntegerField(allow_null=True, help_text="null: no decay")
+    k = serializers.FloatField()
+    text = serializers.CharField()
+    weights = serializers.DictField(
+        child=UsageWeightSerializer(many=True), help_text="Per resource (gpu, cpu, memory), the teams shown."
+    )
+
+
 class NodePoolDetailSerializer(NodePoolSerializer):
     departments = DepartmentQuotaSerializer(many=True)
     projects = ProjectRowSerializer(many=True, help_text="Per project and resource.")
+    time_based_fair_share = TimeBasedFairShareSerializer(
+        allow_null=True, help_text="null: past usage does not count here (NODE_POOL time_based_fair_share)."
+    )
 
 
 # An amount as the schema declares it: scheduler units within the quota columns' bound, or a quantity's text

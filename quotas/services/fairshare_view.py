@@ -3,6 +3,9 @@ resource, its deserved quota, its fair share, what it uses and what it borrows, 
 is borrowing from whom (pools.engine.borrowing, through quotas.services.state: the same numbers admission and
 `quota show` use). Three queries (the state), whatever the number of projects and workflows.
 
+When the node pool weighs past usage (NODE_POOL `time_based_fair_share`), also each team's over-quota weight
+before and after its usage, and its normalised usage (quotas.services.usage_weights; one more query).
+
 On a backend that delegates to KAI-Scheduler or Kueue, also the node pool "as the scheduler sees it": per project
 what it has allocated and its status message, read from its objects' status (quotas.services.scheduler_status:
 one list call, five more queries); a cluster that cannot be read is one line, never an error page.
@@ -19,6 +22,7 @@ from quotas.models import RESOURCES, NodePool
 from quotas.services.scheduler_status import SCHEDULER_NAMES, SchedulerStatus, read_status
 from quotas.services.state import NO_PROJECT
 from quotas.services.state import state as state_of
+from quotas.services.usage_weights import WeightRow, Window, weight_rows
 
 SERIES = (
     ("deserved", "Deserved", "guaranteed quota"),
@@ -74,6 +78,14 @@ class SchedulerView:
 
 
 @dataclass(frozen=True)
+class UsageWeights:
+    """Time-based fair share: the window in words, and per team its weight before and after usage (shown)."""
+
+    text: str
+    rows: tuple[WeightRow, ...]
+
+
+@dataclass(frozen=True)
 class FairSharePage:
     node_pool: NodePool
     resource: str
@@ -89,6 +101,7 @@ class FairSharePage:
     projects: tuple[ProjectBars, ...]
     loans: tuple[LoanRow, ...]
     scheduler: SchedulerView | None = None  # None: the portal admits
+    usage_weights: UsageWeights | None = None  # None: past usage does not count here
     series: tuple[tuple[str, str, str], ...] = SERIES
 
 
@@ -132,7 +145,19 @@ def fairshare_page(node_pool: NodePool, resource: str = "gpu") -> FairSharePage:
         projects=projects,
         loans=tuple(_loan(loan, show) for loan in view.loans),
         scheduler=_scheduler_view(node_pool),
+        usage_weights=_usage_weights(node_pool, current, resource),
     )
+
+
+def _usage_weights(node_pool: NodePool, current, resource: str) -> UsageWeights | None:
+    window, history = Window.of(node_pool), current.history
+    if window is None or history is None:
+        return None
+    rows = tuple(
+        WeightRow(r.kind, _said(r.name), _said(r.department), r.weight, r.usage, r.before, r.after)
+        for r in weight_rows(current.engine_state().tree, history, resource)
+    )
+    return UsageWeights(window.text(), rows)
 
 
 def _scheduler_view(node_pool: NodePool) -> SchedulerView | None:

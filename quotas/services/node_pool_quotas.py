@@ -6,8 +6,9 @@
 - `node_pool_detail(name, view)`: one node pool's row, its quota tree (departments with their quotas and
   projects) and, per project and resource, what `quota show` prints (quotas.services.state: deserved, limit,
   weight, allocated, queued, fair share, borrowed); of the teams `view` shows (teams.quota_visibility:
-  a researcher's own, unless they may read every team's). A constant number of queries whatever the number
-  of teams.
+  a researcher's own, unless they may read every team's); and `time_based_fair_share`: null, or the node
+  pool's window, half-life and k with, per resource, each shown team's weight before and after its usage
+  (quotas.services.usage_weights). A constant number of queries whatever the number of teams.
 - `set_team_quota(who, …)`: `quotas.set_quotas` for a door that names the team in its path: an unknown node
   pool or team is a 404 (`ConfigNotFound`); `replace=True` (REST PUT) sets every resource not given to zero.
 
@@ -24,6 +25,7 @@ from quotas.config_types import DEFAULT_QUOTA, QUOTA_KEYS, RESOURCES
 from quotas.models import NodePool, SelectorKind
 from quotas.services import node_pools, overview, state
 from quotas.services.quotas import TEAM_KINDS, quotas_of, set_quotas
+from quotas.services.usage_weights import Window, weight_rows
 from teams.models import Department, Project
 from teams.quota_visibility import EVERYTHING, QuotaView
 
@@ -106,6 +108,26 @@ def node_pool_detail(name: str, view: QuotaView = EVERYTHING) -> dict:
         **_row(totals, live.managed),
         "departments": departments,
         "projects": [row for row in live.project_rows() if view.shows_project(row["project"])],
+        "time_based_fair_share": _usage_weights(totals, live, view),
+    }
+
+
+def _usage_weights(node_pool: NodePool, live: state.NodePoolState, view: QuotaView) -> dict | None:
+    """The node pool's window, and per resource each shown team's weight before and after its usage."""
+    window = Window.of(node_pool)
+    if window is None or live.history is None:
+        return None
+
+    def shown(row) -> bool:
+        return view.shows_department(row.name) if row.kind == "department" else view.shows_project(row.name)
+
+    return {
+        **window.as_dict(),
+        "text": window.text(),
+        "weights": {
+            resource: [row.as_dict() for row in weight_rows(live.tree, live.history, resource) if shown(row)]
+            for resource in RESOURCES
+        },
     }
 
 

@@ -179,5 +179,12 @@ def _asking_everything(state: NodePoolState, project: str) -> dict[str, int]:
         requests[workflow.project] = requests[workflow.project] + workflow.demand
     capacity = engine_input.capacity
     requests[project] = capacity  # nobody can be given more than the node pool holds
-    shares = fair_shares(capacity, engine_input.tree, requests, over_quota=True, rule=engine_input.guarantee_rule)
+    shares = fair_shares(
+        capacity,
+        engine_input.tree,
+        requests,
+        over_quota=True,
+        rule=engine_input.guarantee_rule,
+        history=engine_input.history,
+    )
     return {r: shares[r].projects[project].fair_share if project in shares[r].projects else 0 for r in RESOURCES}

@@ -27,11 +27,12 @@ from django.utils import timezone
 
 from pools.engine.borrowing import BorrowingView, borrowing_view
 from pools.engine.fairshare import KAI, SHRINK
-from pools.engine.quota_model import NO_PROJECT, QuotaTree, Resources, TeamQuota, with_no_project
+from pools.engine.quota_model import NO_PROJECT, QuotaTree, Resources, TeamQuota, UsageHistory, with_no_project
 from pools.engine.quota_model import Quota as EngineQuota
 from pools.engine.quota_pass import PassResult, PoolState, QueuedWorkflow, run_admission
 from pools.engine.reclaim import RunningWorkflow
 from quotas.models import RESOURCES, NodePool, Quota
+from quotas.services import usage_weights
 from quotas.services.capacity import capacities, gpu_models
 from workflows.models import WorkflowPart, WorkflowStatus
 
@@ -75,6 +76,8 @@ class NodePoolState:
     gpu_model: str = ""  # "A100" when its GPU nodes are all one model (capacity.gpu_models)
     # capacity below the guarantees: what the pages show is what admits here, the portal (SHRINK) or KAI
     guarantee_rule: str = SHRINK
+    # past usage, when the node pool weighs it (time-based fair share: quotas.services.usage_weights)
+    history: UsageHistory | None = None
 
     @property
     def unassigned(self) -> list[Charged]:
@@ -94,11 +97,8 @@ class NodePoolState:
         deserved quota, over-quota weight 1, ranked after every project, always preemptible, so they take only
         capacity nobody with a quota asks for (docs/admission.md). Only the resources some quota guarantees or
         caps (`managed_resources`) are counted: the others neither hold nor make preemptible."""
-        known = {p.name for p in self.tree.projects}
+        team = _team_of(self.tree)
         counted = managed_resources(self.tree)
-
-        def team(project: str) -> str:
-            return project if project in known else NO_PROJECT
 
         def only_counted(amount: Resources) -> Resources:
             return Resources(**{r: amount.get(r) if r in counted else 0 for r in RESOURCES})
@@ -134,6 +134,7 @@ class NodePoolState:
             over_quota=self.node_pool.over_quota,
             min_runtime_seconds=self.min_runtime_seconds,
             gpu_noun=gpu_noun(self.gpu_model),
+            history=self.history,
         )
 
     @cached_property
@@ -192,6 +193,12 @@ def managed_resources(tree: QuotaTree) -> set[str]:
     }
 
 
+def _team_of(tree: QuotaTree):
+    """The engine's team of a recorded project: itself with quota rows here, else `(none)` (engine_state)."""
+    known = {p.name for p in tree.projects}
+    return lambda project: project if project in known else NO_PROJECT
+
+
 def gpu_noun(model: str) -> str:
     """How reasons name the node pool's GPUs: "A100 GPUs" when they are all one model, else "GPUs"."""
     return f"{model} {GPU_NOUN_DEFAULT}" if model else GPU_NOUN_DEFAULT
@@ -200,7 +207,8 @@ def gpu_noun(model: str) -> str:
 def states(
     node_pools: Iterable[NodePool], *, now: datetime | None = None, min_runtime_seconds: int = 0
 ) -> dict[int, NodePoolState]:
-    """node pool id → its state; four queries whatever the number of node pools."""
+    """node pool id → its state; four queries whatever the number of node pools, and one more for each node
+    pool that weighs past usage (its time-based fair share)."""
     pools = list(node_pools)
     now = now or timezone.now()
     caps = capacities(pools)
@@ -221,6 +229,8 @@ def states(
         )
         for w in charged.get(pool.name, ()):
             (state.queued if w.status == WorkflowStatus.QUEUED else state.in_flight).append(w)
+        if pool.time_based_fair_share:
+            state.history = usage_weights.history(pool, state.engine_capacity, _team_of(state.tree), now)
         found[pool.pk] = state
     return found
 

@@ -23,9 +23,11 @@ PAGE = ROOT / "docs" / "quotas.md"
 def test_quotas_page_runs_as_written(monkeypatch):
     monkeypatch.chdir(ROOT)
     commands = bash_commands(PAGE)
-    assert len(commands) == 17
+    assert len(commands) == 19
     outputs = {}
-    for args in commands:
+    for index, args in enumerate(commands):
+        if index == 17:  # before the time-based fair share rewrites the document: the doors' end state
+            after = json.loads(_run("config", "show", "NODE_POOL", "a100"))
         out = StringIO()
         call_command(*args, stdout=out, stderr=StringIO())
         outputs[" ".join(args)] = out.getvalue()
@@ -39,7 +41,6 @@ def test_quotas_page_runs_as_written(monkeypatch):
     assert research["revision"] == 4 and research["quotas"]["cpu"]["deserved"] == 64000
     shown_pool = json.loads(outputs["node-pool show a100 --format json"])
     assert (shown_pool["deserved"]["gpu"], shown_pool["managed"], shown_pool["overcommitted"]) == (16, True, True)
-    after = json.loads(_run("config", "show", "NODE_POOL", "a100"))
     assert after["projects"]["vision"]["gpu"] == {"deserved": 10, "limit": None, "weight": 2}
     assert after["projects"]["speech"]["gpu"] == {"deserved": 4, "limit": None, "weight": 1}
     assert "cpu" not in after["departments"]["research"]
@@ -51,6 +52,12 @@ def test_quotas_page_runs_as_written(monkeypatch):
             _run(*shlex.split(transcript.command)[2:])
         assert f"error: {refused.value}" == transcript.expected
     assert len(transcripts(PAGE)) == 2
+    # the time-based fair share, last: its block and the weights before and after usage (none here)
+    block = json.loads(outputs["quota show a100 --format json"])["time_based_fair_share"]
+    assert (block["window_days"], block["half_life_hours"], block["k"]) == (7, 24, 1.0)
+    assert f'the `text` "{block["text"]}"' in " ".join(page.split())
+    vision = next(row for row in block["weights"]["gpu"] if row["name"] == "vision")
+    assert (vision["usage"], vision["weight_before"], vision["weight_after"]) == (0, 0.5, 1.0)
 
 
 def _run(*args: str) -> str:

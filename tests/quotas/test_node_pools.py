@@ -35,6 +35,7 @@ def test_every_backend_has_its_default_from_creation_with_a_revision(db):
         "over_quota": True,
         "admission_seconds": None,
         "min_runtime_seconds": None,
+        "time_based_fair_share": None,
         "description": "",
         "departments": {},
         "projects": {},

@@ -53,6 +53,7 @@ def test_the_document_round_trips_quantities_as_units_and_leaves_zeros_out(carve
         "over_quota": False,
         "admission_seconds": None,
         "min_runtime_seconds": None,
+        "time_based_fair_share": None,
         "description": "H100 nodes",
         "departments": {
             "research": {

@@ -161,7 +161,23 @@ class Command(PortalCommand):
                 f"{units.show(r, row['queued']):>10} {_share(r, row['fair_share']):>10} "
                 f"{units.show(r, row['borrowed']):>10}"
             )
+        if detail["time_based_fair_share"]:
+            self.show_usage_weights(detail["time_based_fair_share"])
         return None
+
+    def show_usage_weights(self, block: dict) -> None:
+        """Time-based fair share: each team's weight among its siblings, before and after its usage."""
+        self.stdout.write("")
+        self.stdout.write(f"time-based fair share: {block['text']}")
+        self.stdout.write(
+            f"{'TEAM':<20} {'KIND':<10} {'RESOURCE':<8} {'WEIGHT':>6} {'USAGE':>8} {'BEFORE':>8} {'AFTER':>8}"
+        )
+        for resource, rows in block["weights"].items():
+            for row in rows:
+                self.stdout.write(
+                    f"{row['name']:<20} {row['kind']:<10} {resource:<8} {row['weight']:>6} "
+                    f"{row['usage'] * 100:>7.1f}% {row['weight_before']:>8.3f} {row['weight_after']:>8.3f}"
+                )
 
 
 def node_pool_header(detail: dict) -> str:
