@@ -8,9 +8,11 @@ import pytest
 
 from notifications import tasks
 from notifications.models import Channel, Delivery, Event, Notification
-from tests.factories import ProjectFactory
+from notifications.services.messages import outcome
+from tests.factories import ProjectFactory, TaskFactory, WorkflowFactory
 from tests.notifications.conftest import switched_on
 from tests.notifications.receivers import closed_port
+from workflows.lifecycle.cancel import cancel
 from workflows.models import WorkflowStatus
 
 pytestmark = pytest.mark.django_db
@@ -108,3 +110,32 @@ def test_slack_without_any_webhook_and_email_without_an_address_fail_with_the_re
     assert found[Channel.EMAIL].status == found[Channel.SLACK].status == Delivery.FAILED
     assert found[Channel.EMAIL].error == "ana has no email address"
     assert found[Channel.SLACK].error.startswith("no Slack webhook")
+
+
+def test_a_cancelled_workflow_says_who_cancelled_it(ana, smtp, django_capture_on_commit_callbacks):
+    switched_on(ana, email=True)
+    workflow = WorkflowFactory(submitted_by=ana, status="QUEUED")
+    TaskFactory(workflow=workflow)
+    with django_capture_on_commit_callbacks(execute=True):
+        cancel(workflow.workflow_id, message="wrong data")
+    [mail] = smtp.mails
+    assert mail.message["Subject"] == f"Workflow {workflow.workflow_id} was cancelled by the command line"
+
+
+@pytest.mark.parametrize(
+    ("fields", "task", "said"),
+    [
+        ({"status": "COMPLETED"}, {"status": "COMPLETED"}, "completed"),
+        ({"status": "FAILED_PREEMPTED", "preemption": {"by": "bob's train-2"}}, {}, "was preempted by bob's train-2"),
+        (
+            {"status": "FAILED"},
+            {"status": "FAILED", "exit_reason": "spot interruption", "node": "spot-3"},
+            "failed: spot interruption on node spot-3",
+        ),
+        ({"status": "FAILED_EXEC_TIMEOUT"}, {}, "timed out running"),
+    ],
+)
+def test_each_ending_is_named(ana, fields, task, said):
+    workflow = WorkflowFactory(submitted_by=ana, **fields)
+    TaskFactory(workflow=workflow, **task)
+    assert outcome(workflow) == said
