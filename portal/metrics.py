@@ -70,4 +70,11 @@ def connect_celery() -> None:
         signal.connect(count, weak=False, dispatch_uid=f"portal-metrics-{outcome}")
 
 
-SHARED = (ADMISSIONS, POD_CREATIONS, POD_CREATION_ERRORS, CELERY_TASKS, INVENTORY_SYNC_SECONDS)  # read by the web
+SHARED = (  # read by the web
+    ADMISSIONS,
+    POD_CREATIONS,
+    POD_CREATION_ERRORS,
+    NOTIFICATIONS,
+    CELERY_TASKS,
+    INVENTORY_SYNC_SECONDS,
+)

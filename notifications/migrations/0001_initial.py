@@ -10,7 +10,7 @@ class Migration(migrations.Migration):
     initial = True
 
     dependencies = [
-        ('workflows', '0011_workflow_submit_key'),
+        ('workflows', '0001_initial'),  # the Workflow model is all it needs
     ]
 
     operations = [
