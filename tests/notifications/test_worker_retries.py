@@ -7,7 +7,12 @@ import pytest
 
 from notifications.models import Delivery, Notification
 from tests.notifications.conftest import switched_on
+from tests.ops.test_shared_counters import counted as counted_shared
 from tests.polling import wait_until
+
+
+def counted_notifications(**labels: str) -> int:
+    return counted_shared("portal_notifications", **labels)
 
 
 @pytest.mark.django_db(transaction=True)
@@ -21,3 +26,7 @@ def test_celery_retries_a_webhook_that_fails_then_recovers(redis_worker, ana, ru
     )
     assert (note.attempts, note.error) == (3, "")
     assert len(hook.posts) == 3
+    counted = {
+        outcome: counted_notifications(channel="slack", outcome=outcome) for outcome in ("retrying", "sent", "failed")
+    }
+    assert counted == {"retrying": 2, "sent": 1, "failed": 0}  # portal_notifications_total (docs/operations.md)
