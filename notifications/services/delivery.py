@@ -151,7 +151,7 @@ def post_webhook(url: str, body: dict) -> None:
         raise DeliveryError(f"webhook answered HTTP {error.code}", transient=transient) from None
     except (OSError, ValueError) as error:  # refused, unreachable, timed out; a URL urllib cannot open
         reason = getattr(error, "reason", None) or error
-        raise DeliveryError(f"webhook {webhooks.redacted(url)} unreachable: {reason}", transient=True) from None
+        raise DeliveryError(f"webhook unreachable: {reason}", transient=True) from None
 
 
 def _text(raw) -> str:
