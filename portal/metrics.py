@@ -37,6 +37,11 @@ INVENTORY_SYNC_SECONDS = SharedHistogram(  # the watcher's first sync, the perio
     ["backend"],
     buckets=(0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 120),
 )
+NOTIFICATIONS = SharedCounter(  # counted in the workers (portal.shared_metrics)
+    "portal_notifications",
+    "Notification delivery attempts by channel (email, slack) and outcome (sent, retrying, failed).",
+    ["channel", "outcome"],
+)
 CELERY_TASKS = SharedCounter(  # counted in the workers (portal.shared_metrics)
     "portal_celery_tasks",
     "Celery task outcomes (success, failure, retry) by task name.",
@@ -65,4 +70,11 @@ def connect_celery() -> None:
         signal.connect(count, weak=False, dispatch_uid=f"portal-metrics-{outcome}")
 
 
-SHARED = (ADMISSIONS, POD_CREATIONS, POD_CREATION_ERRORS, CELERY_TASKS, INVENTORY_SYNC_SECONDS)  # read by the web
+SHARED = (  # read by the web
+    ADMISSIONS,
+    POD_CREATIONS,
+    POD_CREATION_ERRORS,
+    NOTIFICATIONS,
+    CELERY_TASKS,
+    INVENTORY_SYNC_SECONDS,
+)

@@ -61,6 +61,7 @@ INSTALLED_APPS = [
     "workflows",
     "usage",  # the portal's memory: usage records, rollups, cost (docs/usage.md), above workflows
     "quotas",  # node pools and team quotas, above workflows (docs/quotas.md)
+    "notifications",  # email and Slack messages about workflows (docs/self-service.md#notifications), above quotas
     "selfservice",  # self-service pages, access and pool requests (docs/self-service.md)
 ]
 
@@ -413,6 +414,27 @@ USAGE_ROLLUP_RETENTION_DAYS = env_int("USAGE_ROLLUP_RETENTION_DAYS", 730)
 USAGE_SPOT_PRICE_RATIO = env_ratio("USAGE_SPOT_PRICE_RATIO", 0.35)
 USAGE_PRUNE_SECONDS = 3600
 
+# --- notifications (docs/configuration.md#notifications): email through Django's SMTP backend, Slack through
+# incoming webhooks. A workflow that has not started NOTIFY_QUEUE_WAIT_SECONDS after submission is announced once
+# (0: never); a delivery that may pass is retried NOTIFY_RETRY_SECONDS later, doubling up to
+# NOTIFY_RETRY_MAX_SECONDS, NOTIFY_MAX_ATTEMPTS attempts in all; the sweep runs every NOTIFY_SWEEP_SECONDS.
+EMAIL_BACKEND = env_str("EMAIL_BACKEND", "django.core.mail.backends.smtp.EmailBackend")
+EMAIL_HOST = env_str("EMAIL_HOST", "")  # none: email notifications are recorded as failed, never sent
+EMAIL_PORT = env_int("EMAIL_PORT", 25)
+EMAIL_HOST_USER = env_str("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = env_str("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = env_bool("EMAIL_USE_TLS", False)
+EMAIL_USE_SSL = env_bool("EMAIL_USE_SSL", False)
+DEFAULT_FROM_EMAIL = env_str("DEFAULT_FROM_EMAIL", "pool-portal@localhost")
+NOTIFY_TIMEOUT_SECONDS = env_int("NOTIFY_TIMEOUT_SECONDS", 10)
+EMAIL_TIMEOUT = NOTIFY_TIMEOUT_SECONDS
+NOTIFY_QUEUE_WAIT_SECONDS = env_int("NOTIFY_QUEUE_WAIT_SECONDS", 3600)
+NOTIFY_RETRY_SECONDS = env_int("NOTIFY_RETRY_SECONDS", 30)
+NOTIFY_RETRY_MAX_SECONDS = env_int("NOTIFY_RETRY_MAX_SECONDS", 1800)
+NOTIFY_MAX_ATTEMPTS = max(1, env_int("NOTIFY_MAX_ATTEMPTS", 5))
+NOTIFY_SWEEP_SECONDS = max(1, env_int("NOTIFY_SWEEP_SECONDS", 60))
+PORTAL_URL = env_str("PORTAL_URL", "")  # e.g. https://portal.example.com: links in notifications; none: paths
+
 CELERY_BEAT_SCHEDULE = {
     "inventory-full-resync": _every("clusters.tasks.sync_all_backends", INVENTORY_RESYNC_SECONDS),
     "workflows-reconcile": _every("workflows.tasks.reconcile_workflows", WORKFLOW_RECONCILE_SECONDS),
@@ -425,4 +447,5 @@ CELERY_BEAT_SCHEDULE = {
     "usage-rollup": _every("usage.tasks.roll_up", USAGE_ROLLUP_SECONDS),
     "usage-prune": _every("usage.tasks.prune", USAGE_PRUNE_SECONDS),
     "usage-deserved-samples": _every("quotas.tasks.sample_deserved", USAGE_ROLLUP_SECONDS),
+    "notifications-sweep": _every("notifications.tasks.sweep", NOTIFY_SWEEP_SECONDS),
 }

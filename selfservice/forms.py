@@ -90,3 +90,29 @@ class DecisionForm(forms.Form):
         if cleaned.get("decision") == "deny" and not (cleaned.get("comment") or "").strip():
             self.add_error("comment", "Say why, for the requester.")
         return cleaned
+
+
+class NotificationsForm(forms.Form):
+    """The profile page's notification settings. The webhook is write-only: never rendered back, left empty it
+    stays as it is (portal.webhooks)."""
+
+    email_notification = forms.BooleanField(required=False, label="Email me when my workflows end or wait long")
+    slack_notification = forms.BooleanField(required=False, label="Post to Slack when my workflows end or wait long")
+    slack_webhook = forms.CharField(
+        required=False,
+        strip=True,
+        max_length=2000,
+        label="My Slack incoming-webhook URL",
+        widget=forms.PasswordInput(render_value=False, attrs={"autocomplete": "off"}),
+    )
+    clear_slack_webhook = forms.BooleanField(required=False, label="Remove my webhook (use my project's)")
+
+    def changes(self) -> dict:
+        """The profile fields to write (pools.services.profiles.update's shape)."""
+        data = self.cleaned_data
+        changes = {key: data[key] for key in ("email_notification", "slack_notification")}
+        if data["clear_slack_webhook"]:
+            changes["slack_webhook"] = ""
+        elif data["slack_webhook"]:
+            changes["slack_webhook"] = data["slack_webhook"]
+        return changes

@@ -14,6 +14,7 @@ urlpatterns = [
     path("workflows/<str:workflow_id>/", views.workflow_detail, name="workflow"),
     path("workflows/<str:workflow_id>/tasks/<str:task_name>/log/", views.task_log, name="task-log"),
     path("workflows/<str:workflow_id>/cancel/", views.workflow_cancel, name="workflow-cancel"),
+    path("profile/", views.profile_page, name="profile"),
     path("requests/", views.requests_page, name="requests"),
     path("requests/<str:kind>/", views.requests_of_kind, name="requests-kind"),
     path("requests/<str:kind>/<int:pk>/withdraw/", views.request_withdraw, name="request-withdraw"),

@@ -14,11 +14,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from access import actions, policy
 from access.oidc.configuration import oidc_enabled
+from notifications.services.outbox import of_workflow as notifications_of
 from pools.models import Pool
 from pools.presenters import preview_tasks
+from pools.services import profiles
 from portal.errors import DomainError, NotFound, PermissionDenied, PortalError
 from portal.form_limits import body_too_large, form_too_large, refuses_oversized_forms, spec_form_too_large
-from selfservice.forms import AccessRequestForm, PoolRequestForm, SpecForm
+from selfservice.forms import AccessRequestForm, NotificationsForm, PoolRequestForm, SpecForm
 from selfservice.presenters import describe_error, locate_in_spec
 from selfservice.services import catalog as catalog_service
 from selfservice.services import examples
@@ -232,6 +234,7 @@ def _workflow_context(request, workflow):
         "tasks": tasks,
         "log_task": _log_task(tasks),
         "timelines": timelines(workflow),
+        "notifications": notifications_of(workflow),
         "may_cancel": not workflow.is_finished and workflow_service.may_cancel(workflow, request),
         "spec_yaml": workflow_service.resolved_spec_yaml(workflow),
         "pods": [(task, workflow_service.pod_yaml(task)) for task in workflow.tasks.all()],
@@ -372,3 +375,29 @@ def _requestable_pools(request) -> list[str]:
 def _error_page(request, error: DomainError):
     view = describe_error(error)
     return render(request, "selfservice/error.html", {"error": view}, status=view.status)
+
+
+# --- profile ---------------------------------------------------------------------------------------------
+
+
+@login_required
+@require_http_methods(["GET", "POST"])
+def profile_page(request):
+    """Notification settings (the same profile `osmo profile set notifications` changes)."""
+    try:
+        policy.require(request, actions.PROFILE_UPDATE if request.method == "POST" else actions.PROFILE_READ, "")
+    except PermissionDenied as error:
+        return _error_page(request, error)
+    current = profiles.notification_settings(request.user)
+    form = NotificationsForm(request.POST or None, initial=current)
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            try:
+                profiles.update(request, form.changes())
+                messages.success(request, "Notification settings saved.")
+                return redirect("selfservice:profile")
+            except DomainError as error:
+                form.add_error(error.field if error.field in form.fields else None, error.reason)
+        status = 400
+    return render(request, "selfservice/profile.html", {"form": form, "current": current}, status=status)

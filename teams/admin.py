@@ -13,10 +13,12 @@ from django.db.models import Count
 from django.urls import reverse
 from django.utils.html import format_html, format_html_join
 from unfold.decorators import display
+from unfold.widgets import UnfoldAdminPasswordWidget
 
 from access.admin.object_rights import ObjectRightsAdminMixin
 from access.admin.site import PolicyAdminMixin
 from configs.revisions import Actor
+from portal import webhooks
 from portal.admin_base import ServiceBackedAdmin
 from teams import services
 from teams.models import Department, Project
@@ -85,9 +87,34 @@ class ProjectForm(forms.ModelForm):
         ),
     )
 
+    # write-only (portal.webhooks): never rendered back; left empty, the stored one stays
+    slack_webhook = forms.CharField(
+        required=False,
+        strip=True,
+        max_length=2000,
+        label="Slack webhook",
+        widget=UnfoldAdminPasswordWidget(render_value=False),
+    )
+    clear_slack_webhook = forms.BooleanField(required=False, label="Remove the stored Slack webhook")
+
     class Meta:
         model = Project
         fields = ["name", "department", "description"]
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        if "slack_webhook" in self.fields:
+            self.initial["slack_webhook"] = ""  # never sent to the browser
+            stored = webhooks.redacted(self.instance.slack_webhook) if self.instance.pk else ""
+            self.fields["slack_webhook"].help_text = (
+                f"Stored ({stored}); leave empty to keep it, or paste a new one. " if stored else "Not set. "
+            ) + "Where the Slack notifications of members who set no webhook of their own go."
+
+    def webhook_change(self) -> str | None:
+        """The webhook to store: None (unchanged), "" (removed) or the new URL."""
+        if self.cleaned_data.get("clear_slack_webhook"):
+            return ""
+        return self.cleaned_data.get("slack_webhook") or None
 
     def groups(self) -> list[str]:
         return [name.strip() for name in (self.cleaned_data.get("idp_groups") or "").split(",") if name.strip()]
@@ -101,7 +128,7 @@ class ProjectAdmin(_CreateOnly):
     search_fields = ["name", "description", "role__name"]
     list_select_related = ["department", "role"]
     readonly_fields = ["name", "department", "description", "role_link", "idp_group_list", "members"]
-    editable_fields = ["priority"]
+    editable_fields = ["priority", "slack_webhook", "clear_slack_webhook"]
 
     def has_change_permission(self, request, obj=None):
         if obj is None:
@@ -134,7 +161,11 @@ class ProjectAdmin(_CreateOnly):
     def save_model(self, request, obj, form, change):
         if change:
             services.update_project(
-                obj.name, Actor.for_request(request, "admin"), priority=form.cleaned_data["priority"], who=request
+                obj.name,
+                Actor.for_request(request, "admin"),
+                priority=form.cleaned_data["priority"],
+                slack_webhook=form.webhook_change(),
+                who=request,
             )
             return
         created = services.create_project(

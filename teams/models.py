@@ -15,6 +15,7 @@ from __future__ import annotations
 from django.db import models
 
 from portal.resources import PolicyResources, Scope
+from portal.secrets import EncryptedTextField
 
 ROLE_PREFIX = "osmo-"
 
@@ -48,6 +49,9 @@ class Project(models.Model):
     priority = models.IntegerField(default=0, help_text="Higher is served first for over-quota capacity.")
     # The role whose holders are the project's members; always named `osmo-<project name>`.
     role = models.OneToOneField("access.Role", on_delete=models.PROTECT, related_name="project")
+    # Where its members' Slack notifications go when they set no webhook of their own (portal.webhooks: a
+    # credential, stored encrypted, never shown back in full).
+    slack_webhook = EncryptedTextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 

@@ -34,6 +34,7 @@ from access.epoch import EpochCache
 from access.models import AuditEvent
 from access.services import audit, object_rights, roles
 from configs.validators import check_name
+from portal import webhooks
 from portal.errors import PermissionDenied
 from teams.errors import (
     DepartmentNotFound,
@@ -168,10 +169,13 @@ def create_project(
 # --- change ------------------------------------------------------------------------------------------------
 
 
-def update_project(name: str, actor: Actor, *, priority=None, description=None, who=None) -> Project:
-    """Change a project's priority and/or description (None: unchanged). Refused whole on any bad value; a
-    change is one audit event `team.update` with each changed field's `[before, after]` (none if nothing
-    changed). Its queues on KAI backends follow (quotas hears the save)."""
+def update_project(
+    name: str, actor: Actor, *, priority=None, description=None, slack_webhook=None, who=None
+) -> Project:
+    """Change a project's priority, description and/or Slack webhook (None: unchanged; `""` removes the
+    webhook). Refused whole on any bad value; a change is one audit event `team.update` with each changed
+    field's `[before, after]` (a webhook only redacted: portal.webhooks; none if nothing changed). Its queues on
+    KAI backends follow (quotas hears the save)."""
     project = get_project(name, who)  # one `who` may not see is a 404, as an unknown one
     _require_project_creation(who, project.department, "change projects of")
     wanted = {}
@@ -179,6 +183,8 @@ def update_project(name: str, actor: Actor, *, priority=None, description=None, 
         wanted["priority"] = check_priority(priority)
     if description is not None:
         wanted["description"] = _description(description)
+    if slack_webhook is not None:
+        wanted["slack_webhook"] = webhooks.checked(slack_webhook)
     with transaction.atomic():
         project = Project.objects.select_for_update().select_related("department", "role").get(pk=project.pk)
         changed = {field: [getattr(project, field), value] for field, value in wanted.items()}
@@ -187,6 +193,8 @@ def update_project(name: str, actor: Actor, *, priority=None, description=None, 
             for field, (_, value) in changed.items():
                 setattr(project, field, value)
             project.save(update_fields=[*changed, "updated_at"])
+            if "slack_webhook" in changed:
+                changed["slack_webhook"] = [webhooks.redacted(url) for url in changed["slack_webhook"]]
             audit.record("team.update", actor, target=f"project/{project.name}", detail=changed)
     return project
 

@@ -4,7 +4,9 @@ OSMO's shapes: `GET /api/profile/settings` answers `{"profile": {username, email
 slack_notification, bucket, pool}, "pools": [the pools you may use], "roles": [your roles]}`; a POST carries
 any of the profile's fields, a field left out or null is unchanged (as OSMO). A default pool must exist and
 be one the caller may submit to (`workflow:Create` on `pool/<name>`); `""` clears it. The portal has no data
-buckets, so `bucket` is always null and setting one is refused.
+buckets, so `bucket` is always null and setting one is refused. Beyond OSMO, a POST may carry `slack_webhook`,
+the user's own Slack incoming-webhook URL (`""` clears it; `portal.webhooks`); it is never answered back, only
+`slack_webhook_set` on the profile page (`notification_settings`).
 """
 
 from __future__ import annotations
@@ -14,10 +16,11 @@ from django.db import transaction
 from access import actions, policy, usable_pools
 from pools.errors import PoolNotFound
 from pools.models import Pool, UserProfile
+from portal import webhooks
 from portal.errors import DomainError
 
 SWITCHES = ("email_notification", "slack_notification")
-FIELDS = ("pool", "bucket", *SWITCHES)
+FIELDS = ("pool", "bucket", *SWITCHES, "slack_webhook")
 
 
 def profile_of(user) -> UserProfile:
@@ -46,6 +49,17 @@ def settings_answer(request) -> dict:
         },
         "pools": sorted(usable_pools.allowed_pools(request)),
         "roles": sorted(policy.principal(request).roles),
+    }
+
+
+def notification_settings(user) -> dict:
+    """The profile page's notification settings: the two switches and the webhook, redacted."""
+    profile = profile_of(user)
+    return {
+        "email_notification": profile.email_notification,
+        "slack_notification": profile.slack_notification,
+        "email": user.email,
+        "slack_webhook": webhooks.redacted(profile.slack_webhook),
     }
 
 
@@ -78,6 +92,8 @@ def _checked(request, data: object) -> dict:
             if not isinstance(data[key], bool):
                 raise DomainError("must be true or false", field=key, value=data[key])
             changes[key] = data[key]
+    if data.get("slack_webhook") is not None:
+        changes["slack_webhook"] = webhooks.checked(data["slack_webhook"])
     if data.get("pool") is not None:
         changes["default_pool"] = _usable_pool(request, data["pool"])
     return changes

@@ -24,6 +24,7 @@ LAYERS = (
     "workflows",
     "usage",
     "quotas",
+    "notifications",
     "selfservice",
 )
 APPS = LAYERS[1:]

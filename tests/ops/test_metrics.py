@@ -119,7 +119,7 @@ def test_every_portal_metric_is_in_the_operations_table(client):
         for f in text_string_to_metric_families(response.content.decode())
         if f.name.startswith("portal_") and not f.name.endswith("_created")  # a counter's creation time
     ]
-    assert len(families) == 14, [f.name for f in families]
+    assert len(families) == 15, [f.name for f in families]
     missing = [
         f.name for f in families if f"| `{f.name}{'_total' if f.type == 'counter' else ''}` | {f.type} |" not in table
     ]

@@ -14,13 +14,17 @@ import math
 import re
 
 import pytest
+from django.contrib.auth.models import User
 
 from access.services import roles
 from clusters import inventory
+from notifications.models import Notification
 from pools.models import Pool
 from tests.clusters.conftest import CLI, H100_NODES, backend, kube_server, pools_config, running_pod  # noqa: F401
 from tests.factories import TaskFactory, WorkflowFactory
+from tests.notifications.receivers import smtp_server
 from tests.osmo_cli.client import OsmoUserError
+from workflows.lifecycle.settle import fail_task
 
 # src/lib/utils/common.py ALLOCATABLE_RESOURCES_LABELS: the resource columns, in this order
 RESOURCE_NAMES = ("storage", "cpu", "memory", "gpu")
@@ -135,6 +139,27 @@ def test_osmo_profile_set_pool_then_list(cli):
         "bucket": None,
         "pool": "train",
     }
+
+
+def test_osmo_profile_set_notifications_then_a_finished_workflow_is_emailed(cli, settings):
+    # src/cli/profile.py _run_setting_set: `notifications email|slack [true|false]` → POST api/profile/settings
+    # with {'email_notification': bool} or {'slack_notification': bool}, params {}; "true" or nothing is True
+    for payload in ({"email_notification": True}, {"slack_notification": True}, {"slack_notification": False}):
+        cli.request("POST", "api/profile/settings", payload=payload, params={})
+    # _run_setting_list prints profile email_notification and slack_notification under "notifications:"
+    profile = cli.request("GET", "api/profile/settings")["profile"]
+    assert (profile["email_notification"], profile["slack_notification"]) == (True, False)
+    settings.EMAIL_BACKEND = "django.core.mail.backends.smtp.EmailBackend"
+    settings.EMAIL_HOST = "127.0.0.1"
+    with smtp_server() as (port, inbox):
+        settings.EMAIL_PORT = port
+        workflow = WorkflowFactory(pool=Pool.objects.get(name="train"), submitted_by=User.objects.get(username="ana"))
+        task = TaskFactory(workflow=workflow, status="RUNNING")
+        assert fail_task(task, "FAILED", "exit code 1", kind="EXITED")  # commits: the receiver runs now
+        [mail] = inbox.mails
+    assert mail.recipients == ["ana@example.com"]
+    assert mail.message["Subject"] == f"Workflow {workflow.workflow_id} failed"
+    assert Notification.objects.get(workflow=workflow).status == "sent"
 
 
 def test_osmo_profile_set_pool_refusals_reach_the_cli_as_messages(cli):

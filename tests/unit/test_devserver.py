@@ -92,6 +92,7 @@ def test_periodic_jobs_are_beats_schedule_and_one_failure_does_not_stop_the_othe
         "usage-rollup",
         "usage-prune",
         "usage-deserved-samples",
+        "notifications-sweep",
     }
     assert jobs["workflows-reconcile"].task == "workflows.tasks.reconcile_workflows"
     ran = []
