@@ -26,7 +26,7 @@ $(VENV)/.installed: pyproject.toml uv.lock Makefile
 	@touch $@
 
 # The project's own packages; compileall skips what is up to date, so this is quick when nothing changed.
-PACKAGES := portal configs access teams clusters pools workflows quotas notifications selfservice kubesim
+PACKAGES := portal configs access teams clusters pools workflows usage quotas notifications selfservice kubesim
 bytecode: $(VENV)/.installed
 	@$(PY) -m compileall -q -j0 $(PACKAGES)
 
