@@ -37,7 +37,7 @@ def gpus_in_use(
     count: int = HOURS,
 ) -> dict[tuple[str, ...], list[float]]:
     """Group (values of `by`) → average GPUs in use in each of the last `count` hours (oldest first)."""
-    now = now or timezone.now()
+    now = (now or timezone.now()).replace(microsecond=0)  # as the report clips running attempts
     starts = hours(now, count)
     query = ReportQuery(starts[0], starts[-1] + HOUR, by=by, granularity="hour", filters=filters or {})
     series: dict[tuple[str, ...], list[float]] = {}
@@ -78,7 +78,7 @@ def workflows(now: datetime | None = None, count: int = HOURS) -> WorkflowSeries
     ]
     live = Workflow.objects.exclude(status__in=list(FINISHED_WORKFLOW))
     spans += [
-        (created, admitted, started, None, status == WorkflowStatus.QUEUED)
+        (created, admitted, _started(status, started, admitted, created), None, status == WorkflowStatus.QUEUED)
         for created, admitted, started, status in live.values_list("created_at", "admitted_at", "started_at", "status")
     ]
     queued, running = [0] * count, [0] * count
@@ -93,12 +93,21 @@ def workflows(now: datetime | None = None, count: int = HOURS) -> WorkflowSeries
     return WorkflowSeries(queued, running)
 
 
+def _started(status: str, started: datetime | None, admitted: datetime | None, created: datetime) -> datetime | None:
+    """A running workflow's start: its first task's, or (not written yet) its admission, else its submission."""
+    if started is None and status == "RUNNING":
+        return admitted or created
+    return started
+
+
 def gpus_running(by: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
     """Group → GPUs requested by the attempts running now (one query)."""
     from django.db.models import Sum
 
     from usage.models import TaskAttempt
 
-    rows = TaskAttempt.objects.filter(ended_at__isnull=True).values(*by).annotate(gpus=Sum("gpu")).order_by()
-    found = {tuple(row[name] for name in by): row["gpus"] or 0 for row in rows}
-    return found or ({(): 0} if not by else {})
+    running = TaskAttempt.objects.filter(ended_at__isnull=True)
+    if not by:  # .values() without fields would group by every column
+        return {(): running.aggregate(gpus=Sum("gpu"))["gpus"] or 0}
+    rows = running.values(*by).annotate(gpus=Sum("gpu")).order_by()
+    return {tuple(row[name] for name in by): row["gpus"] or 0 for row in rows}
