@@ -424,4 +424,5 @@ CELERY_BEAT_SCHEDULE = {
     "machine-pools-reconcile": _every("clusters.tasks.reconcile_all_machine_pools", MACHINE_POOL_RECONCILE_SECONDS),
     "usage-rollup": _every("usage.tasks.roll_up", USAGE_ROLLUP_SECONDS),
     "usage-prune": _every("usage.tasks.prune", USAGE_PRUNE_SECONDS),
+    "usage-deserved-samples": _every("quotas.tasks.sample_deserved", USAGE_ROLLUP_SECONDS),
 }

@@ -24,6 +24,7 @@ urlpatterns = [
     path("api/", include("access.api.urls")),  # /api/auth/access_token[/NAME]
     path("api/", include("teams.api.urls")),  # /api/teams/departments[/NAME], /api/teams/projects[/NAME]
     path("api/", include("workflows.api.urls")),  # /api/pool/<pool>/workflow, /api/workflow[/<id>[/spec|events|cancel]]
+    path("api/", include("usage.api.urls")),  # /api/usage/report
     path("api/", include("quotas.api.urls")),  # /api/quotas/node_pools[/NAME[/projects|departments/TEAM]], pool_quota
     path("", include("selfservice.urls")),  # self-service pages; its catalog is the home page "/" (before access's)
     path("", include("access.urls")),  # /tokens/ (personal API tokens); its fallback home "/" is shadowed

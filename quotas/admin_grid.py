@@ -2,7 +2,9 @@
 projects, × resources (GPU, CPU, memory), each cell a deserved, limit and weight. Saving writes one NODE_POOL
 revision per team that changed, through `quotas.services.grid` (nothing at all when any team is refused; each
 refusal is shown on its cell). Viewing needs what the node pool list needs; saving, config:Update on
-`config/node_pool` (`quotas.set_quotas` decides).
+`config/node_pool` (`quotas.set_quotas` decides). "Preview this change" tries the grid's GPU edits first
+(quotas.services.what_if: the last 7 days replayed, and what it does to the live queue right now) and shows the
+grid again with them, so "Save quotas" applies what was previewed.
 
 Beside it, the grid as Run:ai shows it (`projects/`): projects × node pools, read-only, each cell the deserved
 GPUs opening to the rest (quotas.services.project_grid), linking to the node pool's grid and the project's page."""
@@ -18,13 +20,14 @@ from django.urls import path, reverse
 
 from access import actions, policy
 from configs.models import ConfigType
-from portal.errors import PermissionDenied
+from portal.errors import PermissionDenied, PortalError
 from quotas import units
 from quotas.config_types import QUOTA_KEYS, RESOURCES
 from quotas.models import NodePool
-from quotas.services import grid, node_pool_quotas, overview
+from quotas.services import grid, node_pool_quotas, overview, what_if
 from quotas.services.project_grid import project_grid
 from quotas.services.quotas import quotas_of
+from teams.quota_visibility import request_quota_view
 
 
 class QuotaGridMixin:
@@ -54,8 +57,11 @@ class QuotaGridMixin:
         if not self.has_view_permission(request, node_pool):
             raise DjangoPermissionDenied
         may_write = policy.decide(request, actions.CONFIG_UPDATE, actions.config(ConfigType.NODE_POOL)).allowed
-        errors, submitted = {}, {}
-        if request.method == "POST":
+        errors, submitted, preview = {}, {}, None
+        if request.method == "POST" and "preview" in request.POST:
+            submitted = {key: value for key, value in request.POST.items() if key.count(":") == 3}
+            preview, errors = _preview(request, node_pool, submitted)
+        elif request.method == "POST":
             submitted = {key: value for key, value in request.POST.items() if key.count(":") == 3}
             try:
                 saved = grid.save(request, node_pool, submitted)
@@ -83,8 +89,27 @@ class QuotaGridMixin:
             "may_write": may_write,
             "change_url": reverse("admin:quotas_nodepool_change", args=[node_pool.pk]),
             "projects_url": reverse("admin:quotas_nodepool_projects"),
+            "preview": preview,
         }
         return TemplateResponse(request, "admin/quotas/grid.html", context)
+
+
+def _preview(request, node_pool, submitted: dict) -> tuple[dict | None, dict]:
+    """The grid's GPU edits tried on the last 7 days and on the live queue (quotas.services.what_if); nothing is
+    written. The page shows the grid with the edits kept, so "Save quotas" applies them (one revision per team,
+    as any save). A refused cell: no preview, the cell says why."""
+    changes, refused = grid.what_if_changes(node_pool, submitted)
+    if refused.errors:
+        return None, refused.errors
+    start, end = what_if.period()
+    try:
+        answer = what_if.what_if(start, end, changes, view=request_quota_view(request)) if changes else None
+    except PortalError as error:  # e.g. a limit below the deserved: the save would refuse it too
+        return None, {("preview", node_pool.name): f"cannot preview: {error}"}
+    if answer:
+        for row in answer["projects"]:  # the template walks the three runs of each project
+            row["runs"] = [(run, row[run]) for run in ("actual", "baseline", "proposed")]
+    return {"changes": changes, "answer": answer}, {}
 
 
 def _totals(node_pool) -> list[dict]:

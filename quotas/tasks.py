@@ -18,6 +18,8 @@
   (quotas.services.node_labels), queued when nodes change node pool; `label_all_nodes`, the periodic repair
   (every INVENTORY_RESYNC_SECONDS) of a label removed by hand. A cluster that is down is logged: the pods of
   an unlabelled node's pool wait for it (they never land elsewhere), and the next run labels it.
+* `sample_deserved`: this hour's deserved GPUs per project and node pool, written once per hour into the usage
+  record (quotas.services.deserved_samples), for the idle guarantee of docs/usage.md.
 * The embedded default (no broker) runs them in-process (CELERY_TASK_ALWAYS_EAGER).
 """
 
@@ -32,7 +34,7 @@ from clusters.kube.errors import KubeError
 from clusters.models import Backend
 from portal.celery import app as _celery_app  # noqa: F401  (the app these tasks bind to: `portal` does not load it)
 from portal.errors import PortalError
-from quotas.services import admission_passes, delegation, node_labels
+from quotas.services import admission_passes, delegation, deserved_samples, node_labels
 from workflows import reconcile
 
 log = logging.getLogger(__name__)
@@ -103,3 +105,9 @@ def label_all_nodes() -> int:
     for backend_id in ids:
         label_nodes.apply_async((backend_id,), expires=settings.INVENTORY_RESYNC_EXPIRES)
     return len(ids)
+
+
+@shared_task(name="quotas.tasks.sample_deserved", ignore_result=True)
+def sample_deserved() -> int:
+    """This hour's deserved GPUs per project and node pool, into the usage record (idle guarantee)."""
+    return deserved_samples.sample_deserved()

@@ -25,6 +25,7 @@ from unfold.widgets import UnfoldAdminTextareaWidget
 from access.admin.site import PolicyAdminMixin
 from configs.revisions import Actor
 from portal.errors import DomainError
+from selfservice import usage_admin  # noqa: F401  (registers the usage page: Usage › Usage and cost)
 from selfservice.forms import DecisionForm
 from selfservice.models import AccessRequest, PoolRequest, RequestStatus
 from selfservice.services import requests as service

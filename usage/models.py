@@ -18,6 +18,7 @@ change because a project was renamed today.
 from __future__ import annotations
 
 from django.db import models
+from django.db.models import Q
 from django.utils import timezone
 
 
@@ -73,7 +74,9 @@ class TaskAttempt(models.Model):
             models.Index(fields=["ended_at"]),
             models.Index(fields=["outcome"]),
             models.Index(fields=["node_pool", "project"]),
-            models.Index(fields=["rolled_up", "ended_at"]),
+            # the attempts not in the rollups yet (running, or closed since the job last ran): few, read by every
+            # report and by the rollup job
+            models.Index(fields=["started_at"], name="usage_attempt_not_rolled_up", condition=Q(rolled_up=False)),
         ]
 
     def __str__(self) -> str:
@@ -131,10 +134,13 @@ class UsageRollup(models.Model):
     cpu_milli_seconds = models.BigIntegerField(default=0)
     memory_mib_seconds = models.BigIntegerField(default=0)
     cost_micros = models.BigIntegerField(default=0)
-    attempts = models.PositiveIntegerField(default=0)  # attempts that overlap the period
+    # per hour, the attempts that ran in it; per day, the sum over its hours (an attempt counts in each hour it ran)
+    attempts = models.PositiveIntegerField(default=0)
 
     class Meta:
         ordering = ["period_start", "id"]
+        # the admin lists it as the usage page (selfservice.usage_admin): "Usage › Usage and cost"
+        verbose_name, verbose_name_plural = "usage and cost", "usage and cost"
         indexes = [
             models.Index(fields=["granularity", "period_start"]),
             models.Index(fields=["granularity", "project", "period_start"]),

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 from celery import shared_task
 
+from portal.celery import app as _celery_app  # noqa: F401  (the app these tasks bind to: `portal` does not load it)
+
 
 @shared_task(name="usage.tasks.roll_up")
 def roll_up() -> int:

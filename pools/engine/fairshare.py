@@ -41,7 +41,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cmp_to_key, lru_cache
 
-from pools.engine.quota_model import RESOURCES, QuotaTree, Resources, TeamQuota
+from pools.engine.quota_model import RESOURCES, QuotaTree, Resources, TeamQuota, derived
 
 SHRINK, KAI = "shrink", "kai"  # capacity below the guarantees: shrink them in proportion, or keep them (KAI)
 GUARANTEE_RULES = (SHRINK, KAI)
@@ -253,6 +253,10 @@ def fair_share(
     Only the projects that ask for something are divided; the others share nothing, at the cost of a copy."""
     index = index or _TreeIndex(tree)
     projects = dict(index.nothing)
+    if resource in index.idle and not any(request > 0 for request in requests.values()):
+        # nobody asks for it and nobody holds it unlent: every share is nothing (what `divide` would give)
+        departments = {d.name: _nothing(d.name) for d in tree.departments}
+        return FairShare(resource, capacity, over_quota, departments, projects, index.deserved[resource], rule)
     by_department: dict[str, list[ShareInput]] = {}
     for name, request in requests.items():
         project = index.projects.get(name)
@@ -290,6 +294,14 @@ class _TreeIndex:
             resource: [p for p in tree.projects if not p.quota(resource).lend and p.quota(resource).deserved > 0]
             for resource in RESOURCES
         }
+        self.deserved = {resource: sum(d.quota(resource).deserved for d in tree.departments) for resource in RESOURCES}
+        # the resources no team holds when it asks for nothing (no never-lending deserved)
+        self.idle = {
+            resource
+            for resource in RESOURCES
+            if not self.holders[resource]
+            and not any(not d.quota(resource).lend and d.quota(resource).deserved > 0 for d in tree.departments)
+        }
 
 
 def fair_shares(
@@ -301,7 +313,7 @@ def fair_shares(
     rule: str = SHRINK,
 ) -> dict[str, FairShare]:
     """`fair_share` for every resource (gpu, cpu, memory), each divided independently as KAI does."""
-    index = _TreeIndex(tree)
+    index = derived(tree, "fair_share", _TreeIndex)
     return {
         resource: fair_share(
             capacity.get(resource),

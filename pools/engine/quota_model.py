@@ -136,6 +136,39 @@ class QuotaTree:
         return [p for p in self.projects if p.department == department]
 
 
+NO_PROJECT = "(none)"  # the team of workflows charged to no project (no valid project name has parentheses)
+
+
+def with_no_project(tree: QuotaTree) -> QuotaTree:
+    """The tree with the team `(none)` added, as a department and its one project, ranked after every project:
+    no deserved quota, over-quota weight 1 (docs/admission.md; quotas.services.state)."""
+    lowest = min((p.priority for p in tree.projects), default=0)
+    none = {resource: Quota(deserved=0, limit=None, weight=1) for resource in RESOURCES}
+    return QuotaTree(
+        departments=(*tree.departments, TeamQuota(NO_PROJECT, none)),
+        projects=(*tree.projects, TeamQuota(NO_PROJECT, none, priority=lowest - 1, department=NO_PROJECT)),
+    )
+
+
+_DERIVED: dict[int, tuple[QuotaTree, dict]] = {}  # id(tree) → (the tree, what was derived from it)
+_DERIVED_MAX = 256
+
+
+def derived(tree: QuotaTree, name: str, build):
+    """`build(tree)`, computed once per tree object and kept (a pass after pass over the same tree, as the
+    what-if replay runs, derives its indexes once). Trees are immutable; the entry holds the tree itself, so an
+    id is never mistaken for another tree's. A bounded memo: past `_DERIVED_MAX` trees it starts again."""
+    entry = _DERIVED.get(id(tree))
+    if entry is None or entry[0] is not tree:
+        if len(_DERIVED) >= _DERIVED_MAX:
+            _DERIVED.clear()
+        entry = _DERIVED[id(tree)] = (tree, {})
+    found = entry[1]
+    if name not in found:
+        found[name] = build(tree)
+    return found[name]
+
+
 def _unique(teams: Iterable[TeamQuota], kind: str) -> set[str]:
     seen: set[str] = set()
     for team in teams:

@@ -8,12 +8,13 @@ The workload: per project, Poisson arrivals (its own rate per hour), 1/2/4/8-GPU
 durations (median 1 h), a node pool drawn per workflow (mostly the department's own A100 pool and the
 Default, now and then the other department's A100 pool), mixed workflow priorities.
 
-The loop: events in time order — arrival, completion, periodic tick (the admission period) — and after each
-arrival and completion, and at every tick for node pools with queued work, admission passes of the affected
-node pool until nothing is preempted (at most `ROUNDS`, as quotas.services.admission_passes does). Admitted work
-starts at once and runs its full duration; a victim stops at once, loses its work and is queued again with its
-submission time (exit action RESCHEDULE). `check` (optional) is called after every pass with the state and
-the result, so a test can assert invariants as the week goes by.
+The loop (pools.engine.admission_loop, shared with the what-if replay): events in time order — arrival,
+completion, periodic tick (the admission period) — and after each arrival and completion, and at every tick for
+node pools with queued work, admission passes of the affected node pool until nothing is preempted (at most
+`ROUNDS`, as quotas.services.admission_passes does). Admitted work starts at once and runs its full duration; a
+victim stops at once, loses its work and is queued again with its submission time (exit action RESCHEDULE).
+`check` (optional) is called after every pass with the state and the result, so a test can assert invariants as
+the week goes by.
 
 The report, per project: the time its workflows that were within its deserved quota when submitted waited to
 start (p50/p99 — "time to get its deserved GPUs"), GPU-hours used against the GPU-hours of its fair share
@@ -22,19 +23,16 @@ start (p50/p99 — "time to get its deserved GPUs"), GPU-hours used against the 
 
 from __future__ import annotations
 
-import heapq
 import math
 import random
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from pools.engine.admission_loop import DAY, HOUR, ROUNDS, AdmissionLoop, Check, Counters, Job, percentile
 from pools.engine.fairshare import fair_share
 from pools.engine.quota_model import Quota, QuotaTree, Resources, TeamQuota
-from pools.engine.quota_pass import PassResult, PoolState, QueuedWorkflow, run_admission, state_fingerprint
-from pools.engine.reclaim import RunningWorkflow
 
-ROUNDS = 3
-HOUR, DAY = 3600, 86400
+__all__ = ["DAY", "HOUR", "ROUNDS", "Check", "Report", "Simulation", "Workload", "seed_trees", "simulate"]
+
 DEPARTMENTS = {"rnd": ("build", "train", "research", "eval"), "mlops": ("infer", "serve", "monitor", "batch")}
 OWN_POOL = {"rnd": "a100-80gb", "mlops": "a100-40gb"}
 CAPACITY = {"default": 80, "a100-40gb": 20, "a100-80gb": 20}
@@ -74,35 +72,14 @@ def seed_trees() -> dict[str, QuotaTree]:
 
 
 @dataclass
-class _Job:
-    id: str
-    project: str
-    pool: str
-    gpus: int
-    duration: int
-    submitted: int
-    priority: str
-    guaranteed: bool = False  # within its project's deserved quota when submitted
-    started: int | None = None
-    preemptible: bool = False
-    version: int = 0  # a completion event of an older run is stale
-
-
-@dataclass
-class ProjectRow:
-    project: str
-    department: str
-    waits: list[int] = field(default_factory=list)
-    used: float = 0.0  # GPU-seconds
-    fair: float = 0.0
-    lost: float = 0.0
-    preempted: int = 0
+class ProjectRow(Counters):
+    project: str = ""
+    department: str = ""
+    waits: list[int] = field(default_factory=list)  # of its guaranteed workflows
+    fair: float = 0.0  # GPU-seconds of fair share
 
     def percentile(self, q: float) -> int | None:
-        if not self.waits:
-            return None
-        ordered = sorted(self.waits)
-        return ordered[min(len(ordered) - 1, math.ceil(q * len(ordered)) - 1)]
+        return percentile(self.waits, q)
 
 
 @dataclass
@@ -136,44 +113,28 @@ class Report:
         return "\n".join(lines)
 
 
-Check = Callable[[PoolState, PassResult], None]
-
-
-class Simulation:
+class Simulation(AdmissionLoop):
     def __init__(self, workload: Workload = Workload(), check: Check | None = None) -> None:
-        self.workload, self.check = workload, check
+        super().__init__(
+            CAPACITY,
+            seed_trees(),
+            period=workload.period,
+            min_runtime_seconds=workload.min_runtime_seconds,
+            sample_every=workload.sample_every,
+            check=check,
+        )
+        self.workload = workload
         self.rng = random.Random(workload.seed)
-        self.trees = seed_trees()
         self.department_of = {p: d for d, names in DEPARTMENTS.items() for p in names}
-        self.rows = {p: ProjectRow(p, d) for p, d in self.department_of.items()}
-        self.queued: dict[str, dict[str, _Job]] = {pool: {} for pool in CAPACITY}
-        self.running: dict[str, dict[str, _Job]] = {pool: {} for pool in CAPACITY}
-        self.events: list[tuple[int, int, str, object]] = []
-        self.sequence = 0
-        self.now = 0
-        self.passes = self.finished = self.count = self.skipped = 0
-        self.quiet: dict[str, int] = {}  # node pool → fingerprint of its last pass that changed nothing
-
-    # -- events ------------------------------------------------------------------------------------------------
-    def push(self, at: int, kind: str, payload: object) -> None:
-        self.sequence += 1
-        heapq.heappush(self.events, (at, self.sequence, kind, payload))
+        self.rows = {p: ProjectRow(project=p, department=d) for p, d in self.department_of.items()}
+        self.count = 0
 
     def run(self) -> Report:
         for department, names in DEPARTMENTS.items():
             for name, rate in zip(names, self.workload.rates_per_hour, strict=True):
                 self.push(self.next_arrival(rate), "arrival", (name, department, rate))
         self.push(0, "tick", None)
-        while self.events:
-            at, _, kind, payload = heapq.heappop(self.events)
-            if at > self.workload.seconds:
-                break
-            self.now = at
-            getattr(self, kind)(payload)
-        self.now = self.workload.seconds
-        for jobs in self.running.values():  # work still running at the end counts up to the end
-            for job in jobs.values():
-                self.rows[job.project].used += job.gpus * (self.now - job.started)
+        self.loop(self.workload.seconds)
         return Report(self.workload, self.rows, self.count, self.passes, self.finished, self.skipped)
 
     def next_arrival(self, rate: float) -> int:
@@ -189,95 +150,24 @@ class Simulation:
         duration = max(60, round(rng.lognormvariate(math.log(self.workload.median_hours * HOUR), self.workload.sigma)))
         priority = rng.choices([p for p, _ in PRIORITIES], [w for _, w in PRIORITIES])[0]
         self.count += 1
-        job = _Job(f"w{self.count}", project, pool, gpus, duration, self.now, priority)
+        job = Job(f"w{self.count}", project, {pool: gpus}, duration, self.now, priority)
         held = sum(j.gpus for j in (*self.running[pool].values(), *self.queued[pool].values()) if j.project == project)
         job.guaranteed = held + gpus <= self.deserved(pool, project)
-        self.queued[pool][job.id] = job
-        self.admit(pool)
+        self.enqueue(job)
 
-    def completion(self, payload) -> None:
-        pool, job_id, version = payload
-        job = self.running[pool].get(job_id)
-        if job is None or job.version != version:
-            return
-        del self.running[pool][job_id]
-        self.rows[job.project].used += job.gpus * (self.now - job.started)
-        self.finished += 1
-        self.admit(pool)
+    def start(self, job: Job) -> None:
+        if job.first_started is None and job.guaranteed:
+            self.rows[job.project].waits.append(self.now - job.submitted)
+        super().start(job)
 
-    def tick(self, _payload) -> None:
-        self.push(self.now + self.workload.period, "tick", None)
-        for pool in CAPACITY:
-            if self.queued[pool]:
-                self.admit(pool, periodic=True)
-            if self.now % self.workload.sample_every < self.workload.period:
-                self.sample_fair_share(pool)
-
-    # -- admission ---------------------------------------------------------------------------------------------
     def other_pool(self, department: str) -> str:
         return next(p for d, p in OWN_POOL.items() if d != department)
 
     def deserved(self, pool: str, project: str) -> int:
         return next(p.quota("gpu").deserved for p in self.trees[pool].projects if p.name == project)
 
-    def state(self, pool: str) -> PoolState:
-        running = tuple(
-            RunningWorkflow(j.id, j.project, Resources(gpu=j.gpus), j.preemptible, self.now - j.started)
-            for j in self.running[pool].values()
-        )
-        queued = tuple(
-            QueuedWorkflow(j.id, j.project, Resources(gpu=j.gpus), float(j.submitted), j.priority)
-            for j in self.queued[pool].values()
-        )
-        return PoolState(
-            pool,
-            Resources(gpu=CAPACITY[pool]),
-            self.trees[pool],
-            running,
-            queued,
-            min_runtime_seconds=self.workload.min_runtime_seconds,
-        )
-
-    def admit(self, pool: str, *, periodic: bool = False) -> None:
-        """Passes until nothing is preempted; a periodic one skips a node pool with nothing new (as pass_all)."""
-        for _ in range(ROUNDS):
-            state = self.state(pool)
-            fingerprint = state_fingerprint(state)
-            if periodic and self.quiet.get(pool) == fingerprint:
-                self.skipped += 1
-                return
-            result = run_admission(state)
-            self.passes += 1
-            if self.check:
-                self.check(state, result)
-            self.quiet[pool] = fingerprint if not (result.admitted or result.preempted) else None
-            for victim in result.preempted:
-                self.preempt(pool, victim.workflow)
-            for admission in result.admitted:
-                self.start(pool, admission.workflow, admission.preemptible)
-            if not result.preempted:
-                return
-
-    def start(self, pool: str, job_id: str, preemptible: bool) -> None:
-        job = self.queued[pool].pop(job_id)
-        if job.started is None and job.guaranteed:
-            self.rows[job.project].waits.append(self.now - job.submitted)
-        job.started, job.preemptible = self.now, preemptible
-        job.version += 1
-        self.running[pool][job_id] = job
-        self.push(self.now + job.duration, "completion", (pool, job_id, job.version))
-
-    def preempt(self, pool: str, job_id: str) -> None:
-        job = self.running[pool].pop(job_id)
-        lost = job.gpus * (self.now - job.started)
-        row = self.rows[job.project]
-        row.used += lost
-        row.lost += lost
-        row.preempted += 1
-        job.version += 1
-        self.queued[pool][job_id] = job  # RESCHEDULE: queued again with its submission time
-
-    def sample_fair_share(self, pool: str) -> None:
+    def sample(self, pool: str) -> None:
+        """Integrate each project's fair share of the node pool's GPUs."""
         requests: dict[str, Resources] = {}
         for job in (*self.running[pool].values(), *self.queued[pool].values()):
             requests[job.project] = requests.get(job.project, Resources()) + Resources(gpu=job.gpus)

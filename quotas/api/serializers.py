@@ -106,3 +106,75 @@ class QuotaWrittenSerializer(serializers.Serializer):
     quotas = TeamQuotasSerializer()
     changed = serializers.BooleanField()
     revision = serializers.IntegerField(allow_null=True, help_text="The NODE_POOL revision written (null: unchanged).")
+
+
+# -- what-if (quotas.services.what_if) ------------------------------------------------------------------------------
+CHANGE = (
+    "One change: 'PROJECT NODE_POOL gpu=N [limit-gpu=N|none] [weight-gpu=N]', 'PROJECT priority=N', "
+    "'department DEPT NODE_POOL gpu=N …' or 'capacity NODE_POOL gpu=+N|-N|N' (docs/quotas.md, \"What-if\")."
+)
+
+
+class WhatIfRequestSerializer(serializers.Serializer):
+    start = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="The period's start (default: `end` − 7 days)."
+    )
+    end = serializers.DateTimeField(
+        required=False, allow_null=True, help_text="Its end, excluded (default: now); at most 31 days after start."
+    )
+    changes = serializers.ListField(
+        child=serializers.CharField(max_length=500, help_text=CHANGE), max_length=50, required=False, default=list
+    )
+
+
+class ReplayFiguresSerializer(serializers.Serializer):
+    jobs = serializers.IntegerField()
+    started = serializers.IntegerField()
+    never_started = serializers.IntegerField()
+    wait_p50_s = serializers.IntegerField(allow_null=True, help_text="seconds, submission → first start")
+    wait_p95_s = serializers.IntegerField(allow_null=True)
+    gpu_hours = serializers.FloatField()
+    gpu_hours_lost = serializers.FloatField()
+    preemptions = serializers.IntegerField()
+    idle_guarantee_gpu_hours = serializers.FloatField(help_text="deserved GPU-hours not used, over the period")
+    cost = serializers.FloatField(help_text="GPU-hours × the node pool's recorded price of a GPU-hour")
+
+
+class ActualFiguresSerializer(serializers.Serializer):
+    jobs = serializers.IntegerField()
+    started = serializers.IntegerField()
+    wait_p50_s = serializers.IntegerField(allow_null=True, help_text="seconds, submission → admission")
+    wait_p95_s = serializers.IntegerField(allow_null=True)
+    gpu_hours = serializers.FloatField()
+    preemptions = serializers.IntegerField()
+    idle_guarantee_gpu_hours = serializers.FloatField(allow_null=True, help_text="null: the record does not say")
+    cost = serializers.FloatField()
+
+
+class WhatIfProjectSerializer(serializers.Serializer):
+    project = serializers.CharField()
+    department = serializers.CharField(allow_blank=True)
+    actual = ActualFiguresSerializer()
+    baseline = ReplayFiguresSerializer(help_text="the period replayed under today's quotas")
+    proposed = ReplayFiguresSerializer(help_text="… and under the changes")
+
+
+class RightNowSerializer(serializers.Serializer):
+    node_pool = serializers.CharField()
+    admits = serializers.ListField(child=serializers.CharField(), help_text="queued workflows it would admit")
+    no_longer_admits = serializers.ListField(child=serializers.CharField())
+    preempts = serializers.ListField(child=serializers.CharField(), help_text="running workflows it would stop")
+    above_deserved = serializers.ListField(
+        child=serializers.CharField(), help_text="running within a guarantee the change takes away"
+    )
+
+
+class WhatIfSerializer(serializers.Serializer):
+    start = serializers.CharField()
+    end = serializers.CharField()
+    changes = serializers.ListField(child=serializers.CharField())
+    workflows = serializers.IntegerField(help_text="workflows replayed")
+    left_out = serializers.IntegerField(help_text="workflows with a part in a node pool that no longer exists")
+    prices = serializers.DictField(child=serializers.FloatField(), help_text="node pool → price of a GPU-hour")
+    projects = WhatIfProjectSerializer(many=True)
+    right_now = RightNowSerializer(many=True)

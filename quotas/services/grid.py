@@ -30,6 +30,7 @@ GRID_WORDS = {
 }
 LEND_CHOICES = {"lend": True, "never": False}  # the lend cell's choices, as the form sends them
 
+WHAT_IF_KEYS = {"deserved": "gpu", "limit": "limit-gpu", "weight": "weight-gpu"}  # a GPU cell's key in a what-if
 Cell = tuple[str, str, str, str]  # team kind, team, resource, key
 
 
@@ -72,6 +73,26 @@ def save(who, node_pool: NodePool, form: dict[str, str]) -> Saved:
     result = Saved()
     require_quota_write(who)
     current = stored(node_pool)
+    changes = _changes(current, form, result)
+    if result.errors:
+        return result
+    with transaction.atomic():
+        for kind, team in _order(changes, current):
+            try:
+                applied = set_quotas(who, node_pool.name, kind, team, changes[(kind, team)])
+            except PortalError as error:
+                result.errors[_cell(kind, team, error)] = _words(kind, team, error)
+                continue
+            result.revisions[(kind, team)] = applied.revision
+        if result.errors:
+            result.revisions.clear()
+            transaction.set_rollback(True)  # nothing half-written
+    return result
+
+
+def _changes(current: dict, form: dict[str, str], result: Saved) -> dict[tuple[str, str], dict]:
+    """(kind, team) → {resource: what changes}: the submitted cells that differ from what is stored; a refused
+    cell goes to `result.errors` in the grid's words."""
     changes: dict[tuple[str, str], dict] = {}
     for (kind, team), quotas in current.items():
         for resource in RESOURCES:
@@ -87,20 +108,27 @@ def save(who, node_pool: NodePool, form: dict[str, str]) -> Saved:
             if parsed != quotas[resource]:  # lend is said only when it changes (what the revision's text says)
                 said = {k: v for k, v in parsed.items() if k != "lend" or v != quotas[resource]["lend"]}
                 changes.setdefault((kind, team), {})[resource] = said
-    if result.errors:
-        return result
-    with transaction.atomic():
-        for kind, team in _order(changes, current):
-            try:
-                applied = set_quotas(who, node_pool.name, kind, team, changes[(kind, team)])
-            except PortalError as error:
-                result.errors[_cell(kind, team, error)] = _words(kind, team, error)
-                continue
-            result.revisions[(kind, team)] = applied.revision
-        if result.errors:
-            result.revisions.clear()
-            transaction.set_rollback(True)  # nothing half-written
-    return result
+    return changes
+
+
+def what_if_changes(node_pool: NodePool, form: dict[str, str]) -> tuple[list[str], Saved]:
+    """The grid's GPU edits as what-if changes (quotas.services.what_if_changes: `vision h100 gpu=8 …`), and the
+    refused cells (nothing to preview then). CPU and memory edits are saved, not previewed: the replay admits
+    by GPUs."""
+    result = Saved()
+    changes = _changes(stored(node_pool), form, result)
+    texts = []
+    for (kind, team), resources in sorted(changes.items()):
+        gpu = resources.get("gpu", {})
+        said = [
+            f"{WHAT_IF_KEYS[key]}={'none' if value is None else value}"
+            for key, value in gpu.items()
+            if key in WHAT_IF_KEYS
+        ]
+        if said:
+            who = f"department {team}" if kind == "department" else team
+            texts.append(" ".join([who, node_pool.name, *said]))
+    return texts, result
 
 
 def _value(key: str, text: str | None, current):

@@ -27,8 +27,8 @@ from django.utils import timezone
 
 from pools.engine.borrowing import BorrowingView, borrowing_view
 from pools.engine.fairshare import KAI, SHRINK
+from pools.engine.quota_model import NO_PROJECT, QuotaTree, Resources, TeamQuota, with_no_project
 from pools.engine.quota_model import Quota as EngineQuota
-from pools.engine.quota_model import QuotaTree, Resources, TeamQuota
 from pools.engine.quota_pass import PassResult, PoolState, QueuedWorkflow, run_admission
 from pools.engine.reclaim import RunningWorkflow
 from quotas.models import RESOURCES, NodePool, Quota
@@ -38,7 +38,6 @@ from workflows.models import WorkflowPart, WorkflowStatus
 IN_FLIGHT = (WorkflowStatus.PENDING, WorkflowStatus.WAITING, WorkflowStatus.RUNNING)
 RESERVED = "RESERVED"  # a part admitted while its workflow waits for another part (docs/admission.md)
 GPU_NOUN_DEFAULT = "GPUs"
-NO_PROJECT = "(none)"  # the team of workflows charged to no project (no valid project name has parentheses)
 
 
 @dataclass(frozen=True)
@@ -129,7 +128,7 @@ class NodePoolState:
             guarantee_rule=self.guarantee_rule,
             name=self.node_pool.name,
             capacity=self.engine_capacity,
-            tree=_with_no_project(self.tree) if uses_none else self.tree,
+            tree=with_no_project(self.tree) if uses_none else self.tree,
             running=running,
             queued=queued,
             over_quota=self.node_pool.over_quota,
@@ -191,16 +190,6 @@ def managed_resources(tree: QuotaTree) -> set[str]:
         for resource, quota in team.quotas.items()
         if quota.deserved > 0 or quota.limit is not None
     }
-
-
-def _with_no_project(tree: QuotaTree) -> QuotaTree:
-    """The tree with the team `(none)` added, as a department and its one project, ranked after every project."""
-    lowest = min((p.priority for p in tree.projects), default=0)
-    none = {resource: EngineQuota(deserved=0, limit=None, weight=1) for resource in RESOURCES}
-    return QuotaTree(
-        departments=(*tree.departments, TeamQuota(NO_PROJECT, none)),
-        projects=(*tree.projects, TeamQuota(NO_PROJECT, none, priority=lowest - 1, department=NO_PROJECT)),
-    )
 
 
 def gpu_noun(model: str) -> str:

@@ -89,6 +89,9 @@ def test_periodic_jobs_are_beats_schedule_and_one_failure_does_not_stop_the_othe
         "node-pool-labels",
         "quotas-admission",
         "machine-pools-reconcile",
+        "usage-rollup",
+        "usage-prune",
+        "usage-deserved-samples",
     }
     assert jobs["workflows-reconcile"].task == "workflows.tasks.reconcile_workflows"
     ran = []

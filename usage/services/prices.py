@@ -31,8 +31,11 @@ class NodePrice:
     source: str
 
 
-def node_price(backend_id: int, instance_type: str, spot: bool, overrides: dict | None = None) -> NodePrice:
-    """The hourly price of one node of `instance_type` on the backend, and where it comes from."""
+def node_price(
+    backend_id: int, instance_type: str, spot: bool, overrides: dict | None = None, shapes: dict | None = None
+) -> NodePrice:
+    """The hourly price of one node of `instance_type` on the backend, and where it comes from. `overrides`
+    (`backend_overrides`) and `shapes` (the catalog) are read when not given."""
     from clusters.machinepools.instance_types import catalog
 
     if not instance_type:
@@ -46,7 +49,7 @@ def node_price(backend_id: int, instance_type: str, spot: bool, overrides: dict 
             kind = "spot" if spot else "on-demand"
             note = f" ({override.note})" if override.note else ""
             return NodePrice(price, f"{kind} price set for this backend{note}")
-    shape = catalog().get(instance_type)
+    shape = (shapes if shapes is not None else catalog()).get(instance_type)
     if shape is None:
         return NodePrice(None, f"no price: instance type {instance_type} is not in the catalog")
     if spot and shape.spot_hourly_price is not None:

@@ -13,9 +13,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
-from django.db.models import Q
 from django.utils import timezone
 
+from clusters.models import Node
 from usage.models import CapacityType, Outcome, TaskAttempt, WorkflowRecord
 from usage.services import prices
 
@@ -52,14 +52,17 @@ def on_events(events: Iterable[tuple[int, str, datetime]]) -> None:
 
 def open_attempts(task_pks: Iterable[int]) -> int:
     """Insert the running attempt of each task that has started (idempotent per task and attempt)."""
+    return _insert(_attempts(_started_tasks(task_pks)))
+
+
+def _started_tasks(task_pks: Iterable[int]) -> list:
     from workflows.models import Task
 
-    tasks = list(
+    return list(
         Task.objects.filter(pk__in=list(task_pks), started_at__isnull=False).select_related(
             "workflow__project__department", "workflow__pool__backend"
         )
     )
-    return _insert([_attempt(task) for task in tasks])
 
 
 def close_attempts(ends: dict[int, tuple[str, datetime]]) -> int:
@@ -71,10 +74,7 @@ def close_attempts(ends: dict[int, tuple[str, datetime]]) -> int:
     open_rows = {row.task_pk: row for row in TaskAttempt.objects.filter(task_pk__in=list(ends), ended_at__isnull=True)}
     missing = [pk for pk in ends if pk not in open_rows]
     if missing:  # ended without a RUNNING event: the cluster's start time is on the task, if it ran at all
-        started = Task.objects.filter(pk__in=missing, started_at__isnull=False).select_related(
-            "workflow__project__department", "workflow__pool__backend"
-        )
-        rows = [_attempt(task) for task in started]
+        rows = _attempts(_started_tasks(missing))
         _insert(rows)
         open_rows.update(
             (row.task_pk, row)
@@ -98,14 +98,21 @@ def _close(row: TaskAttempt, outcome: str, at: datetime) -> int:
 
 
 def repair_open(now: datetime | None = None) -> int:
-    """Close attempts whose task has moved on without an event this record heard (a later attempt, or the task
-    finished): at the task's end if it has one, else now, as failed."""
+    """Close attempts whose task has moved on without an event this record heard (a later attempt, the task
+    finished, or its workflow deleted): at the task's end if it has one, else now, as failed. Two queries."""
     from workflows.models import FINISHED_TASK, Task
 
     now = now or timezone.now()
+    open_rows = list(TaskAttempt.objects.filter(ended_at__isnull=True).only("pk", "task_pk", "attempt", "started_at"))
+    tasks = {
+        row["pk"]: row
+        for row in Task.objects.filter(pk__in=[r.task_pk for r in open_rows]).values(
+            "pk", "retry_id", "status", "finished_at"
+        )
+    }
     stale = 0
-    for row in TaskAttempt.objects.filter(ended_at__isnull=True).only("pk", "task_pk", "attempt", "started_at"):
-        task = Task.objects.filter(pk=row.task_pk).values("retry_id", "status", "finished_at").first()
+    for row in open_rows:
+        task = tasks.get(row.task_pk)
         if task is None:
             stale += _close(row, Outcome.FAILED, now)
         elif task["retry_id"] != row.attempt or task["status"] in FINISHED_TASK:
@@ -116,30 +123,45 @@ def repair_open(now: datetime | None = None) -> int:
 def _insert(rows: list[TaskAttempt]) -> int:
     if not rows:
         return 0
-    have = set(
-        TaskAttempt.objects.filter(
-            Q(task_pk__in=[r.task_pk for r in rows]),
-        ).values_list("task_pk", "attempt")
-    )
+    have = set(TaskAttempt.objects.filter(task_pk__in=[r.task_pk for r in rows]).values_list("task_pk", "attempt"))
     new = [row for row in rows if (row.task_pk, row.attempt) not in have]
     TaskAttempt.objects.bulk_create(new, ignore_conflicts=True)
     return len(new)
 
 
-def _attempt(task) -> TaskAttempt:
+def _attempts(tasks: list) -> list[TaskAttempt]:
+    """The attempts' rows, reading their nodes, price overrides and the catalog once for all of them."""
+    from clusters.machinepools.instance_types import catalog
+
+    if not tasks:
+        return []
+    shapes = catalog()
+    by_backend: dict[int, set[str]] = {}
+    for task in tasks:
+        by_backend.setdefault(task.workflow.pool.backend_id, set()).add(task.node)
+    nodes, overrides = {}, {}
+    for backend_id, names in by_backend.items():
+        overrides[backend_id] = prices.backend_overrides(backend_id)
+        for node in Node.objects.filter(backend_id=backend_id, name__in=[n for n in names if n]):
+            nodes[backend_id, node.name] = node
+    return [_attempt(task, nodes.get((task.workflow.pool.backend_id, task.node)), overrides, shapes) for task in tasks]
+
+
+def _attempt(task, node, overrides: dict, shapes: dict) -> TaskAttempt:
     from workflows.parts import workflow_requests
 
     workflow = task.workflow
     backend = workflow.pool.backend
     project = workflow.project
     asked = workflow_requests([task.pod])  # read as admission reads them
-    node = _node(backend.pk, task.node)
     labels = node.labels if node else {}
     instance_type = next((labels[key] for key in INSTANCE_TYPE_LABELS if labels.get(key)), "")
     spot = any(labels.get(key) == value for key, value in SPOT_LABELS.items())
-    price = prices.node_price(backend.pk, instance_type, spot)
-    share = prices.dominant_share(asked, _allocatable(node)) if node else 0
-    now = timezone.now()
+    if node is None:
+        price, share = prices.NodePrice(None, "no price: the node is not in the inventory"), 0
+    else:
+        price = prices.node_price(backend.pk, instance_type, spot, overrides[backend.pk], shapes)
+        share = prices.dominant_share(asked, _allocatable(node))
     return TaskAttempt(
         task_pk=task.pk,
         attempt=task.retry_id,
@@ -159,18 +181,10 @@ def _attempt(task) -> TaskAttempt:
         cpu_millis=asked.get("cpu", 0),
         memory_bytes=asked.get("memory", 0),
         started_at=_seconds(task.started_at),
-        hourly_cost_micros=prices.hourly_cost_micros(price, share) if node else 0,
-        price_source=price.source if node else "no price: the node is not in the inventory",
-        recorded_at=now,
+        hourly_cost_micros=prices.hourly_cost_micros(price, share),
+        price_source=price.source,
+        recorded_at=timezone.now(),
     )
-
-
-def _node(backend_id: int, name: str):
-    from clusters.models import Node
-
-    if not name:
-        return None
-    return Node.objects.filter(backend_id=backend_id, name=name).first()
 
 
 def _allocatable(node) -> dict[str, int]:

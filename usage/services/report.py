@@ -12,7 +12,7 @@ hourly rows), one over the raw attempts not in them; whatever the number of grou
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime, timedelta
 
 from django.db.models import Q, Sum
@@ -99,8 +99,10 @@ def period(start: datetime, end: datetime, now: datetime | None = None) -> tuple
 
 
 def usage(query: ReportQuery, now: datetime | None = None) -> list[ReportRow]:
-    """The report's rows, in order of period, then descending GPU-hours, then group."""
+    """The report's rows, in order of period, then descending GPU-hours, then group. The period is taken in
+    whole hours (its start and end rounded out to the hour)."""
     now = now or timezone.now()
+    query = replace(query, start=floor_hour(query.start), end=floor_hour(query.end - timedelta(microseconds=1)) + HOUR)
     sums: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
     for period_start, key, values in _from_rollups(query):
         _add(sums[(period_start, key)], values)
@@ -175,8 +177,8 @@ def _from_rollups(query: ReportQuery):
 def _from_raw(query: ReportQuery, now: datetime):
     """Closed attempts not rolled up yet, and running attempts up to now, within the period."""
     attempts = (
-        TaskAttempt.objects.filter(Q(ended_at__isnull=True) | Q(rolled_up=False, ended_at__gt=query.start))
-        .filter(started_at__lt=query.end)
+        TaskAttempt.objects.filter(rolled_up=False, started_at__lt=query.end)  # running ones are never rolled up
+        .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=query.start))
         .filter(_filters(query))
         .values("started_at", "ended_at", "gpu", "cpu_millis", "memory_bytes", "hourly_cost_micros", *set(DIMENSIONS))
     )

@@ -19,7 +19,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
-from django.db import transaction
+from django.db import connection, transaction
 from django.utils import timezone
 
 from usage.models import DIMENSIONS, Granularity, TaskAttempt, UsageRollup
@@ -80,7 +80,7 @@ def rebuild_hours(start: datetime, end: datetime) -> int:
         rows = list(_closed_overlapping(start, end).values("pk", *_FIELDS).iterator(chunk_size=5000))
         sums = hour_contributions(rows, start, end)
         UsageRollup.objects.filter(granularity=Granularity.HOUR, period_start__gte=start, period_start__lt=end).delete()
-        UsageRollup.objects.bulk_create(_rows(Granularity.HOUR, sums), batch_size=2000)
+        _insert(Granularity.HOUR, sums)
         _rebuild_days(floor_day(start), floor_day(end - timedelta(microseconds=1)) + DAY)
         fresh = [row["pk"] for row in rows if not row["rolled_up"]]
         for index in range(0, len(fresh), 5000):
@@ -89,34 +89,49 @@ def rebuild_hours(start: datetime, end: datetime) -> int:
 
 
 def _rebuild_days(start: datetime, end: datetime) -> None:
-    hours = UsageRollup.objects.filter(granularity=Granularity.HOUR, period_start__gte=start, period_start__lt=end)
-    sums: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0, 0])
-    for row in hours.values("period_start", *DIMENSIONS, *MEASURES).iterator(chunk_size=5000):
-        day_row = sums[(floor_day(row["period_start"]), *(row[name] for name in DIMENSIONS))]
-        for index, measure in enumerate(MEASURES):
-            day_row[index] += row[measure]
+    """Each day of [start, end) as the sums of its hourly rows, in SQL (one INSERT … SELECT per day)."""
     UsageRollup.objects.filter(granularity=Granularity.DAY, period_start__gte=start, period_start__lt=end).delete()
-    UsageRollup.objects.bulk_create(_rows(Granularity.DAY, sums), batch_size=2000)
+    table, quote = UsageRollup._meta.db_table, connection.ops.quote_name
+    dimensions = ", ".join(quote(name) for name in DIMENSIONS)
+    sums = ", ".join(f"SUM({quote(name)})" for name in MEASURES)
+    sql = (
+        f"INSERT INTO {quote(table)} ({quote('granularity')}, {quote('period_start')}, {dimensions}, "
+        f"{', '.join(quote(name) for name in MEASURES)}) "
+        f"SELECT %s, %s, {dimensions}, {sums} FROM {quote(table)} "
+        f"WHERE {quote('granularity')} = %s AND {quote('period_start')} >= %s AND {quote('period_start')} < %s "
+        f"GROUP BY {dimensions}"
+    )
+    adapt = connection.ops.adapt_datetimefield_value
+    day = start
+    with connection.cursor() as cursor:
+        while day < end:
+            cursor.execute(sql, [Granularity.DAY, adapt(day), Granularity.HOUR, adapt(day), adapt(day + DAY)])
+            day += DAY
 
 
-def _rows(granularity: str, sums: dict[tuple, list[int]]) -> list[UsageRollup]:
-    return [
-        UsageRollup(
-            granularity=granularity,
-            period_start=key[0],
-            **dict(zip(DIMENSIONS, key[1:], strict=True)),
-            **dict(zip(MEASURES, values, strict=True)),
-        )
-        for key, values in sums.items()
-    ]
+def _insert(granularity: str, sums: dict[tuple, list[int]]) -> None:
+    """Many rows in one statement run per row (psycopg pipelines it): a fraction of `bulk_create`'s cost per field."""
+    if not sums:
+        return
+    columns = ("granularity", "period_start", *DIMENSIONS, *MEASURES)
+    quote = connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(UsageRollup._meta.db_table)} ({', '.join(quote(c) for c in columns)}) "
+        f"VALUES ({', '.join(['%s'] * len(columns))})"
+    )
+    adapt = connection.ops.adapt_datetimefield_value
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, [(granularity, adapt(key[0]), *key[1:], *values) for key, values in sums.items()])
 
 
-def roll_up(now: datetime | None = None) -> int:
-    """The incremental job: rebuild the hours (and days) touched by closed attempts not rolled up yet, and mark
-    every attempt those rebuilt hours counted as rolled up, in the same transaction. Returns hours rebuilt."""
+def roll_up(now: datetime | None = None, *, repair: bool = True) -> int:
+    """The incremental job: close what a missed event left open (`repair`), rebuild the hours (and days) touched
+    by closed attempts not rolled up yet, and mark every attempt those rebuilt hours counted as rolled up, in the
+    same transaction. Returns the number of hours rebuilt."""
     from usage.services.record import repair_open
 
-    repair_open(now or timezone.now())
+    if repair:
+        repair_open(now or timezone.now())
     pending = TaskAttempt.objects.filter(rolled_up=False, ended_at__isnull=False)
     hours: set[datetime] = set()
     for began, ended in pending.values_list("started_at", "ended_at").iterator(chunk_size=5000):

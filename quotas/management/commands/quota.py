@@ -4,12 +4,17 @@
         [--no-lend|--lend] [--format json]
     manage.py quota set --department DEPT NODE_POOL [--gpu N] …
     manage.py quota show NODE_POOL [--format json]
+    manage.py quota what-if [--from DATE] [--to DATE] [--set 'PROJECT NODE_POOL gpu=16' …]
+        [--capacity 'NODE_POOL gpu=+8' …] [--format table|json]
 
 Per resource (gpu, cpu, memory): `--<r>` sets deserved, `--limit-<r>` the limit (`none` removes it),
 `--weight-<r>` the over-quota weight. `--no-lend` makes the team never lend its unused deserved in that node
 pool (every resource; it stays idle for the team), `--lend` undoes it. Amounts are integers or Kubernetes
 quantities (`--cpu 8` is 8 cores, `--memory 64Gi`); what is not given is kept. One NODE_POOL revision per call
 (`config history NODE_POOL`).
+`what-if` replays the recorded period (default: the last 7 days, at most 31) under today's quotas and under
+the changes, side by side with what happened, and says what the change does right now (docs/quotas.md,
+"What-if"; quotas.services.what_if). Nothing is written.
 Errors print one line and exit 1.
 """
 
@@ -18,10 +23,11 @@ from __future__ import annotations
 from configs.errors import ConfigError
 from configs.revisions import Actor
 from portal.commands import PortalCommand
+from portal.errors import DomainError
 from portal.numbers import whole_number
-from quotas import units
+from quotas import units, what_if_cli
 from quotas.config_types import RESOURCES
-from quotas.services import node_pool_quotas
+from quotas.services import node_pool_quotas, what_if
 
 # the option that sets each (resource, key), to name it in errors
 FLAGS = {
@@ -59,9 +65,24 @@ class Command(PortalCommand):
         show = verbs.add_parser("show", help="per project and resource: deserved, limit, weight, in use, fair share")
         show.add_argument("node_pool", metavar="NODE_POOL")
         show.add_argument("--format", choices=["table", "json"], default="table")
+        trying = verbs.add_parser("what-if", help="replay a recorded period under proposed quotas (nothing is written)")
+        trying.add_argument("--from", dest="start", help="the period's start: 2026-11-25 or an ISO time (UTC)")
+        trying.add_argument("--to", dest="end", help="its end, excluded (default: now; at most 31 days)")
+        trying.add_argument(
+            "--set",
+            dest="changes",
+            action="append",
+            default=[],
+            help="'PROJECT NODE_POOL gpu=N [limit-gpu=N|none] [weight-gpu=N]', 'PROJECT priority=N' or "
+            "'department DEPT NODE_POOL gpu=N …' (repeat)",
+        )
+        trying.add_argument(
+            "--capacity", action="append", default=[], help="'NODE_POOL gpu=+N|-N|N': nodes added or removed (repeat)"
+        )
+        trying.add_argument("--format", choices=["table", "json"], default="table")
 
     def handle(self, *args, **options):
-        getattr(self, f"do_{options['verb']}")(options)
+        getattr(self, f"do_{options['verb'].replace('-', '_')}")(options)
 
     def do_set(self, options):
         team_kind, team, node_pool = _target(options)
@@ -92,6 +113,25 @@ class Command(PortalCommand):
         said = "; ".join(f"{r} {_figures(r, quotas[r])}" for r in RESOURCES)
         done = f"revision {result.revision}" if result.changed else "unchanged"
         self.stdout.write(f"{team_kind} {team} in {node_pool}: {said} ({done})")
+        return None
+
+    def do_what_if(self, options):
+        try:
+            start, end = what_if.period(options["start"], options["end"])
+        except DomainError as error:  # the service's start/end are --from/--to here
+            flag = "--from" if error.field == "start" else "--to"
+            raise DomainError(error.reason, field=flag, value=error.value) from None
+        changes = [*options["changes"], *(f"capacity {text}" for text in options["capacity"])]
+        answer = what_if.what_if(start, end, changes)
+        if options["format"] == "json":
+            return self.emit(answer)
+        self.stdout.write(what_if_cli.summary(answer))
+        self.stdout.write("")
+        headers, rows = what_if_cli.table_rows(answer)
+        self.table(headers, rows, right=what_if_cli.RIGHT)
+        self.stdout.write("")
+        for line in what_if_cli.right_now_lines(answer):
+            self.stdout.write(line)
         return None
 
     def do_show(self, options):
