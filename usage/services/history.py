@@ -15,9 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from datetime import datetime
 
+from django.db.models import Sum
 from django.utils import timezone
 
-from usage.models import WorkflowRecord
+from usage.models import TaskAttempt, WorkflowRecord
 from usage.services.report import ReportQuery, usage
 from usage.services.rollup import HOUR, floor_hour
 
@@ -102,10 +103,6 @@ def _started(status: str, started: datetime | None, admitted: datetime | None, c
 
 def gpus_running(by: tuple[str, ...] = ()) -> dict[tuple[str, ...], int]:
     """Group → GPUs requested by the attempts running now (one query)."""
-    from django.db.models import Sum
-
-    from usage.models import TaskAttempt
-
     running = TaskAttempt.objects.filter(ended_at__isnull=True)
     if not by:  # .values() without fields would group by every column
         return {(): running.aggregate(gpus=Sum("gpu"))["gpus"] or 0}

@@ -31,7 +31,7 @@ from django.db.models import F, Sum
 from django.utils import timezone
 
 from portal.models import SharedCount
-from usage.models import Granularity, TaskAttempt, UsageRollup
+from usage.models import DIMENSIONS, Granularity, TaskAttempt, UsageRollup
 from usage.services import retention
 from usage.services.report import MAX_PERIOD_DAYS, ReportQuery, period, usage
 from usage.services.rollup import DAY, floor_day, floor_hour, hour_contributions
@@ -98,8 +98,6 @@ def _record_start(now: datetime) -> datetime:
 def _running(start: datetime, end: datetime, now: datetime) -> dict[tuple[str, str], tuple[int, int, int]]:
     """(project, node pool) → (GPUs, GPU-seconds, cost micro-dollars) of the running attempts within [start, end),
     up to now, with the report's arithmetic (usage.services.rollup.hour_contributions)."""
-    from usage.models import DIMENSIONS
-
     rows = list(
         TaskAttempt.objects.filter(ended_at__isnull=True, started_at__lt=end).values(
             "started_at", "ended_at", "gpu", "cpu_millis", "memory_bytes", "hourly_cost_micros", *DIMENSIONS
