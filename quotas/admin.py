@@ -23,7 +23,7 @@ from portal.admin_base import ServiceBackedAdmin, pretty_json, revisions_link, s
 from quotas import units
 from quotas.admin_grid import QuotaGridMixin
 from quotas.models import NodePool, Quota
-from quotas.services import node_pool_quotas, node_pools, overview
+from quotas.services import fairshare_history, node_pool_quotas, node_pools, overview
 from quotas.services.fairshare_view import fairshare_page
 from quotas.services.usage_weights import Window
 
@@ -76,6 +76,7 @@ class NodePoolAdmin(QuotaGridMixin, PolicyAdminMixin, ServiceBackedAdmin):
             **self.admin_site.each_context(request),
             "opts": self.model._meta,
             "page": page,
+            "history": fairshare_history.last_day(node_pool, [p.project for p in page.projects]),
             "title": f"Fair share in {node_pool.name}",
             "change_url": reverse("admin:quotas_nodepool_change", args=[node_pool.pk]),
             "list_url": reverse("admin:quotas_nodepool_changelist"),

@@ -6,7 +6,9 @@ Sections, each shown only to whom may view the admin list it links to (that mode
 
 - pending access and pool requests (selfservice), with counts and the latest few;
 - pools by GPU use: GPUs in use / allocatable per pool (pools.services.capacity.pool_totals, each node once);
-- queued and failed workflows of the last 24 hours, per hour;
+- key numbers (GPUs in use, workflows queued and running) with sparklines of their last 24 hours;
+- workflows of the last 24 hours, per hour: submitted and still queued, and finished (completed, failed,
+  cancelled);
 - clusters (backends) and their inventory sync state;
 - the node pools' queues (quotas.dashboard).
 
@@ -31,13 +33,22 @@ from pools.models import PoolCapacity
 from pools.services.capacity import pool_totals
 from quotas import dashboard as queues_panel
 from selfservice.models import AccessRequest, PoolRequest, RequestStatus
-from workflows.models import Workflow, WorkflowStatus
+from teams.quota_visibility import sees_every_team
+from usage.services import hourly_series
+from workflows.models import FINISHED_WORKFLOW, Workflow, WorkflowStatus
 
 LATEST_REQUESTS = 5  # pending requests listed by name; the count says how many more
 POOLS_SHOWN = 12  # pools with bars, busiest first; the link lists them all
 HOURS = 24
 GPU = "nvidia.com/gpu"
-FAILED = [status for status in WorkflowStatus.values if status.startswith("FAILED")]
+FINISHED = sorted(FINISHED_WORKFLOW)
+# How a workflow ended, as the chart stacks it (bottom to top), with its list's filter.
+ENDED_LABELS = (("completed", "completed"), ("failed", "failed"), ("cancelled", "cancelled"))
+ENDS = {
+    "completed": {"status__exact": WorkflowStatus.COMPLETED},
+    "failed": {"status__startswith": "FAILED"},
+    "cancelled": {"status__exact": WorkflowStatus.CANCELLED},
+}
 
 
 def dashboard(request, context: dict) -> dict:
@@ -45,6 +56,7 @@ def dashboard(request, context: dict) -> dict:
         "requests": _requests(request),
         "gpu_pools": _gpu_pools(request),
         "workflow_chart": _workflow_chart(request),
+        "key_numbers": _key_numbers(request),
         "clusters": _clusters(request),
     }
     return queues_panel.dashboard(request, {**context, **{k: v for k, v in sections.items() if v is not None}})
@@ -143,6 +155,8 @@ def _gpu_pools(request) -> dict | None:
 
 
 def _workflow_chart(request) -> dict | None:
+    """Per hour: workflows submitted and still queued (by submission), and workflows that finished, by how they
+    ended (completed, failed, cancelled: every finished status, by their end)."""
     model_admin = _admin_for(request, Workflow)
     if model_admin is None:
         return None
@@ -150,27 +164,99 @@ def _workflow_chart(request) -> dict | None:
     first = now.replace(minute=0, second=0, microsecond=0) - timedelta(hours=HOURS - 1)
     rows = model_admin.get_queryset(request).order_by()
     queued = _per_hour(rows.filter(status=WorkflowStatus.QUEUED, created_at__gte=first), "created_at")
-    failed = _per_hour(rows.filter(status__in=FAILED, finished_at__gte=first), "finished_at")
+    ended = _per_hour_and_status(rows.filter(status__in=FINISHED, finished_at__gte=first), "finished_at")
     hours = [first + timedelta(hours=index) for index in range(HOURS)]
-    peak = max([1, *queued.values(), *failed.values()])
+    peak = max([1, *queued.values(), *(sum(by_end.values()) for by_end in ended.values())])
     since = first.isoformat()
+    totals = {end: sum(by_end.get(end, 0) for by_end in ended.values()) for end in ENDS}
+    queued_total = sum(queued.values())
     return {
-        "hours": [
-            {
-                "hour": hour,
-                "queued": queued.get(hour, 0),
-                "failed": failed.get(hour, 0),
-                "queued_height": round(100 * queued.get(hour, 0) / peak),
-                "failed_height": round(100 * failed.get(hour, 0) / peak),
-            }
-            for hour in hours
-        ],
+        "hours": [_hour(hour, queued.get(hour, 0), ended.get(hour, {}), peak) for hour in hours],
         "peak": peak,
-        "queued": sum(queued.values()),
-        "failed": sum(failed.values()),
+        "queued": queued_total,
+        "ends": [
+            {
+                "end": end,
+                "label": label,
+                "count": totals[end],
+                "url": _list_url(Workflow, **ENDS[end], finished_at__gte=since),
+            }
+            for end, label in ENDED_LABELS
+        ],
+        "failed": totals["failed"],
+        "finished": sum(totals.values()),
+        "total": queued_total + sum(totals.values()),
         "queued_url": _list_url(Workflow, status__exact=WorkflowStatus.QUEUED),
         "failed_url": _list_url(Workflow, status__startswith="FAILED", finished_at__gte=since),
         "url": _list_url(Workflow),
+    }
+
+
+def _hour(hour, queued: int, ended: dict[str, int], peak: int) -> dict:
+    return {
+        "hour": hour,
+        "queued": queued,
+        "queued_height": round(100 * queued / peak),
+        "finished": sum(ended.values()),
+        "ends": [
+            {"end": end, "count": ended.get(end, 0), "height": round(100 * ended.get(end, 0) / peak)}
+            for end, _ in ENDED_LABELS
+        ],
+        **{end: ended.get(end, 0) for end in ENDS},
+    }
+
+
+def _end_of(status: str) -> str:
+    if status == WorkflowStatus.COMPLETED:
+        return "completed"
+    return "cancelled" if status == WorkflowStatus.CANCELLED else "failed"
+
+
+def _per_hour_and_status(rows, column: str) -> dict:
+    """{start of the hour (UTC): {completed|failed|cancelled: count}} in one query."""
+    counted = rows.annotate(hour=TruncHour(column, tzinfo=UTC)).values("hour", "status").annotate(n=Count("pk"))
+    found: dict = {}
+    for hour, status, n in counted.values_list("hour", "status", "n"):
+        by_end = found.setdefault(hour, {})
+        by_end[_end_of(status)] = by_end.get(_end_of(status), 0) + n
+    return found
+
+
+def _key_numbers(request) -> dict | None:
+    """GPUs in use, workflows queued and running: now, and their last 24 hours as sparklines
+    (usage.services.hourly_series). Portal-wide figures: shown to who may list workflows and see every team."""
+    if _admin_for(request, Workflow) is None or not sees_every_team(request):
+        return None
+    now = timezone.now()
+    gpus = hourly_series.gpus_in_use(now)[()]
+    flows = hourly_series.workflows(now)
+    return {
+        "numbers": [
+            {
+                "key": "gpus",
+                "label": "GPUs in use",
+                "value": hourly_series.gpus_running()[()],
+                "series": gpus,
+                "meaning": "average GPUs held by running pods, per hour",
+            },
+            {
+                "key": "queued",
+                "label": "workflows queued",
+                "value": flows.queued[-1],
+                "series": flows.queued,
+                "meaning": "workflows waiting for admission at the end of each hour",
+                "url": _list_url(Workflow, status__exact=WorkflowStatus.QUEUED),
+            },
+            {
+                "key": "running",
+                "label": "workflows running",
+                "value": flows.running[-1],
+                "series": flows.running,
+                "meaning": "workflows with a task running at the end of each hour",
+                "url": _list_url(Workflow, status__exact=WorkflowStatus.RUNNING),
+            },
+        ],
+        "since": hourly_series.hours(now)[0],
     }
 
 

@@ -23,7 +23,7 @@ from portal.form_limits import body_too_large, form_too_large, refuses_oversized
 from selfservice.forms import AccessRequestForm, NotificationsForm, PoolRequestForm, SpecForm
 from selfservice.presenters import describe_error, locate_in_spec
 from selfservice.services import catalog as catalog_service
-from selfservice.services import examples
+from selfservice.services import examples, team_usage
 from selfservice.services import requests as request_service
 from selfservice.services import workflows as workflow_service
 from selfservice.timeline import timelines
@@ -74,7 +74,8 @@ def pool_detail(request, name):
         page = catalog_service.pool_page(name, request)
     except DomainError as error:
         return _error_page(request, error)
-    return render(request, "selfservice/pool.html", {"page": page, "pool": page.pool})
+    usage = team_usage.for_panels(page.quota, request)
+    return render(request, "selfservice/pool.html", {"page": page, "pool": page.pool, "team_usage": usage})
 
 
 # --- submit with preview ----------------------------------------------------------------------------------
@@ -211,6 +212,7 @@ def workflow_list(request):
     context = {"workflows": rows, "polling": any(not w.is_finished for w in rows)}
     if _htmx(request):
         return render(request, "selfservice/_workflow_rows.html", context)
+    context["team_usage"] = team_usage.for_viewer(request)  # the full page only, not the rows' polling
     return render(request, "selfservice/workflows.html", context)
 
 

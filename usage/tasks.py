@@ -1,4 +1,5 @@
-"""The usage app's periodic jobs (Celery beat, `CELERY_BEAT_SCHEDULE`): the incremental rollup and retention."""
+"""The usage app's periodic jobs (Celery beat, `CELERY_BEAT_SCHEDULE`): the incremental rollup and retention
+(through usage.services.meters, which keeps the Prometheus counters' totals of what it removes)."""
 
 from __future__ import annotations
 
@@ -16,6 +17,6 @@ def roll_up() -> int:
 
 @shared_task(name="usage.tasks.prune")
 def prune() -> dict[str, int]:
-    from usage.services import retention
+    from usage.services import meters
 
-    return retention.prune()
+    return meters.prune_keeping_totals()  # retention, the metrics' counters kept whole

@@ -1,8 +1,10 @@
 """What `/metrics` serves: the process's counters (portal.metrics, django-prometheus) and, read from the
-database at scrape time, the queue depth per pool, the watchers' heartbeats and lag per backend, and the
-counters the Celery workers keep there (`portal.metrics.SharedCounter`; docs/operations.md).
+database at scrape time, the queue depth per pool, the watchers' heartbeats and lag per backend, the
+counters the Celery workers keep there (`portal.metrics.SharedCounter`; docs/operations.md), and the usage
+record's GPU-seconds and cost per project and node pool (usage.services.meters).
 
-Five queries per scrape, whatever the number of pools, backends and workflows. With
+Ten queries per scrape (five for the usage record), whatever the number of pools, backends, workflows and
+attempts. With
 PROMETHEUS_MULTIPROC_DIR set (gunicorn workers) the process counters are those of every process writing there.
 """
 
@@ -18,6 +20,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 from clusters.models import Backend, WatcherHeartbeat
 from pools.models import Pool
 from portal import metrics, shared_metrics
+from usage.services import meters as usage_meters
 from workflows.models import Workflow, WorkflowStatus
 
 WAITING_STATUSES = (WorkflowStatus.QUEUED, WorkflowStatus.PENDING)
@@ -29,6 +32,7 @@ class DatabaseCollector:
         yield from self._backend_sync()
         yield from self._heartbeats()
         yield from self._shared_counters()
+        yield from self._usage()
 
     def _queue_depth(self) -> GaugeMetricFamily:
         family = GaugeMetricFamily(
@@ -106,6 +110,40 @@ class DatabaseCollector:
 
     def _shared_counters(self):
         yield from shared_metrics.collect(metrics.SHARED)
+
+    def _usage(self):
+        """The usage record per project and node pool (usage.services.meters): the closed attempts as counters,
+        the running ones as gauges; counter + gauge = the usage report's total."""
+        labels = ["project", "node_pool"]
+        families = {
+            "gpu_seconds": CounterMetricFamily(
+                "portal_usage_gpu_seconds", "GPU-seconds of ended task attempts (the usage record).", labels=labels
+            ),
+            "cost": CounterMetricFamily(
+                "portal_usage_cost_dollars", "Cost in USD of ended task attempts (the usage record).", labels=labels
+            ),
+            "running_gpu_seconds": GaugeMetricFamily(
+                "portal_usage_running_gpu_seconds",
+                "GPU-seconds so far of the task attempts still running.",
+                labels=labels,
+            ),
+            "running_cost": GaugeMetricFamily(
+                "portal_usage_running_cost_dollars",
+                "Cost so far in USD of the task attempts still running.",
+                labels=labels,
+            ),
+            "running_gpus": GaugeMetricFamily(
+                "portal_usage_running_gpus", "GPUs requested by the task attempts running now.", labels=labels
+            ),
+        }
+        for (project, node_pool), meter in usage_meters.meters().items():
+            values = [project, node_pool]
+            families["gpu_seconds"].add_metric(values, meter.gpu_seconds)
+            families["cost"].add_metric(values, meter.cost_micros / 1_000_000)
+            families["running_gpu_seconds"].add_metric(values, meter.running_gpu_seconds)
+            families["running_cost"].add_metric(values, meter.running_cost_micros / 1_000_000)
+            families["running_gpus"].add_metric(values, meter.running_gpus)
+        yield from families.values()
 
 
 class _Scrape:

@@ -34,6 +34,7 @@ class Figure:
     guaranteed_left: str
     percent_of_deserved: int  # in use against deserved, for the bar (capped at 100)
     over: bool  # in use above deserved
+    fair_share_amount: int = 0  # the engine's fair share now, in the resource's unit (team usage compares with it)
 
     @classmethod
     def of(cls, figures: ResourceStanding) -> Figure:
@@ -52,6 +53,7 @@ class Figure:
             show(figures.guaranteed_left),
             min(100, round(100 * figures.in_use / deserved)) if deserved else (100 if figures.in_use else 0),
             figures.in_use > deserved,
+            figures.fair_share,
         )
 
 

@@ -20,6 +20,7 @@ from django.utils import timezone
 from clusters.models import Backend, Node
 from configs import store
 from pools.models import NodeMembership, Pool
+from portal.sparklines import sparkline
 from selfservice.models import AccessRequest, PoolRequest, RequestStatus
 from tests.factories import BackendFactory, UserFactory, WorkflowFactory
 from tests.queries import assert_constant_queries
@@ -32,6 +33,8 @@ from tests.quotas.conftest import (  # noqa: F401  (fixtures)
     synced,
 )
 from tests.selfservice.conftest import person
+from tests.usage.factories import attempt_row
+from usage.services import hourly_series
 from workflows.models import Workflow, WorkflowStatus
 
 HOME = "/admin/"
@@ -119,10 +122,11 @@ def test_pools_by_gpu_use_show_gpus_in_use_of_their_nodes(world, admin_client):
     assert reverse("admin:pools_poolcapacity_changelist") in html
 
 
-def test_queued_and_failed_workflows_of_the_last_day_per_hour(world, admin_client):
+def test_workflows_of_the_last_day_per_hour_queued_and_by_how_they_ended(world, admin_client):
     html = section(admin_client.get(HOME).content.decode(), "dash-workflows")
     text = words(html)
     assert "2 submitted and still queued" in text and "2 failed" in text
+    assert "1 completed" in text and "0 cancelled" in text  # every finished status counts, completed too
     assert html.count('class="dash-hour"') == 24
     queued_list = reverse("admin:workflows_workflow_changelist") + "?status__exact=QUEUED"
     assert f'href="{queued_list}"' in html
@@ -133,8 +137,23 @@ def test_queued_and_failed_workflows_of_the_last_day_per_hour(world, admin_clien
     assert len(recent) == 2 and all(f">{name}<" in listed for name in recent)
     assert not any(f">{w.workflow_id}<" in listed for w in failed if w.workflow_id not in recent)
     last = html[html.rindex('class="dash-hour"') :]  # this hour: the queued one just submitted
-    assert "1 queued, 0 failed" in last
+    assert re.search(r"1 queued, [01] completed, 0 failed, 0 cancelled", last)  # completed 5 min ago: maybe last hour
     assert "peak 1 an hour" in text
+    completed_link = re.search(r'href="([^"]+)" id="dash-completed"', html).group(1).replace("&amp;", "&")
+    done = Workflow.objects.get(status=WorkflowStatus.COMPLETED).workflow_id
+    assert f">{done}<" in admin_client.get(completed_link).content.decode()
+
+
+def test_forty_completed_workflows_appear_in_the_chart(world, admin_client):
+    for minutes in range(40):
+        workflow(WorkflowStatus.COMPLETED, created_ago=timedelta(hours=3), finished_ago=timedelta(minutes=90 + minutes))
+    workflow(WorkflowStatus.CANCELLED, created_ago=timedelta(hours=3), finished_ago=timedelta(hours=2))
+    html = section(admin_client.get(HOME).content.decode(), "dash-workflows")
+    assert "41 completed" in words(html) and "1 cancelled" in words(html)
+    titles = re.findall(r'title="[^"]*: (\d+) queued, (\d+) completed, (\d+) failed, (\d+) cancelled"', html)
+    assert len(titles) == 24
+    assert sum(int(completed) for _, completed, _, _ in titles) == 41
+    assert sum(int(cancelled) for _, _, _, cancelled in titles) == 1
 
 
 def test_clusters_show_their_sync_state_and_last_error(world, admin_client):
@@ -166,12 +185,12 @@ def test_each_section_only_for_who_may_see_its_list(world):
     desk.force_login(person("desk", "request-desk"))
     html = desk.get(HOME).content.decode()
     assert 'id="dash-requests"' in html and "2 access requests pending" in words(html)
-    for hidden in ("dash-gpu-pools", "dash-workflows", "dash-clusters", "queues-panel"):
+    for hidden in ("dash-gpu-pools", "dash-workflows", "dash-clusters", "queues-panel", "dash-now"):
         assert f'id="{hidden}"' not in html
     boss = Client()
     boss.force_login(person("boss", "osmo-admin"))
     html = boss.get(HOME).content.decode()
-    for shown in ("dash-requests", "dash-gpu-pools", "dash-clusters"):
+    for shown in ("dash-requests", "dash-gpu-pools", "dash-clusters", "dash-now"):
         assert f'id="{shown}"' in html
 
 
@@ -184,7 +203,36 @@ def test_the_dashboard_takes_constant_queries(world, admin_client):
             PoolRequest.objects.create(requester=UserFactory(), team=f"t{index}", hardware="cpu", purpose="x")
             workflow(WorkflowStatus.QUEUED, created_ago=timedelta(hours=index))
             workflow(WorkflowStatus.FAILED, finished_ago=timedelta(hours=index + 6))
+            attempt_row(project=f"p{index}", started_at=timezone.now() - timedelta(hours=index + 1), ended_at=None)
+            attempt_row(node_pool=f"np{index}", started_at=timezone.now() - timedelta(hours=index + 3))
 
     # 15 today: the session and the user, the policy's roles, the dashboard's cards, the queues and the history
     assert_constant_queries(lambda: admin_client.get(HOME), grow, at_most=20)
     assert Backend.objects.count() == 6
+
+
+def test_key_numbers_show_now_with_a_sparkline_of_24_hourly_points(world, admin_client):
+    now = timezone.now()
+    hour = now.replace(minute=0, second=0, microsecond=0)
+    attempt_row(gpu=2, started_at=hour - timedelta(hours=3), ended_at=None)  # running: 2 + 3 GPUs every hour since
+    attempt_row(gpu=3, project="other", node_pool="h100", started_at=hour - timedelta(hours=3), ended_at=None)
+    attempt_row(gpu=1, started_at=hour - timedelta(hours=5), ended_at=hour - timedelta(hours=4))
+    running = workflow(WorkflowStatus.RUNNING, created_ago=timedelta(hours=2))
+    Workflow.objects.filter(pk=running.pk).update(started_at=hour - timedelta(minutes=30))
+    html = section(admin_client.get(HOME).content.decode(), "dash-now")
+    assert re.search(r'id="dash-now-gpus" data-value="5"', html)
+    assert re.search(r'id="dash-now-queued" data-value="3"', html)  # the three QUEUED of the world
+    assert re.search(r'id="dash-now-running" data-value="1"', html)
+    assert html.count('<svg class="spark"') == 3 and html.count('data-points="24"') == 3
+    gpus = hourly_series.gpus_in_use(now)[()]
+    assert len(gpus) == 24 and gpus[-4:] == [5.0, 5.0, 5.0, 5.0] and gpus[-5] == 0 and gpus[-6] == 1.0
+    flows = hourly_series.workflows(now)
+    assert flows.queued[-1] == 3 and flows.queued[0] == 1  # only the one submitted 30 hours ago, a day ago
+    assert flows.running[-2:] == [1, 1] and flows.running[-3] == 0  # running since half an hour before this hour
+
+
+def test_a_sparkline_has_one_point_per_value_on_a_scale_from_zero():
+    line = sparkline([0, 5, 10, 5])
+    assert len(line.points) == 4 and line.points[0][1] == line.height - 2 and line.points[2][1] == 2
+    assert sparkline([3, 3]).points[0][1] == 2  # a flat line at its peak, not at the bottom
+    assert sparkline([]).points == ()

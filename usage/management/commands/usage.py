@@ -16,7 +16,7 @@ Errors print one line, naming the option and the value, and exit 1.
 from __future__ import annotations
 
 from portal.commands import PortalCommand
-from usage.services import consumption, retention, rollup
+from usage.services import consumption, meters, rollup
 from usage.services.consumption import FILTERS, cli_label, parse_time
 from usage.services.report import GRANULARITIES, GROUPS, ReportError
 
@@ -84,7 +84,7 @@ class Command(PortalCommand):
         self.stdout.write(f"{hours} hourly rollup row(s) rebuilt")
 
     def do_prune(self, options):
-        removed = retention.prune()
+        removed = meters.prune_keeping_totals()  # retention, the metrics' counters kept whole (docs/operations.md)
         self.stdout.write("deleted " + ", ".join(f"{count} {what}" for what, count in removed.items()))
 
 
