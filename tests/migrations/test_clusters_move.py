@@ -15,7 +15,7 @@ from tests.migrations.migrating import leaves, migrate
 
 BEFORE = ("pools", "0003_encrypted_backend_secrets")
 MOVED_APPS = ("pools", "clusters")
-BUILT_ON_CLUSTERS = ("quotas",)  # their migrations depend on clusters': unapplied with them, then applied again
+BUILT_ON_CLUSTERS = ("quotas", "usage")  # their migrations depend on clusters': unapplied with them, then applied again
 
 pytestmark = pytest.mark.django_db(transaction=True)
 
