@@ -185,25 +185,28 @@ class ConfigObjectView(ConfigAPIView):
 
 
 POOL_LIST_PARAMETERS = [
-    OpenApiParameter("all_pools", bool, description="Every pool, not only yours."),
+    OpenApiParameter(
+        "all_pools", bool, description="Every pool (the default, as OSMO); false: only the pools you may use."
+    ),
     list_param("pools", "Only these pools (repeated, as OSMO's client sends)."),
 ]
 
 
 def listed_pools(request) -> list[str] | None:
-    """The pools a pool list shows: those named in `?pools=` (unknown names left out, as OSMO); every pool
-    (None) with `?all_pools=true`; else the pools the caller may use (`access.usable_pools.allowed_pools`)."""
+    """The pools a pool list shows, as OSMO: those named in `?pools=` (unknown names left out); else every pool
+    (None; OSMO's `all_pools` defaults to true); with `?all_pools=false` the pools the caller may use
+    (`access.usable_pools.allowed_pools`)."""
     named = params.names(request, "pools")
     if named:
         return named
-    if params.flag(request, "all_pools"):
+    if params.flag(request, "all_pools", default=True):
         return None
     return sorted(usable_pools.allowed_pools(request))
 
 
 class PoolListView(APIView):
-    """`pool:List`; lists the pools the caller may use (`access.usable_pools.allowed_pools`), every pool with
-    `?all_pools=true` (as OSMO), the ones named with `?pools=a&pools=b`."""
+    """`pool:List`; lists every pool (OSMO's default), each marked `accessible` when the caller may use it
+    (`access.usable_pools.allowed_pools`); `?all_pools=false` only those, `?pools=a&pools=b` the ones named."""
 
     permission_classes = [PolicyPermission]
     policy_action = actions.POOL_LIST
@@ -216,4 +219,5 @@ class PoolListView(APIView):
     def get(self, request):
         names = listed_pools(request)
         rows = pool_listing.pool_rows_with_capacity(names) if names is None or names else []
-        return Response({"pools": {row["name"]: row for row in rows}})
+        usable = usable_pools.allowed_pools(request)
+        return Response({"pools": {row["name"]: {**row, "accessible": row["name"] in usable} for row in rows}})
