@@ -169,3 +169,12 @@ def test_resource_info_answers_every_pool_of_the_node(admin_api, synced):
     assert set(entry["config_fields"]) == {"research", "train"}
     missing = admin_api.get("/api/resources/ghost")
     assert missing.status_code == 404 and missing.json()["code"] == "node_not_found"
+
+
+def test_verbose_pool_configs_queries_are_constant(admin_api, synced):
+    def grow():
+        for index in range(3):
+            store.apply("POOL", f"grown-{index}", {"backend": "sim", "platforms": {"cpu": {}, "gpu": {}}}, CLI)
+
+    assert_constant_queries(lambda: admin_api.get("/api/configs/pool?verbose=true"), grow=grow)
+    assert admin_api.get("/api/configs/pool?backend=sim&verbose=true").json()["pools"]["grown-0"]["status"] == "ONLINE"

@@ -170,7 +170,8 @@ def test_osmo_pool_list(cli):
     ]
     # pool.list_pools (`osmo resource list`'s check) also lists every pool, the caller's marked accessible
     pools = cli.request("GET", "/api/pool", params={})["pools"]
-    assert {name: row["accessible"] for name, row in pools.items()} == {"batch": False, "research": False, "train": True}
+    accessible = {name: row["accessible"] for name, row in pools.items()}
+    assert accessible == {"batch": False, "research": False, "train": True}
 
     # `osmo pool list -p train research`: pools repeated; research shares train's h100 nodes but not its
     # a100 ones, so it is a node set of its own

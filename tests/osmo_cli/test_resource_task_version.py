@@ -270,3 +270,26 @@ def test_osmo_version(cli):
     )
     assert version == "0.1.0"
     assert answer["product"] == "Pool Portal"
+
+
+def test_pool_configs_verbose_and_by_backend(world, osmo_user, osmo_login):
+    admin = osmo_login(osmo_user("osmo-admin", username="root"))
+    # GET api/configs/pool (config.py show POOL): the editable form, as before
+    editable = admin.request("GET", "api/configs/pool")["pools"]
+    assert set(editable) == {"train", "research", "batch"} and "status" not in editable["train"]
+    # OSMO's ?verbose=true: what the service derives, per pool and per platform
+    verbose = admin.request("GET", "api/configs/pool", params={"verbose": True})["pools"]
+    assert verbose["train"]["status"] == "ONLINE" and verbose["train"]["parsed_group_templates"] == []
+    h100 = verbose["train"]["platforms"]["h100"]
+    platform = Platform.objects.get(pool__name="train", name="h100")
+    assert h100["parsed_pod_template"] == platform.compiled["merged"]["body"]
+    assert h100["labels"] == platform.compiled["node_selector"] and h100["tolerations"]
+    assert h100["default_mounts"] == [] and isinstance(h100["parsed_resource_validations"], list)
+    one = admin.request("GET", "api/configs/pool/train", params={"verbose": True})
+    assert one["platforms"]["h100"]["labels"] == h100["labels"]
+    # ?backend=: the pools of that backend (none of another)
+    assert set(admin.request("GET", "api/configs/pool", params={"backend": "sim"})["pools"]) == set(editable)
+    assert admin.request("GET", "api/configs/pool", params={"backend": "other", "verbose": True})["pools"] == {}
+    with pytest.raises(OsmoUserError) as refused:
+        admin.request("GET", "api/configs/pod_template", params={"verbose": True})
+    assert refused.value.status_code == 400 and refused.value.payload["field"] == "verbose"
