@@ -18,7 +18,9 @@ from workflows.models import Priority
 
 
 class TaskListQuerySerializer(serializers.Serializer):
-    workflow_id = serializers.CharField(required=False, allow_blank=True, help_text="Part of the workflow id.")
+    workflow_id = serializers.CharField(
+        required=False, allow_blank=True, max_length=253, help_text="Part of the workflow id."
+    )
     statuses = NamesField(
         required=False, help_text="OSMO's task statuses (PROCESSING, SCHEDULING, INITIALIZING, …) or the portal's."
     )
