@@ -13,3 +13,9 @@ class PoolNotFound(ConfigNotFound):
     @classmethod
     def named(cls, name: str, field: str = "pool") -> PoolNotFound:
         return cls(f"no pool named {name!r}", field=field, value=name)
+
+
+class NodeNotFound(ConfigNotFound):
+    """No node of that name in any backend's inventory: 404 `node_not_found` (`GET /api/resources/{name}`)."""
+
+    code = "node_not_found"

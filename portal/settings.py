@@ -14,6 +14,7 @@ from django.templatetags.static import static
 
 from portal import deployment
 from portal.env import env_bool, env_int, env_list, env_networks, env_ratio, env_str
+from portal.version import VERSION
 
 BASE_DIR = Path(__file__).resolve().parent.parent
 VAR_DIR = Path(env_str("PORTAL_VAR_DIR", str(BASE_DIR / "var")))
@@ -255,7 +256,7 @@ REST_FRAMEWORK = {
 SPECTACULAR_SETTINGS = {
     "TITLE": "Pool Portal API",
     "DESCRIPTION": "OSMO-compatible pool, platform, template and workflow API.",
-    "VERSION": "0.1.0",
+    "VERSION": VERSION,
     "SERVE_INCLUDE_SCHEMA": False,
     # Swagger UI assets are served from this app, never from a CDN.
     "SWAGGER_UI_DIST": "SIDECAR",

@@ -10,7 +10,7 @@ as lists (django-filter's CSV widget takes a list as it is).
 from __future__ import annotations
 
 import django_filters
-from django.db.models import QuerySet
+from django.db.models import Q, QuerySet
 
 from portal.errors import PortalError
 from workflows.models import Workflow
@@ -27,6 +27,29 @@ class UpperNamesFilter(NamesFilter):
         return super().filter(qs, [item.upper() for item in value] if value else value)
 
 
+def selector(text: str) -> Q:
+    """OSMO's label selector: `key=value` (the label has that value) or `key` (the workflow has the label)."""
+    key, equals, value = text.partition("=")
+    return Q(labels__contains={key: value}) if equals else Q(labels__has_key=key)
+
+
+class LabelsFilter(NamesFilter):
+    """Every selector holds (`label`), or none does (`no_label`, `exclude=True`)."""
+
+    def filter(self, qs, value):
+        for text in value or []:
+            qs = qs.exclude(selector(text)) if self.exclude else qs.filter(selector(text))
+        return qs
+
+
+class NoneMatchFilter(NamesFilter):
+    """A filter by something the portal does not record (OSMO's workflow tags and apps): no workflow has it,
+    so asking for any value matches nothing, as on an OSMO service where none is set."""
+
+    def filter(self, qs, value):
+        return qs.none() if value else qs
+
+
 class WorkflowFilter(django_filters.FilterSet):
     users = NamesFilter(field_name="submitted_by__username")
     pools = NamesFilter(field_name="pool__name")
@@ -35,6 +58,10 @@ class WorkflowFilter(django_filters.FilterSet):
     name = django_filters.CharFilter(lookup_expr="icontains")
     submitted_after = django_filters.DateTimeFilter(field_name="created_at", lookup_expr="gte")
     submitted_before = django_filters.DateTimeFilter(field_name="created_at", lookup_expr="lt")
+    label = LabelsFilter()
+    no_label = LabelsFilter(exclude=True)
+    tags = NoneMatchFilter()
+    app = NoneMatchFilter()
 
     class Meta:
         model = Workflow

@@ -54,6 +54,10 @@ class WorkflowQuery:
     name: str = ""
     submitted_after: datetime | None = None
     submitted_before: datetime | None = None
+    label: list[str] = field(default_factory=list)  # OSMO's selectors: `key=value` or `key` (present)
+    no_label: list[str] = field(default_factory=list)  # `key` absent, `key=value` not that value
+    tags: list[str] = field(default_factory=list)  # the portal has no workflow tags: no workflow has one
+    app: str = ""  # nor apps
     all_users: bool = False
     offset: int = 0
     limit: int = 20

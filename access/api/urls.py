@@ -5,6 +5,7 @@ from access.api import user_views, views
 
 urlpatterns = [
     path("auth/login", views.LoginInfoView.as_view(), name="login-info"),
+    path("version", views.VersionView.as_view(), name="version"),
     path("auth/jwt/access_token", views.JWTExchangeView.as_view(), name="jwt-exchange"),
     path("auth/access_token", views.TokenCollectionView.as_view(), name="token-collection"),
     path("auth/access_token/<str:name>", views.TokenObjectView.as_view(), name="token-object"),

@@ -23,6 +23,7 @@ from access.oidc.cli_login import login_info
 from access.services import jwt_tokens, tokens, users
 from configs.revisions import Actor
 from portal.api import ErrorSerializer
+from portal.version import as_osmo_version
 
 ERRORS = {400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
 
@@ -117,6 +118,19 @@ class LoginInfoView(APIView):
     @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="Sign-in endpoints for the osmo CLI (LoginInfo)")
     def get(self, request):
         return Response(login_info())
+
+
+class VersionView(APIView):
+    """`GET /api/version` (`osmo version`): the portal's release in OSMO's shape; anyone may ask (osmo-default
+    holds `system:Version`), and a stale credential does not fail it."""
+
+    authentication_classes = []
+    permission_classes = [PolicyPermission]
+    policy_action, policy_resource = actions.SYSTEM_VERSION, ""
+
+    @extend_schema(responses={200: OpenApiTypes.OBJECT}, summary="The service's version (OSMO's Version)")
+    def get(self, request):
+        return Response(as_osmo_version())
 
 
 class UserTokenCollectionView(UserTokenAPIView, TokenCollectionView):

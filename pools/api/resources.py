@@ -12,6 +12,7 @@ from access import actions
 from configs.errors import ConfigError
 from pools.api import params
 from pools.api.views import PoolListView
+from pools.errors import NodeNotFound
 from pools.services import capacity, osmo_resources
 from portal.api import ErrorSerializer
 
@@ -51,3 +52,21 @@ class ResourceListView(APIView):
         pools = [] if params.flag(request, "all_pools") else params.names(request, "pools")
         report = capacity.capacity(pools, params.names(request, "platforms"))
         return Response(osmo_resources.answer(report, with_nodes=params.flag(request, "nodes", default=True)))
+
+
+class ResourceView(APIView):
+    """`GET /api/resources/{name}` (`osmo resource info NODE`): the node with every pool/platform it serves."""
+
+    permission_classes = PoolListView.permission_classes
+    policy_action = actions.RESOURCES_READ
+
+    @extend_schema(
+        operation_id="resource_retrieve",
+        responses={200: OpenApiTypes.OBJECT, 404: ErrorSerializer},
+        summary="One node: allocatable, used and free resources, labels, conditions, its platforms' task settings",
+    )
+    def get(self, request, name):
+        report = capacity.node_capacity(name)
+        if not report.nodes:
+            raise NodeNotFound(f"no node named {name!r}", field="name", value=name)
+        return Response(osmo_resources.answer(report))

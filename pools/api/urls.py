@@ -20,5 +20,6 @@ urlpatterns = [
     path("configs/<str:config_type>/<str:name>", views.ConfigObjectView.as_view(), name="config-object"),
     path("pool", views.PoolListView.as_view(), name="pool-list"),
     path("resources", resources.ResourceListView.as_view(), name="resources"),
+    path("resources/<str:name>", resources.ResourceView.as_view(), name="resource"),
     path("profile/settings", profile.ProfileSettingsView.as_view(), name="profile-settings"),
 ]

@@ -17,7 +17,7 @@ from configs.revisions import Actor, check_type
 from configs.serializers import body_serializers
 from pools.api import osmo_shapes, params
 from pools.api import serializers as s
-from pools.services import pool_listing
+from pools.services import pool_listing, verbose_pools
 from portal.api import APIRefusal, ErrorSerializer, list_param
 
 ERRORS = {400: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer}
@@ -91,16 +91,37 @@ def named_types(request, kwargs: dict) -> list[tuple[str, object]]:
     return found
 
 
+VERBOSE_PARAM = OpenApiParameter(
+    "verbose", bool, description="POOL only: OSMO's verbose form (status, each platform's parsed template, …)."
+)
+BACKEND_PARAM = OpenApiParameter("backend", str, description="POOL only: the pools of this backend.")
+
+
+def pool_options(request, kind: str) -> tuple[bool, str | None]:
+    """OSMO's `verbose` and `backend` of the pool config reads; named on another type, a 400 naming them."""
+    for key in ("verbose", "backend"):
+        if key in request.query_params and kind != ConfigType.POOL:
+            raise ConfigError("only pools take it (GET /api/configs/pool)", field=key, value=request.query_params[key])
+    backend = request.query_params.get("backend")
+    if backend is not None and (not backend or "\x00" in backend):
+        raise ConfigError("must name a backend", field="backend", value=backend)
+    return params.flag(request, "verbose"), backend
+
+
 class ConfigCollectionView(ConfigAPIView):
     @extend_schema(
         operation_id="configs_list",
-        parameters=[TYPE_PARAM],
+        parameters=[TYPE_PARAM, VERBOSE_PARAM, BACKEND_PARAM],
         responses={200: LISTING, **ERRORS},
         summary="Every object of a config type, in OSMO's shape ({pools: {name: body}}, {backends: [..]}, [roles])",
     )
     def get(self, request, config_type):
         kind = path_type(config_type)
-        return Response(osmo_shapes.listing(kind, store.show(kind)))
+        verbose, backend = pool_options(request, kind)
+        if kind != ConfigType.POOL:
+            return Response(osmo_shapes.listing(kind, store.show(kind)))
+        bodies = verbose_pools.pool_bodies(backend)
+        return Response(osmo_shapes.listing(kind, verbose_pools.verbose(bodies) if verbose else bodies))
 
     @extend_schema(
         operation_id="configs_update_many",
@@ -122,9 +143,16 @@ class ConfigCollectionView(ConfigAPIView):
 
 
 class ConfigObjectView(ConfigAPIView):
-    @extend_schema(parameters=[TYPE_PARAM], responses={200: config_body(), **ERRORS}, summary="One object's body")
+    @extend_schema(
+        parameters=[TYPE_PARAM, VERBOSE_PARAM], responses={200: config_body(), **ERRORS}, summary="One object's body"
+    )
     def get(self, request, config_type, name):
-        return Response(store.show(path_type(config_type), name))
+        kind = path_type(config_type)
+        if "backend" in request.query_params:
+            raise ConfigError("not a filter of one object", field="backend", value=request.query_params["backend"])
+        verbose, _ = pool_options(request, kind)
+        body = store.show(kind, name)
+        return Response(verbose_pools.verbose({name: body})[name] if verbose else body)
 
     @extend_schema(
         parameters=[TYPE_PARAM],
@@ -185,25 +213,28 @@ class ConfigObjectView(ConfigAPIView):
 
 
 POOL_LIST_PARAMETERS = [
-    OpenApiParameter("all_pools", bool, description="Every pool, not only yours."),
+    OpenApiParameter(
+        "all_pools", bool, description="Every pool (the default, as OSMO); false: only the pools you may use."
+    ),
     list_param("pools", "Only these pools (repeated, as OSMO's client sends)."),
 ]
 
 
 def listed_pools(request) -> list[str] | None:
-    """The pools a pool list shows: those named in `?pools=` (unknown names left out, as OSMO); every pool
-    (None) with `?all_pools=true`; else the pools the caller may use (`access.usable_pools.allowed_pools`)."""
+    """The pools a pool list shows, as OSMO: those named in `?pools=` (unknown names left out); else every pool
+    (None; OSMO's `all_pools` defaults to true); with `?all_pools=false` the pools the caller may use
+    (`access.usable_pools.allowed_pools`)."""
     named = params.names(request, "pools")
     if named:
         return named
-    if params.flag(request, "all_pools"):
+    if params.flag(request, "all_pools", default=True):
         return None
     return sorted(usable_pools.allowed_pools(request))
 
 
 class PoolListView(APIView):
-    """`pool:List`; lists the pools the caller may use (`access.usable_pools.allowed_pools`), every pool with
-    `?all_pools=true` (as OSMO), the ones named with `?pools=a&pools=b`."""
+    """`pool:List`; lists every pool (OSMO's default), each marked `accessible` when the caller may use it
+    (`access.usable_pools.allowed_pools`); `?all_pools=false` only those, `?pools=a&pools=b` the ones named."""
 
     permission_classes = [PolicyPermission]
     policy_action = actions.POOL_LIST
@@ -216,4 +247,5 @@ class PoolListView(APIView):
     def get(self, request):
         names = listed_pools(request)
         rows = pool_listing.pool_rows_with_capacity(names) if names is None or names else []
-        return Response({"pools": {row["name"]: row for row in rows}})
+        usable = usable_pools.allowed_pools(request)
+        return Response({"pools": {row["name"]: {**row, "accessible": row["name"] in usable} for row in rows}})

@@ -31,6 +31,8 @@ NODE_COLUMNS = (
     "ready",
     "unschedulable",
     "taints",
+    "labels",
+    "conditions",
     *(f"{c}_allocatable" for c in CAPACITY_COLUMNS.values()),
     *(f"{c}_used" for c in CAPACITY_COLUMNS.values()),
 )
@@ -72,6 +74,8 @@ class NodeFigures:
     used: dict[str, int]
     free: dict[str, int]
     taints: list = field(default_factory=list)
+    labels: dict = field(default_factory=dict)
+    conditions: list = field(default_factory=list)
     pools: dict[str, list[str]] = field(default_factory=dict)  # every pool/platform it serves
     asked_pools: dict[str, list[str]] = field(default_factory=dict)  # those of the pools/platforms asked for
     pool_count: int = 0
@@ -177,14 +181,48 @@ def pool_totals(pool_ids: list[int]) -> dict[int, Figures]:
     return totals
 
 
+def node_capacity(name: str) -> CapacityReport:
+    """The nodes called `name` (one per backend that has one), each with every pool/platform it serves, in
+    and out of pools (OSMO's `GET /api/resources/{name}`): two queries."""
+    if "\x00" in name:  # PostgreSQL refuses NUL in text: no node has one
+        return CapacityReport()
+    nodes = {row[0]: _node_figures(row) for row in Node.objects.filter(name=name).values_list(*NODE_COLUMNS)}
+    rows = (
+        NodeMembership.objects.filter(node_id__in=list(nodes))
+        .values_list("node_id", "pool__name", "platform__name")
+        .order_by("pool__name", "platform__name")
+    )
+    for node_id, pool, platform in rows:
+        nodes[node_id].pools.setdefault(pool, []).append(platform)
+        nodes[node_id].asked_pools.setdefault(pool, []).append(platform)
+    report = CapacityReport()
+    for node in sorted(nodes.values(), key=lambda node: node.backend):
+        node.pool_count = len(node.pools)
+        report.total.add(node)
+        report.nodes.append(node)
+    return report
+
+
 def _node_figures(row: tuple) -> NodeFigures:
-    pk, name, backend, gpu_product, ready, unschedulable, taints, *amounts = row
+    pk, name, backend, gpu_product, ready, unschedulable, taints, labels, conditions, *amounts = row
     count = len(CAPACITY_COLUMNS)
     allocatable = dict(zip(CAPACITY_COLUMNS, amounts[:count], strict=True))
     used = dict(zip(CAPACITY_COLUMNS, amounts[count:], strict=True))
     free = {name_: max(0, allocatable[name_] - used[name_]) for name_ in CAPACITY_COLUMNS}
     schedulable = ready and not unschedulable
-    return NodeFigures(pk, name, backend, gpu_product, schedulable, allocatable, used, free, taints or [])
+    return NodeFigures(
+        pk,
+        name,
+        backend,
+        gpu_product,
+        schedulable,
+        allocatable,
+        used,
+        free,
+        taints or [],
+        labels or {},
+        conditions or [],
+    )
 
 
 def _check_names(pools: list[str], platforms: list[str]) -> tuple[list[str], list[str]]:

@@ -6,6 +6,11 @@ written in cores (`"7.5"`), memory and storage in `Ki` when whole kibibytes (els
 Keys are OSMO's resource names (`storage`, `cpu`, `memory`, `gpu`), not Kubernetes' (`ephemeral-storage`,
 `nvidia.com/gpu`).
 
+`config_fields[pool][platform]` is what `osmo resource info` prints as the platform's task configuration
+(`host_network`, `privileged`, `default_mounts`: the mount paths its templates give every container,
+`allowed_mounts`); `label_fields` the node's labels; `conditions` the types of its conditions that hold
+(status True, as `Ready`).
+
 Differences, on purpose (docs/differences-from-osmo.md): `usage_fields` counts every non-terminal pod on the
 node (portal workloads and others), so `non_workflow_usage_fields` is empty; the per-platform allocatable is
 the node's allocatable (the control sidecar's requests are not subtracted, see `pools.services.capacity`).
@@ -13,6 +18,7 @@ the node's allocatable (the control sidecar's requests are not subtracted, see `
 
 from __future__ import annotations
 
+from pools.models import Platform
 from pools.services.capacity import CapacityReport, NodeFigures
 
 # OSMO's name for each resource, in OSMO's order (common.ALLOCATABLE_RESOURCES_LABELS), and the portal's key
@@ -34,7 +40,37 @@ def osmo_fields(figures: dict[str, int]) -> dict[str, str]:
     return {osmo: quantity(portal, figures.get(portal, 0)) for osmo, portal in OSMO_NAMES.items()}
 
 
-def resource_entry(node: NodeFigures) -> dict:
+PlatformConfigs = dict[str, dict[str, dict]]
+
+
+def platform_configs(pools: set[str]) -> PlatformConfigs:
+    """OSMO's `config_fields` of every platform of `pools`, `{pool: {platform: {...}}}`: one query."""
+    rows = Platform.objects.filter(pool__name__in=sorted(pools)).values_list(
+        "pool__name", "name", "host_network_allowed", "privileged_allowed", "compiled__default_mounts", "allowed_mounts"
+    )
+    configs: PlatformConfigs = {}
+    for pool, platform, host_network, privileged, default_mounts, allowed_mounts in rows:
+        configs.setdefault(pool, {})[platform] = {
+            "host_network": host_network,
+            "privileged": privileged,
+            "default_mounts": list(default_mounts or []),
+            "allowed_mounts": list(allowed_mounts or []),
+        }
+    return configs
+
+
+def _config_fields(pools: dict[str, list[str]], configs: PlatformConfigs) -> dict:
+    return {
+        pool: {platform: configs[pool][platform] for platform in platforms if platform in configs.get(pool, {})}
+        for pool, platforms in pools.items()
+    }
+
+
+def _conditions(node: NodeFigures) -> list[str]:
+    return [c["type"] for c in node.conditions if isinstance(c, dict) and c.get("status") == "True" and c.get("type")]
+
+
+def resource_entry(node: NodeFigures, configs: PlatformConfigs | None = None) -> dict:
     """OSMO's fields for one node; `pool/platform` and the per-platform maps name the pools asked for."""
     allocatable = osmo_fields(node.allocatable)
     available = osmo_fields(node.free)
@@ -50,6 +86,9 @@ def resource_entry(node: NodeFigures) -> dict:
             "gpu": allocatable["gpu"],
         },
         "taints": node.taints,
+        "conditions": _conditions(node),
+        "label_fields": dict(node.labels),
+        "config_fields": _config_fields(node.asked_pools, configs or {}),
         "allocatable_fields": allocatable,
         "usage_fields": osmo_fields(node.used),
         "non_workflow_usage_fields": {},
@@ -64,8 +103,10 @@ def _per_platform(pools: dict[str, list[str]], fields: dict[str, str]) -> dict[s
 
 
 def answer(report: CapacityReport, with_nodes: bool = True) -> dict:
-    """The report (`CapacityReport.as_dict`) with OSMO's fields merged into each node of `resources`."""
+    """The report (`CapacityReport.as_dict`) with OSMO's fields merged into each node of `resources`: one more
+    query (the platforms' task configurations) when nodes are answered."""
     data = report.as_dict(with_nodes=False)
     if with_nodes:
-        data["resources"] = [{**node.as_dict(), **resource_entry(node)} for node in report.nodes]
+        configs = platform_configs({pool for node in report.nodes for pool in node.asked_pools})
+        data["resources"] = [{**node.as_dict(), **resource_entry(node, configs)} for node in report.nodes]
     return data

@@ -156,7 +156,12 @@ def test_api_matrix(world, principal, method, path, body, expected):
     ],
 )
 def test_pool_list_shows_each_principal_its_pools(world, principal, expected):
-    assert set(_client(world, principal).get("/api/pool").json()["pools"]) == expected
+    # every pool, as OSMO (all_pools defaults to true), each marked `accessible`; all_pools=false: only those
+    client = _client(world, principal)
+    every = client.get("/api/pool").json()["pools"]
+    assert set(every) == {"teamcluster01", "other-pool", "default"}
+    assert {name for name, row in every.items() if row["accessible"]} == expected
+    assert set(client.get("/api/pool?all_pools=false").json()["pools"]) == expected
 
 
 def test_a_403_says_who_may_not_do_what_and_why(world):

@@ -146,3 +146,35 @@ def test_pool_quota_queries_are_constant(admin_api, synced):
             TaskFactory(workflow=WorkflowFactory(pool=pool), status="RUNNING", pod=gpu_pod(1))
 
     assert_constant_queries(lambda: admin_api.get("/api/pool_quota?all_pools=true"), grow=grow)
+
+
+def test_resources_queries_are_constant(admin_api, synced):
+    # config_fields, label_fields and conditions cost one query whatever the number of nodes and platforms
+    def grow():
+        store.apply(
+            "POOL",
+            "train-b",
+            {"backend": "sim", "common_pod_template": ["gpu-toleration"], "platforms": {"a100": {}, "h100": {}}},
+            CLI,
+        )
+
+    assert_constant_queries(lambda: admin_api.get("/api/resources?all_pools=true"), grow=grow)
+
+
+def test_resource_info_answers_every_pool_of_the_node(admin_api, synced):
+    response = admin_api.get("/api/resources/h100-node-0")
+    assert response.status_code == 200
+    (entry,) = response.json()["resources"]
+    assert entry["pool_platform_labels"] == {"research": ["any-h100"], "train": ["h100"]}
+    assert set(entry["config_fields"]) == {"research", "train"}
+    missing = admin_api.get("/api/resources/ghost")
+    assert missing.status_code == 404 and missing.json()["code"] == "node_not_found"
+
+
+def test_verbose_pool_configs_queries_are_constant(admin_api, synced):
+    def grow():
+        for index in range(3):
+            store.apply("POOL", f"grown-{index}", {"backend": "sim", "platforms": {"cpu": {}, "gpu": {}}}, CLI)
+
+    assert_constant_queries(lambda: admin_api.get("/api/configs/pool?verbose=true"), grow=grow)
+    assert admin_api.get("/api/configs/pool?backend=sim&verbose=true").json()["pools"]["grown-0"]["status"] == "ONLINE"

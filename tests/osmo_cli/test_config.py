@@ -387,7 +387,10 @@ def test_set_a_pool_role(admin, osmo_user, osmo_login):
     assert {"effect": "Allow", "actions": ["workflow:Create"], "resources": ["pool/heterogeneous_pool*"]} in saved[
         "policies"
     ]
-    # the role works: a user holding it sees the pool among those they may use (`osmo pool list`)
-    assert "heterogeneous_pool" not in osmo_login(osmo_user("osmo-user")).request("GET", "api/pool")["pools"]
+    # the role works: a user holding it may use the pool (`GET api/pool` lists every pool, as OSMO, each marked
+    # `accessible`; `all_pools=false` only those)
+    outsider = osmo_login(osmo_user("osmo-user")).request("GET", "api/pool")["pools"]
+    assert outsider["heterogeneous_pool"]["accessible"] is False
     member = osmo_login(osmo_user("osmo-user", "osmo-heterogeneous_pool"))
-    assert "heterogeneous_pool" in member.request("GET", "api/pool")["pools"]
+    assert member.request("GET", "api/pool")["pools"]["heterogeneous_pool"]["accessible"] is True
+    assert "heterogeneous_pool" in member.request("GET", "api/pool", params={"all_pools": False})["pools"]

@@ -179,12 +179,24 @@ def test_osmo_pool_list(cli):
     # src/cli/pool.py _list_pool → list_pools(quota=True): GET '/api/pool_quota' (a leading slash: the URL is
     # {url}//api/pool_quota), params {'pools': args.pool}; with no -p, [] (requests sends no parameter)
     answer = cli.request("GET", "/api/pool_quota", params={"pools": []})
-    # the caller's pools (docs/differences-from-osmo.md): osmo-train gives train
+    # every pool, as OSMO (all_pools defaults to true): one node set each; research shares train's h100 nodes
+    # (the 8-GPU pod) but not its a100 ones
     assert pool_rows(answer, free=False) == [
+        ["batch", "", "ONLINE", "0", "0", "0", "0"],
+        ["research", "", "ONLINE", "0", "32", "0", "32"],
         ["train", "", "ONLINE", "4", "48", "6", "48"],  # quota used (NORMAL only) / limit / total usage / capacity
-        ["", "", "", "4", "48", "6", "48"],
+        ["", "", "", "4", "80", "6", "48"],  # each node once in the capacity
     ]
-    assert pool_rows(answer, free=True) == [["train", "", "ONLINE", "44", "40"], ["", "", "", "44", "40"]]
+    assert pool_rows(answer, free=True) == [
+        ["batch", "", "ONLINE", "0", "0"],
+        ["research", "", "ONLINE", "32", "24"],
+        ["train", "", "ONLINE", "44", "40"],
+        ["", "", "", "76", "40"],
+    ]
+    # pool.list_pools (`osmo resource list`'s check) also lists every pool, the caller's marked accessible
+    pools = cli.request("GET", "/api/pool", params={})["pools"]
+    accessible = {name: row["accessible"] for name, row in pools.items()}
+    assert accessible == {"batch": False, "research": False, "train": True}
 
     # `osmo pool list -p train research`: pools repeated; research shares train's h100 nodes but not its
     # a100 ones, so it is a node set of its own

@@ -263,10 +263,22 @@ def test_queued_work_is_pending_to_osmos_client_and_found_by_pending(cli):
     assert osmo_list(cli, statuses=["RUNNING"]) == []
 
 
-def test_list_refuses_a_filter_the_portal_does_not_have(cli):
+def test_list_by_labels_tags_and_app(cli):
+    # workflow.py _list_workflows: params label (selectors key=value or key, each checked by
+    # validation.parse_workflow_label_selector), no_label, tags, app
+    vision = osmo_submit(cli, yaml.safe_dump(spec("v")), params={"label": ["team=vision", "stage=dev"]})["name"]
+    audio = osmo_submit(cli, yaml.safe_dump(spec("a")), params={"label": ["team=audio"]})["name"]
+    bare = osmo_submit(cli, yaml.safe_dump(spec("b")))["name"]
+    assert [w["name"] for w in osmo_list(cli, label=["team=vision"])] == [vision]
+    assert [w["name"] for w in osmo_list(cli, label=["team"])] == [vision, audio]
+    assert [w["name"] for w in osmo_list(cli, label=["team", "stage=dev"])] == [vision]  # every selector holds
+    assert [w["name"] for w in osmo_list(cli, no_label=["team"])] == [bare]
+    assert [w["name"] for w in osmo_list(cli, no_label=["team=vision"])] == [audio, bare]
+    # the portal keeps no workflow tags and has no apps: as an OSMO service where none is set, nothing matches
+    assert osmo_list(cli, tags=["nightly"]) == [] and osmo_list(cli, app="my-app") == []
     with pytest.raises(OsmoUserError) as refused:
-        osmo_list(cli, tags=["nightly"])
-    assert refused.value.status_code == 400 and "tags" in refused.value.message
+        osmo_list(cli, label=["=vision"])
+    assert refused.value.status_code == 400 and refused.value.payload["field"] == "label"
 
 
 # ------------------------------------------------------------------------------------------ cancel

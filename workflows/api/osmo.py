@@ -108,6 +108,11 @@ def api_url(request, workflow_id: str, suffix: str) -> str:
     return request.build_absolute_uri(path) if request is not None else path
 
 
+def task_logs_url(request, workflow_id: str, task_name: str) -> str:
+    path = reverse("task-logs", args=[workflow_id, task_name])
+    return request.build_absolute_uri(path) if request is not None else path
+
+
 _PLACEHOLDER = "workflow-id-placeholder"
 URL_SAFE = RFC3986_SUBDELIMS + "/~:@"  # what reverse() leaves unquoted in a path
 

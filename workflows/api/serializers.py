@@ -178,10 +178,10 @@ class ListQuerySerializer(serializers.Serializer):
     limit = BoundedInt(min_value=1, max_value=MAX_PAGE, default=20)
     order = serializers.CharField(default="desc", help_text="desc (newest first) or asc; any case (OSMO sends DESC).")
     all_pools = serializers.BooleanField(default=False, help_text="OSMO's CLI sends it without --pool: no filter.")
-    tags = NamesField(required=False, help_text="Not supported: 400.")
-    app = serializers.CharField(required=False, help_text="Not supported: 400.")
-    label = RepeatedField(required=False, help_text="Not supported: 400.")
-    no_label = RepeatedField(required=False, help_text="Not supported: 400.")
+    tags = NamesField(required=False, help_text="OSMO's workflow tags: the portal keeps none; a tag matches nothing.")
+    app = serializers.CharField(required=False, help_text="OSMO's apps: the portal has none; an app matches nothing.")
+    label = RepeatedField(required=False, help_text="`key=value` (that value) or `key` (has the label); all hold.")
+    no_label = RepeatedField(required=False, help_text="`key` (no such label) or `key=value` (not that value).")
 
     def validate_statuses(self, value):
         known = set(WorkflowStatus.values) | set(osmo.OSMO_WORKFLOW_STATUSES)
@@ -203,12 +203,24 @@ class ListQuerySerializer(serializers.Serializer):
             raise serializers.ValidationError("must be asc or desc")
         return value.lower()
 
+    def validate_label(self, value):
+        return _selectors(value)
+
+    def validate_no_label(self, value):
+        return _selectors(value)
+
     def validate(self, attrs):
-        for unsupported in ("tags", "app", "label", "no_label"):
-            if attrs.pop(unsupported, None):
-                raise serializers.ValidationError({unsupported: "the portal has no workflow filter by " + unsupported})
         attrs.pop("all_pools", None)
         return attrs
+
+
+def _selectors(value: list[str]) -> list[str]:
+    """OSMO's label selectors (`key=value` or `key`): a key is required, and is a label key (spec_fields)."""
+    for text in value:
+        key = text.partition("=")[0]
+        if not key or len(text) > 1024:
+            raise serializers.ValidationError(f"{text[:80]!r} is not a label selector; expected key=value or key")
+    return value
 
 
 class WorkflowSummarySerializer(serializers.Serializer):

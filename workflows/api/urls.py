@@ -1,10 +1,11 @@
 from django.urls import path
 
-from workflows.api import logs, views
+from workflows.api import logs, tasks, views
 
 urlpatterns = [
     path("pool/<path:pool>/workflow", views.SubmitView.as_view(), name="workflow-submit"),
     path("workflow", views.WorkflowListView.as_view(), name="workflow-list"),
+    path("task", tasks.TaskListView.as_view(), name="task-list"),
     path("workflow/<str:workflow_id>", views.WorkflowView.as_view(), name="workflow-detail"),
     path("workflow/<str:workflow_id>/spec", views.WorkflowSpecView.as_view(), name="workflow-spec"),
     path("workflow/<str:workflow_id>/events", views.WorkflowEventsView.as_view(), name="workflow-events"),
