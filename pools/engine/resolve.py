@@ -358,37 +358,41 @@ def _build_pod(
 def _fill_control_image(pod: dict, origins: dict, rendered: object, ctx: WorkflowContext) -> int | None:
     """OSMO's service gives its `osmo-ctrl` container the backend's image (the template has only resources):
     a template's osmo-ctrl without an image gets `ctx.control_image`, said to come from its setting. The
-    rendered template gets it first, so the gate that keeps template containers as their template wrote them
+    rendered template gets it too, so the gate that keeps template containers as their template wrote them
     protects it. Returns the pod container's index, or None. Only osmo-ctrl: any other container needs its
     image, the task's above all."""
     if not ctx.control_image:
         return None
-    for template_container in _template_containers(rendered):
-        if template_container.get("name") == CONTROL_CONTAINER and not template_container.get("image"):
-            template_container["image"] = ctx.control_image
     spec = pod.get("spec")
     containers = spec.get("containers") if isinstance(spec, dict) else None
-    for index, container in enumerate(containers if isinstance(containers, list) else ()):
-        if isinstance(container, dict) and container.get("name") == CONTROL_CONTAINER and not container.get("image"):
-            container["image"] = ctx.control_image
-            _container_origins(pod, origins, index)["image"] = Origin("system", setting=ctx.control_image_source)
-            return index
-    return None
+    index = next(
+        (
+            i
+            for i, container in enumerate(containers if isinstance(containers, list) else ())
+            if isinstance(container, dict) and container.get("name") == CONTROL_CONTAINER and not container.get("image")
+        ),
+        None,
+    )
+    for template_container in _template_containers(rendered):  # the merge may share it with the pod
+        if template_container.get("name") == CONTROL_CONTAINER and not template_container.get("image"):
+            template_container["image"] = ctx.control_image
+    if index is not None:
+        containers[index]["image"] = ctx.control_image
+        _set_container_origin(pod, origins, index, "image", Origin("system", setting=ctx.control_image_source))
+    return index
 
 
-def _container_origins(pod: dict, origins: dict, index: int) -> dict:
-    """The origin mapping of spec.containers[index]; a label for a whole subtree becomes one per key."""
+def _set_container_origin(pod: dict, origins: dict, index: int, key: str, origin: Origin) -> None:
+    """Label spec.containers[index][key] with `origin`. Origin subtrees may be the compiled template's own
+    (shared by every resolution): the container's mapping is replaced by a copy, never changed in place."""
     containers = pod["spec"]["containers"]
     spec_origins = origins.get("spec")
     if not isinstance(spec_origins, dict):
         spec_origins = origins["spec"] = dict.fromkeys(pod["spec"], spec_origins)
     items = spec_origins.get("containers")
-    if not isinstance(items, list):
-        items = spec_origins["containers"] = [items] * len(containers)
+    items = spec_origins["containers"] = list(items) if isinstance(items, list) else [items] * len(containers)
     item = items[index]
-    if not isinstance(item, dict):
-        item = items[index] = dict.fromkeys(containers[index], item)
-    return item
+    items[index] = {**(item if isinstance(item, dict) else dict.fromkeys(containers[index], item)), key: origin}
 
 
 def _template_containers(rendered: object) -> list[dict]:
