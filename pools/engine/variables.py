@@ -3,7 +3,9 @@
 Precedence (osmo-reference §2.3): pool `common_default_variables` < platform `default_variables` < the task
 (its resources and `--set` values) < system (`USER_CONTAINER_NAME`, `WF_*`). Differences from OSMO, on
 purpose: a task value overrides whenever it is given, so `gpu: 0` means zero GPUs; CPU accepts fractions
-and millicores; the `_VAL/_UNIT/_Gi…` variants follow the effective value (default or task).
+and millicores; the `_VAL/_UNIT/_Gi…/_m` variants and USER_CACHE follow the effective value (default or task).
+The names and values are OSMO's (docs/templates-and-variables.md §3.1, each checked against OSMO's formula in
+tests/unit/engine/test_osmo_variables.py), typed: `8`, not OSMO's text `"8.0"`.
 
 Rendering: every string leaf of a template is rendered on its own and the result is data — never parsed as
 YAML/JSON and never rendered again. A leaf that is exactly `{{ NAME }}` keeps the variable's native type
