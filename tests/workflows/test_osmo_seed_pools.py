@@ -1,6 +1,8 @@
-"""The seed documents' OSMO pools (heterogeneous_pool, shared_simulation_training_pool) imported with the pod
-templates an OSMO install starts with, exactly as OSMO ships them (tests/fixtures/osmo: `default_ctrl`'s
-`osmo-ctrl` has no image), and a workflow submitted through each of their platforms to the simulated cluster.
+"""The OSMO seed documents' pools imported with the pod templates an OSMO install starts with, exactly as OSMO
+ships them (tests/fixtures/osmo: `default_ctrl`'s `osmo-ctrl` has no image), and a workflow submitted through
+each of their platforms to the simulated cluster: seeds 001 and 002 (heterogeneous_pool,
+shared_simulation_training_pool, on OSMO's default_ctrl/default_user) and seed 000's pools (on the templates the
+demo defines for the names they use, OSMO's shipped ones beside them).
 
 The control container gets the backend's image (`control_image`, else OSMO_CTRL_IMAGE, else OSMO's default), as
 OSMO's service fills it in; the preview's provenance says where it came from; a task still needs its own image.
@@ -161,3 +163,55 @@ def test_a_backend_control_image_with_spaces_is_refused_at_the_field(db):
         store.apply("BACKEND", "default", {"control_image": "nvcr.io/osmo ctrl:1"}, CLI)
     assert caught.value.field == "control_image"
     assert "must be an image reference" in caught.value.reason
+
+
+# --------------------------------------------------------------------------- seed 000's pools (OSMO's pool docs)
+
+SEED_000 = {  # file -> its pool's backend (a simulated cluster)
+    "pool_robotics_training.json": "gpu-cluster-01",
+    "pool_robotics_simulation.json": "graphics-cluster-01",
+    "pool_robotics_inference.json": "inference-cluster-01",
+    "pool_robotics_inference_jetson.json": "inference-cluster-01",
+    "pool_team_development.json": "dev-cluster-01",
+}
+
+
+@pytest.fixture
+def demo_clusters(db, monkeypatch):
+    """One simulated cluster per backend of seed 000's pools (kubesim.fleet.DEMO_CLUSTERS), the demo's templates
+    and rules (which those pools name) beside OSMO's shipped ones, and the nodes in their backends' Default pool."""
+    from kubesim import EmulatorServer
+    from kubesim.fleet import demo_cluster_fleet
+    from pools.management.commands.seed_demo import demo_documents
+
+    clusters = {name: EmulatorServer(fleet=demo_cluster_fleet(name)) for name in sorted(set(SEED_000.values()))}
+    with EmulatorServer(host="127.0.0.1", port=0, clusters=clusters) as server:
+        monkeypatch.setenv("DEMO_CLUSTERS_URL", server.url)
+        for config_type, documents in demo_documents():
+            if config_type == "BACKEND":
+                documents = {name: body for name, body in documents.items() if name in clusters}
+            if config_type in ("BACKEND", "POD_TEMPLATE", "RESOURCE_VALIDATION"):
+                store.apply_many(config_type, documents, CLI)
+        for name, cluster in clusters.items():
+            for node in cluster.emulator.list("nodes"):
+                labels = {"pool-portal/node-pool": f"{name}-default"}
+                cluster.emulator.patch("nodes", node["metadata"]["name"], {"metadata": {"labels": labels}})
+        RoleFactory(name="osmo-all", policies=[{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/*"]}])
+        yield clusters, _user("erin", "osmo-all", "osmo-user")
+
+
+@pytest.mark.parametrize("filename", sorted(SEED_000))
+def test_each_platform_of_seed_000s_pools_takes_a_workflow(demo_clusters, filename):
+    clusters, who = demo_clusters
+    document = json.loads((SEEDS / filename).read_text())
+    [(pool, body)] = document.items()
+    assert "created" in run("config", "update", "POOL", "--file", str(SEEDS / filename))
+    cluster = clusters[SEED_000[filename]]
+    for platform in body["platforms"]:
+        task = {"name": "hello", "image": "busybox:1.36", "command": ["sh", "-c", "echo hi"]}
+        spec = {"workflow": {"name": "seed", "resources": {"default": {"platform": platform}}, "tasks": [task]}}
+        result = submit(SubmitRequest(pool=pool, spec=spec, who=who))
+        workflow = Workflow.objects.get(workflow_id=result.workflow_id)
+        assert create_pods(workflow.pk).created == 1, (pool, platform)
+        pod = cluster.emulator.get("pods", workflow.tasks.get().pod_name, "osmo-workflows")
+        assert pod["metadata"]["labels"]["pool-portal/platform"] == platform
