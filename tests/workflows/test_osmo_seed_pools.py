@@ -198,6 +198,8 @@ def demo_clusters(db, monkeypatch):
                 cluster.emulator.patch("nodes", node["metadata"]["name"], {"metadata": {"labels": labels}})
         RoleFactory(name="osmo-all", policies=[{"effect": "Allow", "actions": ["workflow:*"], "resources": ["pool/*"]}])
         yield clusters, _user("erin", "osmo-all", "osmo-user")
+        for cluster in clusters.values():
+            assert not cluster.emulator.internal_errors, list(cluster.emulator.internal_errors)
 
 
 @pytest.mark.parametrize("filename", sorted(SEED_000))
