@@ -155,6 +155,7 @@ class BackendInventoryMixin:
                     "description",
                     "namespace",
                     "scheduler_name",
+                    "control_image",
                     "quota_scheduler",
                     "dashboard_url",
                     "grafana_url",

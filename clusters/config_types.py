@@ -35,7 +35,11 @@ QUOTA_SCHEDULERS = ("portal", "kai", "kueue")
 # Who provisions the machines beneath the cluster's nodes (clusters.machinepools.providers.registry); "" =
 # nobody, the portal only exports its machine pools (Terraform, `rosa create machinepool`).
 MACHINE_PROVIDERS = tuple(name for name, _ in providers.CHOICES)
-OCM_URL = "https://api.openshift.com"  # OpenShift Cluster Manager's public API, what `rosa` talks to
+OCM_URL = "https://api.openshift.com"
+CONTROL_IMAGE_HELP = (
+    "Image of the osmo-ctrl container when its pod template names none (OSMO's default_ctrl); empty uses the "
+    "OSMO_CTRL_IMAGE setting."
+)  # OpenShift Cluster Manager's public API, what `rosa` talks to
 
 
 def _check_connection(doc) -> None:
@@ -113,6 +117,20 @@ BACKEND = Schema(
             help="Namespace for workload pods.",
         ),
         Field("scheduler_name", Text(), also_from="scheduler_settings", or_default=True),
+        Field(
+            "control_image",
+            Text(
+                strip=True,
+                pattern=r"[a-z0-9][^\s]*",
+                max_length=1024,
+                message=(
+                    "must be an image reference such as nvcr.io/nvidia/osmo/osmo-ctrl:6.0 (no spaces, at most "
+                    "1024 characters), or empty for the OSMO_CTRL_IMAGE setting"
+                ),
+            ),
+            or_default=True,
+            help=CONTROL_IMAGE_HELP,
+        ),
         Field(
             "quota_scheduler",
             Choice(QUOTA_SCHEDULERS, f"must be one of {', '.join(QUOTA_SCHEDULERS)}"),

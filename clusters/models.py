@@ -15,7 +15,7 @@ from __future__ import annotations
 from django.db import models
 from django.utils import timezone
 
-from clusters.config_types import QUOTA_SCHEDULERS
+from clusters.config_types import CONTROL_IMAGE_HELP, QUOTA_SCHEDULERS
 from clusters.machinepools.providers import registry as providers
 from portal.secrets import EncryptedTextField
 
@@ -48,6 +48,12 @@ class Backend(models.Model):
     namespace = models.CharField(max_length=63, default="default", help_text="Namespace for workload pods.")
     scheduler_name = models.CharField(
         max_length=253, blank=True, default="", help_text="Pod schedulerName; empty uses the cluster default."
+    )
+    control_image = models.CharField(
+        max_length=1024,
+        blank=True,
+        default="",
+        help_text=CONTROL_IMAGE_HELP,
     )
     quota_scheduler = models.CharField(
         max_length=6,

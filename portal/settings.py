@@ -351,6 +351,9 @@ CONFIG_DOCUMENT_MAX_DEPTH = env_int("CONFIG_DOCUMENT_MAX_DEPTH", 64)
 # reconciler and the reaper only look at (and only delete) pods with this portal's value, so several
 # portals (production, staging, a developer's laptop) can share one cluster. Use a valid label value.
 PORTAL_INSTANCE = env_str("PORTAL_INSTANCE", "default")
+# The image of OSMO's `osmo-ctrl` container when its template names none (OSMO's default_ctrl) and the backend's
+# `control_image` is empty; empty here too: OSMO's (pools.engine.defaults.OSMO_CTRL_IMAGE). pools.control_image.
+OSMO_CTRL_IMAGE = env_str("OSMO_CTRL_IMAGE", "").strip()
 WORKFLOW_MAX_RETRIES_PER_TASK = env_int("WORKFLOW_MAX_RETRIES_PER_TASK", 3)  # RESCHEDULE exit actions
 WORKFLOW_CREATE_MAX_RETRIES = env_int("WORKFLOW_CREATE_MAX_RETRIES", 8)  # transient cluster errors, with backoff
 WORKFLOW_CREATE_BACKOFF_MAX = env_int("WORKFLOW_CREATE_BACKOFF_MAX", 300)  # seconds between two attempts, at most

@@ -36,7 +36,7 @@ _POOL_FIELDS = _fields(
     "max_exec_timeout",
     "max_queue_timeout",
 )
-_BACKEND_FIELDS = _fields(Backend, "id", "name", "namespace", "scheduler_name", "last_sync_at")
+_BACKEND_FIELDS = _fields(Backend, "id", "name", "namespace", "scheduler_name", "control_image", "last_sync_at")
 _PLATFORM_FIELDS = _fields(Platform, "id", "pool_id", "name", "compiled")
 
 

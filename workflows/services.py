@@ -22,6 +22,7 @@ from django.db import connection, transaction
 from access import actions, policy
 from configs.validators import parse_timeout
 from pools.confinement import Confinement, confined
+from pools.control_image import control_image
 from pools.engine import WorkflowContext, resolve
 from pools.engine.placement import NodeInfo
 from pools.models import Platform, Pool
@@ -397,6 +398,7 @@ def _context(
         priority=priority,
         labels=dict(spec.labels),
         scheduler_name=pool.backend.scheduler_name,
+        **control_image(pool.backend),
         **more,
     )
 

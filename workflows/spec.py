@@ -182,6 +182,7 @@ class WorkflowSpec:
             host_network=task.host_network,
             volume_mounts=list(task.volume_mounts),
             variables={},
+            lead=bool(task.lead),
         )
 
     def platform_of(self, task: TaskSpec, default_platform: str | None, platforms: set[str]) -> str:

@@ -1,7 +1,9 @@
 """OSMO's shipped defaults (osmo-reference §1.9): pod templates, resource validations and pool variables.
 
-Copied from OSMO's `DEFAULT_POD_TEMPLATES`, `DEFAULT_RESOURCE_CHECKS` and the chart's `default_gpu`, with one
-addition: `osmo-ctrl` gets an image so that a resolved pod is a valid Pod on its own.
+As OSMO ships them: `DEFAULT_POD_TEMPLATES`, `DEFAULT_RESOURCE_CHECKS` and `DEFAULT_VARIABLES` of NVIDIA/OSMO
+src/service/core/config/objects.py (what `create_default_pool` in src/service/core/service.py installs), and the
+chart's `default_gpu`. `default_ctrl`'s `osmo-ctrl` has no image, as in OSMO, whose service fills it in: the
+resolution gives it the backend's control image (`WorkflowContext.control_image`, OSMO_CTRL_IMAGE by default).
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ __all__ = [
     "default_validations",
 ]
 
-OSMO_CTRL_IMAGE = "nvcr.io/nvidia/osmo/osmo-ctrl:6.0"
+OSMO_CTRL_IMAGE = "nvcr.io/nvidia/osmo/osmo-ctrl:6.0"  # the control image when neither backend nor settings name one
 
 
 def _limits(*, gpu: bool) -> dict:
@@ -41,7 +43,6 @@ _TEMPLATES = {
             "containers": [
                 {
                     "name": "osmo-ctrl",
-                    "image": OSMO_CTRL_IMAGE,
                     "resources": {
                         "limits": _limits(gpu=False),
                         "requests": {"cpu": "1", "memory": "1Gi", "ephemeral-storage": "1Gi"},

@@ -29,11 +29,13 @@ _FROM_JSON_CACHE_SIZE = 256
 
 @dataclass(frozen=True)
 class Origin:
-    """Where a leaf of a resolved pod comes from: a template (and the variables it read), the task, the system."""
+    """Where a leaf of a resolved pod comes from: a template (and the variables it read), the task, the system
+    (and, for a value the system takes from a setting, which one)."""
 
     source: str
     template: str = ""
     variables: tuple[str, ...] = ()
+    setting: str = ""
 
 
 TASK = Origin("task")

@@ -21,6 +21,7 @@ import uuid
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
+from pools.engine.defaults import OSMO_CTRL_IMAGE
 from pools.engine.errors import EngineError
 from pools.engine.gates import (
     GatePolicy,
@@ -40,6 +41,7 @@ from portal.json_paths import leaf_origins
 __all__ = ["SAMPLE_NODE", "Resolution", "TaskInput", "WorkflowContext", "check_platform", "resolve"]
 
 LABEL_PREFIX = "pool-portal/"
+CONTROL_CONTAINER = "osmo-ctrl"  # OSMO's control sidecar: its image comes from the backend, not a template
 _UUID_NAMESPACE = uuid.UUID("6f1c2a52-8d5e-4bd0-9d63-6b0c6f3f7a10")
 _LABEL_INVALID = re.compile(r"[^A-Za-z0-9_.-]+")
 SAMPLE_NODE = NodeCapacity("sample-node", cpu="1024", gpu="64", memory="16Ti", storage="1Pi")
@@ -58,6 +60,7 @@ class TaskInput:
     volume_mounts: list[str] = ()  # OSMO syntax "src[:dst]"
     variables: dict = field(default_factory=dict)  # extra --set values (layer "task")
     uuid: str = ""  # WF_TASK_UUID; derived from the workflow and task name when empty
+    lead: bool = False  # the group's lead task: WF_LEAD_CONTAINER is "true"
 
 
 @dataclass
@@ -70,6 +73,10 @@ class WorkflowContext:
     labels: dict[str, str] = field(default_factory=dict)
     retry_id: int = 0
     scheduler_name: str = ""  # the backend's `scheduler_name`; empty leaves the cluster's default scheduler
+    # The image of a template's `osmo-ctrl` container that has none (OSMO's service fills it in, so its own
+    # default_ctrl template has no image), and where it comes from, for the provenance.
+    control_image: str = OSMO_CTRL_IMAGE
+    control_image_source: str = "the default control image"
 
 
 @dataclass
@@ -139,7 +146,7 @@ def _check_task(task: TaskInput) -> None:
     ):
         if not isinstance(value, Mapping):
             raise EngineError("must be a mapping", field=name, value=value)
-    for name, value in (("privileged", task.privileged), ("hostNetwork", task.host_network)):
+    for name, value in (("privileged", task.privileged), ("hostNetwork", task.host_network), ("lead", task.lead)):
         if not isinstance(value, bool):
             raise EngineError("must be true or false", field=name, value=value)
 
@@ -162,6 +169,7 @@ def _system_variables(
 ) -> dict[str, object]:
     workflow_uuid = ctx.workflow_uuid or _derived_uuid(ctx.workflow_id)
     task_uuid = task.uuid or _derived_uuid(f"{workflow_uuid}/{task.name}")
+    group_name = ctx.group_name or f"{task.name}-group"
     return {
         "USER_CONTAINER_NAME": container,
         "WF_ID": ctx.workflow_id,
@@ -170,7 +178,10 @@ def _system_variables(
         "WF_PLATFORM": compiled.config.platform,
         "WF_TASK_NAME": task.name,
         "WF_TASK_UUID": task_uuid,
-        "WF_GROUP_NAME": ctx.group_name or f"{task.name}-group",
+        "WF_GROUP_NAME": group_name,
+        "WF_GROUP_UUID": _derived_uuid(f"{workflow_uuid}/group/{group_name}"),
+        # OSMO labels only the lead (osmo.lead_container: 'true'); an absent variable renders as "" there
+        "WF_LEAD_CONTAINER": "true" if task.lead else "",
         "WF_SUBMITTED_BY": ctx.submitted_by,
         "WF_PRIORITY": ctx.priority,
         "WF_RETRY_ID": ctx.retry_id,
@@ -317,6 +328,7 @@ class _Built:
     overrides: list
     mount_errors: list
     template_host_paths: set[str]
+    control_index: int | None = None  # the osmo-ctrl container whose image the context filled in
 
 
 def _policy(cfg) -> GatePolicy:
@@ -339,7 +351,54 @@ def _build_pod(
     _reapply_system(pod, origins, name, labels)
     if ctx.scheduler_name:
         _set_scheduler(pod, origins, ctx.scheduler_name)
-    return _Built(pod, origins, rendered, overrides, mount_errors, template_host_paths)
+    control = _fill_control_image(pod, origins, rendered, ctx)
+    return _Built(pod, origins, rendered, overrides, mount_errors, template_host_paths, control)
+
+
+def _fill_control_image(pod: dict, origins: dict, rendered: object, ctx: WorkflowContext) -> int | None:
+    """OSMO's service gives its `osmo-ctrl` container the backend's image (the template has only resources):
+    a template's osmo-ctrl without an image gets `ctx.control_image`, said to come from its setting. The
+    rendered template gets it too, so the gate that keeps template containers as their template wrote them
+    protects it. Returns the pod container's index, or None. Only osmo-ctrl: any other container needs its
+    image, the task's above all."""
+    if not ctx.control_image:
+        return None
+    spec = pod.get("spec")
+    containers = spec.get("containers") if isinstance(spec, dict) else None
+    index = next(
+        (
+            i
+            for i, container in enumerate(containers if isinstance(containers, list) else ())
+            if isinstance(container, dict) and container.get("name") == CONTROL_CONTAINER and not container.get("image")
+        ),
+        None,
+    )
+    for template_container in _template_containers(rendered):  # the merge may share it with the pod
+        if template_container.get("name") == CONTROL_CONTAINER and not template_container.get("image"):
+            template_container["image"] = ctx.control_image
+    if index is not None:
+        containers[index]["image"] = ctx.control_image
+        _set_container_origin(pod, origins, index, "image", Origin("system", setting=ctx.control_image_source))
+    return index
+
+
+def _set_container_origin(pod: dict, origins: dict, index: int, key: str, origin: Origin) -> None:
+    """Label spec.containers[index][key] with `origin`. Origin subtrees may be the compiled template's own
+    (shared by every resolution): the container's mapping is replaced by a copy, never changed in place."""
+    containers = pod["spec"]["containers"]
+    spec_origins = origins.get("spec")
+    if not isinstance(spec_origins, dict):
+        spec_origins = origins["spec"] = dict.fromkeys(pod["spec"], spec_origins)
+    items = spec_origins.get("containers")
+    items = spec_origins["containers"] = list(items) if isinstance(items, list) else [items] * len(containers)
+    item = items[index]
+    items[index] = {**(item if isinstance(item, dict) else dict.fromkeys(containers[index], item)), key: origin}
+
+
+def _template_containers(rendered: object) -> list[dict]:
+    spec = rendered.get("spec") if isinstance(rendered, dict) else None
+    items = spec.get("containers") if isinstance(spec, dict) else None
+    return [item for item in items if isinstance(item, dict)] if isinstance(items, list) else []
 
 
 def _validate(
@@ -382,6 +441,8 @@ def _schema_violations(compiled: CompiledPlatform, built: _Built, values: Mappin
     keys = None
     if isinstance(containers, list) and len(containers) >= _RENDER_KEYS_FROM:
         keys = compiled.template.container_keys(built.rendered, containers, values)
+        if keys is not None and built.control_index is not None:
+            keys[built.control_index] = None  # its image is the context's, which the key does not read
     return validate_pod(built.pod, container_keys=keys)
 
 
@@ -411,6 +472,8 @@ def _provenance(pod: dict, origins: object, variables: Mapping[str, Variable]) -
 
 
 def _describe(origin: Origin, variables: Mapping[str, Variable]) -> dict:
+    if origin.setting:
+        return {"source": origin.source, "setting": origin.setting}
     if origin.source != "template":
         return {"source": origin.source}
     used = [

@@ -3,7 +3,9 @@
 Precedence (osmo-reference §2.3): pool `common_default_variables` < platform `default_variables` < the task
 (its resources and `--set` values) < system (`USER_CONTAINER_NAME`, `WF_*`). Differences from OSMO, on
 purpose: a task value overrides whenever it is given, so `gpu: 0` means zero GPUs; CPU accepts fractions
-and millicores; the `_VAL/_UNIT/_Gi…` variants follow the effective value (default or task).
+and millicores; the `_VAL/_UNIT/_Gi…/_m` variants and USER_CACHE follow the effective value (default or task).
+The names and values are OSMO's (docs/templates-and-variables.md §3.1, each checked against OSMO's formula in
+tests/unit/engine/test_osmo_variables.py), typed: `8`, not OSMO's text `"8.0"`.
 
 Rendering: every string leaf of a template is rendered on its own and the result is data — never parsed as
 YAML/JSON and never rendered again. A leaf that is exactly `{{ NAME }}` keeps the variable's native type
@@ -35,6 +37,7 @@ __all__ = [
     "Variable",
     "VariableError",
     "build_variables",
+    "cache_size",
     "check_variable_names",
     "k8s_name",
     "layer_defaults",
@@ -45,6 +48,10 @@ __all__ = [
 LAYERS = ("pool", "platform", "task", "system")
 RESOURCE_VARIABLES = {"cpu": "USER_CPU", "gpu": "USER_GPU", "memory": "USER_MEMORY", "storage": "USER_STORAGE"}
 SIZE_UNITS = {"B": "", "Ki": "Ki", "Mi": "Mi", "Gi": "Gi", "Ti": "Ti"}
+# OSMO's `m` unit (src/lib/utils/common.py MEASUREMENTS, 'm': -40 against 'B': -30) is 2^-10 of a byte, not
+# Kubernetes' milli: `USER_MEMORY_m` is the amount in bytes times 1024, as OSMO computes it.
+OSMO_M_PER_BYTE = 1024
+CACHE_SHARE = Decimal("0.9")  # OSMO's USER_CACHE: floor(0.9 x storage), in the storage's unit
 NODE_VARIABLES = ("K8_CPU", "K8_GPU", "K8_MEMORY", "K8_STORAGE")
 SYSTEM_VARIABLES = (
     "USER_CONTAINER_NAME",
@@ -55,12 +62,15 @@ SYSTEM_VARIABLES = (
     "WF_TASK_NAME",
     "WF_TASK_UUID",
     "WF_GROUP_NAME",
+    "WF_GROUP_UUID",
+    "WF_LEAD_CONTAINER",
     "WF_SUBMITTED_BY",
     "WF_PRIORITY",
     "WF_RETRY_ID",
 )
-_DERIVED = tuple(
-    f"{base}_{suffix}" for base in ("USER_MEMORY", "USER_STORAGE") for suffix in ("VAL", "UNIT", *SIZE_UNITS)
+_DERIVED = (
+    *(f"{base}_{suffix}" for base in ("USER_MEMORY", "USER_STORAGE") for suffix in ("VAL", "UNIT", *SIZE_UNITS, "m")),
+    "USER_CACHE",
 )
 _TASK_RESERVED = frozenset({*RESOURCE_VARIABLES.values(), *SYSTEM_VARIABLES, *_DERIVED, "USER_EXCLUDED_NODES"})
 _OSMO_RESOURCE_KEYS = frozenset({"platform", "topology"})  # part of OSMO's resource spec, not variables
@@ -245,7 +255,18 @@ def _size_variants(text: str) -> tuple[tuple[str, object], ...]:
     else:  # exponent or signed forms: report the plain amount
         val, unit = _number(quantity.value), ""
     converted = tuple((suffix, _number(quantity.in_unit(unit_name))) for suffix, unit_name in SIZE_UNITS.items())
-    return (("VAL", val), ("UNIT", unit), *converted)
+    return (("VAL", val), ("UNIT", unit), *converted, ("m", _number(quantity.value * OSMO_M_PER_BYTE)))
+
+
+@functools.lru_cache(maxsize=1024)
+def cache_size(storage: str) -> str:
+    """OSMO's USER_CACHE for a storage quantity: floor(0.9 x the number) in the storage's own unit ("10Gi" ->
+    "9Gi", "1.5Gi" -> "1Gi"), as `ResourceSpec.get_allocatable_tokens` (src/utils/connectors/postgres.py)
+    computes it when the task gives no cacheSize. Exponent forms have no unit to keep: 0.9 x the bytes."""
+    split = _NUMBER_AND_UNIT.fullmatch(storage)
+    if split:
+        return f"{int(Decimal(split.group(1)) * CACHE_SHARE)}{split.group(2)}"
+    return str(int(parse_quantity(storage).value * CACHE_SHARE))
 
 
 # ---------------------------------------------------------------------------------------------- layering
@@ -326,6 +347,9 @@ def _add_size_variants(result: dict[str, Variable]) -> None:
             continue
         for suffix, value in _size_variants(variable.value):
             result[f"{base}_{suffix}"] = Variable(value, variable.layer)
+    storage = result.get("USER_STORAGE")
+    if storage is not None:
+        result["USER_CACHE"] = Variable(cache_size(storage.value), storage.layer)
 
 
 # ---------------------------------------------------------------------------------------------- templates

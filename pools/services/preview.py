@@ -13,6 +13,7 @@ import yaml
 from configs.errors import ConfigError
 from pools import confinement as confining
 from pools.confinement import confined, named_reasons
+from pools.control_image import control_image
 from pools.engine import TaskInput, WorkflowContext, resolve
 from pools.errors import PoolNotFound
 from pools.models import Platform, Pool
@@ -53,7 +54,11 @@ def preview(request: PreviewRequest) -> dict:
     resolution = resolve(
         compiled_platform(platform),
         task,
-        WorkflowContext(submitted_by="preview", scheduler_name=platform.pool.backend.scheduler_name),
+        WorkflowContext(
+            submitted_by="preview",
+            scheduler_name=platform.pool.backend.scheduler_name,
+            **control_image(platform.pool.backend),
+        ),
         nodes,
     )
     confinement = confining.of_platform(platform.pool, platform.name)  # what the pods really get (quotas says)
@@ -129,6 +134,8 @@ def annotated_yaml(pod: dict, provenance: dict[str, dict]) -> list[tuple[str, st
 def describe(origin: dict | None) -> str:
     if not origin:
         return ""
+    if origin.get("setting"):  # a value the system took from a setting: the control image
+        return f"{origin.get('source', '')}: {origin['setting']}"
     if origin.get("source") != "template":
         return origin.get("source", "")
     used = ", ".join(f"{v['name']} ({v['layer']})" for v in origin.get("variables", []))

@@ -153,7 +153,9 @@ def _reference_provenance(resolution) -> dict:
     layers = resolution.variables
     for path, _, origin in iter_leaves(resolution.pod, resolution.origins):
         origin = origin if isinstance(origin, Origin) else SYSTEM
-        if origin.source != "template":
+        if origin.setting:  # a value the system took from a setting (the control image)
+            out[path] = {"source": origin.source, "setting": origin.setting}
+        elif origin.source != "template":
             out[path] = {"source": origin.source}
         else:
             used = [{"name": n, "layer": layers[n]["layer"] if n in layers else "undefined"} for n in origin.variables]
