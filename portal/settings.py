@@ -267,6 +267,7 @@ SPECTACULAR_SETTINGS = {
         "WorkflowStatusEnum": "workflows.api.serializers.OSMO_STATUSES",
         "TaskStatusEnum": "workflows.api.serializers.TASK_STATUSES",
         "TokenStatusEnum": ["active", "expired", "revoked"],
+        "TeamKindEnum": ["department", "project"],  # a quota's team and a fair-share row's: one set, one name
     },
     # ConfigBody's branches made distinguishable (pools/api/schema_hooks.py), after spectacular's own hook
     "POSTPROCESSING_HOOKS": [

@@ -7,6 +7,7 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from portal.api import MAX_INT, BoundedInt
+from portal.numbers import MAX_LIST_ITEMS
 from quotas.units import MAX_AMOUNT
 
 LEND = "false = never lend: its unused deserved is kept idle for it, never another team's over-quota share."
@@ -146,7 +147,10 @@ class WhatIfRequestSerializer(serializers.Serializer):
         required=False, allow_null=True, help_text="Its end, excluded (default: now); at most 31 days after start."
     )
     changes = serializers.ListField(
-        child=serializers.CharField(max_length=500, help_text=CHANGE), max_length=50, required=False, default=list
+        child=serializers.CharField(max_length=500, help_text=CHANGE),
+        max_length=MAX_LIST_ITEMS,
+        required=False,
+        default=list,
     )
 
 

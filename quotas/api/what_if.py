@@ -29,7 +29,7 @@ class WhatIfView(APIView):
 
     @extend_schema(
         operation_id="quota_what_if",
-        summary="Replay a recorded period (at most 31 days) under proposed quota changes (at most 50)",
+        summary="Replay a recorded period (at most 31 days) under proposed quota changes (at most 1,000)",
         description=(
             "Per project: what actually happened, the period replayed under today's quotas (baseline) and under "
             "the changes (proposed): waits, GPU-hours, preemptions, idle guarantee, cost. Per node pool a change "

@@ -21,9 +21,9 @@ from dataclasses import dataclass
 from pools.engine.errors import EngineError
 from pools.engine.quota_model import QuotaTree, TeamQuota
 from portal.errors import DomainError
-from portal.numbers import whole_number
+from portal.numbers import MAX_LIST_ITEMS, whole_number
 
-MAX_CHANGES = 50
+MAX_CHANGES = MAX_LIST_ITEMS  # the one bound on every list a client sends (docs/limits.md)
 MAX_TEXT = 500
 MAX_GPUS = 100_000
 MAX_WEIGHT = 1000
