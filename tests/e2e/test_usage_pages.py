@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from pools.models import Pool
 from quotas.models import NodePool
-from tests.e2e.looks import collect_failures
+from tests.e2e.looks import collect_failures, sign_in_admin
 from tests.e2e.test_phone_layout import DESKTOP, PHONE, SHOTS, page_width
 from tests.e2e.test_quota_pages import quota_world
 from tests.e2e.test_submit_preview import sign_in
@@ -71,11 +71,7 @@ def test_usage_pages_fit_a_phone_and_a_desktop(page, new_page, live_server, carv
     admin = new_page()
     failures = collect_failures(page, admin)
     sign_in(page, base, "vera")
-    admin.goto(f"{base}/admin/login/?next=/admin/")
-    admin.fill("input[name=username]", "boss")
-    admin.fill("input[name=password]", PASSWORD)
-    admin.click("button[type=submit]")
-    admin.wait_for_url(f"{base}/admin/")
+    sign_in_admin(admin, base, "boss")
 
     pages = [
         (page, "usage-pool", "/pools/train/", "#team-usage"),

@@ -165,7 +165,22 @@ class SubmitResultSerializer(serializers.Serializer):
     warnings = serializers.ListField(child=serializers.CharField())
 
 
-class ListQuerySerializer(serializers.Serializer):
+class PriorityOrderQuery:
+    """The `priority` and `order` filters the workflow and task lists share (OSMO's spellings, any case)."""
+
+    def validate_priority(self, value):
+        unknown = [p for p in value if p.upper() not in Priority.values]
+        if unknown:
+            raise serializers.ValidationError(f"unknown priority {unknown[0]!r}; expected one of HIGH, NORMAL, LOW")
+        return [p.upper() for p in value]
+
+    def validate_order(self, value):
+        if value.lower() not in ("asc", "desc"):
+            raise serializers.ValidationError("must be asc or desc")
+        return value.lower()
+
+
+class ListQuerySerializer(PriorityOrderQuery, serializers.Serializer):
     users = NamesField(required=False, help_text="Submitters (default: you, unless all_users).")
     all_users = serializers.BooleanField(default=False, help_text="Everyone's workflows that you may list.")
     pools = NamesField(required=False)
@@ -191,17 +206,6 @@ class ListQuerySerializer(serializers.Serializer):
                 f"unknown status {unknown[0]!r}; expected one of {', '.join(sorted(known))}"
             )
         return osmo.stored_statuses(value, for_osmo=osmo.speaks_osmo(self.context.get("request")))
-
-    def validate_priority(self, value):
-        unknown = [p for p in value if p.upper() not in Priority.values]
-        if unknown:
-            raise serializers.ValidationError(f"unknown priority {unknown[0]!r}; expected one of HIGH, NORMAL, LOW")
-        return [p.upper() for p in value]
-
-    def validate_order(self, value):
-        if value.lower() not in ("asc", "desc"):
-            raise serializers.ValidationError("must be asc or desc")
-        return value.lower()
 
     def validate_label(self, value):
         return _selectors(value)

@@ -12,12 +12,11 @@ from rest_framework.views import APIView
 from portal.api import MAX_INT, MAX_PAGE, BoundedInt
 from workflows import task_list
 from workflows.api import osmo
-from workflows.api.serializers import NamesField, OsmoTimeField
+from workflows.api.serializers import NamesField, OsmoTimeField, PriorityOrderQuery
 from workflows.api.views import ERRORS, SignedIn
-from workflows.models import Priority
 
 
-class TaskListQuerySerializer(serializers.Serializer):
+class TaskListQuerySerializer(PriorityOrderQuery, serializers.Serializer):
     workflow_id = serializers.CharField(
         required=False, allow_blank=True, max_length=253, help_text="Part of the workflow id."
     )
@@ -44,17 +43,6 @@ class TaskListQuerySerializer(serializers.Serializer):
             known = ", ".join(sorted(task_list.KNOWN_STATUSES))
             raise serializers.ValidationError(f"unknown status {unknown[0]!r}; expected one of {known}")
         return value
-
-    def validate_priority(self, value):
-        unknown = [p for p in value if p.upper() not in Priority.values]
-        if unknown:
-            raise serializers.ValidationError(f"unknown priority {unknown[0]!r}; expected one of HIGH, NORMAL, LOW")
-        return [p.upper() for p in value]
-
-    def validate_order(self, value):
-        if value.lower() not in ("asc", "desc"):
-            raise serializers.ValidationError("must be asc or desc")
-        return value.lower()
 
 
 class TaskEntrySerializer(serializers.Serializer):
