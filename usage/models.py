@@ -73,7 +73,7 @@ class TaskAttempt(models.Model):
             models.Index(fields=["started_at"]),
             models.Index(fields=["ended_at"]),
             models.Index(fields=["outcome"]),
-            models.Index(fields=["node_pool", "project"]),
+            models.Index(fields=["node_pool", "ended_at"]),  # a node pool's past usage (time-based fair share)
             # the attempts not in the rollups yet (running, or closed since the job last ran): few, read by every
             # report and by the rollup job
             models.Index(fields=["started_at"], name="usage_attempt_not_rolled_up", condition=Q(rolled_up=False)),
