@@ -207,14 +207,19 @@ def record_workflow(workflow_pk: int) -> bool:
     )
     if workflow is None:
         return False
-    first_start = (
-        workflow.tasks.filter(started_at__isnull=False)
+    running_at = (
+        TaskAttempt.objects.filter(workflow_id=workflow.workflow_id)
         .order_by("started_at")
         .values_list("started_at", flat=True)
         .first()
     )
-    started = TaskAttempt.objects.filter(workflow_id=workflow.workflow_id).order_by("started_at").first()
-    running_at = started.started_at if started else first_start
+    if running_at is None:  # no attempt recorded (e.g. before the record existed): the tasks' own start
+        running_at = (
+            workflow.tasks.filter(started_at__isnull=False)
+            .order_by("started_at")
+            .values_list("started_at", flat=True)
+            .first()
+        )
     parts = {part.node_pool: part.requests for part in workflow.parts.all()}
     # admitted at submission is stamped a moment before the row's creation time: never before it was submitted
     admitted = workflow.admitted_at or (workflow.created_at if running_at else None)

@@ -180,7 +180,7 @@ def _from_raw(query: ReportQuery, now: datetime):
         TaskAttempt.objects.filter(rolled_up=False, started_at__lt=query.end)  # running ones are never rolled up
         .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=query.start))
         .filter(_filters(query))
-        .values("started_at", "ended_at", "gpu", "cpu_millis", "memory_bytes", "hourly_cost_micros", *set(DIMENSIONS))
+        .values("started_at", "ended_at", "gpu", "cpu_millis", "memory_bytes", "hourly_cost_micros", *DIMENSIONS)
     )
     clipped_end = min(query.end, now.replace(microsecond=0))
     rows = []
