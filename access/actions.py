@@ -37,6 +37,9 @@ SYSTEM_HEALTH = "system:Health"
 SYSTEM_VERSION = "system:Version"
 APP_ALL = "app:*"
 CREDENTIALS_ALL = "credentials:*"
+CREDENTIALS_READ = "credentials:Read"  # list one's credentials, and use them in one's workflows
+CREDENTIALS_UPDATE = "credentials:Update"
+CREDENTIALS_DELETE = "credentials:Delete"
 MCP_ACCESS = "mcp:Access"
 INTERNAL_OPERATOR = "internal:Operator"
 INTERNAL_LOGGER = "internal:Logger"
@@ -63,6 +66,11 @@ def config(config_type: str) -> str:
 
 def workflow(workflow_id: str) -> str:
     return f"workflow/{workflow_id}"
+
+
+def credentials(username: str) -> str:
+    """The resource of a user's credentials: `credentials/<username>`."""
+    return f"credentials/{username}"
 
 
 ANY_POOL = pool("*")

@@ -10,13 +10,13 @@ class AccessConfig(AppConfig):
     def ready(self):
         from axes.signals import user_locked_out
 
-        from access import signals, throttle
-        from access.config_types import CONFIG_TYPES
-        from access.services import audit
+        from access import signals
         from configs import registry, revisions
+        from portal import lazy
 
-        registry.register(*CONFIG_TYPES)  # ROLE
-        if audit.config_written not in revisions.LISTENERS:
-            revisions.LISTENERS.append(audit.config_written)
+        registry.register("ROLE", "access.config_types.RoleHandler")
+        listener = lazy.function("access.services.audit.config_written")
+        if listener not in revisions.LISTENERS:
+            revisions.LISTENERS.append(listener)
         post_migrate.connect(signals.ensure_roles_after_migrate, sender=self, dispatch_uid="access-builtin-roles")
-        user_locked_out.connect(throttle.audit_lockout, dispatch_uid="access-audit-lockout")
+        lazy.connect(user_locked_out, "access.throttle.audit_lockout", dispatch_uid="access-audit-lockout")

@@ -69,6 +69,3 @@ class RoleHandler(SchemaHandler):
 
     def after_save(self, objs, prepared):
         """Nothing to recompute: principals load their roles' policies afresh on every request."""
-
-
-CONFIG_TYPES = [RoleHandler()]

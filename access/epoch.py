@@ -130,8 +130,13 @@ def _request_started(**kwargs) -> None:
     _local.epochs = _UNREAD
 
 
-def _request_finished(**kwargs) -> None:
+def end_request() -> None:
+    """Forget the epochs read during the current request: read them afresh at each use from now on."""
     _local.epochs = None
+
+
+def _request_finished(**kwargs) -> None:
+    end_request()
 
 
 request_started.connect(_request_started, dispatch_uid="access-epoch-request-started")

@@ -7,9 +7,13 @@ evaluated by `access.policy` (the single decision point), never by Django model 
 
 from __future__ import annotations
 
+from axes.models import AccessAttempt
 from django.conf import settings
 from django.contrib.auth.models import Group
 from django.db import models
+
+from portal.resources import PolicyResources, Scope
+from portal.secrets import EncryptedTextField
 
 
 class SyncMode(models.TextChoices):
@@ -78,6 +82,38 @@ class APIToken(models.Model):
         return f"{self.user} / {self.name}"
 
 
+class CredentialType(models.TextChoices):
+    REGISTRY = "REGISTRY"
+    DATA = "DATA"
+    GENERIC = "GENERIC"
+
+
+class Credential(models.Model):
+    """A user's secret, in OSMO's three types (`osmo credential set`; docs/credentials.md).
+
+    `payload` holds the secret key/value pairs as JSON, encrypted with the field-encryption keys; `keys` their
+    names in the clear (the list shows them); `profile` OSMO's: a REGISTRY credential's registry host, a DATA
+    credential's endpoint, empty for GENERIC."""
+
+    policy_resources = PolicyResources(Scope("credentials", field="user__username"))
+
+    user = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="credentials")
+    name = models.CharField(max_length=63)
+    cred_type = models.CharField(max_length=16, choices=CredentialType.choices)
+    profile = models.CharField(max_length=253, blank=True, default="")
+    keys = models.JSONField(default=list)
+    payload = EncryptedTextField()
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["user", "name"]
+        constraints = [models.UniqueConstraint(fields=["user", "name"], name="unique_credential_name_per_user")]
+
+    def __str__(self) -> str:
+        return f"{self.user} / {self.name} ({self.cred_type})"
+
+
 class AuditEvent(models.Model):
     """Who did what, when, from where: config writes, role changes, tokens, denied requests."""
 
@@ -108,3 +144,12 @@ class AccessEpoch(models.Model):
 
     def __str__(self) -> str:
         return f"access epoch {self.value}"
+
+
+class LoginAttempt(AccessAttempt):
+    """django-axes' record of failed password sign-ins (access/throttle.py), shown in the admin under Access as
+    "Login attempts" rather than under the library's name ("Axes › Access attempts"). A proxy: no table."""
+
+    class Meta:
+        proxy = True
+        verbose_name, verbose_name_plural = "login attempt", "login attempts"

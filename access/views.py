@@ -6,6 +6,7 @@ from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.shortcuts import redirect, render, resolve_url
+from django.utils import timezone
 from django.views.decorators.http import require_http_methods, require_POST
 
 from access import actions, policy, usable_pools
@@ -59,9 +60,21 @@ def token_list(request):
             "form": form,
             "created": created,
             "allowed": decision.allowed,
-            "tokens": [tokens.describe(token) for token in tokens.tokens_of(request.user)],
+            "tokens": [_row(token) for token in tokens.tokens_of(request.user)],
         },
     )
+
+
+def _row(token) -> dict:
+    """What the page shows of a token: its description, and its times as datetimes (written as "in 3 days",
+    "2 hours ago", with the exact time in a title)."""
+    ends = min(token.expires_at, token.revoked_at) if token.revoked_at else token.expires_at
+    return {
+        **tokens.describe(token),
+        "expires_at_time": ends,
+        "expired": ends <= timezone.now(),
+        "last_used_time": token.last_used_at,
+    }
 
 
 @login_required

@@ -166,6 +166,7 @@ def _run(server) -> list[Row]:
         node_event()
     label_event.note = f"{len(ctx)} round trips, BEGIN and COMMIT included; platforms, node pools cached"
     rows.append(label_event)
+    rows.append(_fenced(backend.pk, raw_node, flip, index))
     pod = {
         "metadata": {"name": "bench-pod", "namespace": "team-00", "labels": {"pool-portal/workflow": "wf"}},
         "spec": {
@@ -231,3 +232,33 @@ def _pods(server):
     from clusters.kube.node_pod_lists import pod_record
 
     return [pod_record(pod) for pod in server.emulator.list("pods")]
+
+
+def _fenced(backend_id: int, raw_node: dict, flip: dict, index) -> Row:
+    """The same node event as a watcher replica applies it: the lease's fence first in the event's own
+    transaction (clusters.leases: one conditional UPDATE recording the event's resourceVersion)."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    from clusters import inventory
+    from clusters.leases import Leases
+
+    leases = Leases("watch_cluster", "bench", seconds=300, renew_seconds=100)
+    leases.join()
+    leases.ensure([backend_id])
+    held = leases.acquire(backend_id)
+    version = {"n": 0}
+
+    def fenced_event():
+        version["n"] += 1
+        flip["value"] ^= 1
+        raw_node["metadata"]["labels"]["bench/flip"] = str(flip["value"])
+        fence = lambda: leases.fence(held, {"nodes": str(version["n"])})  # noqa: E731
+        inventory.apply_node_event(backend_id, "MODIFIED", raw_node, index, fence=fence)
+
+    row = measure("watch event: node label change, through the lease's fence", fenced_event, runs=50, target="<= 3 ms")
+    with CaptureQueriesContext(connection) as ctx:
+        fenced_event()
+    row.note = f"{len(ctx)} round trips: the node event's, plus the fence's UPDATE"
+    leases.leave([held])
+    return row

@@ -9,17 +9,22 @@ class ClustersConfig(AppConfig):
     def ready(self) -> None:
         from django.db.models.signals import post_delete, post_save
 
-        from clusters.config_handlers import CONFIG_TYPES
         from clusters.models import MachinePool
         from configs import registry
+        from portal import lazy
 
-        registry.register(*CONFIG_TYPES)  # BACKEND, MACHINE_POOL
-        from clusters.machinepools.reconcile import machine_pool_changed
-
-        # A saved or deleted machine pool is put in step with its provider once the write commits, and any
-        # save, whatever the door, is announced to the apps above (clusters.signals).
-        post_save.connect(machine_pool_changed, sender=MachinePool, dispatch_uid="clusters.machine_pool_saved")
-        post_delete.connect(machine_pool_changed, sender=MachinePool, dispatch_uid="clusters.machine_pool_deleted")
+        registry.register("BACKEND", "clusters.config_handlers.BackendHandler")
+        registry.register("MACHINE_POOL", "clusters.config_handlers.MachinePoolHandler")
+        # A saved or deleted machine pool is put in step with its provider once the write commits (the
+        # providers' code loads with the first such write: portal.lazy), and any save, whatever the door, is
+        # announced to the apps above (clusters.signals).
+        for signal, verb in ((post_save, "saved"), (post_delete, "deleted")):
+            lazy.connect(
+                signal,
+                "clusters.machinepools.reconcile.machine_pool_changed",
+                sender=MachinePool,
+                dispatch_uid=f"clusters.machine_pool_{verb}",
+            )
         post_save.connect(announce_machine_pool, sender=MachinePool, dispatch_uid="clusters.machine_pool_changed")
 
 

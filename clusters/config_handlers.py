@@ -71,9 +71,9 @@ class MachinePoolHandler(SchemaHandler):
 
     def save(self, doc, existing, prepared):
         backend = backend_of(doc, existing, prepared.backends, "machine pool")
-        _check_instance_type(doc, prepared.catalog)
+        _check_instance_type(doc, prepared.catalog, backend)
         if kind := providers.BY_NAME.get(backend.machine_provider):
-            kind.check_machine_pool(doc, existing)
+            kind.check_machine_pool(doc, existing, backend, _other_nodes(backend, doc.name))
         pool = existing or MachinePool(name=doc.name)
         self.schema.write(doc, pool)
         pool.backend, pool.autoscaling = backend, doc.autoscaling
@@ -102,7 +102,7 @@ def backend_of(doc, existing, backends: dict[str, Backend], kind: str) -> Backen
     return backend
 
 
-def _check_instance_type(doc, catalog: dict) -> None:
+def _check_instance_type(doc, catalog: dict, backend: Backend) -> None:
     if doc.instance_type not in catalog:
         raise ConfigError(
             f"unknown instance type; known: {', '.join(sorted(catalog))} (admins add types under "
@@ -110,6 +110,19 @@ def _check_instance_type(doc, catalog: dict) -> None:
             field="instance_type",
             value=doc.instance_type,
         )
+    regions = catalog[doc.instance_type].regions
+    if backend.aws_region and regions and backend.aws_region not in regions:
+        raise ConfigError(
+            f"is not offered in {backend.name}'s region {backend.aws_region} (offered in {', '.join(regions)})",
+            field="instance_type",
+            value=doc.instance_type,
+        )
 
 
-CONFIG_TYPES = [BackendHandler(), MachinePoolHandler()]
+def _other_nodes(backend: Backend, name: str) -> int:
+    """The most nodes the backend's other machine pools may have together (its cluster's node cap counts all)."""
+    pools = MachinePool.objects.filter(backend=backend).exclude(name=name)
+    return sum(
+        max_replicas if autoscaling else replicas
+        for autoscaling, replicas, max_replicas in pools.values_list("autoscaling", "replicas", "max_replicas")
+    )

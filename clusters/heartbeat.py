@@ -15,7 +15,7 @@ from datetime import datetime
 
 from django.utils import timezone
 
-from clusters.models import WatcherHeartbeat
+from clusters.models import WatcherHeartbeat, WatcherLease, WatcherReplica
 
 WATCHERS = ("watch_cluster", "watch_workflows")
 
@@ -51,14 +51,16 @@ def beat(watcher: str, beats: Iterable[Beat]) -> None:
         )
 
 
-def forget(watcher: str, names: list[str] | None) -> None:
-    """At start, before the first sync: drop the watcher's rows of the backends in its scope (those named,
-    or all). Until its first beat the probe then says so, rather than passing on the previous run's rows;
-    and a backend it no longer watches (disconnected, unusable settings) leaves no row to fail it forever."""
-    rows = WatcherHeartbeat.objects.filter(watcher=watcher)
-    if names:
-        rows = rows.filter(backend__name__in=names)
-    rows.delete()
+def forget_others(watcher: str, connected: list[int]) -> None:
+    """At start: drop the watcher's rows of backends no longer connected (no replica watches them, so no
+    row should fail the probe forever). Rows of connected backends belong to whichever replica holds them."""
+    WatcherHeartbeat.objects.filter(watcher=watcher).exclude(backend_id__in=connected).delete()
+
+
+def forget_backend(watcher: str, backend: int) -> None:
+    """A replica took the backend's lease: the previous holder's row goes; until the new holder's first beat
+    the probe says so, rather than passing or failing on the previous holder's row."""
+    WatcherHeartbeat.objects.filter(watcher=watcher, backend_id=backend).delete()
 
 
 @dataclass(frozen=True)
@@ -91,4 +93,35 @@ def health(watcher: str, names: list[str] | None, max_age: float) -> Health:
         ok = ok and fresh
         state = "ok" if fresh else f"stale (more than {max_age:g}s)"
         lines.append(f"{watcher} {name}: {state}, beat {age:.0f}s ago, lag {rows[name][1]:.2f}s")
+    return Health(ok, lines)
+
+
+def replica_health(watcher: str, name: str, max_age: float) -> Health:
+    """The probe of one replica (`watcher_health WATCHER --this-replica`): does its loop beat within `max_age`
+    seconds, and does it beat for every backend whose lease it holds? A backend taken less than `max_age`
+    ago may have no row yet (its first sync runs); a replica holding nothing passes on its own beat."""
+    now = timezone.now()
+    replica = WatcherReplica.objects.filter(watcher=watcher, name=name).first()
+    if replica is None:
+        return Health(False, [f"{watcher} replica {name}: not running (no replica row)"])
+    age = (now - replica.beat_at).total_seconds()
+    ok = age <= max_age
+    lines = [f"{watcher} replica {name}: {'ok' if ok else f'stale (more than {max_age:g}s)'}, beat {age:.0f}s ago"]
+    held = WatcherLease.objects.filter(watcher=watcher, holder=name, expires_at__gt=now).order_by("backend__name")
+    beats = dict(
+        WatcherHeartbeat.objects.filter(watcher=watcher, backend__in=held.values("backend")).values_list(
+            "backend_id", "beat_at"
+        )
+    )
+    for backend, backend_name, acquired_at in held.values_list("backend_id", "backend__name", "acquired_at"):
+        beat_at = beats.get(backend)
+        if beat_at is None:
+            starting = acquired_at is not None and (now - acquired_at).total_seconds() <= max_age
+            ok = ok and starting
+            lines.append(f"{watcher} {backend_name}: {'taken, first beat pending' if starting else 'no heartbeat'}")
+            continue
+        backend_age = (now - beat_at).total_seconds()
+        ok = ok and backend_age <= max_age
+        state = "ok" if backend_age <= max_age else f"stale (more than {max_age:g}s)"
+        lines.append(f"{watcher} {backend_name}: {state}, beat {backend_age:.0f}s ago")
     return Health(ok, lines)

@@ -17,7 +17,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from django.db import connection, transaction
@@ -36,6 +36,11 @@ from portal.errors import NotFound
 from portal.secrets import is_unreadable
 
 log = logging.getLogger(__name__)
+
+
+class Fenced(Exception):
+    """A watcher's write was refused: the backend's lease is no longer its own (clusters.leases)."""
+
 
 BATCH_SIZE = 500
 NODE_FIELDS = (
@@ -157,10 +162,14 @@ class SyncResult:
         return {key: value for key, value in vars(self).items() if key != "index"}
 
 
-def sync_backend(backend_id: int, *, kube: KubeClient | None = None) -> SyncResult:
+def sync_backend(
+    backend_id: int, *, kube: KubeClient | None = None, fence: Callable[[str, str], bool] | None = None
+) -> SyncResult:
     """List nodes and pods, then replace the backend's inventory with what was listed (see module doc).
 
-    Raises KubeError (after marking the backend degraded) when the cluster cannot be listed.
+    Raises KubeError (after marking the backend degraded) when the cluster cannot be listed. `fence`, the
+    watcher's lease check (clusters.watchloop), is asked first in the writing transaction with the lists'
+    resourceVersions (nodes, pods); when it says no, nothing is written and `Fenced` is raised.
     """
     backend = Backend.objects.get(pk=backend_id)
     started = time.perf_counter()
@@ -177,6 +186,8 @@ def sync_backend(backend_id: int, *, kube: KubeClient | None = None) -> SyncResu
         raise
     index = PodIndex.build(pods.records)
     with transaction.atomic():
+        if fence is not None and not fence(nodes.resource_version, pods.resource_version):
+            raise Fenced(f"backend #{backend_id}: the watcher's lease is no longer held; nothing written")
         created, updated, deleted = write_nodes(backend.pk, nodes.records, index, complete=True)
         mark_synced(backend.pk)
     metrics.INVENTORY_SYNC_SECONDS.labels(backend.name).observe(time.perf_counter() - started)
@@ -329,10 +340,22 @@ def node_fingerprint(record: dict) -> str:
 # ------------------------------------------------------------------------------------------ watch events
 
 
-def apply_node_event(backend_id: int, event_type: str, raw: dict, index: PodIndex) -> None:
-    """ADDED/MODIFIED: upsert (a no-op write when nothing we keep changed); DELETED: remove the node."""
+Fence = Callable[[], bool]  # a watcher's lease check, asked first in the writing transaction (clusters.leases)
+
+
+def _fenced(fence: Fence | None) -> None:
+    if fence is not None and not fence():
+        raise Fenced("the watcher's lease is no longer held; nothing written")
+
+
+def apply_node_event(
+    backend_id: int, event_type: str, raw: dict, index: PodIndex, *, fence: Fence | None = None
+) -> None:
+    """ADDED/MODIFIED: upsert (a no-op write when nothing we keep changed); DELETED: remove the node.
+    `fence`: asked first in the transaction; `Fenced` (nothing written) when it says no."""
     record = node_record(raw)
     with transaction.atomic():  # one commit per event
+        _fenced(fence)
         if event_type == "DELETED":
             if Node.objects.filter(backend_id=backend_id, name=record["name"]).delete()[0]:
                 nodes_deleted.send(sender=Node, backend_id=backend_id)
@@ -340,21 +363,28 @@ def apply_node_event(backend_id: int, event_type: str, raw: dict, index: PodInde
         write_nodes(backend_id, [record], index, complete=False)
 
 
-def apply_pod_event(backend_id: int, event_type: str, raw: dict, index: PodIndex) -> set[str]:
+def apply_pod_event(
+    backend_id: int, event_type: str, raw: dict, index: PodIndex, *, fence: Fence | None = None
+) -> set[str]:
     """Update the in-memory index, then the sums of the (at most two) nodes the pod left or joined.
 
     The nodes stay in `index.unwritten` until their sums are written: applied again after a database error,
-    the event changes nothing more in the index, and the sums it changed are written then."""
+    the event changes nothing more in the index, and the sums it changed are written then. `fence`: asked
+    first in the transaction that writes sums (none when the event changes no sums)."""
     record = pod_record(raw)
     affected = index.remove(record.key) if event_type == "DELETED" else index.put(record)
     index.unwritten |= affected
-    write_sums(backend_id, sorted(index.unwritten), index)
+    write_sums(backend_id, sorted(index.unwritten), index, fence=fence)
     index.unwritten.clear()
     return affected
 
 
-def write_sums(backend_id: int, node_names: Iterable[str], index: PodIndex) -> None:
+def write_sums(backend_id: int, node_names: Iterable[str], index: PodIndex, *, fence: Fence | None = None) -> None:
+    node_names = list(node_names)
+    if not node_names:
+        return
     with transaction.atomic():
+        _fenced(fence)
         for name in node_names:
             Node.objects.filter(backend_id=backend_id, name=name).update(**index.columns(name))
 

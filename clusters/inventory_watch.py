@@ -10,6 +10,12 @@ happens in one thread, in order.
   new list's version. Events queued before are applied first; the relist then overwrites them.
 * Network errors and 5xx: the backend is marked degraded, the stream reconnects with backoff (capped);
   when it reconnects, the backend is marked online again. A failed relist is retried with backoff.
+
+Replicas (clusters.leases): a replica watches the backends whose lease it holds. Taking one over, it syncs
+it in full rather than resuming the watches from the versions its lease records: the pod index that turns a
+pod event into node sums lives in the memory of the replica that built it. A sync writes absolute state
+(each node's fields and sums), so whatever the previous holder applied or not, the inventory is then the
+cluster's. Every write (the sync, an event, a relist) goes through the lease's fence.
 """
 
 from __future__ import annotations
@@ -20,10 +26,11 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from clusters import inventory
-from clusters.inventory import PodIndex
+from clusters.inventory import Fenced, PodIndex
 from clusters.kube.connection import KubeClient
 from clusters.kube.errors import KubeError
 from clusters.kube.node_pod_lists import WATCH_SECONDS, WatchStream, list_nodes, list_pods
+from clusters.leases import Held
 from clusters.watchloop import BACKOFF_START, BackendWatcher, WatchThread
 
 log = logging.getLogger(__name__)
@@ -48,6 +55,7 @@ class _Backend:
     index: PodIndex = field(default_factory=PodIndex)
     streams: dict[str, _Stream] = field(default_factory=dict)
     degraded: bool = False
+    lease: Held | None = None
 
 
 class ClusterWatcher(BackendWatcher):
@@ -63,13 +71,21 @@ class ClusterWatcher(BackendWatcher):
     def _not_watched(self, backend, error: KubeError) -> None:
         inventory.mark_degraded(backend.pk, error)
 
-    def _watch(self, backend, kube: KubeClient) -> list[str]:
+    def _watch(self, backend, kube: KubeClient, lease: Held) -> list[str]:
         """Sync the backend once, then start its watch threads."""
-        state = _Backend(backend.pk, backend.name, kube)
+        state = _Backend(backend.pk, backend.name, kube, lease=lease)
         state.streams = {kind: _Stream(backend=state, kind=kind) for kind in ("nodes", "pods")}
         self.backends.append(state)
+
+        def fence(nodes_version: str, pods_version: str) -> bool:
+            check = self.fence_of(state, {"nodes": nodes_version, "pods": pods_version})
+            return check is not None and check()
+
         try:
-            result = inventory.sync_backend(state.pk, kube=state.kube)
+            result = inventory.sync_backend(state.pk, kube=state.kube, fence=fence)
+        except Fenced:
+            self._drop(state.pk, "its lease was lost during the first sync")
+            return [f"backend {state.name}: lease lost during the first sync; not watched"]
         except KubeError as error:
             line = f"backend {state.name}: initial sync failed, retrying: {error}"
             state.degraded = True
@@ -92,22 +108,41 @@ class ClusterWatcher(BackendWatcher):
     def _threads_of(self, state: _Backend) -> Iterable[WatchThread]:
         return state.streams.values()
 
+    def _version_of(self, item: tuple) -> dict | None:
+        if item[0] != "event":
+            return None
+        version = ((item[3] or {}).get("metadata") or {}).get("resourceVersion")
+        return {item[1].kind: str(version)} if version else None
+
     # ----------------------------------------------------------------------------- applying (caller's thread)
 
     def _tick(self) -> None:
         self._run_due_relists()  # EventDrain runs _tick through its database guard (locked writes retried)
 
+    def _apply_item(self, item: tuple) -> int:
+        """An event: applied with the lease's fence inside the inventory's own transaction (no savepoint, one
+        round trip more; clusters.leases). Anything else: `fenced_write` around `_apply`."""
+        what, stream, *rest = item
+        if what != "event":
+            return super()._apply_item(item)
+        backend = stream.backend
+        fence = self.fence_of(backend, self._version_of(item))
+        if fence is None:  # released or lost since the item was queued
+            return 0
+        event_type, obj = rest
+        apply = inventory.apply_node_event if stream.kind == "nodes" else inventory.apply_pod_event
+        try:
+            apply(backend.pk, event_type, obj, backend.index, fence=fence)
+        except Fenced:
+            self._drop(backend.pk, "its lease is lost or expired (a write was refused)")
+            self.fenced += 1
+            return 0
+        self.applied += 1
+        return 1
+
     def _apply(self, item: tuple) -> int:
         what, stream, *rest = item
         backend = stream.backend
-        if what == "event":
-            event_type, obj = rest
-            if stream.kind == "nodes":
-                inventory.apply_node_event(backend.pk, event_type, obj, backend.index)
-            else:
-                inventory.apply_pod_event(backend.pk, event_type, obj, backend.index)
-            self.applied += 1
-            return 1
         if what == "connected" and backend.degraded:
             backend.degraded = False
             inventory.mark_online(backend.pk)
@@ -120,7 +155,7 @@ class ClusterWatcher(BackendWatcher):
 
     def _run_due_relists(self) -> None:
         now = time.monotonic()
-        for backend in self.backends:
+        for backend in list(self.backends):  # a relist whose lease was lost drops its backend
             for stream in backend.streams.values():
                 if stream.relist_due is not None and stream.relist_due <= now:
                     self._relist(stream)
@@ -130,11 +165,16 @@ class ClusterWatcher(BackendWatcher):
         try:
             if stream.kind == "nodes":
                 listing = list_nodes(backend.kube)
-                inventory.replace_nodes(backend.pk, listing.records, backend.index)
+                write = lambda: inventory.replace_nodes(backend.pk, listing.records, backend.index)  # noqa: E731
             else:
                 listing = list_pods(backend.kube)
-                backend.index = PodIndex.build(listing.records)
-                inventory.replace_pods(backend.pk, backend.index)
+                index = PodIndex.build(listing.records)
+                write = lambda: inventory.replace_pods(backend.pk, index)  # noqa: E731
+            written, _ = self.fenced_write(backend, write, {stream.kind: listing.resource_version})
+            if not written:  # the lease is no longer ours: the backend was dropped
+                return
+            if stream.kind == "pods":
+                backend.index = index
         except KubeError as error:
             stream.failures += 1
             stream.relist_due = time.monotonic() + self._backoff(stream.failures)
@@ -154,9 +194,9 @@ class ClusterWatcher(BackendWatcher):
 
     def _watch_loop(self, stream: _Stream) -> None:
         failures = 0
-        while not self._stopping.is_set():
+        while not self._halted(stream):
             stream.wake.wait()
-            if self._stopping.is_set():
+            if self._halted(stream):
                 return
             if stream.version is None:  # a relist is pending; the applier will wake us
                 stream.wake.clear()
@@ -179,7 +219,7 @@ class ClusterWatcher(BackendWatcher):
                     self.events.put(("event", stream, event_type, obj))
                 stream.version = watch.resource_version
             except KubeError as error:
-                if self._stopping.is_set():
+                if self._halted(stream):
                     return
                 if error.gone:
                     stream.version = None

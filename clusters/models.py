@@ -16,6 +16,7 @@ from django.db import models
 from django.utils import timezone
 
 from clusters.config_types import CONTROL_IMAGE_HELP, QUOTA_SCHEDULERS
+from clusters.machinepools.provider_limits import ROSA_TOPOLOGIES
 from clusters.machinepools.providers import registry as providers
 from portal.secrets import EncryptedTextField
 
@@ -100,6 +101,15 @@ class Backend(models.Model):
     karpenter_node_class = models.CharField(
         max_length=253, blank=True, default="default", help_text="The EC2NodeClass Karpenter NodePools refer to."
     )
+    rosa_topology = models.CharField(
+        max_length=8,
+        choices=[(name, name) for name in ROSA_TOPOLOGIES],
+        default="hcp",
+        help_text="ROSA only: hcp (hosted control planes, up to 500 nodes) or classic (up to 249 nodes).",
+    )
+    aws_region = models.CharField(
+        max_length=32, blank=True, default="", help_text="The cluster's AWS region, e.g. us-east-1; empty: unknown."
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -180,9 +190,29 @@ class InstanceType(models.Model):
         help_text="Spot USD per hour, as you pay it (empty: usage cost estimates it; docs/usage.md#cost)",
     )
     note = models.CharField(max_length=255, blank=True, default="", help_text="Where the figures come from.")
+    prices_as_of = models.DateField(
+        null=True, blank=True, help_text="When the prices were read from their source (shown with every cost)."
+    )
 
     class Meta:
         ordering = ["name"]
+        constraints = [  # every door: a price is positive, at most MAX_HOURLY_PRICE, spot never above on-demand
+            models.CheckConstraint(
+                condition=models.Q(hourly_price__isnull=True) | models.Q(hourly_price__gt=0, hourly_price__lte=1000),
+                name="instance_type_price_in_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(spot_hourly_price__isnull=True)
+                | models.Q(spot_hourly_price__gt=0, spot_hourly_price__lte=1000),
+                name="instance_type_spot_price_in_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(hourly_price__isnull=True)
+                | models.Q(spot_hourly_price__isnull=True)
+                | models.Q(spot_hourly_price__lte=models.F("hourly_price")),
+                name="instance_type_spot_at_most_on_demand",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.name
@@ -217,6 +247,16 @@ class MachinePool(models.Model):
         max_digits=10, decimal_places=4, null=True, blank=True, help_text="Spot only; empty = on-demand price cap."
     )
     disk_size_gib = models.PositiveIntegerField(default=300, help_text="Root volume, GiB.")
+    # -- placement and provider-specific settings (clusters.machinepools.provider_limits)
+    availability_zones = models.JSONField(
+        default=list, blank=True, help_text='e.g. ["us-east-1a"]; empty: the cluster\'s'
+    )
+    subnets = models.JSONField(default=list, blank=True, help_text="ROSA: one subnet id; empty: the cluster's")
+    security_groups = models.JSONField(default=list, blank=True, help_text="ROSA: additional security group ids")
+    aws_tags = models.JSONField(default=dict, blank=True, help_text="ROSA: AWS tags on the pool's instances")
+    requirements = models.JSONField(default=list, blank=True, help_text="Karpenter: further NodePool requirements")
+    limits = models.JSONField(default=dict, blank=True, help_text="Karpenter: cpu, memory, nvidia.com/gpu limits")
+    disruption = models.JSONField(default=dict, blank=True, help_text="Karpenter: consolidation and budgets")
     # -- status: what the provider last answered
     state = models.CharField(max_length=16, choices=State.choices, default=State.PENDING)
     provider_id = models.CharField(max_length=253, blank=True, default="")
@@ -250,6 +290,13 @@ class MachinePool(models.Model):
             spot=self.spot,
             max_price=self.max_price,
             disk_size_gib=self.disk_size_gib,
+            availability_zones=tuple(self.availability_zones),
+            subnets=tuple(self.subnets),
+            security_groups=tuple(self.security_groups),
+            aws_tags=dict(self.aws_tags),
+            requirements=tuple(dict(r) for r in self.requirements),
+            limits=dict(self.limits),
+            disruption=dict(self.disruption),
         )
 
 
@@ -274,3 +321,55 @@ class WatcherHeartbeat(models.Model):
 
     def __str__(self) -> str:
         return f"{self.watcher} {self.backend_id}"
+
+
+class WatcherReplica(models.Model):
+    """One running watcher process that takes leases (clusters.leases): its sign of life.
+
+    Live replicas (`expires_at` ahead of the database's clock) are what a fair share is counted over. The
+    name is the replica's (the pod's name by default); a process that starts under a name already live
+    takes the name over (a new `nonce`), and the older process stops at its next beat.
+    """
+
+    watcher = models.CharField(max_length=32, help_text="the command: watch_cluster or watch_workflows")
+    name = models.CharField(max_length=253, help_text="the replica's name (--replica; the host name by default)")
+    nonce = models.CharField(max_length=32, help_text="the process that holds the name now")
+    host = models.CharField(max_length=253, blank=True, default="")
+    pid = models.PositiveIntegerField(default=0)
+    started_at = models.DateTimeField(default=timezone.now)
+    beat_at = models.DateTimeField(default=timezone.now)
+    expires_at = models.DateTimeField(help_text="counted as live until then (database clock)")
+
+    class Meta:
+        ordering = ["watcher", "name"]
+        constraints = [models.UniqueConstraint(fields=["watcher", "name"], name="one_replica_per_name")]
+
+    def __str__(self) -> str:
+        return f"{self.watcher} {self.name}"
+
+
+class WatcherLease(models.Model):
+    """Which replica of a watcher acts on a backend (clusters.leases): one row per watcher and backend.
+
+    Taken and kept by conditional UPDATEs only (so it works alike on PostgreSQL and SQLite). `token` grows
+    by one at every acquisition: the fence every write of the holder checks, with the holder and the
+    expiry, in the write's own transaction; `versions` is the last resourceVersion applied per stream,
+    written in that same transaction, from which the next holder resumes.
+    """
+
+    watcher = models.CharField(max_length=32, help_text="the command: watch_cluster or watch_workflows")
+    backend = models.ForeignKey(Backend, on_delete=models.CASCADE, related_name="watcher_leases")
+    holder = models.CharField(max_length=253, blank=True, default="", help_text="replica name; empty: free")
+    token = models.BigIntegerField(default=0, help_text="fencing token: one more at every acquisition")
+    acquired_at = models.DateTimeField(null=True, blank=True)
+    renewed_at = models.DateTimeField(null=True, blank=True)
+    expires_at = models.DateTimeField(null=True, blank=True, help_text="free for another replica from then on")
+    versions = models.JSONField(default=dict, blank=True, help_text="last resourceVersion applied, per stream")
+    applied_at = models.DateTimeField(null=True, blank=True, help_text="last write under the lease")
+
+    class Meta:
+        ordering = ["watcher", "backend_id"]
+        constraints = [models.UniqueConstraint(fields=["watcher", "backend"], name="one_lease_per_watcher")]
+
+    def __str__(self) -> str:
+        return f"{self.watcher} {self.backend_id} → {self.holder or 'free'}"

@@ -6,6 +6,14 @@ item does (`_apply`) and what runs between items (`_tick`: relists, periodic job
 the backends: connect each one (`start`), one thread per watched stream (`WatchThread`), the backoff
 between failed watches, and `stop`. `WatchCommand` is the management command around a `BackendWatcher`.
 
+Replicas (clusters.leases; the replica side is clusters.watchshards): a `BackendWatcher` watches only the
+backends whose lease it holds. Every `check_seconds_leases` its loop renews what it holds (when due),
+takes free backends up to its fair share and releases what is above it, and starts or stops watching
+accordingly. Every write of an item runs in one transaction with the lease's fence (holder, token,
+unexpired), which records the resourceVersion the item applied: a lost or expired lease stops the writes
+at once (the backend is dropped, its queued items too), and the next holder resumes after the last item
+written.
+
 The database may go away under the loop (a restart, a failover, connections terminated by an operator).
 Before each batch (at most every `check_every` seconds) the loop drops connections that are unusable or
 too old (`close_if_unusable_or_obsolete`; with `CONN_HEALTH_CHECKS` the next query checks the connection
@@ -20,20 +28,27 @@ database keeps refusing while it answers (a bad event, not a lost connection) is
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import signal
+import socket
 import threading
 import time
+import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, TypeVar
 
+from django.conf import settings
+from django.core.management.base import CommandError
 from django.db import DEFAULT_DB_ALIAS, InterfaceError, OperationalError, connections
 from django.utils import timezone
 
 from clusters import heartbeat
 from clusters.kube.connection import KubeClient, connect
 from clusters.kube.errors import KubeError
+from clusters.leases import Held, Leases, default_name
+from clusters.watchshards import Sharded
 from portal import backoff
 from portal.commands import LongRunningCommand
 from portal.dblock import is_locked
@@ -131,6 +146,10 @@ class EventDrain:
     def _apply(self, item: tuple) -> int:
         raise NotImplementedError
 
+    def _apply_item(self, item: tuple) -> int:
+        """`_apply`, within whatever guards the item's writes (BackendWatcher: its backend's lease)."""
+        return self._apply(item)
+
     # ----------------------------------------------------------------------------- the database
 
     def _check_connections(self) -> None:
@@ -144,7 +163,7 @@ class EventDrain:
                 conn.close_if_unusable_or_obsolete()
 
     def _handle(self, item: tuple) -> int:
-        applied = self._guarded(lambda: self._apply(item), f"applying {item[0]}")
+        applied = self._guarded(lambda: self._apply_item(item), f"applying {item[0]}")
         if applied is None:  # `_apply` returns a count: None is an item given up
             self.dropped += 1
         return applied or 0
@@ -216,19 +235,23 @@ class Lag:
 
 @dataclass(kw_only=True)
 class WatchThread:
-    """One watch thread: the stream it reads now (shut down to stop it) and its wake-up event."""
+    """One watch thread: the stream it reads now (shut down to stop it), its wake-up event, and whether its
+    backend was dropped (its lease released or lost: the thread ends)."""
 
     thread: threading.Thread | None = None
     current: Any = None  # the open clusters.kube.node_pod_lists.WatchStream, if any
     wake: threading.Event = field(default_factory=threading.Event)
+    closed: bool = False
 
 
-class BackendWatcher(EventDrain):
+class BackendWatcher(Sharded, EventDrain):
     """`start()`, then `process()` in a loop (or `run(stop)`), then `stop()`.
 
-    Subclasses implement `_watch(backend, kube)`: record the backend's state in `self.backends` (an
-    object with `pk`, `name` and `kube`), start its threads with `_spawn`, return status lines;
-    `_watch_threads()`; `_threads_of(state)`; and name themselves (`command`: the heartbeat's watcher).
+    Subclasses implement `_watch(backend, kube, lease)`: record the backend's state in `self.backends` (an
+    object with `pk`, `name`, `kube` and `lease`, the `clusters.leases.Held` it acts under), start its
+    threads with `_spawn`, return status lines; `_watch_threads()`; `_threads_of(state)`; `_version_of(item)`
+    (the resourceVersion an item applies, recorded with the lease); and name themselves (`command`: the
+    heartbeat's and the leases' watcher). Watch threads end once their thread is `closed` or the watcher stops.
 
     Heartbeat and lag (clusters.heartbeat): every `heartbeat_seconds` the loop writes, for each backend
     whose watch threads are alive, the time and the lag: the longest an item read from the cluster
@@ -248,6 +271,9 @@ class BackendWatcher(EventDrain):
         backoff_max: float = BACKOFF_MAX,
         client_factory: Callable[..., KubeClient] = connect,
         heartbeat_seconds: float | None = None,
+        replica: str | None = None,
+        lease_seconds: float | None = None,
+        renew_seconds: float | None = None,
     ) -> None:
         self.names = names
         if heartbeat_seconds is not None:
@@ -259,24 +285,31 @@ class BackendWatcher(EventDrain):
         self.client_factory = client_factory
         self.backends: list = []
         self.applied = 0
+        self.fenced = 0  # items not applied because their backend's lease was no longer held
+        self.replaced = False  # another process took this replica's name: the loop stopped
+        lease_seconds = settings.WATCHER_LEASE_SECONDS if lease_seconds is None else lease_seconds
+        renew_seconds = settings.WATCHER_LEASE_RENEW_SECONDS if renew_seconds is None else renew_seconds
+        # in-process watchers (tests) get a name of their own; the command passes the host's (clusters.leases)
+        name = replica or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
+        self.leases = Leases(self.command, name, seconds=lease_seconds, renew_seconds=renew_seconds)
+        self.held: dict[int, Held] = {}
+        self.check_seconds_leases = max(0.2, renew_seconds / 5)  # free leases are looked for this often
+        self._next_pass = self._next_renew = 0.0
+        self._ensured: set[int] = set()  # backends whose lease row exists
         super().__init__()
         self.events = TimedQueue()
 
     def start(self) -> list[str]:
-        """Connect to every connected backend (or those named) and start watching it; one line per backend."""
+        """Join the watcher's replicas, take a fair share of the connected backends (or of those named) and
+        start watching them; one line per backend taken."""
         from clusters import inventory  # the inventory's models: imported once Django is set up
 
-        self._guarded(lambda: heartbeat.forget(self.command, self.names), "heartbeat")
-        lines = []
-        for backend in inventory.connected_backends(self.names):
-            try:
-                kube = self.client_factory(backend)
-            except KubeError as error:  # unusable settings: nothing to watch until they are fixed
-                self._not_watched(backend, error)
-                lines.append(f"not watched: {error}")
-                continue
-            lines.extend(self._watch(backend, kube))
-        self.lags = {state.pk: Lag() for state in self.backends}
+        scope = [b.pk for b in inventory.connected_backends()]
+        self._guarded(lambda: heartbeat.forget_others(self.command, scope), "heartbeat")
+        self._guarded(self.leases.join, "joining the replicas")
+        lines = self._guarded(self._shard_pass, "leases") or []
+        if not self.held:
+            lines.append(f"replica {self.leases.name}: no backend free to take yet; looking every renewal")
         return lines
 
     def stop(self, timeout: float = 5.0) -> None:
@@ -291,6 +324,14 @@ class BackendWatcher(EventDrain):
                 stream.thread.join(timeout)
         for backend in self.backends:
             backend.kube.close()
+        if not self.replaced:  # free the leases at once: another replica need not wait for them to expire
+            held, self.held = list(self.held.values()), {}
+            self._guarded(lambda: self.leases.leave(held), "releasing the leases")
+
+    # ----------------------------------------------------------------------------- the loop
+
+    def _new_lag(self) -> Lag:
+        return Lag()
 
     def _handle(self, timed: tuple) -> int:
         queued, item = timed
@@ -309,6 +350,9 @@ class BackendWatcher(EventDrain):
 
     def _beat(self) -> None:
         now = time.monotonic()
+        if now >= self._next_pass and not self._stopping.is_set():
+            for line in self._shard_pass():
+                log.info("%s: %s", self.command, line)
         if now < self._next_beat or self._stopping.is_set():
             return
         beats = []
@@ -320,6 +364,10 @@ class BackendWatcher(EventDrain):
         self._next_beat = now + self.heartbeat_seconds
         for state in self.backends:
             self.lags.setdefault(state.pk, Lag()).longest = 0.0
+
+    def _halted(self, watched: WatchThread) -> bool:
+        """Should a watch thread end? (The watcher stops, or its backend was dropped.)"""
+        return watched.closed or self._stopping.is_set()
 
     def _threads_of(self, state) -> Iterable[WatchThread]:
         raise NotImplementedError
@@ -336,7 +384,7 @@ class BackendWatcher(EventDrain):
     def _not_watched(self, backend, error: KubeError) -> None:
         """The backend's connection settings are unusable."""
 
-    def _watch(self, backend, kube: KubeClient) -> list[str]:
+    def _watch(self, backend, kube: KubeClient, lease: Held) -> list[str]:
         raise NotImplementedError
 
     def _watch_threads(self) -> Iterable[WatchThread]:
@@ -353,6 +401,11 @@ class WatchCommand(LongRunningCommand):
     def add_arguments(self, parser):
         parser.add_argument("names", nargs="*", metavar=self.names_metavar, help=self.names_help)
         parser.add_argument("--watch-seconds", type=int, default=300, help=self.watch_seconds_help)
+        parser.add_argument(
+            "--replica",
+            default="",
+            help="this replica's name among the watcher's replicas (default: $WATCHER_REPLICA, else the host name)",
+        )
 
     def watcher(self, options) -> BackendWatcher:
         raise NotImplementedError
@@ -369,7 +422,7 @@ class WatchCommand(LongRunningCommand):
             for line in watcher.start():
                 self.stdout.write(line)
             self.started(watcher)
-            if not watcher.backends:
+            if not watcher.backends and not watcher.held and not _any_connected(watcher.names):
                 self.stdout.write("no backend with a connection to watch")
                 return
             watcher.run(stop)
@@ -377,3 +430,15 @@ class WatchCommand(LongRunningCommand):
             watcher.stop()
             skipped = f"; {watcher.dropped} not applied (see the log)" if watcher.dropped else ""
             self.stdout.write(f"stopped after {watcher.applied} events{skipped}")
+        if watcher.replaced:
+            raise CommandError(f"another process runs as replica {watcher.leases.name!r}: stopped")
+
+    @staticmethod
+    def replica(options) -> str:
+        return options.get("replica") or default_name()
+
+
+def _any_connected(names: list[str] | None) -> bool:
+    from clusters import inventory
+
+    return inventory.connected_backends(names).exists()

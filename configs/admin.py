@@ -10,6 +10,7 @@ from __future__ import annotations
 from django import forms
 from django.contrib import messages
 from django.contrib.admin.utils import flatten_fieldsets
+from unfold.widgets import UnfoldAdminTextInputWidget
 
 from configs import registry, store
 from configs.kinds import Children
@@ -53,7 +54,52 @@ def _choice_words(formfield, label: str) -> dict[str, str]:
     return {}
 
 
-class SchemaAdminMixin(FormWordsMixin):
+CHANGE_DESCRIPTION_MAX = 500  # characters (docs/limits.md)
+
+
+def change_description_field() -> forms.CharField:
+    return forms.CharField(
+        label="Change description",
+        widget=UnfoldAdminTextInputWidget(attrs={"placeholder": "e.g. more GPUs for the spring training runs"}),
+        required=False,
+        max_length=CHANGE_DESCRIPTION_MAX,
+        strip=True,
+        help_text=f"Optional: why you make this change (at most {CHANGE_DESCRIPTION_MAX} characters). It becomes "
+        "the revision's description in the history, as the CLI's --description does.",
+        error_messages={
+            "max_length": f"Change description is at most {CHANGE_DESCRIPTION_MAX} characters "
+            "(this one has %(show_value)d)"
+        },
+    )
+
+
+class ChangeDescriptionMixin:
+    """An optional "Change description" on the add/change form of a config-store object, kept out of the
+    document and given to `configs.store` as the revision's description (`revision_description`). The field
+    is the form's last fieldset, beside the save button."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.form = type(self.form.__name__, (self.form,), {"change_description": change_description_field()})
+
+    def get_fieldsets(self, request, obj=None):
+        fieldsets = list(super().get_fieldsets(request, obj))
+        writes = self.has_change_permission(request, obj) if obj is not None else self.has_add_permission(request)
+        if not writes:  # a read-only page has no form field to show it in
+            return fieldsets
+        return [*fieldsets, ("This change", {"fields": ["change_description"]})]
+
+    def revision_description(self, form) -> str:
+        """What the admin typed, after what the page says of the change itself (a platform's "platform x")."""
+        own = self.config_description(form)
+        typed = (form.cleaned_data.get("change_description") or "").strip()
+        return f"{own}: {typed}" if own and typed else own or typed
+
+    def config_description(self, form) -> str:
+        return ""
+
+
+class SchemaAdminMixin(ChangeDescriptionMixin, FormWordsMixin):
     config_type: str
 
     form_schema: Schema | None = None  # the schema the page's own form edits, if not the type's
@@ -84,7 +130,7 @@ class SchemaAdminMixin(FormWordsMixin):
             name,
             self.config_body(form, formsets, change),
             Actor.for_request(request, "admin"),
-            description=self.config_description(form),
+            description=self.revision_description(form),
         )
         for warning in result.warnings:
             self.message_user(request, warning, messages.WARNING)
@@ -94,9 +140,6 @@ class SchemaAdminMixin(FormWordsMixin):
 
     def config_name(self, form) -> str:
         return form.instance.name if form.instance.pk else form.cleaned_data["name"]
-
-    def config_description(self, form) -> str:
-        return ""
 
     def config_body(self, form, formsets, change) -> object:
         base = store.show(self.config_type, form.instance.name) if change else None

@@ -7,3 +7,13 @@ class ConfigsConfig(AppConfig):
     name = "configs"
     verbose_name = "Configuration"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from django.core import checks
+
+        from configs import registry
+        from portal import lazy
+
+        # every handler, companion, receiver and hook wired by path imports (`manage.py check`)
+        checks.register(registry.check_registry)
+        checks.register(lazy.check_paths)

@@ -10,16 +10,25 @@ A type whose delete takes objects of a higher app along has that app install its
 (`install_companions`): pools deletes a MACHINE_POOL with the platform and pod template made for it, so every
 door that deletes through `configs.store` (API, config CLI, rollback) does it alike; the revision and rollback
 pages say what a delete takes or took along, and a rollback that makes the object again puts that back.
+
+Handlers and companions are registered by dotted path and imported on first use (`get`): a handler's module
+brings its app's services along (pools': the compiler, the template sandbox, psycopg's JSON types), which a
+command that never writes a config does not need at start-up (docs/performance.md, CLI). The system check
+`check_registry` imports every registered path, so a misspelt one fails `manage.py check` and the test suite,
+not the first write of its type.
 """
 
 from __future__ import annotations
 
+import threading
 from typing import Protocol
 
+from django.core import checks
 from django.db import models
 
 from configs.errors import ConfigError
 from configs.schema import Schema
+from portal import lazy
 
 
 class Companions(Protocol):
@@ -98,25 +107,99 @@ class SchemaHandler(Handler):
         return obj
 
 
-HANDLERS: dict[str, Handler] = {}
+# config type → dotted path of its Handler class, and of the Companions class installed for it
+_HANDLER_PATHS: dict[str, str] = {}
+_COMPANION_PATHS: dict[str, str] = {}
+_HANDLERS: dict[str, Handler] = {}  # the resolved ones, one instance per type
+_LOCK = threading.RLock()  # a handler module may itself ask for a handler while it imports
 
 
-def register(*handlers: Handler) -> None:
-    """Each app registers the handlers of the types it owns from its AppConfig.ready()."""
-    for handler in handlers:
-        HANDLERS[handler.config_type] = handler
+def register(config_type: str, path: str) -> None:
+    """Each app registers the handler of each type it owns from its AppConfig.ready(), by the dotted path of
+    its Handler class (`register("POOL", "pools.services.config_handlers.PoolHandler")`), imported on first
+    use."""
+    _HANDLER_PATHS[config_type] = path
+    _HANDLERS.pop(config_type, None)
 
 
-def install_companions(config_type: str, companions: Companions) -> None:
-    """Have `companions` take part in deleting and restoring objects of `config_type`. Called from the ready() of
-    an app above the type's own, which registered its handler first."""
-    get(config_type).companions = companions
+def install_companions(config_type: str, path: str) -> None:
+    """Have the Companions class at dotted `path` take part in deleting and restoring objects of
+    `config_type`. Called from the ready() of an app above the type's own, which registered its handler
+    first."""
+    if config_type not in _HANDLER_PATHS:
+        raise ConfigError(f"config type {config_type} is not available", field="config_type", value=config_type)
+    _COMPANION_PATHS[config_type] = path
+    _HANDLERS.pop(config_type, None)
+
+
+def config_types() -> list[str]:
+    """The registered types, sorted, without importing their handlers."""
+    return sorted(_HANDLER_PATHS)
+
+
+def handlers() -> dict[str, Handler]:
+    """Every registered type's handler, by type (imports them all)."""
+    return {config_type: get(config_type) for config_type in config_types()}
 
 
 def get(config_type: str) -> Handler:
+    """The type's handler, imported and made on the first call (with its companions, if installed)."""
+    handler = _HANDLERS.get(config_type)
+    if handler is not None:
+        return handler
+    if config_type not in _HANDLER_PATHS:
+        raise ConfigError(f"config type {config_type} is not available", field="config_type", value=config_type)
+    with _LOCK:  # one instance per type, even when two threads ask first at once
+        if config_type not in _HANDLERS:
+            _HANDLERS[config_type] = _resolve(config_type)
+        return _HANDLERS[config_type]
+
+
+def _resolve(config_type: str) -> Handler:
+    handler = _load(_HANDLER_PATHS[config_type])()
+    if config_type in _COMPANION_PATHS:
+        handler.companions = _load(_COMPANION_PATHS[config_type])()
+    return handler
+
+
+def _load(path: str):
+    return lazy.resolve(path)
+
+
+def check_registry(app_configs=None, **kwargs) -> list[checks.Error]:
+    """Every registered path imports, names a Handler of its type, and every companion one a Companions
+    (a Django system check, registered by `configs.apps`)."""
+    errors = []
+    for config_type, path in sorted(_HANDLER_PATHS.items()):
+        errors += _check_path(config_type, path, Handler, "configs.E001")
+    for config_type, path in sorted(_COMPANION_PATHS.items()):
+        errors += _check_path(config_type, path, None, "configs.E002")
+    if not errors:
+        for config_type in config_types():
+            handler = get(config_type)
+            if handler.config_type != config_type:
+                errors.append(
+                    checks.Error(
+                        f"{_HANDLER_PATHS[config_type]} handles {handler.config_type}, registered for {config_type}",
+                        id="configs.E003",
+                    )
+                )
+    return errors
+
+
+COMPANION_METHODS = ("delete", "takes_along", "along", "restore")
+
+
+def _check_path(config_type: str, path: str, base: type | None, code: str) -> list[checks.Error]:
+    what = "handler" if base else "companions"
     try:
-        return HANDLERS[config_type]
-    except KeyError:
-        raise ConfigError(
-            f"config type {config_type} is not available", field="config_type", value=config_type
-        ) from None
+        found = _load(path)
+    except (ImportError, AttributeError, ValueError) as error:
+        return [checks.Error(f"the {what} of {config_type}, {path!r}, does not import: {error}", id=code)]
+    if base is not None and not (isinstance(found, type) and issubclass(found, base)):
+        return [checks.Error(f"the {what} of {config_type}, {path!r}, is not a {base.__name__} class", id=code)]
+    missing = [] if base else [name for name in COMPANION_METHODS if not callable(getattr(found, name, None))]
+    if missing or not isinstance(found, type):
+        lacks = f"lacks {', '.join(missing)}" if missing else "is not a class"
+        return [checks.Error(f"the {what} of {config_type}, {path!r}, {lacks}", id=code)]
+    return []

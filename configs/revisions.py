@@ -214,7 +214,8 @@ def diff(config_type: str, name: str, first: int, second: int) -> Diff:
 
 def edit_format(config_type: str) -> str:
     """How people edit objects of the type ("yaml" for pod templates, else "json"): diffs are shown in it."""
-    handler = registry.HANDLERS.get(check_type(config_type))
+    config_type = check_type(config_type)
+    handler = registry.get(config_type) if config_type in registry.config_types() else None
     schema = getattr(handler, "schema", None)
     return getattr(schema, "edit_format", "json")
 

@@ -50,7 +50,9 @@ class Field:
     default (None = the kind decides). `or_default`: any empty value reads as the default.
     `required`: the reason given when the value is missing or empty. `also_from`: a mapping key whose
     same-named entry wins (OSMO's `scheduler_settings.scheduler_name`). `write_only`: read into the Doc
-    for the handler (ROLE's `force`), never stored or shown.
+    for the handler (ROLE's `force`), never stored or shown. `omit_default`: left out of the shown document
+    while it holds its default (settings most objects never set, so documents written before them stay as
+    they were).
     """
 
     name: str
@@ -64,6 +66,7 @@ class Field:
     write_only: bool = False
     help: str = ""
     label: str = ""  # the admin form's label, if not the attribute's name in words (form_label)
+    omit_default: bool = False
 
     @property
     def target(self) -> str | None:
@@ -165,7 +168,9 @@ class Schema:
         shown = {"name": source.name} if self.name_in_body else {}
         for item in self.fields:
             if not item.write_only:
-                shown[item.name] = _show(source, item)
+                value = _show(source, item)
+                if not (item.omit_default and value == item.kind.show(item.default)):
+                    shown[item.name] = value
         return shown
 
     # --- model ---------------------------------------------------------------------------------------

@@ -35,7 +35,7 @@ def body_serializers() -> dict[str, serializers.Serializer]:
     validations are free-form documents: a JSON value)."""
     return {
         name: body_serializer(handler.schema)
-        for name, handler in sorted(registry.HANDLERS.items())
+        for name, handler in registry.handlers().items()
         if isinstance(handler, registry.SchemaHandler) and handler.schema.body is None
     }
 

@@ -52,6 +52,11 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--kubelet", action="store_true", help="bind and run pods (kubesim.kubelet)")
     parser.add_argument("--start-delay", type=float, default=1.0, help="kubelet: seconds Pending -> Running")
     parser.add_argument("--run-seconds", type=float, default=5.0, help="kubelet: seconds Running -> Succeeded")
+    parser.add_argument(
+        "--private-registry",
+        action="append",
+        help="kubelet: a registry whose images need an image pull secret (repeatable; default nvcr.io)",
+    )
     parser.add_argument("--git-version", default="v1.33.0")
     parser.add_argument(
         "--schedulers", default="", metavar="NAMES", help="serve quota schedulers' CRDs: kai, kueue (comma-separated)"
@@ -84,6 +89,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
 
     kubelet = {"start_delay": args.start_delay, "run_seconds": args.run_seconds} if args.kubelet else False
+    if kubelet and args.private_registry:
+        kubelet["private_registries"] = tuple(args.private_registry)
     schedulers = [name for name in args.schedulers.split(",") if name]
     options = {"kubelet": kubelet, "git_version": args.git_version, "schedulers": schedulers}
     try:

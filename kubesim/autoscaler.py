@@ -9,7 +9,10 @@
   pools together stay within the cluster cap (``emulator.ocm_max_nodes_per_cluster``, 500), Karpenter's too;
 * scale down: a Ready node with no pods but DaemonSet ones for ``scale_down_seconds`` goes, down to the floor
   (Karpenter: unless ``spec.disruption.consolidateAfter: Never``); a pool's max lowered: the idle nodes first;
-* a pool deleted: its pods are evicted and its nodes go;
+* a pool deleted: its nodes are drained and go;
+* a drain evicts through the Eviction API (kubesim.disruption), as the cluster autoscaler and Karpenter do: a
+  node whose pods a PodDisruptionBudget does not let go is skipped (another is taken if one can go) and tried
+  again on later passes; a node goes once its evicted pods have stopped (their preStop hooks, kubesim.kubelet);
 * ``status.current_replicas`` of each OCM pool and ``status.resources`` of each NodePool follow the nodes;
 * spot interruption (kubesim.spot), on request or, with ``spot_interruption_every`` (mean seconds between two),
   at random on the spot nodes of machine pools, as a demo.
@@ -28,12 +31,16 @@ import time
 import traceback
 
 from .crds import KARPENTER_NODEPOOL
+from .disruption import PDBS
 from .emulator import KubeEmulator
 from .machinepools import (
+    APPLIED_ANNOTATION,
     NODEPOOLS,
     POOL_ANNOTATION,
     InstanceShape,
     PoolShape,
+    applied_by_pool,
+    applied_value,
     load_catalog,
     node_resources,
     nodepool_shape,
@@ -43,7 +50,7 @@ from .machinepools import (
 from .ocm import MAX_NODES_PER_CLUSTER
 from .resources import ResourceType
 from .scheduling import NODES, PODS, NodeInfo, PodKey, Scheduler
-from .spot import SpotInterrupter, is_spot
+from .spot import DRAIN_RETRY_SECONDS, SpotInterrupter, evict_all, is_spot
 
 log = logging.getLogger("kubesim")
 
@@ -53,6 +60,14 @@ def _is_ready(node: dict) -> bool:
         c.get("type") == "Ready" and c.get("status") == "True"
         for c in (node.get("status") or {}).get("conditions") or ()
     )
+
+
+GONE, STOPPING, BLOCKED = "gone", "stopping", "blocked"  # what a drain did to a node
+GOING_TAINT = {"key": "ToBeDeletedByClusterAutoscaler", "value": "", "effect": "NoSchedule"}
+
+
+def _taint_key(taint: dict) -> tuple:
+    return (taint.get("key"), taint.get("value") or "", taint.get("effect"))
 
 
 def _is_daemon(pod: dict) -> bool:
@@ -94,6 +109,7 @@ class MachinePoolController:
         sync_seconds: float = 0.5,
         spot_notice_seconds: float = 120.0,
         spot_interruption_every: float | None = None,
+        drain_retry_seconds: float = DRAIN_RETRY_SECONDS,
         seed: int | None = None,
     ) -> None:
         self.emulator = emulator
@@ -102,7 +118,7 @@ class MachinePoolController:
         self.boot_seconds, self.scale_up_seconds = boot_seconds, scale_up_seconds
         self.scale_down_seconds, self.sync_seconds = scale_down_seconds, sync_seconds
         self.spot_interruption_every = spot_interruption_every
-        self.spot = SpotInterrupter(emulator, spot_notice_seconds)
+        self.spot = SpotInterrupter(emulator, spot_notice_seconds, drain_retry_seconds)
         self.refused: dict[str, str] = {}  # pool key -> why kubesim makes no nodes for it (unknown instance type)
         self._random = random.Random(seed)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -189,12 +205,13 @@ class MachinePoolController:
             if key and key not in self.refused and node["metadata"]["name"] not in self.spot.interrupting:
                 nodes.setdefault(key, []).append(node)
         pending, busy = self._pods(now)
-        for key in set(nodes) - set(by_key):  # pool deleted: drain and delete its nodes
+        for key in set(nodes) - set(by_key):  # pool deleted: drain and delete its nodes (a budget may hold one)
             for node in nodes.pop(key):
                 self._drain(node["metadata"]["name"])
         self._scale_up(by_key, nodes, pending)
         for pool in by_key.values():
-            self._keep_bounds(pool, nodes.setdefault(pool.key, []), busy, now)
+            self._follow_changes(pool, nodes.setdefault(pool.key, []))
+            self._keep_bounds(pool, nodes[pool.key], busy, now)
             self._write_status(pool, nodes[pool.key])
         self._boot(now)
         self._interrupt_at_random()
@@ -288,6 +305,32 @@ class MachinePoolController:
             self._ready_at[name] = time.monotonic() + self.boot_seconds
         return node
 
+    # -- a pool's labels and taints changed ------------------------------------------------------
+    def _follow_changes(self, pool: PoolShape, nodes: list[dict]) -> None:
+        """The pool's labels or taints changed since its nodes were made. ROSA (OCM) applies the new labels and
+        taints to the machine pool's existing nodes, in place (what it set before and no longer asks goes; other
+        labels and taints stay). Karpenter sees the nodes drifted from their NodePool's template and replaces
+        them: each is drained (budgets respected) and goes; pods that wait get nodes of the new template."""
+        for node in list(nodes):
+            applied = applied_by_pool(node, pool)
+            if applied == {"labels": pool.labels, "taints": pool.taints}:
+                continue
+            if pool.karpenter:
+                if self._drain(node["metadata"]["name"]) == GONE:
+                    nodes.remove(node)
+                continue
+            meta, spec = node["metadata"], dict(node.get("spec") or {})
+            labels = {k: v for k, v in (meta.get("labels") or {}).items() if k not in applied["labels"]}
+            labels.update(pool.labels)
+            given = {_taint_key(t) for t in applied["taints"]}
+            kept = [t for t in spec.get("taints") or () if _taint_key(t) not in given]
+            spec["taints"] = [*kept, *(dict(t) for t in pool.taints)]
+            if not spec["taints"]:
+                spec.pop("taints")
+            annotations = {**(meta.get("annotations") or {}), APPLIED_ANNOTATION: applied_value(pool)}
+            changed = {**node, "metadata": {**meta, "labels": labels, "annotations": annotations}, "spec": spec}
+            nodes[nodes.index(node)] = self.emulator._commit(self.emulator._types[NODES], node, changed, None)
+
     # -- floor, max, idle ------------------------------------------------------------------
     def _keep_bounds(self, pool: PoolShape, nodes: list[dict], busy: set[str], now: float) -> None:
         while len(nodes) < pool.fewest and pool.instance_types:
@@ -301,9 +344,13 @@ class MachinePoolController:
         # Idle nodes go first (longest idle first), then the newest.
         order = sorted(names, key=lambda n: (n not in self._idle_since, self._idle_since.get(n, 0.0), n))
         excess = max(0, len(nodes) - int(min(pool.most, len(nodes))))
-        for name in order[:excess]:
-            self._drain(name)
-        keep = order[excess:]
+        going = []
+        for name in order:  # a node a budget holds is skipped: the next one goes in its place
+            if len(going) >= excess:
+                break
+            if self._drain(name) != BLOCKED:
+                going.append(name)
+        keep = [name for name in order if name not in going]
         if not pool.scale_down:
             return
         can_go = len(keep) - pool.fewest
@@ -311,19 +358,56 @@ class MachinePoolController:
             if can_go <= 0:
                 break
             since = self._idle_since.get(name)
-            if since is not None and now - since >= self.scale_down_seconds:
-                self._drain(name)
+            if since is not None and now - since >= self.scale_down_seconds and self._drain(name) != BLOCKED:
                 can_go -= 1
         nodes[:] = [n for n in nodes if ("", n["metadata"]["name"]) in self.emulator._store[NODES]]
 
-    def _drain(self, name: str) -> None:
-        """Evict the node's pods (the eviction API deletes them) and delete the node."""
-        for namespace, pod in list(self._pods_on.get(name, ())):  # each deletion updates the index
-            self.emulator._delete(self.emulator._types[PODS], namespace, pod, None)
+    def _drain(self, name: str) -> str:
+        """Evict the node's pods through the Eviction API and delete the node once they are gone: GONE; STOPPING
+        while evicted pods run their preStop hooks (the node goes on a later pass); BLOCKED when a budget keeps
+        a pod (nothing is evicted unless every pod may go, as the cluster autoscaler checks first)."""
+        if not self._drainable(name):
+            return BLOCKED
+        left, refused = evict_all(self.emulator, name)
+        if refused:
+            return BLOCKED
+        if left:
+            self._taint_going(name)
+            return STOPPING
         if ("", name) in self.emulator._store[NODES]:
             self.emulator._delete(self.emulator._types[NODES], None, name, None)
         self._ready_at.pop(name, None)
         self._idle_since.pop(name, None)
+        return GONE
+
+    def _drainable(self, name: str) -> bool:
+        """Whether every budget of the node's running pods allows as many disruptions as it has pods there."""
+        wanted: dict[tuple[str, str], int] = {}
+        budgets = self.emulator.disruption
+        for namespace, pod_name in self._pods_on.get(name, ()):
+            pod = self.emulator._store[PODS].get((namespace, pod_name))
+            if pod is None or pod["metadata"].get("deletionTimestamp"):
+                continue
+            for pdb in budgets.budgets(namespace):
+                if budgets._matches(pdb, pod):
+                    key = (namespace, pdb["metadata"]["name"])
+                    wanted[key] = wanted.get(key, 0) + 1
+        for (namespace, pdb_name), count in wanted.items():
+            pdb = self.emulator._store[PDBS].get((namespace, pdb_name)) or {}
+            if int((pdb.get("status") or {}).get("disruptionsAllowed") or 0) < count:
+                return False
+        return True
+
+    def _taint_going(self, name: str) -> None:
+        """While its evicted pods stop, no new pod lands on a node that is going (the cluster autoscaler's taint;
+        Karpenter's is karpenter.sh/disrupted)."""
+        node = self.emulator._store[NODES].get(("", name))
+        taints = ((node or {}).get("spec") or {}).get("taints") or ()
+        if node is None or any(t.get("key") == GOING_TAINT["key"] for t in taints):
+            return
+        spec = dict(node.get("spec") or {})
+        spec["taints"] = [*(spec.get("taints") or ()), dict(GOING_TAINT)]
+        self.emulator._commit(self.emulator._types[NODES], node, {**node, "spec": spec}, None)
 
     def _boot(self, now: float) -> None:
         """Booting nodes whose kubelet is up turn Ready (after the scale-up pass, so that the kubelet binds the

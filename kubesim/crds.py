@@ -77,6 +77,17 @@ QUANTITY = re.compile(
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
 NODEPOOL_WEIGHT = (1, 100)
+# The same CRD's rules on requirements and disruption (pkg/apis/v1/nodepool.go, commit 013941a7): at most 100
+# requirements, known operators, `In` with values, `Gt`/`Lt` with one non-negative integer; consolidationPolicy
+# and budget reasons from their enums, consolidateAfter and budget nodes/duration by pattern, at most 50
+# budgets, schedule only with duration; a static NodePool (replicas) takes only limits.nodes.
+OPERATORS = ("In", "NotIn", "Exists", "DoesNotExist", "Gt", "Lt", "Gte", "Lte")
+CONSOLIDATION_POLICIES = ("WhenEmpty", "WhenEmptyOrUnderutilized")
+DISRUPTION_REASONS = ("Underutilized", "Empty", "Drifted")
+CONSOLIDATE_AFTER = re.compile(r"^(([0-9]+(s|m|h))+|Never)$")
+BUDGET_NODES = re.compile(r"^((100|[0-9]{1,2})%|[0-9]+)$")
+BUDGET_DURATION = re.compile(r"^((([0-9]+(h|m))|([0-9]+h[0-9]+m))(0s)?)$")
+MAX_REQUIREMENTS, MAX_BUDGETS = 100, 50
 
 
 def validate(rt: ResourceType, obj: dict) -> None:
@@ -107,4 +118,73 @@ def _nodepool_problems(spec: dict) -> list[str]:
     elif weight is not None and not least <= weight <= most:
         bound = f"less than or equal to {most}" if weight > most else f"greater than or equal to {least}"
         problems.append(f"spec.weight: Invalid value: {weight}: spec.weight in body should be {bound}")
+    if "replicas" in spec and set(limits or {}) - {"nodes"}:
+        problems.append("spec: Invalid value: \"object\": only 'limits.nodes' is supported on static NodePools")
+    template_spec = (spec.get("template") or {}).get("spec") or {}
+    problems += _requirement_problems(template_spec.get("requirements") or [])
+    problems += _disruption_problems(spec.get("disruption") or {})
+    return problems
+
+
+def _requirement_problems(requirements: list) -> list[str]:
+    field = "spec.template.spec.requirements"
+    if len(requirements) > MAX_REQUIREMENTS:
+        return [f"{field}: Too many: {len(requirements)}: must have at most {MAX_REQUIREMENTS} items"]
+    problems = []
+    for index, requirement in enumerate(requirements):
+        operator, values = requirement.get("operator"), requirement.get("values") or []
+        if operator not in OPERATORS:
+            supported = ", ".join(f'"{name}"' for name in OPERATORS)
+            problems.append(
+                f'{field}[{index}].operator: Unsupported value: "{operator}": supported values: {supported}'
+            )
+        elif operator == "In" and not values:
+            problems.append(
+                f"{field}: Invalid value: \"array\": requirements with operator 'In' must have a value defined"
+            )
+        elif operator in ("Gt", "Lt", "Gte", "Lte") and (len(values) != 1 or not str(values[0]).isdigit()):
+            problems.append(
+                f"{field}: Invalid value: \"array\": requirements operator 'Gt', 'Lt', 'Gte', or 'Lte' must have a "
+                "single positive integer value"
+            )
+    return problems
+
+
+def _disruption_problems(disruption: dict) -> list[str]:
+    field, problems = "spec.disruption", []
+    policy = disruption.get("consolidationPolicy")
+    if policy is not None and policy not in CONSOLIDATION_POLICIES:
+        problems.append(
+            f'{field}.consolidationPolicy: Unsupported value: "{policy}": supported values: "WhenEmpty", '
+            '"WhenEmptyOrUnderutilized"'
+        )
+    after = disruption.get("consolidateAfter")
+    if after is not None and not CONSOLIDATE_AFTER.match(str(after)):
+        problems.append(
+            f'{field}.consolidateAfter: Invalid value: "{after}": {field}.consolidateAfter in body should match '
+            f"'{CONSOLIDATE_AFTER.pattern}'"
+        )
+    budgets = disruption.get("budgets") or []
+    if len(budgets) > MAX_BUDGETS:
+        return [*problems, f"{field}.budgets: Too many: {len(budgets)}: must have at most {MAX_BUDGETS} items"]
+    for index, budget in enumerate(budgets):
+        at = f"{field}.budgets[{index}]"
+        if not BUDGET_NODES.match(str(budget.get("nodes", ""))):
+            problems.append(
+                f'{at}.nodes: Invalid value: "{budget.get("nodes")}": {at}.nodes in body should match '
+                f"'{BUDGET_NODES.pattern}'"
+            )
+        if ("schedule" in budget) != ("duration" in budget):
+            problems.append(f"{field}.budgets: Invalid value: \"array\": 'schedule' must be set with 'duration'")
+        if "duration" in budget and not BUDGET_DURATION.match(str(budget["duration"])):
+            problems.append(
+                f'{at}.duration: Invalid value: "{budget["duration"]}": {at}.duration in body should match '
+                f"'{BUDGET_DURATION.pattern}'"
+            )
+        for reason in budget.get("reasons") or ():
+            if reason not in DISRUPTION_REASONS:
+                problems.append(
+                    f'{at}.reasons: Unsupported value: "{reason}": supported values: "Underutilized", "Empty", '
+                    '"Drifted"'
+                )
     return problems

@@ -43,6 +43,7 @@ from kmock._internal import dsl, enums, rendering
 
 from . import podlogs
 from .crds import KARPENTER_RESOURCES, scheduler_resources
+from .disruption import DisruptionController
 from .emulator_watch import CLOSE, EXPIRE, WatchStream
 from .ocm import OcmMachinePools
 from .resources import (
@@ -56,7 +57,7 @@ from .resources import (
     version_info,
 )
 from .selectors import FieldSelector, LabelSelector, SelectorError
-from .store import Key, Listener, ObjectStore, ObjKey
+from .store import Key, Listener, ObjectStore, ObjKey, delete_options
 
 log = logging.getLogger("kubesim")
 
@@ -185,6 +186,10 @@ class KubeEmulator(OcmMachinePools, ObjectStore, KubernetesScaffold):
             self._register(rt)
         for ns in namespaces:
             self._create(self._types["", "namespaces"], None, {"metadata": {"name": ns}})
+        self.disruption = DisruptionController(self)  # PodDisruptionBudgets' status, the Eviction API
+        self.volume_files: dict = {}  # what containers wrote on their volumes (kubesim.volumes)
+        # pod uid -> {container name, or (name, "preStop"): what it printed as it ran} (kubesim.kubelet)
+        self.container_outputs: dict[str, dict] = {}
 
     def __attrs_post_init__(self) -> None:
         super().__attrs_post_init__()
@@ -530,13 +535,17 @@ class KubeEmulator(OcmMachinePools, ObjectStore, KubernetesScaffold):
             return _json(status_body(200))
         if sub == "log" and verb == "get":  # a training loop's output (kubesim.podlogs)
             pod, log_query = self._get(rt, ns, name), podlogs.LogQuery.parse(query)
+            outputs = self.container_outputs
             if log_query.follow:
-                return await podlogs.follow(raw, pod, log_query, lambda: self._store[rt.key].get((ns or "", name)))
-            return aiohttp.web.Response(text=podlogs.log_text(pod, log_query))
+                current = lambda: self._store[rt.key].get((ns or "", name))  # noqa: E731
+                return await podlogs.follow(raw, pod, log_query, current, outputs)
+            return aiohttp.web.Response(text=podlogs.log_text(pod, log_query, outputs=outputs))
         if verb == "get":
             return _json(self._get(rt, ns, name))
         if verb == "create" and sub == "binding":
             return _json(self._bind(ns, name, data), 201)
+        if verb == "create" and sub == "eviction":
+            return _json(self.disruption.evict(ns or "", name, data), 201)
         if verb == "create" and name is None:
             if rt.namespaced and ns is None:  # the all-namespaces path of a namespaced kind only lists and watches
                 raise ApiError(405, "the server does not allow this method on the requested resource")
@@ -547,7 +556,7 @@ class KubeEmulator(OcmMachinePools, ObjectStore, KubernetesScaffold):
             ctype = raw.headers.get("Content-Type", "")
             return _json(self._patch(rt, ns, name, data, "json" if "json-patch" in ctype else "merge", sub))
         if verb == "delete" and sub is None:
-            return _json(self._delete(rt, ns, name, data))
+            return _json(self._delete(rt, ns, name, delete_options(data, query)))
         raise ApiError(405, f"the server does not allow this method on the requested resource ({verb})")
 
     def _list_page(

@@ -6,14 +6,27 @@
   cpu, memory, pods and extended resources such as ``nvidia.com/gpu``). No fit: the pod stays
   Pending with ``PodScheduled=False``, reason ``Unschedulable`` and a scheduler-like message; it
   is retried when nodes change or capacity is freed.
-* Bound Pending pods become Running after ``start_delay`` seconds, then Succeeded (exit code 0)
-  after ``run_seconds``. Pod annotations override this:
+* Bound Pending pods become Running after ``start_delay`` seconds, then end after ``run_seconds``
+  with the exit code of the containers' own commands (kubesim.commands: ``exit 3``, ``false``; 0 for a
+  command the simulation does not run): Succeeded for 0, Failed otherwise. Pod annotations override this:
 
   - ``kubesim/exit-code: "3"``   -> ends Failed with that exit code;
   - ``kubesim/run-seconds: "0.5"`` -> run time;  ``kubesim/start-seconds`` -> start delay;
   - ``kubesim/never-finish: "true"`` -> stays Running;
   - ``kubesim/exit-reason: "OOMKilled"`` (and ``kubesim/exit-message``) -> the terminated state's reason
     and message instead of Completed/Error.
+
+* An image of a private registry (``private_registries``, default ``nvcr.io``) is pulled only with a matching
+  ``imagePullSecrets`` entry: without one the pod waits ErrImagePull / ImagePullBackOff (kubesim.registries).
+
+* Graceful termination: a Running pod deleted (through the API, an eviction, a NoExecute taint) whose container
+  has a ``preStop`` exec hook goes Terminating (``deletionTimestamp`` = now + its grace period,
+  ``deletionGracePeriodSeconds``: the DeleteOptions' ``gracePeriodSeconds``, else the pod's
+  ``terminationGracePeriodSeconds``); the hook runs (its output joins the container's log, kubesim.podlogs) for
+  as long as its ``sleep``s take, within the grace period; then the container is stopped and the pod removed. A
+  container without a hook stops at SIGTERM at once, so such a pod goes at once, as before; grace 0 forces it.
+  The pod keeps its phase until it is removed (kubelets before 1.27 did not mark it Failed first).
+* NoExecute taints evict the pods that do not tolerate them (kubesim.taints).
 
   ``restartPolicy`` is ignored: every pod runs once. Pods are handled in arrival order, in
   passes of at most ``pass_seconds`` so that the API stays responsive with many pending pods.
@@ -30,10 +43,14 @@ import time
 import traceback
 from typing import Any
 
+from . import commands
 from .emulator import KubeEmulator
+from .registries import PRIVATE_REGISTRIES, pull_refusal
 from .resources import ResourceType
 from .scheduling import NODES, PODS, PodKey, Scheduler, parse_quantity, pod_requests, tolerates
-from .store import now_rfc3339
+from .store import SECRETS, now_rfc3339
+from .taints import TaintEviction
+from .volumes import PodFiles, forget_pod
 
 __all__ = ["Kubelet", "parse_quantity", "pod_requests", "tolerates"]
 log = logging.getLogger("kubesim")
@@ -55,9 +72,11 @@ class Kubelet:
         run_seconds: float = 5.0,
         bind: bool = True,
         pass_seconds: float = 0.02,
+        private_registries: tuple[str, ...] = PRIVATE_REGISTRIES,
     ) -> None:
         self.emulator = emulator
         self.start_delay, self.run_seconds, self.bind = start_delay, run_seconds, bind
+        self.private_registries = tuple(private_registries)  # registries whose images need a pull secret
         self.pass_seconds = pass_seconds  # longest stretch the kubelet holds the loop before yielding
         self.scheduler = Scheduler(emulator)
         self._loop: asyncio.AbstractEventLoop | None = None
@@ -67,6 +86,7 @@ class Kubelet:
         self._nodes_changed = False
         self._scheduled = False
         self._ip_counter = 0
+        self.taint_eviction = TaintEviction(emulator)
 
     # -- lifecycle (call on the emulator's loop) ------------------------------------------
     def start(self) -> None:
@@ -74,10 +94,12 @@ class Kubelet:
             return
         self._loop = asyncio.get_running_loop()
         self.emulator.add_listener(self._on_event)
+        self.emulator.pod_terminator = self._terminate_gracefully
         for key, pod in self.emulator._store[PODS].items():
             self.scheduler.account(key, pod)
             self._dirty[key] = None
             self._resume_running(key, pod)
+        self.taint_eviction.start()
         self._schedule()
 
     def _resume_running(self, key: PodKey, pod: dict) -> None:
@@ -102,6 +124,9 @@ class Kubelet:
 
     def stop(self) -> None:
         self.emulator.remove_listener(self._on_event)
+        self.taint_eviction.stop()
+        if self.emulator.pod_terminator == self._terminate_gracefully:
+            self.emulator.pod_terminator = None
         for timer in self._timers.values():
             timer.cancel()
         self._timers.clear()
@@ -112,6 +137,9 @@ class Kubelet:
         if rt.key == PODS:
             key = (new["metadata"].get("namespace", ""), new["metadata"]["name"])
             if etype == "DELETED":
+                uid = new["metadata"].get("uid", "")
+                self.emulator.container_outputs.pop(uid, None)
+                forget_pod(self.emulator.volume_files, uid)
                 timer = self._timers.pop(key, None)
                 if timer is not None:
                     timer.cancel()
@@ -232,6 +260,10 @@ class Kubelet:
             return
         now = now_rfc3339()
         spec, meta = pod.get("spec") or {}, pod["metadata"]
+        refusal = pull_refusal(pod, self.emulator._store[SECRETS], self.private_registries)
+        if refusal:
+            self._pull_failed(key, pod, refusal)
+            return
         node = self.emulator._store[NODES].get(("", spec.get("nodeName", "")))
         host_ip = next(
             (
@@ -241,6 +273,10 @@ class Kubelet:
             ),
             "10.0.0.1",
         )
+        for container in spec.get("containers") or ():  # each container's command runs now, on its volumes
+            files = PodFiles(self.emulator.volume_files, pod, container)
+            printed = self.emulator.container_outputs.setdefault(meta["uid"], {})
+            printed[container.get("name", "")] = commands.run(pod, container, files)
         self._ip_counter += 1
         pod_ip = f"10.128.{self._ip_counter // 250 % 256}.{self._ip_counter % 250 + 2}"
         status = dict(pod.get("status") or {})
@@ -263,6 +299,22 @@ class Kubelet:
         running = self.emulator._commit(self.emulator._types[PODS], pod, {**pod, "status": status}, "status")
         self._finish_later(key, meta.get("annotations") or {}, running["status"]["startTime"])
 
+    def _pull_failed(self, key: PodKey, pod: dict, message: str) -> None:
+        """As a kubelet: ErrImagePull at the first attempt, ImagePullBackOff after; try again later."""
+        spec, meta = pod.get("spec") or {}, pod["metadata"]
+        tried = any(
+            ((s.get("state") or {}).get("waiting") or {}).get("reason") in ("ErrImagePull", "ImagePullBackOff")
+            for s in (pod.get("status") or {}).get("containerStatuses") or ()
+        )
+        waiting = {"reason": "ImagePullBackOff" if tried else "ErrImagePull", "message": message}
+        status = dict(pod.get("status") or {})
+        status["containerStatuses"] = [
+            self._container_status(meta, c, False, {"waiting": dict(waiting)}) for c in spec.get("containers") or ()
+        ]
+        self.emulator._commit(self.emulator._types[PODS], pod, {**pod, "status": status}, "status")
+        if self._loop is not None:
+            self._timers[key] = self._loop.call_later(max(self.start_delay, 0.05), self._run, key)
+
     def _finish(self, key: PodKey, started: str) -> None:
         self._timers.pop(key, None)
         pod = self._current(key, "Running")
@@ -270,7 +322,9 @@ class Kubelet:
             return
         meta, spec = pod["metadata"], pod.get("spec") or {}
         try:
-            exit_code = int((meta.get("annotations") or {}).get(EXIT_CODE_ANNOTATION, 0))
+            exit_code = int(
+                (meta.get("annotations") or {}).get(EXIT_CODE_ANNOTATION, _command_exit(pod, self.emulator))
+            )
         except ValueError:
             exit_code = 1
         now = now_rfc3339()
@@ -293,6 +347,55 @@ class Kubelet:
         ]
         self.emulator._commit(self.emulator._types[PODS], pod, {**pod, "status": status}, "status")
 
+    # -- graceful termination -------------------------------------------------------------------------
+    def _terminate_gracefully(self, pod: dict, grace_option: object) -> dict | None:
+        """A Running pod being deleted: Terminating while its preStop hooks run, then removed (module docstring).
+        None: the pod may go at once (no hook, not running, grace 0, or no loop to wait on)."""
+        spec, meta = pod.get("spec") or {}, pod["metadata"]
+        grace_value = grace_option if grace_option is not None else spec.get("terminationGracePeriodSeconds", 30)
+        try:
+            grace = int(grace_value)
+        except (TypeError, ValueError):
+            grace = 30
+        hooked = [c for c in spec.get("containers") or () if commands.pre_stop(c) is not None]
+        running = (pod.get("status") or {}).get("phase") == "Running" and spec.get("nodeName")
+        if grace <= 0 or not hooked or not running or self._loop is None:
+            return None
+        hooks = []
+        for container in hooked:  # the hooks run now, on the pod's volumes (a checkpoint they write stays)
+            files = PodFiles(self.emulator.volume_files, pod, container)
+            outcome = commands.run_pre_stop(pod, container, files)
+            printed = self.emulator.container_outputs.setdefault(meta["uid"], {})
+            printed[(container.get("name", ""), "preStop")] = outcome
+            hooks.append(outcome)
+        key = (meta.get("namespace", ""), meta["name"])
+        started = int(time.time())  # whole seconds: the hook's start is deletionTimestamp - the grace period
+        rt = self.emulator._types[PODS]
+        marked = {
+            **pod,
+            "metadata": {
+                **meta,
+                "deletionTimestamp": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(started + grace)),
+                "deletionGracePeriodSeconds": grace,
+                "resourceVersion": self.emulator._next_rv(),
+            },
+        }
+        self.emulator._store[rt.key][key] = marked
+        self.emulator._emit(rt, "MODIFIED", pod, marked)
+        timer = self._timers.pop(key, None)  # the container no longer ends on its own: it is being stopped
+        if timer is not None:
+            timer.cancel()
+        hook_seconds = max(outcome.seconds for outcome in hooks)
+        self._timers[key] = self._loop.call_later(min(hook_seconds, grace), self._killed, key, meta["uid"])
+        return marked
+
+    def _killed(self, key: PodKey, uid: str) -> None:
+        """The hooks are done (or the grace period is over): the containers are stopped, the pod is removed."""
+        self._timers.pop(key, None)
+        pod = self.emulator._store[PODS].get(key)
+        if pod is not None and pod["metadata"]["uid"] == uid:
+            self.emulator._remove(self.emulator._types[PODS], key)
+
     @staticmethod
     def _container_status(meta: dict, container: dict, ready: bool, state: dict) -> dict:
         digest = hashlib.sha256(f"{meta['uid']}/{container.get('name')}".encode()).hexdigest()
@@ -309,3 +412,13 @@ class Kubelet:
             "restartCount": 0,
             "state": state,
         }
+
+
+def _command_exit(pod: dict, emulator: KubeEmulator) -> int:
+    """The exit code the containers' own commands gave (`exit 3`, `false`): the first that is not 0."""
+    printed = emulator.container_outputs.get(pod["metadata"].get("uid", ""), {})
+    codes = (
+        (printed.get(c.get("name", "")) or commands.run(pod, c)).exit_code
+        for c in (pod.get("spec") or {}).get("containers") or ()
+    )
+    return next((code for code in codes if code != 0), 0)

@@ -42,6 +42,8 @@ GPU_RESOURCE = "nvidia.com/gpu"
 # Which pool made a node ("ocm/<cluster id>/<pool id>" or "karpenter/<nodepool>"): the nodes kubesim may
 # scale down or drain; nodes without it (the demo fleet's, a test's) are never touched.
 POOL_ANNOTATION = "kubesim/machine-pool"
+# The labels and taints the pool gave the node (JSON), so that a change of the pool's reaches it (kubesim.autoscaler).
+APPLIED_ANNOTATION = "kubesim/machine-pool-applied"
 NODEPOOLS = KARPENTER_NODEPOOL.key
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # as the apiserver's generateName: no vowels, no 0/1/3
 
@@ -137,7 +139,7 @@ class PoolShape:
             "metadata": {
                 "name": name,
                 "labels": self.node_labels(instance, name),
-                "annotations": {POOL_ANNOTATION: self.key},
+                "annotations": {POOL_ANNOTATION: self.key, APPLIED_ANNOTATION: applied_value(self)},
             },
             "spec": spec,
             "status": {
@@ -155,6 +157,27 @@ class PoolShape:
             name = f"{self.name}-{''.join(rand.choices(_NAME_CHARS, k=5))}"
             if name not in taken:
                 return name
+
+
+def applied_value(pool: PoolShape) -> str:
+    return json.dumps({"labels": pool.labels, "taints": pool.taints}, sort_keys=True)
+
+
+def applied_by_pool(node: dict, pool: PoolShape) -> dict:
+    """What the node's pool gave it ({"labels": {...}, "taints": [...]}); for a node made before kubesim kept
+    that (a state file): those of the pool's current labels and taints the node has."""
+    raw = (node["metadata"].get("annotations") or {}).get(APPLIED_ANNOTATION)
+    try:
+        applied = json.loads(raw) if raw else None
+    except ValueError:
+        applied = None
+    if not isinstance(applied, dict):
+        labels, taints = node["metadata"].get("labels") or {}, (node.get("spec") or {}).get("taints") or ()
+        return {
+            "labels": {k: v for k, v in pool.labels.items() if labels.get(k) == v},
+            "taints": [t for t in pool.taints if t in taints],
+        }
+    return {"labels": dict(applied.get("labels") or {}), "taints": list(applied.get("taints") or ())}
 
 
 def ready_condition(ready: bool, since: str | None = None) -> dict:

@@ -22,9 +22,12 @@ The state is the cloud's own: ``emulator.ocm_machine_pools = {cluster_id: {pool_
 answers the next requests with an OCM error, as an outage does (``times=None``: until ``ocm_clear_failures``).
 
 Like the real service it protects itself: a machine pool asks for at most ``ocm_max_nodes_per_pool`` nodes
-(fixed replicas or autoscaling's max) and a cluster's pools together at most ``ocm_max_nodes_per_cluster``
-(ROSA with hosted control planes: 500 each, uhc-portal's MAX_NODES_HCP); more is a 400 in OCM's error shape,
-and nothing is stored, so no client can have the simulated cluster make nodes without end.
+(fixed replicas or autoscaling's max) and a cluster's pools together at most ``ocm_max_nodes_per_cluster``,
+and never more than the cluster's topology allows (``ocm_add_cluster(topology=...)``: hosted control planes
+500, classic 249, the rosa CLI's caps); it refuses what OCM and rosa refuse in zones (one, or the 3 of a
+multi-AZ pool with replica counts in multiples of 3; one for hosted control planes), subnets (one), additional
+security groups (sg- ids, at most 10) and AWS tags. Each refusal is a 400 in OCM's error shape, and nothing
+is stored, so no client can have the simulated cluster make nodes without end.
 """
 
 from __future__ import annotations
@@ -33,6 +36,7 @@ import copy
 import json
 import re
 import threading
+import unicodedata
 import uuid
 from typing import Any
 
@@ -42,6 +46,14 @@ PREFIX = "/api/clusters_mgmt/v1/clusters/"
 DEFAULT_POOL = "worker"
 MAX_NODES_PER_POOL = 500
 MAX_NODES_PER_CLUSTER = 500
+# The rosa CLI's node caps (openshift/rosa pkg/machinepool/helper.go, commit 06370e89: hcpMaxNodesLimit 500,
+# classic 249), the multi-AZ rule (pkg/machinepool/machinepool.go: replicas, min and max a multiple of 3) and
+# its AWS tag rules (pkg/aws/helpers.go: UserTagKeyRE 1-128, UserTagValueRE up to 256, neither empty).
+TOPOLOGY_MAX_NODES = {"hcp": 500, "classic": 249}
+MULTI_AZ_ZONES = 3
+SECURITY_GROUP = re.compile(r"^sg-([0-9a-f]{8}|[0-9a-f]{17})$")
+SUBNET = re.compile(r"^subnet-([0-9a-f]{8}|[0-9a-f]{17})$")
+MAX_SECURITY_GROUPS, MAX_TAGS = 10, 50
 POOL_ID = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 TAINT_EFFECTS = ("NoSchedule", "PreferNoSchedule", "NoExecute")
 _REASONS = {
@@ -85,12 +97,17 @@ class OcmMachinePools:
         self._ocm_lock = threading.Lock()
         self.ocm_max_nodes_per_pool = MAX_NODES_PER_POOL
         self.ocm_max_nodes_per_cluster = MAX_NODES_PER_CLUSTER
+        self.ocm_topology: dict[str, str] = {}  # cluster id -> "hcp" | "classic" (absent: hcp)
 
     # ----------------------------------------------------------------- test switches (thread-safe)
-    def ocm_add_cluster(self, cluster_id: str, token: str | None = None, worker_replicas: int = 2) -> None:
-        """A ROSA cluster with its default ``worker`` pool (m5.xlarge); ``token``: the one accepted."""
+    def ocm_add_cluster(
+        self, cluster_id: str, token: str | None = None, worker_replicas: int = 2, topology: str = "hcp"
+    ) -> None:
+        """A ROSA cluster with its default ``worker`` pool (m5.xlarge); ``token``: the one accepted; ``topology``:
+        hcp (hosted control planes) or classic, whose node caps differ."""
 
         def add() -> None:
+            self.ocm_topology[cluster_id] = topology
             if token:
                 self.ocm_tokens.add(token)
             pools = self.ocm_machine_pools.setdefault(cluster_id, {})
@@ -114,21 +131,25 @@ class OcmMachinePools:
         return copy.deepcopy(self.run_in_loop(lambda: self.ocm_machine_pools.get(cluster_id, {}).get(pool_id)))
 
     def _ocm_check_caps(self, cluster_id: str, pools: dict[str, dict], pool: dict) -> None:
-        """OCM's node limits, on the pool as it would be: per machine pool, then for the whole cluster."""
+        """OCM's node limits, on the pool as it would be: per machine pool, then for the whole cluster (the
+        topology's cap, or the test's lower one)."""
+        topology = self.ocm_topology.get(cluster_id, "hcp")
+        per_pool = min(self.ocm_max_nodes_per_pool, TOPOLOGY_MAX_NODES[topology])
+        per_cluster = min(self.ocm_max_nodes_per_cluster, TOPOLOGY_MAX_NODES[topology])
         most = most_nodes(pool)
-        if most > self.ocm_max_nodes_per_pool:
+        if most > per_pool:
             raise OcmError(
                 400,
-                f"Machine pool '{pool['id']}': {most} nodes exceed the maximum of "
-                f"{self.ocm_max_nodes_per_pool} nodes per machine pool",
+                f"Machine pool '{pool['id']}': {most} nodes exceed the maximum of {per_pool} nodes per machine pool",
             )
         total = most + sum(most_nodes(other) for other_id, other in pools.items() if other_id != pool["id"])
-        if total > self.ocm_max_nodes_per_cluster:
+        if total > per_cluster:
             raise OcmError(
                 400,
                 f"Cluster '{cluster_id}': its machine pools would have up to {total} compute nodes; the maximum "
-                f"is {self.ocm_max_nodes_per_cluster}",
+                f"is {per_cluster}",
             )
+        _check_placement(pool, topology)
 
     # ----------------------------------------------------------------- HTTP
     def serves_ocm(self, path: str) -> bool:
@@ -231,7 +252,7 @@ def _update(pool: dict, data: Any) -> dict:
         pool.pop("autoscaling", None)
     if "autoscaling" in data:
         pool.pop("replicas", None)
-    for key in ("replicas", "autoscaling", "labels", "taints", "aws", "root_volume"):
+    for key in ("replicas", "autoscaling", "labels", "taints", "aws", "root_volume", "availability_zones", "subnets"):
         if key in data:
             pool[key] = copy.deepcopy(data[key])
     return pool
@@ -255,6 +276,45 @@ def _check(pool_id: str, data: dict) -> None:
             raise OcmError(
                 400, f"Machine pool '{pool_id}': taint effect '{taint.get('effect')}' is not one of {TAINT_EFFECTS}"
             )
+
+
+def _check_placement(pool: dict, topology: str) -> None:
+    """Zones, subnets, security groups and tags as OCM and rosa refuse them."""
+    pool_id, zones, subnets = pool["id"], pool.get("availability_zones") or [], pool.get("subnets") or []
+    aws = pool.get("aws") or {}
+    if len(subnets) > 1 or any(not isinstance(s, str) or not SUBNET.match(s) for s in subnets):
+        raise OcmError(400, f"Machine pool '{pool_id}': attribute 'subnets' takes one AWS subnet id, got {subnets}")
+    if topology == "hcp" and len(zones) > 1:
+        raise OcmError(
+            400, f"Machine pool '{pool_id}': a hosted control plane node pool lives in one availability zone"
+        )
+    if len(zones) not in (0, 1, MULTI_AZ_ZONES) or (subnets and len(zones) > 1):
+        raise OcmError(400, f"Machine pool '{pool_id}': availability zones {zones} are neither one nor the cluster's 3")
+    if len(zones) == MULTI_AZ_ZONES:
+        scaling = pool.get("autoscaling")
+        counts = (scaling.get("min_replicas"), scaling.get("max_replicas")) if scaling else (pool.get("replicas"),)
+        if any(int(count or 0) % MULTI_AZ_ZONES for count in counts):
+            raise OcmError(400, "Multi AZ clusters require that the number of MachinePool replicas be a multiple of 3")
+    groups = aws.get("additional_security_group_ids") or []
+    if len(groups) > MAX_SECURITY_GROUPS or any(not isinstance(g, str) or not SECURITY_GROUP.match(g) for g in groups):
+        raise OcmError(
+            400,
+            f"Machine pool '{pool_id}': attribute 'additional_security_group_ids' takes at most "
+            f"{MAX_SECURITY_GROUPS} security group ids (sg-…), got {groups}",
+        )
+    tags = aws.get("tags") or {}
+    if len(tags) > MAX_TAGS:
+        raise OcmError(400, f"Machine pool '{pool_id}': {len(tags)} AWS tags; at most {MAX_TAGS}")
+    for key, value in tags.items():
+        if not _tag_text(key, 128) or key.lower().startswith("aws:"):
+            raise OcmError(400, f"Machine pool '{pool_id}': invalid AWS tag key '{key}'")
+        if not isinstance(value, str) or not _tag_text(value, 256):
+            raise OcmError(400, f"Machine pool '{pool_id}': invalid AWS tag value '{value}' for key '{key}'")
+
+
+def _tag_text(text: str, most: int) -> bool:
+    """rosa's UserTagKeyRE/UserTagValueRE (letters, separators, numbers, _.:/=+-@), not empty."""
+    return 0 < len(text) <= most and all(unicodedata.category(c)[0] in "LZN" or c in "_.:/=+-@" for c in text)
 
 
 def most_nodes(pool: dict) -> int:

@@ -1,9 +1,10 @@
 """Container logs for simulated pods: `GET /api/v1/namespaces/{ns}/pods/{name}/log`.
 
-A running container "prints" like a training loop: a few start-up lines, then one line per second of its
-runtime (`step 12 loss=1.8342 lr=0.00100 gpu_util=91%`), and a last line when it ends. The lines are a pure
-function of the pod's uid, container name and times, so asking twice gives the same log, and a test can
-predict it. The query parameters are the real API's: `container` (required when the pod has several),
+A container prints what its own command would (commands.py): `echo hello` prints `hello`, `nvidia-smi` a table
+of the GPUs it requested. A command the simulation does not run is named with a `[simulated]` marker, then
+one `[simulated] … running, N s` line per second of its runtime and a last line when it ends: never made-up
+output. The lines are a pure function of the pod and its times, so asking twice gives the same log, and a
+test can predict it. The query parameters are the real API's: `container` (required when the pod has several),
 `tailLines`, `sinceSeconds`, `sinceTime`, `timestamps`, `limitBytes` and `follow` (a chunked stream that
 ends when the container does). Errors are the API server's: 404 for an unknown pod, 400 for an unknown
 container, a container that has not started, or a bad parameter.
@@ -13,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import calendar
-import hashlib
 import math
 import time
 from collections.abc import Callable
@@ -21,6 +21,8 @@ from dataclasses import dataclass
 
 import aiohttp.web
 
+from .commands import MARKER, Outcome, container_of, run_pre_stop
+from .commands import run as run_command
 from .resources import ApiError
 
 MAX_FOLLOW_SECONDS = 3600  # a follower is dropped after an hour, as a proxy would
@@ -86,16 +88,16 @@ def _stamp(at: float) -> str:
 class Run:
     """One container's run, as its status says: started (epoch seconds), finished (None: still running)."""
 
-    seed: int
+    outcome: Outcome
     container: str
-    node: str
     started: float
     finished: float | None
     exit_code: int | None
     reason: str
+    stopping: tuple[float, tuple[str, ...]] | None = None  # (when, lines): its preStop hook, run as it is deleted
 
 
-def container_run(pod: dict, container: str | None) -> Run:
+def container_run(pod: dict, container: str | None, outputs: dict | None = None) -> Run:
     """The container's run, or the API server's 400 for a container that is unknown or has not started."""
     metadata, spec, status = pod.get("metadata") or {}, pod.get("spec") or {}, pod.get("status") or {}
     name = metadata.get("name", "")
@@ -117,11 +119,12 @@ def container_run(pod: dict, container: str | None) -> Run:
         why = ((states.get("waiting") or {}).get("reason")) or "ContainerCreating"
         raise ApiError(400, f'container "{container}" in pod "{name}" is waiting to start: {why}')
     finished = _parse_time(str(terminated.get("finishedAt") or "")) if terminated else None
-    seed = int.from_bytes(hashlib.sha256(f"{metadata.get('uid', name)}/{container}".encode()).digest()[:8], "big")
+    printed = (outputs or {}).get(metadata.get("uid", "")) or {}
+    outcome = printed.get(container) or run_command(pod, container_of(pod, container))
     return Run(
-        seed=seed,
+        stopping=_pre_stop(pod, container_of(pod, container), printed.get((container, "preStop"))),
+        outcome=outcome,
         container=container,
-        node=spec.get("nodeName", ""),
         started=started,
         finished=(finished if finished is not None else started) if terminated else None,
         exit_code=terminated.get("exitCode") if terminated else None,
@@ -129,26 +132,35 @@ def container_run(pod: dict, container: str | None) -> Run:
     )
 
 
+def _pre_stop(pod: dict, container: dict, ran: Outcome | None) -> tuple[float, tuple[str, ...]] | None:
+    """The preStop hook's output and when it ran: a Terminating pod's hook started at its deletionTimestamp less
+    its grace period (kubesim.kubelet); the hook's output is the container's (as a hook writing to
+    /proc/1/fd/1, the usual way to have it logged)."""
+    metadata = pod.get("metadata") or {}
+    deleting = _parse_time(str(metadata.get("deletionTimestamp") or ""))
+    if deleting is None:
+        return None
+    outcome = ran or run_pre_stop(pod, container)
+    if outcome is None:
+        return None
+    return deleting - float(metadata.get("deletionGracePeriodSeconds") or 0), outcome.lines
+
+
 def lines_until(run: Run, now: float) -> list[tuple[float, str]]:
-    """Every (time, text) line the container printed up to `now`: 3 start-up lines, one per second after."""
-    end = run.finished if run.finished is not None else now
-    lines = [
-        (run.started, f"starting on node {run.node or 'unknown'}"),
-        (run.started, f"random seed {run.seed % 10000}"),
-        (run.started, "training for as long as it runs"),
-    ]
-    steps = max(0, math.floor(end - run.started))
-    for step in range(1, steps + 1):
-        lines.append((run.started + step, _step_line(run.seed, step)))
-    if run.finished is not None:
-        lines.append((run.finished, f"exiting with code {run.exit_code} ({run.reason or 'done'})"))
+    """Every (time, text) line the container printed up to `now`: its command's output as it starts; for a
+    command not run here, a `[simulated]` line per second of its runtime and one when it ended."""
+    lines = [(run.started, text) for text in run.outcome.lines]
+    command = run.outcome.unknown
+    if command is not None:
+        end = run.finished if run.finished is not None else now
+        for second in range(1, max(0, math.floor(end - run.started)) + 1):
+            lines.append((run.started + second, f"{MARKER} {command}: running, {second} s"))
+        if run.finished is not None:
+            lines.append((run.finished, f"{MARKER} exited with code {run.exit_code} ({run.reason or 'done'})"))
+    if run.stopping is not None and run.stopping[0] <= now:
+        at, said = run.stopping
+        lines = sorted([*lines, *((at, text) for text in said)], key=lambda line: line[0])  # stable: in order
     return lines
-
-
-def _step_line(seed: int, step: int) -> str:
-    jitter = ((seed >> (step % 48)) % 1000) / 100000
-    loss = 2.5 / math.sqrt(step) + jitter
-    return f"step {step} loss={loss:.4f} lr=0.00100 gpu_util={80 + (seed + step * 7) % 19}%"
 
 
 def select(lines: list[tuple[float, str]], query: LogQuery, now: float) -> list[tuple[float, str]]:
@@ -165,9 +177,10 @@ def render(lines: list[tuple[float, str]], query: LogQuery) -> str:
     return "".join((f"{_stamp(at)} {text}\n" if query.timestamps else f"{text}\n") for at, text in lines)
 
 
-def log_text(pod: dict, query: LogQuery, now: float | None = None) -> str:
+def log_text(pod: dict, query: LogQuery, now: float | None = None, outputs: dict | None = None) -> str:
+    """`outputs`: what the kubelet recorded each container (and hook) printing as it ran (kubesim.kubelet)."""
     now = time.time() if now is None else now
-    run = container_run(pod, query.container)
+    run = container_run(pod, query.container, outputs)
     text = render(select(lines_until(run, now), query, now), query)
     if query.limit_bytes is not None:
         text = text.encode()[: query.limit_bytes].decode("utf-8", "ignore")
@@ -175,10 +188,14 @@ def log_text(pod: dict, query: LogQuery, now: float | None = None) -> str:
 
 
 async def follow(
-    raw: aiohttp.web.BaseRequest, pod: dict, query: LogQuery, current: Callable[[], dict | None]
+    raw: aiohttp.web.BaseRequest,
+    pod: dict,
+    query: LogQuery,
+    current: Callable[[], dict | None],
+    outputs: dict | None = None,
 ) -> aiohttp.web.StreamResponse:
     """Stream the log as it grows, once a second, until the container ends or the pod is gone."""
-    run = container_run(pod, query.container)
+    run = container_run(pod, query.container, outputs)
     response = aiohttp.web.StreamResponse(headers={"Content-Type": "text/plain"})
     await response.prepare(raw)
     now = time.time()
@@ -191,7 +208,7 @@ async def follow(
         pod = current()
         if pod is None:
             break
-        run = container_run(pod, query.container)
+        run = container_run(pod, query.container, outputs)
         lines = lines_until(run, time.time())
         await response.write(render(lines[shown:], query).encode())
         shown = len(lines)

@@ -64,7 +64,7 @@ def _rt(
 BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     _rt("", "namespaces", "Namespace", False, ("ns",), ("status", "finalize")),
     _rt("", "nodes", "Node", False, ("no",)),
-    _rt("", "pods", "Pod", True, ("po",), ("status", "binding", "log")),
+    _rt("", "pods", "Pod", True, ("po",), ("status", "binding", "log", "eviction")),
     _rt("", "configmaps", "ConfigMap", True, ("cm",), ()),
     _rt("", "secrets", "Secret", True, (), ()),
     _rt("", "services", "Service", True, ("svc",)),
@@ -76,6 +76,7 @@ BUILTIN_RESOURCES: tuple[ResourceType, ...] = (
     _rt("apps", "deployments", "Deployment", True, ("deploy",)),
     _rt("batch", "jobs", "Job", True),
     _rt("scheduling.k8s.io", "priorityclasses", "PriorityClass", False, ("pc",), ()),
+    _rt("policy", "poddisruptionbudgets", "PodDisruptionBudget", True, ("pdb",)),
 )
 
 
@@ -167,6 +168,8 @@ def resource_list(group: str, version: str, types: Iterable[ResourceType]) -> di
                 kind, verbs = "Binding", ["create"]
             elif sub == "log":
                 kind, verbs = "Pod", ["get"]
+            elif sub == "eviction":
+                kind, verbs = "Eviction", ["create"]
             elif sub == "finalize":
                 verbs = ["update"]
             resources.append(

@@ -1,10 +1,15 @@
 """Spot interruption, as AWS, its node termination handler and the kubelet do it:
 
 1. now: the node gets the taint ``aws-node-termination-handler/spot-itn=true:NoSchedule`` and the annotation
-   ``pool-portal.dev/spot-interruption-at: <ISO time the node goes>``;
-2. after the notice period (120 s on AWS; ``notice_seconds`` here, small in tests) every pod bound to the node
-   fails: phase Failed, reason Terminated, the kubelet's shutdown message, condition DisruptionTarget
-   (reason TerminationByKubelet), containers terminated with exit code 143 (SIGTERM);
+   ``pool-portal.dev/spot-interruption-at: <ISO time the node goes>``, and is drained: each of its pods (but
+   DaemonSet ones) is evicted through the Eviction API (kubesim.disruption), so PodDisruptionBudgets are
+   respected and each pod's preStop hook runs within its grace period (kubesim.kubelet); an eviction a budget
+   refuses is tried again every ``drain_retry_seconds``, as ``kubectl drain``, AWS's node termination handler,
+   Karpenter's interruption handling and OpenShift's machine controller all drain;
+2. after the notice period (120 s on AWS; ``notice_seconds`` here, small in tests) the instance is gone whatever
+   the budgets say: every pod still on the node fails (phase Failed, reason Terminated, the kubelet's shutdown
+   message, condition DisruptionTarget with reason TerminationByKubelet, containers terminated with exit code
+   143), one still stopping is removed;
 3. the node is deleted.
 
 Start one with :meth:`SpotInterrupter.interrupt` (``EmulatorServer.interrupt_spot``), or through the Kubernetes
@@ -21,7 +26,7 @@ import traceback
 
 from .emulator import KubeEmulator
 from .kubelet import Kubelet
-from .resources import ResourceType
+from .resources import ApiError, ResourceType
 from .scheduling import NODES, PODS
 from .store import now_rfc3339
 
@@ -33,7 +38,32 @@ REQUEST_ANNOTATION = "kubesim/interrupt-spot"  # a test or a person asks kubesim
 SPOT_NOTICE_SECONDS = 120.0
 TERMINATED_MESSAGE = "Pod was terminated in response to imminent node shutdown (spot interruption)."
 SIGTERM_EXIT_CODE = 143
+DRAIN_RETRY_SECONDS = 5.0  # kubectl drain's wait before it asks again for an eviction a budget refused
 CAPACITY_TYPE_LABELS = ("node.kubernetes.io/capacity-type", "karpenter.sh/capacity-type")
+
+
+def is_daemon(pod: dict) -> bool:
+    return any(ref.get("kind") == "DaemonSet" for ref in pod["metadata"].get("ownerReferences") or ())
+
+
+def evict_all(emulator: KubeEmulator, node_name: str) -> tuple[int, int]:
+    """Evict every pod of the node (but DaemonSet ones and finished ones) through the Eviction API, as a drain
+    does: (pods still on the node, of which refused by a budget). Pods being deleted count as still there."""
+    left = refused = 0
+    for pod in [p for p in emulator._store[PODS].values() if (p.get("spec") or {}).get("nodeName") == node_name]:
+        if (pod.get("status") or {}).get("phase") in ("Succeeded", "Failed") or is_daemon(pod):
+            continue
+        meta = pod["metadata"]
+        if not meta.get("deletionTimestamp"):
+            try:
+                emulator.disruption.evict(meta.get("namespace", ""), meta["name"], None)
+            except ApiError as error:
+                if error.code != 429:
+                    raise
+                refused += 1
+        if (meta.get("namespace", ""), meta["name"]) in emulator._store[PODS]:
+            left += 1
+    return left, refused
 
 
 def is_spot(node: dict) -> bool:
@@ -44,9 +74,15 @@ def is_spot(node: dict) -> bool:
 class SpotInterrupter:
     """Runs on the emulator's loop; ``interrupt`` may be called from any thread."""
 
-    def __init__(self, emulator: KubeEmulator, notice_seconds: float = SPOT_NOTICE_SECONDS) -> None:
+    def __init__(
+        self,
+        emulator: KubeEmulator,
+        notice_seconds: float = SPOT_NOTICE_SECONDS,
+        drain_retry_seconds: float = DRAIN_RETRY_SECONDS,
+    ) -> None:
         self.emulator = emulator
         self.notice_seconds = notice_seconds
+        self.drain_retry_seconds = drain_retry_seconds
         self._loop: asyncio.AbstractEventLoop | None = None
         self._timers: dict[str, asyncio.TimerHandle] = {}
 
@@ -108,7 +144,21 @@ class SpotInterrupter:
         changed = {**node, "metadata": {**node["metadata"], "annotations": annotations}, "spec": spec}
         self._timers[name] = self._loop.call_later(self.notice_seconds, self._reclaim, name)
         self.emulator._commit(self.emulator._types[NODES], node, changed, None)
+        self._loop.call_soon(self._drain, name)
         return goes_at
+
+    def _drain(self, name: str) -> None:
+        """Evict the node's pods; again later while a budget refuses some and the node has not gone yet."""
+        if name not in self._timers or self._loop is None:
+            return
+        try:
+            _, refused = evict_all(self.emulator, name)
+        except Exception:  # keep the loop alive; tests assert on internal_errors
+            log.exception("kubesim: draining %s failed", name)
+            self.emulator.internal_errors.append(traceback.format_exc())
+            return
+        if refused:
+            self._loop.call_later(self.drain_retry_seconds, self._drain, name)
 
     def _reclaim(self, name: str) -> None:
         self._timers.pop(name, None)
@@ -116,7 +166,10 @@ class SpotInterrupter:
             for pod in [
                 p for p in self.emulator._store[PODS].values() if (p.get("spec") or {}).get("nodeName") == name
             ]:
-                if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
+                key = (pod["metadata"].get("namespace", ""), pod["metadata"]["name"])
+                if pod["metadata"].get("deletionTimestamp"):  # still stopping: gone with its machine
+                    self.emulator._remove(self.emulator._types[PODS], key)
+                elif (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed"):
                     self._terminate(pod)
             if ("", name) in self.emulator._store[NODES]:
                 self.emulator._delete(self.emulator._types[NODES], None, name, None)

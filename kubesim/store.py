@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from .crds import validate
 from .patching import PatchError, json_patch, merge_patch
+from .registries import validate_secret
 from .resources import BUILTIN_RESOURCES, ApiError, ResourceType, not_found, status_body
 from .selectors import FieldSelector, LabelSelector
 
@@ -26,9 +27,19 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("kubesim")
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"
+SECRETS = ("", "secrets")
+PODS = ("", "pods")
 Key = tuple[str, str]  # (group, plural)
 ObjKey = tuple[str, str]  # (namespace or "", name)
 Listener = Callable[[str, ResourceType, "dict | None", dict], None]
+
+
+def delete_options(body: Any, query: dict[str, str]) -> Any:
+    """A delete's DeleteOptions: the body, with ``gracePeriodSeconds`` given as a query parameter (the official
+    client's ``grace_period_seconds``) taking its place there."""
+    if not query.get("gracePeriodSeconds", "").lstrip("-").isdigit():
+        return body
+    return {**(body if isinstance(body, dict) else {}), "gracePeriodSeconds": int(query["gracePeriodSeconds"])}
 
 
 def now_rfc3339() -> str:
@@ -48,6 +59,9 @@ class ObjectStore:
     _listeners: list[Listener]
     _rv: int
     _random: random.Random
+    # The kubelet's graceful termination (kubesim.kubelet): given a pod being deleted and the DeleteOptions'
+    # gracePeriodSeconds, marks it Terminating and returns it, or None for a pod that may go at once.
+    pod_terminator: Callable[[dict, Any], dict | None] | None = None
 
     def resource_type(self, plural: str) -> ResourceType:  # provided by KubeEmulator
         raise NotImplementedError
@@ -159,6 +173,8 @@ class ObjectStore:
             meta["uid"] = old["metadata"]["uid"]
         if not loading:
             validate(rt, body)
+            if rt.key == SECRETS:
+                validate_secret(body)
         obj = self._stamp(rt, ns, dict(body), meta)
         if not loading:
             self._defaults(rt, obj)
@@ -184,6 +200,8 @@ class ObjectStore:
             meta["labels"] = {**(meta.get("labels") or {}), "kubernetes.io/metadata.name": meta["name"]}
             obj["spec"] = {"finalizers": ["kubernetes"]}
             obj["status"] = {"phase": "Active"}
+        elif rt.key == ("policy", "poddisruptionbudgets"):
+            obj.pop("status", None)  # the disruption controller's (kubesim.disruption)
         elif rt not in BUILTIN_RESOURCES and "status" in rt.subresources:
             obj.pop("status", None)  # CRDs with a status subresource drop status on create
 
@@ -269,6 +287,8 @@ class ObjectStore:
             return old  # a no-op write does not bump the resourceVersion
         if subresource is None:
             validate(rt, new)
+            if rt.key == SECRETS:
+                validate_secret(new)
         if subresource is None and new.get("spec") != old.get("spec"):
             meta["generation"] = int(old_meta.get("generation") or 1) + 1
         meta["resourceVersion"] = self._next_rv()
@@ -294,8 +314,15 @@ class ObjectStore:
                 f"Precondition failed: UID in precondition: {pre.get('uid')}, UID in object meta: {meta['uid']}",
                 "Conflict",
             )
+        grace = (options or {}).get("gracePeriodSeconds") if isinstance(options, dict) else None
         if meta.get("deletionTimestamp"):
+            if rt.key == PODS and grace == 0 and not meta.get("finalizers"):
+                return self._remove(rt, (meta.get("namespace", ""), name))  # a force delete ends the grace period
             return old
+        if rt.key == PODS and self.pod_terminator is not None and not meta.get("finalizers"):
+            terminating = self.pod_terminator(old, grace)
+            if terminating is not None:
+                return terminating
         if meta.get("finalizers"):
             marked = {**old, "metadata": {**meta, "deletionTimestamp": now_rfc3339(), "deletionGracePeriodSeconds": 0}}
             marked["metadata"]["resourceVersion"] = self._next_rv()

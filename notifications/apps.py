@@ -12,7 +12,9 @@ class NotificationsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from notifications import receivers
+        from portal import lazy
         from workflows.signals import workflow_finished
 
-        workflow_finished.connect(receivers.workflow_finished, dispatch_uid="notifications.workflow_finished")
+        # imported with the first finished workflow (portal.lazy)
+        uid = "notifications.workflow_finished"
+        lazy.connect(workflow_finished, "notifications.receivers.workflow_finished", dispatch_uid=uid)

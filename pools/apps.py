@@ -10,7 +10,6 @@ class PoolsConfig(AppConfig):
         from clusters.signals import machine_pool_changed, nodes_changed
         from configs import registry
         from pools.models import Platform, Pool
-        from pools.services.config_handlers import CONFIG_TYPES
 
         # A pool's owners (guardian permission pools.change_pool on that pool) read and edit that pool's
         # config, and only that pool's, without an admin role (granted on the pool's admin page).
@@ -20,32 +19,42 @@ class PoolsConfig(AppConfig):
         nodes_changed.connect(recompute_membership, dispatch_uid="pools.membership")
         _cache_would_be_nodes()
         machine_pool_changed.connect(follow_machine_pool, dispatch_uid="pools.machine_pool_platforms")
-        registry.register(*CONFIG_TYPES)  # POOL, POD_TEMPLATE, RESOURCE_VALIDATION
+        # imported on first use (configs.registry)
+        registry.register("POD_TEMPLATE", "pools.services.config_handlers.PodTemplateHandler")
+        registry.register("RESOURCE_VALIDATION", "pools.services.config_handlers.ResourceValidationHandler")
+        registry.register("POOL", "pools.services.config_handlers.PoolHandler")
         # Deleting a machine pool (clusters' type) takes the platform and pod template made for it, from any door.
         # A rollback that makes one again puts them back (pools.services.machine_pool_restore).
-        from pools.services.machine_pool_restore import MachinePoolCompanions
-
-        registry.install_companions("MACHINE_POOL", MachinePoolCompanions())
+        registry.install_companions("MACHINE_POOL", "pools.services.machine_pool_restore.MachinePoolCompanions")
 
 
 def _cache_would_be_nodes() -> None:
-    """The writes that make cached would-be nodes stale (pools.services.machine_pool_shapes)."""
+    """The writes that make cached would-be nodes stale (pools.services.machine_pool_shapes, which imports
+    placement and the template sandbox: wired by path, portal.lazy, it is imported by the first such write)."""
     from django.db.models.signals import post_delete, post_save
 
     from clusters.models import InstanceType, MachinePool
     from clusters.signals import nodes_changed, nodes_deleted
     from configs import revisions
-    from pools.services import machine_pool_shapes as shapes
     from pools.signals import membership_changed
+    from portal import lazy
 
-    if shapes.config_written not in revisions.LISTENERS:
-        revisions.LISTENERS.append(shapes.config_written)
+    listener = lazy.function("pools.services.machine_pool_shapes.config_written")
+    if listener not in revisions.LISTENERS:
+        revisions.LISTENERS.append(listener)
     for model in (MachinePool, InstanceType):
         for verb, signal in (("saved", post_save), ("deleted", post_delete)):
-            signal.connect(shapes.changed, sender=model, dispatch_uid=f"pools.would_be.{model.__name__}.{verb}")
-    membership_changed.connect(shapes.changed, dispatch_uid="pools.would_be.membership")
-    nodes_deleted.connect(shapes.changed, dispatch_uid="pools.would_be.nodes_deleted")
-    nodes_changed.connect(shapes.nodes_written, dispatch_uid="pools.would_be.nodes_changed")
+            uid = f"pools.would_be.{model.__name__}.{verb}"
+            lazy.connect(signal, "pools.services.machine_pool_shapes.changed", sender=model, dispatch_uid=uid)
+    lazy.connect(
+        membership_changed, "pools.services.machine_pool_shapes.changed", dispatch_uid="pools.would_be.membership"
+    )
+    lazy.connect(
+        nodes_deleted, "pools.services.machine_pool_shapes.changed", dispatch_uid="pools.would_be.nodes_deleted"
+    )
+    lazy.connect(
+        nodes_changed, "pools.services.machine_pool_shapes.nodes_written", dispatch_uid="pools.would_be.nodes_changed"
+    )
 
 
 def recompute_membership(sender, **kwargs) -> None:

@@ -50,8 +50,10 @@ class ServiceBackedAdmin(ModelAdmin):
         class FormWithServiceError(form_class):
             def clean(self):
                 cleaned = super().clean()
-                if error.field in self.fields:
-                    self.add_error(error.field, at_line(self, error.field, error.reason, error))
+                # a form may say which of its fields a document path is about (`field_of(path, fields)`)
+                field = self.field_of(error.field, self.fields) if hasattr(self, "field_of") else error.field
+                if field in self.fields:
+                    self.add_error(field, at_line(self, field, error.reason, error))
                 elif (editor := code_field_for(self, error)) is not None:  # a path inside a document
                     self.add_error(editor, at_line(self, editor, f"Not saved: {error}", error))
                 else:
@@ -122,12 +124,14 @@ def confirmation_page(
     busy_label: str = "",
     notes_heading: str = "",
     notes: list[str] = (),
+    message_label: str = "",
 ) -> TemplateResponse:
     """A GET of an admin action that changes state shows this page; its button POSTs (with the CSRF token)
     to the same URL, and only that POST acts. `diff` is shown as a revision page shows one
     (templates/admin/_diff.html: coloured, unified or side by side with `?diff=split`). With `busy_label`
     ("Syncing…"), the button is disabled and says so while a long action runs. `notes`, under
-    `notes_heading`, list what else the action does (a rollback's restored platform and template)."""
+    `notes_heading`, list what else the action does (a rollback's restored platform and template). With
+    `message_label`, the form has an optional one-line `message` under that label (a cancel's reason)."""
     return TemplateResponse(
         request,
         "admin/confirm_action.html",
@@ -144,6 +148,7 @@ def confirmation_page(
             "busy_label": busy_label,
             "notes_heading": notes_heading,
             "notes": list(notes),
+            "message_label": message_label,
             "opts": admin.model._meta,
         },
     )

@@ -45,6 +45,7 @@ STOP_GRACE = 10.0
 DEV_ENVIRONMENT = {
     "WORKFLOW_RECONCILE_SECONDS": "10",
     "WORKFLOW_PENDING_GRACE_SECONDS": "10",
+    "LOG_INPROCESS_TASKS": "true",  # their logs (var/*.log) keep Celery's "Task … succeeded" lines
 }
 
 
@@ -258,6 +259,8 @@ def children(python: str, manage: str, var_dir: Path, port: int, kubesim_port: i
             "--kubelet",
             "--machine-pools",
             "demo",
+            "--schedulers",  # KAI's and Kueue's CRDs, as a cluster with them installed (docs/quota-schedulers.md)
+            "kai,kueue",
             "--state",
             str(var_dir / "kubesim"),
         ),

@@ -101,7 +101,7 @@ def _collect(value: object, origin: object, path: str, out: dict[str, object]) -
             return
         for index, child in enumerate(value):
             child_path = f"{path}[{index}]"
-            child_origin = origin[index]
+            child_origin = origin[index] if index < len(origin) else None  # an item added after resolution
             if type(child) in (dict, list) and child:
                 _collect(child, child_origin, child_path, out)
             else:

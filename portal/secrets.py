@@ -17,17 +17,23 @@ from __future__ import annotations
 import base64
 import functools
 import hashlib
+from typing import TYPE_CHECKING
 
-from cryptography.fernet import Fernet, InvalidToken, MultiFernet
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
 from django.db import models
+
+if TYPE_CHECKING:
+    from cryptography.fernet import MultiFernet
 
 PREFIX = "fernet:"
 
 
 @functools.lru_cache(maxsize=4)
 def _cipher(keys: tuple[str, ...], secret_key: str) -> MultiFernet:
+    # imported here: every process loads this module with the models, few encrypt or decrypt anything
+    from cryptography.fernet import Fernet, MultiFernet
+
     if not keys:  # derived from SECRET_KEY: stable for a deployment, different between deployments
         keys = (base64.urlsafe_b64encode(hashlib.sha256(f"field-encryption:{secret_key}".encode()).digest()).decode(),)
     try:
@@ -54,6 +60,8 @@ def decrypt(stored: str) -> str:
     """Plain text; the stored value unchanged when no configured key opens it (see `is_unreadable`)."""
     if not stored or not stored.startswith(PREFIX):
         return stored  # empty, or written before encryption
+    from cryptography.fernet import InvalidToken
+
     try:
         return cipher().decrypt(stored[len(PREFIX) :].encode()).decode()
     except InvalidToken:

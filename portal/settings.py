@@ -268,6 +268,7 @@ SPECTACULAR_SETTINGS = {
         "TaskStatusEnum": "workflows.api.serializers.TASK_STATUSES",
         "TokenStatusEnum": ["active", "expired", "revoked"],
         "TeamKindEnum": ["department", "project"],  # a quota's team and a fair-share row's: one set, one name
+        "MachinePoolStateEnum": "clusters.filters.STATES",  # GET /api/machine_pools: the filter and the answers
     },
     # ConfigBody's branches made distinguishable (pools/api/schema_hooks.py), after spectacular's own hook
     "POSTPROCESSING_HOOKS": [
@@ -291,6 +292,15 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600)
 # Workers log through LOGGING above (LOG_FORMAT, request ids), not through a handler of Celery's own.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False
 
+# --- watcher replicas (docs/operations.md#watcher-shards; clusters/leases.py): a backend is watched by the one
+# replica holding its lease; a lease not renewed for WATCHER_LEASE_SECONDS is free for another replica.
+WATCHER_LEASE_SECONDS = env_int("WATCHER_LEASE_SECONDS", 30)
+WATCHER_LEASE_RENEW_SECONDS = env_int("WATCHER_LEASE_RENEW_SECONDS", 10)
+if not 1 <= WATCHER_LEASE_RENEW_SECONDS * 2 <= WATCHER_LEASE_SECONDS <= 300:
+    raise ImproperlyConfigured(
+        "WATCHER_LEASE_RENEW_SECONDS must be at least 1 and at most half of WATCHER_LEASE_SECONDS (at most 300)"
+    )
+
 # --- operations (docs/operations.md): /readyz and /metrics (portal/ops/) ---------------------------------
 READINESS_TIMEOUT_SECONDS = env_int("READINESS_TIMEOUT_SECONDS", 2)  # broker and cluster checks, each call
 READINESS_CLUSTER_CACHE_SECONDS = env_int("READINESS_CLUSTER_CACHE_SECONDS", 10)
@@ -306,7 +316,10 @@ UNFOLD = {
     "SHOW_HISTORY": True,
     # the admin home's dashboard (templates/admin/index.html), with the quotas' "Queues" panel
     "DASHBOARD_CALLBACK": "selfservice.dashboard.dashboard",
-    "STYLES": [lambda request: static("portal/admin.css")],  # read-only values wrap (static/portal/admin.css)
+    # read-only values wrap; quiet text readable (--portal-quiet) (static/portal/admin.css)
+    "STYLES": [lambda request: static("portal/admin.css")],
+    # a part that scrolls on its own becomes a named tab stop (static/portal/scroll-regions.js)
+    "SCRIPTS": [lambda request: static("portal/scroll-regions.js")],
 }
 
 # LOG_FORMAT=json: one JSON object per line (time, level, logger, message, request_id, exception); the
@@ -334,6 +347,12 @@ LOGGING = {
     # axes: failures and lockouts (WARNING) are kept, one INFO line per successful sign-in is not.
     "loggers": {"django.db.backends": {"level": "INFO"}, "axes": {"level": "WARNING"}},
 }
+# Without a broker, tasks run in the process that sends them, a command line included: Celery's one INFO line
+# per task ("Task … succeeded in 0.2s: {…}") would land in the middle of a command's output. Left out there;
+# kept where LOG_INPROCESS_TASKS is true (`make dev` sets it for its processes: var/web.log and the others).
+# A failing task is still logged (ERROR).
+if CELERY_TASK_ALWAYS_EAGER and not env_bool("LOG_INPROCESS_TASKS", False):
+    LOGGING["loggers"]["celery.app.trace"] = {"level": "WARNING"}
 
 # Workflows: the most tasks one workflow may have (OSMO's chart uses 100).
 WORKFLOW_MAX_TASKS = env_int("WORKFLOW_MAX_TASKS", 100)
@@ -356,6 +375,9 @@ PORTAL_INSTANCE = env_str("PORTAL_INSTANCE", "default")
 # `control_image` is empty; empty here too: OSMO's (pools.engine.defaults.OSMO_CTRL_IMAGE). pools.control_image.
 OSMO_CTRL_IMAGE = env_str("OSMO_CTRL_IMAGE", "").strip()
 WORKFLOW_MAX_RETRIES_PER_TASK = env_int("WORKFLOW_MAX_RETRIES_PER_TASK", 3)  # RESCHEDULE exit actions
+# A workflow bound for spot capacity whose exec timeout is above this (or which has none) is warned that a long
+# run on spot is likely to be reclaimed (workflows.spot_advice; the portal's choice, not a provider's figure).
+WORKFLOW_SPOT_LONG_TIMEOUT_SECONDS = env_int("WORKFLOW_SPOT_LONG_TIMEOUT_SECONDS", 4 * 3600)
 WORKFLOW_CREATE_MAX_RETRIES = env_int("WORKFLOW_CREATE_MAX_RETRIES", 8)  # transient cluster errors, with backoff
 WORKFLOW_CREATE_BACKOFF_MAX = env_int("WORKFLOW_CREATE_BACKOFF_MAX", 300)  # seconds between two attempts, at most
 # Redis redelivers a message nobody acknowledged after this long (a worker killed mid-task: tasks ack late).
@@ -376,6 +398,17 @@ WORKFLOW_POD_RETENTION_SECONDS = env_int("WORKFLOW_POD_RETENTION_SECONDS", 300) 
 WORKFLOW_RECONCILE_SECONDS = env_int("WORKFLOW_RECONCILE_SECONDS", 60)
 WORKFLOW_TIMEOUT_CHECK_SECONDS = env_int("WORKFLOW_TIMEOUT_CHECK_SECONDS", 30)
 WORKFLOW_REAPER_SECONDS = env_int("WORKFLOW_REAPER_SECONDS", 300)
+# Retention (docs/scale.md#retention): a workflow finished more than WORKFLOW_ARCHIVE_DAYS ago (7 to 3650; 0:
+# never) is written to a JSON-lines file under WORKFLOW_ARCHIVE_DIR, then removed with its tasks and events, by a
+# job every WORKFLOW_ARCHIVE_SECONDS (at most WORKFLOW_ARCHIVE_MAX_PER_RUN a run, WORKFLOW_ARCHIVE_BATCH a file).
+# The usage record (rollups, totals, raw attempts) is not touched: it has its own retention (USAGE_*).
+WORKFLOW_ARCHIVE_DAYS = env_int("WORKFLOW_ARCHIVE_DAYS", 365)
+if WORKFLOW_ARCHIVE_DAYS and not 7 <= WORKFLOW_ARCHIVE_DAYS <= 3650:
+    raise ImproperlyConfigured(f"WORKFLOW_ARCHIVE_DAYS={WORKFLOW_ARCHIVE_DAYS}: expected 7 to 3650 days, or 0 (never)")
+WORKFLOW_ARCHIVE_DIR = Path(env_str("WORKFLOW_ARCHIVE_DIR", str(VAR_DIR / "archive")))
+WORKFLOW_ARCHIVE_SECONDS = max(60, env_int("WORKFLOW_ARCHIVE_SECONDS", 3600))
+WORKFLOW_ARCHIVE_BATCH = min(10_000, max(1, env_int("WORKFLOW_ARCHIVE_BATCH", 1000)))
+WORKFLOW_ARCHIVE_MAX_PER_RUN = max(1, env_int("WORKFLOW_ARCHIVE_MAX_PER_RUN", 100_000))
 # --- end workflows -----------------------------------------------------------------------------------------
 
 # --- Celery beat: the one schedule of periodic jobs, run by `celery beat` or in-process by `manage.py periodic`
@@ -445,6 +478,7 @@ CELERY_BEAT_SCHEDULE = {
     "workflows-reconcile": _every("workflows.tasks.reconcile_workflows", WORKFLOW_RECONCILE_SECONDS),
     "workflows-timeouts": _every("workflows.tasks.enforce_timeouts", WORKFLOW_TIMEOUT_CHECK_SECONDS),
     "workflows-reaper": _every("workflows.tasks.reap_pods", WORKFLOW_REAPER_SECONDS),
+    "workflows-archive": _every("workflows.tasks.archive_workflows", WORKFLOW_ARCHIVE_SECONDS),
     "quota-schedulers-resync": _every("quotas.tasks.sync_all_scheduler_objects", QUOTA_SCHEDULER_RESYNC_SECONDS),
     "node-pool-labels": _every("quotas.tasks.label_all_nodes", INVENTORY_RESYNC_SECONDS),
     "quotas-admission": _every("quotas.tasks.admission_all", QUOTA_ADMISSION_TICK_SECONDS),

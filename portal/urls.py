@@ -4,6 +4,7 @@ from django.templatetags.static import static
 from django.urls import include, path
 from drf_spectacular.views import SpectacularAPIView, SpectacularSwaggerView
 
+from portal.api_index import api_index
 from portal.apps import load_admin
 
 load_admin()  # every app's ModelAdmins, on the policy admin site (not at start-up: see portal.apps)
@@ -18,6 +19,7 @@ urlpatterns = [
     path("favicon.ico", favicon),
     path("admin/", admin.site.urls),
     path("oidc/", include("access.oidc.views")),  # sign-in, callback, logout (POST), failure and no-role pages
+    path("api/", api_index, name="api-index"),  # the parts of the API, with links (portal/api_index.py)
     path("api/schema/", SpectacularAPIView.as_view(), name="schema"),
     path("api/schema/ui/", SpectacularSwaggerView.as_view(url_name="schema"), name="schema-ui"),
     path("api/", include("pools.api.urls")),

@@ -19,6 +19,7 @@ from django.template.response import TemplateResponse
 from django.urls import path, reverse
 
 from access import actions, policy
+from configs.admin import CHANGE_DESCRIPTION_MAX
 from configs.models import ConfigType
 from portal.errors import PermissionDenied, PortalError
 from quotas import units
@@ -63,8 +64,16 @@ class QuotaGridMixin:
             preview, errors = _preview(request, node_pool, submitted)
         elif request.method == "POST":
             submitted = {key: value for key, value in request.POST.items() if key.count(":") == 3}
+            description = request.POST.get("change_description", "").strip()
+            if len(description) > CHANGE_DESCRIPTION_MAX:
+                messages.error(
+                    request,
+                    f"Not saved: the change description has {len(description)} characters, at most "
+                    f"{CHANGE_DESCRIPTION_MAX}",
+                )
+                return HttpResponseRedirect(request.path)
             try:
-                saved = grid.save(request, node_pool, submitted)
+                saved = grid.save(request, node_pool, submitted, description)
             except PermissionDenied as refusal:
                 messages.error(request, str(refusal))
                 return HttpResponseRedirect(request.path)
@@ -90,6 +99,7 @@ class QuotaGridMixin:
             "change_url": reverse("admin:quotas_nodepool_change", args=[node_pool.pk]),
             "projects_url": reverse("admin:quotas_nodepool_projects"),
             "preview": preview,
+            "what_if_more": request.POST.get("what_if_more", ""),
         }
         return TemplateResponse(request, "admin/quotas/grid.html", context)
 
@@ -101,6 +111,8 @@ def _preview(request, node_pool, submitted: dict) -> tuple[dict | None, dict]:
     changes, refused = grid.what_if_changes(node_pool, submitted)
     if refused.errors:
         return None, refused.errors
+    # what the grid cannot say (capacity, a machine pool's max), typed: tried, never saved
+    changes += [line.strip() for line in request.POST.get("what_if_more", "").splitlines() if line.strip()]
     start, end = what_if.period()
     try:
         answer = what_if.what_if(start, end, changes, view=request_quota_view(request)) if changes else None
@@ -138,7 +150,8 @@ def _rows(node_pool, submitted: dict, errors: dict) -> list[dict]:
                 for key in QUOTA_KEYS:
                     name = grid.input_name(kind, team["name"], resource, key)
                     value = submitted.get(name, grid.shown(resource, key, team["quotas"][resource][key]))
-                    inputs.append({"name": name, "key": key, "value": value})
+                    label = f"{kind} {team['name']}: {grid.RESOURCE_WORDS[resource]} {key}"  # the input's name
+                    inputs.append({"name": name, "key": key, "value": value, "label": label})
                 here = (kind, team["name"], resource)
                 cells.append({"inputs": inputs, "error": next((errors[c] for c in errors if c[:3] == here), "")})
             rows.append({"kind": kind, "name": team["name"], "cells": cells})

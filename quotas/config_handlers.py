@@ -10,7 +10,7 @@ from django.db.models import Prefetch
 from configs.registry import SchemaHandler
 from quotas.config_types import NODE_POOL
 from quotas.models import NodePool, Quota
-from quotas.services import delegation, membership, writer
+from quotas.services import writer
 
 
 class NodePoolHandler(SchemaHandler):
@@ -32,9 +32,8 @@ class NodePoolHandler(SchemaHandler):
         return []
 
     def after_save(self, objs, prepared):
+        from quotas.services import delegation, membership  # the KAI/Kueue sync and its Kubernetes client: writes only
+
         membership.recompute_backends(obj.backend_id for obj in objs)
         for backend_id in sorted({obj.backend_id for obj in objs}):  # KAI/Kueue objects follow (after commit)
             delegation.schedule_sync(backend_id)
-
-
-CONFIG_TYPES = [NodePoolHandler()]

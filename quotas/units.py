@@ -7,7 +7,7 @@ from decimal import Decimal
 
 from configs.errors import ConfigError
 from pools.engine.placement_fit import to_scheduler_units
-from pools.engine.quantity import QuantityError, parse_quantity
+from pools.engine.quantity import QuantityError, human, parse_quantity
 
 MAX_AMOUNT = 2**62  # fits the BigIntegerField columns with room for sums
 _K8S_NAME = {"gpu": "nvidia.com/gpu", "cpu": "cpu", "memory": "memory"}
@@ -44,16 +44,8 @@ def amount(resource: str, value: object, field: str) -> int:
 
 
 def show(resource: str, units: int | None) -> str:
-    """Human figures: '8', '500m' / '4' cores, '64Gi'."""
-    if units is None:
-        return "-"
-    if resource == "cpu":
-        return str(units // 1000) if units % 1000 == 0 else f"{units}m"
-    if resource == "memory":
-        for suffix, size in (("Ti", 2**40), ("Gi", 2**30), ("Mi", 2**20), ("Ki", 2**10)):
-            if units and units % size == 0:
-                return f"{units // size}{suffix}"
-    return str(units)
+    """Human figures: '8' GPUs, '66.5' cores, '64Gi' (the one formatter, `quantity.human`); None is '-'."""
+    return human(resource, units)
 
 
 _EXAMPLE = {"gpu": "8", "cpu": "500m", "memory": "64Gi"}

@@ -7,6 +7,7 @@ from unfold.widgets import UnfoldAdminRadioSelectWidget, UnfoldAdminTextareaWidg
 
 from portal.widgets import CodeBoundField, CodeEditor
 from selfservice.services.requests import hardware_choices
+from workflows.models import WorkflowStatus
 
 
 class SpecForm(forms.Form):
@@ -116,3 +117,52 @@ class NotificationsForm(forms.Form):
         elif data["slack_webhook"]:
             changes["slack_webhook"] = data["slack_webhook"]
         return changes
+
+
+class CredentialForm(forms.Form):
+    """The profile page's new credential: what `osmo credential set NAME --type T --payload k=v …` sends.
+    Parsing only: access.services.credentials checks the name, keys and values."""
+
+    name = forms.CharField(max_length=63, strip=True, help_text="Letters, digits, - and _; starts with a letter.")
+    cred_type = forms.ChoiceField(
+        label="Type", choices=[("GENERIC", "GENERIC"), ("REGISTRY", "REGISTRY"), ("DATA", "DATA")], initial="GENERIC"
+    )
+    payload = forms.CharField(
+        label="Keys and values",
+        strip=False,
+        max_length=300_000,
+        widget=forms.Textarea(attrs={"rows": 4, "autocomplete": "off", "class": "mono"}),
+        help_text=(
+            "One key=value per line. REGISTRY: registry=nvcr.io, username=…, auth=… (required). "
+            "DATA: endpoint=…, access_key_id=…, access_key=…, region=…. GENERIC: any keys."
+        ),
+    )
+
+    def clean_payload(self) -> dict[str, str]:
+        values = {}
+        for number, line in enumerate(self.cleaned_data["payload"].splitlines(), start=1):
+            if not line.strip():
+                continue
+            key, equals, value = line.partition("=")
+            if not equals or not key.strip() or not value:
+                raise forms.ValidationError(f"line {number}: write key=value, with a key and a value")
+            values[key.strip()] = value.rstrip("\r")
+        if not values:
+            raise forms.ValidationError("give at least one key=value")
+        return values
+
+    def body(self) -> dict:
+        """OSMO's request body (credential.py _run_set_command)."""
+        kind, payload = self.cleaned_data["cred_type"], self.cleaned_data["payload"]
+        if kind == "GENERIC":
+            payload = {"credential": payload}
+        return {f"{kind.lower()}_credential": payload}
+
+
+class WorkflowFilterForm(forms.Form):
+    """My workflows' filters (a GET form): every field optional and bounded (docs/limits.md)."""
+
+    status = forms.ChoiceField(required=False, choices=[("", "any status"), *WorkflowStatus.choices])
+    pool = forms.CharField(required=False, max_length=128)
+    q = forms.CharField(required=False, max_length=80, label="Search")
+    after = forms.CharField(required=False, max_length=40)

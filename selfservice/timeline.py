@@ -40,6 +40,9 @@ LABELS = {
 }
 # the tone of the dot on the timeline
 TONES = {"RUNNING": "ok", "EXITED": "", "SCHEDULED": "info", "CANCELLED": "warn", "STOPPED": "warn"}
+# The order a task's steps happen in: events recorded before times were made distinct (workflows.lifecycle.
+# transitions.happened) may share one instant; they are shown in this order, not in the order of their rows.
+STEP_ORDER = {kind: rank for rank, kind in enumerate(("SUBMITTED", "RESERVED", "ADMITTED", "CREATED", "SCHEDULED"))}
 BAD = {"SPOT_INTERRUPTION", "PREEMPTED", "QUEUE_TIMEOUT", "EXEC_TIMEOUT", "BACKEND_ERROR", "POD_LOST", "UNSCHEDULABLE"}
 
 
@@ -120,7 +123,12 @@ def exit_text(task: Task) -> str:
 def timelines(workflow: Workflow, now: datetime | None = None) -> list[TaskTimeline]:
     """One timeline per task (tasks and their events prefetched by `selfservice.services.workflows`)."""
     now = now or timezone.now()
-    return [_timeline(workflow, task, list(task.events.all()), now) for task in workflow.tasks.all()]
+    return [_timeline(workflow, task, in_order(task.events.all()), now) for task in workflow.tasks.all()]
+
+
+def in_order(events) -> list[TaskEvent]:
+    """By time; steps of one instant in the order they happen (`STEP_ORDER`), then as recorded."""
+    return sorted(events, key=lambda e: (e.at, STEP_ORDER.get(e.kind, len(STEP_ORDER)), e.id or 0))
 
 
 def _timeline(workflow: Workflow, task: Task, events: list[TaskEvent], now: datetime) -> TaskTimeline:

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from selfservice import views
+from selfservice import credential_views, views
 
 app_name = "selfservice"
 
@@ -15,6 +15,8 @@ urlpatterns = [
     path("workflows/<str:workflow_id>/tasks/<str:task_name>/log/", views.task_log, name="task-log"),
     path("workflows/<str:workflow_id>/cancel/", views.workflow_cancel, name="workflow-cancel"),
     path("profile/", views.profile_page, name="profile"),
+    path("profile/credentials/", credential_views.credential_add, name="credential-add"),
+    path("profile/credentials/<str:name>/delete/", credential_views.credential_delete, name="credential-delete"),
     path("requests/", views.requests_page, name="requests"),
     path("requests/<str:kind>/", views.requests_of_kind, name="requests-kind"),
     path("requests/<str:kind>/<int:pk>/withdraw/", views.request_withdraw, name="request-withdraw"),

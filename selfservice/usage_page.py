@@ -185,8 +185,9 @@ def guarantees(win: Window) -> dict:
     """Per project: deserved and used GPU-hours, the guarantee's share used, the idle guarantee."""
     report = consumption.report(win.query("project", granularity="total"), now=win.now)
     rows = []
-    for row in report.rows:
-        deserved, idle, used = row["deserved_gpu_hours"], row["idle_guarantee_gpu_hours"], row["gpu_hours"]
+    for row in report.rows:  # no sample in the whole range: nothing known, drawn as no guarantee (the note says so)
+        deserved, idle = row["deserved_gpu_hours"] or 0.0, row["idle_guarantee_gpu_hours"] or 0.0
+        used = row["gpu_hours"]
         if not deserved and not used:
             continue
         rows.append(
@@ -205,7 +206,8 @@ def guarantees(win: Window) -> dict:
         row["deserved_width"] = round(100 * row["deserved"] / scale, 2)
         row["used_width"] = round(100 * row["used"] / scale, 2)
         row["within_width"] = round(100 * row["within"] / scale, 2)
-    return {"rows": rows, "scale": round(scale, 1), "idle": sum(row["idle"] for row in rows)}
+    idle = sum(row["idle"] for row in rows)
+    return {"rows": rows, "scale": round(scale, 1), "idle": idle, "known": consumption.coverage_note(report.guarantee)}
 
 
 def _waits(win: Window) -> list[tuple[datetime, datetime | None]]:

@@ -20,7 +20,8 @@ from pools.presenters import preview_tasks
 from pools.services import profiles
 from portal.errors import DomainError, NotFound, PermissionDenied, PortalError
 from portal.form_limits import body_too_large, form_too_large, refuses_oversized_forms, spec_form_too_large
-from selfservice.forms import AccessRequestForm, NotificationsForm, PoolRequestForm, SpecForm
+from selfservice import credential_views
+from selfservice.forms import AccessRequestForm, NotificationsForm, PoolRequestForm, SpecForm, WorkflowFilterForm
 from selfservice.presenters import describe_error, locate_in_spec
 from selfservice.services import catalog as catalog_service
 from selfservice.services import examples, team_usage
@@ -208,12 +209,32 @@ def preview(request, name):
 @login_required
 @require_GET
 def workflow_list(request):
-    rows = workflow_service.workflows_of(request)
-    context = {"workflows": rows, "polling": any(not w.is_finished for w in rows)}
+    form, status = WorkflowFilterForm(request.GET), 200
+    found, error = workflow_service.WorkflowPage([], "", []), None
+    if form.is_valid():
+        chosen = form.cleaned_data
+        try:
+            found = workflow_service.workflows_of(
+                request, status=chosen["status"], pool=chosen["pool"], search=chosen["q"], after=chosen["after"]
+            )
+        except PortalError as refused:
+            error, status = f"{refused.field} {refused.reason}", 400
+    else:
+        field, reasons = next(iter(form.errors.items()))
+        error, status = f"{field}: {reasons[0]}", 400
+    rows = found.rows
+    context = {
+        "workflows": rows,
+        "page": found,
+        "form": form,
+        "error": error,
+        "filtered": any(form.data.get(name) for name in ("status", "pool", "q", "after")),
+        "polling": not form.data.get("after") and any(not w.is_finished for w in rows),
+    }
     if _htmx(request):
-        return render(request, "selfservice/_workflow_rows.html", context)
+        return render(request, "selfservice/_workflow_rows.html", context, status=status)
     context["team_usage"] = team_usage.for_viewer(request)  # the full page only, not the rows' polling
-    return render(request, "selfservice/workflows.html", context)
+    return render(request, "selfservice/workflows.html", context, status=status)
 
 
 @login_required
@@ -384,16 +405,20 @@ def _error_page(request, error: DomainError):
 
 @login_required
 @require_http_methods(["GET", "POST"])
-def profile_page(request):
-    """Notification settings (the same profile `osmo profile set notifications` changes)."""
+def profile_page(request, credential_form=None):
+    """Notification settings (the same profile `osmo profile set notifications` changes), and the user's
+    credentials (`selfservice.credential_views`; a refused new credential is shown here, `credential_form`)."""
+    adding = credential_form is not None
     try:
-        policy.require(request, actions.PROFILE_UPDATE if request.method == "POST" else actions.PROFILE_READ, "")
+        writing = request.method == "POST" and not adding
+        policy.require(request, actions.PROFILE_UPDATE if writing else actions.PROFILE_READ, "")
     except PermissionDenied as error:
         return _error_page(request, error)
     current = profiles.notification_settings(request.user)
-    form = NotificationsForm(request.POST or None, initial=current)
-    status = 200
-    if request.method == "POST":
+    form = NotificationsForm(None if adding else request.POST or None, initial=current)
+    status = 400 if adding else 200
+    extra = credential_views.context(request, credential_form)
+    if request.method == "POST" and not adding:
         if form.is_valid():
             try:
                 profiles.update(request, form.changes())
@@ -402,4 +427,4 @@ def profile_page(request):
             except DomainError as error:
                 form.add_error(error.field if error.field in form.fields else None, error.reason)
         status = 400
-    return render(request, "selfservice/profile.html", {"form": form, "current": current}, status=status)
+    return render(request, "selfservice/profile.html", {"form": form, "current": current, **extra}, status=status)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 
 import pytest
 from rest_framework.test import APIClient
@@ -14,11 +15,37 @@ def pytest_configure(config):
     """The suite runs on the development settings; DEBUG=false would redirect every request to HTTPS."""
     from django.conf import settings
 
+    _own_broker_database()
     if settings.SECURE_SSL_REDIRECT:
         raise pytest.UsageError(
             "the tests need the development settings: run them with `make test` "
             "(it sets DEBUG=true; tests/security checks the production settings)"
         )
+
+
+def _own_broker_database() -> None:
+    """Under `make test`'s parallel run (pytest-xdist) each worker gets a Redis database of its own, one below
+    TEST_BROKER_URL's per worker (gw0: 15, gw1: 14), as pytest-django gives each its own PostgreSQL database:
+    a worker's purge must not take the other's messages."""
+    worker, url = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("TEST_BROKER_URL", "")
+    match = re.fullmatch(r"(redis://[^/]+/)(\d+)", url)
+    if not worker.startswith("gw") or not match:
+        return
+    database = int(match.group(2)) - int(worker[2:])
+    if database < 0:
+        raise pytest.UsageError(f"TEST_BROKER_URL {url}: too few Redis databases below it for worker {worker}")
+    os.environ["TEST_BROKER_URL"] = f"{match.group(1)}{database}"
+
+
+@pytest.fixture(autouse=True)
+def _no_request_state_left():
+    """A test that starts a request and never finishes it (a response left unclosed) would leave this thread
+    remembering the access epochs it read (access.epoch, per request), and a later test in the same worker
+    would read stale epochs outside any request; each test starts as a fresh thread of a server would."""
+    yield
+    from access import epoch
+
+    epoch.end_request()
 
 
 @pytest.fixture

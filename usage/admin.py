@@ -6,12 +6,16 @@ from __future__ import annotations
 
 from django import forms
 from django.contrib import admin
+from django.utils.timezone import localdate
 from unfold.admin import ModelAdmin
 
 from access import actions
 from access.admin.site import PolicyAdminMixin
+from clusters.machinepools import pricing
 from configs.models import ConfigType
 from usage.models import PriceOverride
+
+PRICE_FIELDS = {"on_demand": "on_demand_hourly", "spot": "spot_hourly", "as_of": "as_of"}
 
 
 class PriceOverrideForm(forms.ModelForm):
@@ -23,15 +27,21 @@ class PriceOverrideForm(forms.ModelForm):
 
     class Meta:
         model = PriceOverride
-        fields = ["backend", "instance_type", "on_demand_hourly", "spot_hourly", "note"]
+        fields = ["backend", "instance_type", "on_demand_hourly", "spot_hourly", "note", "as_of"]
 
     def clean(self):
+        """Each price positive and at most pricing.MAX_HOURLY_PRICE, spot never above on-demand, the date neither
+        in the future nor before EC2 (clusters.machinepools.pricing.price_problems); the error names the field
+        and the value."""
         cleaned = super().clean()
-        for field in ("on_demand_hourly", "spot_hourly"):
-            price = cleaned.get(field)
-            if price is not None and price <= 0:
-                self.add_error(field, f"{self.fields[field].label} must be a positive USD amount, or empty")
-        if cleaned.get("on_demand_hourly") is None and cleaned.get("spot_hourly") is None:
+        problems = pricing.price_problems(
+            cleaned.get("on_demand_hourly"), cleaned.get("spot_hourly"), cleaned.get("as_of"), localdate()
+        )
+        for role, why in problems.items():
+            field = PRICE_FIELDS[role]
+            if field not in self.errors:
+                self.add_error(field, f"{self.fields[field].label}: {why}")
+        if cleaned.get("on_demand_hourly") is None and cleaned.get("spot_hourly") is None and not self.errors:
             self.add_error("on_demand_hourly", "Set an on-demand price, a spot price, or both")
         return cleaned
 
@@ -40,6 +50,6 @@ class PriceOverrideForm(forms.ModelForm):
 class PriceOverrideAdmin(PolicyAdminMixin, ModelAdmin):
     policy_resource = actions.config(ConfigType.MACHINE_POOL)
     form = PriceOverrideForm
-    list_display = ["backend", "instance_type", "on_demand_hourly", "spot_hourly", "note"]
+    list_display = ["backend", "instance_type", "on_demand_hourly", "spot_hourly", "note", "as_of"]
     list_select_related = ["backend"]
     search_fields = ["instance_type", "backend__name", "note"]

@@ -11,6 +11,8 @@ change because a project was renamed today.
   asked for per node pool, and how it ended (reports of waits and the what-if replay read these).
 - `UsageRollup`: sums of the closed attempts per hour and per day and per (project, department, node pool,
   pool, platform, backend, instance type, capacity type), built incrementally by `usage.services.rollup`.
+- `UsageTotal`: what every attempt ever rolled up added, per (project, node pool), never pruned: the base of the
+  Prometheus counters (usage.services.meters), so a scrape reads this small table, not the record.
 - `DeservedSample`: each project's deserved GPUs per node pool, sampled every hour (idle guarantee).
 - `PriceOverride`: an admin's price for an instance type on one backend (on-demand and spot).
 """
@@ -150,6 +152,23 @@ class UsageRollup(models.Model):
         return f"{self.granularity} {self.period_start:%Y-%m-%d %H:00} {self.project}"
 
 
+class UsageTotal(models.Model):
+    """Cumulative sums of the attempts rolled up so far, added in the rollup job's transaction that marks them
+    (usage.services.rollup); retention never removes them, so they only grow."""
+
+    project = models.CharField(max_length=123, blank=True, default="")
+    node_pool = models.CharField(max_length=128, blank=True, default="")
+    gpu_seconds = models.BigIntegerField(default=0)
+    cost_micros = models.BigIntegerField(default=0)
+
+    class Meta:
+        ordering = ["project", "node_pool"]
+        constraints = [models.UniqueConstraint(fields=["project", "node_pool"], name="usage_one_total_per_group")]
+
+    def __str__(self) -> str:
+        return f"{self.project}/{self.node_pool}: {self.gpu_seconds} GPU-s"
+
+
 class DeservedSample(models.Model):
     hour = models.DateTimeField()
     node_pool = models.CharField(max_length=128)
@@ -177,11 +196,29 @@ class PriceOverride(models.Model):
         max_digits=10, decimal_places=4, null=True, blank=True, help_text="USD per node-hour; empty: the catalog's"
     )
     note = models.CharField(max_length=255, blank=True, default="", help_text="Where the price comes from.")
+    as_of = models.DateField(null=True, blank=True, help_text="When the prices were read from their source.")
 
     class Meta:
         ordering = ["backend__name", "instance_type"]
         constraints = [
-            models.UniqueConstraint(fields=["backend", "instance_type"], name="usage_one_price_per_backend_type")
+            models.UniqueConstraint(fields=["backend", "instance_type"], name="usage_one_price_per_backend_type"),
+            # every door: a price is positive, at most clusters.machinepools.pricing.MAX_HOURLY_PRICE, spot never
+            # above on-demand (AWS charges at most the On-Demand price)
+            models.CheckConstraint(
+                condition=models.Q(on_demand_hourly__isnull=True)
+                | models.Q(on_demand_hourly__gt=0, on_demand_hourly__lte=1000),
+                name="usage_override_price_in_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(spot_hourly__isnull=True) | models.Q(spot_hourly__gt=0, spot_hourly__lte=1000),
+                name="usage_override_spot_price_in_range",
+            ),
+            models.CheckConstraint(
+                condition=models.Q(on_demand_hourly__isnull=True)
+                | models.Q(spot_hourly__isnull=True)
+                | models.Q(spot_hourly__lte=models.F("on_demand_hourly")),
+                name="usage_override_spot_at_most_on_demand",
+            ),
         ]
 
     def __str__(self) -> str:

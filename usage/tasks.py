@@ -1,5 +1,4 @@
-"""The usage app's periodic jobs (Celery beat, `CELERY_BEAT_SCHEDULE`): the incremental rollup and retention
-(through usage.services.meters, which keeps the Prometheus counters' totals of what it removes)."""
+"""The usage app's periodic jobs (Celery beat, `CELERY_BEAT_SCHEDULE`): the incremental rollup and retention."""
 
 from __future__ import annotations
 
@@ -17,6 +16,6 @@ def roll_up() -> int:
 
 @shared_task(name="usage.tasks.prune")
 def prune() -> dict[str, int]:
-    from usage.services import meters
+    from usage.services import retention
 
-    return meters.prune_keeping_totals()  # retention, the metrics' counters kept whole
+    return retention.prune()

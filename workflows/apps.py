@@ -7,6 +7,7 @@ class WorkflowsConfig(AppConfig):
 
     def ready(self) -> None:
         from pools import platform_use
-        from workflows.queries import unfinished_on_platforms
+        from portal import lazy
 
-        platform_use.register(unfinished_on_platforms)  # a platform removed with its machine pool asks
+        # a platform removed with its machine pool asks (workflows.queries: imported then, portal.lazy)
+        platform_use.register(lazy.function("workflows.queries.unfinished_on_platforms"))

@@ -35,3 +35,9 @@ def delete_pods(backend_id: int, targets: list[tuple[str, str]], why: str) -> No
     task while the cluster is unreachable)."""
     payload = [[namespace, name] for namespace, name in targets]
     transaction.on_commit(lambda: _tasks().delete_pods.delay(backend_id, payload, why), robust=True)
+
+
+def delete_secrets(backend_id: int, targets: list[tuple[str, str]], why: str) -> None:
+    """Delete Secrets `(namespace, name)` of a backend once the current transaction commits."""
+    payload = [[namespace, name] for namespace, name in targets]
+    transaction.on_commit(lambda: _tasks().delete_secrets.delay(backend_id, payload, why), robust=True)

@@ -101,6 +101,8 @@ class Workflow(models.Model):
     exec_timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
     queue_timeout_seconds = models.PositiveIntegerField(null=True, blank=True)
     warnings = models.JSONField(default=list, blank=True)
+    # the Secrets its pods use (workflows.credentials): [{name, kind, registries | credentials}], names only
+    credential_secrets = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True, db_index=True)
     started_at = models.DateTimeField(null=True, blank=True)
@@ -132,7 +134,15 @@ class Workflow(models.Model):
 
     class Meta:
         ordering = ["-created_at", "-id"]
-        indexes = [models.Index(fields=["submitted_by", "-created_at"]), models.Index(fields=["pool", "status"])]
+        indexes = [
+            models.Index(fields=["submitted_by", "-created_at"]),
+            models.Index(fields=["pool", "status"]),
+            # the lists' order, with the id that breaks ties: a deep page's ids from the index alone (docs/scale.md)
+            models.Index(fields=["-created_at", "-id"], name="workflow_newest_first"),
+            # the dashboard's last 24 hours: finished, admitted (docs/scale.md)
+            models.Index(fields=["finished_at"], name="workflow_finished_at"),
+            models.Index(fields=["admitted_at"], name="workflow_admitted_at"),
+        ]
 
     def __str__(self) -> str:
         return self.workflow_id

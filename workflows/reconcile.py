@@ -25,7 +25,7 @@ from django.db import connection
 from django.utils import timezone
 
 from clusters import inventory
-from clusters.kube import pods
+from clusters.kube import pods, secrets
 from clusters.kube.connection import connect
 from clusters.kube.errors import KubeError
 from clusters.models import Backend
@@ -89,6 +89,16 @@ def list_ours(kube) -> pods.PodList:
 
 def delete_pods(backend_pk: int, targets: list[tuple[str, str]]) -> int:
     """Delete pods (404 is fine). Transient errors propagate (the Celery task retries); others are logged."""
+    return _delete_each(backend_pk, targets, pods.delete_pod)
+
+
+def delete_secrets(backend_pk: int, targets: list[tuple[str, str]]) -> int:
+    """Delete a finished workflow's credential Secrets (404 is fine), as `delete_pods` deletes pods."""
+    return _delete_each(backend_pk, targets, secrets.delete_secret)
+
+
+def _delete_each(backend_pk: int, targets: list[tuple[str, str]], delete) -> int:
+    """`delete(kube, namespace, name)` for each target on one connection; how many were there to delete."""
     backend = Backend.objects.filter(pk=backend_pk).first()
     if backend is None or not targets:
         return 0
@@ -96,7 +106,7 @@ def delete_pods(backend_pk: int, targets: list[tuple[str, str]]) -> int:
     with connect(backend) as kube:
         for namespace, name in targets:
             try:
-                deleted += pods.delete_pod(kube, namespace, name)
+                deleted += delete(kube, namespace, name)
             except KubeError as error:
                 if error.transient:
                     raise

@@ -33,12 +33,13 @@ from portal import metrics
 from portal.errors import PortalError
 from portal.safe_yaml import spec_limits
 from teams.services import charged_project
-from workflows import admission_gate, enqueue, parts
+from workflows import admission_gate, credentials, enqueue, parts
 from workflows.errors import InvalidSpec, PoolInMaintenance, PoolNotFound, WorkflowInvalid
 from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName, WorkflowStatus
 from workflows.parts import workflow_requests
 from workflows.pool_loading import load_pool
 from workflows.spec import SpecError, WorkflowSpec, effective_timeouts, parse_workflow, substitute_tokens
+from workflows.spot_advice import spot_capacity, spot_warnings
 from workflows.submit_options import with_options
 from workflows.templating import is_templated, render_spec
 
@@ -120,6 +121,7 @@ def _submit(request: SubmitRequest) -> SubmitResult:
         return stored
     project = charged_project(who, request.project)
     spec = _parse(request)
+    use = credentials.plan(who, spec)  # refuses a credential the submitter does not have
     document = _json_safe(spec.document)
     priority = _priority(request.priority)
     exec_timeout, queue_timeout, timeout_warnings = effective_timeouts(
@@ -130,16 +132,20 @@ def _submit(request: SubmitRequest) -> SubmitResult:
         ctx = _context(pool, spec.name + "-dry-run", who.user.get_username(), priority, spec)
         platforms, nodes = _placed(pool, spec)
         plan = _plan(spec, ctx, platforms, nodes)
+        for planned in plan:
+            credentials.decorate(planned.resolution.pod, planned.task, use.secrets(ctx.workflow_id))
         stub = Workflow(pool=pool, project=project, priority=priority, name=spec.name)
         charges, lead = _charges(stub, spec, platforms)
         parts.charge(stub, charges, lead, _planned_pods(plan))  # refused as a submission is
         candidates = placement_candidates({p.platform.pk for p in plan}) if request.dry_run else None
         tasks = [_dry_run_row(p, candidates, parts.charge_of(charges, p.platform.name)) for p in plan]
+        if request.dry_run and use.secrets(ctx.workflow_id):
+            for row, planned in zip(tasks, plan, strict=True):
+                row["provenance"].update(credentials.provenance(planned.resolution.pod, use.secrets(ctx.workflow_id)))
         status = "DRY_RUN" if request.dry_run else "VALID"
         rendered = yaml.safe_dump(document, sort_keys=False) if request.dry_run else None
-        return SubmitResult(
-            None, status, pool.name, tasks, warnings + _plan_warnings(plan), _name(project), spec.name, rendered
-        )
+        warnings += _plan_warnings(plan) + spot_warnings(plan, pool, exec_timeout)
+        return SubmitResult(None, status, pool.name, tasks, warnings, _name(project), spec.name, rendered)
     # Read before the transaction, whose `_next_id` locks the workflow's name until commit: submissions of one
     # name wait for each other's resolution and writes only, not for these queries (tokens never change a
     # platform); and outside a transaction the gate may answer from its per-process cache
@@ -147,6 +153,7 @@ def _submit(request: SubmitRequest) -> SubmitResult:
     platforms, nodes = _placed(pool, spec)
     stub = Workflow(pool=pool, project=project, priority=priority, name=spec.name)
     charges, lead = _charges(stub, spec, platforms)  # quotas' admission gate, when installed
+    on_spot = spot_capacity(set(platforms))  # the spot advice's one read, outside the transaction's lock
     with transaction.atomic():
         workflow_id = _next_id(spec.name)
         workflow_uuid = uuid.uuid4()
@@ -163,11 +170,12 @@ def _submit(request: SubmitRequest) -> SubmitResult:
             priority=priority,
             spec=document,
             labels=spec.labels,
-            warnings=warnings + _plan_warnings(plan),
+            warnings=warnings + _plan_warnings(plan) + spot_warnings(plan, pool, exec_timeout, on_spot),
             exec_timeout_seconds=_seconds(exec_timeout),
             queue_timeout_seconds=_seconds(queue_timeout),
             requests=workflow_requests(p.resolution.pod for p in plan),
             submit_key=request.key or None,
+            credential_secrets=use.secrets(workflow_id),
         )
         charged = parts.charge(workflow, charges, lead, _planned_pods(plan))  # refuses what can never run
         [workflow] = Workflow.objects.bulk_create([workflow])
@@ -274,7 +282,7 @@ def resolve_retry(workflow: Workflow, task: Task, retry_id: int) -> dict:
     problems = _failures(resolution.validation)
     if problems:
         raise WorkflowInvalid(problems[0]["reason"], field=problems[0]["field"], value=problems[0]["value"])
-    return resolution.pod
+    return credentials.decorate(resolution.pod, task_spec, workflow.credential_secrets)
 
 
 _NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # an escaped NUL, not a literal backslash-u0000
@@ -420,6 +428,7 @@ def _next_id(name: str) -> str:
 def _task_row(workflow: Workflow, spec: WorkflowSpec, planned: PlannedTask, pool: Pool, charges) -> Task:
     node_pool, selector = parts.task_charge(charges, planned.platform.name)
     pod = confined(copy.deepcopy(planned.resolution.pod), selector) if selector else planned.resolution.pod
+    pod = credentials.decorate(pod, planned.task, workflow.credential_secrets)
     group = next(g for g in spec.groups if g.name == planned.task.group)
     return Task(
         workflow=workflow,

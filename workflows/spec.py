@@ -30,6 +30,7 @@ from workflows.spec_fields import (
     SpecError,
     check_bool,
     check_cpu,
+    check_credentials,
     check_environment,
     check_exit_actions,
     check_gpu,
@@ -84,12 +85,12 @@ _TASK_FIELDS = (
     "volumeMounts",
     "exitActions",
     "lead",
+    "credentials",
 )
 UNSUPPORTED_TASK_FIELDS = (
     "inputs",
     "outputs",
     "files",
-    "credentials",
     "downloadType",
     "cacheSize",
     "checkpoint",
@@ -142,6 +143,7 @@ class TaskSpec:
     host_network: bool = False
     volume_mounts: list[str] = field(default_factory=list)  # OSMO "src[:dst]", validated
     exit_actions: dict[str, str] = field(default_factory=dict)  # {"COMPLETE"|"FAIL"|"RESCHEDULE": "0,1-10"}
+    credentials: dict[str, str | dict[str, str]] = field(default_factory=dict)  # {name: /dir | {ENV: key}}
     lead: bool = False
     group: str = ""
     path: str = field(default="", compare=False)  # where it was written: "tasks[0]", "groups[1].tasks[2]"
@@ -474,6 +476,7 @@ class _Parser:
             host_network=check_bool(data.get("hostNetwork", False), join_key(path, "hostNetwork")),
             volume_mounts=check_volume_mounts(data.get("volumeMounts"), join_key(path, "volumeMounts")),
             exit_actions=check_exit_actions(data.get("exitActions"), join_key(path, "exitActions")),
+            credentials=check_credentials(data.get("credentials"), join_key(path, "credentials")),
             lead=check_bool(data.get("lead", False), join_key(path, "lead")),
             path=path,
         )

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from datetime import timedelta
 from typing import NoReturn
 
+from access.services.credentials import KEY_MAX, KEY_RE, MAX_KEYS, check_name
 from configs.validators import normalize_exit_actions, parse_timeout, timeout_of
 from pools.engine import EngineError, k8s_name, parse_volume_mount
 from pools.engine.gates import reserved_env, reserved_label
@@ -29,6 +30,7 @@ __all__ = [
     "SpecError",
     "check_bool",
     "check_cpu",
+    "check_credentials",
     "check_environment",
     "check_exit_actions",
     "check_gpu",
@@ -49,6 +51,8 @@ __all__ = [
 WORKFLOW_NAME_MAX = 40  # ids are `<name>-<n>`; pod names `<id>-<task>` should stay readable within 63
 TASK_NAME_MAX = 63  # the container name (a DNS-1123 label)
 MAX_LABELS = 16
+MAX_TASK_CREDENTIALS = 16  # credentials one task names
+MOUNT_PATH_MAX = 1024
 # OSMO's NAMEREGEX (src/utils/job/common.py) for tasks and groups; the container name is its k8s_name.
 _TASK_NAME = re.compile(r"[a-zA-Z]([a-zA-Z0-9_-]*[a-zA-Z0-9])?")
 _ENV_NAME = re.compile(r"[-._a-zA-Z][-._a-zA-Z0-9]*")  # Kubernetes EnvVarName
@@ -272,6 +276,53 @@ def check_environment(data: object, path: str) -> dict[str, str]:
             _fail("has no value: give a string ('' for empty)", where, value)
         environment[key] = scalar_text(value, where, "environment value")
     return environment
+
+
+def check_credentials(data: object, path: str) -> dict[str, str | dict[str, str]]:
+    """OSMO's task `credentials:` (src/utils/job/task.py TaskSpec): `{name: /mount/dir}` (every key of the
+    credential a file there) or `{name: {ENV_VAR: key}}`. Whether they exist is checked at submission."""
+    if data is None:
+        return {}
+    if not isinstance(data, Mapping):
+        _fail("must be a mapping of credential name: /mount/path or {ENV_VAR: key}", path, data)
+    if len(data) > MAX_TASK_CREDENTIALS:
+        _fail(f"names {len(data)} credentials; at most {MAX_TASK_CREDENTIALS}", path, len(data))
+    checked: dict[str, str | dict[str, str]] = {}
+    for name, use in data.items():
+        where = join_key(path, str(name))
+        try:
+            check_name(name, where)
+        except DomainError as error:
+            raise SpecError(error.reason, field=error.field, value=error.value) from None
+        checked[name] = _mount_path(use, where) if isinstance(use, str) else _env_keys(use, where)
+    return checked
+
+
+def _mount_path(value: str, where: str) -> str:
+    parts = [part for part in value.split("/") if part]
+    if not value.startswith("/") or not parts or len(value) > MOUNT_PATH_MAX or ".." in parts:
+        _fail(f"a mount path is absolute, at most {MOUNT_PATH_MAX} characters, without '..'", where, value)
+    if parts[0] == "osmo" or any(c in value for c in ',?"<>|\r\n\\:'):
+        _fail('a mount path may not be under /osmo nor hold , ? " < > | : or a backslash', where, value)
+    return "/" + "/".join(parts)
+
+
+def _env_keys(value: object, where: str) -> dict[str, str]:
+    if not isinstance(value, Mapping) or not value:
+        _fail("is a mount path (/dir) or a mapping of ENV_VAR: key of the credential", where, value)
+    if len(value) > MAX_KEYS:
+        _fail(f"sets {len(value)} variables; at most {MAX_KEYS}", where, len(value))
+    envs = {}
+    for env, key in value.items():
+        at = join_key(where, str(env))
+        if not isinstance(env, str) or not _ENV_NAME.fullmatch(env):
+            _fail("an environment variable name has letters, digits, '_', '-' or '.'", at, env)
+        if reserved_env(env):
+            _fail(reserved_env(env), at, env)
+        if not isinstance(key, str) or not KEY_RE.match(key) or len(key) > KEY_MAX:
+            _fail("names a key of the credential (letters, digits, '-', '_' and '.')", at, key)
+        envs[env] = key
+    return envs
 
 
 def check_bool(value: object, path: str) -> bool:

@@ -107,6 +107,25 @@ def delete_pods(self, backend_pk: int, targets: list, why: str = "") -> None:
         )
 
 
+@shared_task(bind=True, **RETRYING)
+def delete_secrets(self, backend_pk: int, targets: list, why: str = "") -> None:
+    """Delete a finished workflow's credential Secrets `[[namespace, name], …]` (workflows.credentials)."""
+    try:
+        _in_process(
+            self,
+            lambda: reconcile.delete_secrets(backend_pk, [tuple(target) for target in targets]),
+            f"delete secrets of backend #{backend_pk}",
+        )
+    except KubeError as error:
+        _retry_or_give_up(
+            self,
+            error,
+            lambda reason: log.warning(
+                "deleting %d secret(s) (%s) of backend #%s: %s", len(targets), why, backend_pk, reason
+            ),
+        )
+
+
 @shared_task(ignore_result=True)
 def reconcile_workflows() -> dict:
     """Read our pods for every unfinished task (what the watcher does, in case it was down)."""
@@ -121,3 +140,13 @@ def enforce_timeouts() -> dict:
 @shared_task(ignore_result=True)
 def reap_pods() -> dict:
     return reconcile.run_locked("reaper", reconcile.reap_all)
+
+
+@shared_task(ignore_result=True)
+def archive_workflows() -> dict:
+    """Retention: old finished workflows to JSON lines, then removed (workflows.archive)."""
+    from workflows import archive  # lazy: the job's module only where it runs
+
+    if not settings.WORKFLOW_ARCHIVE_DAYS:
+        return {"archived": 0, "off": True}
+    return reconcile.run_locked("archive", archive.archive)

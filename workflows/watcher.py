@@ -11,6 +11,11 @@ A watch that ends (server timeout) resumes from the last resourceVersion; `410 G
 network errors and 5xx reconnect with capped exponential backoff (resuming, or listing again if the
 version has expired meanwhile). Timeouts and the reaper are periodic jobs: Celery beat's in production,
 `manage.py periodic`'s in the embedded default (portal.periodic), never this loop's.
+
+Replicas (clusters.leases): a replica watches the backends whose lease it holds. Each event is applied in
+one transaction with the lease's fence, which records the event's resourceVersion; a replica that takes a
+backend over watches from that version (listing only when there is none, or it is gone), so every event
+after the last one applied is applied, and none before it again.
 """
 
 from __future__ import annotations
@@ -22,6 +27,7 @@ from dataclasses import dataclass
 from clusters.kube import pods
 from clusters.kube.connection import KubeClient
 from clusters.kube.errors import KubeError
+from clusters.leases import Held
 from clusters.watchloop import BackendWatcher, WatchThread
 from workflows import reconcile
 from workflows.lifecycle.create import instance
@@ -36,6 +42,7 @@ class _Backend(WatchThread):
     name: str
     kube: KubeClient
     lists: int = 0
+    lease: Held | None = None
 
 
 class WorkflowWatcher(BackendWatcher):
@@ -53,17 +60,40 @@ class WorkflowWatcher(BackendWatcher):
         super().__init__(names, watch_seconds=watch_seconds, **options)
         self.errors = 0
 
-    def _watch(self, backend, kube: KubeClient) -> list[str]:
-        state = _Backend(pk=backend.pk, name=backend.name, kube=kube)
+    def _watch(self, backend, kube: KubeClient, lease: Held) -> list[str]:
+        state = _Backend(pk=backend.pk, name=backend.name, kube=kube, lease=lease)
         self.backends.append(state)
-        self._spawn(state, lambda: self._loop(state), f"watch-workflows-{backend.name}")
-        return [f"backend {backend.name}: watching pods labelled {pods.instance_selector(instance())}"]
+        version = lease.versions.get("pods") or None
+        self._spawn(state, lambda: self._loop(state, version), f"watch-workflows-{backend.name}")
+        since = f" from resourceVersion {version}" if version else ""
+        return [f"backend {backend.name}: watching pods labelled {pods.instance_selector(instance())}{since}"]
 
     def _watch_threads(self) -> Iterable[WatchThread]:
         return self.backends
 
     def _threads_of(self, state: _Backend) -> Iterable[WatchThread]:
         return [state]
+
+    def _apply_item(self, item: tuple) -> int:
+        """A listing is reconciled task by task (each its own transaction, as the periodic reconciliation
+        does), between two fences: the lease is checked before, its version recorded after. Observations
+        are guarded, so a listing applied again (by the next holder, if this one dies in between) is harmless."""
+        if item[0] != "list":
+            return super()._apply_item(item)
+        state = item[1]
+        if not self.fenced_write(state, lambda: None)[0]:
+            return 0
+        applied = self._apply(item)
+        self.fenced_write(state, lambda: None, self._version_of(item))
+        return applied
+
+    def _version_of(self, item: tuple) -> dict | None:
+        if item[0] == "list":
+            return {"pods": item[2].resource_version}
+        if item[0] == "event":
+            version = ((item[3] or {}).get("metadata") or {}).get("resourceVersion")
+            return {"pods": str(version)} if version else None
+        return None
 
     # ----------------------------------------------------------------------------- applying (caller's thread)
 
@@ -85,16 +115,16 @@ class WorkflowWatcher(BackendWatcher):
 
     # ----------------------------------------------------------------------------- reading (one thread per backend)
 
-    def _loop(self, state: _Backend) -> None:
+    def _loop(self, state: _Backend, version: str | None) -> None:
+        """List (unless resuming from `version`, the last one applied under the backend's lease), then watch."""
         selector = pods.instance_selector(instance())
-        version: str | None = None
         failures = 0
 
         def opened() -> None:
             nonlocal failures
             failures = 0
 
-        while not self._stopping.is_set():
+        while not self._halted(state):
             try:
                 if version is None:
                     listing = reconcile.list_ours(state.kube)
@@ -109,7 +139,7 @@ class WorkflowWatcher(BackendWatcher):
                     self.events.put(("event", state, event_type, obj))
                 version = watch.resource_version
             except KubeError as error:
-                if self._stopping.is_set():
+                if self._halted(state):
                     return
                 if error.gone:
                     version = None
@@ -119,7 +149,7 @@ class WorkflowWatcher(BackendWatcher):
                 failures += 1
                 self._failed(("error", state, error), failures)
             except Exception as error:  # noqa: BLE001 - keep watching whatever happens
-                if self._stopping.is_set():
+                if self._halted(state):
                     return
                 failures += 1
                 self._failed(("error", state, error), failures)

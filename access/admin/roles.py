@@ -21,7 +21,7 @@ from access.matching import check_action
 from access.models import Role
 from access.services import users
 from configs import store
-from configs.admin import FormWordsMixin
+from configs.admin import ChangeDescriptionMixin, FormWordsMixin
 from configs.errors import ConfigError
 from configs.models import ConfigType
 from configs.revisions import Actor
@@ -79,7 +79,7 @@ class RoleForm(forms.ModelForm):
 
 
 @admin.register(Role)
-class RoleAdmin(FormWordsMixin, PolicyAdminMixin, ServiceBackedAdmin):
+class RoleAdmin(ChangeDescriptionMixin, FormWordsMixin, PolicyAdminMixin, ServiceBackedAdmin):
     policy_resource = "config/role"
     words_schema = ROLE
     form = RoleForm
@@ -108,7 +108,13 @@ class RoleAdmin(FormWordsMixin, PolicyAdminMixin, ServiceBackedAdmin):
         return (obj is None or obj.name not in BUILTIN_ROLES) and super().has_delete_permission(request, obj)
 
     def save_model(self, request, obj, form, change):
-        result = store.apply(ConfigType.ROLE, obj.name, form.body(), Actor.for_request(request, "admin"))
+        result = store.apply(
+            ConfigType.ROLE,
+            obj.name,
+            form.body(),
+            Actor.for_request(request, "admin"),
+            description=self.revision_description(form),
+        )
         for warning in result.warnings:
             self.message_user(request, warning, messages.WARNING)
         saved = Role.objects.get(name=obj.name)
@@ -134,8 +140,8 @@ class RoleAdmin(FormWordsMixin, PolicyAdminMixin, ServiceBackedAdmin):
     @display(description="Policies")
     def policy_summary(self, obj):
         parts = [
-            f"{p.get('effect', 'Allow')} {','.join(p.get('actions', []))} on "
-            f"{','.join(p.get('resources') or ['(global)'])}"
+            f"{p.get('effect', 'Allow')} {', '.join(p.get('actions', []))} on "
+            f"{', '.join(p.get('resources') or ['(global)'])}"
             for p in obj.policies[:3]
         ]
         return "; ".join(parts) + (" …" if len(obj.policies) > 3 else "") if parts else "-"

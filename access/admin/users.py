@@ -7,7 +7,6 @@ because they grant nothing here: `osmo-admin` does.
 
 from __future__ import annotations
 
-from axes.models import AccessAttempt
 from django import forms
 from django.contrib import admin, messages
 from django.contrib.auth import get_user_model
@@ -22,7 +21,7 @@ from unfold.decorators import action, display
 from unfold.forms import AdminPasswordChangeForm, UserChangeForm, UserCreationForm
 
 from access.admin.site import PolicyAdminMixin
-from access.models import APIToken, AuditEvent, Role
+from access.models import APIToken, AuditEvent, LoginAttempt, Role
 from access.policy import DEFAULT_ROLE
 from access.services import roles, tokens
 from configs.revisions import Actor
@@ -165,7 +164,7 @@ class AuditEventAdmin(ReadOnlyAdminMixin, PolicyAdminMixin, ModelAdmin):
         return obj.outcome
 
 
-@admin.register(AccessAttempt)
+@admin.register(LoginAttempt)
 class SignInFailureAdmin(PolicyAdminMixin, ModelAdmin):
     """Failed password sign-ins counted by django-axes (access/throttle.py). Deleting rows unlocks."""
 

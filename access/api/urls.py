@@ -1,7 +1,7 @@
 from django.urls import path
 from drf_spectacular.utils import extend_schema
 
-from access.api import user_views, views
+from access.api import credential_views, user_views, views
 
 urlpatterns = [
     path("auth/login", views.LoginInfoView.as_view(), name="login-info"),
@@ -11,6 +11,8 @@ urlpatterns = [
     path("auth/access_token/<str:name>", views.TokenObjectView.as_view(), name="token-object"),
     path("auth/user/<str:user_id>/access_token", views.UserTokenCollectionView.as_view(), name="user-tokens"),
     path("auth/user/<str:user_id>/access_token/<str:name>", views.UserTokenObjectView.as_view(), name="user-token"),
+    path("credentials", credential_views.CredentialCollectionView.as_view(), name="credential-collection"),
+    path("credentials/<str:name>", credential_views.CredentialObjectView.as_view(), name="credential-object"),
 ]
 
 # OSMO's user API: `api/auth/user…` (OSMO 6.4's CLI) and `api/auth/users…` (later CLIs), the same views; the

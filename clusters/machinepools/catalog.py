@@ -24,6 +24,19 @@ def source() -> str:
     return json.loads(DATA.read_text())["source"]
 
 
+def regions_source() -> str:
+    """Where the `regions` of the types that list them come from."""
+    return json.loads(DATA.read_text())["regions_source"]
+
+
+@cache
+def region() -> str:
+    """The AWS region the shipped prices are for."""
+    return json.loads(DATA.read_text())["region"]
+
+
 def _instance(row: dict) -> InstanceType:
     price = row.get("hourly_price")
-    return InstanceType(**{**row, "hourly_price": None if price is None else Decimal(price)})
+    return InstanceType(
+        **{**row, "hourly_price": None if price is None else Decimal(price), "regions": tuple(row.get("regions", ()))}
+    )

@@ -10,11 +10,18 @@ the pool's own labels; its taints are the pool's taints.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import date
 from decimal import Decimal
 
 MACHINEPOOL_LABEL = "node.kubernetes.io/machinepool"
 INSTANCE_TYPE_LABEL = "node.kubernetes.io/instance-type"
 CAPACITY_TYPE_LABEL = "node.kubernetes.io/capacity-type"  # "spot" | "on-demand"
+# The labels that say a node is a spot instance, and their spot value: ours (ROSA's), Karpenter's and EKS's.
+SPOT_LABELS = {
+    CAPACITY_TYPE_LABEL: "spot",
+    "karpenter.sh/capacity-type": "spot",
+    "eks.amazonaws.com/capacityType": "SPOT",
+}
 ARCH_LABEL = "kubernetes.io/arch"
 GPU_PRODUCT_LABEL = "nvidia.com/gpu.product"
 GPU_RESOURCE = "nvidia.com/gpu"
@@ -43,8 +50,9 @@ class Taint:
 @dataclass(frozen=True)
 class InstanceType:
     """One machine shape: what a node of this type offers. `hourly_price` is the on-demand price in USD
-    (None: not sold on demand); `spot_hourly_price` a spot price an admin recorded (None: none known; cost
-    then estimates it, docs/usage.md#cost)."""
+    (None: not sold on demand); `spot_hourly_price` a spot price an admin recorded (None: none recorded; cost
+    then reads the shipped spot table or estimates it, docs/usage.md#cost); `price_note` and `prices_as_of` say
+    where an admin's figures come from and when they were read."""
 
     name: str
     vcpu: int
@@ -56,6 +64,9 @@ class InstanceType:
     gpu_memory_mib: int = 0
     hourly_price: Decimal | None = None
     spot_hourly_price: Decimal | None = None
+    regions: tuple[str, ...] = ()  # the AWS regions that offer it, where the catalog knows them (empty: unknown)
+    price_note: str = ""
+    prices_as_of: date | None = None
 
     def capacity(self) -> dict[str, str]:
         """The node's status.capacity as Kubernetes reports it (quantities)."""
@@ -87,6 +98,13 @@ class MachinePoolSpec:
     spot: bool = False
     max_price: Decimal | None = None  # spot only; None = capped at the on-demand price
     disk_size_gib: int = 300
+    availability_zones: tuple[str, ...] = ()  # empty: the cluster's own
+    subnets: tuple[str, ...] = ()  # ROSA: a single-AZ pool's subnet
+    security_groups: tuple[str, ...] = ()  # ROSA: additional security group ids
+    aws_tags: dict[str, str] = field(default_factory=dict)  # ROSA: tags on the instances
+    requirements: tuple[dict, ...] = ()  # Karpenter: NodePool requirements beyond the portal's own
+    limits: dict[str, str] = field(default_factory=dict)  # Karpenter: cpu, memory, nvidia.com/gpu
+    disruption: dict = field(default_factory=dict)  # Karpenter: consolidationPolicy, consolidateAfter, budgets
 
     @property
     def most_nodes(self) -> int:

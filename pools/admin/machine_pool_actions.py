@@ -1,5 +1,6 @@
-"""The machine pools' admin action "Make a platform from this machine pool" (pools.admin.machine_pools), and
-deleting a machine pool with what was made for it.
+"""The machine pools' admin action "Make a platform from this machine pool" (pools.admin.machine_pools: the
+list's bulk action and the page's "Make a platform" button, which asks first), each message linking to the
+platform made, and deleting a machine pool with what was made for it.
 
 The action writes through `pools.services.machine_pool_platforms.make_platform`, so history holds the
 template and the pool; the platform goes in the backend's only pool (with several, `machinepool
@@ -10,28 +11,80 @@ from __future__ import annotations
 
 from django.contrib import admin, messages
 from django.http import HttpResponseRedirect
+from django.shortcuts import get_object_or_404
 from django.urls import reverse
+from django.utils.html import format_html
+from unfold.decorators import action
 
 from access import actions, policy
+from clusters.models import MachinePool
 from configs.revisions import Actor
 from pools.models import Platform, PodTemplate
-from pools.services.machine_pool_platforms import make_platform
+from pools.services.machine_pool_platforms import MadePlatform, make_platform
 from pools.services.machine_pool_removal import delete_machine_pool, plan
+from portal.admin_base import confirmation_page
 from portal.errors import PortalError
 
 
 @admin.action(description="Make a platform from this machine pool")
 def make_platform_action(model_admin, request, queryset) -> None:
-    for config_type in ("POD_TEMPLATE", "POOL"):
-        policy.require(request, actions.CONFIG_UPDATE, actions.config(config_type))
+    _policy_for_platform(request)
     actor = Actor.for_request(request, "admin")
     for machine_pool in queryset.order_by("name"):
-        try:
-            made = make_platform(machine_pool.name, actor)
-        except PortalError as error:
-            model_admin.message_user(request, f"{machine_pool.name}: {error}", messages.ERROR)
-            continue
-        model_admin.message_user(request, f"{made.said().capitalize()}.", messages.SUCCESS)
+        _make_one(model_admin, request, machine_pool.name, actor)
+
+
+def _policy_for_platform(request) -> None:
+    """Making a platform writes a pod template and a pool: the admin's rights must cover both."""
+    for config_type in ("POD_TEMPLATE", "POOL"):
+        policy.require(request, actions.CONFIG_UPDATE, actions.config(config_type))
+
+
+def _make_one(model_admin, request, name: str, actor: Actor) -> None:
+    try:
+        made = make_platform(name, actor)
+    except PortalError as error:
+        model_admin.message_user(request, f"{name}: {error}", messages.ERROR)
+        return
+    model_admin.message_user(request, made_message(made), messages.SUCCESS)
+
+
+def made_message(made: MadePlatform):
+    """`Platform rosa/gpu created from machine pool gpu (…).` with the platform's name a link to its page."""
+    said = made.said()
+    platform = f"{made.pool}/{made.platform}"
+    pk = Platform.objects.filter(pool__name=made.pool, name=made.platform).values_list("pk", flat=True).first()
+    if pk is None:  # pragma: no cover - make_platform has just written it
+        return f"{said[0].upper()}{said[1:]}."
+    before, _, after = said.partition(platform)
+    url = reverse("admin:pools_platform_change", args=[pk])
+    return format_html('{}<a class="underline" href="{}">{}</a>{}.', before.capitalize(), url, platform, after)
+
+
+class MakePlatformMixin:
+    """The machine pool page's "Make a platform" button: a confirmation page, then the same service as the list's
+    bulk action (`pools.services.machine_pool_platforms.make_platform`)."""
+
+    actions_detail = ["make_platform_detail"]
+
+    @action(description="Make a platform", url_path="make-platform", permissions=["change"], icon="add_box")
+    def make_platform_detail(self, request, object_id):
+        machine_pool = get_object_or_404(MachinePool, pk=object_id)
+        change_url = reverse("admin:clusters_machinepool_change", args=[object_id])
+        if request.method != "POST":
+            return confirmation_page(
+                self,
+                request,
+                heading=f"Make a platform from machine pool {machine_pool.name}?",
+                explanation=f"This writes a pod template that steers pods onto {machine_pool.name}'s nodes (its "
+                "labels and taints) and a platform using it in the backend's pool, or brings them up to date; "
+                "each is a revision in the history.",
+                confirm_label="Make the platform",
+                cancel_url=change_url,
+            )
+        _policy_for_platform(request)
+        _make_one(self, request, machine_pool.name, Actor.for_request(request, "admin"))
+        return HttpResponseRedirect(change_url)
 
 
 class DeleteWithPlatformMixin:
@@ -81,5 +134,4 @@ class DeleteWithPlatformMixin:
 
     def _policy_for_platforms(self, request) -> None:
         """Removing what was made for it writes pools and pod templates: the admin's rights must cover them."""
-        for config_type in ("POD_TEMPLATE", "POOL"):
-            policy.require(request, actions.CONFIG_UPDATE, actions.config(config_type))
+        _policy_for_platform(request)

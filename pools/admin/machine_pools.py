@@ -2,20 +2,20 @@
 
 Machine pools are written like every config type, through `configs.store.apply` (ConfigAdmin): each save is
 one MACHINE_POOL revision. The status the provider last answered is read-only, with capacity now and at
-maximum (nodes, GPUs from the instance type) and the hourly cost. "Add from preset" links prefill the add
-form with the seed's two pools (clusters.machinepools.presets). The list's query count does not grow with
-rows: the instance-type catalog is read once per page and laid on the rows.
+maximum (nodes, GPUs from the instance type) and the hourly cost: the figures of `clusters.machinepools.figures`,
+which the REST API and `machinepool list|describe` show too. "Add from preset" links prefill the add form with the
+seed's two pools (clusters.machinepools.presets). The list's query count does not grow with rows: the figures
+are computed for the page at once and laid on the rows.
 
 Instance types are plain rows an admin adds or corrects over the shipped catalog (not a config type).
 """
 
 from __future__ import annotations
 
-from decimal import Decimal
-
 from django import forms
 from django.contrib import admin
 from django.utils.html import format_html
+from django.utils.timezone import localdate
 from unfold.admin import ModelAdmin
 from unfold.decorators import display
 
@@ -23,8 +23,8 @@ from access import actions
 from access.admin.site import PolicyAdminMixin
 from clusters.config_types import MACHINE_POOL
 from clusters.machinepools import catalog as shipped_catalog
-from clusters.machinepools import instance_types
-from clusters.machinepools.inventory_nodes import NodeCount, node_counts
+from clusters.machinepools import instance_types, pricing
+from clusters.machinepools.figures import MachinePoolStatus, statuses
 from clusters.machinepools.presets import PRESETS
 from clusters.models import InstanceType, MachinePool
 from configs import store
@@ -32,7 +32,7 @@ from configs.admin import in_the_forms_words
 from configs.errors import ConfigError
 from configs.models import ConfigType
 from pools.admin.config import ConfigAdmin
-from pools.admin.machine_pool_actions import DeleteWithPlatformMixin, make_platform_action
+from pools.admin.machine_pool_actions import DeleteWithPlatformMixin, MakePlatformMixin, make_platform_action
 from pools.admin.taint_rows import TaintsField, row_error
 from portal.admin_base import pretty_json
 from portal.keyvalue_widget import KeyValueField, KeyValueRows
@@ -48,6 +48,9 @@ STATUS_FIELDS = [
     "provider_id",
 ]
 SHAPE_FIELDS = ["machine", "capacity", "hourly_cost"]
+# The provider-specific settings (clusters.machinepools.provider_limits), as JSON.
+PROVIDER_FIELDS = ("availability_zones", "subnets", "security_groups", "aws_tags", "requirements", "limits",
+                   "disruption")  # fmt: skip
 # Where a document path's error is shown on the form (the rest match a form field by name).
 FORM_FIELD_OF = {"autoscaling": "autoscaling", "disk_size": "disk_size_gib", "labels": "labels", "taints": "taints"}
 
@@ -73,6 +76,11 @@ class MachinePoolForm(forms.ModelForm):
             "this pool carries them). Effect: NoSchedule, PreferNoSchedule or NoExecute."
         )
         self.fields["autoscaling"].help_text = "Between min and max replicas; otherwise a fixed replicas count."
+
+    @staticmethod
+    def field_of(path: str, fields) -> str | None:
+        """Where a refused save's error (the handler's provider checks) is shown."""
+        return form_field(path, fields)
 
     def clean(self):
         """The document's own checks, shown on the field they are about (the handler's run on save)."""
@@ -109,11 +117,12 @@ def form_field(path: str, fields) -> str | None:
 
 
 @admin.register(MachinePool)
-class MachinePoolAdmin(DeleteWithPlatformMixin, ConfigAdmin):
+class MachinePoolAdmin(MakePlatformMixin, DeleteWithPlatformMixin, ConfigAdmin):
     config_type = ConfigType.MACHINE_POOL
     form = MachinePoolForm
-    list_display = ["name", "backend", "machine", "scaling", "capacity_type", "state_badge", "nodes_in_inventory",
-                    "provider_nodes", "capacity", "hourly_cost"]  # fmt: skip
+    # What an operator compares at a glance fits 1440 px; the node counts (inventory, provider) are on the page
+    list_display = ["name", "backend", "machine", "scaling", "capacity_type", "state_badge", "capacity",
+                    "hourly_cost"]  # fmt: skip
     list_filter = ["backend", "state", "spot", "instance_type"]
     search_fields = ["name", "description", "instance_type"]
     list_select_related = ["backend"]
@@ -124,6 +133,10 @@ class MachinePoolAdmin(DeleteWithPlatformMixin, ConfigAdmin):
         ("Machines", {"fields": ["instance_type", "spot", "max_price", "disk_size_gib"]}),
         ("Scaling", {"fields": ["autoscaling", "replicas", "min_replicas", "max_replicas"]}),
         ("Nodes", {"fields": ["labels", "taints"]}),
+        (
+            "Provider settings (ROSA: zones to tags; Karpenter: requirements to disruption)",
+            {"fields": [*PROVIDER_FIELDS]},
+        ),
         ("Status (inventory now, provider's last answer)", {"fields": [*STATUS_FIELDS, *SHAPE_FIELDS, "document"]}),
     ]
 
@@ -131,7 +144,7 @@ class MachinePoolAdmin(DeleteWithPlatformMixin, ConfigAdmin):
         if obj is None:  # the add form: no status yet, the presets instead
             return [
                 (None, {"fields": ["presets", "name", "backend", "description"]}),
-                *self.fieldsets[1:4],
+                *self.fieldsets[1:5],
             ]
         return self.fieldsets
 
@@ -164,20 +177,18 @@ class MachinePoolAdmin(DeleteWithPlatformMixin, ConfigAdmin):
         return super().changelist_view(request, {**(extra_context or {}), "presets": list(PRESETS.values())})
 
     def get_changelist_instance(self, request):
-        """The rows with their instance type and their inventory nodes laid on (one catalog read and one node
-        count for the page, not one per row)."""
+        """The rows with their status laid on (clusters.machinepools.figures, as the API and the CLI compute it:
+        one catalog read, one node count and one price-override read for the page, not one per row)."""
         changelist = super().get_changelist_instance(request)
-        known, counts = instance_types.catalog(), node_counts(changelist.result_list)
+        found = statuses(changelist.result_list)
         for pool in changelist.result_list:
-            pool.shape = known.get(pool.instance_type)
-            pool.live = counts.get((pool.backend_id, pool.name), NodeCount())
+            pool.figures = found[pool.pk]
         return changelist
 
     def get_object(self, request, object_id, from_field=None):
         pool = super().get_object(request, object_id, from_field)
         if pool is not None:
-            pool.shape = instance_types.instance_type(pool.instance_type)
-            pool.live = node_counts([pool]).get((pool.backend_id, pool.name), NodeCount())
+            pool.figures = statuses([pool])[pool.pk]
         return pool
 
     def config_body(self, form, formsets, change):
@@ -202,7 +213,7 @@ class MachinePoolAdmin(DeleteWithPlatformMixin, ConfigAdmin):
     @display(description="Nodes now (inventory)")
     def nodes_in_inventory(self, obj):
         """The inventory's live count (the watcher's, within seconds of the cluster): what placement sees."""
-        return str(live_nodes(obj))
+        return str(figures_of(obj).inventory)
 
     @display(description="Nodes (provider, last reconcile)")
     def provider_nodes(self, obj):
@@ -210,12 +221,11 @@ class MachinePoolAdmin(DeleteWithPlatformMixin, ConfigAdmin):
 
     @display(description="Instance type", ordering="instance_type")
     def machine(self, obj):
-        shape = getattr(obj, "shape", None)
-        return shape.describe() if shape else f"{obj.instance_type} (not in the catalog)"
+        return figures_of(obj).machine
 
     @display(description="Scaling")
     def scaling(self, obj):
-        return f"autoscaling {obj.min_replicas}–{obj.max_replicas}" if obj.autoscaling else f"{obj.replicas} fixed"
+        return figures_of(obj).scaling
 
     @display(description="Capacity type", label={"spot": "warning", "on-demand": "info"})
     def capacity_type(self, obj):
@@ -223,40 +233,27 @@ class MachinePoolAdmin(DeleteWithPlatformMixin, ConfigAdmin):
 
     @display(description="Capacity now / at max")
     def capacity(self, obj):
-        spec, shape, now = obj.spec(), getattr(obj, "shape", None), live_nodes(obj).total
-        gpus = shape.gpu_count if shape else 0
-        nodes = f"{now} / {spec.most_nodes} nodes"
-        return f"{nodes}, {now * gpus} / {spec.most_nodes * gpus} GPUs" if gpus else nodes
+        return figures_of(obj).capacity_line
 
     @display(description="Hourly cost now / at max")
     def hourly_cost(self, obj):
-        return hourly_cost(obj, getattr(obj, "shape", None))
+        """On-demand, or for spot the spot price (an estimate said so, with its source) beside the on-demand
+        price and the saving (clusters.machinepools.pricing, for the backend's region)."""
+        return figures_of(obj).cost.line()
 
     @display(description="MACHINE_POOL document")
     def document(self, obj):
         return pretty_json(MACHINE_POOL.snapshot(obj)) if obj and obj.pk else "-"
 
 
-def live_nodes(pool: MachinePool) -> NodeCount:
-    """The count laid on by the list or the change page; counted here for a row that came another way."""
-    if not hasattr(pool, "live"):
-        pool.live = node_counts([pool]).get((pool.backend_id, pool.name), NodeCount()) if pool.pk else NodeCount()
-    return pool.live
+def figures_of(pool: MachinePool) -> MachinePoolStatus:
+    """The status laid on by the list or the change page; computed here for a row that came another way."""
+    if not isinstance(getattr(pool, "figures", None), MachinePoolStatus):
+        pool.figures = statuses([pool])[pool.pk]
+    return pool.figures
 
 
-def hourly_cost(pool: MachinePool, shape) -> str:
-    """What the pool's nodes cost per hour now and at max: the on-demand price, or for spot the max price
-    (a cap; spot usually costs less) or the on-demand price it is capped at."""
-    each = pool.max_price if pool.spot and pool.max_price is not None else getattr(shape, "hourly_price", None)
-    if each is None:
-        return "no price in the catalog"
-    most = pool.max_replicas if pool.autoscaling else pool.replicas
-    cap = " (spot: at most)" if pool.spot else ""
-    return f"${_money(each * live_nodes(pool).total)} / ${_money(each * most)} per hour{cap}"
-
-
-def _money(amount: Decimal) -> str:
-    return f"{amount.quantize(Decimal('0.01'))}"
+PRICE_FIELDS = {"on_demand": "hourly_price", "spot": "spot_hourly_price", "as_of": "prices_as_of"}
 
 
 class InstanceTypeForm(forms.ModelForm):
@@ -269,7 +266,7 @@ class InstanceTypeForm(forms.ModelForm):
     class Meta:
         model = InstanceType
         fields = ["name", "vcpu", "memory_mib", "arch", "gpu_count", "gpu_model", "gpu_product", "gpu_memory_mib",
-                  "hourly_price", "spot_hourly_price", "note"]  # fmt: skip
+                  "hourly_price", "spot_hourly_price", "note", "prices_as_of"]  # fmt: skip
 
     def clean(self):
         cleaned = super().clean()
@@ -281,12 +278,13 @@ class InstanceTypeForm(forms.ModelForm):
         for field in ("vcpu", "memory_mib"):
             if cleaned.get(field) == 0:
                 self.add_error(field, f"{self.fields[field].label} must be at least 1")
-        price = cleaned.get("hourly_price")
-        if price is not None and price <= 0:
-            self.add_error("hourly_price", "Hourly price must be a positive USD amount, or empty (not sold on demand)")
-        spot = cleaned.get("spot_hourly_price")
-        if spot is not None and spot <= 0:
-            self.add_error("spot_hourly_price", "Spot price must be a positive USD amount, or empty (estimated)")
+        problems = pricing.price_problems(
+            cleaned.get("hourly_price"), cleaned.get("spot_hourly_price"), cleaned.get("prices_as_of"), localdate()
+        )
+        for role, why in problems.items():
+            field = PRICE_FIELDS[role]
+            if field not in self.errors:
+                self.add_error(field, f"{self.fields[field].label}: {why}")
         return cleaned
 
 
@@ -296,12 +294,20 @@ class InstanceTypeAdmin(PolicyAdminMixin, ModelAdmin):
 
     policy_resource = actions.config(ConfigType.MACHINE_POOL)
     form = InstanceTypeForm
-    list_display = ["name", "vcpu", "memory_mib", "gpus", "arch", "hourly_price", "overrides", "note"]
+    list_display = ["name", "vcpu", "memory_mib", "gpus", "arch", "hourly_price", "spot", "overrides", "note"]
     search_fields = ["name", "gpu_model", "note"]
 
     @display(description="GPUs")
     def gpus(self, obj):
         return f"{obj.gpu_count} × {obj.gpu_model}" if obj.gpu_count else "-"
+
+    @display(description=f"Spot ({shipped_catalog.region()})")
+    def spot(self, obj):
+        """The spot price cost reads for this type (the row's, else the shipped table's, else an estimate)."""
+        price = pricing.spot_price(obj.name, instance_types.from_row(obj))
+        if price.hourly is None:
+            return "-"
+        return f"{'≈ ' if price.estimate else ''}${price.hourly} ({price.source})"
 
     @display(description="Overrides the shipped type", boolean=True)
     def overrides(self, obj):

@@ -26,7 +26,7 @@ from clusters.units import used_of_allocatable
 from configs.errors import ConfigError
 from configs.kinds import secret_marker
 from pools.models import NodeMembership, Platform, Pool, PoolCapacity, ResourceType
-from pools.services import capacity, machine_pool_capacity, membership
+from pools.services import capacity, machine_pool_capacity, membership, membership_reads, spot_capacity
 from portal.widgets import CodeBoundField, CodeEditor, at_line
 
 MAX_EXPLAINED = 300  # non-member rows shown on a platform page
@@ -68,7 +68,7 @@ class ResourceTypeFilter(admin.SimpleListFilter):
         return ResourceType.choices
 
     def queryset(self, request, queryset):
-        return membership.filter_resource_type(queryset, self.value()) if self.value() else queryset
+        return membership_reads.filter_resource_type(queryset, self.value()) if self.value() else queryset
 
 
 def _used(figures, name: str) -> str:
@@ -80,11 +80,10 @@ admin.site.unregister(Node)  # clusters' NodeAdmin, replaced by the one that kno
 
 @admin.register(Node)
 class NodeAdmin(ClusterNodeAdmin):
+    # Fits 1440 px: the backend is a filter and on the node's page, the type follows from its pools
     list_display = [
         "name",
-        "backend",
         "gpu_product",
-        "type_badge",
         "schedulable_badge",
         "gpus",
         "cpus",
@@ -95,13 +94,13 @@ class NodeAdmin(ClusterNodeAdmin):
     list_filter = ["backend", PoolFilter, PlatformFilter, "gpu_product", SchedulableFilter, ResourceTypeFilter]
     fieldsets = [
         ClusterNodeAdmin.fieldsets[0],
-        ("Pools and platforms", {"fields": ["platform_verdicts"]}),
+        ("Pools and platforms", {"fields": ["type_badge", "platform_verdicts"]}),
         *ClusterNodeAdmin.fieldsets[1:],
     ]
 
     def get_queryset(self, request):
         members = NodeMembership.objects.select_related("pool", "platform").order_by("pool__name", "platform__name")
-        return membership.with_pool_count(super().get_queryset(request)).prefetch_related(
+        return membership_reads.with_pool_count(super().get_queryset(request)).prefetch_related(
             Prefetch("memberships", queryset=members)
         )
 
@@ -111,7 +110,7 @@ class NodeAdmin(ClusterNodeAdmin):
         label={ResourceType.SHARED: "info", ResourceType.RESERVED: "success", ResourceType.UNUSED: "warning"},
     )
     def type_badge(self, obj):
-        return membership.resource_type(obj.pool_count)
+        return membership_reads.resource_type(obj.pool_count)
 
     @display(description="Pools / platforms")
     def pool_list(self, obj):
@@ -141,11 +140,12 @@ class NodeAdmin(ClusterNodeAdmin):
 @admin.register(PoolCapacity)
 class PoolCapacityAdmin(ReadOnlyPolicyAdmin):
     policy_resource = "config/pool"
-    list_display = ["name", "backend", "node_count", "gpus", "free_gpus", "cpus", "memory", "storage", "at_maximum"]
+    # Fits 1440 px: the backend (a filter) and storage are on the pool's page
+    list_display = ["name", "node_count", "gpus", "free_gpus", "cpus", "memory", "at_maximum"]
     list_filter = ["backend"]
     search_fields = ["name"]
     list_select_related = ["backend"]
-    fields = ["name", "backend", "platform_capacity", "machine_pools", "nodes_link"]
+    fields = ["name", "backend", "platform_capacity", "machine_pools", "spot_advice", "nodes_link"]
     readonly_fields = fields
 
     def get_changelist_instance(self, request):
@@ -175,6 +175,14 @@ class PoolCapacityAdmin(ReadOnlyPolicyAdmin):
             grown.total.summary,
             body,
         )
+
+    @display(description="Spot advice")
+    def spot_advice(self, obj):
+        """The pool's platforms that keep state on spot capacity (pools.services.spot_capacity), flagged."""
+        flagged = spot_capacity.stateful_on_spot(obj.platforms.select_related("pool"))
+        if not flagged:
+            return "No platform of this pool keeps state (persistentVolumeClaim volumes) on spot capacity."
+        return format_html_join("", "<p class='text-red-600'>⚠ {}</p>", ((text,) for text in flagged.values()))
 
     @display(description="Nodes")
     def node_count(self, obj):

@@ -53,7 +53,7 @@ department a project's usage weighs in proportion to the whole node pool, not to
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from fractions import Fraction
 from functools import cmp_to_key, lru_cache
@@ -355,6 +355,28 @@ def fair_share(
     None: off, the plain split. Only the projects that ask for something are divided; the others share nothing,
     at the cost of a copy."""
     index = index or _TreeIndex(tree)
+    if usage is None:  # kept per tree for the same asks (what nobody asks for changes nothing): see _TreeIndex
+        key = (capacity, resource, over_quota, rule, frozenset(item for item in requests.items() if item[1] > 0))
+        found = index.shares.get(key)
+        if found is None:
+            if len(index.shares) >= _DIVIDED_MAX:
+                index.shares.clear()
+            found = index.shares[key] = _fair_share(capacity, tree, resource, requests, over_quota, rule, index)
+        return found
+    return _fair_share(capacity, tree, resource, requests, over_quota, rule, index, usage, k_milli)
+
+
+def _fair_share(
+    capacity: int,
+    tree: QuotaTree,
+    resource: str,
+    requests: Mapping[str, int],
+    over_quota: bool,
+    rule: str,
+    index: _TreeIndex,
+    usage: Mapping[str, int] | None = None,
+    k_milli: int = K_SCALE,
+) -> FairShare:
     projects = dict(index.nothing)
     if resource in index.idle and not any(request > 0 for request in requests.values()):
         # nobody asks for it and nobody holds it unlent: every share is nothing (what `divide` would give)
@@ -382,10 +404,12 @@ def fair_share(
         for d in tree.departments
     ]
     k = None if usage is None else k_milli
-    departments = divide(max(0, capacity), department_inputs, over_quota=over_quota, rule=rule, k_milli=k)
+    split = index.divide if usage is None else divide  # past usage moves with time: not kept
+    options = {"over_quota": over_quota, "rule": rule, "k_milli": k}
+    departments = dict(split(max(0, capacity), department_inputs, **options))
     for department, inputs in by_department.items():
         share = departments[department]
-        projects.update(divide(share.fair_share + share.held, inputs, over_quota=over_quota, rule=rule, k_milli=k))
+        projects.update(split(share.fair_share + share.held, inputs, **options))
     deserved_total = sum(d.deserved for d in department_inputs)
     return FairShare(resource, capacity, over_quota, departments, projects, deserved_total, rule)
 
@@ -418,6 +442,31 @@ class _TreeIndex:
             if not self.holders[resource]
             and not any(not d.quota(resource).lend and d.quota(resource).deserved > 0 for d in tree.departments)
         }
+        self._divided: dict[tuple, dict[str, Share]] = {}
+        # whole fair shares without past usage, by capacity, resource, options and what each project asks (> 0):
+        # a replay's passes ask the same again and again. Shared: read them, never change them
+        self.shares: dict[tuple, FairShare] = {}
+
+    def divide(self, total: int, queues: list[ShareInput], **options) -> dict[str, Share]:
+        """`divide`, kept per tree for the same total, queues and options: a replay's passes mostly change one
+        project's request, so the other departments' divisions are found again. Whatever the queues' order:
+        `divide` does not depend on it (names, unique among siblings, break every tie). Bounded: past
+        `_DIVIDED_MAX` divisions it starts again. The dicts it gives are shared: read them, never change them."""
+        key = (total, frozenset(queues), *options.values())
+        found = self._divided.get(key)
+        if found is None:
+            if len(self._divided) >= _DIVIDED_MAX:
+                self._divided.clear()
+            found = self._divided[key] = divide(total, queues, **options)
+        return found
+
+
+_DIVIDED_MAX = 20_000
+
+
+def fair_share_index(tree: QuotaTree) -> _TreeIndex:
+    """The tree's index that `fair_share` reads, derived once per tree."""
+    return derived(tree, "fair_share", _TreeIndex)
 
 
 def fair_shares(
@@ -446,3 +495,47 @@ def fair_shares(
         )
         for resource in RESOURCES
     }
+
+
+class LazyFairShares(Mapping[str, FairShare]):
+    """`fair_shares`, each resource divided only when first read: a pass that admits guaranteed work into free
+    room reads no fair share at all (the what-if replay runs ~100,000 such passes). Resources are divided
+    independently, so the shares read are the ones `fair_shares` gives."""
+
+    def __init__(
+        self,
+        capacity: Resources,
+        tree: QuotaTree,
+        requests: Mapping[str, Resources],
+        *,
+        over_quota: bool = True,
+        rule: str = SHRINK,
+        history: UsageHistory | None = None,
+    ) -> None:
+        self._given = (capacity, tree, requests, over_quota, rule, history)
+        self._found: dict[str, FairShare] = {}
+
+    def __getitem__(self, resource: str) -> FairShare:
+        found = self._found.get(resource)
+        if found is None:
+            if resource not in RESOURCES:
+                raise KeyError(resource)
+            capacity, tree, requests, over_quota, rule, history = self._given
+            found = self._found[resource] = fair_share(
+                capacity.get(resource),
+                tree,
+                resource,
+                {name: amount.get(resource) for name, amount in requests.items()},
+                over_quota=over_quota,
+                rule=rule,
+                index=derived(tree, "fair_share", _TreeIndex),
+                usage=None if history is None else history.of(resource),
+                k_milli=K_SCALE if history is None else history.k_milli,
+            )
+        return found
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(RESOURCES)
+
+    def __len__(self) -> int:
+        return len(RESOURCES)

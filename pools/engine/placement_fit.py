@@ -16,11 +16,10 @@ from decimal import ROUND_CEILING, Context, Decimal
 
 from pools.engine.errors import EngineError
 from pools.engine.k8s_syntax import path_join
-from pools.engine.quantity import QuantityError, parse_quantity
+from pools.engine.quantity import QuantityError, human, human_pair, parse_quantity
 
 CPU, MEMORY, EPHEMERAL_STORAGE, PODS = "cpu", "memory", "ephemeral-storage", "pods"
 _POD_LEVEL_RESOURCES = (CPU, MEMORY)
-_BYTE_RESOURCES = frozenset({MEMORY, EPHEMERAL_STORAGE})
 
 Requests = dict[str, Decimal]
 _EXACT = Context(prec=80)  # sums of nano-precise amounts stay exact
@@ -147,36 +146,8 @@ def sum_requests(pods: Iterable[dict[str, int]]) -> dict[str, int]:
 
 
 def show_amount(name: str, amount: int) -> str:
-    """Human form of a scheduler-unit amount: cpu as cores or millicores, bytes with binary suffixes."""
-    if name == CPU:
-        return str(amount // 1000) if amount % 1000 == 0 else f"{amount}m"
-    if name in _BYTE_RESOURCES or name.startswith("hugepages-"):
-        exact = _binary(amount)
-        return exact if not exact.isdigit() or amount < 1024 else f"{exact} (≈{_approximate(amount)})"
-    return str(amount)
-
-
-def _approximate(amount: int) -> str:
-    """A byte count that is no whole binary unit, rounded down to one decimal of the largest unit it reaches
-    (482098327716 -> 448.9Gi): the exact figure alone is unreadable in a reason."""
-    suffixes = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
-    power = 0
-    while power < len(suffixes) - 1 and amount >= 1024 ** (power + 2):
-        power += 1
-    tenths = amount * 10 // 1024 ** (power + 1)
-    return f"{tenths // 10}.{tenths % 10}{suffixes[power]}"
-
-
-def _binary(amount: int) -> str:
-    """Integer-only version of the BinarySI canonical print (1073741824 -> 1Gi); fast for hot reasons."""
-    if -1024 < amount < 1024:
-        return str(amount)
-    suffixes = ("", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
-    power = 0
-    while power < 6 and amount % 1024 == 0:
-        amount //= 1024
-        power += 1
-    return f"{amount}{suffixes[power]}"
+    """Human form of a scheduler-unit amount (`pools.engine.quantity.human`): cores, binary units, counts."""
+    return human(name, amount)
 
 
 def fit_reasons(
@@ -193,9 +164,9 @@ def fit_reasons(
         capacity = allocatable.get(name, 0)  # an extended resource the node does not advertise is 0
         free = capacity - requested.get(name, 0)
         if amount > free:
+            shown_amount, shown_free = human_pair(name, amount, free)
             reasons.append(
-                f"Insufficient {name}: requested {show_amount(name, amount)}, "
-                f"free {show_amount(name, free)} of {show_amount(name, capacity)}"
+                f"Insufficient {name}: requested {shown_amount}, free {shown_free} of {human(name, capacity)}"
             )
     return reasons
 

@@ -19,7 +19,7 @@ import functools
 import math
 import re
 from dataclasses import dataclass
-from decimal import ROUND_CEILING, ROUND_UP, Context, Decimal
+from decimal import ROUND_CEILING, ROUND_HALF_UP, ROUND_UP, Context, Decimal
 
 from pools.engine.errors import EngineError
 
@@ -30,6 +30,11 @@ __all__ = [
     "Quantity",
     "QuantityError",
     "format_quantity",
+    "human",
+    "human_pair",
+    "human_bytes",
+    "human_cores",
+    "is_byte_resource",
     "is_quantity",
     "parse_quantity",
 ]
@@ -245,3 +250,80 @@ def _canonical_decimal(value: Decimal, fmt: str) -> str:
     exponent_suffix = f"e{exponent}" if exponent else ""
     suffix = exponent_suffix if fmt == DECIMAL_EXPONENT else _DECIMAL_BY_EXPONENT[exponent]
     return f"{'-' if sign else ''}{mantissa}{suffix}"
+
+
+# --- Quantities for people -------------------------------------------------------------------------------
+# Every page, error and CLI table prints a resource amount through `human`: bytes in the largest binary unit
+# they reach with at most one decimal ("449Gi", "1.5Ti"), cpu in cores with at most one decimal ("66.5"),
+# counts as they are. The result is itself a Kubernetes quantity, so a reader can paste it back.
+
+_HUMAN_BYTE_UNITS = ("Ki", "Mi", "Gi", "Ti", "Pi", "Ei")
+_TENTH = Decimal("0.1")
+
+
+def is_byte_resource(name: str) -> bool:
+    """Resources counted in bytes: memory and storage of every kind, hugepages."""
+    return name in ("memory", "ephemeral-storage", "storage") or name.startswith(("hugepages-", "requests.storage"))
+
+
+def _one_decimal(value: Decimal) -> str:
+    rounded = value.quantize(_TENTH, rounding=ROUND_HALF_UP, context=_EXACT)
+    text = format(rounded, "f")
+    return text[:-2] if text.endswith(".0") else text
+
+
+def human_bytes(amount: int | Decimal, decimals: int = 1) -> str:
+    """A byte count in the largest binary unit it reaches, at most `decimals` decimals (482098327716 ->
+    "449Gi"); below 1Ki the plain number of bytes. A value that rounds up to 1024 of a unit moves up a unit."""
+    value = Decimal(amount)
+    sign, value = ("-", -value) if value < 0 else ("", value)
+    if value < 1024:
+        return f"{sign}{_places(value, decimals)}"
+    power = 1
+    while power < len(_HUMAN_BYTE_UNITS) and value >= Decimal(1024) ** (power + 1):
+        power += 1
+    scaled = _EXACT.divide(value, Decimal(1024) ** power)
+    shown = _places(scaled, decimals)
+    if Decimal(shown) >= 1024 and power < len(_HUMAN_BYTE_UNITS):
+        power, shown = power + 1, _places(_EXACT.divide(value, Decimal(1024) ** (power + 1)), decimals)
+    return f"{sign}{shown}{_HUMAN_BYTE_UNITS[power - 1]}"
+
+
+def human_cores(millicores: int | Decimal, decimals: int = 1) -> str:
+    """Millicores as cores with at most `decimals` decimals (66500 -> "66.5", 143000 -> "143"). An amount
+    that would round to 0 cores keeps its millicores ("30m"), so a small request never reads as nothing."""
+    value = Decimal(millicores)
+    shown = _places(value.scaleb(-3), decimals)
+    if value and Decimal(shown) == 0:
+        return f"{value.to_integral_value(rounding=ROUND_CEILING)}m"
+    return shown
+
+
+def _places(value: Decimal, decimals: int) -> str:
+    if decimals == 1:
+        return _one_decimal(value)
+    rounded = value.quantize(Decimal(1).scaleb(-decimals), rounding=ROUND_HALF_UP, context=_EXACT)
+    text = format(rounded, "f")
+    return text.rstrip("0").rstrip(".") if "." in text else text
+
+
+def human(resource: str, amount: int | Decimal | None, decimals: int = 1) -> str:
+    """The one human form of an amount in scheduler units (cpu in millicores, bytes, device counts), for
+    pages, errors and CLI tables alike; None (no limit, no figure) is "-"."""
+    if amount is None:
+        return "-"
+    if resource == "cpu":
+        return human_cores(amount, decimals)
+    if is_byte_resource(resource):
+        return human_bytes(amount, decimals)
+    return _places(Decimal(amount), decimals)
+
+
+def human_pair(resource: str, first: int, second: int) -> tuple[str, str]:
+    """Both amounts in human form, with as many more decimals as it takes for two different amounts to read
+    differently (an error "requested 449Gi, free 449Gi" would contradict itself)."""
+    for decimals in (1, 2, 3):
+        a, b = human(resource, first, decimals), human(resource, second, decimals)
+        if a != b or first == second:
+            return a, b
+    return str(first), str(second)

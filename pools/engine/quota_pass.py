@@ -41,7 +41,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from pools.engine.errors import EngineError
-from pools.engine.fairshare import SHRINK, FairShare, fair_shares
+from pools.engine.fairshare import SHRINK, FairShare, LazyFairShares
 from pools.engine.quota_model import RESOURCES, ZERO, QuotaTree, Resources, TeamQuota, UsageHistory, derived
 from pools.engine.quota_text import amount, amount_noun, noun
 from pools.engine.reclaim import (
@@ -82,6 +82,19 @@ class PoolState:
     gpu_noun: str = "GPUs"
     guarantee_rule: str = SHRINK  # capacity below the guarantees (pools.engine.fairshare): SHRINK or KAI
     history: UsageHistory | None = None  # past usage: time-based fair share (pools.engine.fairshare); None: off
+    totals: RunningTotals | None = None  # the sums of `running`, kept by the caller (the replay); None: summed here
+
+
+@dataclass(frozen=True)
+class RunningTotals:
+    """What `running` uses per project and per department, and per department its non-preemptible part: what a
+    pass sums first. A caller that keeps them as work starts and stops (pools.engine.admission_loop) hands them
+    over and the pass skips the sum; they must be the sums of `running` (a project or department that holds
+    nothing may be left out or be zero)."""
+
+    projects: Mapping[str, Resources]
+    departments: Mapping[str, Resources]
+    non_preemptible: Mapping[str, Resources]
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,12 +192,17 @@ class _Pass:
         self.allocated: dict[str, Resources] = {}
         self.department_allocated: dict[str, Resources] = {}
         self.non_preemptible: dict[str, Resources] = {}  # per department: what may not be reclaimed
-        self._charge_running(state.running)
+        if state.totals is None:
+            self._charge_running(state.running)
+        else:
+            self.allocated = dict(state.totals.projects)
+            self.department_allocated = dict(state.totals.departments)
+            self.non_preemptible = dict(state.totals.non_preemptible)
         self.before = {name: self.allocated.get(name, ZERO) for name in self.projects}
         requests = dict(self.allocated)
         for workflow in state.queued:
             requests[workflow.project] = requests.get(workflow.project, ZERO) + workflow.demand
-        self.shares = fair_shares(
+        self.shares = LazyFairShares(  # divided when first read: most passes read none
             state.capacity,
             state.tree,
             requests,

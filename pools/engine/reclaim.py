@@ -180,6 +180,8 @@ class _Ledger:
 
 def gpu_hours_lost(workflow: RunningWorkflow, capacity: Resources) -> tuple[int, Fraction]:
     """The cost of stopping a workflow: GPU-seconds of work lost, then CPU and memory as node-pool fractions."""
+    if not (workflow.usage.cpu or workflow.usage.memory):  # GPUs alone (a replay's work): no fractions to add
+        return workflow.usage.gpu * workflow.runtime_seconds, Fraction(0)
     rest = sum((Fraction(workflow.usage.get(r), max(1, capacity.get(r))) for r in RESOURCES if r != "gpu"), Fraction(0))
     return workflow.usage.gpu * workflow.runtime_seconds, rest * workflow.runtime_seconds
 
@@ -228,6 +230,11 @@ def choose_victims(
         and w.runtime_seconds >= context.min_runtime_seconds
         and any(w.usage.get(r) > 0 for r in needed)
     ]
+    # a pick only lowers allocations, so a workflow the strategy does not allow now is never allowed later: if all
+    # those allowed now cannot free the need together, no set can (the usual reclaim that fails, found at once)
+    ledger = _Ledger(context, {w.project for w in candidates})
+    if not _covers([w for w in candidates if ledger.allows(w, preemptor_project, needed)], need):
+        return None
     cost = {w.id: gpu_hours_lost(w, context.capacity) for w in candidates}
     found: list[list[RunningWorkflow]] = []
     # victims whose projects keep their fair share first (KAI takes from the most over-served first); only if

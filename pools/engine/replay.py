@@ -182,7 +182,9 @@ class Replay(AdmissionLoop):
         held = [pool for pool in job.parts if job.id in self.running[pool]]
         for pool in job.parts:
             self.queued[pool].pop(job.id, None)
+            self.quiet[pool] = None
             if self.running[pool].pop(job.id, None) is not None:
+                self.tally(pool, job, -1)
                 self.holding(pool, job, -1)
         job.ended = self.now
         for pool in held:

@@ -366,15 +366,20 @@ def _check_requirements(requirements: dict, path: str, report: _Report) -> None:
             if limit is None:
                 report.add(path_join(f"{path}.limits", name), "limit must be set for non-overcommitable resources")
             elif request != limit:
-                report.add(path_join(f"{path}.requests", name), f"must be equal to {name} limit of {_plain(limit)}")
+                report.add(
+                    path_join(f"{path}.requests", name),
+                    f"must be equal to {name} limit of {_typed(requirements, name)}",
+                )
         elif limit is not None and request > limit:
             report.add(
-                path_join(f"{path}.requests", name), f"must be less than or equal to {name} limit of {_plain(limit)}"
+                path_join(f"{path}.requests", name),
+                f"must be less than or equal to {name} limit of {_typed(requirements, name)}",
             )
 
 
-def _plain(value: Decimal) -> str:
-    return format(value.normalize(), "f")
+def _typed(requirements: dict, name: str) -> str:
+    """The limit as its author wrote it ("1Gi", not 1073741824): the error echoes their own unit."""
+    return str(_dict(requirements, "limits")[name]).strip()
 
 
 def _check_resource_map(resources: dict, path: str, report: _Report) -> dict[str, Decimal]:

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from django.db import connection
 from django.db.models import Subquery
 
 from clusters.models import CAPACITY_COLUMNS, Node
@@ -20,7 +21,7 @@ from clusters.units import show
 from configs.errors import ConfigNotFound
 from pools.errors import PoolNotFound
 from pools.models import NodeMembership, Platform, Pool
-from pools.services.membership import membership_filter, resource_type
+from pools.services.membership_reads import membership_filter, resource_type
 
 UNITS = {"cpu": "millicores", "memory": "bytes", "nvidia.com/gpu": "devices", "ephemeral-storage": "bytes"}
 NODE_COLUMNS = (
@@ -166,18 +167,37 @@ def capacity(pools: list[str] | None = None, platforms: list[str] | None = None)
 
 
 def pool_totals(pool_ids: list[int]) -> dict[int, Figures]:
-    """Per pool, each member node once (for lists of pools): two queries."""
-    rows = NodeMembership.objects.filter(pool_id__in=pool_ids).values_list("pool_id", "node_id").distinct()
-    pairs = list(rows)
-    nodes = {
-        row[0]: _node_figures(row)
-        for row in Node.objects.filter(
-            pk__in=Subquery(NodeMembership.objects.filter(pool_id__in=pool_ids).values("node_id"))
-        ).values_list(*NODE_COLUMNS)
-    }
+    """Per pool, each member node once (for lists of pools): one query, summed by the database (a fleet's 50,000
+    nodes and their memberships are no rows to bring into Python: docs/scale.md)."""
     totals = {pk: Figures() for pk in pool_ids}
-    for pool_id, node_id in pairs:
-        totals[pool_id].add(nodes[node_id])
+    if not pool_ids:
+        return totals
+    node, membership = Node._meta.db_table, NodeMembership._meta.db_table
+    sums = []
+    for column in CAPACITY_COLUMNS.values():
+        allocatable, used = f"n.{column}_allocatable", f"n.{column}_used"
+        sums += [
+            f"SUM({allocatable})",
+            f"SUM({used})",
+            f"SUM(CASE WHEN {allocatable} > {used} THEN {allocatable} - {used} ELSE 0 END)",
+        ]
+    marks = ", ".join(["%s"] * len(pool_ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.pool_id, COUNT(*), {', '.join(sums)} FROM (SELECT DISTINCT pool_id, node_id FROM {membership} "
+            f"WHERE pool_id IN ({marks})) m JOIN {node} n ON n.id = m.node_id GROUP BY m.pool_id",
+            list(pool_ids),
+        )
+        for pool_id, count, *amounts in cursor.fetchall():
+            figures = totals[pool_id]
+            figures.nodes = count
+            for index, name in enumerate(CAPACITY_COLUMNS):
+                allocatable, used, free = amounts[3 * index : 3 * index + 3]
+                figures.allocatable[name], figures.used[name], figures.free[name] = (
+                    int(allocatable or 0),
+                    int(used or 0),
+                    int(free or 0),
+                )
     return totals
 
 

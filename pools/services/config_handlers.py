@@ -10,13 +10,16 @@ from configs.registry import SchemaHandler
 from pools import platform_checks
 from pools.config_types import POD_TEMPLATE, POOL, RESOURCE_VALIDATION
 from pools.models import PodTemplate, Pool, ResourceValidation
-from pools.services import compilation, membership, pool_writer
+from pools.services import pool_writer
 from pools.services.snapshots import pools_for_snapshot
 
 
 def _recompile(pools) -> None:
     """Store the pools' resolved config, then which nodes serve their platforms (that may have changed too),
-    then the checks layers above install (pools.platform_checks: a platform contradicting its node pool)."""
+    then the checks layers above install (pools.platform_checks: a platform contradicting its node pool).
+    The compiler and the placement engine are imported by the first write, not by a `config show`."""
+    from pools.services import compilation, membership
+
     compilation.recompile_pools(pools)
     membership.recompute_for_pools(pools)
     platform_checks.run(list(pools.select_related("backend")))
@@ -81,6 +84,3 @@ class _PoolBatch:
     def __init__(self, refs: pool_writer.References) -> None:
         self.refs = refs
         self.new: list = []
-
-
-CONFIG_TYPES = [PodTemplateHandler(), ResourceValidationHandler(), PoolHandler()]

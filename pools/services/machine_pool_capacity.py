@@ -5,10 +5,17 @@ tolerations against the labels and taints the machine pool gives its nodes: memb
 to the node shape, so a machine pool with no node yet counts too). Per machine pool: nodes now (the
 inventory's nodes carrying its `node.kubernetes.io/machinepool` label) and at most (max replicas, or the
 fixed count), GPUs now and at most (nodes × the instance type's GPUs), the hourly on-demand price of one
-node (the instance-type catalog) and spot or on-demand. A pool counts each machine pool once.
+node and, for spot, the spot price against it with the saving (clusters.machinepools.pricing: the backend's
+price overrides, the instance-type catalog, the shipped spot table or an estimate). A pool counts each machine
+pool once.
+
+The figures of each machine pool are its status (`clusters.machinepools.figures`, the one computation the admin,
+the REST API and the CLI read too): nodes now from the inventory, at most from its scaling, cost from
+`clusters.machinepools.pricing` for the backend's region.
 
 Constant queries whatever the number of pools, platforms and machine pools: one when no machine pool is
-on the pools' backends; four otherwise (machine pools, platforms, node counts, the admin's instance types).
+on the pools' backends; five otherwise (machine pools with their backends, platforms, node counts, the admin's
+instance types, the backends' price overrides).
 """
 
 from __future__ import annotations
@@ -16,13 +23,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from decimal import Decimal
 
-from django.db.models import Count
-from django.db.models.fields.json import KT
-
-from clusters.machinepools.instance_types import catalog
+from clusters.machinepools.figures import MachinePoolStatus, statuses
 from clusters.machinepools.node_labels import provisioned
-from clusters.machinepools.spec import MACHINEPOOL_LABEL, InstanceType, MachinePoolSpec
-from clusters.models import MachinePool, Node
+from clusters.machinepools.pricing import PoolCost
+from clusters.models import MachinePool
 from pools.engine import EngineError
 from pools.engine.placement import evaluate
 from pools.models import Platform
@@ -41,19 +45,39 @@ class MachinePoolFigures:
     gpus_max: int
     hourly_price: Decimal | None  # on-demand USD per node-hour; None: unknown or not sold on demand
     max_price: Decimal | None = None  # spot only: the bid cap (None: capped at the on-demand price)
+    pricing: PoolCost | None = None  # now and at max, spot against on-demand (clusters.machinepools.pricing)
+    state: str = ""  # the provider's last answer: ready, scaling, drifted, retrying, failed, pending, export-only
 
     @property
     def cost(self) -> str:
-        """ "on-demand, $0.192/h a node" / "spot, at most $0.526/h a node (the on-demand price)": the
-        capacity type said once, with what a node costs (spot: its cap, the max price or the on-demand price)."""
+        """ "on-demand, $0.192/h a node" / "spot ≈ $0.18/h a node (estimate) vs on-demand $0.526/h, saving 66%; at
+        most $0.526/h (the on-demand price)": the capacity type said once, with what a node costs (spot: the spot
+        price, an estimate said so, against on-demand with the saving, then its cap: the max price or the on-demand
+        price it is capped at)."""
         if self.capacity_type != "spot":
             price = f"{_dollars(self.hourly_price)}/h a node" if self.hourly_price else "price unknown"
             return f"on-demand, {price}"
-        if self.max_price is not None:
-            return f"spot, at most {_dollars(self.max_price)}/h a node"
-        if self.hourly_price:
-            return f"spot, at most {_dollars(self.hourly_price)}/h a node (the on-demand price)"
-        return "spot, price unknown"
+        cap = f"at most {_dollars(self.max_price)}/h" if self.max_price is not None else None
+        if cap is None and self.hourly_price:
+            cap = f"at most {_dollars(self.hourly_price)}/h (the on-demand price)"
+        each = self.pricing.each if self.pricing else None
+        if each is None or each.hourly is None:
+            spot = "spot, price unknown"
+        else:
+            spot = f"spot {'≈ ' if each.estimate else ''}{_dollars(each.hourly)}/h a node"
+            spot += " (estimate)" if each.estimate else ""
+            if self.hourly_price:
+                spot += f" vs on-demand {_dollars(self.hourly_price)}/h, saving {self.pricing.saving_percent}%"
+        return f"{spot}; {cap}" if cap else spot
+
+    @property
+    def state_tone(self) -> str:
+        """The badge of the state on the pool page: fine, on its way, or in trouble."""
+        if self.state in ("failed",):
+            return "bad"
+        if self.state in ("retrying", "drifted"):
+            return "warn"
+        return "ok" if self.state == "ready" else "run"
 
     @property
     def text(self) -> str:
@@ -73,6 +97,8 @@ class MachinePoolFigures:
             "hourly_price": None if self.hourly_price is None else str(self.hourly_price),
             "max_price": None if self.max_price is None else str(self.max_price),
             "cost": self.cost,
+            "hourly_cost": self.pricing.as_dict() if self.pricing else None,
+            "state": self.state,
         }
 
 
@@ -131,20 +157,18 @@ class PoolGrowth:
 def growth(pool_ids: list[int], backend_ids: set[int]) -> dict[int, PoolGrowth]:
     """Per pool id: its machine pools, per platform and once each for the pool."""
     found = {pk: PoolGrowth() for pk in pool_ids}
-    machine_pools = list(MachinePool.objects.filter(backend_id__in=backend_ids).order_by("name"))
+    machine_pools = list(
+        MachinePool.objects.filter(backend_id__in=backend_ids).select_related("backend").order_by("name")
+    )
     if not machine_pools:
         return found
     from pools.services.membership import platform_pod  # the placement engine: loaded only when needed
 
-    nodes_now = _nodes_now({m.backend_id for m in machine_pools})
-    types = catalog()
-    shapes = [
-        (m, _figures(m.spec(), types.get(m.instance_type), nodes_now.get((m.backend_id, m.name), 0)))
-        for m in machine_pools
-    ]
+    status = statuses(machine_pools)
+    shapes = [(m, figures_of(status[m.pk])) for m in machine_pools]
     labels: dict = {}  # what a node of each backend's machine pools comes up with (node_labels), asked once
     would_be = {
-        m.pk: WouldBeNode(provisioned(m.spec(), m.backend_id, labels), types.get(m.instance_type)).node_info()
+        m.pk: WouldBeNode(provisioned(status[m.pk].spec, m.backend_id, labels), status[m.pk].shape).node_info()
         for m in machine_pools
     }
     platforms = Platform.objects.filter(pool_id__in=pool_ids).select_related("pool").order_by("name")
@@ -164,31 +188,22 @@ def growth(pool_ids: list[int], backend_ids: set[int]) -> dict[int, PoolGrowth]:
     return found
 
 
-def _nodes_now(backend_ids: set[int]) -> dict[tuple[int, str], int]:
-    label = KT(f"labels__{MACHINEPOOL_LABEL}")
-    rows = (
-        Node.objects.filter(backend_id__in=backend_ids, labels__has_key=MACHINEPOOL_LABEL)
-        .annotate(machine_pool=label)
-        .values("backend_id", "machine_pool")
-        .annotate(count=Count("pk"))
-        .values_list("backend_id", "machine_pool", "count")
-    )
-    return {(backend_id, name): count for backend_id, name, count in rows}
-
-
-def _figures(spec: MachinePoolSpec, instance: InstanceType | None, nodes_now: int) -> MachinePoolFigures:
-    gpus = instance.gpu_count if instance else 0
+def figures_of(status: MachinePoolStatus) -> MachinePoolFigures:
+    """A machine pool's line on the pool pages, from its status (the same figures the admin and the API show)."""
+    spec, nodes, gpus = status.spec, status.nodes, status.gpus
     return MachinePoolFigures(
         name=spec.name,
         instance_type=spec.instance_type,
-        shape=instance.describe() if instance else f"{spec.instance_type} (not in the catalog)",
+        shape=status.machine,
         capacity_type=spec.capacity_type,
-        nodes_now=nodes_now,
-        nodes_max=spec.most_nodes,
-        gpus_now=nodes_now * gpus,
-        gpus_max=spec.most_nodes * gpus,
-        hourly_price=instance.hourly_price if instance else None,
+        nodes_now=nodes.now,
+        nodes_max=nodes.max,
+        gpus_now=gpus.now,
+        gpus_max=gpus.max,
+        hourly_price=status.cost.on_demand.hourly,
         max_price=spec.max_price if spec.spot else None,
+        pricing=status.cost,
+        state=status.state,
     )
 
 

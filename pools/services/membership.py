@@ -20,14 +20,14 @@ from collections import OrderedDict
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 
-from django.db.models import Count, Q, QuerySet
+from django.db.models import QuerySet
 from django.db.models.fields.json import KT
 
 from clusters.models import Node
 from clusters.signals import ALL
 from pools.engine import EngineError, TaskInput, resolve
 from pools.engine.placement import NOT_EVALUATED, NodeInfo, PreparedPod, evaluate, fits, place, prepare_pod
-from pools.models import NodeMembership, Platform, ResourceType
+from pools.models import NodeMembership, Platform
 from pools.services.compilation import compiled_platform
 from pools.signals import membership_changed
 from portal.generation import GenerationCache
@@ -268,27 +268,7 @@ def recompute_for_pools(pools: QuerySet) -> tuple[int, int]:
     return recompute_platforms(platform_ids)
 
 
-# ------------------------------------------------------------------------------------------ reading
-
-
-def resource_type(pool_count: int) -> str:
-    if pool_count > 1:
-        return ResourceType.SHARED
-    return ResourceType.RESERVED if pool_count == 1 else ResourceType.UNUSED
-
-
-def with_pool_count(nodes: QuerySet[Node]) -> QuerySet[Node]:
-    """Annotate `pool_count` (distinct pools a node serves): the SHARED/RESERVED/UNUSED classification."""
-    return nodes.annotate(pool_count=Count("memberships__pool", distinct=True))
-
-
-def filter_resource_type(nodes: QuerySet[Node], kind: str) -> QuerySet[Node]:
-    nodes = with_pool_count(nodes)
-    return {
-        ResourceType.SHARED: nodes.filter(pool_count__gt=1),
-        ResourceType.RESERVED: nodes.filter(pool_count=1),
-        ResourceType.UNUSED: nodes.filter(pool_count=0),
-    }.get(kind, nodes)
+# ------------------------------------------------------- explaining (the stored rows are read in membership_reads)
 
 
 def explain_platform(platform: Platform) -> dict:
@@ -317,15 +297,6 @@ def explain_platform(platform: Platform) -> dict:
         verdict = evaluate(pod, node.node_info(), check_resources=False)
         result["would_be"].append({"node": node.name, "fits": verdict.fits, "reasons": list(verdict.reasons)})
     return result
-
-
-def membership_filter(pools: list[str] | None = None, platforms: list[str] | None = None) -> Q:
-    query = Q()
-    if pools:
-        query &= Q(pool__name__in=pools)
-    if platforms:
-        query &= Q(platform__name__in=platforms)
-    return query
 
 
 def explain_node(node: Node) -> list[dict]:

@@ -21,6 +21,7 @@ from pools.services.compilation import compiled_platform
 from pools.services.machine_pool_shapes import would_be_by_platform
 from pools.services.node_rules import capacities_for
 from pools.services.placement_nodes import placement_candidates, placement_of
+from pools.services.spot_capacity import stateful_on_spot
 from portal.json_paths import join_index, join_key
 
 RESOURCE_KEYS = ("cpu", "gpu", "memory", "storage")
@@ -76,6 +77,7 @@ def preview(request: PreviewRequest) -> dict:
     if scale_from_zero:
         result["scale_from_zero"] = scale_from_zero
         result["warnings"].extend(scale_from_zero)  # every door shows the warnings
+    result["warnings"].extend(stateful_on_spot([platform]).values())
     return {"pool": platform.pool.name, "platform": platform.name, **result}
 
 

@@ -51,11 +51,20 @@ class WouldBeNode:
 
 
 def would_be_from_document(document: object, nodes: list[NodeInfo], types: dict[str, InstanceType]) -> list[NodeInfo]:
-    """The would-be nodes of machine pools described in a file (`{name: {instance_type, min_replicas,
-    max_replicas, labels, taints, spot, ...}}`, the model's field names), for those with no node among
-    `nodes`: what `placement --machine-pools` adds. Raises EngineError naming the bad field."""
+    """The would-be nodes of machine pools described in a file, for those with no node among `nodes`: what
+    `placement --machine-pools` adds. The file maps names to MACHINE_POOL documents (what `config show
+    MACHINE_POOL --format yaml` prints: `autoscaling: {min_replicas, max_replicas}` or `replicas`, `disk_size`)
+    or to the model's field names (`autoscaling: true`, `min_replicas`, `max_replicas`, `disk_size_gib`).
+    Raises EngineError naming the bad field."""
     if not isinstance(document, dict):
         raise EngineError("expected a map of machine pool names to their fields", field="(document)")
+    if isinstance(document.get("instance_type"), str):  # one pool's document: `config show MACHINE_POOL NAME`
+        raise EngineError(
+            "is one machine pool's document, which has no name: give `config show MACHINE_POOL --format yaml` "
+            "(every machine pool, by name) or write it as {NAME: document}",
+            field="(document)",
+            value=document["instance_type"],
+        )
     with_nodes = {node.labels.get(MACHINEPOOL_LABEL) for node in nodes}
     found = []
     for name, fields in document.items():
@@ -71,6 +80,7 @@ def would_be_from_document(document: object, nodes: list[NodeInfo], types: dict[
 def _spec(name: str, fields: object) -> MachinePoolSpec:
     if not isinstance(fields, dict) or not isinstance(fields.get("instance_type"), str):
         raise EngineError("needs an instance_type", field=f"{name}.instance_type", value=fields)
+    fields = _model_fields(name, fields)
     taints = fields.get("taints") or []
     if not isinstance(taints, list) or not all(
         isinstance(t, dict) and isinstance(t.get("key"), str) and t.get("effect") in TAINT_EFFECTS for t in taints
@@ -97,3 +107,24 @@ def _spec(name: str, fields: object) -> MachinePoolSpec:
 
 
 _COUNTS = {"replicas": 0, "min_replicas": 0, "max_replicas": 0, "disk_size_gib": 300}
+
+
+def _model_fields(name: str, fields: dict) -> dict:
+    """A MACHINE_POOL document's fields as the model names them: `autoscaling: {min_replicas, max_replicas}`
+    (null with a fixed `replicas`), `disk_size`; the model's own names pass as they are."""
+    fields = dict(fields)
+    scaling = fields.get("autoscaling", True)
+    if isinstance(scaling, dict):
+        fields.update(autoscaling=True, min_replicas=scaling.get("min_replicas", 0))
+        fields["max_replicas"] = scaling.get("max_replicas")
+    elif scaling is None:
+        fields["autoscaling"] = False
+    elif not isinstance(scaling, bool):
+        raise EngineError(
+            "is {min_replicas, max_replicas}, true/false or null", field=f"{name}.autoscaling", value=scaling
+        )
+    if fields.get("replicas") is None:
+        fields["replicas"] = 0
+    if "disk_size" in fields:
+        fields["disk_size_gib"] = fields.pop("disk_size")
+    return fields

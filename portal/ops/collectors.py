@@ -1,10 +1,11 @@
 """What `/metrics` serves: the process's counters (portal.metrics, django-prometheus) and, read from the
-database at scrape time, the queue depth per pool, the watchers' heartbeats and lag per backend, the
+database at scrape time, the queue depth per pool, the watchers' heartbeats and lag per backend, which
+watcher replica holds which backend's lease and how many replicas are live (clusters.leases), the
 counters the Celery workers keep there (`portal.metrics.SharedCounter`; docs/operations.md), and the usage
 record's GPU-seconds and cost per project and node pool (usage.services.meters).
 
-Ten queries per scrape (five for the usage record), whatever the number of pools, backends, workflows and
-attempts. With
+Nine queries per scrape (two for the usage record, two for the leases), whatever the number of pools,
+backends, replicas, workflows and attempts. With
 PROMETHEUS_MULTIPROC_DIR set (gunicorn workers) the process counters are those of every process writing there.
 """
 
@@ -17,7 +18,7 @@ from django.utils import timezone
 from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, CollectorRegistry, generate_latest, multiprocess
 from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily
 
-from clusters.models import Backend, WatcherHeartbeat
+from clusters.models import Backend, WatcherHeartbeat, WatcherLease, WatcherReplica
 from pools.models import Pool
 from portal import metrics, shared_metrics
 from usage.services import meters as usage_meters
@@ -31,6 +32,7 @@ class DatabaseCollector:
         yield self._queue_depth()
         yield from self._backend_sync()
         yield from self._heartbeats()
+        yield from self._leases()
         yield from self._shared_counters()
         yield from self._usage()
 
@@ -107,6 +109,30 @@ class DatabaseCollector:
                 event_age.add_metric([watcher, backend], (now - last_event_at).total_seconds())
             events.add_metric([watcher, backend], applied)
         yield from (beat_age, lag, event_age, events)
+
+    def _leases(self):
+        """1 per (watcher, backend, replica) whose lease is live; live replicas per watcher (two queries)."""
+        held = GaugeMetricFamily(
+            "portal_watcher_lease_held",
+            "1 for the replica that holds the backend's lease for the watcher now (absent: nobody holds it).",
+            labels=["watcher", "backend", "replica"],
+        )
+        replicas = GaugeMetricFamily(
+            "portal_watcher_replicas", "Live replicas of the watcher (beating within the lease).", labels=["watcher"]
+        )
+        now = timezone.now()
+        rows = (
+            WatcherLease.objects.exclude(holder="")
+            .filter(expires_at__gt=now)
+            .order_by("watcher", "backend__name")
+            .values_list("watcher", "backend__name", "holder")
+        )
+        for watcher, backend, holder in rows:
+            held.add_metric([watcher, backend, holder], 1)
+        live = WatcherReplica.objects.filter(expires_at__gt=now).values("watcher").annotate(n=Count("id"))
+        for row in live.order_by("watcher"):
+            replicas.add_metric([row["watcher"]], row["n"])
+        yield from (held, replicas)
 
     def _shared_counters(self):
         yield from shared_metrics.collect(metrics.SHARED)

@@ -19,6 +19,7 @@ from quotas import units
 from quotas.config_types import QUOTA_KEYS, RESOURCES, parse_quota
 from quotas.models import NodePool
 from quotas.services.quotas import quotas_of, require_quota_write, set_quotas
+from quotas.services.what_if_changes import KEYWORDS
 
 RESOURCE_WORDS = {"gpu": "GPU", "cpu": "CPU", "memory": "memory"}
 SECTIONS = {"departments": "department", "projects": "project"}
@@ -68,8 +69,9 @@ def stored(node_pool: NodePool) -> dict[tuple[str, str], dict]:
     return found
 
 
-def save(who, node_pool: NodePool, form: dict[str, str]) -> Saved:
-    """Apply the submitted grid (`form`: input name → text; a team's inputs missing = unchanged)."""
+def save(who, node_pool: NodePool, form: dict[str, str], description: str = "") -> Saved:
+    """Apply the submitted grid (`form`: input name → text; a team's inputs missing = unchanged); `description`
+    becomes each revision's (the grid's optional change description)."""
     result = Saved()
     require_quota_write(who)
     current = stored(node_pool)
@@ -79,7 +81,7 @@ def save(who, node_pool: NodePool, form: dict[str, str]) -> Saved:
     with transaction.atomic():
         for kind, team in _order(changes, current):
             try:
-                applied = set_quotas(who, node_pool.name, kind, team, changes[(kind, team)])
+                applied = set_quotas(who, node_pool.name, kind, team, changes[(kind, team)], note=description)
             except PortalError as error:
                 result.errors[_cell(kind, team, error)] = _words(kind, team, error)
                 continue
@@ -126,7 +128,8 @@ def what_if_changes(node_pool: NodePool, form: dict[str, str]) -> tuple[list[str
             if key in WHAT_IF_KEYS
         ]
         if said:
-            who = f"department {team}" if kind == "department" else team
+            # a project named like a keyword (`capacity`…) is named as such: what_if_changes' grammar
+            who = f"department {team}" if kind == "department" else f"project {team}" if team in KEYWORDS else team
             texts.append(" ".join([who, node_pool.name, *said]))
     return texts, result
 

@@ -79,7 +79,7 @@ def recompute(
         for node_id, pool, platform in memberships:
             platforms.setdefault(node_id, set()).add((pool, platform))
     wanted = {
-        node_id: _claim(node_labels or {}, platforms.get(node_id, ()), labelled, by_platform, default)
+        node_id: claim(node_labels or {}, platforms.get(node_id, ()), labelled, by_platform, default)
         for node_id, node_labels in labels.items()
     }
     written = _write(wanted)
@@ -103,7 +103,7 @@ def _label_moved(old: dict, new: dict, keys: set[str]) -> bool:
     return any((key in old, old.get(key)) != (key in new, new.get(key)) for key in keys)
 
 
-def _claim(labels: dict, platforms, labelled: list[NodePool], by_platform: list[NodePool], default: NodePool) -> int:
+def claim(labels: dict, platforms, labelled: list[NodePool], by_platform: list[NodePool], default: NodePool) -> int:
     for pool in labelled:
         if labels.get(pool.label_key) == pool.label_value and pool.label_key in labels:
             return pool.pk

@@ -65,9 +65,11 @@ def set_quotas(
     *,
     actor: Actor | None = None,
     description: str = "",
+    note: str = "",
 ):
     """Several resources of one team at once (`{"gpu": {"deserved": 8}, "memory": {"limit": "64Gi"}}`), as one
-    revision. Raises ConfigError (field/value/reason), ConfigNotFound, or the policy's refusal."""
+    revision. Raises ConfigError (field/value/reason), ConfigNotFound, or the policy's refusal. The revision's
+    description is `description`, else what changed, followed by `note` (the admin grid's change description)."""
     require_quota_write(who)
     name = node_pool if isinstance(node_pool, str) else node_pool.name
     section = _section(team_kind)
@@ -96,7 +98,8 @@ def set_quotas(
             name,
             document,
             actor or _actor(who),
-            description=description or f"quota of {team_kind} {team_name} in {name}: {said}",
+            description=(description or f"quota of {team_kind} {team_name} in {name}: {said}")
+            + (f"; {note}" if note else ""),
         )
 
 

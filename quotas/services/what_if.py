@@ -10,8 +10,11 @@ The input, read in a constant number of queries whatever the period:
   running_at. A workflow that never ran (cancelled or timed out while queued) arrives too and leaves the queue
   at its finished_at unless the replay starts it before (then it does no work: pools.engine.replay). A part in
   a node pool that no longer exists drops the workflow (counted in `left_out`);
-- capacities and quota trees: today's, as admission reads them (`quotas.services.state.states`: the quota rows,
-  the Ready schedulable nodes' GPUs). The baseline is today's config, not the one in force during the period;
+- capacities: today's, as admission reads them (`quotas.services.state.states`: the Ready schedulable nodes' GPUs);
+- quota trees: the ones in force at the period's start (quotas.services.what_if_config: each node pool's NODE_POOL
+  revision current then; a node pool created later replays with today's). A revision written during the period
+  does not switch the replay: the whole period replays with the start's quotas (`config` says which revision);
+  the proposed changes apply to those trees;
 - the admission period (QUOTA_ADMISSION_SECONDS) and each node pool's minimum runtime, as admission uses them;
 - prices: per node pool, the recorded cost of its GPU attempts over their GPU-hours in the period (0 when none).
 
@@ -41,12 +44,15 @@ from django.utils import timezone
 from pools.engine.admission_loop import HOUR, percentile
 from pools.engine.quota_model import NO_PROJECT, QuotaTree, Resources
 from pools.engine.quota_pass import run_admission
-from pools.engine.replay import ReplayInput, ReplayJob, replay
+from pools.engine.replay import ReplayInput, ReplayJob
 from portal.errors import DomainError
 from quotas.models import NodePool
 from quotas.services.admission_passes import min_runtime_seconds
+from quotas.services.replay_pair import replay_pair
 from quotas.services.state import NodePoolState, states
 from quotas.services.what_if_changes import Change, apply_changes, check_targets, parse_changes
+from quotas.services.what_if_config import trees_at
+from quotas.services.what_if_machines import resolve_machine_pools
 from teams.quota_visibility import EVERYTHING, QuotaView
 from usage.models import TaskAttempt, WorkflowRecord
 from usage.services.guarantee import idle_guarantee
@@ -104,31 +110,31 @@ def what_if(
     now: datetime | None = None,
 ) -> dict:
     """Baseline and proposed replays of [start, end), side by side with the record, and the right-now effect."""
-    changes = parse_changes(change_texts)
+    changes = resolve_machine_pools(parse_changes(change_texts))
     now = now or timezone.now()
     live = list(states(NodePool.objects.select_related("backend").order_by("name"), now=now).values())
     trees = {s.node_pool.name: s.tree for s in live}
     capacity = {s.node_pool.name: s.capacity["gpu"] for s in live}
     check_targets(changes, trees, _visible(view))
-    proposed_trees, proposed_capacity = apply_changes(changes, trees, capacity)
+    then = trees_at(start, trees)
+    proposed_trees, proposed_capacity = apply_changes(changes, then.trees, capacity)
     recorded = _recorded(start, end, set(trees), now)
     runtimes = {s.node_pool.name: min_runtime_seconds(s.node_pool) for s in live}
 
-    def run(given_trees, given_capacity):
-        return replay(
-            ReplayInput(
-                tuple(recorded.jobs),
-                given_capacity,
-                given_trees,
-                int((end - start).total_seconds()),
-                period=settings.QUOTA_ADMISSION_SECONDS,
-                min_runtime_seconds=runtimes,
-                prices=recorded.prices,
-            )
+    def given(given_trees, given_capacity) -> ReplayInput:
+        return ReplayInput(
+            tuple(recorded.jobs),
+            given_capacity,
+            given_trees,
+            int((end - start).total_seconds()),
+            period=settings.QUOTA_ADMISSION_SECONDS,
+            min_runtime_seconds=runtimes,
+            prices=recorded.prices,
         )
 
-    baseline = run(trees, capacity)
-    proposed = baseline if not changes else run(proposed_trees, proposed_capacity)
+    baseline, proposed = replay_pair(
+        given(then.trees, capacity), given(proposed_trees, proposed_capacity) if changes else None
+    )
     departments = {p.name: p.department for tree in trees.values() for p in tree.projects}
     departments.update(recorded.departments)
     names = sorted(set(baseline.projects) | set(proposed.projects) | set(recorded.actual))
@@ -149,6 +155,7 @@ def what_if(
         "changes": [c.text for c in changes],
         "workflows": len(recorded.jobs),
         "left_out": recorded.left_out,
+        "config": then.revisions,
         "prices": {pool: round(price, 4) for pool, price in sorted(recorded.prices.items())},
         "projects": rows,
         "right_now": right_now(changes, live, view),

@@ -1,15 +1,23 @@
 """The changes a what-if tries (docs/quotas.md, "What-if"): a small grammar, one change per string, parsed into
 `Change`s and applied to the pure engine's quota trees and capacities (nothing is written).
 
-    PROJECT NODE_POOL key=value …            a project's quota in one node pool
-    PROJECT priority=N                       a project's over-quota rank (every node pool)
+    [project] PROJECT NODE_POOL key=value …  a project's quota in one node pool
+    [project] PROJECT priority=N             a project's over-quota rank (every node pool)
     department DEPT NODE_POOL key=value …    a department's quota in one node pool
     capacity NODE_POOL gpu=+8 | gpu=-4 | gpu=64   nodes added or removed: GPUs more, fewer, or in all
+    machinepool NAME max=N                   a machine pool's max nodes (quotas.services.what_if_machines)
 
 Keys (GPU quotas: what the replay admits by): `gpu=N` (deserved), `limit-gpu=N|none`, `weight-gpu=N`, and for a
 project `priority=N`. Bounds: GPUs 0 to MAX_GPUS (capacity deltas −MAX_GPUS to +MAX_GPUS), weights 0 to
-MAX_WEIGHT, priority −MAX_PRIORITY to MAX_PRIORITY; at most MAX_CHANGES changes, MAX_TEXT characters each. Each
-bad token is a DomainError naming the change (`changes[2]`), the token and why.
+MAX_WEIGHT, priority −MAX_PRIORITY to MAX_PRIORITY, a machine pool's max 0 to MAX_NODES; at most MAX_CHANGES
+changes, MAX_TEXT characters each. Each bad token is a DomainError naming the change (`changes[2]`), the token
+and why.
+
+Keywords and project names: a change that starts with `department`, `capacity` or `machinepool` and has that
+form's shape (three names; a node pool and `gpu=` only; a name and `max=`) is that form; otherwise it is a
+project's change (a project named `department` reads `department h100 gpu=8` as its own). `project NAME …`
+always names a project: the one way to name a project called `capacity` (`capacity h100 gpu=8` is the node
+pool's capacity) or `project`.
 """
 
 from __future__ import annotations
@@ -28,16 +36,21 @@ MAX_TEXT = 500
 MAX_GPUS = 100_000
 MAX_WEIGHT = 1000
 MAX_PRIORITY = 1000
+MAX_NODES = 10_000  # a machine pool's max: ROSA's and Karpenter's pools stay far below
 QUOTA_KEYS = {"gpu": "deserved", "limit-gpu": "limit", "weight-gpu": "weight"}
 GRAMMAR = (
     "PROJECT NODE_POOL gpu=N [limit-gpu=N|none] [weight-gpu=N], PROJECT priority=N, "
-    "department DEPT NODE_POOL gpu=N …, or capacity NODE_POOL gpu=+N|-N|N"
+    "department DEPT NODE_POOL gpu=N …, capacity NODE_POOL gpu=+N|-N|N, or machinepool NAME max=N "
+    "(project PROJECT … names a project whose name is a keyword)"
 )
+KEYWORDS = ("department", "capacity", "machinepool", "project")
 
 
 @dataclass(frozen=True)
 class Change:
-    """One parsed change. `kind`: project, department, priority or capacity; `values`: key → int or None."""
+    """One parsed change. `kind`: project, department, priority, capacity or machinepool (`team`: the machine
+    pool; `node_pool` and `values["gpu"]` once resolved: quotas.services.what_if_machines); `values`: key → int
+    or None."""
 
     kind: str
     team: str
@@ -69,13 +82,27 @@ def parse_change(text: object, where: str) -> Change:
     if not settings:
         raise DomainError(f"give at least one key=value: {GRAMMAR}", field=where, value=text)
     values = _settings(settings, where)
-    if names and names[0] == "capacity":
+    keyword = names[0] if names and names[0] in KEYWORDS else ""
+    if keyword == "project" and len(names) > 1:
+        return _project(names[1:], values, text, where)
+    if keyword == "capacity" and (len(names) == 2 and set(values) == {"gpu"} or not _project_shaped(names)):
         return _capacity(names, values, text, where)
-    if names and names[0] == "department":
+    if keyword == "department" and (len(names) == 3 or not _project_shaped(names)):
         if len(names) != 3:
             raise DomainError(f"department DEPT NODE_POOL key=value …: {GRAMMAR}", field=where, value=text)
         _only(values, set(QUOTA_KEYS), "a department's", where)
         return Change("department", names[1], names[2], _quota_values(values, where), text)
+    if keyword == "machinepool" and ("max" in values or not _project_shaped(names)):
+        return _machine_pool(names, values, text, where)
+    return _project(names, values, text, where)
+
+
+def _project_shaped(names: list[str]) -> bool:
+    """One name or two: what a project's change has (a keyword with another shape may be a project's name)."""
+    return len(names) in (1, 2)
+
+
+def _project(names: list[str], values: dict[str, str], text: str, where: str) -> Change:
     if len(names) == 1:
         _only(values, {"priority"}, "without a node pool, only the project's", where)
         return Change("priority", names[0], "", {"priority": _bounded(values["priority"], where, "priority")}, text)
@@ -141,6 +168,16 @@ def _capacity(names: list[str], values: dict[str, str], text: str, where: str) -
     return Change("capacity", "", names[1], {"gpu": value}, text, relative=relative)
 
 
+def _machine_pool(names: list[str], values: dict[str, str], text: str, where: str) -> Change:
+    if len(names) != 2:
+        raise DomainError(f"machinepool NAME max=N: {GRAMMAR}", field=where, value=text)
+    _only(values, {"max"}, "a machine pool's", where)
+    value = whole_number(values["max"].strip(), 0, MAX_NODES)
+    if value is None:
+        raise DomainError(f"must be a whole number from 0 to {MAX_NODES}", field=f"{where}.max", value=values["max"])
+    return Change("machinepool", names[1], "", {"max": value}, text)
+
+
 # -- applying them -------------------------------------------------------------------------------------------------
 def check_targets(changes: list[Change], trees: Mapping[str, QuotaTree], visible=None) -> None:
     """Every change names a known node pool and team (one the caller may see: `visible(kind, name)`)."""
@@ -150,7 +187,7 @@ def check_targets(changes: list[Change], trees: Mapping[str, QuotaTree], visible
         if change.node_pool and change.node_pool not in trees:
             raise DomainError("unknown node pool", field=f"{where}.node_pool", value=change.node_pool)
         kind = "department" if change.kind == "department" else "project"
-        if change.kind == "capacity":
+        if change.kind in ("capacity", "machinepool"):
             continue
         known = (
             {d.name for d in trees[change.node_pool].departments}
@@ -167,9 +204,10 @@ def apply_changes(
     """The trees and GPU capacities with the changes made (in order); each changed tree is checked."""
     trees, capacity = dict(trees), dict(capacity)
     for index, change in enumerate(changes):
-        if change.kind == "capacity":
+        if change.kind in ("capacity", "machinepool"):  # a machine pool's: its GPUs more or fewer, once resolved
             gpus = change.values["gpu"]
-            capacity[change.node_pool] = max(0, capacity[change.node_pool] + gpus) if change.relative else gpus
+            relative = change.relative or change.kind == "machinepool"
+            capacity[change.node_pool] = max(0, capacity[change.node_pool] + gpus) if relative else gpus
             continue
         pools = [change.node_pool] if change.node_pool else list(trees)
         for pool in pools:

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from django.db.models.fields.json import KT
+from django.db.models.fields.json import KeyTransform
 
 from clusters.config_handlers import backend_of
 from clusters.models import Backend, Node
@@ -55,10 +55,7 @@ def save_node_pool(doc: Doc, existing: NodePool | None, refs: References) -> Nod
     backend = backend_of(doc, existing, refs.backends, "node pool")
     _check_selector(doc, backend, refs)
     wanted = _wanted_quotas(doc, refs)
-    if doc.selector["kind"] != SelectorKind.DEFAULT and (
-        existing is None or SELECTOR.read(existing, "selector") != doc.selector
-    ):
-        _check_overlap(doc, backend)
+    _check_overlap_of_a_new_selector(doc, existing, backend)
     node_pool = existing or NodePool(name=doc.name)
     NODE_POOL.write(doc, node_pool)
     node_pool.backend = backend
@@ -71,6 +68,23 @@ def save_node_pool(doc: Doc, existing: NodePool | None, refs: References) -> Nod
     node_pool.save()
     _write_quotas(node_pool, list(existing.quotas.all()) if existing else [], wanted, refs)
     return node_pool
+
+
+def check_selector(doc: Doc, existing: NodePool | None, refs: References) -> Backend:
+    """The checks of a document's backend and selector that need the database (the Default's rules, the portal's
+    own labels, the platform, nodes another node pool holds), as `save_node_pool` runs them; writes nothing. The
+    admin form's preview runs them, so it refuses at the field what the save would."""
+    backend = backend_of(doc, existing, refs.backends, "node pool")
+    _check_selector(doc, backend, refs)
+    _check_overlap_of_a_new_selector(doc, existing, backend)
+    return backend
+
+
+def _check_overlap_of_a_new_selector(doc: Doc, existing: NodePool | None, backend: Backend) -> None:
+    if doc.selector["kind"] != SelectorKind.DEFAULT and (
+        existing is None or SELECTOR.read(existing, "selector") != doc.selector
+    ):
+        _check_overlap(doc, backend)
 
 
 def _check_selector(doc: Doc, backend: Backend, refs: References) -> None:
@@ -113,8 +127,10 @@ def _check_overlap(doc: Doc, backend: Backend) -> None:
     selector, others = doc.selector, NodePool.objects.filter(backend=backend).exclude(name=doc.name)
     if selector["kind"] == SelectorKind.LABEL:
         same = others.filter(label_key=selector["key"], label_value=selector["value"], selector_kind="label")
-        # a key transform, not `labels__contains`: JSON containment is PostgreSQL's, and make dev runs on SQLite
-        carrying = KT(f"labels__{selector['key']}")
+        # a key transform compared as JSON: not `labels__contains` (JSON containment is PostgreSQL's, and make dev
+        # runs on SQLite), nor KT's text, which SQLite compares through JSON_EXTRACT of the bare value ("malformed
+        # JSON", a 503 on saving a label node pool)
+        carrying = KeyTransform(selector["key"], "labels")
         nodes = Node.objects.filter(backend=backend).annotate(carried=carrying).filter(carried=selector["value"])
     else:
         same = others.filter(pool_name=selector["pool"], platform_name=selector["platform"], selector_kind="platform")

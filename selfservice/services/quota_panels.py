@@ -34,7 +34,8 @@ class Figure:
     guaranteed_left: str
     percent_of_deserved: int  # in use against deserved, for the bar (capped at 100)
     over: bool  # in use above deserved
-    fair_share_amount: int = 0  # the engine's fair share now, in the resource's unit (team usage compares with it)
+    fair_share_amount: int = 0  # the engine's fair share now, in the resource's unit (team usage shows it)
+    deserved_amount: int = 0  # deserved now, in the resource's unit (team usage's yardstick where no sample)
 
     @classmethod
     def of(cls, figures: ResourceStanding) -> Figure:
@@ -54,6 +55,7 @@ class Figure:
             min(100, round(100 * figures.in_use / deserved)) if deserved else (100 if figures.in_use else 0),
             figures.in_use > deserved,
             figures.fair_share,
+            deserved,
         )
 
 
@@ -76,11 +78,6 @@ class QuotaPanel:
 
 
 def _show(resource: str, value: int | None) -> str:
-    if value is None:
-        return "-"
-    if resource == "cpu":
-        cores = value / 1000
-        return f"{cores:g}" if cores == int(cores) else f"{cores:.1f}"
     return units.show(resource, value)
 
 
@@ -140,7 +137,9 @@ def workflow_note(workflow, view: QuotaView = EVERYTHING) -> Note | None:
         reason = workflow.queue_reason or {}
         text = str(reason.get("text") or "waiting for admission to its node pool's quota")
         position = reason.get("position")
-        return Note("queued", text, position if isinstance(position, int) else None)
+        if isinstance(position, int):  # the page shows the position once, on its own: not again in the text
+            return Note("queued", text.removesuffix(f"; position {position} in the queue"), position)
+        return Note("queued", text, None)
     if workflow.status == "FAILED_PREEMPTED":
         reason = preemption_as_seen(workflow.preemption, view) or {}
         project = reason.get("preemptor_project") or ""

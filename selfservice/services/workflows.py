@@ -8,30 +8,78 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+
 import yaml
-from django.db.models import Count, Prefetch, Q, prefetch_related_objects
+from django.db.models import Count, OuterRef, Prefetch, Q, Subquery, prefetch_related_objects
+from django.db.models.functions import Coalesce
 
 from access import actions, policy
+from portal.errors import PortalError
 from workflows import queries
+from workflows.filters import filter_workflows
 from workflows.lifecycle.cancel import cancel_refusal
 from workflows.models import FINISHED_TASK, Task, TaskEvent, Workflow
 from workflows.waiting import lay_waiting
 
+PAGE_SIZE = 50
+EPOCH, MICROSECOND = datetime(1970, 1, 1, tzinfo=UTC), timedelta(microseconds=1)
 
-def workflows_of(who, limit: int = 200) -> list[Workflow]:
-    """The principal's own workflows, newest first, with their task counts (one query)."""
+
+@dataclass(frozen=True)
+class WorkflowPage:
+    rows: list[Workflow]
+    after: str  # the cursor of the next (older) page; "" on the last page
+    pools: list[str]  # the pools of the principal's workflows, for the filter
+
+
+def workflows_of(who, *, status: str = "", pool: str = "", search: str = "", after: str = "") -> WorkflowPage:
+    """The principal's own workflows, newest first, with their task counts: `status`, `pool` and a `search` of
+    the workflow id narrow them, `after` (a cursor, `cursor_of` a row) starts past a row, keyset-paginated
+    (a page costs the same two queries however deep it is, and however many workflows the viewer has). A cursor
+    that is not one: PortalError."""
     subject = policy.principal(who)
     if not subject.user.is_authenticated:
-        return []
-    mine = Workflow.objects.filter(submitted_by=subject.user.pk)
-    return list(
-        policy.restrict(mine, subject, actions.WORKFLOW_LIST)
-        .select_related("pool")
+        return WorkflowPage([], "", [])
+    mine = policy.restrict(Workflow.objects.filter(submitted_by=subject.user.pk), subject, actions.WORKFLOW_LIST)
+    pools = sorted(set(mine.values_list("pool__name", flat=True).distinct()))
+    rows = filter_workflows(mine, {"statuses": [status] if status else [], "pools": [pool] if pool else []})
+    if search:
+        rows = rows.filter(workflow_id__icontains=search)
+    if after:
+        at, pk = _cursor(after)
+        rows = rows.filter(Q(created_at__lt=at) | Q(created_at=at, pk__lt=pk))
+    # each row's task counts by a subquery of its own: a join counted with the rows would have the database count
+    # the tasks of every workflow of the viewer before keeping a page (docs/scale.md)
+    tasks = Task.objects.filter(workflow=OuterRef("pk")).order_by().values("workflow")
+    found = list(
+        rows.select_related("pool")
         .annotate(
-            task_count=Count("tasks"), finished_tasks=Count("tasks", filter=Q(tasks__status__in=sorted(FINISHED_TASK)))
+            task_count=Coalesce(Subquery(tasks.annotate(n=Count("pk")).values("n")), 0),
+            finished_tasks=Coalesce(
+                Subquery(tasks.filter(status__in=sorted(FINISHED_TASK)).annotate(n=Count("pk")).values("n")),
+                0,
+            ),
         )
-        .order_by("-created_at", "-id")[:limit]
+        .order_by("-created_at", "-id")[: PAGE_SIZE + 1]
     )
+    more = len(found) > PAGE_SIZE
+    return WorkflowPage(found[:PAGE_SIZE], cursor_of(found[PAGE_SIZE - 1]) if more else "", pools)
+
+
+def cursor_of(workflow: Workflow) -> str:
+    """`<microseconds since the epoch>.<id>` of a row: where the next page starts."""
+    return f"{(workflow.created_at - EPOCH) // MICROSECOND}.{workflow.pk}"
+
+
+def _cursor(text: str) -> tuple[datetime, int]:
+    micros, dot, pk = text.partition(".")
+    if not (dot and micros.isascii() and micros.isdigit() and pk.isascii() and pk.isdigit()):
+        raise PortalError("is not a page cursor (take the Older link's)", field="after", value=text)
+    if len(micros) > 17 or len(pk) > 18:
+        raise PortalError("is out of range", field="after", value=text)
+    return EPOCH + int(micros) * MICROSECOND, int(pk)
 
 
 def get_workflow(workflow_id: str, who, *, with_events: bool = True) -> Workflow:

@@ -230,3 +230,25 @@ def test_tokens_page_needs_sign_in_and_auth_token(client):
     client.post("/tokens/", {"name": "x"})
     assert not APIToken.objects.exists()
     assert AuditEvent.objects.filter(action="access.denied", source="page").exists()
+
+
+def test_tokens_page_writes_times_for_people_and_offers_a_copy_button(client):
+    """Human times ("in 2 days", "3 hours ago") with the exact time in a title; a Copy button for the new
+    token's secret; a Revoke button per active token, labelled with its name."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    user = holder("osmo-user")
+    client.force_login(user)
+    created = client.post("/tokens/", {"name": "laptop", "roles": ["osmo-user"]}).content.decode()
+    assert 'data-copy="#new-token"' in created and 'id="new-token"' in created
+    now = timezone.now()
+    APIToken.objects.filter(name="laptop").update(
+        expires_at=now + timedelta(days=2, minutes=5), last_used_at=now - timedelta(hours=3, minutes=1)
+    )
+    page = client.get("/tokens/").content.decode()
+    token = APIToken.objects.get(name="laptop")
+    assert f'title="{token.expires_at.isoformat()}">in 2\xa0days' in page
+    assert f'title="{token.last_used_at.isoformat()}">3\xa0hours, 1\xa0minute ago' in page
+    assert 'aria-label="Revoke laptop"' in page and "Name:" not in page  # the pages' own form style

@@ -1,12 +1,16 @@
 """Which app imports which: the layering of docs/architecture.md, read from the source with `ast`.
 
 Every `import` and `from … import` counts, function-level ones included (a lazy import is still a
-dependency). Run `python -m tests.architecture.import_graph` for the graph as text.
+dependency), and so does a module named by dotted path in a call (`lazy.connect(signal,
+"quotas.receivers.nodes_changed", …)`, `registry.register("POOL", "pools.services.config_handlers.PoolHandler")`:
+portal.lazy and configs.registry import it on first use). Run `python -m tests.architecture.import_graph` for
+the graph as text.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 import sys
 from collections import defaultdict
 from pathlib import Path
@@ -43,6 +47,7 @@ ROOT_MODULES = (
 # Foundation modules that import no Django at all, so the pure engine may use them.
 DJANGO_FREE = ("portal.errors", "portal.json_paths")
 PURE_ENGINE = "pools.engine"
+DOTTED = re.compile(r"[a-z_]\w*(?:\.\w+)+")
 
 
 def layer_of(module: str) -> str | None:
@@ -91,6 +96,24 @@ def imports_of(module: str, path: Path, known: frozenset[str] = frozenset()) -> 
                 base = ".".join([*anchor, base] if base else anchor)
             names = {f"{base}.{alias.name}" for alias in node.names}
             found += sorted((name if name in known else base, node.lineno) for name in names)
+        elif isinstance(node, ast.Call):
+            found += [(target, node.lineno) for target in _paths_named(node, known)]
+    return found
+
+
+def _paths_named(call: ast.Call, known: frozenset[str]) -> list[str]:
+    """Our modules a call names by dotted path in a positional string ("quotas.receivers.nodes_changed" →
+    quotas.receivers): the longest prefix that is a module of ours below its top package. The project wiring
+    is left out: `os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")` names the settings for
+    Django, it does not import them."""
+    found = []
+    for arg in call.args:
+        if not (isinstance(arg, ast.Constant) and isinstance(arg.value, str) and DOTTED.fullmatch(arg.value)):
+            continue
+        parts = arg.value.split(".")
+        module = next((".".join(parts[:n]) for n in range(len(parts), 1, -1) if ".".join(parts[:n]) in known), None)
+        if module is not None and not _under(module, ROOT_MODULES):
+            found.append(module)
     return found
 
 

@@ -18,6 +18,41 @@ def test_the_checker_sees_an_upward_import(tmp_path, monkeypatch):
     ]
 
 
+def test_the_checker_sees_an_upward_module_wired_by_path(tmp_path, monkeypatch):
+    # A receiver or hook named by dotted path (portal.lazy, configs.registry) is a dependency too.
+    (tmp_path / "access").mkdir()
+    (tmp_path / "workflows").mkdir()
+    (tmp_path / "workflows" / "receivers.py").write_text("def f(**kwargs):\n    pass\n")
+    (tmp_path / "access" / "apps.py").write_text(
+        "from portal import lazy\n\n\ndef ready(signal):\n"
+        '    lazy.connect(signal, "workflows.receivers.f", dispatch_uid="x")\n'
+    )
+    monkeypatch.setattr(import_graph, "ROOT", tmp_path)
+    monkeypatch.setattr(import_graph, "APPS", ("access", "workflows"))
+    assert import_graph.violations() == [
+        "access/apps.py:5: access.apps imports workflows.receivers: access is below workflows",
+    ]
+
+
+def test_every_path_wired_at_run_time_is_written_where_the_checker_reads_it():
+    """What portal.lazy and configs.registry hold was named by a string literal in a call, as the checker reads
+    paths: a path put together at run time (an f-string) would hide its module from the layering."""
+    import ast
+
+    from configs import registry
+    from portal import lazy
+
+    modules = import_graph.source_modules()
+    literal = set()
+    for path in modules.values():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Call):
+                literal |= {arg.value for arg in node.args if isinstance(arg, ast.Constant)}
+    wired = {*lazy.PATHS, *registry._HANDLER_PATHS.values(), *registry._COMPANION_PATHS.values()}
+    assert len(wired) >= 30
+    assert sorted(wired - literal) == []
+
+
 def test_the_engine_stays_pure(tmp_path, monkeypatch):
     (tmp_path / "pools" / "engine").mkdir(parents=True)
     (tmp_path / "pools" / "engine" / "x.py").write_text("import django.db\nfrom pools.models import Pool\n")

@@ -13,7 +13,7 @@ from clusters.models import MachinePool
 from configs import store
 from configs.errors import ConfigError, ConfigNotFound
 from configs.models import Revision
-from pools.models import NodeMembership, PodTemplate, Pool
+from pools.models import NodeMembership, Platform, PodTemplate, Pool
 from pools.services.machine_pool_platforms import make_platform
 from pools.services.node_match import unmatched_platforms
 from pools.services.preview import PreviewRequest, preview
@@ -149,6 +149,7 @@ def test_the_admin_action_makes_the_platform_and_says_so(machine_pools, admin_us
     from django.contrib.messages import get_messages
     from django.contrib.messages.storage.fallback import FallbackStorage
     from django.contrib.sessions.backends.db import SessionStore
+    from django.utils.html import strip_tags
 
     from pools.admin.machine_pool_actions import make_platform_action
 
@@ -165,11 +166,13 @@ def test_the_admin_action_makes_the_platform_and_says_so(machine_pools, admin_us
     request._messages = FallbackStorage(request)
     make_platform_action(model_admin, request, MachinePool.objects.filter(name__in=["additional", "gpu-zero"]))
     said = [str(m) for m in get_messages(request)]
-    assert said == [
+    assert [strip_tags(message) for message in said] == [
         "Platform rosa/additional created from machine pool additional (pod template machinepool-additional, "
         "revision 1).",
         "Platform rosa/gpu-zero created from machine pool gpu-zero (pod template machinepool-gpu-zero, revision 1).",
     ]
+    made = Platform.objects.get(pool__name="rosa", name="additional")  # the message links to the platform made
+    assert f'<a class="underline" href="/admin/pools/platform/{made.pk}/change/">rosa/additional</a>' in said[0]
     assert Revision.objects.get(config_type="POD_TEMPLATE", name="machinepool-additional").author == admin_user
 
 
@@ -252,3 +255,15 @@ def test_a_platform_a_machine_pool_would_add_a_node_to_is_not_warned_of(machine_
     fixed = {**store.show("MACHINE_POOL", "gpu-zero"), "autoscaling": None, "replicas": 0}
     store.apply("MACHINE_POOL", "gpu-zero", fixed, CLI)  # no node, and it adds none
     assert unmatched_platforms([rosa.pk]) == {rosa.pk: ["gpu-zero"]}
+
+
+def test_the_machine_pool_page_makes_the_platform_after_asking(machine_pools, admin_client):
+    machine_pool = MachinePool.objects.get(name="additional")
+    url = f"/admin/clusters/machinepool/{machine_pool.pk}/make-platform/"
+    assert url in admin_client.get(f"/admin/clusters/machinepool/{machine_pool.pk}/change/").content.decode()
+    asked = admin_client.get(url).content.decode()
+    assert "Make a platform from machine pool additional?" in asked
+    assert not Revision.objects.filter(config_type="POD_TEMPLATE", name="machinepool-additional").exists()
+    done = admin_client.post(url, follow=True).content.decode()
+    made = Platform.objects.get(pool__name="rosa", name="additional")
+    assert f'href="/admin/pools/platform/{made.pk}/change/">rosa/additional</a> created from machine pool' in done

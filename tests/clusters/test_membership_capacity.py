@@ -13,7 +13,7 @@ from clusters.models import Node
 from configs import store
 from configs.errors import ConfigNotFound
 from pools.models import NodeMembership, Platform
-from pools.services import capacity, membership
+from pools.services import capacity, membership, membership_reads
 from tests.clusters.conftest import A100_MEMBERS, CLI, CPU_NODES, H100_NODES, running_pod
 from tests.queries import assert_constant_queries
 
@@ -120,9 +120,9 @@ def test_resource_types_shared_reserved_unused(synced):
     types = {node.name: node.resource_type for node in report.nodes}
     assert {types[name] for name in H100_NODES} == {"SHARED"}  # train and research
     assert {types[name] for name in [*A100_MEMBERS, *CPU_NODES]} == {"RESERVED"}
-    nodes = membership.filter_resource_type(Node.objects.all(), "UNUSED")
+    nodes = membership_reads.filter_resource_type(Node.objects.all(), "UNUSED")
     assert "a100-node-2" in {n.name for n in nodes} and "l40-node-0" in {n.name for n in nodes}
-    assert membership.filter_resource_type(Node.objects.all(), "SHARED").count() == 4
+    assert membership_reads.filter_resource_type(Node.objects.all(), "SHARED").count() == 4
 
 
 def test_capacity_figures_per_pool_platform_and_total(synced):

@@ -9,6 +9,7 @@ from io import StringIO
 from pathlib import Path
 
 import pytest
+import yaml
 from django.core.management import call_command
 
 from pools.engine.errors import EngineError
@@ -93,3 +94,31 @@ def test_a_bad_machine_pool_file_names_the_field(nodes_without_gpu_pool, tmp_pat
     with pytest.raises(EngineError) as taint:
         placed("rosa-ml-training-job.yaml", nodes_without_gpu_pool, "--machine-pools", str(bad))
     assert taint.value.field == "gpu.taints"
+
+
+def test_what_config_show_prints_is_accepted(nodes_without_gpu_pool, tmp_path, db):
+    """`config show MACHINE_POOL --format yaml` (the documents, by name: `autoscaling: {min_replicas,
+    max_replicas}`, `replicas: null`, `disk_size`) gives the same would-be node as the model-field file."""
+    from configs import store
+    from configs.revisions import Actor
+
+    actor = Actor(name="tester", source="cli")
+    store.apply("BACKEND", "rosa-a", {"description": "export only"}, actor)
+    for name, body in yaml.safe_load(POOLS.read_text()).items():
+        document = {"backend": "rosa-a", "autoscaling": {k: body.pop(k) for k in ("min_replicas", "max_replicas")}}
+        body.pop("autoscaling", None)
+        store.apply("MACHINE_POOL", name, {**document, **body}, actor)
+    shown = StringIO()
+    call_command("config", "show", "MACHINE_POOL", "--format", "yaml", stdout=shown)
+    documents = tmp_path / "machine-pools.yaml"
+    documents.write_text(shown.getvalue())
+    assert "replicas: null" in shown.getvalue() and "  autoscaling:\n    min_replicas: 0" in shown.getvalue()
+    from_show = placed("rosa-ml-training-job.yaml", nodes_without_gpu_pool, "--machine-pools", str(documents))
+    assert from_show == placed("rosa-ml-training-job.yaml", nodes_without_gpu_pool, "--machine-pools", str(POOLS))
+    assert from_show[WOULD_BE]["fits"]
+    one = StringIO()
+    call_command("config", "show", "MACHINE_POOL", "ml-training", "--format", "yaml", stdout=one)
+    documents.write_text(one.getvalue())
+    with pytest.raises(EngineError) as unnamed:
+        placed("rosa-ml-training-job.yaml", nodes_without_gpu_pool, "--machine-pools", str(documents))
+    assert unnamed.value.field == "(document)" and "has no name" in unnamed.value.reason

@@ -99,7 +99,7 @@ def test_every_config_type_s_model_declares_each_described_column():
     was added to the model at import time)."""
     undeclared = {
         config_type: handler.schema.undeclared_columns(handler.model)
-        for config_type, handler in registry.HANDLERS.items()
+        for config_type, handler in registry.handlers().items()
         if getattr(handler, "schema", None) is not None and getattr(handler, "model", None) is not None
     }
     assert len(undeclared) >= 6  # every type with a row: POOL, POD_TEMPLATE, …, BACKEND, MACHINE_POOL, NODE_POOL

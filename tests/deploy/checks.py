@@ -37,6 +37,22 @@ def singleton_problems(objects, pattern: str, what: str) -> list[str]:
     return problems
 
 
+def sharded_problems(objects, pattern: str, what: str) -> list[str]:
+    """Exactly one Deployment runs the watcher `pattern`, with two replicas or more (they share the backends
+    through leases: clusters.leases) rolled out by RollingUpdate without taking one away first."""
+    found = [obj for obj in running(objects, pattern) if obj["kind"] == "Deployment"]
+    if len(found) != 1:
+        return [f"{what}: {len(found)} Deployments run it, expected exactly one"]
+    spec = found[0]["spec"]
+    problems = []
+    if not isinstance(spec.get("replicas"), int) or spec["replicas"] < 2:
+        problems.append(f"{what}: replicas {spec.get('replicas')}, expected 2 or more")
+    strategy = spec.get("strategy") or {}
+    if strategy.get("type") != "RollingUpdate" or (strategy.get("rollingUpdate") or {}).get("maxUnavailable") != 0:
+        problems.append(f"{what}: strategy {strategy}, expected RollingUpdate with maxUnavailable 0")
+    return problems
+
+
 def probe_problems(objects) -> list[str]:
     """Every long-running container has liveness and readiness probes; the web's are HTTP /healthz, /readyz."""
     problems = []
@@ -64,7 +80,8 @@ WATCHERS = ("watch_cluster", "watch_workflows")
 
 
 def watcher_probe_problems(objects) -> list[str]:
-    """Each watcher's startup, liveness and readiness probes run `watcher_health` on its own heartbeat;
+    """Each watcher's startup, liveness and readiness probes run `watcher_health` on its own heartbeat, of
+    its own replica (`--this-replica`: another replica's stale backend must not restart this pod);
     liveness (and startup) pass without a database (the watcher waits for it), readiness does not."""
     problems = []
     for watcher in WATCHERS:
@@ -76,6 +93,8 @@ def watcher_probe_problems(objects) -> list[str]:
                 if command[:4] != expected:
                     problems.append(f"{watcher} {probe}: runs {command[:4]}, expected {expected}")
                     continue
+                if "--this-replica" not in command:
+                    problems.append(f"{watcher} {probe}: --this-replica missing (it would fail on other replicas)")
                 lenient = "--ok-without-database" in command
                 if lenient != (probe != "readinessProbe"):
                     problems.append(f"{watcher} {probe}: --ok-without-database {'set' if lenient else 'missing'}")

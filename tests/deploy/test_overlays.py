@@ -41,16 +41,19 @@ def test_invariant(objects, check):
     assert check(objects) == []
 
 
+def test_exactly_one_beat(objects):
+    assert checks.singleton_problems(objects, r"^celery -A portal beat", "beat") == []
+
+
 @pytest.mark.parametrize(
     ("pattern", "what"),
     [
-        (r"^celery -A portal beat", "beat"),
         (r"^python manage\.py watch_cluster$", "inventory watcher"),
         (r"^python manage\.py watch_workflows$", "workflow watcher"),
     ],
 )
-def test_exactly_one_of_each_singleton(objects, pattern, what):
-    assert checks.singleton_problems(objects, pattern, what) == []
+def test_two_replicas_or_more_of_each_watcher_rolling(objects, pattern, what):
+    assert checks.sharded_problems(objects, pattern, what) == []
 
 
 def test_web_rolls_out_without_downtime(objects):
@@ -90,13 +93,19 @@ def deployment(objects, pattern):
     return found
 
 
-def test_checks_catch_a_second_beat_and_a_rolling_watcher():
+def test_checks_catch_a_second_beat_and_a_lone_or_recreated_watcher():
     objects = production()
     deployment(objects, r"beat")["spec"]["replicas"] = 2
-    deployment(objects, r"watch_cluster")["spec"]["strategy"] = {"type": "RollingUpdate"}
-    assert checks.singleton_problems(objects, r"beat", "beat") == ["beat: replicas 2, expected 1"]
-    assert checks.singleton_problems(objects, r"watch_cluster", "w") == [
-        "w: strategy {'type': 'RollingUpdate'}, expected Recreate"
+    deployment(objects, r"beat")["spec"]["strategy"] = {"type": "RollingUpdate"}
+    deployment(objects, r"watch_cluster")["spec"]["replicas"] = 1
+    deployment(objects, r"watch_workflows")["spec"]["strategy"] = {"type": "Recreate"}
+    assert checks.singleton_problems(objects, r"beat", "beat") == [
+        "beat: replicas 2, expected 1",
+        "beat: strategy {'type': 'RollingUpdate'}, expected Recreate",
+    ]
+    assert checks.sharded_problems(objects, r"watch_cluster", "w") == ["w: replicas 1, expected 2 or more"]
+    assert checks.sharded_problems(objects, r"watch_workflows", "w") == [
+        "w: strategy {'type': 'Recreate'}, expected RollingUpdate with maxUnavailable 0"
     ]
 
 
@@ -118,10 +127,12 @@ def test_checks_catch_a_watcher_probe_on_another_heartbeat_or_failing_without_a_
     cluster["livenessProbe"]["exec"]["command"][3] = "watch_workflows"
     workflows["livenessProbe"]["exec"]["command"].remove("--ok-without-database")
     workflows["readinessProbe"]["exec"]["command"].append("--ok-without-database")
+    cluster["readinessProbe"]["exec"]["command"].remove("--this-replica")
     del workflows["startupProbe"]
     assert checks.watcher_probe_problems(objects) == [
         "watch_cluster livenessProbe: runs ['python', 'manage.py', 'watcher_health', 'watch_workflows'], "
         "expected ['python', 'manage.py', 'watcher_health', 'watch_cluster']",
+        "watch_cluster readinessProbe: --this-replica missing (it would fail on other replicas)",
         "watch_workflows startupProbe: runs [], expected ['python', 'manage.py', 'watcher_health', 'watch_workflows']",
         "watch_workflows livenessProbe: --ok-without-database missing",
         "watch_workflows readinessProbe: --ok-without-database set",

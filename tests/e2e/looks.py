@@ -1,13 +1,17 @@
-"""How a browser test looks at a page: what went wrong while it loaded, and screenshots at both widths.
+"""How a browser test looks at a page: what went wrong while it loaded, screenshots at both widths, and what
+axe-core, the accessibility checker, finds wrong with it.
 
 Every console page gets a test that loads it, collects script errors and failed requests (the favicon
 included), and saves a screenshot at 1440 and 390 px into var/screenshots/ for a person to look at.
+axe-core is a test peer (tests/e2e/axe, installed by `make test-peers`); `axe_violations` injects it into the
+page as it is now and runs every rule of its default set (WCAG 2.x A and AA and best practices).
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from django.conf import settings
 
 from tests.selfservice.conftest import PASSWORD
@@ -15,6 +19,12 @@ from tests.selfservice.conftest import PASSWORD
 PHONE, DESKTOP = 390, 1440
 WIDTHS = (DESKTOP, PHONE)
 SHOTS = Path(settings.BASE_DIR) / "var" / "screenshots"
+AXE = Path(__file__).resolve().parent / "axe" / "node_modules" / "axe-core" / "axe.min.js"
+BLOCKING = ("serious", "critical")  # axe's impacts a page must not have; "minor" and "moderate" are reported
+# axe's run, summed up: per violated rule its impact, help text and the elements (CSS selectors) that fail it
+RUN_AXE = """async () => (await axe.run(document, {resultTypes: ["violations"]})).violations.map(v => ({
+  rule: v.id, impact: v.impact, help: v.help, url: v.helpUrl,
+  targets: v.nodes.map(n => n.target.join(" ")), why: v.nodes.length ? v.nodes[0].failureSummary : ""}))"""
 
 
 def collect_failures(*pages) -> list[str]:
@@ -55,6 +65,24 @@ def shoot(page, url: str, name: str, *, ready: str | None = None, widths=WIDTHS)
     return overflow
 
 
+def walk(base: str, pages, *, widths=WIDTHS, ours=lambda who, name: True) -> dict[str, int]:
+    """Each of `pages`, (browser page, name, path, ready selector), at each width: loaded, waited for, saved as
+    var/screenshots/<name>-<width>.png. Returns {"name@width": overflow px} of the pages wider than the screen
+    that `ours(who, name)` says are ours to fix (Unfold's own layout is not): {} when all fit."""
+    SHOTS.mkdir(parents=True, exist_ok=True)
+    too_wide = {}
+    for width in widths:
+        for who, name, path, ready in pages:
+            who.set_viewport_size({"width": width, "height": 844 if width == PHONE else 900})
+            who.goto(f"{base}{path}")
+            who.wait_for_selector(ready)
+            who.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=True)
+            overflow = page_overflow(who)
+            if overflow and ours(who, name):
+                too_wide[f"{name}@{width}"] = overflow
+    return too_wide
+
+
 def sign_in_admin(page, base: str, username: str, next_path: str = "/admin/") -> None:
     """Sign in through the admin's own login form (a staff user made with tests.selfservice's PASSWORD)."""
     page.goto(f"{base}/admin/login/?next={next_path}")
@@ -62,3 +90,27 @@ def sign_in_admin(page, base: str, username: str, next_path: str = "/admin/") ->
     page.fill("input[name=password]", PASSWORD)
     page.click("button[type=submit]")
     page.wait_for_url(f"{base}{next_path}")
+
+
+def axe_violations(page, *, also: tuple[str, ...] = ()) -> list[dict]:
+    """axe-core's violations on `page` as it is now: those of impact serious or critical, and any of the rules
+    named in `also` whatever their impact. Each: rule, impact, help, url, targets (selectors), why."""
+    if not AXE.exists():
+        pytest.fail(f"{AXE} is missing: run `make test-peers` (npm ci in tests/e2e/axe)")
+    if not page.evaluate("() => typeof window.axe === 'object'"):  # a navigation dropped it
+        page.add_script_tag(path=str(AXE))
+    return [v for v in page.evaluate(RUN_AXE) if v["impact"] in BLOCKING or v["rule"] in also]
+
+
+def describe_violations(found: dict[str, list[dict]]) -> str:
+    """One paragraph per page: each violated rule with its impact, help, the failing elements and why."""
+    lines = []
+    for where, violations in found.items():
+        lines.append(f"{where}:")
+        for v in violations:
+            lines.append(f"  {v['impact']} {v['rule']}: {v['help']} ({v['url']})")
+            lines.extend(f"    {target}" for target in v["targets"][:10])
+            if len(v["targets"]) > 10:
+                lines.append(f"    … and {len(v['targets']) - 10} more")
+            lines.append("    " + " ".join(v["why"].split())[:300])
+    return "\n".join(lines)

@@ -104,11 +104,13 @@ def test_the_submit_editor(page, live_server, demo_world):  # noqa: F811
     held = []
     page.route("**/submit/preview/", lambda route: held.append(route))
     page.fill(f"{EDITOR} .cm-content", SPEC.replace("memory: lots", "memory: 64Gi"))
-    page.click("#preview-button")
+    with page.expect_request("**/submit/preview/"):  # sent (and so routed: the route comes with it), not yet answered
+        page.click("#preview-button")
     page.wait_for_function("() => document.querySelector('#preview-button').textContent === 'Previewing…'")
     assert page.is_disabled("#preview-button") and page.is_disabled("#submit-workflow")
     assert page.is_visible("#preview-busy")
-    held[0].continue_()
+    [route] = held
+    route.continue_()
     page.wait_for_selector("#verdict-main")
     page.wait_for_function("() => document.querySelector('#preview-button').textContent === 'Preview'")
     assert page.is_enabled("#preview-button")

@@ -12,8 +12,7 @@ from access.services import roles
 from pools.models import Pool
 from quotas.models import NodePool
 from quotas.services import quotas
-from tests.e2e.looks import collect_failures
-from tests.e2e.test_phone_layout import DESKTOP, PHONE, SHOTS, page_width
+from tests.e2e.looks import SHOTS, collect_failures, sign_in_admin, walk
 from tests.e2e.test_submit_preview import sign_in
 from tests.factories import WorkflowFactory
 from tests.quotas.conftest import (  # noqa: F401  (fixtures)
@@ -24,7 +23,7 @@ from tests.quotas.conftest import (  # noqa: F401  (fixtures)
     synced,
     teams,
 )
-from tests.selfservice.conftest import PASSWORD, person
+from tests.selfservice.conftest import person
 from workflows.models import WorkflowStatus
 
 GIB = 2**30
@@ -70,16 +69,11 @@ def test_quota_pages_fit_a_phone_and_a_desktop(page, new_page, live_server, carv
     base = live_server.url
     queued = quota_world(teams)
     h100 = NodePool.objects.get(name="h100")
-    SHOTS.mkdir(parents=True, exist_ok=True)
     print(f"screenshots in {SHOTS}")
     admin = new_page()
     failures = collect_failures(page, admin)
     sign_in(page, base, "vera")
-    admin.goto(f"{base}/admin/login/?next=/admin/")
-    admin.fill("input[name=username]", "boss")
-    admin.fill("input[name=password]", PASSWORD)
-    admin.click("button[type=submit]")
-    admin.wait_for_url(f"{base}/admin/")
+    sign_in_admin(admin, base, "boss")
 
     pages = [
         (page, "quota-catalog", "/", "#pool-train .quota"),
@@ -94,17 +88,8 @@ def test_quota_pages_fit_a_phone_and_a_desktop(page, new_page, live_server, carv
     ]
     # our content in Unfold's frame
     ours_in_the_admin = {"quota-fairshare", "quota-fairshare-cpu", "quota-grid", "quota-projects-grid"}
-    too_wide = {}
-    for width in (PHONE, DESKTOP):
-        for who, name, path, selector in pages:
-            who.set_viewport_size({"width": width, "height": 844 if width == PHONE else 900})
-            who.goto(f"{base}{path}")
-            who.wait_for_selector(selector)
-            who.screenshot(path=str(SHOTS / f"{name}-{width}.png"), full_page=True)
-            measured = page_width(who)
-            # Unfold's own layout (its home, its lists) is not ours to fix; our pages and admin pages are
-            if measured["scroll"] > measured["view"] and (who is page or name in ours_in_the_admin):
-                too_wide[f"{name}@{width}"] = measured["scroll"]
+    # Unfold's own layout (its home, its lists) is not ours to fix; our pages and admin pages are
+    too_wide = walk(base, pages, ours=lambda who, name: who is page or name in ours_in_the_admin)
     page.goto(f"{base}/pools/train/")
     # 32 GPUs, 24 in use: 8 free, and vision's fair share asking for all (8 + half the 16 surplus) allows 8 more
     assert "8 GPUs deserved · 8 in use · 8 to borrow now" in " ".join(page.text_content("#quota").split())

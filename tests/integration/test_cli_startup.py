@@ -1,8 +1,9 @@
 """A CLI call imports what it uses, nothing more: no Celery, Redis or Kubernetes client at start-up.
 
 Importing them (and the admin stack, the OIDC client, the schema generator) was most of a CLI call's
-start-up (Pool Portal issue #17; timings in bench/bench_cli.py). These tests look at what a real process
-loaded, not at how long it took.
+start-up (Pool Portal issue #17; timings in bench/bench_cli.py). So were, until issue #35, the services the
+apps' ready() wired (config handlers, receivers and hooks, now by dotted path: portal.lazy) and the whole
+pure engine with its template sandbox. These tests look at what a real process loaded, not at how long it took.
 """
 
 from __future__ import annotations
@@ -41,6 +42,29 @@ WEB_ONLY = (
     "requests",
     "drf_spectacular.openapi",
     "drf_spectacular.views",
+)
+
+# What a write, a submission, an admission pass or a cluster call needs: a one-shot read, or a write of a type
+# that needs none of them, loads none of it (issue #35).
+WRITES_AND_PASSES = (
+    "jinja2",  # the template sandbox (pools.engine.sandbox): compiling platforms, resolving pods
+    "pools.engine.sandbox",
+    "pools.engine.placement",
+    "pools.services.compilation",
+    "pools.services.membership",
+    "pools.services.machine_pool_shapes",
+    "pools.services.config_handlers",
+    "quotas.config_handlers",
+    "quotas.services.gate",
+    "quotas.services.admission_passes",
+    "quotas.services.delegation",
+    "quotas.services.what_if",
+    "workflows.lifecycle",
+    "workflows.services",
+    "clusters.kube.connection",
+    "clusters.machinepools.reconcile",
+    "urllib3",
+    "cryptography",  # secrets at rest: decrypted only when a command reads one
 )
 
 # Runs manage.py as a shell does, then writes the names of the loaded modules to the file in argv[1].
@@ -107,6 +131,24 @@ def test_a_listing_call_loads_no_worker_cluster_or_web_modules(tmp_path, command
     assert printed in process.stdout  # it ran for real, on the database
     assert _among(modules, WORKER_AND_CLUSTER) == []
     assert _among(modules, WEB_ONLY) == []
+
+
+@pytest.mark.django_db(transaction=True)  # the rows are committed: the command runs in another process
+def test_quota_show_and_token_create_load_no_engine_sandbox_admission_or_cluster_client(tmp_path):
+    """The bench's two daily commands (docs/performance.md, `cli`): a read and a write that need none of it."""
+    from quotas.services.node_pools import default_node_pool
+    from tests.factories import BackendFactory, UserFactory
+
+    node_pool = default_node_pool(BackendFactory(name="startup")).name
+    UserFactory(username="startup-user")
+    shown, show_loaded = _loaded(tmp_path, PROBE, "quota", "show", node_pool)
+    created, create_loaded = _loaded(tmp_path, PROBE, "token", "create", "startup-user", "first", "--expires", "1d")
+    assert f"node pool {node_pool} " in shown.stdout  # each ran for real, on the database
+    assert "first" in created.stdout + created.stderr
+    for modules in (show_loaded, create_loaded):
+        assert _among(modules, WRITES_AND_PASSES) == []
+        assert _among(modules, WORKER_AND_CLUSTER) == []
+        assert _among(modules, WEB_ONLY) == []
 
 
 @pytest.mark.django_db

@@ -51,6 +51,28 @@ def custom(cloud):  # noqa: F811  (the fixture imported above)
         ({"weight": 101}, "spec.weight: Invalid value: 101: spec.weight in body should be less than or equal to 100"),
         ({"weight": 0}, "spec.weight: Invalid value: 0: spec.weight in body should be greater than or equal to 1"),
         ({"weight": "9"}, 'spec.weight: Invalid value: "9": spec.weight in body must be of type integer'),
+        # issue #33: requirements, disruption and a static NodePool's limits, as the CRD refuses them
+        ({"replicas": 2, "limits": {"cpu": "8"}}, "spec: Invalid value: \"object\": only 'limits.nodes' is supported"),
+        (
+            {"disruption": {"consolidationPolicy": "Always"}},
+            'spec.disruption.consolidationPolicy: Unsupported value: "Always": supported values: "WhenEmpty"',
+        ),
+        (
+            {"disruption": {"consolidateAfter": "5d"}},
+            'spec.disruption.consolidateAfter: Invalid value: "5d": spec.disruption.consolidateAfter in body',
+        ),
+        (
+            {"disruption": {"budgets": [{"nodes": "150%"}]}},
+            'spec.disruption.budgets[0].nodes: Invalid value: "150%": spec.disruption.budgets[0].nodes in body should',
+        ),
+        (
+            {"disruption": {"budgets": [{"nodes": "1", "schedule": "@daily"}]}},
+            "spec.disruption.budgets: Invalid value: \"array\": 'schedule' must be set with 'duration'",
+        ),
+        (
+            {"disruption": {"budgets": [{"nodes": "1", "reasons": ["Bored"]}]}},
+            'spec.disruption.budgets[0].reasons: Unsupported value: "Bored"',
+        ),
     ],
 )
 def test_a_nodepool_its_crd_refuses_is_a_422_and_not_stored(custom, spec, message):
@@ -61,6 +83,26 @@ def test_a_nodepool_its_crd_refuses_is_a_422_and_not_stored(custom, spec, messag
     assert body["reason"] == "Invalid" and body["message"].startswith(
         f'NodePool.karpenter.sh "gpu" is invalid: {message}'
     )
+    assert custom.list_cluster_custom_object(*NODEPOOLS)["items"] == []
+
+
+@pytest.mark.parametrize(
+    ("requirement", "message"),
+    [
+        ({"key": "team", "operator": "Like", "values": ["a"]},
+         'spec.template.spec.requirements[1].operator: Unsupported value: "Like"'),
+        ({"key": "team", "operator": "In", "values": []},
+         "requirements with operator 'In' must have a value defined"),
+        ({"key": "karpenter.k8s.aws/instance-generation", "operator": "Gt", "values": ["x"]},
+         "must have a single positive integer value"),
+    ],
+)  # fmt: skip
+def test_a_requirement_its_crd_refuses_is_a_422_and_not_stored(custom, requirement, message):
+    body = nodepool("gpu")
+    body["spec"]["template"]["spec"]["requirements"].append(requirement)
+    with pytest.raises(ApiException) as refused:
+        custom.create_cluster_custom_object(*NODEPOOLS, body)
+    assert refused.value.status == 422 and message in json.loads(refused.value.body)["message"]
     assert custom.list_cluster_custom_object(*NODEPOOLS)["items"] == []
 
 

@@ -346,13 +346,13 @@ def test_random_spot_interruptions_when_asked_for():
         assert not server.emulator.internal_errors
 
 
-def test_spot_interruption_notice_then_failed_pods_then_node_gone(cloud, v1):
+def test_spot_interruption_notice_drains_the_node_then_node_gone(cloud, v1):
     put(cloud, gpu_spot_pool(low=1, high=1))
     gpu_pod(v1, "train", {"kubesim/never-finish": "true"})
     wait_until(lambda: phase(v1, "train") == "Running")
     node = v1.read_namespaced_pod("train", "default").spec.node_name
 
-    goes_at = cloud.interrupt_spot(node)
+    goes_at = cloud.interrupt_spot(node, notice_seconds=3600)  # the notice outlasts the test: only the drain
 
     noticed = v1.read_node(node)
     assert noticed.metadata.annotations[INTERRUPTION_AT_ANNOTATION] == goes_at
@@ -360,7 +360,24 @@ def test_spot_interruption_notice_then_failed_pods_then_node_gone(cloud, v1):
     assert SPOT_INTERRUPTION_TAINT in [
         {"key": t.key, "value": t.value, "effect": t.effect} for t in noticed.spec.taints
     ]
-    assert phase(v1, "train") == "Running"  # the notice comes first
+    # drained at the notice: evicted through the Eviction API (no budget protects it), while the node is still there
+    wait_until(lambda: v1.list_namespaced_pod("default").items == [], what="the pod evicted")
+    assert v1.read_node(node).metadata.name == node
+
+
+def test_after_the_notice_a_pod_its_budget_kept_is_killed_and_the_node_goes(cloud, v1):
+    put(cloud, gpu_spot_pool(low=1, high=1))
+    gpu_pod(v1, "train", {"kubesim/never-finish": "true"})
+    wait_until(lambda: phase(v1, "train") == "Running")
+    v1.patch_namespaced_pod("train", "default", {"metadata": {"labels": {"app": "train"}}})
+    with kube_api_client(cloud.url) as api:
+        client.PolicyV1Api(api).create_namespaced_pod_disruption_budget(
+            "default",
+            {"metadata": {"name": "train"}, "spec": {"minAvailable": 1, "selector": {"matchLabels": {"app": "train"}}}},
+        )
+    node = v1.read_namespaced_pod("train", "default").spec.node_name
+
+    cloud.interrupt_spot(node)  # the drain is refused; the instance goes anyway when the notice is over
 
     pod = wait_until(
         lambda: (p := v1.read_namespaced_pod("train", "default")).status.phase == "Failed" and p, what="pod failed"
@@ -456,4 +473,4 @@ def test_the_documented_example_runs_as_written():
     printed = out.getvalue().splitlines()
     assert re.fullmatch(r"ml-training-[a-z0-9]{5} \{'current_replicas': 1\}", printed[0])
     assert printed[1].startswith("goes at ") and printed[1].endswith("Z")
-    assert printed[2] == f"Terminated {TERMINATED_MESSAGE}"
+    assert printed[2] == "evicted: []"

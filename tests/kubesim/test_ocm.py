@@ -178,3 +178,52 @@ def test_the_machine_pools_of_a_cluster_together_are_capped(ocm):
     )
     assert session.get(f"{url}/worker").json()["replicas"] == 2
     assert session.patch(f"{url}/worker", json={"replicas": 1}).status_code == 200
+
+
+ZONES = ["us-east-1a", "us-east-1b", "us-east-1c"]
+
+
+@pytest.mark.parametrize(
+    ("changes", "reason"),
+    [
+        ({"availability_zones": ZONES}, "a hosted control plane node pool lives in one availability zone"),
+        ({"subnets": ["subnet-0a1b2c3d", "subnet-1a1b2c3d"]}, "attribute 'subnets' takes one AWS subnet id"),
+        ({"aws": {"additional_security_group_ids": ["sg-nope"]}}, "takes at most 10 security group ids"),
+        ({"aws": {"tags": {"aws:owner": "me"}}}, "invalid AWS tag key 'aws:owner'"),
+        ({"aws": {"tags": {"team": ""}}}, "invalid AWS tag value '' for key 'team'"),
+    ],
+)
+def test_ocm_refuses_bad_zones_subnets_security_groups_and_tags_and_stores_nothing(ocm, changes, reason):
+    """Issue #33: what OCM and rosa refuse in a machine pool's placement, as a 400 in OCM's error shape."""
+    server, session, url = ocm
+    refused = session.post(url, json={**GPU_SPOT, **changes})
+    assert refused.status_code == 400, refused.text
+    assert refused.json()["code"] == "CLUSTERS-MGMT-400" and reason in refused.json()["reason"], refused.json()
+    assert sorted(server.emulator.ocm_machine_pools[CLUSTER]) == ["worker"]
+
+
+def test_a_classic_cluster_caps_at_249_and_its_multi_az_pools_count_in_threes(ocm):
+    server, session, _ = ocm
+    server.emulator.ocm_add_cluster("classic-1", token=TOKEN, topology="classic")
+    url = f"{server.url}/api/clusters_mgmt/v1/clusters/classic-1/machine_pools"
+    too_many = session.post(url, json={**GPU_SPOT, "autoscaling": {"min_replicas": 0, "max_replicas": 250}})
+    assert too_many.status_code == 400
+    assert too_many.json()["reason"] == (
+        "Machine pool 'ml-training': 250 nodes exceed the maximum of 249 nodes per machine pool"
+    )
+    uneven = session.post(
+        url, json={**GPU_SPOT, "availability_zones": ZONES, "autoscaling": {"min_replicas": 0, "max_replicas": 4}}
+    )
+    assert uneven.status_code == 400
+    assert (
+        uneven.json()["reason"]
+        == "Multi AZ clusters require that the number of MachinePool replicas be a multiple of 3"
+    )
+    assert sorted(server.emulator.ocm_machine_pools["classic-1"]) == ["worker"]
+    even = {**GPU_SPOT, "availability_zones": ZONES, "autoscaling": {"min_replicas": 3, "max_replicas": 6}}
+    assert session.post(url, json=even).status_code == 201
+    grown = session.patch(f"{url}/ml-training", json={"autoscaling": {"min_replicas": 3, "max_replicas": 7}})
+    assert grown.status_code == 400 and "multiple of 3" in grown.json()["reason"]
+    assert session.get(f"{url}/ml-training").json()["autoscaling"] == {"min_replicas": 3, "max_replicas": 6}
+    full = session.patch(f"{url}/worker", json={"replicas": 244})  # 244 + 6 = 250 nodes in the cluster
+    assert full.status_code == 400 and "the maximum is 249" in full.json()["reason"]

@@ -155,10 +155,12 @@ def test_status_capacity_and_cost_are_shown(backends, admin_client):
     assert "2 / 3 nodes, 2 / 3 GPUs" in text and "machine pool is ready" in text  # the inventory's count
     assert "Nodes now (inventory)" in text and "2 (1 ready)" in text
     assert "Nodes (provider, last reconcile)" in text
-    assert "$1.05 / $1.58 per hour (spot: at most)" in text  # g4dn.xlarge on demand: $0.526 an hour
+    # g4dn.xlarge: $0.526 an hour on demand, spot estimated at 0.35 of it, $0.18 to the cent
+    assert "≈ $0.36 / $0.54 per hour spot (spot estimate: the on-demand price" in text
+    assert "on-demand $1.05 / $1.58, saving 66%" in text
     listing = admin_client.get(reverse("admin:clusters_machinepool_changelist")).content.decode()
     assert "g4dn.xlarge, 1 × T4" in listing and "autoscaling 0–3" in listing
-    assert "2 (1 ready)" in listing
+    assert "2 / 3 nodes, 2 / 3 GPUs" in listing  # the node counts themselves are on the change page
 
 
 def test_the_list_queries_do_not_grow_with_rows(backends, admin_client):

@@ -29,6 +29,7 @@ APPS = {"config": "pools", "machinepool": "pools"}
 def test_the_page_runs_as_written(monkeypatch, capsys):
     monkeypatch.chdir(ROOT)
     monkeypatch.setattr(base.connections, "close_all", lambda: None)  # keep the test's transaction
+    call_command("seed_demo", stdout=StringIO(), stderr=StringIO())  # the demo's machine pools, as under make dev
     commands = bash_commands(PAGE)
     assert len(commands) >= 10
     outputs = []
@@ -40,9 +41,21 @@ def test_the_page_runs_as_written(monkeypatch, capsys):
     assert json.loads(outputs[3])["taints"][1] == {"key": "spot", "value": "true", "effect": "PreferNoSchedule"}
     assert "MACHINE_POOL gpu-spot rolled back to r1 (revision 3)" in outputs[7]
     assert "create_gpu_spot_pool" in outputs[9] and "--use-spot-instances" in outputs[10]
-    assert list(MachinePool.objects.values_list("name", flat=True)) == ["gpu-spot"]
+    assert outputs[11].startswith("# dry run: nothing written.") and "compute-gpu:" in outputs[11]
+    assert outputs[12] == (
+        "MACHINE_POOL compute created (revision 1) on backend rosa-a\n"
+        "MACHINE_POOL compute-gpu created (revision 1) on backend rosa-a\n"
+    )
+    assert outputs[13].count("module ") == 1 and 'module "machine_pools_compute_compute_gpu" {' in outputs[13]
+    assert sorted(MachinePool.objects.values_list("name", flat=True)) == ["additional", "gpu-spot", "ml-training"]
+    listed = outputs[16].splitlines()  # machinepool list: rosa's columns and the status (not reconciled here)
+    assert listed[0].split()[:3] == ["ID", "BACKEND", "AUTOSCALING"] and listed[0].rstrip().endswith("COST/h")
+    assert [line.split()[0] for line in listed[1:]] == ["additional", "gpu-spot", "ml-training"]
+    assert json.loads(outputs[17])["count"] == 0  # none is ready before the provider answered
+    assert "Platforms:             robotics-spot/t4-spot\n" in outputs[18]
+    assert "    node.kubernetes.io/machinepool: ml-training\n" in outputs[18]
     shown = transcripts(PAGE)
-    assert len(shown) == 3
+    assert len(shown) == 5
     for transcript in shown:
         name, *args = shlex.split(transcript.command)[2:]
         code, out, err = run_as_cli(capsys, APPS[name], name, *args)

@@ -26,7 +26,7 @@ def variables(text: str) -> set[str]:
 
 def test_a_spot_pool_maps_to_the_gpu_spot_variables():
     spec = MachinePoolSpec("ml-training", "p3.2xlarge", min_replicas=0, max_replicas=5,
-                           labels={"ml-framework": "pytorch"}, taints=GPU_TAINTS, spot=True,
+                           labels={"ml-framework": "pytorch", "node-type": "gpu"}, taints=GPU_TAINTS, spot=True,
                            max_price=Decimal("0.9000"), disk_size_gib=500)  # fmt: skip
     result = export.terraform(spec, "abc123")
     assert variables(result.text) <= MODULE_VARIABLES
@@ -51,6 +51,7 @@ def test_an_on_demand_pool_maps_to_the_additional_pool_variables_and_says_what_i
     assert lost.notes == (
         "taints: the module gives its GPU spot pool its own (nvidia.com/gpu=true:NoSchedule, "
         "spot=true:PreferNoSchedule), not this pool's (workload-type=batch:NoSchedule)",
+        "labels: the module puts node-type=gpu on its GPU spot pool, which this pool has not",
     )
     assert lost.text.startswith("# machine pool gpu2, exported by the portal\n# not expressible: taints:")
 

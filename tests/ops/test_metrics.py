@@ -3,13 +3,15 @@ the eager Celery task creates on the kubesim emulator, an inventory sync over HT
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
 from clusters.heartbeat import WATCHERS
 from clusters.inventory import sync_backend
-from clusters.models import WatcherHeartbeat
+from clusters.models import WatcherHeartbeat, WatcherLease, WatcherReplica
 from portal.models import SharedCount
 from tests.workflows.conftest import api, spec
 from workflows.errors import PoolNotFound
@@ -86,26 +88,31 @@ def test_queue_depth_and_watcher_lag_come_from_the_database(client, pool, alice,
     assert value(after, "portal_backend_online", backend="sim") == 1
 
 
-def test_the_database_part_of_a_scrape_is_ten_queries(client, pool, django_assert_num_queries):
+def test_the_database_part_of_a_scrape_is_nine_queries(client, pool, django_assert_num_queries):
     from pools.models import Pool
 
-    with django_assert_num_queries(10):  # five for the usage record (usage.services.meters)
+    with django_assert_num_queries(9):  # two for the usage record (usage.services.meters), two for the leases
         scrape(client)
     Pool.objects.bulk_create([Pool(name=f"extra{i}", backend=pool.backend) for i in range(5)])
     beat = timezone.now()
     WatcherHeartbeat.objects.bulk_create(
         WatcherHeartbeat(watcher=w, backend=pool.backend, beat_at=beat) for w in WATCHERS
     )
+    expiry = beat + timedelta(seconds=30)
+    WatcherReplica.objects.create(watcher="watch_cluster", name="w-1", nonce="n", expires_at=expiry)
+    WatcherLease.objects.create(watcher="watch_cluster", backend=pool.backend, holder="w-1", token=1, expires_at=expiry)
     SharedCount.objects.bulk_create(
         SharedCount(name="portal_pod_creations", labels=f'{{"backend": "b{i}", "outcome": "created"}}', value=i)
         for i in range(5)
     )
-    with django_assert_num_queries(10):  # five for the usage record (usage.services.meters)
+    with django_assert_num_queries(9):  # two for the usage record (usage.services.meters), two for the leases
         samples = scrape(client)
     assert value(samples, "portal_pool_queue_depth", pool="extra4", status="QUEUED") == 0
     assert ("portal_pool_queue_depth", (("pool", "extra4"), ("status", "QUEUED"))) in samples
     assert value(samples, "portal_pod_creations_total", backend="b4", outcome="created") == 4
     assert value(samples, "portal_watcher_heartbeat_age_seconds", watcher="watch_cluster", backend="sim") >= 0
+    assert value(samples, "portal_watcher_lease_held", watcher="watch_cluster", backend="sim", replica="w-1") == 1
+    assert value(samples, "portal_watcher_replicas", watcher="watch_cluster") == 1
 
 
 @pytest.mark.django_db
@@ -119,7 +126,7 @@ def test_every_portal_metric_is_in_the_operations_table(client):
         for f in text_string_to_metric_families(response.content.decode())
         if f.name.startswith("portal_") and not f.name.endswith("_created")  # a counter's creation time
     ]
-    assert len(families) == 20, [f.name for f in families]
+    assert len(families) == 22, [f.name for f in families]
     missing = [
         f.name for f in families if f"| `{f.name}{'_total' if f.type == 'counter' else ''}` | {f.type} |" not in table
     ]

@@ -1,6 +1,8 @@
 """The usage record on /metrics (usage.services.meters, docs/operations.md "Usage: GPU-seconds and cost"): per
 project and node pool, ended attempts as counters, running ones as gauges, together the usage report's total;
-the counters never go down as attempts close, are rolled up, or are removed by retention; constant queries."""
+the counters equal the sums of the raw records, never go down as attempts close, are rolled up, or are removed
+by retention; a scrape reads the totals and the attempts not rolled up, in two queries whatever the record's
+size."""
 
 from __future__ import annotations
 
@@ -11,10 +13,10 @@ from django.test.utils import override_settings
 from django.utils import timezone
 
 from tests.ops.test_metrics import scrape, value
-from tests.queries import assert_constant_queries
+from tests.queries import assert_constant_queries, queries_of
 from tests.usage.factories import attempt_row
-from usage.models import Outcome, TaskAttempt
-from usage.services import meters
+from usage.models import Outcome, TaskAttempt, UsageRollup
+from usage.services import meters, retention
 from usage.services.report import ReportQuery, usage
 from usage.services.rollup import floor_hour, roll_up
 
@@ -78,7 +80,7 @@ def test_counters_never_go_down_as_attempts_close_roll_up_and_leave(client, reco
     seen.append(counters())
     assert seen[-1] == seen[-2]  # rolled up: the same numbers, from the rollups now
     with override_settings(USAGE_ROLLUP_RETENTION_DAYS=0, USAGE_RAW_RETENTION_DAYS=0):
-        removed = meters.prune_keeping_totals(timezone.now() + timedelta(days=2))
+        removed = retention.prune(timezone.now() + timedelta(days=2))
     assert removed["rollups"] > 0 and removed["attempts"] == 3
     seen.append(counters())
     assert seen[-1] == seen[-2]  # gone from the record, kept in the totals
@@ -86,12 +88,29 @@ def test_counters_never_go_down_as_attempts_close_roll_up_and_leave(client, reco
         assert all(after.get(key, 0) >= amount for key, amount in before.items())
 
 
-def test_the_usage_part_of_a_scrape_takes_constant_queries(client, record):
+def test_counters_are_the_sums_of_the_raw_records(record):
+    """Whatever part is rolled up: GPU × seconds of each ended attempt; running ones up to the reading."""
+    now = record["now"]
+    attempt_row(project="vision", node_pool="h100", gpu=3, started_at=now - timedelta(hours=30))  # closed, pending
+    roll_up(now - timedelta(hours=1), repair=False)  # the earlier ones counted in the totals now
+    attempt_row(gpu=2, started_at=now - timedelta(minutes=50), ended_at=now - timedelta(minutes=5))
+    found = meters.meters(now)
+    expected: dict[tuple[str, str], list[int]] = {}
+    for row in TaskAttempt.objects.all():
+        sums = expected.setdefault((row.project, row.node_pool), [0, 0])
+        seconds = int(((row.ended_at or now) - row.started_at).total_seconds())
+        sums[row.ended_at is None] += row.gpu * seconds
+    assert {key: [m.gpu_seconds, m.running_gpu_seconds] for key, m in found.items()} == expected
+
+
+def test_the_usage_part_of_a_scrape_reads_two_small_tables_in_constant_queries(record):
     def grow():
         for index in range(5):
-            attempt_row(project=f"p{index}", node_pool=f"np{index}", started_at=record["now"] - timedelta(hours=2))
+            attempt_row(project=f"p{index}", node_pool=f"np{index}", started_at=record["now"] - timedelta(days=40))
         roll_up()
         for index in range(5):
             attempt_row(project=f"p{index}", started_at=record["now"] - timedelta(hours=1), ended_at=None)
 
-    assert_constant_queries(lambda: scrape(client), grow)
+    assert assert_constant_queries(meters.meters, grow) == 2  # the totals, the attempts not rolled up
+    read = " ".join(queries_of(meters.meters))
+    assert UsageRollup._meta.db_table not in read  # the rollups, however long, are not read

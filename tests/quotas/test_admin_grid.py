@@ -69,8 +69,15 @@ def test_saving_writes_one_revision_per_changed_team(carved, teams, admin_client
     assert row("research") == (16, None, 1) and row("vision") == (8, 12, 2) and row("speech") == (4, None, 1)
     # lowering a department and its projects together: projects first, then the department
     form = {**cell("department", "research", "gpu", "6"), **cell("project", "vision", "gpu", "2", "", "2")}
-    assert admin_client.post(grid_url(), form).status_code == 302
+    assert admin_client.post(grid_url(), {**form, "change_description": "spring plan"}).status_code == 302
     assert row("research") == (6, None, 1) and row("vision") == (2, None, 2)
+    assert revisions.history("NODE_POOL", "h100")[0].description == (
+        "quota of department research in h100: gpu deserved=6 limit=None weight=1; spring plan"
+    )
+    too_long = admin_client.post(grid_url(), {**cell("project", "vision", "gpu", "3"), "change_description": "x" * 501},
+                                 follow=True)  # fmt: skip
+    assert "the change description has 501 characters, at most 500" in too_long.content.decode()
+    assert row("vision") == (2, None, 2)  # nothing written
 
 
 def test_refusals_are_shown_on_their_cells_and_nothing_is_written(carved, teams, admin_client):

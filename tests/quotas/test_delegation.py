@@ -8,12 +8,9 @@ a100-node-1), sim-default (the other 23 nodes); teams research (vision, speech) 
 
 from __future__ import annotations
 
-import json
 import logging
-import re
 
 import pytest
-import yaml
 from django.core.management import call_command
 
 from clusters.models import Backend
@@ -23,10 +20,8 @@ from quotas.services import delegation
 from quotas.services.quotas import set_quota
 from quotas.services.scheduler_status import scheduler_status
 from teams.models import Project
-from tests.factories import DepartmentFactory, ProjectFactory
 from tests.polling import wait_until
 from tests.quotas.conftest import A100_MEMBERS, CLI, H100_NODES, H100_PRODUCT
-from tests.test_docs_examples import ROOT, bash_commands
 
 GI = 2**30
 MANAGED = "app.kubernetes.io/managed-by=pool-portal,pool-portal/backend=sim"
@@ -239,31 +234,6 @@ def test_the_task_retries_a_cluster_that_is_down_on_a_real_worker(
     wait_until(lambda: len(names(cluster, KAI_QUEUES)) == 15, timeout=30, what="the queues, after two retries")
     creates = [r for r in cluster if r.method == "POST" and r.url.path.endswith("/queues")]
     assert len(creates) == 15 + 2  # the first queue's create failed twice, then every one went through
-
-
-def test_the_pages_commands_run_as_written(db, kube_server, monkeypatch, capsys):
-    """docs/quota-schedulers.md, "Keeping the cluster in step": its commands, against its backend."""
-    kube_server.emulator.serve_schedulers("kai")
-    document = {"namespace": "osmo-workflows", "api_url": kube_server.url, "quota_scheduler": "kai"}
-    store.apply("BACKEND", "gpu-cluster", document, CLI)
-    research = DepartmentFactory(name="research")
-    ProjectFactory(name="vision", department=research, priority=1)
-    ProjectFactory(name="speech", department=research)
-    store.apply(
-        "NODE_POOL", "a100", {"backend": "gpu-cluster", "selector": {"label": {"key": "gpu", "value": "a100"}}}, CLI
-    )
-    page = ROOT / "docs" / "quota-schedulers.md"
-    commands = bash_commands(page)
-    assert [args[0] for args in commands] == ["scheduler_objects"] * 4
-    outputs = []
-    for args in commands:
-        call_command(*args)
-        outputs.append(capsys.readouterr().out)
-    shown = re.search(r"the six queues, starting:\n\n```text\n(.*?)  \.\.\.\n```", page.read_text(), re.S).group(1)
-    assert outputs[0].startswith(shown) and outputs[0].count("kind: Queue") == 6
-    assert [q["metadata"]["name"] for q in json.loads(outputs[1])][:3] == ["research", "speech", "vision"]
-    assert len(yaml.safe_load(outputs[2])["created"]) == 6
-    assert json.loads(outputs[3])["scheduler"] == "kai"
 
 
 def test_the_periodic_resync_is_in_beats_schedule_and_expires_before_its_next_run():

@@ -35,17 +35,17 @@ def test_quotas_page_runs_as_written(monkeypatch):
     for command in ("config show NODE_POOL a100", "config show NODE_POOL gpu-cluster-default", "quota show a100"):
         assert f"```\n{outputs[command]}```" in page  # the page shows the real output, whole
     shown = json.loads(outputs["config show NODE_POOL a100"])
-    assert shown["projects"]["vision"]["memory"]["deserved"] == 512 * 2**30
+    assert shown["projects"]["optics"]["memory"]["deserved"] == 512 * 2**30
     # the doors: one revision per `quota set`, and the rollback to revision 2 restored its quotas
-    research = json.loads(outputs["quota set --department research a100 --cpu 64 --format json"])
-    assert research["revision"] == 4 and research["quotas"]["cpu"]["deserved"] == 64000
+    autonomy = json.loads(outputs["quota set --department autonomy a100 --cpu 64 --format json"])
+    assert autonomy["revision"] == 4 and autonomy["quotas"]["cpu"]["deserved"] == 64000
     shown_pool = json.loads(outputs["node-pool show a100 --format json"])
     assert (shown_pool["deserved"]["gpu"], shown_pool["managed"], shown_pool["overcommitted"]) == (16, True, True)
-    assert after["projects"]["vision"]["gpu"] == {"deserved": 10, "limit": None, "weight": 2}
-    assert after["projects"]["speech"]["gpu"] == {"deserved": 4, "limit": None, "weight": 1}
-    assert "cpu" not in after["departments"]["research"]
-    never = outputs["quota set vision a100 --no-lend"].strip()  # then --lend: the document is as it was
-    assert never.startswith("project vision in a100: gpu deserved 10 limit - weight 2 never lends;")
+    assert after["projects"]["optics"]["gpu"] == {"deserved": 10, "limit": None, "weight": 2}
+    assert after["projects"]["motion"]["gpu"] == {"deserved": 4, "limit": None, "weight": 1}
+    assert "cpu" not in after["departments"]["autonomy"]
+    never = outputs["quota set optics a100 --no-lend"].strip()  # then --lend: the document is as it was
+    assert never.startswith("project optics in a100: gpu deserved 10 limit - weight 2 never lends;")
     assert f"The first prints `{never}`" in " ".join(page.split())
     for transcript in transcripts(PAGE):
         with pytest.raises(DomainError) as refused:
@@ -56,8 +56,8 @@ def test_quotas_page_runs_as_written(monkeypatch):
     block = json.loads(outputs["quota show a100 --format json"])["time_based_fair_share"]
     assert (block["window_days"], block["half_life_hours"], block["k"]) == (7, 24, 1.0)
     assert f'the `text` "{block["text"]}"' in " ".join(page.split())
-    vision = next(row for row in block["weights"]["gpu"] if row["name"] == "vision")
-    assert (vision["usage"], vision["weight_before"], vision["weight_after"]) == (0, 0.5, 1.0)
+    optics = next(row for row in block["weights"]["gpu"] if row["name"] == "optics")
+    assert (optics["usage"], optics["weight_before"], optics["weight_after"]) == (0, 0.5, 1.0)
 
 
 def _run(*args: str) -> str:
@@ -76,6 +76,6 @@ def test_quotas_rest_example_runs_in_a_shell_against_a_live_server(live_server, 
     patched, shown = json_documents(DocsShell(PORTAL=live_server.url).run([block]))
     assert patched["quotas"]["gpu"] == {"deserved": 8, "limit": 12, "weight": 2, "lend": True}
     assert patched["revision"] == 2
-    vision = next(row for row in shown["projects"] if (row["project"], row["resource"]) == ("vision", "gpu"))
-    assert (vision["deserved"], vision["limit"]) == (8, 12)
-    assert revisions.history("NODE_POOL", "a100")[0].description == "vision lends 2"
+    optics = next(row for row in shown["projects"] if (row["project"], row["resource"]) == ("optics", "gpu"))
+    assert (optics["deserved"], optics["limit"]) == (8, 12)
+    assert revisions.history("NODE_POOL", "a100")[0].description == "optics lends 2"

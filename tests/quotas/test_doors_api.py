@@ -16,17 +16,12 @@ from quotas.models import Quota
 from quotas.services import node_pools, quotas
 from quotas.services.osmo_quota import charged_node_pools
 from teams.models import Project
+from tests.apiclients import client_of
 from tests.factories import NodeFactory, ProjectFactory, RoleFactory, UserFactory, WorkflowFactory
 from tests.queries import assert_constant_queries
 from tests.quotas.conftest import CLI
 
 URL = "/api/quotas/node_pools"
-
-
-def client_of(user) -> APIClient:
-    client = APIClient()
-    client.force_authenticate(user)
-    return client
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ from rest_framework.test import APIClient
 
 from access.services import roles
 from configs import revisions, store
+from configs.models import Revision
 from pools.models import Pool
 from quotas.models import NodePool
 from quotas.services import quotas
@@ -261,3 +262,23 @@ def test_rest_refuses_what_a_client_may_send_with_the_envelope(guaranteed, resea
     assert answer.status_code == 400, answer.content
     assert {"code", "field", "value", "reason"} <= set(answer.json())
     assert answer.json()["field"].startswith(field), answer.json()
+
+
+def test_the_baseline_is_the_config_in_force_at_the_period_start(recorded_day):
+    """The quotas change after the recorded day (vision gets speech's guarantee): replaying the day with nothing
+    changed still gives what happened, since the baseline reads the NODE_POOL revision current at its start."""
+    Revision.objects.filter(config_type="NODE_POOL", name="h100").update(created_at=DAY_START - timedelta(days=1))
+    then = Revision.objects.filter(config_type="NODE_POOL", name="h100").order_by("-revision").first().revision
+    quotas.set_quota(None, "h100", "project", "speech", "gpu", deserved=0)
+    quotas.set_quota(None, "h100", "project", "vision", "gpu", deserved=32)
+    assert Revision.objects.filter(config_type="NODE_POOL", name="h100").order_by("-revision")[0].revision > then
+
+    answer = what_if(DAY_START, DAY_START + timedelta(days=1), [])
+    assert answer["config"]["h100"] == then and answer["config"]["a100"] is None  # a100: no revision then
+    for name in ("speech", "vision"):
+        row = rows(answer)[name]
+        for key in ("jobs", "started", "wait_p50_s", "wait_p95_s", "gpu_hours", "preemptions", "cost"):
+            assert row["baseline"][key] == row["actual"][key], (name, key, row)
+    # under today's quotas vision would reclaim speech's room at once: the change proposed says so
+    moved = what_if(DAY_START, DAY_START + timedelta(days=1), ["speech h100 gpu=0", "vision h100 gpu=32"])
+    assert rows(moved)["vision"]["proposed"]["wait_p95_s"] < rows(moved)["vision"]["actual"]["wait_p95_s"]

@@ -57,6 +57,9 @@ def callers(alice) -> tuple[dict, dict]:
     operator.groups.add(Role.objects.get(name="osmo-admin").group)
     store.apply("NODE_POOL", "batch", {"backend": "sim", "selector": {"label": {"key": "rack", "value": "a"}}}, CLI)
     store.apply("POD_TEMPLATE", "batch", {"spec": {"nodeSelector": {"rack": "a"}}}, CLI)
+    body = {"backend": "sim", "instance_type": "g4dn.xlarge", "autoscaling": {"min_replicas": 0, "max_replicas": 2},
+            "taints": [{"key": "gpu", "value": "", "effect": "NoSchedule"}], "spot": True}  # fmt: skip
+    store.apply("MACHINE_POOL", "batch", body, CLI)  # GET /api/machine_pools/batch answers a whole status
     return researcher, bearer(operator, "osmo-admin")
 
 
@@ -69,6 +72,7 @@ def callers(alice) -> tuple[dict, dict]:
         ("/api/configs/{config_type}/{name}", {"config_type": "pool", "name": "batch"}),
         ("/api/configs/{config_type}/{name}", {"config_type": "pod_template", "name": "batch"}),  # free-form
         ("/api/configs/{config_type}/{name}", {"config_type": "role", "name": "osmo-admin"}),
+        ("/api/machine_pools/{name}", {"name": "batch"}),
     ],
 )
 def test_the_answers_issue_31_named_conform(pool, alice, path, parameters):

@@ -249,7 +249,7 @@ def test_another_teams_workflow_answers_exactly_as_a_missing_one(researcher, poo
 
 
 def test_urls_no_route_matches_and_wrong_methods_are_json(researcher):
-    for url in ("/api/", "/api/nothing-here", "/api/workflow/a/b/c", "/api/pool//workflow"):
+    for url in ("/api/nothing-here", "/api/workflow/a/b/c", "/api/pool//workflow"):
         body = envelope(researcher.get(url), 404)
         assert body["code"] == "not_found" and body["value"] == url
     assert envelope(researcher.patch("/api/workflow"), 405)["code"] == "method_not_allowed"

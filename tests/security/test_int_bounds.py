@@ -59,7 +59,7 @@ BASES = {
 }
 FIELDS = sorted(
     (handler.config_type, path, kind)
-    for handler in registry.HANDLERS.values()
+    for handler in registry.handlers().values()
     if isinstance(getattr(handler, "schema", None), Schema)
     for path, kind in int_fields(handler.schema)
 )

@@ -251,8 +251,10 @@ def test_the_admin_lists_failures_and_deleting_them_unlocks(ana, admin_client):
     lock(client, "/login/")
     attempt = AccessAttempt.objects.get()
 
-    listing = admin_client.get("/admin/axes/accessattempt/")
-    assert listing.status_code == 200 and "ana" in listing.content.decode()
-    assert admin_client.post(f"/admin/axes/accessattempt/{attempt.pk}/delete/", {"post": "yes"}).status_code == 302
+    listing = admin_client.get("/admin/access/loginattempt/")
+    text = listing.content.decode()
+    assert listing.status_code == 200 and "ana" in text
+    assert "Login attempts" in text and "Axes" not in text  # the navigation names it in the users' words
+    assert admin_client.post(f"/admin/access/loginattempt/{attempt.pk}/delete/", {"post": "yes"}).status_code == 302
 
     assert sign_in(client, "/login/", "ana", "ana-right-password").status_code == 302

@@ -76,7 +76,8 @@ def world(synced):  # noqa: F811
     workflow(WorkflowStatus.QUEUED)
     workflow(WorkflowStatus.QUEUED, created_ago=timedelta(hours=3))
     workflow(WorkflowStatus.QUEUED, created_ago=timedelta(hours=30))  # queued, but submitted before the window
-    workflow(WorkflowStatus.FAILED, created_ago=timedelta(hours=2), finished_ago=timedelta(hours=1))
+    # Ends at least an hour apart, so no two share a clock hour whatever the minute (the peak stays 1).
+    workflow(WorkflowStatus.FAILED, created_ago=timedelta(hours=3), finished_ago=timedelta(hours=2))
     workflow(WorkflowStatus.FAILED_PREEMPTED, created_ago=timedelta(hours=5), finished_ago=timedelta(hours=4))
     workflow(WorkflowStatus.FAILED, created_ago=timedelta(hours=40), finished_ago=timedelta(hours=26))  # too old
     workflow(WorkflowStatus.COMPLETED, finished_ago=timedelta(minutes=5))

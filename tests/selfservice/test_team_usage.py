@@ -1,6 +1,7 @@
 """Researchers' "your team's usage" (selfservice.services.team_usage, docs/self-service.md "Your team's usage"):
-GPU-hours of the viewer's projects this week and this month, from the usage report, beside what their fair share
-now gives over the same time; on the pool page and in My workflows, constant queries.
+GPU-hours of the viewer's projects this week and this month, from the usage report, against the GPU-hours they
+deserved over the same time (the hourly deserved samples, today's deserved where there is none), the fair share
+now beside it; on the pool page and in My workflows, constant queries.
 
 The world is tests/quotas/test_pages.py's: node pools h100 (quotas: vision and speech deserve 8 GPUs each) and
 a100 (no quotas); vera belongs to vision.
@@ -31,6 +32,8 @@ from tests.quotas.conftest import (  # noqa: F401  (fixtures)
 from tests.quotas.test_pages import signed_in
 from tests.quotas.test_pages import world as quota_world  # noqa: F401  (fixture)
 from tests.usage.factories import attempt_row
+from usage.models import DeservedSample
+from usage.services.guarantee import hour_seconds
 from workflows.models import WorkflowStatus
 
 pytestmark = pytest.mark.django_db
@@ -56,30 +59,50 @@ def used(quota_world):  # noqa: F811
     return {"now": now, "week": week, "month": month, "h100": 2 * (end - later).total_seconds()}
 
 
-def test_my_teams_usage_this_week_and_month_against_the_fair_share_now(used, quota_world):  # noqa: F811
+def test_my_teams_usage_this_week_and_month_against_what_it_deserved(used, quota_world):  # noqa: F811
     now = timezone.now()
     found = team_usage.for_viewer(quota_world["vera"], now=now)
-    assert (found.week_start, found.month_start) == (used["week"], used["month"])
+    assert (found.week_start, found.month_start, found.known_from) == (used["week"], used["month"], None)
     lines = {(line.project, line.node_pool): line for line in found.lines}
     assert set(lines) == {("vision", "h100"), ("vision", "a100")}  # speech is not vera's
     h100 = NodePool.objects.get(name="h100")
     share = standings([h100], ["vision"])[h100.pk].projects[0].gpu.fair_share
     line = lines[("vision", "h100")]
-    assert line.fair_share == share > 0
+    assert line.quota == team_usage.Quota(deserved=8, fair_share=share)
     assert line.week_hours == line.month_hours == round(used["h100"] / 3600, 1)
-    assert line.week_share_hours == round(share * (now - used["week"]).total_seconds() / 3600, 1)
-    assert line.month_share_hours == round(share * (now - used["month"]).total_seconds() / 3600, 1)
+    # no deserved sample yet: today's 8 deserved GPUs × the hours gone, whatever the fair share (0 when idle)
+    assert line.week_deserved_hours == round(8 * int((now - used["week"]).total_seconds()) / 3600, 1)
+    assert line.month_deserved_hours == round(8 * int((now - used["month"]).total_seconds()) / 3600, 1)
     a100 = lines[("vision", "a100")]  # running: counted up to now; a100 has no quota rows
-    assert a100.fair_share is None and a100.week_hours == round(4 * 600 / 3600, 1)
+    assert a100.quota is None and not a100.compared and a100.week_hours == round(4 * 600 / 3600, 1)
+
+
+def test_sampled_hours_count_what_was_deserved_then(used, quota_world):  # noqa: F811
+    """vision deserved 4 GPUs in the first two hours of the later period start, nothing in the third (only speech
+    was sampled then); every other hour has no sample and counts today's 8."""
+    now = timezone.now()
+    hours = [max(used["week"], used["month"]) + timedelta(hours=index) for index in range(3)]
+    for hour in hours[:2]:
+        DeservedSample.objects.create(hour=hour, node_pool="h100", project="vision", gpu_deserved=4)
+    DeservedSample.objects.create(hour=hours[2], node_pool="h100", project="speech", gpu_deserved=8)
+    found = team_usage.for_viewer(quota_world["vera"], now=now)
+    [line] = [line for line in found.lines if line.node_pool == "h100"]
+    assert found.known_from == hours[0]
+    sampled = sum(hour_seconds(hour, now) for hour in hours)
+    for since, deserved in ((used["week"], line.week_deserved_hours), (used["month"], line.month_deserved_hours)):
+        unsampled = int((now - since).total_seconds()) - sampled
+        expected = 4 * sum(hour_seconds(hour, now) for hour in hours[:2]) + 8 * unsampled
+        assert deserved == round(expected / 3600, 1)
 
 
 def test_the_pool_page_shows_my_teams_usage_in_its_node_pools(used, quota_world):  # noqa: F811
     html = signed_in(quota_world["vera"]).get("/pools/train/").content.decode()
     box = html[html.index('id="team-usage"') : html.index("</section>", html.index('id="team-usage"'))]
-    assert "fair share now would give over the same time" in box
+    assert "GPU-hours your project <b>deserved</b> over the same time" in box
     vision = box[box.index('data-node-pool="h100"') :]
+    assert "deserved 8 GPUs · fair share now" in vision
     hours = round(used["h100"] / 3600, 1)
-    assert re.search(rf'data-period="week">.*?<b>{hours}</b> GPU-hours of <b>[\d.]+</b> by fair share', vision, re.S)
+    assert re.search(rf'data-period="week">.*?<b>{hours}</b> GPU-hours of <b>[\d.]+</b> deserved', vision, re.S)
     assert 'data-node-pool="a100"' in box and "no quota here" in box
     assert 'data-project="speech"' not in box
 

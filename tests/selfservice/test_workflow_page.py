@@ -60,6 +60,18 @@ def test_timeline_shows_durations_between_steps_phases_and_the_total(demo_world,
     assert 'data-kind="SUBMITTED"' in html
 
 
+def test_steps_of_one_instant_are_shown_in_the_order_they_happen(demo_world, submitted):
+    """Events recorded before their times were made distinct share the submission's microsecond, and their rows
+    are in the order the portal learned of them: the page shows them as they happened."""
+    task = submitted.tasks.get()
+    TaskEvent.objects.filter(task=task).exclude(kind="SUBMITTED").delete()
+    for kind in ("SCHEDULED", "CREATED", "ADMITTED"):
+        TaskEvent.objects.create(task=task, kind=kind, at=task.created_at)
+    html = demo_world.client(demo_world.researcher).get(f"/workflows/{submitted.workflow_id}/").content.decode()
+    kinds = re.findall(r'data-kind="([A-Z_]+)"', html.split('id="events"')[1])
+    assert kinds == ["SUBMITTED", "ADMITTED", "CREATED", "SCHEDULED"]
+
+
 def test_a_running_task_has_clocks_that_tick_from_its_start(demo_world, submitted):
     task = submitted.tasks.get()
     started = task.created_at + timedelta(seconds=3)

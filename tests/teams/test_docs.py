@@ -28,24 +28,24 @@ def test_teams_page_runs_as_written(monkeypatch):
         outputs[" ".join(args)] = out.getvalue()
     page = PAGE.read_text()
     for command in (
-        "team show project vision",
+        "team show project safety",
         "team list",
-        "team admins add research dora",
-        "access explain dora department/research --action config:Update",
-        "team update vision --priority 2",
+        "team admins add planning dora",
+        "access explain dora department/planning --action config:Update",
+        "team update safety --priority 2",
     ):
         for line in outputs[command].splitlines():
             assert line in page, line  # the page shows the real output
     assert json.loads(outputs["team list departments --format json"])["departments"][0]["projects"] == [
-        "speech",
-        "vision",
+        "routes",
+        "safety",
     ]
-    assert json.loads(outputs["config show ROLE osmo-vision"])["external_roles"] == ["vision-researchers"]
-    assert json.loads(outputs["team admins list research --format json"]) == {
-        "department": "research",
+    assert json.loads(outputs["config show ROLE osmo-safety"])["external_roles"] == ["safety-researchers"]
+    assert json.loads(outputs["team admins list planning --format json"]) == {
+        "department": "planning",
         "admins": ["dora"],
     }
-    history = json.loads(outputs["team history vision --format json"])["history"]
+    history = json.loads(outputs["team history safety --format json"])["history"]
     assert [event["changes"] for event in history if event["action"] == "team.update"] == [{"priority": [0, 2]}]
     [transcript] = transcripts(PAGE)
     with pytest.raises(DomainError) as refused:

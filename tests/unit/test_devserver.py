@@ -85,6 +85,7 @@ def test_periodic_jobs_are_beats_schedule_and_one_failure_does_not_stop_the_othe
         "workflows-reconcile",
         "workflows-timeouts",
         "workflows-reaper",
+        "workflows-archive",
         "quota-schedulers-resync",
         "node-pool-labels",
         "quotas-admission",

@@ -364,9 +364,7 @@ def test_invalid_exit_actions(actions, field, reason):
     refused(with_task(exitActions=actions), field=field, reason=reason)
 
 
-@pytest.mark.parametrize(
-    "key", ["inputs", "outputs", "files", "credentials", "downloadType", "cacheSize", "checkpoint", "kpis"]
-)
+@pytest.mark.parametrize("key", ["inputs", "outputs", "files", "downloadType", "cacheSize", "checkpoint", "kpis"])
 def test_osmo_fields_not_implemented_yet_are_ignored_with_a_warning(key):
     parsed = parse_workflow(with_task(**{key: [{"url": "s3://bucket/x"}]}))
     assert parsed.warnings == [f"tasks[0].{key} ignored: not supported yet"]

@@ -9,6 +9,7 @@ from datetime import timedelta
 import pytest
 
 from clusters.inventory import sync_backend
+from tests.queries import assert_constant_queries
 from tests.usage.factories import attempt_row
 from tests.workflows.conftest import settle_until, spec
 from tests.workflows.test_spot_interruption import interrupt, running
@@ -107,3 +108,48 @@ def test_repair_closes_an_attempt_whose_task_moved_on(backend, submitted):
     assert record.repair_open() == 1
     row.refresh_from_db()
     assert row.outcome == Outcome.FAILED and row.ended_at is not None
+
+
+def test_closing_attempts_takes_constant_queries_and_keeps_each_ones_outcome_and_time():
+    """One UPDATE closes them all (a CASE per column), each with its own event's outcome and time, never before
+    its start; an attempt already closed keeps its first end."""
+    start = attempt_row(ended_at=None).started_at
+    rows: list[TaskAttempt] = []
+
+    def close():
+        ends = {
+            row.task_pk: ("PREEMPTED" if i % 2 else "CANCELLED", start + timedelta(minutes=i))
+            for i, row in enumerate(rows)
+        }
+        record.close_attempts(ends)
+
+    def grow(count):
+        rows.extend(attempt_row(ended_at=None) for _ in range(count))
+
+    grow(2)
+    closed_first = rows[0]
+    close()
+    TaskAttempt.objects.filter(pk__in=[r.pk for r in rows[1:]]).update(ended_at=None, outcome=Outcome.RUNNING)
+    assert_constant_queries(close, lambda: grow(8))
+    found = {row.pk: row for row in TaskAttempt.objects.filter(pk__in=[r.pk for r in rows])}
+    assert found[closed_first.pk].ended_at == start and found[closed_first.pk].outcome == Outcome.CANCELLED
+    for i, row in enumerate(rows[1:], start=1):
+        assert found[row.pk].outcome == (Outcome.PREEMPTED if i % 2 else Outcome.CANCELLED)
+        assert found[row.pk].ended_at == start + timedelta(minutes=i)
+    early = attempt_row(ended_at=None, started_at=start + timedelta(hours=2))
+    record.close_attempts({early.task_pk: ("CANCELLED", start)})
+    early.refresh_from_db()
+    assert early.ended_at == early.started_at  # an end before the start is the start
+
+
+def test_repair_takes_constant_queries(backend, submitted):
+    workflow = submitted()
+    task = workflow.tasks.get()
+    attempt_row(task_pk=task.pk, attempt=0, workflow_id=workflow.workflow_id, ended_at=None)
+    Task.objects.filter(pk=task.pk).update(retry_id=1)
+
+    def orphans():  # attempts of tasks deleted since
+        for _ in range(6):
+            attempt_row(ended_at=None)
+
+    assert assert_constant_queries(record.repair_open, orphans) == 3

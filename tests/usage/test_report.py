@@ -103,6 +103,41 @@ def test_the_report_adds_deserved_and_idle_guarantee_per_project_and_node_pool()
     assert "idle_guarantee_gpu_hours" not in by_pool.columns  # a sample knows nothing of pools
 
 
+def test_hours_before_sampling_began_are_unknown_not_idle():
+    """Sampling began at T0 + 2 h: the two hours before count neither deserved nor idle, each row of a period
+    without a sample says unknown (None), and the report says from when the guarantee is known."""
+    for hour in (2, 3, 4):
+        DeservedSample.objects.create(
+            hour=T0 + timedelta(hours=hour), node_pool="a100", project="train", gpu_deserved=2
+        )
+    attempt_row(started_at=T0, ended_at=T0 + timedelta(hours=3), gpu=1)  # hours 0-2, one GPU
+    attempt_row(project="vision", started_at=T0 + timedelta(hours=2))  # sampled hour, no quota: known, deserved 0
+    total = consumption.report(
+        consumption.parse(start="2026-11-01T00:00", end="2026-11-01T05:00", by=["project"], now=NOW), now=NOW
+    )
+    by_project = {row["project"]: row for row in total.rows}
+    assert (by_project["train"]["deserved_gpu_hours"], by_project["train"]["idle_guarantee_gpu_hours"]) == (6.0, 5.0)
+    assert (by_project["vision"]["deserved_gpu_hours"], by_project["vision"]["idle_guarantee_gpu_hours"]) == (0, 0)
+    assert (total.guarantee.known_from, total.guarantee.unknown_hours) == (T0 + timedelta(hours=2), 2)
+    assert consumption.coverage_fields(total) == {
+        "guarantee_known_from": "2026-11-01T02:00:00+00:00",
+        "guarantee_unknown_hours": 2,
+    }
+    assert "known from 2026-11-01 02:00 UTC; 2 hour(s)" in consumption.coverage_note(total.guarantee)
+    hourly = consumption.report(
+        consumption.parse(
+            start="2026-11-01T00:00", end="2026-11-01T05:00", by=["project"], granularity="hour", now=NOW
+        ),
+        now=NOW,
+    )
+    train = {row["period"][11:16]: row["idle_guarantee_gpu_hours"] for row in hourly.rows if row["project"] == "train"}
+    assert train == {"00:00": None, "01:00": None, "02:00": 1.0, "03:00": 2.0, "04:00": 2.0}
+    before = consumption.report(
+        consumption.parse(start="2026-10-30", end="2026-10-31", by=["project"], now=NOW), now=NOW
+    )
+    assert before.guarantee.known_from is None and "unknown" in consumption.coverage_note(before.guarantee)
+
+
 def test_a_viewer_sees_only_their_projects_rows():
     attempt_row(project="train")
     attempt_row(project="vision", gpu=2)

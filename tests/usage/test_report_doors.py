@@ -58,6 +58,7 @@ def test_the_cli_report_as_a_table_json_and_csv(teams):  # noqa: F811
     table = cli("report", "--from", "2026-11-01", "--to", "2026-11-02", "--by", "department")
     lines = table.splitlines()
     assert lines[0] == "usage from 2026-11-01 00:00 to 2026-11-03 00:00 UTC, by department, total"
+    assert lines.pop(1) == "idle guarantee unknown: no deserved sample in this period (shown as -)"
     assert lines[1].split() == [
         "DEPARTMENT",
         "GPU_HOURS",
@@ -99,8 +100,8 @@ def test_the_cli_report_as_a_table_json_and_csv(teams):  # noqa: F811
             "cpu_hours": "1.0",
             "memory_gib_hours": "1.0",
             "cost_usd": "5.0",
-            "deserved_gpu_hours": "0.0",
-            "idle_guarantee_gpu_hours": "0.0",
+            "deserved_gpu_hours": "",  # no deserved sample that day: unknown, not 0
+            "idle_guarantee_gpu_hours": "",
         }
     ]
 

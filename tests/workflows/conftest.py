@@ -53,6 +53,7 @@ def spec(
     platform: str | None = None,
     exit_actions: dict | None = None,
     timeout: dict | None = None,
+    command: tuple[str, ...] = ("sh", "-c", "echo hi"),
 ) -> dict:
     """A workflow document with `tasks` tasks on one resource entry (optionally an explicit platform)."""
     resources: dict[str, Any] = {"cpu": 0.1, "memory": "64Mi", "storage": "64Mi"}
@@ -63,7 +64,7 @@ def spec(
         task: dict[str, Any] = {
             "name": f"t{index}",
             "image": "busybox:1.36",
-            "command": ["sh", "-c", "echo hi"],
+            "command": list(command),
             "resource": resource,
         }
         if exit_actions:

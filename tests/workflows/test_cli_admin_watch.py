@@ -117,7 +117,9 @@ def test_admin_lists_and_shows_workflows_read_only(
     workflow = Workflow.objects.get(workflow_id=workflow_id)
     page = admin_client.get(f"/admin/workflows/workflow/{workflow.pk}/change/")
     text = page.content.decode()
-    assert page.status_code == 200 and "submitted by alice" in text and "shown-1-t0" in text
+    assert page.status_code == 200 and "submitted by alice" in text
+    logs = admin_client.get(f"/admin/workflows/workflow/{workflow.pk}/logs/")
+    assert logs.status_code == 200 and "shown-1-t0" in logs.content.decode()  # the pod's name, on the logs page
     assert 'name="_save"' not in text  # read-only: nothing to save
     assert admin_client.get("/admin/workflows/workflow/add/").status_code == 403
     assert admin_client.post(f"/admin/workflows/workflow/{workflow.pk}/delete/", {"post": "yes"}).status_code == 403

@@ -45,9 +45,7 @@ def test_a_watcher_that_catches_up_late_records_when_things_happened(submitted, 
     task = workflow.tasks.get()
     pod = _finished_pod(kube_server, task.pod_name)
     finished = parse_time(pod["status"]["containerStatuses"][0]["state"]["terminated"]["finishedAt"])
-    ended = max(
-        finished, task.created_at
-    )  # the API's times have whole seconds; see workflows.lifecycle.transitions.happened
+    ended = max(finished, task.created_at)  # the API's times have whole seconds
     wait_until(lambda: timezone.now() >= ended + timedelta(seconds=1.5))  # the portal is now clearly late
     drain_until(watcher, lambda: Workflow.objects.get(pk=workflow.pk).status == "COMPLETED")
 
@@ -59,10 +57,14 @@ def test_a_watcher_that_catches_up_late_records_when_things_happened(submitted, 
     created = parse_time(pod["metadata"]["creationTimestamp"])
     at = dict(TaskEvent.objects.filter(task=task).values_list("kind", "at"))
     assert at["SUBMITTED"] == task.created_at
-    assert at["CREATED"] == max(created, task.created_at)  # whole seconds: never before the submission
-    assert at["SCHEDULED"] == max(scheduled, task.created_at)
-    assert at["RUNNING"] == task.started_at == max(started, task.created_at)
-    assert at["EXITED"] == task.finished_at == max(finished, task.created_at)
+    # whole seconds: each step at the cluster's time, or (that time not after the step before, as in the second of
+    # the submission) one microsecond after the step before: true to the second, distinct, in order
+    steps = [("CREATED", created), ("SCHEDULED", scheduled), ("RUNNING", started), ("EXITED", finished)]
+    before = at["SUBMITTED"]
+    for kind, cluster in steps:
+        assert at[kind] == (cluster if cluster > before else before + timedelta(microseconds=1)), kind
+        before = at[kind]
+    assert (at["RUNNING"], at["EXITED"]) == (task.started_at, task.finished_at)
     assert (workflow.started_at, workflow.finished_at) == (task.started_at, task.finished_at)
     for event in TaskEvent.objects.filter(task=task, kind__in=["RUNNING", "EXITED"]):
         assert event.recorded_at - event.at >= timedelta(seconds=1), "applied late, dated when it happened"

@@ -10,6 +10,7 @@ from clusters.kube.connection import ConnectionSettings, connect
 from clusters.kube.errors import KubeError
 from clusters.kube.logs import read_pod_log, stamp_key
 from clusters.models import Backend
+from kubesim import podlogs
 from tests.factories import UserFactory
 from tests.polling import wait_until
 from tests.workflows.conftest import NAMESPACE, api, pod_of, settle_until, waiting
@@ -29,16 +30,21 @@ def eve(db):
 
 
 def _running(submitted, kube_server, **kwargs):
+    """Running tasks whose logs have 3 lines or more: a command the simulated cluster does not run prints a line
+    naming it, then a `[simulated] … running, N s` line each second."""
+    kwargs.setdefault("command", ("python", "serve.py"))
     workflow = submitted(platform="forever", **kwargs)
     create_pods(workflow.pk)
     for task in workflow.tasks.all():
-        wait_until(
-            lambda t=task: (
-                (kube_server.emulator.get("pods", t.pod_name, NAMESPACE) or {}).get("status", {}).get("phase")
-                == "Running"
-            )
-        )
+        wait_until(lambda t=task: len(_log(kube_server, t.pod_name)) >= 3)
     return workflow
+
+
+def _log(kube_server, pod_name: str) -> list[str]:
+    pod = kube_server.emulator.get("pods", pod_name, NAMESPACE) or {}
+    if (pod.get("status") or {}).get("phase") != "Running":
+        return []
+    return podlogs.log_text(pod, podlogs.LogQuery()).splitlines()
 
 
 # ------------------------------------------------------------------------------------------ the adapter
@@ -50,11 +56,11 @@ def test_read_pod_log_tails_and_follows_with_a_cursor(submitted, kube_server, ba
         first = read_pod_log(kube, NAMESPACE, task.pod_name, "t0", tail_lines=2)
         assert len(first) == 2 and all(line.at.endswith("Z") for line in first)
         everything = read_pod_log(kube, NAMESPACE, task.pod_name, "t0")
-        assert everything[0].text.startswith("starting on node ")
+        assert everything[0].text.startswith("[simulated] python serve.py: not run here")
         # a follower asks for what came after its last line: never a line it has, and the next step in time
         last = stamp_key(everything[-1].at)
         newer = wait_until(lambda: read_pod_log(kube, NAMESPACE, task.pod_name, "t0", since=everything[-1].at))
-        assert newer[0].text.startswith("step ") and all(stamp_key(line.at) > last for line in newer)
+        assert newer[0].text.startswith("[simulated] ") and all(stamp_key(line.at) > last for line in newer)
 
 
 def test_read_pod_log_errors_say_what_the_api_server_said(kube_server):
@@ -128,7 +134,7 @@ def test_api_task_log_and_osmo_logs_path(submitted, kube_server, alice, eve):
     body = api(alice).get(f"{base}/task/t1/logs?tail=3").json()
     assert body["task"] == "t1" and body["state"] == "live" and len(body["lines"]) == 3
     assert body["cursor"] == body["lines"][-1]["at"]
-    for name in ("t0", "t1"):  # both have printed their first step (3 start-up lines, then one a second)
+    for name in ("t0", "t1"):  # both have printed 4 lines (one naming the command, then one a second)
         wait_until(lambda n=name: len(api(alice).get(f"{base}/task/{n}/logs").json()["lines"]) >= 4, interval=0.2)
     text = api(alice).get(f"{base}/logs?last_n_lines=4")
     assert text["Content-Type"].startswith("text/plain")
@@ -174,4 +180,4 @@ def test_a_finished_pod_keeps_its_log_until_deleted(submitted, kube_server, back
     run_on_commit(create_pods, workflow.pk)
     settle_until(backend, workflow, {"FAILED"}, run_on_commit)
     log = logs.task_log(workflow.workflow_id, "t0", alice)
-    assert log.finished and log.lines[-1].text == "exiting with code 3 (Error)"
+    assert log.finished and [line.text for line in log.lines] == ["hi"]  # what `echo hi` printed

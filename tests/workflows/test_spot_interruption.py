@@ -22,6 +22,7 @@ from configs import store
 from tests.polling import drain_until, wait_until
 from tests.workflows.conftest import CLI, NAMESPACE, api, settle_until, spec
 from workflows import reconcile
+from workflows.lifecycle import observe
 from workflows.lifecycle.create import create_pods
 from workflows.lifecycle.exits import exit_action
 from workflows.lifecycle.interruption import INTERRUPTED_EXIT_CODE, SPOT_REASON
@@ -71,14 +72,14 @@ def taint(kube, node: str, *, annotate: bool = False) -> None:
     kube.json("tainting", kube.core.patch_node, node, body)
 
 
-def _stopped(raw: dict) -> dict:
+def _stopped(raw: dict, reason: str = "TerminationByKubelet") -> dict:
     status = raw.get("status") or {}
     conditions = [c for c in status.get("conditions") or () if c.get("type") != "DisruptionTarget"]
     conditions.append(
         {
             "type": "DisruptionTarget",
             "status": "True",
-            "reason": "TerminationByKubelet",
+            "reason": reason,
             "message": "Pod was terminated in response to imminent node shutdown.",
             "lastTransitionTime": STOPPED_AT,
         }
@@ -254,6 +255,48 @@ def test_a_pod_deleted_with_its_node_is_recognized_from_the_inventory(
     assert (task.retry_id, task.interruptions[0]["node"]) == (1, node)
     assert task.status in (TaskStatus.PENDING, TaskStatus.WAITING, TaskStatus.RUNNING)
     assert TaskEvent.objects.filter(task=task, kind="POD_LOST").count() == 0
+
+
+def test_a_pod_the_drain_evicted_from_a_tainted_node_is_an_interruption(
+    spot_pool, backend, kube, submitted, run_on_commit
+):
+    """The termination handler drains through the Eviction API: the pod ends Failed with DisruptionTarget
+    (EvictionByEvictionAPI), as since Kubernetes 1.27, not with the kubelet's TerminationByKubelet."""
+    workflow = submitted(spec("drained", platform="forever", exit_actions={"RESCHEDULE": "3001"}))
+    run_on_commit(create_pods, workflow.pk)
+    task = running(backend, workflow, run_on_commit)
+    node = task.node
+    taint(kube, node)
+    raw = kube.json("reading", kube.core.read_namespaced_pod, task.pod_name, NAMESPACE)
+    evicted = _stopped(raw, "EvictionByEvictionAPI")
+    kube.json("stopping", kube.core.patch_namespaced_pod_status, task.pod_name, NAMESPACE, evicted)
+
+    run_on_commit(reconcile.reconcile_backend, backend.pk)
+
+    task.refresh_from_db()
+    assert [(i["node"], i["action"]) for i in task.interruptions] == [(node, "RESCHEDULE")]
+    assert task.retry_id == 1 and task.exit_code != 143
+
+
+def test_an_evicted_pod_whose_node_went_unseen_is_an_interruption(spot_pool, backend, kube, submitted, run_on_commit):
+    """The watcher hears the evicted pod's deletion after its node is gone, and the inventory never saw the taint
+    (a notice shorter than a resync): the pod's own DisruptionTarget condition says what happened, not POD_LOST."""
+    workflow = submitted(spec("unseen", platform="forever", exit_actions={"RESCHEDULE": "3001"}))
+    run_on_commit(create_pods, workflow.pk)
+    task = running(backend, workflow, run_on_commit)
+    node = task.node
+    raw = kube.json("reading", kube.core.read_namespaced_pod, task.pod_name, NAMESPACE)
+    marked = {"status": {"conditions": _stopped(raw, "EvictionByEvictionAPI")["status"]["conditions"]}}
+    raw = kube.json("marking", kube.core.patch_namespaced_pod_status, task.pod_name, NAMESPACE, marked)
+    kube.json("deleting", kube.core.delete_namespaced_pod, task.pod_name, NAMESPACE)
+    kube.json("deleting", kube.core.delete_node, node)
+
+    assert run_on_commit(observe.apply_pod_event, backend.pk, "DELETED", raw)  # what the watcher hears
+
+    task.refresh_from_db()
+    assert [(i["node"], i["action"]) for i in task.interruptions] == [(node, "RESCHEDULE")]
+    assert TaskEvent.objects.filter(task=task, kind="POD_LOST").count() == 0
+    assert task.interruptions[0]["at"] == datetime(2026, 11, 26, 10, tzinfo=UTC).isoformat()  # the condition's time
 
 
 def test_a_failed_pod_on_a_healthy_node_is_no_interruption(spot_pool, backend, kube, submitted, run_on_commit):

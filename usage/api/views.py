@@ -60,7 +60,7 @@ ReportPageSerializer = type(
             child=serializers.DictField(),
             help_text="period (unless total), the group's columns, gpu_hours, cpu_hours, memory_gib_hours, "
             "cost_usd; grouped by project, department or node pool only, also deserved_gpu_hours and "
-            "idle_guarantee_gpu_hours.",
+            "idle_guarantee_gpu_hours (null for a period without any deserved sample: unknown).",
         ),
         "count": serializers.IntegerField(help_text="Rows of the whole report."),
         "offset": serializers.IntegerField(),
@@ -70,6 +70,14 @@ ReportPageSerializer = type(
         "to": serializers.DateTimeField(help_text="Its end (exclusive), at most the hour after now."),
         "by": serializers.ListField(child=serializers.CharField(), help_text="The grouping's columns."),
         "granularity": serializers.CharField(),
+        "guarantee_known_from": serializers.DateTimeField(
+            allow_null=True,
+            help_text="The first hour of the period with deserved samples: the idle guarantee counts from then "
+            "(hours without a sample are unknown, not idle). Null when none, or without guarantee columns.",
+        ),
+        "guarantee_unknown_hours": serializers.IntegerField(
+            allow_null=True, help_text="Hours of the period so far without a deserved sample, not counted."
+        ),
     },
 )
 
@@ -132,5 +140,6 @@ class UsageReportView(APIView):
                 "to": query.end,
                 "by": list(query.by),
                 "granularity": query.granularity,
+                **consumption.coverage_fields(report),
             }
         )

@@ -140,6 +140,7 @@ class Report:
     query: ReportQuery
     columns: list[str]
     rows: list[dict]
+    guarantee: guarantee.Coverage | None = None  # which hours the idle guarantee knows; None: no such columns
 
     def page(self, offset: int, limit: int) -> list[dict]:
         return self.rows[offset : offset + limit]
@@ -160,13 +161,14 @@ def report(query: ReportQuery, view: QuotaView = EVERYTHING, now: datetime | Non
             0,
             0,
         ]
-    with_guarantee = guarantee.applies(query)
-    if with_guarantee:
+    known = guarantee.coverage(query, now) if guarantee.applies(query) else None
+    if known is not None:
         for key, (deserved, idle) in guarantee.idle_guarantee(query, now).items():
             sums.setdefault(key, [0, 0, 0, 0, 0, 0])[4:] = [deserved, idle]
     ordered = sorted(sums.items(), key=lambda item: (item[0][0] or query.start, -item[1][0], item[0][1]))
-    rows = [_row(query, period_start, group, values, with_guarantee) for (period_start, group), values in ordered]
-    return Report(query, columns(query, with_guarantee), rows)
+    known_periods = known.periods(query.granularity) if known is not None else None
+    rows = [_row(query, period_start, group, values, known_periods) for (period_start, group), values in ordered]
+    return Report(query, columns(query, known is not None), rows, known)
 
 
 def columns(query: ReportQuery, with_guarantee: bool) -> list[str]:
@@ -174,7 +176,7 @@ def columns(query: ReportQuery, with_guarantee: bool) -> list[str]:
     return [*period_column, *query.by, *MEASURES, *(GUARANTEE if with_guarantee else ())]
 
 
-def _row(query: ReportQuery, period_start, group: tuple, values: list[int], with_guarantee: bool) -> dict:
+def _row(query: ReportQuery, period_start, group: tuple, values: list[int], known_periods: set | None) -> dict:
     gpu, cpu, memory, cost, deserved, idle = values
     row = {"period": period_start.isoformat()} if period_start is not None else {}
     row.update(zip(query.by, group, strict=True))
@@ -184,9 +186,33 @@ def _row(query: ReportQuery, period_start, group: tuple, values: list[int], with
         memory_gib_hours=round(memory / (1024 * 3600), 3),
         cost_usd=round(cost / 1_000_000, 2),
     )
-    if with_guarantee:
+    if known_periods is not None and period_start not in known_periods:  # no sample: unknown, not idle
+        row.update(deserved_gpu_hours=None, idle_guarantee_gpu_hours=None)
+    elif known_periods is not None:
         row.update(deserved_gpu_hours=round(deserved / 3600, 3), idle_guarantee_gpu_hours=round(idle / 3600, 3))
     return row
+
+
+def coverage_note(known: guarantee.Coverage | None) -> str:
+    """The idle guarantee's coverage in words ("" when the report has no guarantee columns)."""
+    if known is None:
+        return ""
+    if known.known_from is None:
+        return "idle guarantee unknown: no deserved sample in this period (shown as -)"
+    note = f"idle guarantee known from {known.known_from:%Y-%m-%d %H:%M} UTC"
+    if known.unknown_hours:
+        note += f"; {known.unknown_hours} hour(s) of the period have no deserved sample and are not counted"
+    return note
+
+
+def coverage_fields(result: Report) -> dict:
+    """What the doors say beside the rows: from when the idle guarantee is known, and the hours it does not know
+    (both None when the report has no guarantee columns)."""
+    known = result.guarantee
+    return {
+        "guarantee_known_from": known.known_from.isoformat() if known and known.known_from else None,
+        "guarantee_unknown_hours": known.unknown_hours if known else None,
+    }
 
 
 def as_csv(column_names: list[str], rows: Iterable[dict]) -> str:

@@ -1,13 +1,11 @@
 """What a node costs per hour, where that price comes from, and a task attempt's share of it (docs/usage.md#cost).
 
-The price of a node, first found wins:
-1. the admin's override for its instance type on its backend (`usage.models.PriceOverride`), on-demand or spot;
-2. the instance-type catalog (`clusters.machinepools.instance_types.catalog()`: the shipped AWS on-demand price,
-   or an admin's correction; a spot price only where an admin recorded one);
-3. for spot without a recorded price, an estimate: the on-demand price × `USAGE_SPOT_PRICE_RATIO` (default 0.35),
-   said as an estimate in the source;
-4. nothing: a node without an instance-type label, or a type the catalog does not know, costs 0, and the
-   source says why.
+The price of a node and its source are `clusters.machinepools.pricing`'s (one chain for usage cost, the machine
+pool admin and the capacity lines): the admin's override for its instance type on its backend
+(`usage.models.PriceOverride`, on-demand or spot, with its note and date), then the instance-type catalog (an
+admin's row, else AWS's on-demand price and, for spot, the shipped spot table with each figure's source and date),
+then for spot an estimate (the on-demand price × `USAGE_SPOT_PRICE_RATIO`, said as an estimate), else no price
+(costs 0, the source says why).
 
 The share rule: an attempt pays its *dominant share* of the node, the largest of its requested GPUs, CPU and
 memory over the node's allocatable of each (at most 1). A 2-GPU task on an 8-GPU node pays a quarter of it; a
@@ -20,9 +18,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from decimal import Decimal
 
-from django.conf import settings
+from clusters.machinepools import pricing
 
 MICROS = Decimal(1_000_000)
+SOURCE_MAX = 255  # TaskAttempt.price_source
 
 
 @dataclass(frozen=True)
@@ -42,33 +41,24 @@ def node_price(
         return NodePrice(None, "no price: the node has no node.kubernetes.io/instance-type label")
     if overrides is None:
         overrides = backend_overrides(backend_id)
-    override = overrides.get(instance_type)
-    if override is not None:
-        price = override.spot_hourly if spot else override.on_demand_hourly
-        if price is not None:
-            kind = "spot" if spot else "on-demand"
-            note = f" ({override.note})" if override.note else ""
-            return NodePrice(price, f"{kind} price set for this backend{note}")
     shape = (shapes if shapes is not None else catalog()).get(instance_type)
-    if shape is None:
-        return NodePrice(None, f"no price: instance type {instance_type} is not in the catalog")
-    if spot and shape.spot_hourly_price is not None:
-        return NodePrice(shape.spot_hourly_price, "spot price from the instance-type catalog")
-    if shape.hourly_price is None:
-        return NodePrice(None, f"no price: the catalog sells {instance_type} on no on-demand price")
-    if spot:
-        ratio = Decimal(str(settings.USAGE_SPOT_PRICE_RATIO))
-        return NodePrice(
-            (shape.hourly_price * ratio).quantize(Decimal("0.0001")),
-            f"spot estimate: the catalog's on-demand price × {ratio} (USAGE_SPOT_PRICE_RATIO; no spot price recorded)",
-        )
-    return NodePrice(shape.hourly_price, "on-demand price from the instance-type catalog")
+    price = pricing.node_price(instance_type, spot, shape, overrides.get(instance_type))
+    return NodePrice(price.hourly, price.source[:SOURCE_MAX])
 
 
 def backend_overrides(backend_id: int) -> dict:
     from usage.models import PriceOverride
 
     return {row.instance_type: row for row in PriceOverride.objects.filter(backend_id=backend_id)}
+
+
+def overrides_of(backend_ids: set[int]) -> dict:
+    """{(backend id, instance type): override} for these backends: the reader usage installs in
+    `clusters.machinepools.pricing` (one query), so the machine pool pages price as usage cost does."""
+    from usage.models import PriceOverride
+
+    rows = PriceOverride.objects.filter(backend_id__in=backend_ids) if backend_ids else []
+    return {(row.backend_id, row.instance_type): row for row in rows}
 
 
 def dominant_share(asked: dict[str, int], allocatable: dict[str, int]) -> Decimal:

@@ -13,8 +13,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from datetime import datetime
 
+from django.db.models import Case, CharField, DateTimeField, Value, When
 from django.utils import timezone
 
+from clusters.machinepools import spec
 from clusters.models import Node
 from usage.models import CapacityType, Outcome, TaskAttempt, WorkflowRecord
 from usage.services import prices
@@ -28,12 +30,9 @@ ENDS = {
     "CANCELLED": Outcome.CANCELLED,
     "STOPPED": Outcome.CANCELLED,  # stopped by the portal when its group's lead finished
 }  # EXITED: completed or failed as the task ended; any other event (RESCHEDULED, timeouts, BACKEND_ERROR…): failed
+CLOSE_BATCH = 500  # attempts closed per UPDATE (its CASE grows with each)
 INSTANCE_TYPE_LABELS = ("node.kubernetes.io/instance-type", "beta.kubernetes.io/instance-type")
-SPOT_LABELS = {
-    "node.kubernetes.io/capacity-type": "spot",
-    "karpenter.sh/capacity-type": "spot",
-    "eks.amazonaws.com/capacityType": "SPOT",
-}
+SPOT_LABELS = spec.SPOT_LABELS
 
 
 def on_events(events: Iterable[tuple[int, str, datetime]]) -> None:
@@ -81,25 +80,36 @@ def close_attempts(ends: dict[int, tuple[str, datetime]]) -> int:
             for row in TaskAttempt.objects.filter(task_pk__in=[r.task_pk for r in rows], ended_at__isnull=True)
         )
     statuses = dict(Task.objects.filter(pk__in=list(open_rows)).values_list("pk", "status"))
-    closed = 0
+    closing = []
     for task_pk, row in open_rows.items():
         kind, at = ends[task_pk]
         if kind == "EXITED":
             outcome = Outcome.COMPLETED if statuses.get(task_pk) == TaskStatus.COMPLETED else Outcome.FAILED
         else:
             outcome = ENDS.get(kind, Outcome.FAILED)
-        closed += _close(row, outcome, at or now)
+        closing.append((row, outcome, at or now))
+    return _close(closing)
+
+
+def _close(closing: list[tuple[TaskAttempt, str, datetime]]) -> int:
+    """Close each open attempt with its outcome at its time (never before it started): one UPDATE per
+    CLOSE_BATCH attempts, each row's values chosen by CASE on its id; one already closed stays as it was."""
+    closed = 0
+    for index in range(0, len(closing), CLOSE_BATCH):
+        batch = closing[index : index + CLOSE_BATCH]
+        ends = [When(pk=row.pk, then=Value(max(_seconds(at), row.started_at))) for row, _, at in batch]
+        outcomes = [When(pk=row.pk, then=Value(outcome)) for row, outcome, _ in batch]
+        rows = TaskAttempt.objects.filter(pk__in=[row.pk for row, _, _ in batch], ended_at__isnull=True)
+        ended = Case(*ends, output_field=DateTimeField())
+        outcome = Case(*outcomes, output_field=CharField())
+        closed += rows.update(ended_at=ended, outcome=outcome)
     return closed
-
-
-def _close(row: TaskAttempt, outcome: str, at: datetime) -> int:
-    ended = max(_seconds(at), row.started_at)
-    return TaskAttempt.objects.filter(pk=row.pk, ended_at__isnull=True).update(ended_at=ended, outcome=outcome)
 
 
 def repair_open(now: datetime | None = None) -> int:
     """Close attempts whose task has moved on without an event this record heard (a later attempt, the task
-    finished, or its workflow deleted): at the task's end if it has one, else now, as failed. Two queries."""
+    finished, or its workflow deleted): at the task's end if it has one, else now, as failed. Three queries (the
+    last one UPDATE for all of them, per CLOSE_BATCH)."""
     from workflows.models import FINISHED_TASK, Task
 
     now = now or timezone.now()
@@ -110,14 +120,14 @@ def repair_open(now: datetime | None = None) -> int:
             "pk", "retry_id", "status", "finished_at"
         )
     }
-    stale = 0
+    stale = []
     for row in open_rows:
         task = tasks.get(row.task_pk)
         if task is None:
-            stale += _close(row, Outcome.FAILED, now)
+            stale.append((row, Outcome.FAILED, now))
         elif task["retry_id"] != row.attempt or task["status"] in FINISHED_TASK:
-            stale += _close(row, Outcome.FAILED, task["finished_at"] or now)
-    return stale
+            stale.append((row, Outcome.FAILED, task["finished_at"] or now))
+    return _close(stale)
 
 
 def _insert(rows: list[TaskAttempt]) -> int:

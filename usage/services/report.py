@@ -20,7 +20,7 @@ from django.utils import timezone
 
 from portal.errors import PortalError
 from usage.models import DIMENSIONS, Granularity, TaskAttempt, UsageRollup
-from usage.services.rollup import DAY, HOUR, floor_day, floor_hour, hour_contributions
+from usage.services.rollup import ATTEMPT_FIELDS, DAY, HOUR, floor_day, floor_hour, hour_contributions
 
 GROUPS = {  # what a report may be grouped by: the CLI's/REST's name → the record's column
     "project": "project",
@@ -121,15 +121,17 @@ def _add(target: list[int], values) -> None:
         target[index] += values[index]
 
 
-def _bucket(query: ReportQuery, at: datetime) -> datetime | None:
-    if query.granularity == "hour":
+def bucket(granularity: str, at: datetime) -> datetime | None:
+    """The report row's period that the hour `at` falls in (None: the whole period, "total")."""
+    if granularity == "hour":
         return at
-    if query.granularity == "day":
+    if granularity == "day":
         return floor_day(at)
     return None
 
 
-def _filters(query: ReportQuery) -> Q:
+def matching(query: ReportQuery) -> Q:
+    """The rows `query`'s filters accept (their columns are the record's, the rollups' and the samples')."""
     condition = Q()
     for column, values in query.filters.items():
         condition &= Q(**{f"{column}__in": list(values)})
@@ -159,7 +161,7 @@ def _from_rollups(query: ReportQuery):
     group = ["period_start", *query.by] if query.granularity != "total" else list(query.by)
     rows = (
         UsageRollup.objects.filter(condition)
-        .filter(_filters(query))
+        .filter(matching(query))
         .values(*group)
         .annotate(
             gpu=Sum("gpu_seconds"),
@@ -170,7 +172,7 @@ def _from_rollups(query: ReportQuery):
         .order_by()
     )
     for row in rows:
-        period_start = _bucket(query, row["period_start"]) if query.granularity != "total" else None
+        period_start = bucket(query.granularity, row["period_start"]) if query.granularity != "total" else None
         yield period_start, tuple(row[name] for name in query.by), (row["gpu"], row["cpu"], row["memory"], row["cost"])
 
 
@@ -179,8 +181,8 @@ def _from_raw(query: ReportQuery, now: datetime):
     attempts = (
         TaskAttempt.objects.filter(rolled_up=False, started_at__lt=query.end)  # running ones are never rolled up
         .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=query.start))
-        .filter(_filters(query))
-        .values("started_at", "ended_at", "gpu", "cpu_millis", "memory_bytes", "hourly_cost_micros", *DIMENSIONS)
+        .filter(matching(query))
+        .values(*ATTEMPT_FIELDS)
     )
     clipped_end = min(query.end, now.replace(microsecond=0))
     rows = []
@@ -191,4 +193,4 @@ def _from_raw(query: ReportQuery, now: datetime):
     by_hour = hour_contributions(rows, query.start, min(query.end, floor_hour(now) + HOUR))
     for key, values in by_hour.items():
         hour, dimensions = key[0], dict(zip(DIMENSIONS, key[1:], strict=True))
-        yield _bucket(query, hour), tuple(dimensions[name] for name in query.by), values
+        yield bucket(query.granularity, hour), tuple(dimensions[name] for name in query.by), values

@@ -10,7 +10,8 @@ incremental job (`roll_up`) built. Running attempts are not in rollups: reports 
 The incremental job reads the closed attempts not rolled up yet (`TaskAttempt.rolled_up`), rebuilds the hours
 they touch and the days of those hours, and marks every attempt it counted in the same transaction: an attempt
 is in the rollups exactly when it is marked, so a report adds the closed unmarked ones from the raw record and
-counts each attempt once.
+counts each attempt once. The same transaction adds the newly marked attempts' sums to the running totals per
+(project, node pool) (`UsageTotal`, never pruned: the Prometheus counters, usage.services.meters).
 """
 
 from __future__ import annotations
@@ -22,21 +23,13 @@ from datetime import UTC, datetime, timedelta
 from django.db import connection, transaction
 from django.utils import timezone
 
-from usage.models import DIMENSIONS, Granularity, TaskAttempt, UsageRollup
+from usage.models import DIMENSIONS, Granularity, TaskAttempt, UsageRollup, UsageTotal
 
 HOUR = timedelta(hours=1)
 DAY = timedelta(days=1)
 MEASURES = ("gpu_seconds", "cpu_milli_seconds", "memory_mib_seconds", "cost_micros", "attempts")
-_FIELDS = (
-    "started_at",
-    "ended_at",
-    "gpu",
-    "cpu_millis",
-    "memory_bytes",
-    "hourly_cost_micros",
-    "rolled_up",
-    *DIMENSIONS,
-)
+# what `hour_contributions` reads of an attempt (the report and the metrics read the same)
+ATTEMPT_FIELDS = ("started_at", "ended_at", "gpu", "cpu_millis", "memory_bytes", "hourly_cost_micros", *DIMENSIONS)
 
 
 def floor_hour(at: datetime) -> datetime:
@@ -77,15 +70,47 @@ def rebuild_hours(start: datetime, end: datetime) -> int:
     attempts read are marked rolled up (a closed attempt never changes again, so what was read is what counts)."""
     start, end = floor_hour(start), floor_hour(end - timedelta(microseconds=1)) + HOUR
     with transaction.atomic():
-        rows = list(_closed_overlapping(start, end).values("pk", *_FIELDS).iterator(chunk_size=5000))
+        closed = _closed_overlapping(start, end).values("pk", "rolled_up", *ATTEMPT_FIELDS)
+        rows = list(closed.iterator(chunk_size=5000))
         sums = hour_contributions(rows, start, end)
         UsageRollup.objects.filter(granularity=Granularity.HOUR, period_start__gte=start, period_start__lt=end).delete()
         _insert(Granularity.HOUR, sums)
         _rebuild_days(floor_day(start), floor_day(end - timedelta(microseconds=1)) + DAY)
-        fresh = [row["pk"] for row in rows if not row["rolled_up"]]
+        fresh = [row for row in rows if not row["rolled_up"]]
         for index in range(0, len(fresh), 5000):
-            TaskAttempt.objects.filter(pk__in=fresh[index : index + 5000]).update(rolled_up=True)
+            TaskAttempt.objects.filter(pk__in=[row["pk"] for row in fresh[index : index + 5000]]).update(rolled_up=True)
+        _add_to_totals(lifetime_sums(fresh))
     return len(sums)
+
+
+def lifetime_sums(rows: list[dict]) -> dict[tuple[str, str], list[int]]:
+    """(project, node pool) → [GPU-seconds, cost micro-dollars] of attempts `rows` over their whole life (each
+    needs an end), with the rollups' per-hour arithmetic: what they add to every report that covers them."""
+    sums: dict[tuple[str, str], list[int]] = defaultdict(lambda: [0, 0])
+    if not rows:
+        return sums
+    start = floor_hour(min(row["started_at"] for row in rows))
+    end = floor_hour(max(row["ended_at"] for row in rows)) + HOUR
+    project, node_pool = DIMENSIONS.index("project") + 1, DIMENSIONS.index("node_pool") + 1
+    for key, values in hour_contributions(rows, start, end).items():
+        total = sums[(key[project], key[node_pool])]
+        total[0] += values[0]
+        total[1] += values[3]
+    return sums
+
+
+def _add_to_totals(sums: dict[tuple[str, str], list[int]]) -> None:
+    """Add to each (project, node pool)'s total, creating it if new: one statement run per group."""
+    if not sums:
+        return
+    table, quote = UsageTotal._meta.db_table, connection.ops.quote_name
+    sql = (
+        f"INSERT INTO {quote(table)} (project, node_pool, gpu_seconds, cost_micros) VALUES (%s, %s, %s, %s) "
+        f"ON CONFLICT (project, node_pool) DO UPDATE SET gpu_seconds = {quote(table)}.gpu_seconds + "
+        f"EXCLUDED.gpu_seconds, cost_micros = {quote(table)}.cost_micros + EXCLUDED.cost_micros"
+    )
+    with connection.cursor() as cursor:
+        cursor.executemany(sql, [(*key, *values) for key, values in sums.items()])
 
 
 def _rebuild_days(start: datetime, end: datetime) -> None:

@@ -16,12 +16,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from clusters.kube import pods
+from clusters.kube import pods, secrets
 from clusters.kube.connection import connect
 from clusters.kube.errors import KubeError
 from clusters.schedulers import DELEGATING, TranslationError, workload_routing
 from pools.engine.resolve import label_value
 from portal import metrics
+from portal.errors import DomainError
+from workflows import credentials
 from workflows.lifecycle.observe import container_of, observe
 from workflows.lifecycle.settle import fail_task, settle
 from workflows.lifecycle.transitions import (
@@ -114,6 +116,14 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
             )
         return result
     backend = workflow.pool.backend.name
+    refusal = _write_secrets(kube, workflow, tasks)
+    if refusal:
+        kube.close()
+        for task in tasks:  # the pods could not pull or read what they need: say why, once per task
+            result.failed += fail_task(
+                task, TaskStatus.FAILED_BACKEND_ERROR, refusal, kind="BACKEND_ERROR", from_statuses=(PENDING,)
+            )
+        return result
     try:
         for task in tasks:
             try:
@@ -136,6 +146,31 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
         settle(workflow.pk)
         _count(workflow.pk, backend, result)
     return result
+
+
+def _write_secrets(kube, workflow: Workflow, tasks: list[Task]) -> str:
+    """Write the workflow's credential Secrets (workflows.credentials) in its tasks' namespaces, before their
+    pods; "" when done, else why not (a credential deleted since the submission, a Secret the API refused).
+    Transient errors propagate, for Celery to retry."""
+    if not workflow.credential_secrets:
+        return ""
+    labels = {
+        pods.WORKFLOW_LABEL: (tasks[0].pod.get("metadata", {}).get("labels") or {}).get(pods.WORKFLOW_LABEL, ""),
+        pods.INSTANCE_LABEL: instance(),
+        **pods.MANAGED_BY,
+    }
+    try:
+        manifests = credentials.manifests(workflow, {k: v for k, v in labels.items() if v})
+        for namespace in sorted({task.namespace for task in tasks}):
+            for secret in manifests:
+                secrets.apply_secret(kube, namespace, secret)
+    except KubeError as error:
+        if error.transient:
+            raise
+        return str(error)
+    except DomainError as error:  # a credential deleted since the submission, or its values unreadable
+        return str(error)
+    return ""
 
 
 def _count(workflow_pk: int, backend: str, result: CreateResult) -> None:

@@ -6,9 +6,15 @@ What the cloud and the kubelet do: the node gets the taint `aws-node-termination
 ends Failed with the condition DisruptionTarget=True (reason TerminationByKubelet), its containers terminated
 (exit code 143, SIGTERM); then the node is deleted, and its pods may be deleted with it.
 
+A drain evicts the pods first, through the Eviction API (the condition's reason EvictionByEvictionAPI; the taint
+manager's is DeletionByTaintManager): since Kubernetes 1.27 such a pod also ends Failed before it is removed.
+
 Recognized here:
-* a finished pod with that DisruptionTarget condition whose node carries the spot taint or is gone;
-* a pod that vanished before the portal saw it end (deleted with its node) whose node carried the spot taint.
+* a finished pod with a DisruptionTarget condition (any of those three reasons) whose node carries the spot taint
+  or is gone;
+* a pod that vanished before the portal saw it end (deleted with its node, or evicted by the drain) whose node
+  carried the spot taint, or is gone while the pod carries a DisruptionTarget condition (the watcher may never
+  have seen the taint: the notice can be shorter than a resync).
 The node is asked of the inventory first (it keeps taints), then of the cluster: the pod watcher may see the pod
 fail before the inventory has seen the taint, and the node may already be gone from both.
 
@@ -43,6 +49,8 @@ SPOT_REASON = "spot interruption"
 INTERRUPTED_EXIT_CODE = 3001  # OSMO's ExitCode.FAILED_BACKEND_ERROR, what it gives a DisruptionTarget pod
 DISRUPTION_CONDITION = "DisruptionTarget"
 BY_KUBELET = "TerminationByKubelet"
+# who stops a pod of a reclaimed node: the kubelet at shutdown, a drain's eviction, the taint manager (NoExecute)
+DISRUPTION_REASONS = frozenset({BY_KUBELET, "EvictionByEvictionAPI", "DeletionByTaintManager"})
 TAINTED, GONE, PRESENT = "tainted", "gone", "present"
 
 
@@ -77,14 +85,14 @@ def node_evidence(backend_id: int, name: str, *, connect_to=connect) -> str:
     return TAINTED if has_spot_taint((raw.get("spec") or {}).get("taints")) else PRESENT
 
 
-def disruption(raw: dict) -> dict | None:
-    """The pod's DisruptionTarget=True condition set by the kubelet stopping it, if any."""
-    for condition in (raw.get("status") or {}).get("conditions") or ():
+def disruption(raw: dict | None) -> dict | None:
+    """The pod's DisruptionTarget=True condition set by whoever stopped it for its node (DISRUPTION_REASONS)."""
+    for condition in ((raw or {}).get("status") or {}).get("conditions") or ():
         if (
             isinstance(condition, dict)
             and condition.get("type") == DISRUPTION_CONDITION
             and condition.get("status") == "True"
-            and condition.get("reason") == BY_KUBELET
+            and condition.get("reason") in DISRUPTION_REASONS
         ):
             return condition
     return None
@@ -106,9 +114,15 @@ def of_pod(task: Task, raw: dict, state: pods.PodState) -> Interruption | None:
 def of_lost_pod(task: Task, raw: dict | None) -> Interruption | None:
     """The interruption that took this vanished pod away with its node, or None."""
     node = task.node or str(((raw or {}).get("spec") or {}).get("nodeName") or "")
-    if not node or node_evidence(backend_of(task), node) != TAINTED:
+    if not node:
         return None
-    return Interruption(node, timezone.now(), None, "the pod was deleted with its node")
+    evidence, condition = node_evidence(backend_of(task), node), disruption(raw)
+    if evidence == PRESENT or (evidence == GONE and condition is None):
+        return None
+    if condition is None:
+        return Interruption(node, timezone.now(), None, "the pod was deleted with its node")
+    at = pods.parse_time(condition.get("lastTransitionTime")) or timezone.now()
+    return Interruption(node, at, None, f"{condition.get('reason')}: {condition.get('message') or 'evicted'}")
 
 
 def end_lost(task: Task, spot: Interruption) -> bool:

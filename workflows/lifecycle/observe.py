@@ -104,10 +104,11 @@ def observe(task: Task, raw: dict | None, *, deleted: bool = False) -> bool:
             reason = (state.unschedulable if not state.node else state.waiting)[:4000]
             # PodScheduled=False dates the first reason; a changed reason (no transition) or a container
             # waiting (no time in the API) is dated when the portal sees it
-            since = happened(task, state.unschedulable_since) if not state.node and not task.error else None
-            if reason and reason != task.error and transition(task, (WAITING,), ~Q(error=reason), error=reason):
-                record_event(task, "UNSCHEDULABLE" if not state.node else "WAITING", reason, at=since)
-                changed = True
+            if reason and reason != task.error:  # dated (one query) only when there is something to record
+                since = happened(task, state.unschedulable_since) if not state.node and not task.error else None
+                if transition(task, (WAITING,), ~Q(error=reason), error=reason):
+                    record_event(task, "UNSCHEDULABLE" if not state.node else "WAITING", reason, at=since)
+                    changed = True
         started = state.running or (state.terminal and state.started_at)
         if (
             task.status == WAITING

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
+from workflows import enqueue
 from workflows.lifecycle.transitions import (
     ACTIVE,
     FAILURES,
@@ -117,8 +118,19 @@ def _settle(workflow_pk: int) -> str:
         .update(**values)
     )
     if updated and status in FINISHED_WORKFLOW:
+        _drop_secrets(workflow_pk, rows)
         announce_finished(workflow_pk)
     return status
+
+
+def _drop_secrets(workflow_pk: int, rows: list[dict]) -> None:
+    """A finished workflow's credential Secrets go, after commit (workflows.credentials)."""
+    found = Workflow.objects.filter(pk=workflow_pk).values_list("credential_secrets", "pool__backend_id").first()
+    if not found or not found[0]:
+        return
+    names, backend_id = [secret["name"] for secret in found[0]], found[1]
+    namespaces = sorted({row["namespace"] for row in rows})
+    enqueue.delete_secrets(backend_id, [(ns, name) for ns in namespaces for name in names], "workflow finished")
 
 
 def _stop_after_leads(workflow_pk: int, rows: list[dict], unfinished: list[dict]) -> bool:

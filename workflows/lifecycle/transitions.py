@@ -3,7 +3,9 @@ UPDATE (`transition`), task events with the cluster's time, and deleting pods af
 
 from __future__ import annotations
 
-from django.db.models import Q
+from datetime import timedelta
+
+from django.db.models import Max, Q
 from django.utils import timezone
 
 from workflows import enqueue
@@ -14,6 +16,7 @@ PENDING, WAITING, RUNNING = TaskStatus.PENDING, TaskStatus.WAITING, TaskStatus.R
 UNFINISHED = (PENDING, WAITING, RUNNING)
 ACTIVE = (WAITING, RUNNING)  # a pod exists
 FAILURES = frozenset(FINISHED_TASK) - {TaskStatus.COMPLETED, TaskStatus.CANCELLED}
+ONE_MICROSECOND = timedelta(microseconds=1)
 
 
 def record_event(task: Task, kind: str, message: str = "", at=None) -> None:
@@ -30,12 +33,19 @@ def record_events(events: list[TaskEvent]) -> None:
 
 
 def happened(task: Task, cluster_time):
-    """When the cluster says something happened to `task`'s pod, but never before the task was submitted: the
-    API's times have whole seconds (and a cluster's clock may lag ours), and a pod cannot act before its task
-    exists. Events of the same second then keep the order in which they happened (`TaskEvent` id)."""
+    """When the cluster says something happened to `task`'s pod, true and after every step the portal recorded
+    before it. The API's times are whole seconds (and a cluster's clock may lag ours): a pod created, scheduled
+    and started in the second its task was submitted and admitted reads as before both. Clamped to the
+    submission, such steps used to carry its very microsecond and sort before "Admitted". A time that is not
+    after the task's last recorded step stands for a moment later: one microsecond after that step, which is
+    still within the second the cluster names whenever the clocks agree, and keeps the steps in the order they
+    happened."""
     if cluster_time is None:
         return None
-    return max(cluster_time, task.created_at) if task.created_at else cluster_time
+    last = TaskEvent.objects.filter(task_id=task.pk).aggregate(last=Max("at"))["last"] or task.created_at
+    if last is None or cluster_time > last:
+        return cluster_time
+    return last + ONE_MICROSECOND
 
 
 _TASK_FIELDS = (

@@ -31,7 +31,14 @@ ALL_FIELDS = (
     "spot",
     "max_price",
     "disk_size_gib",
+    "availability_zones",
+    "subnets",
+    "security_groups",
+    "aws_tags",
+    "requirements",
 )
+# What OCM keeps of a machine pool (the Karpenter-only fields are refused before, provider_limits).
+ROSA_FIELDS = tuple(name for name in ALL_FIELDS if name != "requirements")
 TRANSIENT_STATUSES = frozenset({408, 425, 429, 500, 502, 503, 504})
 
 
@@ -96,6 +103,8 @@ def _comparable(spec: MachinePoolSpec, fields: tuple[str, ...]) -> dict:
         value = getattr(spec, name)
         if name == "taints":
             value = sorted((t.key, t.value, t.effect) for t in value)
+        elif name in ("availability_zones", "subnets", "security_groups"):
+            value = sorted(value)
         elif name == "max_price" and value is not None:
             value = Decimal(str(value)).normalize()
         shown[name] = value

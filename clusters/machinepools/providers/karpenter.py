@@ -4,10 +4,13 @@ API (`clusters.kube.custom_objects`, the one Kubernetes adapter).
     metadata.labels            app.kubernetes.io/managed-by: pool-portal (the only NodePools it deletes)
     spec.template.metadata     labels: node.kubernetes.io/machinepool=<name> and the pool's labels
     spec.template.spec         requirements: node.kubernetes.io/instance-type In [type],
-                               karpenter.sh/capacity-type In [spot | on-demand]; taints; nodeClassRef
-    spec.limits                autoscaling: cpu, memory, nvidia.com/gpu and nodes for max_replicas nodes
+                               karpenter.sh/capacity-type In [spot | on-demand], topology.kubernetes.io/zone In
+                               availability_zones (if any), then the pool's own `requirements`; taints;
+                               nodeClassRef
+    spec.limits                autoscaling: cpu, memory, nvidia.com/gpu and nodes for max_replicas nodes, with
+                               the pool's own `limits` over them
     spec.replicas              fixed size (Karpenter's static NodePool), with limits.nodes only
-    spec.disruption            consolidate empty nodes after 30 s
+    spec.disruption            consolidate empty nodes after 30 s, unless the pool's `disruption` says otherwise
 
 Karpenter launches nodes for pending pods and has no minimum, no spot price cap, and takes the root volume
 from the EC2NodeClass: those fields are neither sent nor compared (`fields`). The node count is the
@@ -30,6 +33,7 @@ from clusters.machinepools.spec import (
 )
 
 CAPACITY_TYPE = "karpenter.sh/capacity-type"
+ZONE_LABEL = "topology.kubernetes.io/zone"
 NODE_CLASS = {"group": "karpenter.k8s.aws", "kind": "EC2NodeClass"}
 DISRUPTION = {"consolidationPolicy": "WhenEmpty", "consolidateAfter": "30s"}
 
@@ -55,7 +59,18 @@ def from_backend(backend, catalog=None) -> KarpenterProvider:
 
 class KarpenterProvider:
     name = "karpenter"
-    fields = ("instance_type", "autoscaling", "replicas", "max_replicas", "labels", "taints", "spot")
+    # limits and disruption are sent but not compared (Karpenter defaults what the portal leaves out)
+    fields = (
+        "instance_type",
+        "autoscaling",
+        "replicas",
+        "max_replicas",
+        "labels",
+        "taints",
+        "spot",
+        "availability_zones",
+        "requirements",
+    )
 
     def __init__(self, kube: KubeClient, node_class: str, catalog: dict[str, InstanceType]) -> None:
         self.kube, self.node_class, self.catalog = kube, node_class or "default", catalog
@@ -98,11 +113,15 @@ class KarpenterProvider:
 
 def node_pool(spec: MachinePoolSpec, node_class: str, instance: InstanceType | None) -> dict:
     """The NodePool a spec asks for."""
+    requirements = [
+        {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [spec.instance_type]},
+        {"key": CAPACITY_TYPE, "operator": "In", "values": [spec.capacity_type]},
+    ]
+    if spec.availability_zones:
+        requirements.append({"key": ZONE_LABEL, "operator": "In", "values": list(spec.availability_zones)})
+    requirements += [_requirement(r) for r in spec.requirements]
     template_spec = {
-        "requirements": [
-            {"key": INSTANCE_TYPE_LABEL, "operator": "In", "values": [spec.instance_type]},
-            {"key": CAPACITY_TYPE, "operator": "In", "values": [spec.capacity_type]},
-        ],
+        "requirements": requirements,
         "taints": [taint.as_kubernetes() for taint in spec.taints],
         "nodeClassRef": {**NODE_CLASS, "name": node_class},
     }
@@ -112,15 +131,20 @@ def node_pool(spec: MachinePoolSpec, node_class: str, instance: InstanceType | N
         "metadata": {"name": spec.name, "labels": {MANAGED_BY_LABEL: MANAGED_BY}},
         "spec": {
             "template": {"metadata": {"labels": {MACHINEPOOL_LABEL: spec.name, **spec.labels}}, "spec": template_spec},
-            "disruption": dict(DISRUPTION),
+            "disruption": {**DISRUPTION, **spec.disruption},
         },
     }
     if spec.autoscaling:
-        body["spec"]["limits"] = limits(spec.max_replicas, instance)
+        body["spec"]["limits"] = {**limits(spec.max_replicas, instance), **spec.limits}
     else:  # a static NodePool: only limits.nodes is allowed beside replicas
         body["spec"]["replicas"] = spec.replicas
         body["spec"]["limits"] = {"nodes": str(spec.replicas)}
     return body
+
+
+def _requirement(requirement: dict) -> dict:
+    """A requirement as the NodePool takes it: no `values` for Exists and DoesNotExist."""
+    return {key: value for key, value in requirement.items() if key != "values" or value}
 
 
 def limits(nodes: int, instance: InstanceType | None) -> dict[str, str]:
@@ -139,7 +163,9 @@ def observed(item: dict) -> Observed:
     template = spec.get("template") or {}
     labels = dict((template.get("metadata") or {}).get("labels") or {})
     labels.pop(MACHINEPOOL_LABEL, None)
-    requirements = {r.get("key"): r.get("values") or [] for r in (template.get("spec") or {}).get("requirements") or ()}
+    listed = (template.get("spec") or {}).get("requirements") or ()
+    requirements = {r.get("key"): r.get("values") or [] for r in listed}
+    own = (INSTANCE_TYPE_LABEL, CAPACITY_TYPE, ZONE_LABEL)
     static = "replicas" in spec
     max_nodes = _int((spec.get("limits") or {}).get("nodes"))
     pool = MachinePoolSpec(
@@ -153,6 +179,12 @@ def observed(item: dict) -> Observed:
             Taint(t["key"], t.get("value", ""), t["effect"]) for t in (template.get("spec") or {}).get("taints") or ()
         ),
         spot=requirements.get(CAPACITY_TYPE) == ["spot"],
+        availability_zones=tuple(requirements.get(ZONE_LABEL) or ()),
+        requirements=tuple(
+            {"key": r.get("key"), "operator": r.get("operator"), "values": list(r.get("values") or [])}
+            for r in listed
+            if r.get("key") not in own
+        ),
     )
     managed = (meta.get("labels") or {}).get(MANAGED_BY_LABEL) == MANAGED_BY
     nodes = ((item.get("status") or {}).get("resources") or {}).get("nodes")

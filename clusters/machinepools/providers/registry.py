@@ -12,6 +12,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from clusters.machinepools.kinds import DISK_DEFAULT_GIB
+from clusters.machinepools.provider_limits import karpenter_problem, rosa_problem
 from configs.errors import ConfigError
 
 
@@ -23,7 +24,7 @@ class Need:
     what: str
 
 
-def _no_check(doc, existing) -> None:
+def _no_check(doc, existing, backend, other_nodes) -> None:
     return None
 
 
@@ -33,12 +34,18 @@ class ProviderKind:
     label: str
     module: str  # defines `from_backend(backend, catalog) -> Provider`
     needs: tuple[Need, ...] = ()
-    check_machine_pool: Callable = _no_check  # (doc, existing row or None): raise ConfigError, or add warnings
+    # (doc, existing row or None, the Backend row, the most nodes of the backend's other machine pools):
+    # raise ConfigError, or add warnings
+    check_machine_pool: Callable = _no_check
 
 
-def _rosa_machine_pool(doc, existing) -> None:
+def _rosa_machine_pool(doc, existing, backend, other_nodes) -> None:
     """ROSA: "You cannot change the machine pool node type or size. [...] specified during their creation only"
-    (Red Hat OpenShift Service on AWS, Cluster administration, "About machine pools")."""
+    (Red Hat OpenShift Service on AWS, Cluster administration, "About machine pools"); its node caps, zones,
+    subnets and no Karpenter fields (provider_limits.rosa_problem)."""
+    problem = rosa_problem(doc, backend.rosa_topology or "hcp", backend.aws_region, other_nodes)
+    if problem is not None:
+        raise problem
     if existing is not None and existing.instance_type != doc.instance_type:
         raise ConfigError(
             f"ROSA cannot change the instance type of an existing machine pool (it stays {existing.instance_type}); "
@@ -48,10 +55,13 @@ def _rosa_machine_pool(doc, existing) -> None:
         )
 
 
-def _karpenter_machine_pool(doc, existing) -> None:
+def _karpenter_machine_pool(doc, existing, backend, other_nodes) -> None:
     """What a Karpenter NodePool cannot carry: a spot max price (Karpenter picks spot capacity by price and
     availability itself) is refused; the root disk comes from the EC2NodeClass, so a size is only noted.
     Karpenter reads a NodePool's requirements anew for each node it launches, so the instance type may change."""
+    problem = karpenter_problem(doc)
+    if problem is not None:
+        raise problem
     if doc.max_price is not None:
         raise ConfigError(
             "Karpenter takes no spot max price (it chooses spot capacity by price and availability); leave "

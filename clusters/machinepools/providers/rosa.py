@@ -5,7 +5,8 @@
 
 with OCM's field names: `instance_type`, `replicas` or `autoscaling: {min_replicas, max_replicas}`, `labels`,
 `taints: [{key, value, effect}]`, `aws.spot_market_options.max_price` (absent: on-demand; present without a
-price: capped at the on-demand price), `root_volume.aws.size` (GiB); `status.current_replicas` counts nodes.
+price: capped at the on-demand price), `root_volume.aws.size` (GiB), `availability_zones`, `subnets`,
+`aws.additional_security_group_ids`, `aws.tags`; `status.current_replicas` counts nodes.
 
 The portal marks the pools it made with the label `app.kubernetes.io/managed-by: pool-portal` (which OCM puts
 on their nodes too) and never deletes another one, least of all ROSA's default `worker` pool. OCM refuses to
@@ -19,9 +20,9 @@ from decimal import Decimal
 import requests
 
 from clusters.machinepools.providers.base import (
-    ALL_FIELDS,
     MANAGED_BY,
     MANAGED_BY_LABEL,
+    ROSA_FIELDS,
     TRANSIENT_STATUSES,
     Observed,
     ProviderError,
@@ -50,7 +51,7 @@ def from_backend(backend, catalog=None) -> RosaProvider:
 
 class RosaProvider:
     name = "rosa"
-    fields = ALL_FIELDS
+    fields = ROSA_FIELDS
 
     def __init__(self, ocm_url: str, cluster_id: str, token: str, *, timeout: tuple[float, float] = TIMEOUT) -> None:
         self.base = ocm_url.rstrip("/") + API.format(cluster=cluster_id)
@@ -121,9 +122,20 @@ def ocm_body(spec: MachinePoolSpec) -> dict:
         body["autoscaling"] = {"min_replicas": spec.min_replicas, "max_replicas": spec.max_replicas}
     else:
         body["replicas"] = spec.replicas
+    aws: dict = {}
     if spec.spot:
         market = {} if spec.max_price is None else {"max_price": float(spec.max_price)}
-        body["aws"] = {"spot_market_options": market}
+        aws["spot_market_options"] = market
+    if spec.security_groups:
+        aws["additional_security_group_ids"] = list(spec.security_groups)
+    if spec.aws_tags:
+        aws["tags"] = dict(spec.aws_tags)
+    if aws:
+        body["aws"] = aws
+    if spec.availability_zones:
+        body["availability_zones"] = list(spec.availability_zones)
+    if spec.subnets:
+        body["subnets"] = list(spec.subnets)
     return body
 
 
@@ -132,7 +144,8 @@ def observed(item: dict) -> Observed:
     labels = dict(item.get("labels") or {})
     managed = labels.pop(MANAGED_BY_LABEL, None) == MANAGED_BY and item["id"] != DEFAULT_POOL
     scaling = item.get("autoscaling")
-    market = (item.get("aws") or {}).get("spot_market_options")
+    aws = item.get("aws") or {}
+    market = aws.get("spot_market_options")
     price = (market or {}).get("max_price")
     spec = MachinePoolSpec(
         name=item["id"],
@@ -146,6 +159,10 @@ def observed(item: dict) -> Observed:
         spot=market is not None,
         max_price=None if price is None else Decimal(str(price)),
         disk_size_gib=int(((item.get("root_volume") or {}).get("aws") or {}).get("size") or 300),
+        availability_zones=tuple(item.get("availability_zones") or ()),
+        subnets=tuple(item.get("subnets") or ()),
+        security_groups=tuple(aws.get("additional_security_group_ids") or ()),
+        aws_tags=dict(aws.get("tags") or {}),
     )
     current = (item.get("status") or {}).get("current_replicas")
     return Observed(spec, item["id"], managed, None if current is None else int(current))

@@ -3,6 +3,7 @@ command line."""
 
 from __future__ import annotations
 
+from access.services import credentials
 from clusters import inventory
 from clusters.kube.errors import KubeError
 from portal.commands import PortalCommand
@@ -68,6 +69,9 @@ class Command(PortalCommand):
     def do_reencrypt(self, options):
         count, unreadable = inventory.reencrypt_secrets()
         self.stdout.write(f"{count} backend(s) re-encrypted")
+        written, lost = credentials.reencrypt()  # users' credentials (docs/credentials.md) use the same keys
+        self.stdout.write(f"{written} credential(s) re-encrypted")
+        unreadable += [f"credential {name}" for name in lost]
         if unreadable:
             raise KubeError(
                 f"no configured key opens the secrets of {', '.join(unreadable)}; they were left as they are",

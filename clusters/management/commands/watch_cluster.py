@@ -12,7 +12,9 @@ class Command(WatchCommand):
     help = "Keep the node inventory of backends (all connected ones by default) current by watching them."
 
     def watcher(self, options) -> ClusterWatcher:
-        return ClusterWatcher(options["names"] or None, watch_seconds=options["watch_seconds"])
+        return ClusterWatcher(
+            options["names"] or None, watch_seconds=options["watch_seconds"], replica=self.replica(options)
+        )
 
     def started(self, watcher) -> None:
         gc.collect()

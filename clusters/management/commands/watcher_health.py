@@ -10,7 +10,7 @@ import math
 
 from django.db import DatabaseError
 
-from clusters import heartbeat
+from clusters import heartbeat, leases
 from portal.commands import PortalCommand
 from portal.errors import DomainError, PortalError
 
@@ -25,8 +25,8 @@ class StaleHeartbeat(PortalError):
 class Command(PortalCommand):
     help = (
         "Check that a watcher (watch_cluster or watch_workflows) beats for every backend it watches (those "
-        "named, else every one it has beaten for) within --max-age seconds; exit 1 otherwise (the watchers' "
-        "liveness and readiness probe)."
+        "named, else every one it has beaten for) within --max-age seconds; exit 1 otherwise. With --this-replica, "
+        "the replica of this host and the backends it holds (the watchers' liveness and readiness probe)."
     )
 
     def add_arguments(self, parser):
@@ -39,6 +39,12 @@ class Command(PortalCommand):
             help="oldest heartbeat still alive (60; above 0, at most 86400)",
         )
         parser.add_argument(
+            "--this-replica",
+            action="store_true",
+            help="check this replica only ($WATCHER_REPLICA, else the host name: the pod's), and the backends it "
+            "holds (the replicas' probe; clusters.leases)",
+        )
+        parser.add_argument(
             "--ok-without-database",
             action="store_true",
             help="pass when the database does not answer (liveness: a restart would not bring it back)",
@@ -46,7 +52,11 @@ class Command(PortalCommand):
 
     def handle(self, *args, **options):
         try:
-            found = heartbeat.health(options["watcher"], options["names"] or None, max_age(options["max_age"]))
+            seconds = max_age(options["max_age"])
+            if options["this_replica"]:
+                found = heartbeat.replica_health(options["watcher"], leases.default_name(), seconds)
+            else:
+                found = heartbeat.health(options["watcher"], options["names"] or None, seconds)
         except DatabaseError as error:
             reason = f"database unreachable ({type(error).__name__}): the heartbeat cannot be read"
             if not options["ok_without_database"]:

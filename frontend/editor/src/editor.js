@@ -128,7 +128,7 @@ const theme = EditorView.theme({
   "&": { contain: "inline-size", width: "100%", minHeight: "12rem", maxHeight: "var(--editor-height, min(70vh, 34rem))", border: "1px solid #d1d5db", borderRadius: "6px", background: "#fcfcfd", fontSize: ".85rem" },
   "&.cm-focused": { outline: "2px solid #ddd6fe", borderColor: "#7c3aed" },
   ".cm-scroller": { overflow: "auto", fontFamily: "ui-monospace, SFMono-Regular, Menlo, Consolas, monospace", lineHeight: "1.45" },
-  ".cm-gutters": { background: "#f4f4f5", borderRight: "1px solid #e4e4e7", color: "#71717a" },
+  ".cm-gutters": { background: "#f4f4f5", borderRight: "1px solid #e4e4e7", color: "#52525b" }, // 4.5:1 and more
   // A message stays in the visible part of the editor (sticky, as wide as the view: --cm-visible, measured)
   // and wraps there; before the measure, width 0 + min-width 100% keep it from widening the content.
   ".cm-inline-message": {
@@ -229,7 +229,9 @@ function upgrade(textarea) {
       theme,
       Prec.highest(appearance.of(looks())),
       keymap.of([...defaultKeymap, ...historyKeymap, ...foldKeymap, ...searchKeymap, ...lintKeymap, indentWithTab]),
-      EditorView.contentAttributes.of({ "aria-label": labelOf(textarea), "aria-multiline": "true" }),
+      // tabindex: the text is editable and Tab reaches it anyway, but axe (scrollable-region-focusable) counts
+      // only elements with a tab index as what a keyboard can reach inside the scrolling part; one tab stop still
+      EditorView.contentAttributes.of({ "aria-label": labelOf(textarea), "aria-multiline": "true", tabindex: "0" }),
       EditorView.updateListener.of((update) => {
         if (update.docChanged) edited(textarea, update.view);
         if (update.geometryChanged) measureVisible(update.view);

@@ -3,9 +3,10 @@
 Files as kubectl writes them: `kubectl get nodes -o json`, `kubectl get pods -A -o json`; the pod as
 YAML or JSON: a Pod, or a Job, CronJob, Deployment, StatefulSet, DaemonSet, ReplicaSet or PodTemplate whose
 pod template is placed (`pools.engine.workloads`). Pure engine, no database: the same filters as the
-portal's placement preview. With `--machine-pools FILE` (`{name: {instance_type, min_replicas, max_replicas,
-labels, taints, spot}}`), each autoscaled machine pool with no node among NODES adds its would-be node
-(the shipped instance-type catalog's shape), marked as such (docs/machine-pool-platforms.md).
+portal's placement preview. With `--machine-pools FILE` (what `config show MACHINE_POOL --format yaml|json`
+prints, `{name: document}`; or the model's fields, `{name: {instance_type, min_replicas, max_replicas, labels,
+taints, spot}}`), each autoscaled machine pool with no node among NODES adds its would-be node (the shipped
+instance-type catalog's shape), marked as such (docs/machine-pool-platforms.md).
 
 With `--pool POOL [--platform PLATFORM]` the pod is confined as that platform's tasks' pods are: the selector of
 the node pool it is charged to merged in (`pools.confinement`, installed by quotas; the one database read), and
@@ -38,7 +39,8 @@ class Command(PortalCommand):
         parser.add_argument("--nodes", required=True, help="kubectl get nodes -o json")
         parser.add_argument("--pods", help="kubectl get pods -A -o json (their requests occupy the nodes)")
         parser.add_argument(
-            "--machine-pools", help="machine pools (YAML/JSON map): the scale-from-zero ones add a would-be node"
+            "--machine-pools",
+            help="machine pools (`config show MACHINE_POOL --format yaml`): scale-from-zero ones add a would-be node",
         )
         parser.add_argument(
             "--pool", help="confine the pod as this pool's tasks are: to the node pool its platform is charged to"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from pools.services import pool_listing
-from pools.services.preview import PreviewRequest, parse_assignments, preview
 from portal.commands import PortalCommand
 
 
@@ -42,6 +41,8 @@ class Command(PortalCommand):
         )
 
     def do_preview(self, options):
+        from pools.services.preview import PreviewRequest, parse_assignments, preview  # the engine: this verb's
+
         request = PreviewRequest(
             pool=options["pool"],
             platform=options["platform"],

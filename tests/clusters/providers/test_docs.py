@@ -26,7 +26,7 @@ def blocks() -> list[tuple[str, str | None]]:
 def test_the_shell_session_runs_as_written(db, django_capture_on_commit_callbacks):
     namespace: dict = {}
     pairs = blocks()
-    assert len(pairs) == 6
+    assert len(pairs) == 7
     try:
         for code, expected in pairs:
             out = io.StringIO()

@@ -6,7 +6,14 @@ from cryptography.fernet import Fernet
 
 from clusters.machinepools.reconcile import reconcile_backend
 from clusters.models import MachinePool
-from tests.clusters.providers.conftest import GPU_TAINTS, OCM_CLUSTER, gpu_spot_pool, ocm_edit, ocm_pools
+from tests.clusters.providers.conftest import (
+    GPU_TAINTS,
+    OCM_CLUSTER,
+    OCM_TOKEN,
+    gpu_spot_pool,
+    ocm_edit,
+    ocm_pools,
+)
 from tests.factories import BackendFactory, NodeFactory, WorkerMachinePoolFactory
 
 State = MachinePool.State
@@ -235,3 +242,36 @@ def test_nodes_come_from_ocm_and_ready_ones_from_the_inventory(rosa, cloud):
 
     pool.refresh_from_db()
     assert (pool.state, pool.nodes_now, pool.nodes_ready) == (State.READY, 3, 1)
+
+
+def test_zones_security_groups_and_tags_reach_ocm_and_a_classic_cluster_s_cap_is_its_own(db, cloud):
+    """Issue #33: the new fields go with OCM's names and come back in step; a row that skipped the doors (written
+    directly) and asks a classic cluster for more than 249 nodes is refused by the simulated OCM, in its words."""
+    cloud.emulator.ocm_add_cluster("classic-1", token=OCM_TOKEN, topology="classic")
+    classic = BackendFactory(
+        name="rosa-classic", machine_provider="rosa", ocm_url=cloud.url, ocm_cluster_id="classic-1",
+        ocm_token=OCM_TOKEN, rosa_topology="classic",
+    )  # fmt: skip
+    zones = ["us-east-1a", "us-east-1b", "us-east-1c"]
+    pool = gpu_spot_pool(
+        classic, min_replicas=0, max_replicas=6, availability_zones=zones, security_groups=["sg-0123abcd"],
+        aws_tags={"cost-center": "ml"},
+    )  # fmt: skip
+    assert reconcile_backend(classic.pk).created == ["ml-training"]
+    held = cloud.call(lambda: dict(cloud.emulator.ocm_machine_pools["classic-1"]))
+    assert held["ml-training"]["availability_zones"] == zones
+    assert held["ml-training"]["aws"] == {
+        "spot_market_options": {"max_price": 0.5},
+        "additional_security_group_ids": ["sg-0123abcd"],
+        "tags": {"cost-center": "ml"},
+    }
+    reconcile_backend(classic.pk)
+    pool.refresh_from_db()
+    assert pool.state == State.READY and pool.last_answer == "in step with rosa"
+
+    big = gpu_spot_pool(classic, name="big", max_replicas=300)
+    assert reconcile_backend(classic.pk).failed == ["big"]
+    big.refresh_from_db()
+    assert big.state == State.FAILED
+    assert "HTTP 400: Machine pool 'big': 300 nodes exceed the maximum of 249 nodes per machine pool" in big.last_answer
+    assert "big" not in cloud.call(lambda: dict(cloud.emulator.ocm_machine_pools["classic-1"]))

@@ -18,7 +18,7 @@ def test_pod_fits_when_resources_are_free_and_equality_fits():
     node = make_node(allocatable={"cpu": 8000, "memory": 16 * GiB, "pods": 10}, requested={"cpu": 4000})
     assert verdict(make_pod(containers=[container(requests={"cpu": "4", "memory": "16Gi"})]), node).fits
     result = verdict(make_pod(containers=[container(requests={"cpu": "4001m"})]), node)
-    assert result.reasons == ["Insufficient cpu: requested 4001m, free 4 of 8"]
+    assert result.reasons == ["Insufficient cpu: requested 4.001, free 4 of 8"]
     assert result.filters == ("NodeResourcesFit",)
 
 
@@ -29,7 +29,7 @@ def test_all_failing_resources_are_reported_with_units():
     )
     pod = make_pod(containers=[container(requests={"cpu": "2500m", "memory": "6Gi"}, limits={"nvidia.com/gpu": "8"})])
     assert verdict(pod, node).reasons == [
-        "Insufficient cpu: requested 2500m, free 2 of 2",
+        "Insufficient cpu: requested 2.5, free 2 of 2",
         "Insufficient memory: requested 6Gi, free 4Gi of 8Gi",
         "Insufficient nvidia.com/gpu: requested 8, free 4 of 8",
     ]
@@ -73,7 +73,7 @@ def test_check_resources_false_ignores_resources_and_pod_count():
 def test_negative_free_capacity_still_reports():
     node = make_node(allocatable={"cpu": 1000, "pods": 10}, requested={"cpu": 1500})
     assert verdict(make_pod(containers=[container(requests={"cpu": "1m"})]), node).reasons == [
-        "Insufficient cpu: requested 1m, free -500m of 1"
+        "Insufficient cpu: requested 1m, free -0.5 of 1"
     ]
 
 
@@ -171,7 +171,7 @@ def test_sidecars_decide_fit():
         initContainers=[container("proxy", requests={"cpu": "1"}, restartPolicy="Always")],
         containers=[container(requests={"cpu": "1500m"})],
     )
-    assert verdict(with_sidecar, node).reasons == ["Insufficient cpu: requested 2500m, free 2 of 2"]
+    assert verdict(with_sidecar, node).reasons == ["Insufficient cpu: requested 2.5, free 2 of 2"]
 
 
 @pytest.mark.parametrize("name", ["hugepages-2Mi", "ephemeral-storage"])
@@ -321,11 +321,19 @@ def test_nodes_from_kubectl_rejects_non_lists(document):
         nodes_from_kubectl(document)
 
 
-def test_a_byte_amount_that_is_no_whole_unit_is_shown_exactly_and_readably():
+def test_a_byte_amount_that_is_no_whole_unit_is_shown_in_binary_units_with_one_decimal():
     from pools.engine.placement_fit import show_amount
 
-    assert show_amount("ephemeral-storage", 482098327716) == "482098327716 (≈448.9Gi)"  # a node's real capacity
-    assert show_amount("memory", 5 * 1024**4 + 7) == "5497558138887 (≈5.0Ti)"
-    assert show_amount("memory", 1500) == "1500 (≈1.4Ki)"
+    assert show_amount("ephemeral-storage", 482098327716) == "449Gi"  # a node's real capacity
+    assert show_amount("memory", 5 * 1024**4 + 7) == "5Ti"
+    assert show_amount("memory", 1500) == "1.5Ki"
     assert show_amount("memory", 1023) == "1023"
-    assert show_amount("memory", 2 * 1024**3) == "2Gi"  # a whole unit needs no approximation
+    assert show_amount("memory", 2 * 1024**3) == "2Gi"
+
+
+def test_a_request_above_the_free_amount_never_reads_as_equal_to_it():
+    node = make_node(allocatable={"memory": 482098327716, "pods": 10}, requested={})
+    pod = make_pod(containers=[container(requests={"memory": "482098328716"})])
+    assert verdict(pod, node).reasons == ["Insufficient memory: requested 482098328716, free 482098327716 of 449Gi"]
+    pod = make_pod(containers=[container(requests={"memory": "500Gi"})])
+    assert verdict(pod, node).reasons == ["Insufficient memory: requested 500Gi, free 449Gi of 449Gi"]

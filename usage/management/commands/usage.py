@@ -16,7 +16,7 @@ Errors print one line, naming the option and the value, and exit 1.
 from __future__ import annotations
 
 from portal.commands import PortalCommand
-from usage.services import consumption, meters, rollup
+from usage.services import consumption, retention, rollup
 from usage.services.consumption import FILTERS, cli_label, parse_time
 from usage.services.report import GRANULARITIES, GROUPS, ReportError
 
@@ -64,6 +64,8 @@ class Command(PortalCommand):
             f"usage from {query.start:%Y-%m-%d %H:%M} to {query.end:%Y-%m-%d %H:%M} UTC, "
             f"by {', '.join(query.by)}, {query.granularity}"
         )
+        if note := consumption.coverage_note(result.guarantee):
+            self.stdout.write(note)
         if not result.rows:
             return self.stdout.write("no usage recorded in this period")
         headers = [column.upper() for column in result.columns]
@@ -84,7 +86,7 @@ class Command(PortalCommand):
         self.stdout.write(f"{hours} hourly rollup row(s) rebuilt")
 
     def do_prune(self, options):
-        removed = meters.prune_keeping_totals()  # retention, the metrics' counters kept whole (docs/operations.md)
+        removed = retention.prune()
         self.stdout.write("deleted " + ", ".join(f"{count} {what}" for what, count in removed.items()))
 
 
@@ -97,6 +99,7 @@ def _document(result) -> dict:
         "granularity": query.granularity,
         "columns": result.columns,
         "rows": result.rows,
+        **consumption.coverage_fields(result),
     }
 
 

@@ -18,4 +18,5 @@ class Command(WatchCommand):
         return WorkflowWatcher(
             options["names"] or None,
             watch_seconds=options["watch_seconds"],
+            replica=self.replica(options),
         )

@@ -12,6 +12,9 @@
 `submit` acts as `--user` (default: $PORTAL_CLI_USER), with that user's roles: access.policy decides as
 for the API. The other verbs are the operator's view of every workflow (like the config CLI).
 Errors print one line (`error: <field>: <reason> (value: …)`) and exit 1.
+
+Each verb imports what it uses when it runs (submission and its engine, the serializers, the log reader and
+the Kubernetes client, cancel): the command itself loads none of them (docs/performance.md, CLI).
 """
 
 from __future__ import annotations
@@ -22,21 +25,11 @@ import sys
 from pathlib import Path
 
 import yaml
-from django.contrib.auth import get_user_model
 
-from access.services import users
 from portal.commands import PortalCommand
 from portal.docfiles import DocumentError
 from portal.numbers import MAX_PAGE, checked_int
-from teams.models import Project
-from workflows import logs, queries
-from workflows.api import serializers as s
 from workflows.errors import InvalidSpec
-from workflows.lifecycle.cancel import cancel
-from workflows.models import Workflow
-from workflows.project_backfill import charge_unassigned
-from workflows.services import SubmitRequest, submit
-from workflows.spec import SpecError
 
 
 class Command(PortalCommand):
@@ -72,7 +65,7 @@ class Command(PortalCommand):
         log_verb = verbs.add_parser("logs", help="its tasks' container logs, read from the cluster")
         log_verb.add_argument("workflow_id")
         log_verb.add_argument("--task", "-t", default="", help="only this task")
-        log_verb.add_argument("--tail", "-n", default=str(logs.DEFAULT_TAIL), help="last lines per task")
+        log_verb.add_argument("--tail", "-n", default="", help="last lines per task")  # "": logs.DEFAULT_TAIL
         _format(log_verb)
         explain = verbs.add_parser(
             "explain", help="its status and, when queued, why it waits (numbers, queue position); when preempted, why"
@@ -95,6 +88,10 @@ class Command(PortalCommand):
     # ------------------------------------------------------------------------------------------ verbs
 
     def do_submit(self, options):
+        from access.services import users
+        from workflows.services import SubmitRequest, submit
+        from workflows.spec import SpecError
+
         if not options["user"]:
             raise InvalidSpec("name the submitter with --user (or set PORTAL_CLI_USER)", field="--user")
         text, source = _read(options["file"])
@@ -136,6 +133,9 @@ class Command(PortalCommand):
         return None
 
     def do_list(self, options):
+        from workflows import queries
+        from workflows.api import serializers as s
+
         page = queries.list_workflows(
             None,
             queries.WorkflowQuery(
@@ -159,6 +159,8 @@ class Command(PortalCommand):
         return None
 
     def do_show(self, options):
+        from workflows import queries
+
         data = _detail(queries.visible_workflow(None, options["workflow_id"]))
         if options["format"] != "text":
             return self.emit(data, options["format"])
@@ -166,6 +168,9 @@ class Command(PortalCommand):
         return None
 
     def do_events(self, options):
+        from workflows import queries
+        from workflows.api import serializers as s
+
         workflow = queries.visible_workflow(None, options["workflow_id"])
         events = s.EventSerializer(queries.events_of(workflow), many=True).data
         if options["format"] != "text":
@@ -176,6 +181,8 @@ class Command(PortalCommand):
         return None
 
     def do_logs(self, options):
+        from workflows import logs, queries
+
         workflow = queries.visible_workflow(None, options["workflow_id"])
         tail = logs.parse_tail(options["tail"], "--tail")
         names = (
@@ -194,6 +201,8 @@ class Command(PortalCommand):
         return None
 
     def do_explain(self, options):
+        from workflows import queries
+
         data = explanation(queries.visible_workflow(None, options["workflow_id"]))
         if options["format"] != "text":
             return self.emit(data, options["format"])
@@ -225,10 +234,18 @@ class Command(PortalCommand):
         return None
 
     def do_charge_projects(self, options):
+        from django.contrib.auth import get_user_model
+
+        from teams.models import Project
+        from workflows.models import Workflow
+        from workflows.project_backfill import charge_unassigned
+
         charged = charge_unassigned(Workflow, Project, get_user_model().groups.through)
         self.stdout.write(f"{charged} workflow{'' if charged == 1 else 's'} charged to their submitter's project")
 
     def do_cancel(self, options):
+        from workflows.lifecycle.cancel import cancel
+
         workflow = cancel(options["workflow_id"], None, force=options["force"], message=options["message"])
         data = _detail(workflow)
         if options["format"] != "text":
@@ -298,12 +315,17 @@ def _format(parser) -> None:
 
 
 def _detail(workflow) -> dict:
+    from workflows import queries
+    from workflows.api import serializers as s
+
     queries.with_tasks(workflow)
     return json.loads(json.dumps(s.WorkflowDetailSerializer(workflow).data, default=str))
 
 
 def explanation(workflow) -> dict:
     """What `workflow explain` prints: its status, and why it waits or was preempted (docs/admission.md)."""
+    from workflows.api import serializers as s
+
     return json.loads(
         json.dumps(
             {

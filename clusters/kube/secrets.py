@@ -1,0 +1,48 @@
+"""The Secrets a workflow's pods use (image pull secrets, credentials as env vars and files): written before the
+pods, with the same ownership labels, and deleted when the workflow ends (workflows.credentials).
+
+* `apply_secret`: POST the manifest; a missing namespace is created and the POST repeated; `409 AlreadyExists`
+  (an earlier attempt wrote it) is answered by a PUT of the manifest, so the Secret holds the current values.
+* `delete_secret`: 404 is success (already gone); returns whether a Secret was there.
+
+Values are never logged: errors name the Secret only. Every failure is a `KubeError` (`transient` for network
+errors, 429 and 5xx).
+"""
+
+from __future__ import annotations
+
+import json
+
+from clusters.kube.connection import KubeClient
+from clusters.kube.errors import KubeError
+from clusters.kube.pods import ensure_namespace
+
+_COLLECTION = "/api/v1/namespaces/{namespace}/secrets"
+_OBJECT = "/api/v1/namespaces/{namespace}/secrets/{name}"
+
+
+def apply_secret(kube: KubeClient, namespace: str, manifest: dict) -> dict:
+    name = manifest["metadata"]["name"]
+    doing = f"writing secret {namespace}/{name}"
+    for attempt in (1, 2):
+        try:
+            return json.loads(kube.raw(doing, "POST", _COLLECTION, {"namespace": namespace}, body=manifest))
+        except KubeError as error:
+            if error.k8s_status == 404 and attempt == 1:  # a POST to the collection: the namespace is missing
+                ensure_namespace(kube, namespace)
+                continue
+            if error.k8s_status != 409:
+                raise
+        params = {"namespace": namespace, "name": name}
+        return json.loads(kube.raw(doing, "PUT", _OBJECT, params, body=manifest))
+    raise KubeError(f"{doing}: the namespace vanished twice")  # pragma: no cover - a namespace deleted mid-write
+
+
+def delete_secret(kube: KubeClient, namespace: str, name: str) -> bool:
+    try:
+        kube.json(f"deleting secret {namespace}/{name}", kube.core.delete_namespaced_secret, name, namespace)
+    except KubeError as error:
+        if error.k8s_status == 404:
+            return False
+        raise
+    return True

@@ -1,0 +1,73 @@
+"""The admin's workflow list at a million rows (portal.admin_paging, docs/scale.md): no count of every row, no
+OFFSET fetch of the rows a deep page skips, no date hierarchy scan; the same rows, in the same order, as Django's
+own paging; constant queries whatever the page and the table's size."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+
+import pytest
+from django.core.paginator import Paginator
+from django.utils import timezone
+
+from portal import admin_paging
+from tests.factories import PoolFactory, UserFactory, WorkflowFactory
+from tests.queries import assert_constant_queries, queries_of
+from workflows.models import Workflow
+
+pytestmark = pytest.mark.django_db
+URL = "/admin/workflows/workflow/"
+
+
+@pytest.fixture
+def workflows():
+    pool, user = PoolFactory(name="big"), UserFactory(username="ann")
+    now = timezone.now()
+
+    def add(count: int) -> None:
+        made = [WorkflowFactory(pool=pool, submitted_by=user, status="COMPLETED") for _ in range(count)]
+        for n, workflow in enumerate(made):  # a few share a time: the id breaks the tie
+            Workflow.objects.filter(pk=workflow.pk).update(
+                created_at=now - timedelta(minutes=n // 3 + Workflow.objects.count())
+            )
+
+    add(30)
+    return add
+
+
+def _ids(response) -> list[int]:
+    return [row.pk for row in response.context["cl"].result_list]
+
+
+def test_deep_pages_are_django_s_pages_and_the_count_is_estimated_above_the_bound(workflows, admin_client, monkeypatch):
+    monkeypatch.setattr(admin_paging, "EXACT_BELOW", 10)  # the planner's estimate from 10 rows up
+    monkeypatch.setattr(admin_paging, "DEEP_FROM_PAGE", 1)  # every page past the first by its ids first
+    from workflows.admin import WorkflowAdmin
+
+    monkeypatch.setattr(WorkflowAdmin, "list_per_page", 4)
+    expected = Paginator(Workflow.objects.order_by("-created_at", "-id"), 4)
+    for page in (1, 2, 5, 8):
+        response = admin_client.get(URL, {"p": page})
+        assert response.status_code == 200
+        assert _ids(response) == [w.pk for w in expected.page(page).object_list], page
+    sql = " ".join(queries_of(lambda: admin_client.get(URL, {"p": 5})))
+    assert "EXPLAIN" in sql and "COUNT(" not in sql.upper()  # no count of every row
+    assert "DATE_TRUNC('year'" not in sql  # no date hierarchy scan
+    assert response.context["cl"].paginator.estimated
+
+
+def test_below_the_bound_the_count_is_exact(workflows, admin_client):
+    response = admin_client.get(URL)
+    assert response.context["cl"].result_count == 30
+    assert not response.context["cl"].paginator.estimated
+
+
+@pytest.mark.parametrize("page", [1, 3])
+def test_a_page_takes_constant_queries_whatever_the_table_s_size(workflows, admin_client, monkeypatch, page):
+    monkeypatch.setattr(admin_paging, "DEEP_FROM_PAGE", 1)
+    from workflows.admin import WorkflowAdmin
+
+    monkeypatch.setattr(WorkflowAdmin, "list_per_page", 5)
+    assert_constant_queries(
+        lambda: admin_client.get(URL, {"p": page, "status__exact": "COMPLETED"}), lambda: workflows(40)
+    )
