@@ -23,6 +23,9 @@ from pools.engine.replay import JobOutcome, ReplayInput, ReplayReport, replay
 # How long the child may take past the baseline's end: the two replays cost about the same, so twice the
 # baseline's time, and at least this, before the child is given up for stuck
 CHILD_GRACE_SECONDS = 30.0
+# How long a child that has answered may take to leave before it is killed: it leaves through os._exit at once,
+# so only a child stuck on an inherited lock takes longer
+CHILD_EXIT_SECONDS = 5.0
 
 
 def replay_pair(baseline: ReplayInput, proposed: ReplayInput | None) -> tuple[ReplayReport, ReplayReport]:
@@ -44,9 +47,7 @@ def replay_pair(baseline: ReplayInput, proposed: ReplayInput | None) -> tuple[Re
         answer = _receive(receiving, max(CHILD_GRACE_SECONDS, 2 * (time.monotonic() - started)))
     finally:
         receiving.close()
-        if answer is None:
-            child.terminate()
-        child.join()
+        _end(child, stuck=answer is None)
     if answer is None:  # the child died (killed, out of memory) or is stuck: do its work here
         return first, replay(proposed)
     if isinstance(answer, BaseException):
@@ -60,6 +61,16 @@ def _parallel() -> bool:
     return len(os.sched_getaffinity(0)) > 1 if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1) > 1
 
 
+def _end(child, stuck: bool) -> None:
+    """Reap the child; one that gave no answer, or answered and did not leave, is stopped rather than waited on."""
+    if stuck:
+        child.terminate()
+    child.join(CHILD_EXIT_SECONDS)
+    if child.is_alive():  # SIGTERM ignored or a lock held on the way out: SIGKILL is not refused
+        child.kill()
+        child.join()
+
+
 def _receive(receiving, timeout: float):
     """The child's answer; None when it died first or gave none within `timeout` seconds."""
     try:
@@ -69,6 +80,14 @@ def _receive(receiving, timeout: float):
 
 
 def _replay_in_child(given: ReplayInput, sending) -> None:
+    """The child's whole life: answer, then leave through os._exit, skipping multiprocessing's exit (which flushes
+    the standard streams and runs finalizers, any of which may wait on a lock another thread of the parent held
+    at the fork)."""
+    _answer(given, sending)
+    os._exit(0)
+
+
+def _answer(given: ReplayInput, sending) -> None:
     try:
         report = replay(given)
         jobs = [

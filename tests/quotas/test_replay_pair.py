@@ -71,3 +71,26 @@ def test_a_child_that_never_answers_is_given_up_and_its_replay_run_here(monkeypa
     first, second = replay_pair(baseline, proposed)
     same(first, replay(baseline))
     same(second, replay(proposed))
+
+
+def _child_that_answers_and_never_leaves(given, sending) -> None:
+    """A child stuck on its way out, as one flushing a stream whose lock another thread held at the fork would be."""
+    import threading
+
+    from quotas.services import replay_pair as pair
+
+    pair._answer(given, sending)
+    threading.Event().wait()
+
+
+def test_a_child_that_answered_but_does_not_leave_is_killed_and_its_answer_kept(monkeypatch):
+    from quotas.services import replay_pair as pair
+
+    monkeypatch.setattr(pair, "_replay_in_child", _child_that_answers_and_never_leaves)
+    monkeypatch.setattr(pair, "CHILD_EXIT_SECONDS", 0.5)
+    _, baseline = recorded_period()
+    proposed = dataclasses.replace(baseline, trees=raised(baseline.trees, baseline.jobs[0].project, 40))
+    first, second = replay_pair(baseline, proposed)
+    same(first, replay(baseline))
+    same(second, replay(proposed))
+    assert second.input is proposed  # and the call returned rather than waiting on the child
