@@ -129,6 +129,11 @@ class Growth:
         return sum(m.gpus_max for m in self.machine_pools)
 
     @property
+    def has_spot(self) -> bool:
+        """Any of its machine pools runs spot machines (the pages explain reclaiming only then)."""
+        return any(m.capacity_type == "spot" for m in self.machine_pools)
+
+    @property
     def summary(self) -> str:
         """ "nodes 0 now, up to 3 · GPUs 0 now, up to 3" (GPUs left out when none of the machine pools' types
         has any; empty without machine pools)."""

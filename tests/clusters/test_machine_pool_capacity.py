@@ -113,3 +113,15 @@ def test_the_pool_page_shows_each_platforms_machine_pool(admin_client, platforms
         ["additional", "m5.xlarge, 4 vCPU, 16 GiB", "on-demand", "2 / 5", "-", "on-demand, $0.192/h a node", "pending"]
     ]
     assert machine_pool_rows(page, "ml-training")[0][2:5] == ["spot", "2 / 3", "2 / 3"]
+
+
+def platform_section(page: str, platform: str) -> str:
+    return page.split(f'id="platform-{platform}"', 1)[1].split("</section>", 1)[0]
+
+
+def test_the_pool_page_explains_spot_reclaiming_only_under_a_platform_with_spot_machines(admin_client, platforms):
+    page = admin_client.get(reverse("selfservice:pool", args=["rosa"])).content.decode()
+    reclaimed = "may be reclaimed at two minutes"
+    assert reclaimed in platform_section(page, "gpu-zero")  # spot
+    on_demand = platform_section(page, "additional")
+    assert reclaimed not in on_demand and "A machine pool grows from its nodes now up to its maximum" in on_demand

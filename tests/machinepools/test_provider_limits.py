@@ -279,3 +279,13 @@ def test_exports_carry_the_new_fields_or_say_they_cannot():
     assert len(module.notes) == 3  # zones, security groups, tags
     karpenter_only = MachinePoolSpec("k", "m5.xlarge", max_replicas=2, limits={"cpu": "8"})
     assert export.rosa(karpenter_only, "c1").notes == ('limits {"cpu": "8"}: Karpenter\'s, not a ROSA machine pool\'s',)
+
+
+def test_a_label_difference_names_only_the_labels_that_differ_as_key_value():
+    from clusters.machinepools.spec import MachinePoolSpec
+
+    portal = MachinePoolSpec("gpu", "p4d.24xlarge", labels={"team": "vision", "tier": "gold", "zone": "a"})
+    provider = MachinePoolSpec("gpu", "p4d.24xlarge", labels={"team": "vision", "tier": "silver", "extra": "x"})
+    assert differences(portal, provider, ("labels",)) == [
+        "labels: provider extra=x, tier=silver, zone unset, portal extra unset, tier=gold, zone=a"
+    ]

@@ -85,10 +85,23 @@ def differences(desired: MachinePoolSpec, observed: MachinePoolSpec, fields: tup
     """What the provider holds that the portal does not ask for, one "field: provider X, portal Y" each."""
     wanted, held = _comparable(desired, fields), _comparable(observed, fields)
     return [
-        f"{name}: provider {_show(held.get(name))}, portal {_show(wanted.get(name))}"
+        _difference(name, held.get(name), wanted.get(name))
         for name in ALL_FIELDS
         if (name in wanted or name in held) and wanted.get(name) != held.get(name)
     ]
+
+
+def _difference(name: str, held, wanted) -> str:
+    """One field's difference; of a mapping (labels) only the keys that differ, as key=value (or "none")."""
+    if isinstance(held, dict) or isinstance(wanted, dict):
+        held, wanted = held or {}, wanted or {}
+        keys = sorted(key for key in held.keys() | wanted.keys() if held.get(key) != wanted.get(key))
+        return f"{name}: provider {_pairs(held, keys)}, portal {_pairs(wanted, keys)}"
+    return f"{name}: provider {_show(held)}, portal {_show(wanted)}"
+
+
+def _pairs(mapping: dict, keys: list[str]) -> str:
+    return ", ".join(f"{key}={mapping[key]}" if key in mapping else f"{key} unset" for key in keys)
 
 
 def _comparable(spec: MachinePoolSpec, fields: tuple[str, ...]) -> dict:

@@ -67,8 +67,7 @@ def test_an_edit_in_the_portal_updates_the_pool_and_a_deleted_row_deletes_it(ros
     pool.refresh_from_db()
     assert pool.last_answer == (
         "updated at rosa: max_replicas: provider 3, portal 5; "
-        "labels: provider {'workload-type': 'ml-training', 'pool-portal/node-pool': 'rosa-prod-default'}, "
-        "portal {'workload-type': 'training', 'pool-portal/node-pool': 'rosa-prod-default'}"
+        "labels: provider workload-type=ml-training, portal workload-type=training"
     )
 
 
