@@ -154,6 +154,37 @@ def migration_problems(objects) -> list[str]:
     return problems
 
 
+def storage_problems(objects) -> list[str]:
+    """Every claim a pod mounts is in the manifests, and the workers (who run retention's archive job) write
+    WORKFLOW_ARCHIVE_DIR on a persistent volume they share, not on the image's read-only files."""
+    claims = {obj["metadata"]["name"] for obj in of_kind(objects, "PersistentVolumeClaim")}
+    problems = []
+    for obj in objects:
+        for volume in (pod_spec(obj) or {}).get("volumes") or ():
+            claim = (volume.get("persistentVolumeClaim") or {}).get("claimName")
+            if claim and claim not in claims:
+                problems.append(f"{name_of(obj)}: volume {volume['name']} names claim {claim}, which is not there")
+    for obj in running(objects, r"^celery -A portal worker"):
+        problems += _archive_problems(obj)
+    return problems
+
+
+def _archive_problems(obj: dict) -> list[str]:
+    persistent = {
+        v["name"] for v in pod_spec(obj).get("volumes") or () if (v.get("persistentVolumeClaim") or {}).get("claimName")
+    }
+    for container in containers(obj, init=False):
+        directory = next(
+            (e.get("value") for e in container.get("env") or () if e["name"] == "WORKFLOW_ARCHIVE_DIR"), None
+        )
+        if directory is None:
+            return [f"{name_of(obj)}: WORKFLOW_ARCHIVE_DIR is not set (the default lies in the read-only image)"]
+        mounted = {m["mountPath"] for m in container.get("volumeMounts") or () if m["name"] in persistent}
+        if not any(directory == path or directory.startswith(path.rstrip("/") + "/") for path in mounted):
+            return [f"{name_of(obj)}: WORKFLOW_ARCHIVE_DIR {directory} is on no persistent volume"]
+    return []
+
+
 def selection_problems(objects) -> list[str]:
     """PDBs, HPAs and Services point at Deployments that exist; web and workers have a PDB and an HPA."""
     deployments = {obj["metadata"]["name"]: obj for obj in of_kind(objects, "Deployment")}

@@ -7,7 +7,7 @@ import copy
 import pytest
 
 from tests.deploy import checks
-from tests.deploy.manifests import DEPLOY, of_kind, render, running, schema_problems
+from tests.deploy.manifests import DEPLOY, of_kind, pod_spec, render, running, schema_problems
 
 OVERLAYS = sorted(path.name for path in (DEPLOY / "overlays").iterdir() if (path / "kustomization.yaml").exists())
 CHECKS = [
@@ -18,6 +18,7 @@ CHECKS = [
     checks.config_problems,
     checks.migration_problems,
     checks.selection_problems,
+    checks.storage_problems,
     checks.security_problems,
 ]
 
@@ -190,3 +191,14 @@ def test_checks_catch_a_pod_outside_the_restricted_standard():
         "Job pool-portal-migrate: no RuntimeDefault seccomp profile",
         "Job pool-portal-migrate portal: capabilities not all dropped",
     ]
+
+
+def test_checks_catch_an_archive_dir_on_no_volume_and_a_missing_claim(objects):
+    worker = next(obj for obj in running(objects, r"^celery -A portal worker") if obj["kind"] == "Deployment")
+    spec = pod_spec(worker)
+    spec["volumes"] = [v for v in spec["volumes"] if v["name"] != "archive"]
+    assert checks.storage_problems(objects) == [
+        "Deployment pool-portal-worker: WORKFLOW_ARCHIVE_DIR /var/lib/pool-portal/archive is on no persistent volume"
+    ]
+    spec["volumes"].append({"name": "archive", "persistentVolumeClaim": {"claimName": "elsewhere"}})
+    assert "names claim elsewhere, which is not there" in checks.storage_problems(objects)[0]
