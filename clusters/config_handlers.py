@@ -14,7 +14,7 @@ from clusters.config_types import BACKEND, BACKEND_SECRETS, MACHINE_POOL
 from clusters.machinepools import instance_types
 from clusters.machinepools.providers import registry as providers
 from clusters.machinepools.spec import InstanceType
-from clusters.models import Backend, MachinePool
+from clusters.models import Backend, MachinePool, WatcherLease
 from configs.errors import ConfigError
 from configs.kinds import KEEP_SECRET
 from configs.registry import SchemaHandler
@@ -42,6 +42,14 @@ class BackendHandler(SchemaHandler):
                         doc.warnings.append(f"{key}: the <set> marker keeps a stored value, but none is stored")
                     setattr(doc, key, current)
         return None
+
+    def save(self, doc, existing, prepared):
+        before = existing.watched_identity() if existing is not None else None
+        backend = super().save(doc, existing, prepared)
+        if before is not None and backend.watched_identity() != before:
+            # the resourceVersions the watchers recorded are the other cluster's: the next holder lists afresh
+            WatcherLease.objects.filter(backend=backend).update(versions={})
+        return backend
 
     def referrers(self, obj):
         pools = [f"pool {name}" for name in obj.pools.order_by("name").values_list("name", flat=True)]

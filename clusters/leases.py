@@ -175,10 +175,12 @@ class Leases:
             held[backend].deadline = asked + self.seconds
         return sorted(set(held) - kept)
 
-    def release(self, lease: Held) -> bool:
-        """Free the lease at once (another replica may take it on its next pass)."""
+    def release(self, lease: Held, *, forget_versions: bool = False) -> bool:
+        """Free the lease at once (another replica may take it on its next pass); `forget_versions`: the next
+        holder lists afresh rather than resuming (the backend's connection changed)."""
         rows = self._rows().filter(backend_id=lease.backend, holder=self.name, token=lease.token)
-        return bool(rows.update(holder="", expires_at=Now()))
+        changes = {"versions": {}} if forget_versions else {}
+        return bool(rows.update(holder="", expires_at=Now(), **changes))
 
     def fence(self, lease: Held, versions: dict | None = None) -> bool:
         """In the caller's transaction, before its write: is the lease still ours and unexpired? Records

@@ -12,6 +12,8 @@ The tables kept their rows when these models moved here from `pools` (see migrat
 
 from __future__ import annotations
 
+import hashlib
+
 from django.db import models
 from django.utils import timezone
 
@@ -121,6 +123,24 @@ class Backend(models.Model):
 
     def __repr__(self) -> str:  # never the secrets
         return f"<Backend {self.name} connection={self.connection or 'none'}>"
+
+    # What a watcher watches: the API server it reaches and the namespace. A change means another cluster (or
+    # another part of it), whose resourceVersions say nothing of the one watched before.
+    WATCHED_FIELDS = (
+        "connection",
+        "api_url",
+        "token",
+        "ca_cert",
+        "verify_tls",
+        "kubeconfig",
+        "kube_context",
+        "namespace",
+    )
+
+    def watched_identity(self) -> str:
+        """A digest of the fields in WATCHED_FIELDS (secrets included, never shown)."""
+        values = "\x00".join(str(getattr(self, name)) for name in self.WATCHED_FIELDS)
+        return hashlib.sha256(values.encode()).hexdigest()
 
 
 class Node(models.Model):

@@ -293,6 +293,7 @@ class BackendWatcher(Sharded, EventDrain):
         name = replica or f"{socket.gethostname()}-{os.getpid()}-{uuid.uuid4().hex[:8]}"
         self.leases = Leases(self.command, name, seconds=lease_seconds, renew_seconds=renew_seconds)
         self.held: dict[int, Held] = {}
+        self.identities: dict[int, str] = {}  # per backend held: Backend.watched_identity() when its watch began
         self.check_seconds_leases = max(0.2, renew_seconds / 5)  # free leases are looked for this often
         self._next_pass = self._next_renew = 0.0
         self._ensured: set[int] = set()  # backends whose lease row exists

@@ -27,8 +27,8 @@ T = TypeVar("T")
 
 
 class Sharded:
-    """Needs, from the watcher: `leases`, `held`, `backends`, `names`, `command`, `client_factory`, `lags`,
-    `fenced`, `replaced`, `check_seconds_leases`, `_next_pass`, `_next_renew`, `_ensured`, `_halt`,
+    """Needs, from the watcher: `leases`, `held`, `identities`, `backends`, `names`, `command`, `client_factory`,
+    `lags`, `fenced`, `replaced`, `check_seconds_leases`, `_next_pass`, `_next_renew`, `_ensured`, `_halt`,
     `_stopping`, `_watch`, `_threads_of`, `_not_watched`, `_apply`, `beat_now` and `_new_lag`."""
 
     def _shard_pass(self) -> list[str]:
@@ -45,6 +45,8 @@ class Sharded:
             if time.monotonic() >= lease.deadline:
                 self._drop(backend, "its lease was not renewed in time")
         backends = {b.pk: b for b in inventory.connected_backends(self.names)}
+        for backend in [pk for pk in self.held if pk in backends and self._moved(backends[pk])]:
+            self._release(backend, "its connection settings changed", forget_versions=True)
         if set(backends) - self._ensured:  # a backend seen for the first time: its lease row, free
             self.leases.ensure(set(backends) - self._ensured)
             self._ensured |= set(backends)
@@ -75,8 +77,13 @@ class Sharded:
             self._drop(backend, "another replica holds its lease now")
         self._next_renew = due
 
+    def _moved(self, backend) -> bool:
+        """The backend now names another API server or namespace than the one its watch was started on."""
+        return self.identities.get(backend.pk, backend.watched_identity()) != backend.watched_identity()
+
     def _take(self, backend, lease: Held) -> list[str]:
         self.held[backend.pk] = lease
+        self.identities[backend.pk] = backend.watched_identity()
         heartbeat.forget_backend(self.command, backend.pk)  # the previous holder's row says nothing of us
         self.lags[backend.pk] = self._new_lag()
         self.beat_now()
@@ -96,21 +103,20 @@ class Sharded:
                 self.leases.release(lease)
             raise
 
-    def _release(self, backend: int) -> None:
-        """Above the fair share (or out of scope): stop watching, then free the lease for another replica."""
+    def _release(
+        self, backend: int, why: str = "above its share, or no longer connected", *, forget_versions: bool = False
+    ) -> None:
+        """Stop watching, then free the lease for another replica (or for this one's next pass)."""
         lease = self.held.pop(backend)
+        self.identities.pop(backend, None)
         self._unwatch(backend)
-        self.leases.release(lease)
-        log.info(
-            "%s: replica %s released backend #%s (above its share, or no longer connected)",
-            self.command,
-            self.leases.name,
-            backend,
-        )
+        self.leases.release(lease, forget_versions=forget_versions)
+        log.info("%s: replica %s released backend #%s (%s)", self.command, self.leases.name, backend, why)
 
     def _drop(self, backend: int, why: str) -> None:
         """The lease is lost or expired: stop acting on the backend now (its queued items are dropped)."""
         self.held.pop(backend, None)
+        self.identities.pop(backend, None)
         self._unwatch(backend)
         log.warning("%s: replica %s stopped watching backend #%s: %s", self.command, self.leases.name, backend, why)
 

@@ -296,3 +296,43 @@ def test_a_watcher_whose_lease_was_taken_writes_nothing_more_and_drops_the_backe
     finally:
         watcher.stop()
     assert WatcherLease.objects.get(backend=backend).holder == "new"  # its stop does not free what it lost
+
+
+def test_a_backend_moved_to_another_api_server_is_listed_afresh_there_not_resumed(backend, kube_server):
+    """The recorded resourceVersions are the old cluster's: the config change forgets them, and the replica
+    watching it lets it go and takes it again on the new server's settings."""
+    from clusters.inventory_watch import ClusterWatcher
+    from configs import store
+    from kubesim import EmulatorServer
+    from tests.clusters.conftest import CLI
+    from tests.polling import drain_until
+
+    watcher = ClusterWatcher(["sim"], watch_seconds=30, replica="one", lease_seconds=30, renew_seconds=1)
+    with EmulatorServer(host="127.0.0.1", port=0, fleet="demo") as other:
+        try:
+            watcher.start()
+            kube_server.emulator.patch("nodes", "cpu-node-0", {"metadata": {"labels": {"cluster": "first"}}})
+            drain_until(watcher, lambda: Node.objects.get(name="cpu-node-0").labels.get("cluster") == "first")
+            WatcherLease.objects.filter(backend=backend).update(versions={"nodes": "12345", "pods": "12345"})
+            other.emulator.patch("nodes", "cpu-node-0", {"metadata": {"labels": {"cluster": "second"}}})
+
+            store.apply("BACKEND", "sim", {"description": "moved", "namespace": "default", "api_url": other.url}, CLI)
+            assert WatcherLease.objects.get(backend=backend).versions == {}  # nothing resumes from the old ones
+
+            drain_until(watcher, lambda: Node.objects.get(name="cpu-node-0").labels.get("cluster") == "second")
+            assert list(watcher.held) == [backend.pk] and watcher.held[backend.pk].token == 2  # let go, taken again
+            kube_server.emulator.patch("nodes", "cpu-node-0", {"metadata": {"labels": {"cluster": "first-again"}}})
+            other.emulator.patch("nodes", "cpu-node-1", {"metadata": {"labels": {"cluster": "second"}}})
+            drain_until(watcher, lambda: Node.objects.get(name="cpu-node-1").labels.get("cluster") == "second")
+            assert Node.objects.get(name="cpu-node-0").labels["cluster"] == "second"  # the old server is not watched
+        finally:
+            watcher.stop()
+
+
+def test_a_change_that_keeps_the_server_keeps_the_recorded_versions(backend):
+    from configs import store
+    from tests.clusters.conftest import CLI
+
+    WatcherLease.objects.create(watcher="watch_workflows", backend=backend, versions={"pods": "7"})
+    store.apply("BACKEND", "sim", {**store.show("BACKEND", "sim"), "description": "renamed in words only"}, CLI)
+    assert WatcherLease.objects.get(backend=backend).versions == {"pods": "7"}
