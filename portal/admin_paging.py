@@ -4,8 +4,10 @@ Django's change list counts its rows twice (the filtered list and the whole tabl
 `OFFSET (N - 1) × per page`, fetching every row it skips. `LargeTablePaginator`:
 
 - counts exactly only when the planner expects at most `EXACT_BELOW` rows; above that it takes PostgreSQL's own
-  estimate (`EXPLAIN`), so a list of a million rows costs no scan of a million rows to say how many pages it has
-  (the list says "about"; a page past the real end is empty);
+  estimate (`EXPLAIN`), so a list of a million rows costs no scan of a million rows to say how many pages it has.
+  The list then says "about N" (its own pagination template). A page that comes back short ends the list, so
+  the count is then exact: the rows before it plus its own; a page past the real end (the estimate was high)
+  counts the rows once, so its page links lead back to the real last page;
 - reaches a page deeper than `per page × 10` rows in two steps: the ids of the page first (the list's ordering
   read from an index that holds it, no row fetched), then those rows, in that ordering.
 
@@ -39,6 +41,7 @@ def estimated_rows(queryset) -> int | None:
 
 class LargeTablePaginator(Paginator):
     estimated = False
+    template_name = "admin/large_table_pagination.html"  # unfold's pagination, with "about" before an estimate
 
     @cached_property
     def count(self) -> int:
@@ -50,8 +53,27 @@ class LargeTablePaginator(Paginator):
 
     def page(self, number):
         number = self.validate_number(number)
-        if number <= DEEP_FROM_PAGE:
-            return super().page(number)
         bottom = (number - 1) * self.per_page
-        ids = list(self.object_list.values_list("pk", flat=True)[bottom : bottom + self.per_page])
-        return self._get_page(list(self.object_list.filter(pk__in=ids)), number, self)
+        if number <= DEEP_FROM_PAGE:
+            found = super().page(number)
+        else:
+            ids = list(self.object_list.values_list("pk", flat=True)[bottom : bottom + self.per_page])
+            found = self._get_page(list(self.object_list.filter(pk__in=ids)), number, self)
+        if self.estimated and len(found.object_list) < self.per_page:
+            self._settle(bottom + len(found.object_list) if found.object_list else self.object_list.count())
+        return found
+
+    def get_elided_page_range(self, number=1, **kwargs):
+        """The page links; around the last real page when `number` lay past the end the estimate promised."""
+        try:
+            number = int(number)
+        except (TypeError, ValueError):
+            number = 1
+        return super().get_elided_page_range(max(1, min(number, self.num_pages)), **kwargs)
+
+    def _settle(self, exact: int) -> None:
+        """The list's end was reached: the count is now exact (and the pages derived from it)."""
+        self.estimated = False
+        self.__dict__["count"] = exact
+        for derived in ("num_pages", "page_range"):
+            self.__dict__.pop(derived, None)

@@ -53,7 +53,9 @@ def test_deep_pages_are_django_s_pages_and_the_count_is_estimated_above_the_boun
     sql = " ".join(queries_of(lambda: admin_client.get(URL, {"p": 5})))
     assert "EXPLAIN" in sql and "COUNT(" not in sql.upper()  # no count of every row
     assert "DATE_TRUNC('year'" not in sql  # no date hierarchy scan
-    assert response.context["cl"].paginator.estimated
+    assert admin_client.get(URL, {"p": 5}).context["cl"].paginator.estimated  # a full page: the end is not seen
+    last = response.context["cl"].paginator  # page 8 held 2 rows: the list ended there, 7 × 4 + 2
+    assert (last.estimated, last.count) == (False, 30)
 
 
 def test_below_the_bound_the_count_is_exact(workflows, admin_client):
@@ -71,3 +73,27 @@ def test_a_page_takes_constant_queries_whatever_the_table_s_size(workflows, admi
     assert_constant_queries(
         lambda: admin_client.get(URL, {"p": page, "status__exact": "COMPLETED"}), lambda: workflows(40)
     )
+
+
+def test_an_estimate_is_said_to_be_one_and_the_list_s_end_makes_the_count_exact(workflows, admin_client, monkeypatch):
+    from django.db import connection
+
+    from workflows.admin import WorkflowAdmin
+
+    monkeypatch.setattr(admin_paging, "EXACT_BELOW", 10)
+    monkeypatch.setattr(WorkflowAdmin, "list_per_page", 4)
+    with connection.cursor() as cursor:
+        cursor.execute(f"ANALYZE {Workflow._meta.db_table}")  # the planner knows of 30 rows
+    Workflow.objects.filter(pk__in=list(Workflow.objects.values_list("pk", flat=True)[:10])).delete()  # 20 left
+
+    first = admin_client.get(URL)
+    assert first.context["cl"].paginator.estimated and first.context["cl"].paginator.count == 30
+    assert "about 30" in " ".join(first.content.decode().split())
+
+    past_the_end = admin_client.get(URL, {"p": 6})  # the estimate's page 6 of 8; the real list has 5
+    assert past_the_end.status_code == 200 and _ids(past_the_end) == []
+    paginator = past_the_end.context["cl"].paginator
+    assert (paginator.estimated, paginator.count, paginator.num_pages) == (False, 20, 5)
+    shown = " ".join(past_the_end.content.decode().split())
+    assert "20 workflows" in shown and "about" not in shown.split('data-result-count="20"')[1][:60]
+    assert "?p=5" in shown and "?p=8" not in shown  # the links lead back to the real last page
