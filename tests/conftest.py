@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 
 import pytest
 from rest_framework.test import APIClient
@@ -84,12 +85,50 @@ def redis_worker(monkeypatch, transactional_db):
     app.loader.import_module("celery.contrib.testing.tasks")  # the ping check's task
     app.control.purge()  # messages an earlier, interrupted run left behind (late acks are re-queued at shutdown)
     try:
-        with start_worker(app, pool="solo", perform_ping_check=True, shutdown_timeout=10):
+        with start_worker(
+            app, pool="solo", perform_ping_check=True, shutdown_timeout=10, WorkController=_worker_class()
+        ):
             yield app
     finally:
         app.control.purge()
         monkeypatch.undo()
         _reset_celery_connections(app)
+
+
+WORKER_START_SECONDS = 60
+
+
+def _worker_class():
+    """Celery's test worker, except that it never waits for ever on a worker that will not start: the worker
+    thread that meets an error it calls unrecoverable logs it and ends, and Celery's own `ensure_started` then
+    waits on an event nobody sets (a whole CI run held to its limit, 2026-12-03)."""
+    from celery.contrib.testing.worker import TestWorkController
+
+    class BoundedTestWorkController(TestWorkController):
+        failure: BaseException | None = None
+
+        def start(self):
+            started = self.blueprint.start
+
+            def recorded(parent):  # Celery's start logs the error and ends the thread: keep it to raise here
+                try:
+                    return started(parent)
+                except BaseException as error:
+                    self.failure = error
+                    raise
+
+            self.blueprint.start = recorded
+            return super().start()
+
+        def ensure_started(self) -> None:
+            deadline = time.monotonic() + WORKER_START_SECONDS
+            while not self._on_started.wait(0.1):
+                if self.failure is not None:
+                    raise RuntimeError(f"the test's Celery worker stopped at start: {self.failure!r}") from self.failure
+                if time.monotonic() > deadline:
+                    raise RuntimeError(f"the test's Celery worker did not start within {WORKER_START_SECONDS} s")
+
+    return BoundedTestWorkController
 
 
 def _reset_celery_connections(app) -> None:
