@@ -6,16 +6,46 @@ enqueueing a submission costs. A client over the channel's connection pool is sa
 no per-call state; connections come from the pool), so the channel keeps one until its pool changes.
 
 `portal.celery` registers this class for `redis://` and `rediss://` broker URLs.
+
+A second change: a worker whose broker went away while it held prefetched messages survives it. Celery then
+closes the broken connection; kombu's channel close restores the unacknowledged messages through a new client,
+but the connection it would make one from is already gone (`AttributeError` on its `hostname`), and the worker
+stopped on that "unrecoverable error" (found by the soak's Redis restart, docs/operations.md "Soak"). The
+messages are in Redis' unacked hash anyway: any worker restores them after the visibility timeout, as after a
+SIGKILL. So when there is no connection to restore them through, or Redis refuses, they are left there.
 """
 
 from __future__ import annotations
 
+import logging
+
 from kombu.transport import TRANSPORT_ALIASES, redis
+
+log = logging.getLogger(__name__)
+
+
+class QoS(redis.QoS):
+    def restore_unacked(self, client=None):
+        held = len(self._delivered)
+        if client is None and self.channel.connection.client is None:
+            self._delivered.clear()
+            log.warning("broker connection gone: %d unacknowledged message(s) left for the visibility timeout", held)
+            return None
+        try:
+            return super().restore_unacked(client)
+        except self.channel.connection.connection_errors as error:
+            self._delivered.clear()
+            log.warning(
+                "broker unreachable (%s): %d unacknowledged message(s) left for the visibility timeout", error, held
+            )
+            return None
+
 
 TRANSPORT = "portal.broker:Transport"
 
 
 class Channel(redis.Channel):
+    QoS = QoS
     _sync_client: tuple | None = None  # (the pool it was made for, the client)
 
     def _create_client(self, asynchronous=False):
