@@ -65,8 +65,16 @@ def guarantee_breaches() -> tuple[float, list[str], int]:
             allocated[node_pool, f"project {project}", resource] += int(amount)
             allocated[node_pool, f"department {department}", resource] += int(amount)
     breaches, peak = [], 0.0
-    quotas = Quota.objects.values_list("node_pool_id", "project__name", "department__name", "resource", "deserved")
-    for node_pool, project, department, resource, deserved in quotas:
+    quotas = list(
+        Quota.objects.values_list(
+            "node_pool__name", "project__name", "department__name", "resource", "deserved", "limit"
+        )
+    )
+    # as admission counts (quotas.services.state.managed_resources): only resources some quota guarantees or caps
+    managed = {(row[0], row[3]) for row in quotas if row[4] or row[5] is not None}
+    for node_pool, project, department, resource, deserved, _ in quotas:
+        if (node_pool, resource) not in managed:
+            continue
         team = f"project {project}" if project else f"department {department}"
         used = allocated.get((node_pool, team, resource), 0)
         if deserved:

@@ -169,7 +169,7 @@ def _soak(options: Options, stack: Stack, redis: Redis, kubesim, portal, counter
     results.append(
         checks.Check(
             "no guarantee broken",
-            not sampler.breaches and sampler.samples > 0,
+            not sampler.breaches and sampler.samples > 0 and sampler.peak > 0,
             f"{sampler.samples} samples ({sampler.failed_reads} skipped: database down); peak non-preemptible "
             f"allocation {100 * sampler.peak:.0f}% of deserved; work above deserved in flight in "
             f"{sampler.over_quota_samples} samples"
