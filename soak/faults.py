@@ -56,7 +56,7 @@ class Injector:
     done: list[Fault] = field(default_factory=list)
     _stop: threading.Event = field(default_factory=threading.Event)
     _thread: threading.Thread | None = None
-    _turn: int = 0
+    _turn: int = 0  # of the fault running: how many of its kind ran before it
 
     def start(self, started: float) -> None:
         self._started = started
@@ -76,6 +76,7 @@ class Injector:
             if self._stop.wait(max(0.0, self._started + at - time.monotonic())):
                 return
             fault = Fault(kind, time.monotonic() - self._started)
+            self._turn = sum(1 for f in self.done if f.kind == kind)  # the how-many-th of its kind: victims rotate
             began = time.monotonic()
             try:
                 fault.detail = getattr(self, f"_{kind}")()
@@ -84,7 +85,6 @@ class Injector:
             fault.took = time.monotonic() - began
             self.done.append(fault)
             print(f"  fault at {fault.at:6.0f} s: {kind}: {fault.detail} ({fault.took:.1f} s)", flush=True)
-            self._turn += 1
 
     def _worker(self) -> str:
         name = self.workers[self._turn % len(self.workers)]
