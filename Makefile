@@ -11,7 +11,7 @@ export UV_PROJECT_ENVIRONMENT := $(VENV)
 TEST_DATABASE_URL ?= postgres://postgres@127.0.0.1:5432/postgres
 TEST_BROKER_URL ?= redis://127.0.0.1:6379/15
 
-.PHONY: install bytecode dev test test-loaded fuzz scale-test dev-proof bench fleet lint services clean test-peers chromium kubectl editor
+.PHONY: install bytecode dev test test-loaded fuzz scale-test soak dev-proof bench fleet lint services clean test-peers chromium kubectl editor
 
 install: $(VENV)/.installed bytecode editor test-peers
 
@@ -26,7 +26,7 @@ $(VENV)/.installed: pyproject.toml uv.lock Makefile
 	@touch $@
 
 # The project's own packages; compileall skips what is up to date, so this is quick when nothing changed.
-PACKAGES := portal configs access teams clusters pools workflows usage quotas notifications selfservice kubesim
+PACKAGES := portal configs access teams clusters pools workflows usage quotas notifications selfservice kubesim soak
 bytecode: $(VENV)/.installed
 	@$(PY) -m compileall -q -j0 $(PACKAGES)
 	@# python-hcl2's grammar, compiled once into its package (about 2 s) rather than at the first Terraform import
@@ -126,6 +126,16 @@ SCALE_WORKFLOWS ?= 500
 scale-test: install services
 	DEBUG=true DATABASE_URL=$(TEST_DATABASE_URL) TEST_DATABASE_NAME=test_scale_proof \
 	  TEST_BROKER_URL=$(SCALE_BROKER_URL) SCALE_WORKFLOWS=$(SCALE_WORKFLOWS) $(PY) -m pytest -s -m scale tests/scale $(PYTEST_ARGS)
+
+# The soak under faults (docs/operations.md, "Soak"): the production shape as processes under a steady mixed load
+# for MINUTES, a Celery worker SIGKILLed, the database's connections terminated, Redis restarted, a cluster's API
+# down 60 s and a watcher replica killed, on a schedule; then its checks (non-zero exit when one fails). Its own
+# database (SOAK_DATABASE, recreated and dropped) and its own Redis server on a free port: loopback only, and
+# nobody else's services touched. `make test` runs 3 minutes of it (tests/soak).
+MINUTES ?= 30
+SOAK_DATABASE ?= pool_portal_soak
+soak: install services
+	DEBUG=true $(PY) -m soak --minutes $(MINUTES) --server $(TEST_DATABASE_URL) --database $(SOAK_DATABASE) $(SOAK_ARGS)
 
 # `make dev`'s promise at length (tests/e2e/test_make_dev.py): 5 submissions in a row through the API, 5 through
 # the browser and 5 with the simulated cluster killed mid-run; `make test` runs 2 of each.

@@ -1,5 +1,5 @@
 """Submission to pod (issue #36: p99 ≤ 2 s with 4 Celery workers at 100 submissions/s): the production shape as
-processes on loopback (gunicorn with 2 workers, Celery workers, beat and both watchers: tests/scale/processes.py),
+processes on loopback (gunicorn with 2 workers, Celery workers, beat and both watchers: soak/stack.py),
 a simulated cluster (in this process), and workflows submitted over HTTP at a steady rate. Per workflow, from the
 portal's own record: submitted (`Workflow.created_at`) → admitted (`admitted_at`) → pod created
 (`Task.pod_created_at`, when the POST to the cluster was answered).
@@ -46,18 +46,15 @@ def _run(kubesim_url: str, logs: Path) -> list[Row]:
     from django.conf import settings
     from django.db import connection
 
-    from tests.devstack import Api
-    from tests.polling import wait_until
-    from tests.scale.processes import Stack, environment
-    from tests.scale.setup import configure, database_url
+    from soak.portal import configure_scale, database_url
+    from soak.stack import Stack, environment, wait_until
 
-    token = configure(kubesim_url)
+    token = configure_scale(kubesim_url)
     env = environment(database_url(connection.settings_dict), BROKER, settings.SECRET_KEY, "bench-pipeline")
     stack = Stack(env, logs, token=token)
     stack.start_all([f"worker{n}" for n in range(1, WORKERS + 1)])
     try:
-        web = Api(f"http://127.0.0.1:{stack.web_port}")
-        wait_until(lambda: web.answers("/healthz") or stack.exited(), timeout=90, what="gunicorn answers")
+        wait_until(lambda: _answers(stack.web_port) or stack.exited(), timeout=90, what="gunicorn answers")
         for n in range(1, WORKERS + 1):
             wait_until(lambda n=n: " ready." in stack.log(f"worker{n}") or stack.exited(), timeout=90, what="worker")
         if stack.exited():
@@ -69,10 +66,16 @@ def _run(kubesim_url: str, logs: Path) -> list[Row]:
         stack.stop()
 
 
+def _answers(port: int) -> bool:
+    from soak import load
+
+    return load.call(port, "", "GET", "/healthz")[0] == 200
+
+
 def _paced(stack) -> tuple[list[str], list[float], list, float]:
     """Submit RATE workflows a second for SECONDS, each at its own moment (clients wait for it, none early)."""
-    from tests.scale import load
-    from tests.scale.setup import POOL, spec
+    from soak import load
+    from soak.portal import POOL, spec
 
     total, sent, latencies, failures, lock = RATE * SECONDS, [], [], [], threading.Lock()
     start = time.perf_counter() + 0.5
@@ -92,7 +95,7 @@ def _paced(stack) -> tuple[list[str], list[float], list, float]:
 
 
 def _rows(sent: list[str], latencies: list[float], failures: list, took: float) -> list[Row]:
-    from tests.polling import wait_until
+    from soak.stack import wait_until
     from workflows.models import Task, Workflow
 
     ours = Task.objects.filter(workflow__workflow_id__in=sent)

@@ -28,6 +28,10 @@ class EmulatorServer:
     ``clusters``: several simulated clusters behind one port, ``{name: EmulatorServer(...)}`` (not started
     themselves): cluster ``name`` answers under ``<url>/clusters/<name>`` (its ``url``), with its own objects,
     kubelet and machine pools, on this server's loop; any other path answers 404.
+
+    ``down()`` / ``up()``: an outage of this cluster's API server (``outage_seconds``): every request answers 503
+    and open watches end, as a load balancer in front of a stopped apiserver answers; the objects stay as etcd
+    keeps them (the kubelet keeps running pods), so clients find the same state, newer, when it is back.
     """
 
     def __init__(
@@ -55,6 +59,8 @@ class EmulatorServer:
         self._error: BaseException | None = None
         self.clusters = clusters or {}
         self._mounted_at: tuple[EmulatorServer, str] | None = None  # (the server, the name) when one of clusters
+        self.is_down = False
+        self.refused_while_down = 0  # requests answered 503 during outages
         for name, cluster in self.clusters.items():
             cluster._mounted_at = (self, name)
 
@@ -160,6 +166,24 @@ class EmulatorServer:
             interrupter.notice_seconds = notice_seconds
         return interrupter.interrupt(node_name)
 
+    def down(self) -> None:
+        """The API server goes away: 503 from now on, and the open watch streams end (clients must relist)."""
+        self.is_down = True
+        self.emulator.close_watches()
+
+    def up(self) -> None:
+        self.is_down = False
+
+    def _unavailable(self, path: str) -> aiohttp.web.StreamResponse:
+        self.refused_while_down += 1
+        body = status_body(503, f"the API server of {self.url} is unavailable (simulated outage): {path}")
+        return _json(body, 503)
+
+    async def _single(self, raw: aiohttp.web.BaseRequest) -> aiohttp.web.StreamResponse:
+        if self.is_down:
+            return self._unavailable(raw.path)
+        return await self.emulator(raw)
+
     def _run(self) -> None:
         loop = asyncio.new_event_loop()
         asyncio.set_event_loop(loop)
@@ -181,7 +205,7 @@ class EmulatorServer:
         async with contextlib.AsyncExitStack() as stack:
             for cluster in served:  # kmock's live-stream feeder, for DSL reactions that stream
                 await stack.enter_async_context(cluster.emulator)
-            handler = self._route if self.clusters else self.emulator
+            handler = self._route if self.clusters else self._single
             server = aiohttp.web.Server(handler, handler_cancellation=True, access_log=None)
             listener = await loop.create_server(server, self.host, self.port)
             self.port = listener.sockets[0].getsockname()[1]
@@ -215,5 +239,7 @@ class EmulatorServer:
             known = ", ".join(f"{CLUSTERS_PATH}{n}" for n in self.clusters)
             body = status_body(404, f"no simulated cluster at {raw.path}: this server serves {known}", "NotFound")
             return _json(body, 404)
+        if cluster.is_down:
+            return cluster._unavailable(raw.path)
         url = URL.build(path=f"/{rest}", query_string=raw.rel_url.raw_query_string, encoded=True)
         return await cluster.emulator(raw.clone(rel_url=url))

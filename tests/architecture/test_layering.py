@@ -69,3 +69,35 @@ def test_docs_architecture_shows_the_graph_the_code_has(capsys):
     shown = page.split("$ python -m tests.architecture.import_graph\n", 1)[1].split("```", 1)[0]
     import_graph.main()
     assert shown == capsys.readouterr().out
+
+
+def _imported(node) -> list[str]:
+    import ast
+
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    if isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
+        return [node.module]
+    return []
+
+
+def test_the_process_harness_imports_no_app_at_module_level_and_no_test_code():
+    """soak/ (the production shape as processes: the scale tests, the pipeline bench and `make soak` share it) is
+    not a Django app: an app is imported only inside its functions, once the caller set Django up; it imports
+    nothing from tests/, and no app, portal or kubesim module imports it."""
+    import ast
+
+    ours = ("portal", "kubesim", "tests", *import_graph.APPS)
+    problems = []
+    for path in sorted((import_graph.ROOT / "soak").glob("*.py")):
+        tree = ast.parse(path.read_text())
+        top_level = [node for node in tree.body if isinstance(node, ast.Import | ast.ImportFrom)]
+        for node in top_level:
+            problems += [f"{path.name}:{node.lineno} {m}" for m in _imported(node) if m.split(".")[0] in ours]
+        for node in ast.walk(tree):
+            problems += [f"{path.name}:{node.lineno} {m}" for m in _imported(node) if m.split(".")[0] == "tests"]
+    for module, path in import_graph.source_modules().items():
+        for node in ast.walk(ast.parse(path.read_text())):
+            problems += [f"{module} imports {m}" for m in _imported(node) if m.split(".")[0] == "soak"]
+    assert len(list((import_graph.ROOT / "soak").glob("*.py"))) >= 8
+    assert problems == []

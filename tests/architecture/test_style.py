@@ -11,7 +11,7 @@ from tests.architecture.import_graph import APPS
 ROOT = Path(__file__).resolve().parents[2]
 RUFF = Path(sys.executable).with_name("ruff")
 # Every app the layering test knows (so a new app cannot be left out), the foundation, and the rest.
-PACKAGES = ("portal", *APPS, "kubesim", "tests", "bench")
+PACKAGES = ("portal", *APPS, "kubesim", "soak", "tests", "bench")
 MAX_LINES = 600
 
 

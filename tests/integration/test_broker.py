@@ -62,3 +62,32 @@ def test_every_worker_looks_for_lost_messages_every_minute(settings):
 
     options = app.conf.broker_transport_options
     assert options["unacked_restore_interval"] * options["unacked_restore_throttle"] == 60
+
+
+def test_a_channel_whose_connection_is_gone_fails_as_a_lost_connection_and_keeps_its_messages(broker_url):
+    """A worker's broker went away while it held prefetched messages: Celery closes the dead connection, then still
+    acknowledges a message that finished and closes the channel. Both must fail as a lost connection, which Celery
+    handles, never with the AttributeError the worker stopped on, and lose nothing: the messages stay in Redis'
+    unacked hash for the visibility-timeout restore (found by the soak's Redis restart)."""
+    import redis as redis_py
+
+    client = redis_py.Redis.from_url(broker_url)
+    client.delete("pool-portal-broker-gone", "unacked", "unacked_index")
+    connection = Connection(broker_url)
+    lost_connection = connection.connection_errors
+    channel = connection.channel()
+    queue = connection.SimpleQueue("pool-portal-broker-gone", channel=channel)
+    try:
+        queue.put({"n": 1})
+        queue.put({"n": 2})
+        first = queue.get(timeout=PATIENCE)  # received, not acknowledged
+        queue.get(timeout=PATIENCE)
+        assert client.hlen("unacked") == 2
+        channel._disconnect_pools()  # what kombu's teardown does before the channel's close: the connection is gone
+        connection._do_close_transport()
+        with pytest.raises(lost_connection):
+            first.ack()
+        channel.close()
+        assert client.hlen("unacked") == 2  # still there: a worker restores them after the visibility timeout
+    finally:
+        client.delete("pool-portal-broker-gone", "unacked", "unacked_index")

@@ -67,3 +67,24 @@ def test_a_cluster_of_a_server_is_started_by_that_server():
     EmulatorServer(clusters={"one": cluster})
     with pytest.raises(RuntimeError, match="served by its server"):
         cluster.start()
+
+
+def test_an_api_outage_answers_503_ends_watches_and_keeps_the_objects(two_clusters):
+    """`down()`: the cluster's API server is gone (503 to everything, its open watches end); the other cluster
+    still answers, and after `up()` the objects are those it had, with what changed meanwhile (etcd kept them)."""
+    gpu, default = two_clusters.clusters["gpu-cluster-01"], two_clusters.clusters["default"]
+    with kube_api_client(default.url) as api, kube_api_client(gpu.url) as gpu_api:
+        v1 = client.CoreV1Api(api)
+        version = v1.list_node().metadata.resource_version
+        default.down()
+        with pytest.raises(client.ApiException) as raised:
+            v1.list_node()
+        assert raised.value.status == 503
+        stream = watch.Watch().stream(v1.list_node, resource_version=version, timeout_seconds=2)
+        with pytest.raises(client.ApiException) as raised:
+            list(stream)
+        assert raised.value.status == 503 and default.refused_while_down == 2
+        assert len(names(client.CoreV1Api(gpu_api))) == 9
+        default.emulator.create("nodes", {"metadata": {"name": "joined-meanwhile"}})  # the cluster goes on
+        default.up()
+        assert names(v1) == ["a100-node-3", "joined-meanwhile", "l40s-node-4"]

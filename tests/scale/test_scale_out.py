@@ -23,10 +23,11 @@ from django.conf import settings
 from django.db import connection
 
 from kubesim import EmulatorServer
+from soak import counting, load
+from soak.portal import POOL, database_url, spec, tasks_of
+from soak.portal import configure_scale as configure
+from soak.stack import Stack, environment
 from tests.devstack import wait_until
-from tests.scale import counting, load
-from tests.scale.processes import Stack, environment
-from tests.scale.setup import POOL, configure, database_url, spec, tasks_of
 from workflows.models import FINISHED_WORKFLOW, Task, TaskEvent, Workflow
 
 pytestmark = [pytest.mark.scale, pytest.mark.django_db(transaction=True)]

@@ -32,9 +32,9 @@ from clusters.models import Backend, Node, WatcherLease, WatcherReplica
 from configs import store
 from configs.revisions import Actor
 from kubesim import EmulatorServer
+from soak.portal import database_url
+from soak.stack import Stack, environment
 from tests.devstack import REPO, wait_until
-from tests.scale.processes import Stack, environment
-from tests.scale.setup import database_url
 from workflows.models import Task, TaskEvent, Workflow
 
 pytestmark = [pytest.mark.scale, pytest.mark.django_db(transaction=True)]
