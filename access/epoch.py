@@ -125,6 +125,29 @@ class EpochCache:
         self._entries[key] = (stamp, now, value)
         return value
 
+    def lookup_many(self, keys, load: Callable[[list], dict]) -> dict:
+        """`lookup` for many keys at once: `load(missing keys)` → {key: value} reads only those not cached."""
+        keys = list(keys)
+        stamp = _stamp(self.epoch)
+        if stamp is None:
+            return load(keys)
+        now = time.monotonic()
+        found, missing = {}, []
+        for key in keys:
+            entry = self._entries.get(key)
+            if entry is not None and entry[0] == stamp and now - entry[1] < settings.ACCESS_CACHE_SECONDS:
+                found[key] = entry[2]
+            else:
+                missing.append(key)
+        if missing:
+            loaded = load(missing)
+            if len(self._entries) + len(loaded) > self.size:
+                self._entries.clear()
+            for key, value in loaded.items():
+                self._entries[key] = (stamp, now, value)
+            found.update(loaded)
+        return found
+
 
 def _request_started(**kwargs) -> None:
     _local.epochs = _UNREAD

@@ -173,32 +173,62 @@ def pool_totals(pool_ids: list[int]) -> dict[int, Figures]:
     if not pool_ids:
         return totals
     node, membership = Node._meta.db_table, NodeMembership._meta.db_table
+    marks = ", ".join(["%s"] * len(pool_ids))
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT m.pool_id, COUNT(*), {_sums()} FROM (SELECT DISTINCT pool_id, node_id FROM {membership} "
+            f"WHERE pool_id IN ({marks})) m JOIN {node} n ON n.id = m.node_id GROUP BY m.pool_id",
+            list(pool_ids),
+        )
+        for pool_id, count, *amounts in cursor.fetchall():
+            totals[pool_id] = _figures(count, amounts)
+    return totals
+
+
+def _sums(node: str = "n") -> str:
+    """allocatable, used and free (never below zero) summed, per capacity column, in CAPACITY_COLUMNS' order."""
     sums = []
     for column in CAPACITY_COLUMNS.values():
-        allocatable, used = f"n.{column}_allocatable", f"n.{column}_used"
+        allocatable, used = f"{node}.{column}_allocatable", f"{node}.{column}_used"
         sums += [
             f"SUM({allocatable})",
             f"SUM({used})",
             f"SUM(CASE WHEN {allocatable} > {used} THEN {allocatable} - {used} ELSE 0 END)",
         ]
+    return ", ".join(sums)
+
+
+def _figures(count: int, amounts) -> Figures:
+    figures = Figures(nodes=count)
+    for index, name in enumerate(CAPACITY_COLUMNS):
+        allocatable, used, free = amounts[3 * index : 3 * index + 3]
+        figures.allocatable[name], figures.used[name], figures.free[name] = (
+            int(allocatable or 0),
+            int(used or 0),
+            int(free or 0),
+        )
+    return figures
+
+
+def platform_totals(pool_ids: list[int]) -> tuple[dict[int, Figures], dict[int, set[str]]]:
+    """Per platform of the pools, its member nodes summed, and the GPU products among them ("" for none): one
+    query, summed by the database (the catalog's cards; a node serves a platform once: unique_node_platform)."""
+    totals: dict[int, Figures] = {}
+    products: dict[int, set[str]] = {}
+    if not pool_ids:
+        return totals, products
+    node, membership = Node._meta.db_table, NodeMembership._meta.db_table
     marks = ", ".join(["%s"] * len(pool_ids))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT m.pool_id, COUNT(*), {', '.join(sums)} FROM (SELECT DISTINCT pool_id, node_id FROM {membership} "
-            f"WHERE pool_id IN ({marks})) m JOIN {node} n ON n.id = m.node_id GROUP BY m.pool_id",
+            f"SELECT m.platform_id, array_agg(DISTINCT n.gpu_product), COUNT(*), {_sums()} FROM {membership} m "
+            f"JOIN {node} n ON n.id = m.node_id WHERE m.pool_id IN ({marks}) GROUP BY m.platform_id",
             list(pool_ids),
         )
-        for pool_id, count, *amounts in cursor.fetchall():
-            figures = totals[pool_id]
-            figures.nodes = count
-            for index, name in enumerate(CAPACITY_COLUMNS):
-                allocatable, used, free = amounts[3 * index : 3 * index + 3]
-                figures.allocatable[name], figures.used[name], figures.free[name] = (
-                    int(allocatable or 0),
-                    int(used or 0),
-                    int(free or 0),
-                )
-    return totals
+        for platform_id, found, count, *amounts in cursor.fetchall():
+            totals[platform_id] = _figures(count, amounts)
+            products[platform_id] = {product or "" for product in found}
+    return totals, products
 
 
 def node_capacity(name: str) -> CapacityReport:

@@ -24,6 +24,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
+from django.db import connection
 from django.db.models import Count
 
 from pools.engine.fairshare import fair_shares
@@ -126,8 +127,56 @@ def standings(node_pools: Iterable[NodePool], projects: Iterable[str]) -> dict[i
     return {pk: standing_of(state, wanted) for pk, state in states(node_pools).items()}
 
 
+@dataclass
+class _Derived:
+    """What a node pool's standings derive from its state by running the engine, for every project."""
+
+    rows: dict[tuple[str, str], dict]  # (project, resource) → NodePoolState.project_rows()'s row
+    asking: dict[str, dict[str, int]] = field(default_factory=dict)  # project → _asking_everything
+
+
+# node pool id → (the tree, the rest of the engine's input, what was derived from them): the last per node pool,
+# so pages that read the same state again (every researcher's, until a workflow or a quota moves) run no engine
+_DERIVED: dict[int, tuple[object, tuple, _Derived]] = {}
+
+
+def _input_key(state: NodePoolState) -> tuple:
+    """Everything of the engine's input but the quota tree, by value. Runtimes are left out: they move no fair
+    share nor allocation, which is all a standing shows. The tree is compared by identity: quotas.services.state
+    serves one object per node pool while the charging epoch holds (cached_trees), a fresh one otherwise."""
+    history = state.history and (
+        state.history.k_milli,
+        frozenset((r, team, share) for r, used in state.history.usage.items() for team, share in used.items()),
+    )
+    node_pool = state.node_pool
+    return (
+        node_pool.name,
+        node_pool.over_quota,
+        tuple(sorted(state.capacity.items())),
+        state.guarantee_rule,
+        state.gpu_model,
+        state.managed,
+        tuple(state.in_flight),
+        tuple(state.queued),
+        history,
+    )
+
+
+def _derived(state: NodePoolState) -> _Derived:
+    if connection.in_atomic_block:  # as the caches it rests on: nothing kept from inside a transaction
+        return _Derived({(r["project"], r["resource"]): r for r in state.project_rows()})
+    key = _input_key(state)
+    entry = _DERIVED.get(state.node_pool.pk)
+    if entry is not None and entry[0] is state.tree and entry[1] == key:
+        return entry[2]
+    found = _Derived({(r["project"], r["resource"]): r for r in state.project_rows()})
+    _DERIVED[state.node_pool.pk] = (state.tree, key, found)
+    return found
+
+
 def standing_of(state: NodePoolState, projects: set[str]) -> NodePoolStanding:
-    rows = {(r["project"], r["resource"]): r for r in state.project_rows() if r["project"] in projects}
+    derived = _derived(state)
+    rows = {key: row for key, row in derived.rows.items() if key[0] in projects}
     used = Resources()
     for workflow in state.in_flight:
         used = used + workflow.requests
@@ -143,7 +192,9 @@ def standing_of(state: NodePoolState, projects: set[str]) -> NodePoolStanding:
     )
     names = sorted({project for project, _ in rows})
     for name in names:
-        asking = _asking_everything(state, name) if over_quota else {}
+        if over_quota and name not in derived.asking:
+            derived.asking[name] = _asking_everything(state, name)
+        asking = derived.asking.get(name, {})
         figures = {}
         for resource in RESOURCES:
             row = rows[(name, resource)]

@@ -25,6 +25,7 @@ from functools import cached_property
 
 from django.utils import timezone
 
+from access import epoch
 from pools.engine.borrowing import BorrowingView, borrowing_view
 from pools.engine.fairshare import KAI, SHRINK
 from pools.engine.quota_model import NO_PROJECT, QuotaTree, Resources, TeamQuota, UsageHistory, with_no_project
@@ -34,6 +35,7 @@ from pools.engine.reclaim import RunningWorkflow
 from quotas.models import RESOURCES, NodePool, Quota
 from quotas.services import usage_weights
 from quotas.services.capacity import capacities, gpu_models
+from quotas.services.charge_cache import CHARGING
 from workflows.models import WorkflowPart, WorkflowStatus
 
 IN_FLIGHT = (WorkflowStatus.PENDING, WorkflowStatus.WAITING, WorkflowStatus.RUNNING)
@@ -213,7 +215,7 @@ def states(
     now = now or timezone.now()
     caps = capacities(pools)
     models = gpu_models(pools)
-    trees, managed, kai = _trees(pools)
+    trees, managed, kai = cached_trees(pools)
     charged = _charged([p.name for p in pools])
     found = {}
     for pool in pools:
@@ -237,6 +239,29 @@ def states(
 
 def state(node_pool: NodePool, **kwargs) -> NodePoolState:
     return states([node_pool], **kwargs)[node_pool.pk]
+
+
+# node pool id → (its quota tree, managed, delegates to KAI), per process under the charging epoch
+_TREES = epoch.EpochCache(size=1024, epoch=CHARGING)
+
+
+def cached_trees(pools: list[NodePool]) -> tuple[dict[int, QuotaTree], set[int], set[int]]:
+    """`_trees`, from this process's cache while the charging epoch holds (outside a transaction only: admission,
+    under its lock, always reads the rows). A fleet's node pool of 500 projects is 1,500 quota rows: reading them
+    for every page was most of the catalog's time (docs/scale.md). The epoch moves in the writing transaction
+    with every write a tree reads (quotas.services.charge_cache: a NODE_POOL revision, which the quota grid and
+    every quota door write; a department or project saved or deleted, which its priority and name are; a BACKEND
+    revision, which its quota scheduler is), and an entry lives at most ACCESS_CACHE_SECONDS. The same tree
+    object is served while the entry holds, so `standing` may memoise what it derives from it by identity."""
+
+    def load(ids: list[int]) -> dict[int, tuple[QuotaTree, bool, bool]]:
+        wanted = set(ids)
+        trees, managed, kai = _trees([p for p in pools if p.pk in wanted])
+        return {pk: (trees[pk], pk in managed, pk in kai) for pk in trees}
+
+    found = _TREES.lookup_many(dict.fromkeys(p.pk for p in pools), load)
+    trees = {pk: tree for pk, (tree, _, _) in found.items()}
+    return trees, {pk for pk, entry in found.items() if entry[1]}, {pk for pk, entry in found.items() if entry[2]}
 
 
 def _trees(pools: list[NodePool]) -> tuple[dict[int, QuotaTree], set[int], set[int]]:
