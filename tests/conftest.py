@@ -7,9 +7,17 @@ import re
 import time
 
 import pytest
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
 from rest_framework.test import APIClient
 
 from tests.factories import UserFactory
+from tests.polling import PATIENCE
+
+# Hypothesis' clock-based checks judge the machine, not the code: on a busy 2-core machine generating 8 quota trees
+# took 1.1 s and failed a test (too_slow), and a slow example would miss a deadline. Off for the whole suite.
+hypothesis_settings.register_profile("suite", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+hypothesis_settings.load_profile("suite")
 
 
 def pytest_configure(config):
@@ -69,7 +77,10 @@ def admin_client(client, admin_user):
 
 @pytest.fixture
 def redis_worker(monkeypatch, transactional_db):
-    """A real Celery worker (solo pool, its own thread) consuming from Redis (TEST_BROKER_URL, set by make test)."""
+    """A real Celery worker (solo pool, its own thread) consuming from Redis (TEST_BROKER_URL, set by make test).
+
+    Its stop waits up to PATIENCE for the task it runs (a follow-up task on a busy machine outlasted Celery's 10 s
+    and left the thread running: every later worker of that process then never started)."""
     from celery.contrib.testing.worker import start_worker
 
     from portal.celery import app
@@ -86,7 +97,7 @@ def redis_worker(monkeypatch, transactional_db):
     app.control.purge()  # messages an earlier, interrupted run left behind (late acks are re-queued at shutdown)
     try:
         with start_worker(
-            app, pool="solo", perform_ping_check=True, shutdown_timeout=10, WorkController=_worker_class()
+            app, pool="solo", perform_ping_check=True, shutdown_timeout=PATIENCE, WorkController=_worker_class()
         ):
             yield app
     finally:
