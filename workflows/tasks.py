@@ -20,6 +20,7 @@
 from __future__ import annotations
 
 import logging
+import random
 
 from celery import shared_task
 from django.conf import settings
@@ -39,10 +40,6 @@ class TransientClusterError(Exception):
 
 
 RETRYING = {
-    "autoretry_for": (TransientClusterError,),
-    "retry_backoff": 1,  # up to 1, 2, 4, … s (jittered)
-    "retry_backoff_max": settings.WORKFLOW_CREATE_BACKOFF_MAX,
-    "retry_jitter": True,
     "max_retries": settings.WORKFLOW_CREATE_MAX_RETRIES,
     "acks_late": True,
     "reject_on_worker_lost": True,
@@ -60,7 +57,17 @@ def _retry_or_give_up(task, error: KubeError, give_up) -> None:
     if task.request.retries >= task.max_retries:
         give_up(f"gave up after {task.request.retries + 1} attempts: {error}")
         return
-    raise TransientClusterError(str(error)) from error
+    raise task.retry(countdown=retry_wait(task.request.retries), exc=TransientClusterError(str(error)))
+
+
+def retry_wait(retries: int) -> float:
+    """Seconds before the next attempt: 1, 2, 4, … (at most WORKFLOW_CREATE_BACKOFF_MAX), of which a random half
+    ("equal jitter"): spread, so a cluster that comes back is not met by every retry at once, yet never less than
+    half, so the eight waits before giving up add up to at least 127 s and an API outage of a minute or two (a
+    control-plane upgrade) fails no workflow. Celery's full jitter (0 to 2ⁿ) could put all eight inside one minute:
+    the soak's 60 s outage failed a workflow that way."""
+    nominal = min(2.0**retries, settings.WORKFLOW_CREATE_BACKOFF_MAX)
+    return nominal / 2 + random.uniform(0, nominal / 2)
 
 
 def _in_process(task, work, what: str) -> None:
