@@ -37,6 +37,7 @@ from portal import generation
 
 T = TypeVar("T")
 ACCESS = 1
+CHARGING = 2  # where submissions are charged and the quota trees (quotas.services.charge_cache, .state)
 CONFIG_GENERATION = "config"  # its key among the values read with the epochs
 _local = threading.local()  # the epochs read during the current request (gthread workers: per thread)
 _UNREAD = object()

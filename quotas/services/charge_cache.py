@@ -26,7 +26,7 @@ from quotas.models import NodePool, SelectorKind
 from quotas.services.delegation import delegates
 from quotas.services.node_pools import charged_node_pool, default_node_pool, is_managed, node_selector
 
-CHARGING = 2  # the epoch's row id (access.epoch: 1 is the access epoch)
+CHARGING = epoch.CHARGING  # the epoch's row id (access.epoch: 1 is the access epoch)
 CONFIG_TYPES = {ConfigType.POOL, ConfigType.NODE_POOL, ConfigType.BACKEND}
 _CHARGES = epoch.EpochCache(size=1024, epoch=CHARGING)  # (pool, name, platform) → (node pool, queue, selector)
 

@@ -35,7 +35,6 @@ from pools.engine.reclaim import RunningWorkflow
 from quotas.models import RESOURCES, NodePool, Quota
 from quotas.services import usage_weights
 from quotas.services.capacity import capacities, gpu_models
-from quotas.services.charge_cache import CHARGING
 from workflows.models import WorkflowPart, WorkflowStatus
 
 IN_FLIGHT = (WorkflowStatus.PENDING, WorkflowStatus.WAITING, WorkflowStatus.RUNNING)
@@ -242,7 +241,7 @@ def state(node_pool: NodePool, **kwargs) -> NodePoolState:
 
 
 # node pool id → (its quota tree, managed, delegates to KAI), per process under the charging epoch
-_TREES = epoch.EpochCache(size=1024, epoch=CHARGING)
+_TREES = epoch.EpochCache(size=1024, epoch=epoch.CHARGING)  # moved with charge_cache's charges
 
 
 def cached_trees(pools: list[NodePool]) -> tuple[dict[int, QuotaTree], set[int], set[int]]:
