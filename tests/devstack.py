@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import functools
 import json
-import random
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -13,23 +11,11 @@ import urllib.request
 from pathlib import Path
 from typing import Any
 
+from soak.stack import free_port  # noqa: F401  (the tests' name for it)
 from tests import polling
 
 REPO = Path(__file__).resolve().parent.parent
 HELLO = REPO / "docs" / "examples" / "workflows" / "hello.yaml"
-
-
-def free_port(low: int = 18000, high: int = 18999) -> int:
-    """A port nobody listens on, in the range set aside for processes tests start."""
-    for _ in range(200):
-        port = random.randint(low, high)
-        with socket.socket() as probe:
-            try:
-                probe.bind(("127.0.0.1", port))
-            except OSError:
-                continue
-            return port
-    raise RuntimeError(f"no free port in {low}-{high}")
 
 
 # these tests poll processes over HTTP and SQLite: five times a second is enough
