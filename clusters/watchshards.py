@@ -79,7 +79,8 @@ class Sharded:
 
     def _moved(self, backend) -> bool:
         """The backend now names another API server or namespace than the one its watch was started on."""
-        return self.identities.get(backend.pk, backend.watched_identity()) != backend.watched_identity()
+        now = backend.watched_identity()
+        return self.identities.get(backend.pk, now) != now
 
     def _take(self, backend, lease: Held) -> list[str]:
         self.held[backend.pk] = lease
