@@ -426,6 +426,11 @@ QUOTA_SCHEDULER_RESYNC_SECONDS = env_int("QUOTA_SCHEDULER_RESYNC_SECONDS", 600)
 MACHINE_POOL_RECONCILE_SECONDS = env_int("MACHINE_POOL_RECONCILE_SECONDS", 300)
 MACHINE_POOL_RECONCILE_EXPIRES = max(1, MACHINE_POOL_RECONCILE_SECONDS * 4 // 5)
 MACHINE_POOL_RETRY_SECONDS = env_int("MACHINE_POOL_RETRY_SECONDS", 10)
+# The catalog's and the dashboard's capacity of every pool is summed every CAPACITY_SUMMARY_SECONDS (5 to 300)
+# rather than per request (pools.services.capacity_summary); a summary older than CAPACITY_SUMMARY_MAX_AGE (the job
+# stopped) is not shown: the figures are summed for the request instead.
+CAPACITY_SUMMARY_SECONDS = min(300, max(5, env_int("CAPACITY_SUMMARY_SECONDS", 15)))
+CAPACITY_SUMMARY_MAX_AGE = 4 * CAPACITY_SUMMARY_SECONDS
 
 
 def _every(task: str, seconds: int) -> dict:
@@ -483,6 +488,7 @@ CELERY_BEAT_SCHEDULE = {
     "node-pool-labels": _every("quotas.tasks.label_all_nodes", INVENTORY_RESYNC_SECONDS),
     "quotas-admission": _every("quotas.tasks.admission_all", QUOTA_ADMISSION_TICK_SECONDS),
     "machine-pools-reconcile": _every("clusters.tasks.reconcile_all_machine_pools", MACHINE_POOL_RECONCILE_SECONDS),
+    "capacity-summary": _every("pools.tasks.summarize_capacity", CAPACITY_SUMMARY_SECONDS),
     "usage-rollup": _every("usage.tasks.roll_up", USAGE_ROLLUP_SECONDS),
     "usage-prune": _every("usage.tasks.prune", USAGE_PRUNE_SECONDS),
     "usage-deserved-samples": _every("quotas.tasks.sample_deserved", USAGE_ROLLUP_SECONDS),

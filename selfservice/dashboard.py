@@ -5,7 +5,7 @@ Sections, each shown only to whom may view the admin list it links to (that mode
 (its `get_queryset`, narrowed by the policy):
 
 - pending access and pool requests (selfservice), with counts and the latest few;
-- pools by GPU use: GPUs in use / allocatable per pool (pools.services.capacity.pool_totals, each node once);
+- pools by GPU use: GPUs in use / allocatable per pool (pools.services.capacity_summary, each node once);
 - key numbers (GPUs in use, workflows queued and running) with sparklines of their last 24 hours;
 - workflows of the last 24 hours, per hour: submitted and still queued, and finished (completed, failed,
   cancelled);
@@ -30,7 +30,7 @@ from django.utils import timezone
 
 from clusters.models import Backend
 from pools.models import PoolCapacity
-from pools.services.capacity import pool_totals
+from pools.services import capacity_summary
 from quotas import dashboard as queues_panel
 from selfservice.models import AccessRequest, PoolRequest, RequestStatus
 from teams.quota_visibility import sees_every_team
@@ -131,7 +131,8 @@ def _gpu_pools(request) -> dict | None:
     if model_admin is None:
         return None
     pools = list(model_admin.get_queryset(request).order_by("name").values_list("pk", "name"))
-    totals = pool_totals([pk for pk, _ in pools])
+    summed = capacity_summary.totals([pk for pk, _ in pools])
+    totals = summed.pools
     bars = [
         PoolBar(
             name=name,
@@ -148,6 +149,7 @@ def _gpu_pools(request) -> dict | None:
         "more": max(0, len(bars) - POOLS_SHOWN),
         "total": len(bars),
         "url": _list_url(PoolCapacity),
+        "as_of": summed.as_of,
     }
 
 

@@ -64,6 +64,7 @@ def catalog(request):
             "cards": cards,
             "roles": policy.role_names(request),
             "usable_count": sum(card.usable for card in cards),
+            "capacity_as_of": min((card.capacity_as_of for card in cards if card.capacity_as_of), default=None),
         },
     )
 

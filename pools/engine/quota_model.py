@@ -16,6 +16,7 @@ from pools.engine.errors import EngineError
 
 GPU, CPU, MEMORY = "gpu", "cpu", "memory"
 RESOURCES: tuple[str, ...] = (GPU, CPU, MEMORY)
+_KNOWN = frozenset(RESOURCES)
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,10 +30,10 @@ class Resources:
     @classmethod
     def of(cls, values: Mapping[str, int] | None) -> Resources:
         values = values or {}
-        unknown = set(values) - set(RESOURCES)
-        if unknown:
-            raise EngineError(f"unknown resource; expected one of {', '.join(RESOURCES)}", value=sorted(unknown)[0])
-        return cls(**{name: int(values.get(name, 0)) for name in RESOURCES})
+        if not values.keys() <= _KNOWN:  # a view's subset test: the quota state reads thousands a page
+            unknown = sorted(set(values) - _KNOWN)
+            raise EngineError(f"unknown resource; expected one of {', '.join(RESOURCES)}", value=unknown[0])
+        return cls(int(values.get(GPU, 0)), int(values.get(CPU, 0)), int(values.get(MEMORY, 0)))
 
     def get(self, resource: str) -> int:
         return getattr(self, resource)

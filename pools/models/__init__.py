@@ -8,10 +8,11 @@ from pools.models.config import (
     PoolValidation,
     ResourceValidation,
 )
-from pools.models.node_membership import NodeMembership, PoolCapacity, ResourceType
+from pools.models.node_membership import CapacitySummary, NodeMembership, PoolCapacity, ResourceType
 from pools.models.profile import UserProfile
 
 __all__ = [
+    "CapacitySummary",
     "NodeMembership",
     "Platform",
     "PlatformTemplate",

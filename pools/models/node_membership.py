@@ -43,3 +43,16 @@ class PoolCapacity(Pool):
         proxy = True
         verbose_name = "pool capacity"
         verbose_name_plural = "pool capacity"
+
+
+class CapacitySummary(models.Model):
+    """One pool's capacity as the catalog shows it, summed by `pools.services.capacity_summary.refresh` (a
+    periodic job, `CAPACITY_SUMMARY_SECONDS`): read by key instead of summed over every node per request."""
+
+    pool = models.OneToOneField(Pool, on_delete=models.CASCADE, primary_key=True, related_name="capacity_summary")
+    figures = models.JSONField()  # pools.services.capacity.Figures.as_dict(): each member node once
+    platforms = models.JSONField()  # str(platform id) → {"figures": Figures.as_dict(), "products": [GPU product]}
+    computed_at = models.DateTimeField()  # when the sums were started: the figures are at least this fresh
+
+    def __str__(self) -> str:
+        return f"capacity of pool {self.pool_id} at {self.computed_at:%Y-%m-%d %H:%M:%S}"

@@ -211,8 +211,9 @@ def _figures(count: int, amounts) -> Figures:
 
 
 def platform_totals(pool_ids: list[int]) -> tuple[dict[int, Figures], dict[int, set[str]]]:
-    """Per platform of the pools, its member nodes summed, and the GPU products among them ("" for none): one
-    query, summed by the database (the catalog's cards; a node serves a platform once: unique_node_platform)."""
+    """Per platform of the pools, its member nodes summed, and the GPU products among them ("" for none): two
+    queries, summed by the database (the catalog's cards; a node serves a platform once: unique_node_platform).
+    Portable SQL: `make dev` runs on SQLite, which has no array_agg."""
     totals: dict[int, Figures] = {}
     products: dict[int, set[str]] = {}
     if not pool_ids:
@@ -221,13 +222,15 @@ def platform_totals(pool_ids: list[int]) -> tuple[dict[int, Figures], dict[int, 
     marks = ", ".join(["%s"] * len(pool_ids))
     with connection.cursor() as cursor:
         cursor.execute(
-            f"SELECT m.platform_id, array_agg(DISTINCT n.gpu_product), COUNT(*), {_sums()} FROM {membership} m "
-            f"JOIN {node} n ON n.id = m.node_id WHERE m.pool_id IN ({marks}) GROUP BY m.platform_id",
+            f"SELECT m.platform_id, COUNT(*), {_sums()} FROM {membership} m JOIN {node} n ON n.id = m.node_id "
+            f"WHERE m.pool_id IN ({marks}) GROUP BY m.platform_id",
             list(pool_ids),
         )
-        for platform_id, found, count, *amounts in cursor.fetchall():
+        for platform_id, count, *amounts in cursor.fetchall():
             totals[platform_id] = _figures(count, amounts)
-            products[platform_id] = {product or "" for product in found}
+    found = NodeMembership.objects.filter(pool_id__in=pool_ids).values_list("platform_id", "node__gpu_product")
+    for platform_id, product in found.distinct():
+        products.setdefault(platform_id, set()).add(product or "")
     return totals, products
 
 

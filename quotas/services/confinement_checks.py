@@ -12,7 +12,7 @@ affinity, whose terms are ORed):
 
 Installed as a `pools.platform_checks` check by `quotas.apps`: it runs after the pools of a POOL,
 POD_TEMPLATE or RESOURCE_VALIDATION write are recompiled, in that write's transaction. Constant queries: the
-platforms, where each is charged (osmo_quota.charged_node_pools), the backends' label node pools.
+platforms, where each is charged (node_pools.charged_node_pools), the backends' label node pools.
 """
 
 from __future__ import annotations
@@ -20,8 +20,7 @@ from __future__ import annotations
 from configs.errors import ConfigError
 from pools.models import Platform
 from quotas.models import NodePool, SelectorKind
-from quotas.services.node_pools import node_selector
-from quotas.services.osmo_quota import charged_node_pools
+from quotas.services.node_pools import charged_node_pools, node_selector
 
 
 def check_pools(pools: list) -> None:

@@ -3,8 +3,8 @@
 OSMO gives each pool a GPU guarantee of its own. Here quotas belong to teams in node pools, and an OSMO pool is a
 door whose platforms are charged to node pools (docs/quotas.md). So, per OSMO pool:
 
-- its node pools: those its platforms are charged to (`charged_node_pools`, the same rule as
-  `node_pools.charged_node_pool`, for every pool and platform at once);
+- its node pools: those its platforms are charged to (`node_pools.charged_node_pools`, the rule of
+  `node_pools.charged_node_pool` for every pool and platform at once);
 - unmanaged (no quota set in any of them): OSMO's own figures stay (the pool's `resources.gpu.guarantee`, or the
   capacity; `pools.services.pool_quota`);
 - managed: `quota_limit` = the deserved GPUs, in those node pools, of the caller's projects (the projects whose
@@ -19,56 +19,11 @@ from __future__ import annotations
 
 from collections import defaultdict
 
-from django.db.models import Count
-
-from pools.models import NodeMembership, Platform, Pool
+from pools.models import Pool
 from pools.services.pool_quota import QuotaFigures
-from quotas.models import NodePool, SelectorKind
+from quotas.models import NodePool
 from quotas.services import node_pools, state
 from teams.services import member_projects
-
-
-def charged_node_pools(pools: list[Pool]) -> dict[tuple[int, str], NodePool]:
-    """(pool id, platform name) → the node pool a workflow there is charged to (as
-    `node_pools.charged_node_pool`). Four queries at most."""
-    platforms = list(Platform.objects.filter(pool__in=pools).values_list("pool_id", "name"))
-    by_pk = {pool.pk: pool for pool in pools}
-    named: dict[tuple[int, str, str], NodePool] = {}
-    candidates = NodePool.objects.filter(
-        selector_kind__in=(SelectorKind.PLATFORM, SelectorKind.DEFAULT),
-        backend_id__in={pool.backend_id for pool in pools},
-    ).order_by("name")
-    defaults: dict[int, NodePool] = {}
-    for node_pool in candidates:
-        if node_pool.selector_kind == SelectorKind.DEFAULT:
-            defaults[node_pool.backend_id] = node_pool
-        else:
-            named.setdefault((node_pool.backend_id, node_pool.pool_name, node_pool.platform_name), node_pool)
-    most: dict[tuple[int, str], tuple[int, str, int]] = {}  # (pool, platform) → (nodes, name, node pool id)
-    member = "node__node_pool_member__node_pool"
-    held = (
-        NodeMembership.objects.filter(pool__in=pools, node__node_pool_member__isnull=False)
-        .values("pool_id", "platform__name", f"{member}_id", f"{member}__name")
-        .annotate(nodes=Count("node_id", distinct=True))
-    )
-    for row in held:
-        key, candidate = (row["pool_id"], row["platform__name"]), (row["nodes"], row[f"{member}__name"])
-        best = most.get(key)
-        if best is None or (-candidate[0], candidate[1]) < (-best[0], best[1]):
-            most[key] = (*candidate, row[f"{member}_id"])
-    winners = {value[2] for value in most.values()}
-    fetched = {p.pk: p for p in NodePool.objects.filter(pk__in=winners)} if winners else {}
-    charged = {}
-    for pool_id, platform in platforms:
-        pool = by_pk[pool_id]
-        node_pool = named.get((pool.backend_id, pool.name, platform))
-        if node_pool is None and (pool_id, platform) in most:
-            node_pool = fetched[most[(pool_id, platform)][2]]
-        if node_pool is None:
-            node_pool = defaults.get(pool.backend_id)
-        if node_pool is not None:
-            charged[(pool_id, platform)] = node_pool
-    return charged
 
 
 def quota_figures(pool_names: list[str] | None, who) -> dict[str, QuotaFigures]:
@@ -76,7 +31,7 @@ def quota_figures(pool_names: list[str] | None, who) -> dict[str, QuotaFigures]:
     only to unmanaged node pools are left out (OSMO's own figures stand)."""
     pools = Pool.objects.all() if pool_names is None else Pool.objects.filter(name__in=pool_names)
     pools = list(pools)
-    charged = charged_node_pools(pools)
+    charged = node_pools.charged_node_pools(pools)
     of_pool: dict[int, dict[int, NodePool]] = defaultdict(dict)
     for (pool_id, _), node_pool in charged.items():
         of_pool[pool_id][node_pool.pk] = node_pool

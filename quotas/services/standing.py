@@ -14,8 +14,6 @@ the pages never disagree with the admission pass. Per (node pool, project, resou
   share the project would get if it asked for everything (the engine's fair share, which applies its limit
   and the other projects' demand by priority and weight) less what it already holds above deserved.
 
-`charged_node_pools` answers quotas.services.node_pools.charged_node_pool for many (pool, platform) pairs at
-once: two queries whatever their number (the catalog lists every pool).
 """
 
 from __future__ import annotations
@@ -25,12 +23,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.db import connection
-from django.db.models import Count
 
 from pools.engine.fairshare import fair_shares
 from pools.engine.quota_model import Resources
-from pools.models import Pool
-from quotas.models import RESOURCES, NodePool, NodePoolMember, SelectorKind
+from quotas.models import RESOURCES, NodePool
 from quotas.services.state import NodePoolState, states
 
 
@@ -78,47 +74,6 @@ class NodePoolStanding:
     free: dict[str, int]
     queued_workflows: int
     projects: list[ProjectStanding] = field(default_factory=list)
-
-
-def charged_node_pools(pools: Iterable[Pool]) -> dict[tuple[str, str], NodePool]:
-    """(pool name, platform name) → the node pool a workflow on it is charged to (the rule of
-    `charged_node_pool`): two queries. Pools need their platforms prefetched (or cost one query each)."""
-    pools = list(pools)
-    backends = {p.backend_id for p in pools}
-    node_pools = list(NodePool.objects.filter(backend_id__in=backends).order_by("name"))
-    by_id = {np.pk: np for np in node_pools}
-    named: dict[tuple[int, str, str], NodePool] = {}
-    defaults: dict[int, NodePool] = {}
-    for np in node_pools:
-        if np.selector_kind == SelectorKind.PLATFORM:
-            named.setdefault((np.backend_id, np.pool_name, np.platform_name), np)
-        elif np.selector_kind == SelectorKind.DEFAULT:
-            defaults[np.backend_id] = np
-    counts = (
-        NodePoolMember.objects.filter(node__memberships__pool_id__in=[p.pk for p in pools])
-        .values("node__memberships__pool_id", "node__memberships__platform__name", "node_pool_id")
-        .annotate(nodes=Count("node_id", distinct=True))
-    )
-    most: dict[tuple[int, str], tuple[int, str, int]] = {}
-    for row in counts:
-        key = (row["node__memberships__pool_id"], row["node__memberships__platform__name"])
-        node_pool = by_id.get(row["node_pool_id"])
-        if node_pool is None:
-            continue
-        rank = (-row["nodes"], node_pool.name, node_pool.pk)
-        if key not in most or rank < most[key]:
-            most[key] = rank
-    found = {}
-    for pool in pools:
-        for platform in pool.platforms.all():
-            charged = named.get((pool.backend_id, pool.name, platform.name))
-            if charged is None and (pool.pk, platform.name) in most:
-                charged = by_id[most[(pool.pk, platform.name)][2]]
-            if charged is None:
-                charged = defaults.get(pool.backend_id)
-            if charged is not None:
-                found[(pool.name, platform.name)] = charged
-    return found
 
 
 def standings(node_pools: Iterable[NodePool], projects: Iterable[str]) -> dict[int, NodePoolStanding]:

@@ -2,15 +2,15 @@
 
 Every pool is listed (so a researcher can ask for access); whether the viewer may *use* a pool comes
 from `access.policy` only. Query cost is constant in the number of pools, platforms and nodes: the
-viewer's roles (1), the usable pools (1), pools with platforms (2), the catalog's capacity summed by the
-database per pool and platform (2: a fleet's 50,000 nodes are no rows to bring into Python), machine pools at
+viewer's roles (1), the usable pools (1), pools with platforms (2), the pools' capacity summaries
+(pools.services.capacity_summary: 1, and 3 more when some pool's summary is missing or stale), machine pools at
 maximum (pools.services.machine_pool_capacity: 1, or 4 when the pools' backends have machine pools), pending
 requests (1), and for a viewer in some project, the quota panels (selfservice.services.quota_panels: 6)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from datetime import timedelta
+from datetime import datetime, timedelta
 
 from django.db.models import Count, Prefetch
 from django.utils import timezone
@@ -20,6 +20,7 @@ from clusters.units import show
 from pools.errors import PoolNotFound
 from pools.models import Platform, Pool
 from pools.services import capacity as capacity_service
+from pools.services import capacity_summary
 from pools.services.capacity import Figures, NodeFigures
 from pools.services.machine_pool_capacity import Growth, PoolGrowth, growth
 from selfservice.models import AccessRequest, RequestStatus
@@ -86,6 +87,7 @@ class PoolCard:
     nodes: int
     quota: list[QuotaPanel] = field(default_factory=list)  # the viewer's projects in the charged node pools
     growth: Growth = field(default_factory=Growth)
+    capacity_as_of: datetime | None = None  # when its figures were summed (pools.services.capacity_summary)
 
 
 def catalog(who) -> list[PoolCard]:
@@ -102,8 +104,8 @@ def catalog(who) -> list[PoolCard]:
         .order_by("name")
     )
     ids = [pool.pk for pool in pools]
-    totals = capacity_service.pool_totals(ids)
-    per_platform, products = capacity_service.platform_totals(ids)
+    summed = capacity_summary.totals(ids)
+    totals, per_platform, products = summed.pools, summed.platforms, summed.products
     pending = set()
     if subject.user.is_authenticated:
         pending = set(
@@ -119,6 +121,7 @@ def catalog(who) -> list[PoolCard]:
     quota = panels_for(pools, subject)
     for card in cards:
         card.quota = quota.get(card.name, [])
+        card.capacity_as_of = summed.as_of
     return sorted(cards, key=lambda card: (not card.usable, card.name))
 
 

@@ -1,7 +1,7 @@
 """The "your quota" panels of the catalog cards and the pool page, and why a workflow waits or was preempted.
 
-For each node pool the pool's platforms are charged to (quotas.services.standing.charged_node_pools, the rule
-of quotas.services.node_pools.charged_node_pool) and each project the viewer belongs to (holds the role of,
+For each node pool the pool's platforms are charged to (quotas.services.node_pools.charged_node_pools, the
+rule of charged_node_pool, cached under the charging epoch) and each project the viewer belongs to (holds the role of,
 teams.services.member_projects): deserved, in use, could borrow now — GPUs first, CPU and memory compact.
 The numbers are quotas.services.standing's (read through quotas.services.state, as admission reads them).
 Query cost is constant in pools and platforms: projects (1), charging (2), the node pools' state (3).
@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from pools.models import Pool
 from quotas import units
 from quotas.models import NodePool
-from quotas.services.standing import NodePoolStanding, ResourceStanding, charged_node_pools, standings
+from quotas.services.node_pools import charged_node_pools
+from quotas.services.standing import NodePoolStanding, ResourceStanding, standings
 from teams.quota_visibility import EVERYTHING, QuotaView, preemption_as_seen
 from teams.services import member_projects
 
@@ -94,7 +95,7 @@ def panels_for(pools: Iterable[Pool], who) -> dict[str, list[QuotaPanel]]:
     for pool in pools:
         by_node_pool: dict[int, list[str]] = {}
         for platform in pool.platforms.all():
-            node_pool = charged.get((pool.name, platform.name))
+            node_pool = charged.get((pool.pk, platform.name))
             if node_pool is not None:
                 by_node_pool.setdefault(node_pool.pk, []).append(platform.name)
         panels[pool.name] = [

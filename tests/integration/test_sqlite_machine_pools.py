@@ -1,6 +1,7 @@
 """Machine pools on the embedded default's database: the pages that count a machine pool's nodes by their
 `node.kubernetes.io/machinepool` label answer on SQLite as on PostgreSQL (a JSON key compared the wrong way is
-"malformed JSON" on SQLite only, a 500 the PostgreSQL suite never sees).
+"malformed JSON" on SQLite only, a 500 the PostgreSQL suite never sees); so do the catalog and the admin home,
+whose capacity is summed in SQL (no PostgreSQL-only aggregate).
 
 A real `manage.py` process on a temporary SQLite file, seeded with the demo (its ROSA backend's two machine
 pools), one node of `additional` in the inventory, the admin's pages read through Django's test client.
@@ -39,6 +40,11 @@ NodeMembership.objects.create(node=spot_node, platform=t4, pool=spot)
 NodeMembership.objects.create(node=Node.objects.get(name="additional-abcde"), platform=t4, pool=spot)
 page = client.get(f"/admin/pools/poolcapacity/{spot.pk}/change/")
 print("spot", spot_capacity(spot.platforms.select_related("pool")).get(t4.pk), page.status_code)
+from pools.services import capacity_summary
+live = client.get("/").status_code  # the catalog sums its capacity in portable SQL: SQLite has no array_agg
+summarized = capacity_summary.refresh() == Pool.objects.count()
+catalog = client.get("/").content.decode()
+print("catalog", live, summarized, "Free and total GPUs as of" in catalog, client.get("/admin/").status_code)
 """
 
 
@@ -48,9 +54,10 @@ def test_the_machine_pool_pages_answer_on_sqlite(tmp_path):
     for step in (("migrate", "--noinput", "-v0"), ("seed_demo",), ("shell", "-c", READ_PAGES)):
         done = manage(env, *step)
         assert done.returncode == 0, done.stderr[-2000:]
-    lines = done.stdout.splitlines()[-5:]
+    lines = done.stdout.splitlines()[-6:]
     assert lines[0].startswith("/admin/clusters/machinepool/ 200 ")  # the node counts are on the pool's page
     assert lines[1].endswith(" 200 True") and lines[2] == "/admin/pools/pool/ 200 False"
     assert lines[3] == "capacity True ['ml-training']"  # additional has its node; ml-training is at zero
     # which platforms run on spot, read by node labels as SQLite compares JSON keys
     assert lines[4] == "spot spot node t4-xyz12; machine pool ml-training (no node yet) 200"
+    assert lines[5] == "catalog 200 True True 200"  # the catalog and the dashboard, summed live and summarized

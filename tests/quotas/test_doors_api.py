@@ -14,7 +14,7 @@ from configs import revisions, store
 from pools.models import Platform, Pool
 from quotas.models import Quota
 from quotas.services import node_pools, quotas
-from quotas.services.osmo_quota import charged_node_pools
+from quotas.services.node_pools import charged_node_pools
 from teams.models import Project
 from tests.apiclients import client_of
 from tests.factories import NodeFactory, ProjectFactory, RoleFactory, UserFactory, WorkflowFactory

@@ -21,9 +21,9 @@ from configs import store
 from pools.models import Pool
 from quotas.models import NodePool
 from quotas.services import quotas
-from quotas.services.node_pools import charged_node_pool
+from quotas.services.node_pools import charged_node_pool, charged_node_pools
 from quotas.services.queues import queues
-from quotas.services.standing import charged_node_pools, standings
+from quotas.services.standing import standings
 from tests.factories import UserFactory, WorkflowFactory
 from tests.queries import assert_constant_queries
 from tests.quotas.conftest import CLI
@@ -85,9 +85,23 @@ def signed_in(user) -> Client:
 def test_charging_many_pools_at_once_agrees_with_charged_node_pool(world):
     pools = list(Pool.objects.prefetch_related("platforms"))
     found = charged_node_pools(pools)
-    expected = {(p.name, x.name): charged_node_pool(p, x.name) for p in pools for x in p.platforms.all()}
+    expected = {(p.pk, x.name): charged_node_pool(p, x.name) for p in pools for x in p.platforms.all()}
     assert found == expected
-    assert found[("train", "a100")].name == "a100" and found[("research", "any-h100")].name == "h100"
+    train, research = Pool.objects.get(name="train"), Pool.objects.get(name="research")
+    assert found[(train.pk, "a100")].name == "a100" and found[(research.pk, "any-h100")].name == "h100"
+
+
+def test_charging_is_served_from_the_cache_until_a_node_pool_is_written(
+    transactional_db, world, django_assert_max_num_queries
+):
+    pools = list(Pool.objects.all())
+    batch = Pool.objects.get(name="batch")
+    assert charged_node_pools(pools)[(batch.pk, "cpu")].name == "sim-default"
+    with django_assert_max_num_queries(1):  # the epochs only
+        assert charged_node_pools(pools)[(batch.pk, "cpu")].name == "sim-default"
+    selector = {"platform": {"pool": "batch", "platform": "cpu"}}
+    store.apply("NODE_POOL", "batch-cpu", {"backend": "sim", "selector": selector}, CLI)
+    assert charged_node_pools(pools)[(batch.pk, "cpu")].name == "batch-cpu"
 
 
 def test_a_project_sees_deserved_in_use_and_what_it_could_borrow_now(world):
