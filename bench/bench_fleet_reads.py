@@ -3,10 +3,11 @@ Django's test Client, and `quota show`, on the database `make fleet` built (FLEE
 pool_portal_fleet). Without that database the rows say so and measure nothing.
 
 The capacity summary the catalog and the dashboard read is summed before each page, as the periodic job keeps it
-(pools.services.capacity_summary); the job's own time is the first row. Who and what is read: a researcher with a typical history (the median number of workflows of a user, about
-500 in a year), the workflow of theirs with the most tasks, the pool with the most workflows, the admin's
-workflow list (first page, with a status and pool filter, and page 1,000), the admin home's dashboard, and
-`quota show` of a node pool whose quotas name all 500 projects.
+(pools.services.capacity_summary); the job's own time is the first row. Who and what is read: a researcher with a
+typical history (the median number of workflows of a user, about 500 in a year), the workflow of theirs with the
+most tasks, the pool with the most workflows, the admin's workflow list (first page, with a status and pool
+filter, and page 1,000), the admin home's dashboard, and `quota show` of a node pool whose quotas name all 500
+projects.
 """
 
 from __future__ import annotations
@@ -133,7 +134,9 @@ def run() -> list[Row]:
 
     # the capacity summary as the beat keeps it (every CAPACITY_SUMMARY_SECONDS): summed before each page, so none
     # of the pages' runs sums it for the request; its own cost is a row of its own
-    rows = [measure("fleet: capacity summary job (every pool and platform)", capacity_summary.refresh, runs=5, warmup=1)]
+    rows = [
+        measure("fleet: capacity summary job (every pool and platform)", capacity_summary.refresh, runs=5, warmup=1)
+    ]
     for label, fn, target, note in cases:
         capacity_summary.refresh()
         count = queries(fn)

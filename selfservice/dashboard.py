@@ -131,7 +131,7 @@ def _gpu_pools(request) -> dict | None:
     if model_admin is None:
         return None
     pools = list(model_admin.get_queryset(request).order_by("name").values_list("pk", "name"))
-    summed = capacity_summary.totals([pk for pk, _ in pools])
+    summed = capacity_summary.totals([pk for pk, _ in pools], platforms=False)
     totals = summed.pools
     bars = [
         PoolBar(

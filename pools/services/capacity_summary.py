@@ -55,9 +55,9 @@ def refresh() -> int:
     return len(rows)
 
 
-def totals(pool_ids: list[int]) -> Totals:
-    """The pools' and their platforms' capacity: from their summaries while those are fresh (one query), the rest
-    summed now (three more)."""
+def totals(pool_ids: list[int], *, platforms: bool = True) -> Totals:
+    """The pools' capacity, and their platforms' unless `platforms` is false: from their summaries while those are
+    fresh (one query), the rest summed now (one more for the pools, two for the platforms)."""
     now = timezone.now()
     fresh_after = now - timedelta(seconds=settings.CAPACITY_SUMMARY_MAX_AGE)
     found = Totals({}, {}, {}, now)
@@ -71,9 +71,10 @@ def totals(pool_ids: list[int]) -> Totals:
     missing = [pk for pk in pool_ids if pk not in found.pools]
     if missing:
         found.pools.update(pool_totals(missing))
-        platforms, products = platform_totals(missing)
-        found.platforms.update(platforms)
-        found.products.update(products)
+        if platforms:
+            per_platform, products = platform_totals(missing)
+            found.platforms.update(per_platform)
+            found.products.update(products)
     return found
 
 

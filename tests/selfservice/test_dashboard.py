@@ -208,7 +208,7 @@ def test_the_dashboard_takes_constant_queries(world, admin_client):
             attempt_row(node_pool=f"np{index}", started_at=timezone.now() - timedelta(hours=index + 3))
 
     # 15 today: the session and the user, the policy's roles, the dashboard's cards, the queues and the history
-    assert_constant_queries(lambda: admin_client.get(HOME), grow, at_most=20)
+    assert_constant_queries(lambda: admin_client.get(HOME), grow, at_most=21)  # capacity summed for the request
     assert Backend.objects.count() == 6
 
 
