@@ -19,7 +19,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from usage.models import TaskAttempt, WorkflowRecord
-from usage.services.report import ReportQuery, usage
+from usage.services.report import ReportQuery, not_rolled_up, rolled_up
 from usage.services.rollup import HOUR, floor_hour
 
 HOURS = 24
@@ -41,15 +41,53 @@ def gpus_in_use(
     now = (now or timezone.now()).replace(microsecond=0)  # as the report clips running attempts
     starts = hours(now, count)
     query = ReportQuery(starts[0], starts[-1] + HOUR, by=by, granularity="hour", filters=filters or {})
-    series: dict[tuple[str, ...], list[float]] = {}
-    index = {start: position for position, start in enumerate(starts)}
-    for row in usage(query, now=now):
-        key = tuple(row.group[name] for name in by)
-        values = series.setdefault(key, [0.0] * count)
-        values[index[row.period]] += row.gpu_seconds / _seconds_of(row.period, now)
+    seconds = gpu_seconds(query, now, count)
+    series = {
+        key: [value / _seconds_of(start, now) for value, start in zip(values, starts, strict=True)]
+        for key, values in seconds.items()
+    }
     if not by:
         series.setdefault((), [0.0] * count)
     return {key: [round(value, 2) for value in values] for key, values in series.items()}
+
+
+def gpu_seconds(query: ReportQuery, now: datetime, count: int) -> dict[tuple[str, ...], list[int]]:
+    """The report's GPU-seconds of each of the `count` hours of `query` (usage.services.report.usage's, with its
+    per-hour rounding), by group, without its other measures: the rollups' hours, plus the attempts not rolled up
+    read as three columns and spread over the hours in constant time each (a fleet's thousands of running attempts,
+    each over up to 24 hours, are the dashboard's whole cost otherwise)."""
+    start = query.start
+    found: dict[tuple[str, ...], list[int]] = {}
+    for period, key, values in rolled_up(query):
+        found.setdefault(key, [0] * count)[(period - start) // HOUR] += values[0]
+    end = min(query.end, now)
+    full_hours: dict[tuple[str, ...], list[int]] = {}  # per group: GPUs holding whole hours, as differences
+    for started, ended, gpu, *key in not_rolled_up(query).values_list("started_at", "ended_at", "gpu", *query.by):
+        began, until = max(started, start), min(ended or max(end, started), query.end)
+        if until <= began:
+            continue
+        first, last = (began - start) // HOUR, (until - start) // HOUR  # the hours `began` and `until` fall in
+        if first == last:
+            parts = [(first, int((until - began).total_seconds()))]
+        else:  # the first hour from `began`, the last to `until` (past the period: none), whole hours between
+            parts = [(first, int((start + HOUR * (first + 1) - began).total_seconds()))]
+            parts += [(last, int((until - (start + HOUR * last)).total_seconds()))] if last < count else []
+        whole = last > first + 1
+        if not whole and all(seconds <= 0 for _, seconds in parts):
+            continue  # under a second in all: the report has no row for it either
+        sums = found.setdefault(tuple(key), [0] * count)
+        for index, seconds in parts:
+            sums[index] += gpu * max(0, seconds)
+        if whole:
+            steps = full_hours.setdefault(tuple(key), [0] * (count + 1))
+            steps[first + 1] += gpu
+            steps[last] -= gpu
+    for key, steps in full_hours.items():
+        holding = 0
+        for index in range(count):
+            holding += steps[index]
+            found[key][index] += holding * 3600
+    return found
 
 
 def _seconds_of(hour: datetime, now: datetime) -> float:

@@ -104,7 +104,7 @@ def usage(query: ReportQuery, now: datetime | None = None) -> list[ReportRow]:
     now = now or timezone.now()
     query = replace(query, start=floor_hour(query.start), end=floor_hour(query.end - timedelta(microseconds=1)) + HOUR)
     sums: dict[tuple, list[int]] = defaultdict(lambda: [0, 0, 0, 0])
-    for period_start, key, values in _from_rollups(query):
+    for period_start, key, values in rolled_up(query):
         _add(sums[(period_start, key)], values)
     for period_start, key, values in _from_raw(query, now):
         _add(sums[(period_start, key)], values)
@@ -138,7 +138,7 @@ def matching(query: ReportQuery) -> Q:
     return condition
 
 
-def _from_rollups(query: ReportQuery):
+def rolled_up(query: ReportQuery):
     """Whole days inside the period from the daily rows (unless hours are asked), the edges from the hourly rows."""
     first_day = floor_day(query.start) + (DAY if floor_day(query.start) < query.start else timedelta(0))
     last_day = floor_day(query.end)
@@ -176,14 +176,19 @@ def _from_rollups(query: ReportQuery):
         yield period_start, tuple(row[name] for name in query.by), (row["gpu"], row["cpu"], row["memory"], row["cost"])
 
 
-def _from_raw(query: ReportQuery, now: datetime):
-    """Closed attempts not rolled up yet, and running attempts up to now, within the period."""
-    attempts = (
-        TaskAttempt.objects.filter(rolled_up=False, started_at__lt=query.end)  # running ones are never rolled up
+def not_rolled_up(query: ReportQuery):
+    """The attempts a report adds from the raw record: closed ones not rolled up yet, and running ones (never
+    rolled up), that overlap the period and match the filters."""
+    return (
+        TaskAttempt.objects.filter(rolled_up=False, started_at__lt=query.end)
         .filter(Q(ended_at__isnull=True) | Q(ended_at__gt=query.start))
         .filter(matching(query))
-        .values(*ATTEMPT_FIELDS)
     )
+
+
+def _from_raw(query: ReportQuery, now: datetime):
+    """Closed attempts not rolled up yet, and running attempts up to now, within the period."""
+    attempts = not_rolled_up(query).values(*ATTEMPT_FIELDS)
     clipped_end = min(query.end, now.replace(microsecond=0))
     rows = []
     for row in attempts:
