@@ -1,7 +1,8 @@
 """What a node pool's nodes hold, per quota resource: the summed allocatable of its Ready, schedulable
 (not cordoned) member nodes, in scheduler units (gpu devices, cpu millicores, memory bytes).
 
-One query whatever the number of node pools or nodes (`capacities`).
+One query whatever the number of node pools or nodes (`capacities`, `gpu_models`, or both at once:
+`capacities_and_models`).
 """
 
 from __future__ import annotations
@@ -21,16 +22,7 @@ def empty() -> dict[str, int]:
 
 def capacities(node_pools: Iterable[NodePool | int]) -> dict[int, dict[str, int]]:
     """node pool id → {"gpu", "cpu", "memory", "nodes"}: one query; a node pool without usable nodes has zeros."""
-    ids = [p if isinstance(p, int) else p.pk for p in node_pools]
-    found = {pk: {**empty(), "nodes": 0} for pk in ids}
-    rows = (
-        NodePoolMember.objects.filter(node_pool_id__in=ids, node__ready=True, node__unschedulable=False)
-        .values("node_pool_id")
-        .annotate(nodes=Count("node_id"), **{resource: Sum(column) for resource, column in _COLUMNS.items()})
-    )
-    for row in rows:
-        found[row["node_pool_id"]] = {**{r: row[r] or 0 for r in RESOURCES}, "nodes": row["nodes"]}
-    return found
+    return capacities_and_models(node_pools)[0]
 
 
 def capacity(node_pool: NodePool | int) -> dict[str, int]:
@@ -42,17 +34,29 @@ def capacity(node_pool: NodePool | int) -> dict[str, int]:
 def gpu_models(node_pools: Iterable[NodePool | int]) -> dict[int, str]:
     """node pool id → the short model of its GPUs ("A100", "H100", "T4") when all its usable GPU nodes carry
     one product (a node pool chosen by GPU product, the usual case), "" otherwise. One query."""
+    return capacities_and_models(node_pools)[1]
+
+
+def capacities_and_models(node_pools: Iterable[NodePool | int]) -> tuple[dict[int, dict[str, int]], dict[int, str]]:
+    """`capacities` and `gpu_models` in one query: the usable member nodes summed per node pool and GPU product (a
+    fleet's 50,000 nodes are read once for both, not twice)."""
     ids = [p if isinstance(p, int) else p.pk for p in node_pools]
+    found = {pk: {**empty(), "nodes": 0} for pk in ids}
     products: dict[int, set[str]] = {pk: set() for pk in ids}
     rows = (
         NodePoolMember.objects.filter(node_pool_id__in=ids, node__ready=True, node__unschedulable=False)
-        .exclude(node__gpu_product="")
-        .values_list("node_pool_id", "node__gpu_product")
-        .distinct()
+        .values("node_pool_id", "node__gpu_product")
+        .annotate(nodes=Count("node_id"), **{resource: Sum(column) for resource, column in _COLUMNS.items()})
+        .order_by()
     )
-    for pk, product in rows:
-        products[pk].add(product)
-    return {pk: short_model(next(iter(found))) if len(found) == 1 else "" for pk, found in products.items()}
+    for row in rows:
+        totals = found[row["node_pool_id"]]
+        for name in (*RESOURCES, "nodes"):
+            totals[name] += row[name] or 0
+        if row["node__gpu_product"]:
+            products[row["node_pool_id"]].add(row["node__gpu_product"])
+    models = {pk: short_model(next(iter(named))) if len(named) == 1 else "" for pk, named in products.items()}
+    return found, models
 
 
 def short_model(product: str) -> str:

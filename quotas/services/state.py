@@ -2,8 +2,8 @@
 `quota show`, the REST answer, the fair-share page and the admission pass can never disagree: they all run the
 engine on the one input `NodePoolState.engine_state()` builds (tests/quotas/test_one_engine_input.py).
 
-`states(node_pools)` reads, whatever the number of node pools: the quota rows (one query), the capacities
-(one), the GPU model of each (one: reasons say "A100 GPUs"), and the parts of workflows charged to them that are
+`states(node_pools)` reads, whatever the number of node pools: the quota rows (one query), the capacities with
+the GPU model of each (one: reasons say "A100 GPUs"), and the parts of workflows charged to them that are
 queued or in flight (one): a workflow whose tasks use several node pools counts in each only what its tasks
 there ask (`WorkflowPart`). It turns them into the pure engine's `PoolState` (pools.engine.quota_pass), whose
 `run_admission` gives fair shares, what would be admitted or held and why, and `borrowing_view` who borrows
@@ -34,7 +34,7 @@ from pools.engine.quota_pass import PassResult, PoolState, QueuedWorkflow, run_a
 from pools.engine.reclaim import RunningWorkflow
 from quotas.models import RESOURCES, NodePool, Quota
 from quotas.services import usage_weights
-from quotas.services.capacity import capacities, gpu_models
+from quotas.services.capacity import capacities_and_models
 from workflows.models import WorkflowPart, WorkflowStatus
 
 IN_FLIGHT = (WorkflowStatus.PENDING, WorkflowStatus.WAITING, WorkflowStatus.RUNNING)
@@ -208,12 +208,11 @@ def gpu_noun(model: str) -> str:
 def states(
     node_pools: Iterable[NodePool], *, now: datetime | None = None, min_runtime_seconds: int = 0
 ) -> dict[int, NodePoolState]:
-    """node pool id → its state; four queries whatever the number of node pools, and one more for each node
+    """node pool id → its state; three queries whatever the number of node pools, and one more for each node
     pool that weighs past usage (its time-based fair share)."""
     pools = list(node_pools)
     now = now or timezone.now()
-    caps = capacities(pools)
-    models = gpu_models(pools)
+    caps, models = capacities_and_models(pools)
     trees, managed, kai = cached_trees(pools)
     charged = _charged([p.name for p in pools])
     found = {}
