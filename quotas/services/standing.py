@@ -79,14 +79,14 @@ class NodePoolStanding:
 def standings(node_pools: Iterable[NodePool], projects: Iterable[str]) -> dict[int, NodePoolStanding]:
     """node pool id → the standing of `projects` (those with quota rows there) in it: three queries."""
     wanted = set(projects)
-    return {pk: standing_of(state, wanted) for pk, state in states(node_pools).items()}
+    return {pk: standing_of(state, wanted) for pk, state in states(node_pools, with_tasks=False).items()}
 
 
 @dataclass
 class _Derived:
     """What a node pool's standings derive from its state by running the engine, for every project."""
 
-    rows: dict[tuple[str, str], dict]  # (project, resource) → NodePoolState.project_rows()'s row
+    rows: dict[str, dict[str, dict]]  # project → resource → NodePoolState.project_rows()'s row
     asking: dict[str, dict[str, int]] = field(default_factory=dict)  # project → _asking_everything
 
 
@@ -119,19 +119,26 @@ def _input_key(state: NodePoolState) -> tuple:
 
 def _derived(state: NodePoolState) -> _Derived:
     if connection.in_atomic_block:  # as the caches it rests on: nothing kept from inside a transaction
-        return _Derived({(r["project"], r["resource"]): r for r in state.project_rows()})
+        return _Derived(_by_project(state))
     key = _input_key(state)
     entry = _DERIVED.get(state.node_pool.pk)
     if entry is not None and entry[0] is state.tree and entry[1] == key:
         return entry[2]
-    found = _Derived({(r["project"], r["resource"]): r for r in state.project_rows()})
+    found = _Derived(_by_project(state))
     _DERIVED[state.node_pool.pk] = (state.tree, key, found)
+    return found
+
+
+def _by_project(state: NodePoolState) -> dict[str, dict[str, dict]]:
+    found: dict[str, dict[str, dict]] = {}
+    for row in state.project_rows():
+        found.setdefault(row["project"], {})[row["resource"]] = row
     return found
 
 
 def standing_of(state: NodePoolState, projects: set[str]) -> NodePoolStanding:
     derived = _derived(state)
-    rows = {key: row for key, row in derived.rows.items() if key[0] in projects}
+    rows = {name: derived.rows[name] for name in projects if name in derived.rows}  # not every project's rows
     used = Resources()
     for workflow in state.in_flight:
         used = used + workflow.requests
@@ -145,14 +152,14 @@ def standing_of(state: NodePoolState, projects: set[str]) -> NodePoolStanding:
         free,
         len(state.queued),
     )
-    names = sorted({project for project, _ in rows})
+    names = sorted(rows)
     for name in names:
         if over_quota and name not in derived.asking:
             derived.asking[name] = _asking_everything(state, name)
         asking = derived.asking.get(name, {})
         figures = {}
         for resource in RESOURCES:
-            row = rows[(name, resource)]
+            row = rows[name][resource]
             figures[resource] = ResourceStanding(
                 resource=resource,
                 deserved=row["deserved"],
