@@ -64,17 +64,28 @@ def run() -> list[Row]:
             )
         ]
     with throwaway_database():
-        token = _set_up()
-        from django.db import connection
-
-        database_url = _database_url(connection.settings_dict)
-        rows = []
-        with _gunicorn(database_url) as (port, server_pid):
-            for tasks in (1, 8):
-                rows.append(_load(port, token, tasks, server_pid))
-        rows.extend(_in_process())
+        rows = http_rows(_set_up())
+        rows.extend(in_process())
         _purge()
         return rows
+
+
+def empty_database_rows(label: str = "") -> list[Row]:
+    """The HTTP rows alone, on this bench's throwaway database (bench_fleet_submit's baseline, same run)."""
+    with throwaway_database():
+        rows = http_rows(_set_up(), label=label)
+        _purge()
+        return rows
+
+
+def http_rows(token: str, pool: str = "bench", names: dict[int, str] | None = None, label: str = "") -> list[Row]:
+    """Gunicorn on the current database, then the load of 1-task and 8-task workflows named `names[tasks]`
+    (default `bench-<tasks>`) on `pool`; `label` ends each row's name."""
+    from django.db import connection
+
+    names = names or {tasks: f"bench-{tasks}" for tasks in (1, 8)}
+    with _gunicorn(_database_url(connection.settings_dict)) as (port, server_pid):
+        return [_load(port, token, tasks, server_pid, pool, names[tasks], label) for tasks in (1, 8)]
 
 
 # ------------------------------------------------------------------------------------------ set-up
@@ -238,11 +249,11 @@ def _gunicorn(database_url: str):
             process.wait(timeout=10)
 
 
-def _request_bytes(token: str, body: bytes) -> bytes:
+def _request_bytes(token: str, body: bytes, pool: str = "bench") -> bytes:
     """The whole request, built once: each submission sends the same bytes (the load generator shares the 2
     cores with the server, so it spends as little CPU per request as a client can)."""
     head = (
-        "POST /api/pool/bench/workflow HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+        f"POST /api/pool/{pool}/workflow HTTP/1.1\r\nHost: 127.0.0.1\r\n"
         f"Authorization: Bearer {token}\r\nContent-Type: application/json\r\n"
         f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n"
     )
@@ -266,10 +277,13 @@ def _post(port: int, request: bytes) -> tuple[int, float]:
         return 0, seconds  # no answer: a failed request
 
 
-def _load(port: int, token: str, tasks: int, server_pid: int) -> Row:
+def _load(
+    port: int, token: str, tasks: int, server_pid: int, pool: str = "bench", name: str = "", label: str = ""
+) -> Row:
     """`ROUNDS` rounds of closed-loop load; latency percentiles over all requests, throughput per round
     (the median in the figure, the range in the note: this machine's speed drifts between rounds)."""
-    request = _request_bytes(token, json.dumps({"file": spec(f"bench-{tasks}", tasks)}).encode())
+    body = json.dumps({"file": spec(name or f"bench-{tasks}", tasks)}).encode()
+    request = _request_bytes(token, body, pool)
     for _ in range(WARMUP):  # every worker imports, connects and fills its caches first
         status, _ = _post(port, request)
         if status != 200:
@@ -292,7 +306,8 @@ def _load(port: int, token: str, tasks: int, server_pid: int) -> Row:
     if failures:
         note += f", {len(failures)} failed (HTTP {sorted(set(failures))})"
     target = "≥ 200/s, p99 ≤ 100 ms" if tasks == 1 else ""
-    return Row(f"submit {tasks}-task workflow over HTTP", statistics.median(samples), p99, len(samples), target, note)
+    name = f"submit {tasks}-task workflow over HTTP{label}"
+    return Row(name, statistics.median(samples), p99, len(samples), target, note)
 
 
 def _cpu_seconds(server_pid: int) -> dict[str, float]:
@@ -346,8 +361,12 @@ def _round(port: int, request: bytes, total: int, samples: list[float], failures
 # ------------------------------------------------------------------------------------------ in process
 
 
-def _in_process() -> list[Row]:
-    """The same submission without HTTP: its cost, its query count and the top of its profile (stderr)."""
+def in_process(
+    pool: str = "bench", username: str = "researcher", names: dict[int, str] | None = None, label: str = ""
+) -> list[Row]:
+    """The same submission without HTTP: its cost, its query count and the top of its profile (stderr).
+    Nothing is enqueued (pod creation, admission passes): this process has no broker, and Celery would run
+    them here, eagerly."""
     import cProfile
     import io
     import pstats
@@ -357,21 +376,30 @@ def _in_process() -> list[Row]:
     from django.test.utils import CaptureQueriesContext
 
     from bench.harness import measure
+    from quotas import tasks as quota_jobs
     from workflows import tasks as jobs
     from workflows.services import SubmitRequest, submit
 
     jobs.create_pods.delay = lambda *args, **kwargs: None  # this process has no broker: do not enqueue
-    user = get_user_model().objects.get(username="researcher")
+    quota_jobs.admission_pass.delay = lambda *args, **kwargs: None
+    user = get_user_model().objects.get(username=username)
+    names = names or {tasks: f"inproc-{tasks}" for tasks in (1, 8)}
     rows = []
     for tasks in (1, 8):
-        text = spec(f"inproc-{tasks}", tasks)
-        submit(SubmitRequest(pool="bench", spec=text, who=user))  # the process's caches filled, as in a server
+        text = spec(names[tasks], tasks)
+        submit(SubmitRequest(pool=pool, spec=text, who=user))  # the process's caches filled, as in a server
         with CaptureQueriesContext(connection) as queries:
-            submit(SubmitRequest(pool="bench", spec=text, who=user))
+            submit(SubmitRequest(pool=pool, spec=text, who=user))
+        slowest = max(queries.captured_queries, key=lambda q: float(q["time"]))
+        print(
+            f"bench_workflows: slowest query of a {tasks}-task submission{label}: {slowest['time']} s, "
+            f"{slowest['sql'][:300]}",
+            file=sys.stderr,
+        )
         rows.append(
             measure(
-                f"submit {tasks}-task workflow in process (service only)",
-                lambda text=text: submit(SubmitRequest(pool="bench", spec=text, who=user)),
+                f"submit {tasks}-task workflow in process (service only){label}",
+                lambda text=text: submit(SubmitRequest(pool=pool, spec=text, who=user)),
                 runs=200 if tasks == 1 else 100,
                 note=f"{len(queries)} queries",
             )
@@ -379,14 +407,15 @@ def _in_process() -> list[Row]:
     profile = cProfile.Profile()
     profile.enable()
     for _ in range(100):
-        submit(SubmitRequest(pool="bench", spec=spec("profiled", 1), who=user))
+        submit(SubmitRequest(pool=pool, spec=spec(names[1], 1), who=user))
     profile.disable()
     out = io.StringIO()
     pstats.Stats(profile, stream=out).sort_stats("cumulative").print_stats(
-        r"/(workflows|pools|access|teams|clusters|configs)/", 16
+        r"/(workflows|pools|access|teams|clusters|configs|quotas)/", 16
     )
     print(
-        "bench_workflows: where a 1-task submission spends its time (in process, 100 runs, profiled):", file=sys.stderr
+        f"bench_workflows: where a 1-task submission{label} spends its time (in process, 100 runs, profiled):",
+        file=sys.stderr,
     )
     print("\n".join(line for line in out.getvalue().splitlines() if line.strip())[-2500:], file=sys.stderr)
     return rows
