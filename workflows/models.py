@@ -86,8 +86,12 @@ class Workflow(models.Model):
     workflow_id = models.CharField(max_length=80, unique=True)
     uuid = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     name = models.CharField(max_length=64)
-    pool = models.ForeignKey("pools.Pool", on_delete=models.PROTECT, related_name="workflows")
-    submitted_by = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="workflows")
+    # no index of their own: (pool, status) and (submitted_by, -created_at) lead with them (each index is a write
+    # more per submission: docs/scale.md, "Submission with a year of history")
+    pool = models.ForeignKey("pools.Pool", on_delete=models.PROTECT, related_name="workflows", db_index=False)
+    submitted_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="workflows", db_index=False
+    )
     # The project it is charged to (teams.services.charged_project); none when its submitter belonged to none.
     project = models.ForeignKey(
         "teams.Project", on_delete=models.PROTECT, null=True, blank=True, related_name="workflows"
@@ -104,7 +108,7 @@ class Workflow(models.Model):
     # the Secrets its pods use (workflows.credentials): [{name, kind, registries | credentials}], names only
     credential_secrets = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True, default="")
-    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+    created_at = models.DateTimeField(auto_now_add=True)  # indexed by workflow_newest_first (created_at, id)
     started_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # --- quotas (docs/quotas.md): written by the quotas app through workflows' hooks; workflows knows no quota.
@@ -153,7 +157,7 @@ class Workflow(models.Model):
 
 
 class Task(models.Model):
-    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="tasks")
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="tasks", db_index=False)
     name = models.CharField(max_length=63)
     group_name = models.CharField(max_length=80)
     lead = models.BooleanField(default=False)
@@ -166,7 +170,7 @@ class Task(models.Model):
     pod_name = models.CharField(max_length=253)
     namespace = models.CharField(max_length=63)
     exit_actions = models.JSONField(default=dict, blank=True)
-    status = models.CharField(max_length=24, choices=TaskStatus.choices, default=TaskStatus.PENDING, db_index=True)
+    status = models.CharField(max_length=24, choices=TaskStatus.choices, default=TaskStatus.PENDING)  # Meta.indexes
     retry_id = models.PositiveIntegerField(default=0)
     node = models.CharField(max_length=253, blank=True, default="")
     pod_uid = models.CharField(max_length=64, blank=True, default="")
@@ -185,6 +189,7 @@ class Task(models.Model):
 
     class Meta:
         ordering = ["workflow_id", "id"]
+        # the unique constraint's index leads with the workflow: the foreign key needs no index of its own
         constraints = [models.UniqueConstraint(fields=["workflow", "name"], name="unique_task_name_per_workflow")]
         indexes = [models.Index(fields=["status"]), models.Index(fields=["pod_name"])]
 
@@ -202,7 +207,7 @@ class WorkflowPart(models.Model):
     is admitted when all its parts are (gang-style): a part admitted before the others holds its room
     (`admitted_at` set while the workflow is still QUEUED: a reservation, counted as allocated)."""
 
-    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="parts")
+    workflow = models.ForeignKey(Workflow, on_delete=models.CASCADE, related_name="parts", db_index=False)
     node_pool = models.CharField(max_length=128)  # by name, as Workflow.node_pool
     tasks = models.JSONField(default=list)  # the names of its tasks, for reasons ("task X in node pool Y")
     requests = models.JSONField(default=dict)  # summed over its tasks' pods, as Workflow.requests
@@ -211,6 +216,7 @@ class WorkflowPart(models.Model):
 
     class Meta:
         ordering = ["workflow_id", "node_pool"]
+        # the unique constraint's index leads with the workflow: the foreign key needs no index of its own
         constraints = [models.UniqueConstraint(fields=["workflow", "node_pool"], name="unique_part_per_node_pool")]
         indexes = [models.Index(fields=["node_pool", "workflow"])]
 
