@@ -11,7 +11,6 @@ from django.db import migrations, models
 
 class Migration(migrations.Migration):
     dependencies = [
-        ("pools", "0011_capacity_summary"),
         ("workflows", "0013_list_and_dashboard_indexes"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
