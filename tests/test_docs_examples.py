@@ -126,7 +126,7 @@ def test_only_the_listed_commands_are_left_out():
         "docs/deploy.md": 51,
         "docs/osmo-cli.md": 1,
         "docs/performance.md": 6,
-        "docs/scale.md": 3,
+        "docs/scale.md": 4,
         "docs/simulated-cluster.md": 3,
         "docs/testing.md": 3,
     }

@@ -90,6 +90,7 @@ def test_periodic_jobs_are_beats_schedule_and_one_failure_does_not_stop_the_othe
         "node-pool-labels",
         "quotas-admission",
         "machine-pools-reconcile",
+        "capacity-summary",
         "usage-rollup",
         "usage-prune",
         "usage-deserved-samples",
