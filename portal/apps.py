@@ -6,8 +6,16 @@ from django.core import checks
 
 
 class PortalConfig(AppConfig):
+    default = True  # "portal" in INSTALLED_APPS is this one, not AdminConfig below
     name = "portal"
     verbose_name = "Portal"
+
+    def ready(self):
+        from django.conf import settings
+
+        from portal import gc_tuning
+
+        gc_tuning.tune(settings.GC_YOUNG_THRESHOLD)
 
 
 class AdminConfig(SimpleAdminConfig):

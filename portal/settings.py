@@ -190,6 +190,9 @@ JWT_SIGNING_KEY = env_str("JWT_SIGNING_KEY", "")
 # Token lookups and role rules are cached per process, keyed on the access epoch (access.epoch); an entry
 # also expires after this many seconds, the bound for a change made behind Django's back (raw SQL).
 ACCESS_CACHE_SECONDS = env_int("ACCESS_CACHE_SECONDS", 60)
+# Net allocations between two collections of the garbage collector's youngest generation (700 to 1,000,000;
+# CPython's default is 700): portal.gc_tuning, docs/scale.md "Pauses".
+GC_YOUNG_THRESHOLD = min(1_000_000, max(700, env_int("GC_YOUNG_THRESHOLD", 10_000)))
 # Django permission checks (`user.has_perm`) are answered by access.policy too (authenticates nobody).
 AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "access.backends.PolicyPermissionBackend"]
 # django-guardian stores per-object rights (a pool's owners); access.policy reads them (register_object_right).
