@@ -56,7 +56,8 @@ class PortalLoginView(LoginView):
 @login_required
 @require_GET
 def catalog(request):
-    cards = catalog_service.catalog(request)
+    found = catalog_service.catalog(request)
+    cards = found.cards
     return render(
         request,
         "selfservice/catalog.html",
@@ -64,7 +65,7 @@ def catalog(request):
             "cards": cards,
             "roles": policy.role_names(request),
             "usable_count": sum(card.usable for card in cards),
-            "capacity_as_of": min((card.capacity_as_of for card in cards if card.capacity_as_of), default=None),
+            "capacity_as_of": found.capacity_as_of,
         },
     )
 

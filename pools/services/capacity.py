@@ -63,6 +63,14 @@ class Figures:
             "free": dict(self.free),
         }
 
+    @classmethod
+    def from_dict(cls, data: dict) -> Figures:
+        """`as_dict` read back (a stored summary); a resource it lacks (a column added since) counts 0."""
+        figures = cls(nodes=data["nodes"])
+        for kind in ("allocatable", "used", "free"):
+            getattr(figures, kind).update({name: data[kind].get(name, 0) for name in CAPACITY_COLUMNS})
+        return figures
+
 
 @dataclass
 class NodeFigures:

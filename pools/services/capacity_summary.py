@@ -18,7 +18,7 @@ from django.db import IntegrityError
 from django.utils import timezone
 
 from pools.models import CapacitySummary, Platform, Pool
-from pools.services.capacity import CAPACITY_COLUMNS, Figures, platform_totals, pool_totals
+from pools.services.capacity import Figures, platform_totals, pool_totals
 
 
 @dataclass
@@ -63,9 +63,9 @@ def totals(pool_ids: list[int], *, platforms: bool = True) -> Totals:
     found = Totals({}, {}, {}, now)
     kept = CapacitySummary.objects.filter(pool_id__in=pool_ids, computed_at__gte=fresh_after)
     for summary in kept:
-        found.pools[summary.pool_id] = _figures(summary.figures)
+        found.pools[summary.pool_id] = Figures.from_dict(summary.figures)
         for platform_id, entry in summary.platforms.items():
-            found.platforms[int(platform_id)] = _figures(entry["figures"])
+            found.platforms[int(platform_id)] = Figures.from_dict(entry["figures"])
             found.products[int(platform_id)] = set(entry["products"])
         found.as_of = min(found.as_of, summary.computed_at)
     missing = [pk for pk in pool_ids if pk not in found.pools]
@@ -76,11 +76,3 @@ def totals(pool_ids: list[int], *, platforms: bool = True) -> Totals:
             found.platforms.update(per_platform)
             found.products.update(products)
     return found
-
-
-def _figures(data: dict) -> Figures:
-    """Figures.as_dict() read back; a resource it lacks (a column added since) counts 0 until the next summary."""
-    figures = Figures(nodes=data["nodes"])
-    for kind in ("allocatable", "used", "free"):
-        getattr(figures, kind).update({name: data[kind].get(name, 0) for name in CAPACITY_COLUMNS})
-    return figures

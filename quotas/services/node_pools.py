@@ -112,7 +112,7 @@ _CHARGED = epoch.EpochCache(size=4096, epoch=epoch.CHARGING)
 
 def charged_node_pools(pools: Iterable[Pool]) -> dict[tuple[int, str], NodePool]:
     """(pool id, platform name) → the node pool a workflow there is charged to: `charged_node_pool`'s rule for every
-    pool and platform at once. Four queries at most, none while the charging epoch holds (outside a transaction:
+    pool and platform at once. Three queries, none while the charging epoch holds (outside a transaction:
     a save's checks read the rows)."""
     by_pk = {pool.pk: pool for pool in pools}
     found = _CHARGED.lookup_many(by_pk, lambda ids: _charged_by_pool([by_pk[pk] for pk in ids]))
@@ -125,38 +125,33 @@ def _charged_by_pool(pools: list[Pool]) -> dict[int, dict[str, NodePool]]:
     if not pools:
         return found
     by_pk = {pool.pk: pool for pool in pools}
+    by_id: dict[int, NodePool] = {}  # every node pool of the pools' backends: the candidates and the winners
     named: dict[tuple[int, str, str], NodePool] = {}
     defaults: dict[int, NodePool] = {}
-    candidates = NodePool.objects.filter(
-        selector_kind__in=(SelectorKind.PLATFORM, SelectorKind.DEFAULT),
-        backend_id__in={pool.backend_id for pool in pools},
-    ).order_by("name")
-    for node_pool in candidates:
+    for node_pool in NodePool.objects.filter(backend_id__in={pool.backend_id for pool in pools}).order_by("name"):
+        by_id[node_pool.pk] = node_pool
         if node_pool.selector_kind == SelectorKind.DEFAULT:
             defaults[node_pool.backend_id] = node_pool
-        else:
+        elif node_pool.selector_kind == SelectorKind.PLATFORM:
             named.setdefault((node_pool.backend_id, node_pool.pool_name, node_pool.platform_name), node_pool)
     most: dict[tuple[int, str], tuple[int, str, int]] = {}  # (pool, platform) → (-nodes, name, node pool id)
-    member = "node__node_pool_member__node_pool"
     held = (
         NodeMembership.objects.filter(pool__in=pools, node__node_pool_member__isnull=False)
-        .values("pool_id", "platform__name", f"{member}_id", f"{member}__name")
+        .values("pool_id", "platform__name", "node__node_pool_member__node_pool_id")
         .annotate(nodes=Count("node_id", distinct=True))
     )
     for row in held:
-        key, rank = (
-            (row["pool_id"], row["platform__name"]),
-            (-row["nodes"], row[f"{member}__name"], row[f"{member}_id"]),
-        )
+        node_pool = by_id.get(row["node__node_pool_member__node_pool_id"])
+        if node_pool is None:  # a node pool of another backend: not one these pools' workflows can be charged to
+            continue
+        key, rank = (row["pool_id"], row["platform__name"]), (-row["nodes"], node_pool.name, node_pool.pk)
         if key not in most or rank < most[key]:
             most[key] = rank
-    winners = {rank[2] for rank in most.values()}
-    fetched = {np.pk: np for np in NodePool.objects.filter(pk__in=winners)} if winners else {}
     for pool_id, platform in Platform.objects.filter(pool__in=pools).values_list("pool_id", "name"):
         pool = by_pk[pool_id]
         node_pool = named.get((pool.backend_id, pool.name, platform))
         if node_pool is None and (pool_id, platform) in most:
-            node_pool = fetched[most[(pool_id, platform)][2]]
+            node_pool = by_id[most[(pool_id, platform)][2]]
         if node_pool is None:
             node_pool = defaults.get(pool.backend_id)
         if node_pool is not None:

@@ -87,10 +87,15 @@ class PoolCard:
     nodes: int
     quota: list[QuotaPanel] = field(default_factory=list)  # the viewer's projects in the charged node pools
     growth: Growth = field(default_factory=Growth)
-    capacity_as_of: datetime | None = None  # when its figures were summed (pools.services.capacity_summary)
 
 
-def catalog(who) -> list[PoolCard]:
+@dataclass
+class Catalog:
+    cards: list[PoolCard]
+    capacity_as_of: datetime | None  # when the oldest figure shown was summed (None: no pool)
+
+
+def catalog(who) -> Catalog:
     """Every pool, usable ones first, with per-platform GPU free/total."""
     subject = policy.principal(who)
     usable = usable_pools.allowed_pools(subject)
@@ -121,8 +126,8 @@ def catalog(who) -> list[PoolCard]:
     quota = panels_for(pools, subject)
     for card in cards:
         card.quota = quota.get(card.name, [])
-        card.capacity_as_of = summed.as_of
-    return sorted(cards, key=lambda card: (not card.usable, card.name))
+    cards.sort(key=lambda card: (not card.usable, card.name))
+    return Catalog(cards, summed.as_of if cards else None)
 
 
 def _card(

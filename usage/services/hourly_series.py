@@ -73,11 +73,11 @@ def gpu_seconds(query: ReportQuery, now: datetime, count: int) -> dict[tuple[str
             parts = [(first, int((start + HOUR * (first + 1) - began).total_seconds()))]
             parts += [(last, int((until - (start + HOUR * last)).total_seconds()))] if last < count else []
         whole = last > first + 1
-        if not whole and all(seconds <= 0 for _, seconds in parts):
+        if not whole and not any(seconds for _, seconds in parts):
             continue  # under a second in all: the report has no row for it either
         sums = found.setdefault(tuple(key), [0] * count)
-        for index, seconds in parts:
-            sums[index] += gpu * max(0, seconds)
+        for index, seconds in parts:  # never negative: `began` and `until` lie inside their hours
+            sums[index] += gpu * seconds
         if whole:
             steps = full_hours.setdefault(tuple(key), [0] * (count + 1))
             steps[first + 1] += gpu
