@@ -4,12 +4,15 @@ Summing a fleet's 50,000 nodes over their 193,400 memberships took the catalog 1
 A periodic job (`pools.tasks.summarize_capacity`, every CAPACITY_SUMMARY_SECONDS) sums them once into one row per
 pool (`CapacitySummary`), which the catalog and the admin dashboard read by key. Freshness is bounded: a summary
 older than CAPACITY_SUMMARY_MAX_AGE (the job stopped, or never ran: `make dev` before its first tick, the tests),
-or a pool without one (created since), is summed live for that request, and the pages say when the figures they
-show were summed. Capacity is what the nodes hold, never what admission decides on: admission reads the nodes.
+or a pool without one (created since, or whose backend's nodes changed pools: `forget`, called where memberships
+are written, so a first inventory sync or a relabelled node is never shown as the nodes were before), is summed
+live for that request, and the pages say when the figures they show were summed. Capacity is what the nodes
+hold, never what admission decides on: admission reads the nodes.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -53,6 +56,12 @@ def refresh() -> int:
     except IntegrityError:  # a pool deleted while it was summed: the next run sums the pools there are then
         return 0
     return len(rows)
+
+
+def forget(backend_ids: Iterable[int]) -> None:
+    """Drop the summaries of the backends' pools (their nodes changed pools, in the caller's transaction): the pages
+    sum those pools for the request until the job's next run."""
+    CapacitySummary.objects.filter(pool__backend_id__in=list(backend_ids)).delete()
 
 
 def totals(pool_ids: list[int], *, platforms: bool = True) -> Totals:

@@ -28,6 +28,7 @@ from clusters.signals import ALL
 from pools.engine import EngineError, TaskInput, resolve
 from pools.engine.placement import NOT_EVALUATED, NodeInfo, PreparedPod, evaluate, fits, place, prepare_pod
 from pools.models import NodeMembership, Platform
+from pools.services import capacity_summary
 from pools.services.compilation import compiled_platform
 from pools.signals import membership_changed
 from portal.generation import GenerationCache
@@ -167,6 +168,7 @@ def _write(
         NodeMembership.objects.filter(pk__in=stale_pks[start : start + 1000]).delete()
     NodeMembership.objects.bulk_create(fresh, batch_size=1000)
     if stale or fresh:
+        capacity_summary.forget(backend_ids)  # the summed capacity of these nodes' pools no longer holds
         moved = {node_id for node_id, _ in stale} | {row.node_id for row in fresh}
         membership_changed.send(sender=NodeMembership, backend_ids=sorted(set(backend_ids)), node_ids=moved)
     return len(fresh), len(stale)

@@ -13,8 +13,8 @@ from django.test.utils import CaptureQueriesContext
 from django.utils.timezone import localtime
 
 from clusters.models import Node
-from pools.models import CapacitySummary, Pool
-from pools.services import capacity_summary
+from pools.models import CapacitySummary, NodeMembership, Pool
+from pools.services import capacity_summary, membership
 from pools.services.capacity import capacity, platform_totals, pool_totals
 from pools.services.capacity_summary import Totals
 from pools.tasks import summarize_capacity
@@ -105,3 +105,22 @@ def test_the_catalog_and_the_dashboard_say_when_their_figures_were_summed(demo_w
 def test_the_summary_is_a_periodic_job():
     entry = django_settings.CELERY_BEAT_SCHEDULE["capacity-summary"]
     assert entry["task"] == summarize_capacity.name and entry["schedule"] == django_settings.CAPACITY_SUMMARY_SECONDS
+
+
+def test_nodes_that_change_pools_are_summed_live_until_the_next_summary(demo_world):
+    pools = list(Pool.objects.prefetch_related("platforms").order_by("name"))
+    ids = [pool.pk for pool in pools]
+    capacity_summary.refresh()
+    member = NodeMembership.objects.select_related("node").first()
+    backend_id = member.node.backend_id
+    Node.objects.filter(pk=member.node_id).update(labels={}, unschedulable=True)  # it no longer fits its platforms
+    membership.recompute_nodes(backend_id)
+    assert not CapacitySummary.objects.filter(pool__backend_id=backend_id).exists()
+    assert CapacitySummary.objects.exclude(pool__backend_id=backend_id).exists()  # other backends' still hold
+    found = capacity_summary.totals(ids)
+    assert figures_of(found, pools) == figures_of(Totals(*_live(ids), found.as_of), pools)
+
+
+def _live(ids):
+    per_platform, products = platform_totals(ids)
+    return pool_totals(ids), per_platform, products
