@@ -14,7 +14,9 @@ instead of two ORM lookups, and a change is seen by every process at its next re
 
 The table holds one row per epoch, all read by the same one query: `ACCESS` (1, this module's) and the
 epochs of apps above that cache their own per-process answers the same way (2: quotas' charging epoch,
-`quotas.services.charge_cache`; 3: pools' machine-shape epoch, `pools.services.machine_pool_shapes`).
+`quotas.services.charge_cache`; 3: pools' machine-shape epoch, `pools.services.machine_pool_shapes`; 4: the
+inventory's capacity epoch, moved by `clusters.inventory` when a node's capacity changes, read by
+`quotas.services.capacity`).
 `current`, `bump` and `EpochCache` take the epoch's id (default `ACCESS`). The same query reads the config
 generation (portal.generation, PostgreSQL only): `config_generation()`, for caches of what pools, platforms and
 backends hold (workflows.pool_loading).
@@ -38,6 +40,7 @@ from portal import generation
 T = TypeVar("T")
 ACCESS = 1
 CHARGING = 2  # where submissions are charged and the quota trees (quotas.services.charge_cache, .state)
+INVENTORY = 4  # what a node adds to its node pool's capacity: ready, cordon, allocatable, GPU product
 CONFIG_GENERATION = "config"  # its key among the values read with the epochs
 _local = threading.local()  # the epochs read during the current request (gthread workers: per thread)
 _UNREAD = object()

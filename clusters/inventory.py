@@ -25,6 +25,7 @@ from django.db.models import Count
 from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
+from access import epoch
 from clusters.config_types import BACKEND_SECRETS
 from clusters.kube.connection import KubeClient, connect
 from clusters.kube.errors import KubeError
@@ -63,6 +64,8 @@ SUM_FIELDS = (
 )
 PLACEMENT_FIELDS = ("labels", "taints", "unschedulable")  # what node membership (pools, quotas) depends on
 ALLOCATABLE_FIELDS = tuple(f"{column}_allocatable" for column in CAPACITY_COLUMNS.values())
+# what a node adds to its node pool's capacity (quotas.services.capacity): a change moves the inventory epoch
+CAPACITY_FIELDS = ("ready", "unschedulable", "gpu_product", *ALLOCATABLE_FIELDS)
 UPSERT_FIELDS = (*NODE_FIELDS, *ALLOCATABLE_FIELDS, *SUM_FIELDS, "fingerprint", "last_seen")
 
 
@@ -237,16 +240,17 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
         stored_rows = stored_rows.annotate(config_generation=RawSQL(generation_sql, ()))
         placement_fields = (*placement_fields, "config_generation")
     stored, previous, config_generation = {}, {}, None
+    sums_end, capacity_end = len(SUM_FIELDS), len(SUM_FIELDS) + len(CAPACITY_FIELDS)
     for pk, name, fingerprint, *values in stored_rows.values_list(
-        "pk", "name", "fingerprint", *SUM_FIELDS, *placement_fields
+        "pk", "name", "fingerprint", *SUM_FIELDS, *CAPACITY_FIELDS, *placement_fields
     ):
-        stored[name] = (pk, fingerprint, tuple(values[: len(SUM_FIELDS)]))
+        stored[name] = (pk, fingerprint, tuple(values[:sums_end]), tuple(values[sums_end:capacity_end]))
         if placement_fields:
-            placement = values[len(SUM_FIELDS) : len(SUM_FIELDS) + len(PLACEMENT_FIELDS)]
+            placement = values[capacity_end : capacity_end + len(PLACEMENT_FIELDS)]
             previous[name] = dict(zip(PLACEMENT_FIELDS, placement, strict=True))
         if generation_sql is not None:
             config_generation = values[-1]
-    rows, placement_changed, created = [], [], 0
+    rows, placement_changed, created, capacity_changed = [], [], 0, False
     for record in records:
         fingerprint = node_fingerprint(record)
         sums = index.columns(record["name"])
@@ -257,6 +261,7 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
             placement_changed.append(record["name"])
         created += old is None
         units = record["units"]
+        capacity_changed = capacity_changed or old is None or old[3] != _capacity_of(record)
         rows.append(
             Node(
                 backend_id=backend_id,
@@ -271,6 +276,8 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
         )
     for start in range(0, len(rows), BATCH_SIZE):
         upsert_nodes(rows[start : start + BATCH_SIZE])
+    if capacity_changed:  # node pools' capacity cached per process is stale (a node gone moves the charging epoch)
+        epoch.bump(epoch.INVENTORY)
     deleted = 0
     if complete:
         listed = set(names)
@@ -330,6 +337,13 @@ def upsert_nodes(rows: list[Node]) -> None:
 
 def _json_value(value):
     return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def _capacity_of(record: dict) -> tuple:
+    """A node record's CAPACITY_FIELDS, as the stored row holds them."""
+    units = record["units"]
+    allocatable = (units.get(name, 0) for name in CAPACITY_COLUMNS)
+    return (record["ready"], record["unschedulable"], record["gpu_product"], *allocatable)
 
 
 def node_fingerprint(record: dict) -> str:

@@ -307,6 +307,7 @@ def _places(value: Decimal, decimals: int) -> str:
     return text.rstrip("0").rstrip(".") if "." in text else text
 
 
+@functools.lru_cache(maxsize=8192)  # pages print the same few amounts thousands of times (a fleet's quota panels)
 def human(resource: str, amount: int | Decimal | None, decimals: int = 1) -> str:
     """The one human form of an amount in scheduler units (cpu in millicores, bytes, device counts), for
     pages, errors and CLI tables alike; None (no limit, no figure) is "-"."""

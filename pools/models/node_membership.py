@@ -52,6 +52,8 @@ class CapacitySummary(models.Model):
     pool = models.OneToOneField(Pool, on_delete=models.CASCADE, primary_key=True, related_name="capacity_summary")
     figures = models.JSONField()  # pools.services.capacity.Figures.as_dict(): each member node once
     platforms = models.JSONField()  # str(platform id) → {"figures": Figures.as_dict(), "products": [GPU product]}
+    # its machine pools now and at maximum, as the catalog prints them: machine_pool_capacity.PoolGrowthLines.as_dict()
+    growth = models.JSONField(default=dict)
     computed_at = models.DateTimeField()  # when the sums were started: the figures are at least this fresh
 
     def __str__(self) -> str:

@@ -7,13 +7,15 @@ older than CAPACITY_SUMMARY_MAX_AGE (the job stopped, or never ran: `make dev` b
 or a pool without one (created since, or whose backend's nodes changed pools: `forget`, called where memberships
 are written, so a first inventory sync or a relabelled node is never shown as the nodes were before), is summed
 live for that request, and the pages say when the figures they show were summed. Capacity is what the nodes
-hold, never what admission decides on: admission reads the nodes.
+hold, never what admission decides on: admission reads the nodes. The summary also keeps what the catalog prints
+of each pool's machine pools (pools.services.machine_pool_capacity: their nodes and GPUs now and at maximum, and
+cost), summed by the same job: their status was a fifth of a fleet's catalog (docs/scale.md).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -22,6 +24,7 @@ from django.utils import timezone
 
 from pools.models import CapacitySummary, Platform, Pool
 from pools.services.capacity import Figures, platform_totals, pool_totals
+from pools.services.machine_pool_capacity import PoolGrowthLines, growth
 
 
 @dataclass
@@ -30,14 +33,17 @@ class Totals:
     platforms: dict[int, Figures]  # platform id → its member nodes
     products: dict[int, set[str]]  # platform id → the GPU products among its nodes ("" for none)
     as_of: datetime  # when the oldest figure shown was summed
+    growth: dict[int, PoolGrowthLines] = field(default_factory=dict)  # pool id → its machine pools (if asked)
 
 
 def refresh() -> int:
-    """Sum every pool's and platform's capacity now and keep it (four queries and one upsert): the number of
-    pools summarized."""
+    """Sum every pool's and platform's capacity now and keep it (four queries, the machine pools' five, and one
+    upsert): the number of pools summarized."""
     started = timezone.now()  # stamped before the sums: a summary is never said to be newer than what it read
-    ids = list(Pool.objects.values_list("pk", flat=True))
+    backends = dict(Pool.objects.values_list("pk", "backend_id"))
+    ids = list(backends)
     pools = pool_totals(ids)
+    grown = growth(ids, set(backends.values()))
     platforms, products = platform_totals(ids)
     owner = dict(Platform.objects.filter(pool_id__in=ids).values_list("pk", "pool_id"))
     per_pool: dict[int, dict[str, dict]] = {pk: {} for pk in ids}
@@ -46,12 +52,21 @@ def refresh() -> int:
             entry = {"figures": figures.as_dict(), "products": sorted(products.get(platform_id, ()))}
             per_pool[owner[platform_id]][str(platform_id)] = entry
     rows = [
-        CapacitySummary(pool_id=pk, figures=pools[pk].as_dict(), platforms=per_pool[pk], computed_at=started)
+        CapacitySummary(
+            pool_id=pk,
+            figures=pools[pk].as_dict(),
+            platforms=per_pool[pk],
+            growth=PoolGrowthLines.of(grown[pk]).as_dict(),
+            computed_at=started,
+        )
         for pk in ids
     ]
     try:
         CapacitySummary.objects.bulk_create(
-            rows, update_conflicts=True, unique_fields=["pool"], update_fields=["figures", "platforms", "computed_at"]
+            rows,
+            update_conflicts=True,
+            unique_fields=["pool"],
+            update_fields=["figures", "platforms", "growth", "computed_at"],
         )
     except IntegrityError:  # a pool deleted while it was summed: the next run sums the pools there are then
         return 0
@@ -64,18 +79,23 @@ def forget(backend_ids: Iterable[int]) -> None:
     CapacitySummary.objects.filter(pool__backend_id__in=list(backend_ids)).delete()
 
 
-def totals(pool_ids: list[int], *, platforms: bool = True) -> Totals:
-    """The pools' capacity, and their platforms' unless `platforms` is false: from their summaries while those are
-    fresh (one query), the rest summed now (one more for the pools, two for the platforms)."""
+def totals(pool_ids: list[int], *, platforms: bool = True, machine_pools: bool = False) -> Totals:
+    """The pools' capacity, their platforms' unless `platforms` is false, and with `machine_pools` what the catalog
+    prints of their machine pools: from their summaries while those are fresh (one query), the rest summed now (one
+    more for the pools, two for the platforms, the machine pools' one to six)."""
     now = timezone.now()
     fresh_after = now - timedelta(seconds=settings.CAPACITY_SUMMARY_MAX_AGE)
     found = Totals({}, {}, {}, now)
     kept = CapacitySummary.objects.filter(pool_id__in=pool_ids, computed_at__gte=fresh_after)
+    if not machine_pools:
+        kept = kept.defer("growth")
     for summary in kept:
         found.pools[summary.pool_id] = Figures.from_dict(summary.figures)
         for platform_id, entry in summary.platforms.items():
             found.platforms[int(platform_id)] = Figures.from_dict(entry["figures"])
             found.products[int(platform_id)] = set(entry["products"])
+        if machine_pools:
+            found.growth[summary.pool_id] = PoolGrowthLines.from_dict(summary.growth)
         found.as_of = min(found.as_of, summary.computed_at)
     missing = [pk for pk in pool_ids if pk not in found.pools]
     if missing:
@@ -84,4 +104,7 @@ def totals(pool_ids: list[int], *, platforms: bool = True) -> Totals:
             per_platform, products = platform_totals(missing)
             found.platforms.update(per_platform)
             found.products.update(products)
+        if machine_pools:
+            backends = set(Pool.objects.filter(pk__in=missing).values_list("backend_id", flat=True))
+            found.growth.update({pk: PoolGrowthLines.of(g) for pk, g in growth(missing, backends).items()})
     return found

@@ -159,6 +159,44 @@ class PoolGrowth:
         return {**self.total.as_dict(), "platforms": {name: g.as_dict() for name, g in self.platforms.items()}}
 
 
+@dataclass(frozen=True)
+class GrowthLines:
+    """What the catalog prints of a Growth: its summary and one line per machine pool. The capacity summary keeps
+    them as text (pools.services.capacity_summary), so the catalog of a fleet computes no machine pool's status."""
+
+    summary: str = ""
+    lines: tuple[str, ...] = ()
+
+    @classmethod
+    def of(cls, growth: Growth) -> GrowthLines:
+        return cls(growth.summary, tuple(m.text for m in growth.machine_pools))
+
+    def as_dict(self) -> dict:
+        return {"summary": self.summary, "lines": list(self.lines)}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> GrowthLines:
+        return cls(str(data.get("summary", "")), tuple(str(line) for line in data.get("lines", ())))
+
+
+@dataclass(frozen=True)
+class PoolGrowthLines:
+    total: GrowthLines = GrowthLines()
+    platforms: dict[str, GrowthLines] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, growth: PoolGrowth) -> PoolGrowthLines:
+        return cls(GrowthLines.of(growth.total), {name: GrowthLines.of(g) for name, g in growth.platforms.items()})
+
+    def as_dict(self) -> dict:
+        return {**self.total.as_dict(), "platforms": {name: g.as_dict() for name, g in self.platforms.items()}}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> PoolGrowthLines:
+        platforms = data.get("platforms", {})
+        return cls(GrowthLines.from_dict(data), {name: GrowthLines.from_dict(g) for name, g in platforms.items()})
+
+
 def growth(pool_ids: list[int], backend_ids: set[int]) -> dict[int, PoolGrowth]:
     """Per pool id: its machine pools, per platform and once each for the pool."""
     found = {pk: PoolGrowth() for pk in pool_ids}

@@ -17,8 +17,16 @@ import select
 from django.db.backends.postgresql import base
 from psycopg import pq
 
+from portal.postgresql import timestamps
+
 
 class DatabaseWrapper(base.DatabaseWrapper):
+    def get_new_connection(self, conn_params):
+        connection = super().get_new_connection(conn_params)
+        # timestamps parsed by psycopg's compiled loader, not Django's pure-Python one (portal.postgresql.timestamps)
+        connection.adapters.register_loader(timestamps.TIMESTAMPTZ, timestamps.loader(self.timezone))
+        return connection
+
     def close_if_health_check_failed(self) -> None:
         if self.connection is None or not self.health_check_enabled or self.health_check_done:
             return

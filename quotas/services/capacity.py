@@ -2,7 +2,11 @@
 (not cordoned) member nodes, in scheduler units (gpu devices, cpu millicores, memory bytes).
 
 One query whatever the number of node pools or nodes (`capacities`, `gpu_models`, or both at once:
-`capacities_and_models`).
+`capacities_and_models`). The pages read them through `cached_capacities_and_models`: a fleet's 50,000 nodes
+summed for every catalog were a tenth of it (docs/scale.md). Its entries hold while the inventory epoch (moved by
+`clusters.inventory` where a node's readiness, cordon, allocatable or GPU product changes, or a node appears) and
+the charging epoch (moved where memberships change and nodes go) stay put, and at most ACCESS_CACHE_SECONDS;
+never inside a transaction, so admission, under its lock, always sums the nodes.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from collections.abc import Iterable
 
 from django.db.models import Count, Sum
 
+from access import epoch
 from quotas.models import RESOURCES, NodePool, NodePoolMember
 
 _COLUMNS = {"gpu": "node__gpu_allocatable", "cpu": "node__cpu_allocatable", "memory": "node__memory_allocatable"}
@@ -64,3 +69,21 @@ def short_model(product: str) -> str:
     vendor, as people name GPUs."""
     parts = [p for p in product.replace(" ", "-").split("-") if p and p.upper() not in ("NVIDIA", "TESLA")]
     return parts[0] if parts else product
+
+
+_CACHED = epoch.EpochCache(size=1024, epoch=epoch.INVENTORY)  # (charging epoch, node pool id) → (capacity, model)
+
+
+def cached_capacities_and_models(
+    node_pools: Iterable[NodePool | int],
+) -> tuple[dict[int, dict[str, int]], dict[int, str]]:
+    """`capacities_and_models` from this process's cache while the epochs hold (module docstring)."""
+    ids = [p if isinstance(p, int) else p.pk for p in node_pools]
+    charging = epoch.current(epoch.CHARGING)
+
+    def load(keys: list) -> dict:
+        caps, models = capacities_and_models([pk for _, pk in keys])
+        return {(charging, pk): (caps[pk], models[pk]) for pk in caps}
+
+    found = _CACHED.lookup_many([(charging, pk) for pk in ids], load)
+    return {pk: dict(found[charging, pk][0]) for pk in ids}, {pk: found[charging, pk][1] for pk in ids}

@@ -27,7 +27,7 @@ from django.db import connection
 from pools.engine.fairshare import fair_shares
 from pools.engine.quota_model import Resources
 from quotas.models import RESOURCES, NodePool
-from quotas.services.state import NodePoolState, states
+from quotas.services.state import NodePoolState, cached_trees, states
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,20 @@ def standings(node_pools: Iterable[NodePool], projects: Iterable[str]) -> dict[i
     """node pool id → the standing of `projects` (those with quota rows there) in it: three queries."""
     wanted = set(projects)
     return {pk: standing_of(state, wanted) for pk, state in states(node_pools, with_tasks=False).items()}
+
+
+def holding(node_pools: Iterable[NodePool], projects: Iterable[str]) -> list[NodePool]:
+    """The node pools where any of `projects` holds a quota: a deserved share or a limit of some resource (every
+    project has a zero row in every node pool, which is no quota). Read from the cached quota trees, so a viewer's
+    standings state only the node pools worth a line of theirs (a fleet's project holds a quota in a few of its
+    100 node pools; docs/scale.md)."""
+    pools, wanted = list(node_pools), set(projects)
+    trees = cached_trees(pools)[0]
+    return [p for p in pools if any(_holds(team) for team in trees[p.pk].projects if team.name in wanted)]
+
+
+def _holds(team) -> bool:
+    return any(quota.deserved > 0 or quota.limit is not None for quota in team.quotas.values())
 
 
 @dataclass

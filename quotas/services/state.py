@@ -34,7 +34,7 @@ from pools.engine.quota_pass import PassResult, PoolState, QueuedWorkflow, run_a
 from pools.engine.reclaim import RunningWorkflow
 from quotas.models import RESOURCES, NodePool, Quota
 from quotas.services import usage_weights
-from quotas.services.capacity import capacities_and_models
+from quotas.services.capacity import cached_capacities_and_models
 from workflows.models import WorkflowPart, WorkflowStatus
 
 IN_FLIGHT = (WorkflowStatus.PENDING, WorkflowStatus.WAITING, WorkflowStatus.RUNNING)
@@ -218,7 +218,7 @@ def states(
     live parts are that many JSON documents fewer per page."""
     pools = list(node_pools)
     now = now or timezone.now()
-    caps, models = capacities_and_models(pools)
+    caps, models = cached_capacities_and_models(pools)  # summed afresh inside a transaction (admission)
     trees, managed, kai = cached_trees(pools)
     charged = _charged([p.name for p in pools], with_tasks)
     found = {}

@@ -2,10 +2,10 @@
 
 Every pool is listed (so a researcher can ask for access); whether the viewer may *use* a pool comes
 from `access.policy` only. Query cost is constant in the number of pools, platforms and nodes: the
-viewer's roles (1), the usable pools (1), pools with platforms (2), the pools' capacity summaries
-(pools.services.capacity_summary: 1, and 3 more when some pool's summary is missing or stale), machine pools at
-maximum (pools.services.machine_pool_capacity: 1, or 4 when the pools' backends have machine pools), pending
-requests (1), and for a viewer in some project, the quota panels (selfservice.services.quota_panels: 6)."""
+viewer's roles (1), the usable pools (1), pools with platforms (2), the pools' capacity summaries with their
+machine pools at maximum (pools.services.capacity_summary: 1, and up to 10 more when some pool's summary is
+missing or stale: its sums and pools.services.machine_pool_capacity's), pending requests (1), and for a viewer in
+some project, the quota panels (selfservice.services.quota_panels: 6)."""
 
 from __future__ import annotations
 
@@ -22,7 +22,7 @@ from pools.models import Platform, Pool
 from pools.services import capacity as capacity_service
 from pools.services import capacity_summary
 from pools.services.capacity import Figures, NodeFigures
-from pools.services.machine_pool_capacity import Growth, PoolGrowth, growth
+from pools.services.machine_pool_capacity import Growth, GrowthLines, PoolGrowthLines, growth
 from selfservice.models import AccessRequest, RequestStatus
 from selfservice.services.quota_panels import QuotaPanel, panels_for
 from workflows.models import FINISHED_TASK, Task, Workflow
@@ -70,7 +70,7 @@ class PlatformCard:
     nodes: int
     gpu: Gauge
     products: list[str] = field(default_factory=list)
-    growth: Growth = field(default_factory=Growth)  # its machine pools: now and at maximum, cost, spot
+    growth: GrowthLines = GrowthLines()  # its machine pools: now and at maximum, cost, spot
 
 
 @dataclass
@@ -86,7 +86,7 @@ class PoolCard:
     gpu: Gauge
     nodes: int
     quota: list[QuotaPanel] = field(default_factory=list)  # the viewer's projects in the charged node pools
-    growth: Growth = field(default_factory=Growth)
+    growth: GrowthLines = GrowthLines()
 
 
 @dataclass
@@ -109,7 +109,7 @@ def catalog(who) -> Catalog:
         .order_by("name")
     )
     ids = [pool.pk for pool in pools]
-    summed = capacity_summary.totals(ids)
+    summed = capacity_summary.totals(ids, machine_pools=True)
     totals, per_platform, products = summed.pools, summed.platforms, summed.products
     pending = set()
     if subject.user.is_authenticated:
@@ -118,9 +118,8 @@ def catalog(who) -> Catalog:
                 "pool_id", flat=True
             )
         )
-    grown = growth([pool.pk for pool in pools], {pool.backend_id for pool in pools})
     cards = [
-        _card(pool, totals, per_platform, products, pool.name in usable, pool.pk in pending, grown[pool.pk])
+        _card(pool, totals, per_platform, products, pool.name in usable, pool.pk in pending, summed.growth[pool.pk])
         for pool in pools
     ]
     quota = panels_for(pools, subject)
@@ -137,7 +136,7 @@ def _card(
     products: dict[int, set[str]],
     usable: bool,
     requested: bool,
-    grown: PoolGrowth,
+    grown: PoolGrowthLines,
 ) -> PoolCard:
     figures = totals.get(pool.pk)
     platforms = [
@@ -148,7 +147,7 @@ def _card(
             per_platform[p.pk].nodes if p.pk in per_platform else 0,
             Gauge.of(per_platform.get(p.pk)),
             sorted(product or "CPU only" for product in products.get(p.pk, ())),
-            grown.platforms.get(p.name) or Growth(),
+            grown.platforms.get(p.name) or GrowthLines(),
         )
         for p in pool.platforms.all()
     ]

@@ -1,7 +1,7 @@
 """Researchers' "my team's usage" on the pool page and in My workflows (docs/self-service.md, "Your team's
-usage"): for each project the viewer belongs to and each node pool it ran in or holds a quota row in, the
-GPU-hours its pods held this week (since Monday 00:00 UTC) and this month (since the 1st, 00:00 UTC), against
-the GPU-hours it **deserved** over the same time.
+usage"): for each project the viewer belongs to and each node pool it ran in or holds a quota in (a deserved
+share or a limit), the GPU-hours its pods held this week (since Monday 00:00 UTC) and this month (since the 1st,
+00:00 UTC), against the GPU-hours it **deserved** over the same time.
 
 The GPU-hours are usage.services.report's (the one reading of the usage record: rollups, attempts not rolled up
 yet, running ones up to now). The deserved GPU-hours are the hourly deserved samples' (usage.services.guarantee,
@@ -23,7 +23,7 @@ from datetime import datetime, timedelta
 from django.utils import timezone
 
 from quotas.models import NodePool
-from quotas.services.standing import standings
+from quotas.services.standing import holding, standings
 from selfservice.services.quota_panels import QuotaPanel
 from teams.services import member_projects
 from usage.services import guarantee
@@ -105,11 +105,12 @@ def for_panels(panels: list[QuotaPanel], who, now: datetime | None = None) -> Te
 
 
 def for_viewer(who, now: datetime | None = None) -> TeamUsage | None:
-    """My workflows': every node pool where the viewer's projects ran or hold a quota row."""
+    """My workflows': every node pool where the viewer's projects ran or hold a quota (a deserved share or a
+    limit: the zero row every project has in every node pool is none)."""
     projects = member_projects(who)
     if not projects:
         return None
-    node_pools = list(NodePool.objects.select_related("backend").order_by("name"))
+    node_pools = holding(NodePool.objects.select_related("backend").order_by("name"), projects)
     found = standings(node_pools, projects)
     quotas = {
         (project.project, standing.node_pool.name): Quota(project.gpu.deserved, project.gpu.fair_share)

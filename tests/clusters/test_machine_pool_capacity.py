@@ -8,11 +8,14 @@ import re
 from decimal import Decimal
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
 from clusters.models import MachinePool
 from configs import store
 from pools.models import Pool
+from pools.services import capacity_summary
 from pools.services.machine_pool_capacity import growth
 from pools.services.machine_pool_platforms import make_platform
 from tests.clusters.conftest import CLI
@@ -90,6 +93,29 @@ def test_the_catalog_shows_machine_pools_in_constant_queries(admin_client, platf
     assert "Machine pools: nodes 4 now, up to 11 · GPUs 2 now, up to 6" in page
     assert GPU_ZERO in page and ADDITIONAL in page
     assert_constant_queries(lambda: admin_client.get("/"), grow=grow(backend, 10))
+
+
+def test_the_capacity_summary_keeps_the_lines_the_catalog_prints(admin_client, platforms):
+    """The periodic capacity summary keeps what the catalog prints of the machine pools: the same lines as computing
+    them now, read with the figures in one query; a pool without a summary has them computed for the request."""
+    ids = list(Pool.objects.order_by("name").values_list("pk", flat=True))
+    live = capacity_summary.totals(ids, machine_pools=True).growth
+    assert live[platforms.pk].platforms["gpu-zero"].lines == (GPU_ZERO,)
+    capacity_summary.refresh()
+    with CaptureQueriesContext(connection) as read:
+        kept = capacity_summary.totals(ids, machine_pools=True)
+    assert len(read) == 1 and kept.growth == live
+    assert GPU_ZERO in admin_client.get("/").content.decode()
+    MachinePool.objects.filter(name="gpu-zero").update(max_replicas=4)  # shown at the summary's next run
+    assert (
+        "up to 3; GPUs 0 now, up to 3"
+        in capacity_summary.totals(ids, machine_pools=True).growth[platforms.pk].platforms["gpu-zero"].lines[0]
+    )
+    capacity_summary.forget([platforms.backend_id])  # its nodes changed pools: computed for the request
+    assert (
+        "up to 4; GPUs 0 now, up to 4"
+        in capacity_summary.totals(ids, machine_pools=True).growth[platforms.pk].platforms["gpu-zero"].lines[0]
+    )
 
 
 def machine_pool_rows(page: str, platform: str) -> list[list[str]]:

@@ -11,18 +11,21 @@ These tests run outside a wrapping transaction: inside one the caches are off.
 
 from __future__ import annotations
 
+import copy
+
 import pytest
 from django.db import transaction
 
+from clusters import inventory
 from configs import store
-from quotas.models import NodePool
+from quotas.models import NodePool, NodePoolMember
 from quotas.services import quotas
 from quotas.services.standing import NodePoolStanding, standings
-from quotas.services.state import cached_trees
+from quotas.services.state import cached_trees, states
 from teams.services import update_project
 from tests.access.test_access_cache import manage
 from tests.queries import captured_queries
-from tests.quotas.conftest import CLI
+from tests.quotas.conftest import CLI, kube_server  # noqa: F401  (fixture)
 from tests.quotas.test_pages import running
 from workflows.models import WorkflowStatus
 
@@ -112,3 +115,53 @@ def test_a_projects_new_priority_and_a_deleted_project_reach_the_cached_tree(wor
     trees, _, _ = cached_trees([node_pool])
     assert "infer" not in {p.name for p in trees[node_pool.pk].projects}
     shown()
+
+
+# --- node pools' capacity, cached per process under the inventory and charging epochs (quotas.services.capacity) --
+
+
+def capacity_shown(name: str = "h100") -> dict:
+    """The node pool's capacity as the pages read it (cached), checked against summing the nodes now (inside a
+    transaction, as admission does)."""
+    node_pool = NodePool.objects.get(name=name)
+    cached = states([node_pool], with_tasks=False)[node_pool.pk].capacity
+    with transaction.atomic():
+        fresh = states([node_pool], with_tasks=False)[node_pool.pk].capacity
+    assert cached == fresh
+    return cached
+
+
+def test_a_node_pools_capacity_follows_every_node_change_at_once(world, kube_server):
+    node_pool = NodePool.objects.get(name="h100")
+    name = NodePoolMember.objects.filter(node_pool=node_pool).values_list("node__name", flat=True).first()
+    raw = copy.deepcopy(kube_server.emulator.get("nodes", name))
+    index = inventory.PodIndex()
+    backend = node_pool.backend_id
+
+    def event(kind: str = "MODIFIED") -> dict:
+        inventory.apply_node_event(backend, kind, raw, index)
+        return capacity_shown()
+
+    start = capacity_shown()
+    with captured_queries() as queries:  # read again, unchanged: from the cache
+        assert states([node_pool], with_tasks=False)[node_pool.pk].capacity == start
+    assert not any("quotas_nodepoolmember" in sql for sql in queries), queries
+    gpus = int(raw["status"]["allocatable"]["nvidia.com/gpu"])
+    raw["status"]["allocatable"]["nvidia.com/gpu"] = str(gpus - 1)  # a GPU failed its health check
+    assert event()["gpu"] == start["gpu"] - 1
+    raw["spec"]["unschedulable"] = True  # cordoned
+    assert event()["gpu"] == start["gpu"] - gpus
+    raw["spec"]["unschedulable"] = False
+    assert event()["gpu"] == start["gpu"] - 1
+    ready = next(c for c in raw["status"]["conditions"] if c["type"] == "Ready")
+    ready["status"] = "False"
+    assert event()["gpu"] == start["gpu"] - gpus
+    ready["status"] = "True"
+    raw["status"]["allocatable"]["nvidia.com/gpu"] = str(gpus)
+    assert event() == start
+    raw["metadata"]["name"] = "h100-new"  # a node joins
+    assert event("ADDED")["gpu"] == start["gpu"] + gpus
+    assert event("DELETED") == start  # and goes
+    nothing = {"label": {"key": "nvidia.com/gpu.product", "value": "none-such"}}
+    store.apply("NODE_POOL", "h100", {**store.show("NODE_POOL", "h100"), "selector": nothing}, CLI)
+    assert capacity_shown()["gpu"] == 0  # its nodes went back to the Default

@@ -97,7 +97,7 @@ def test_the_catalog_and_the_dashboard_say_when_their_figures_were_summed(demo_w
     stamp = localtime(CapacitySummary.objects.earliest("computed_at").computed_at).strftime("%H:%M:%S")
     client = Client()
     client.force_login(demo_world.researcher)
-    assert f"Free and total GPUs as of {stamp} UTC." in client.get("/").content.decode()
+    assert f"Free and total GPUs as of {stamp} UTC (machine pools too)." in client.get("/").content.decode()
     client.force_login(demo_world.admin)
     assert f"As of {stamp} UTC" in client.get("/admin/").content.decode()
 

@@ -17,6 +17,7 @@ from django.utils import timezone
 
 from pools.models import Pool
 from quotas.models import NodePool
+from quotas.services import quotas
 from quotas.services.standing import standings
 from selfservice.services import team_usage
 from tests.factories import UserFactory, WorkflowFactory
@@ -126,3 +127,17 @@ def test_my_workflows_show_my_teams_usage_in_constant_queries(used, quota_world)
 def test_someone_in_no_project_sees_no_team_usage(used):
     html = signed_in(UserFactory(username="solo")).get("/workflows/").content.decode()
     assert 'id="team-usage"' not in html
+
+
+def test_a_node_pool_where_my_project_holds_only_the_zero_quota_gets_no_line_until_it_holds_one(quota_world):  # noqa: F811
+    """Every project has a zero row in every node pool: that is no quota, and a fleet's hundred node pools would
+    each give a line of zeros. A deserved share or a limit is, at once (the trees' cache moves with the write)."""
+    ivan = UserFactory(username="ivan")
+    ivan.groups.add(quota_world["infer"].role.group)
+    assert team_usage.for_viewer(ivan).lines == []  # h100 is managed, but infer holds 0 there
+    quotas.set_quota(None, "h100", "project", "infer", "gpu", deserved=0, limit=3)
+    lines = team_usage.for_viewer(ivan).lines
+    assert [(line.project, line.node_pool, line.quota.deserved) for line in lines] == [("infer", "h100", 0)]
+    quotas.set_quota(None, "a100", "department", "ops", "gpu", deserved=2)
+    quotas.set_quota(None, "a100", "project", "infer", "gpu", deserved=2)
+    assert [line.node_pool for line in team_usage.for_viewer(ivan).lines] == ["a100", "h100"]
