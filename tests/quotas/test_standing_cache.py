@@ -131,7 +131,7 @@ def capacity_shown(name: str = "h100") -> dict:
     return cached
 
 
-def test_a_node_pools_capacity_follows_every_node_change_at_once(world, kube_server):
+def test_a_node_pools_capacity_follows_every_node_change_at_once(world, kube_server):  # noqa: F811
     node_pool = NodePool.objects.get(name="h100")
     name = NodePoolMember.objects.filter(node_pool=node_pool).values_list("node__name", flat=True).first()
     raw = copy.deepcopy(kube_server.emulator.get("nodes", name))
