@@ -281,7 +281,7 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
     deleted = 0
     if complete:
         listed = set(names)
-        gone = [pk for name, (pk, _, _) in stored.items() if name not in listed]
+        gone = [entry[0] for name, entry in stored.items() if name not in listed]
         for start in range(0, len(gone), BATCH_SIZE):
             deleted += Node.objects.filter(pk__in=gone[start : start + BATCH_SIZE]).delete()[1].get("clusters.Node", 0)
         if deleted:

@@ -79,10 +79,11 @@ def forget(backend_ids: Iterable[int]) -> None:
     CapacitySummary.objects.filter(pool__backend_id__in=list(backend_ids)).delete()
 
 
-def totals(pool_ids: list[int], *, platforms: bool = True, machine_pools: bool = False) -> Totals:
-    """The pools' capacity, their platforms' unless `platforms` is false, and with `machine_pools` what the catalog
-    prints of their machine pools: from their summaries while those are fresh (one query), the rest summed now (one
-    more for the pools, two for the platforms, the machine pools' one to six)."""
+def totals(pool_ids: list[int], *, platforms: bool = True, backend_ids: set[int] | None = None) -> Totals:
+    """The pools' capacity, their platforms' unless `platforms` is false, and given the pools' `backend_ids` what the
+    catalog prints of their machine pools: from their summaries while those are fresh (one query), the rest summed
+    now (one more for the pools, two for the platforms, the machine pools' one to five)."""
+    machine_pools = backend_ids is not None
     now = timezone.now()
     fresh_after = now - timedelta(seconds=settings.CAPACITY_SUMMARY_MAX_AGE)
     found = Totals({}, {}, {}, now)
@@ -105,6 +106,5 @@ def totals(pool_ids: list[int], *, platforms: bool = True, machine_pools: bool =
             found.platforms.update(per_platform)
             found.products.update(products)
         if machine_pools:
-            backends = set(Pool.objects.filter(pk__in=missing).values_list("backend_id", flat=True))
-            found.growth.update({pk: PoolGrowthLines.of(g) for pk, g in growth(missing, backends).items()})
+            found.growth.update({pk: PoolGrowthLines.of(g) for pk, g in growth(missing, backend_ids).items()})
     return found

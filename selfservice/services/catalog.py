@@ -109,7 +109,7 @@ def catalog(who) -> Catalog:
         .order_by("name")
     )
     ids = [pool.pk for pool in pools]
-    summed = capacity_summary.totals(ids, machine_pools=True)
+    summed = capacity_summary.totals(ids, backend_ids={pool.backend_id for pool in pools})
     totals, per_platform, products = summed.pools, summed.platforms, summed.products
     pending = set()
     if subject.user.is_authenticated:

@@ -99,22 +99,23 @@ def test_the_capacity_summary_keeps_the_lines_the_catalog_prints(admin_client, p
     """The periodic capacity summary keeps what the catalog prints of the machine pools: the same lines as computing
     them now, read with the figures in one query; a pool without a summary has them computed for the request."""
     ids = list(Pool.objects.order_by("name").values_list("pk", flat=True))
-    live = capacity_summary.totals(ids, machine_pools=True).growth
+    backends = set(Pool.objects.values_list("backend_id", flat=True))
+    live = capacity_summary.totals(ids, backend_ids=backends).growth
     assert live[platforms.pk].platforms["gpu-zero"].lines == (GPU_ZERO,)
     capacity_summary.refresh()
     with CaptureQueriesContext(connection) as read:
-        kept = capacity_summary.totals(ids, machine_pools=True)
+        kept = capacity_summary.totals(ids, backend_ids=backends)
     assert len(read) == 1 and kept.growth == live
     assert GPU_ZERO in admin_client.get("/").content.decode()
     MachinePool.objects.filter(name="gpu-zero").update(max_replicas=4)  # shown at the summary's next run
     assert (
         "up to 3; GPUs 0 now, up to 3"
-        in capacity_summary.totals(ids, machine_pools=True).growth[platforms.pk].platforms["gpu-zero"].lines[0]
+        in capacity_summary.totals(ids, backend_ids=backends).growth[platforms.pk].platforms["gpu-zero"].lines[0]
     )
     capacity_summary.forget([platforms.backend_id])  # its nodes changed pools: computed for the request
     assert (
         "up to 4; GPUs 0 now, up to 4"
-        in capacity_summary.totals(ids, machine_pools=True).growth[platforms.pk].platforms["gpu-zero"].lines[0]
+        in capacity_summary.totals(ids, backend_ids=backends).growth[platforms.pk].platforms["gpu-zero"].lines[0]
     )
 
 
