@@ -20,9 +20,8 @@ import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from django.db import connection, transaction
+from django.db import connection, models, transaction
 from django.db.models import Count
-from django.db.models.expressions import RawSQL
 from django.utils import timezone
 
 from access import epoch
@@ -231,25 +230,7 @@ def write_nodes(backend_id: int, records: list[dict], index: PodIndex, *, comple
     """
     now = timezone.now()
     names = [record["name"] for record in records]
-    stored_rows = Node.objects.filter(backend_id=backend_id)
-    if not complete:
-        stored_rows = stored_rows.filter(name__in=names)
-    placement_fields = () if complete else PLACEMENT_FIELDS  # a few nodes (watch events): say what they were
-    generation_sql = None if complete else generation.read_sql(connection.vendor)
-    if generation_sql is not None:  # read with the nodes, not in a query of its own (receivers cache by it)
-        stored_rows = stored_rows.annotate(config_generation=RawSQL(generation_sql, ()))
-        placement_fields = (*placement_fields, "config_generation")
-    stored, previous, config_generation = {}, {}, None
-    sums_end, capacity_end = len(SUM_FIELDS), len(SUM_FIELDS) + len(CAPACITY_FIELDS)
-    for pk, name, fingerprint, *values in stored_rows.values_list(
-        "pk", "name", "fingerprint", *SUM_FIELDS, *CAPACITY_FIELDS, *placement_fields
-    ):
-        stored[name] = (pk, fingerprint, tuple(values[:sums_end]), tuple(values[sums_end:capacity_end]))
-        if placement_fields:
-            placement = values[capacity_end : capacity_end + len(PLACEMENT_FIELDS)]
-            previous[name] = dict(zip(PLACEMENT_FIELDS, placement, strict=True))
-        if generation_sql is not None:
-            config_generation = values[-1]
+    stored, previous, config_generation = _stored_nodes(backend_id, None if complete else names)
     rows, placement_changed, created, capacity_changed = [], [], 0, False
     for record in records:
         fingerprint = node_fingerprint(record)
@@ -337,6 +318,56 @@ def upsert_nodes(rows: list[Node]) -> None:
 
 def _json_value(value):
     return value.isoformat() if hasattr(value, "isoformat") else value
+
+
+def _stored_nodes(backend_id: int, names: list[str] | None) -> tuple[dict, dict, str | None]:
+    """What `write_nodes` compares with: name → (pk, fingerprint, sums, capacity) of the backend's stored nodes
+    (only `names` when given), and for those named also their PLACEMENT_FIELDS (name → dict: `previous`) and the
+    config generation, read with them.
+
+    One query in SQL of its own, its values converted as the ORM would (JSON, booleans): a watch event is this read
+    and an upsert, and building this read through the ORM took longer than the database took to answer it
+    (docs/scale.md, "Inventory")."""
+    watched = names is not None  # watch events: a few nodes, whose former placement the receivers want
+    if watched and not names:
+        return {}, {}, None
+    fields = ("id", "name", "fingerprint", *SUM_FIELDS, *CAPACITY_FIELDS, *(PLACEMENT_FIELDS if watched else ()))
+    generation_sql = generation.read_sql(connection.vendor) if watched else None
+    quote = connection.ops.quote_name
+    select = ", ".join(quote(Node._meta.get_field(f).column) for f in fields)
+    if generation_sql is not None:
+        select += f", {generation_sql}"
+    where, params = f"{quote(Node._meta.get_field('backend').column)} = %s", [backend_id]
+    if watched:
+        where += f" AND {quote(Node._meta.get_field('name').column)} IN ({', '.join(['%s'] * len(names))})"
+        params += names
+    convert = [_converter(f) for f in fields]
+    sums_end = 3 + len(SUM_FIELDS)
+    capacity_end = sums_end + len(CAPACITY_FIELDS)
+    stored, previous, config_generation = {}, {}, None
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT {select} FROM {quote(Node._meta.db_table)} WHERE {where}", params)  # noqa: S608
+        for raw in cursor.fetchall():  # the converters stop before the generation, the last column when read
+            row = [value if to is None or value is None else to(value) for to, value in zip(convert, raw, strict=False)]
+            name = row[1]
+            stored[name] = (row[0], row[2], tuple(row[3:sums_end]), tuple(row[sums_end:capacity_end]))
+            if watched:
+                placement = row[capacity_end : capacity_end + len(PLACEMENT_FIELDS)]
+                previous[name] = dict(zip(PLACEMENT_FIELDS, placement, strict=True))
+            if generation_sql is not None:
+                config_generation = raw[-1]
+    return stored, previous, config_generation
+
+
+def _converter(name: str):
+    """How a raw cursor's value of the Node field becomes what the ORM returns: JSON columns come back as text
+    (Django's PostgreSQL connection leaves jsonb undecoded; SQLite stores text), booleans as 0/1 on SQLite."""
+    field = Node._meta.get_field(name)
+    if isinstance(field, models.JSONField):
+        return lambda value: json.loads(value) if isinstance(value, str) else value
+    if isinstance(field, models.BooleanField):
+        return bool
+    return None
 
 
 def _capacity_of(record: dict) -> tuple:
