@@ -96,7 +96,8 @@ services:
 # redirect); pytest-django still runs each test with DEBUG off. tests/security checks the production ones.
 # The suite runs in TEST_WORKERS processes (pytest-xdist), a file at a time each: most of a test's time is spent
 # waiting on a subprocess, a browser or a simulated cluster, so three workers on two cores keep both busy: 16 min
-# on a quiet machine against 34 with two (2026-12-03; the soak, axe and the fuzz then overlap the rest). Each
+# on a quiet machine against 34 with two (2026-12-03; the soak, axe and the fuzz then overlap the rest); 24 min on
+# 2026-12-04's machine, about 1.7x slower (docs/scale.md), close to the 25-minute bound. Each
 # worker has its own test database (pytest-django) and Redis database (tests/conftest.py). TEST_WORKERS=0 runs
 # it in one process.
 TEST_WORKERS ?= 3
