@@ -35,7 +35,7 @@ from django.core.signals import request_finished, request_started
 from django.db import connection
 
 from access.models import AccessEpoch
-from portal import generation
+from portal import gc_tuning, generation
 
 T = TypeVar("T")
 ACCESS = 1
@@ -110,9 +110,10 @@ def _stamp(epoch: int) -> int | None:
 class EpochCache:
     """A bounded per-process cache whose entries hold only while `epoch` (by default the access epoch) stays put."""
 
-    def __init__(self, size: int = 4096, epoch: int = ACCESS) -> None:
+    def __init__(self, size: int = 4096, epoch: int = ACCESS, long_lived: bool = False) -> None:
         self.size = size
         self.epoch = epoch
+        self.long_lived = long_lived  # its values are large: freeze them once filled (portal.gc_tuning)
         self._entries: dict = {}
 
     def lookup(self, key, load: Callable[[], T]) -> T:
@@ -127,6 +128,7 @@ class EpochCache:
         if len(self._entries) >= self.size:
             self._entries.clear()
         self._entries[key] = (stamp, now, value)
+        self._filled()
         return value
 
     def lookup_many(self, keys, load: Callable[[list], dict]) -> dict:
@@ -150,7 +152,12 @@ class EpochCache:
             for key, value in loaded.items():
                 self._entries[key] = (stamp, now, value)
             found.update(loaded)
+            self._filled()
         return found
+
+    def _filled(self) -> None:
+        if self.long_lived:
+            gc_tuning.settle_soon()
 
 
 def _request_started(**kwargs) -> None:

@@ -12,10 +12,12 @@ class PortalConfig(AppConfig):
 
     def ready(self):
         from django.conf import settings
+        from django.core.signals import request_finished
 
         from portal import gc_tuning
 
         gc_tuning.tune(settings.GC_YOUNG_THRESHOLD)
+        request_finished.connect(gc_tuning.after_work, dispatch_uid="portal-gc-settle")
 
 
 class AdminConfig(SimpleAdminConfig):

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from collections.abc import Mapping
 
-from celery import Celery
+from celery import Celery, signals
 
-from portal import broker, logs, metrics
+from portal import broker, gc_tuning, logs, metrics
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 broker.install()  # redis:// brokers: a transport that reuses its Redis client (portal/broker.py)
@@ -46,3 +46,4 @@ app.config_from_object(DjangoCelerySettings(), namespace="CELERY")
 app.autodiscover_tasks()  # the beat schedule is CELERY_BEAT_SCHEDULE, in portal/settings.py
 logs.connect_celery()  # the request id travels with the tasks a request enqueues (portal/logs.py)
 metrics.connect_celery()  # task outcomes (portal/metrics.py)
+signals.task_postrun.connect(gc_tuning.after_work, weak=False, dispatch_uid="portal-gc-settle")  # portal/gc_tuning.py

@@ -136,7 +136,8 @@ class ProjectAdmin(_CreateOnly):
         return services.may_change_project(request, obj)
 
     def get_queryset(self, request):
-        return super().get_queryset(request).annotate(_members=Count("role__group__user", distinct=True))
+        queryset = super().get_queryset(request).annotate(_members=Count("role__group__user", distinct=True))
+        return queryset.order_by("name")  # a GROUP BY drops the model's ordering; the filters' search pages it
 
     def get_fields(self, request, obj=None):
         if obj is None:

@@ -28,7 +28,7 @@ from tests.warm_cli import warm
 ROOT = Path(__file__).resolve().parent.parent
 # Each test in a transaction of its own that is rolled back: what the module's demo (below) committed stays for
 # the next test; the mark also makes pytest-django set the test database up when only this module runs.
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.heavy, pytest.mark.django_db]
 
 
 def bash_commands(markdown: Path) -> list[list[str]]:

@@ -26,6 +26,7 @@ from django.db import connection
 
 from pools.engine.fairshare import fair_shares
 from pools.engine.quota_model import Resources
+from portal import gc_tuning
 from quotas.models import RESOURCES, NodePool
 from quotas.services.state import NodePoolState, cached_trees, states
 
@@ -140,6 +141,7 @@ def _derived(state: NodePoolState) -> _Derived:
         return entry[2]
     found = _Derived(_by_project(state))
     _DERIVED[state.node_pool.pk] = (state.tree, key, found)
+    gc_tuning.settle_soon()  # every project's rows of a node pool, kept: freeze them (portal.gc_tuning)
     return found
 
 

@@ -28,7 +28,7 @@ from django.utils import timezone
 from access import epoch
 from pools.engine.borrowing import BorrowingView, borrowing_view
 from pools.engine.fairshare import KAI, SHRINK
-from pools.engine.quota_model import NO_PROJECT, QuotaTree, Resources, TeamQuota, UsageHistory, with_no_project
+from pools.engine.quota_model import NO_PROJECT, ZERO, QuotaTree, Resources, TeamQuota, UsageHistory, with_no_project
 from pools.engine.quota_model import Quota as EngineQuota
 from pools.engine.quota_pass import PassResult, PoolState, QueuedWorkflow, run_admission
 from pools.engine.reclaim import RunningWorkflow
@@ -158,7 +158,8 @@ class NodePoolState:
             queued[w.project] = queued[w.project] + w.requests
         rows = []
         for project in self.tree.projects:
-            in_use = allocated.get(project.name, Resources())
+            in_use = allocated.get(project.name, ZERO)
+            asked = queued.get(project.name, ZERO)  # not queued[...]: a defaultdict would keep a zero per project
             for resource in RESOURCES:
                 quota = project.quota(resource)
                 share = self.result.shares[resource].projects.get(project.name)
@@ -174,7 +175,7 @@ class NodePoolState:
                         "lend": quota.lend,
                         "priority": project.priority,
                         "allocated": used,
-                        "queued": queued[project.name].get(resource),
+                        "queued": asked.get(resource),
                         "fair_share": share.fair_share if share else 0,
                         "borrowed": max(0, used - quota.deserved),
                     }
@@ -246,7 +247,7 @@ def state(node_pool: NodePool, **kwargs) -> NodePoolState:
 
 
 # node pool id → (its quota tree, managed, delegates to KAI), per process under the charging epoch
-_TREES = epoch.EpochCache(size=1024, epoch=epoch.CHARGING)  # moved with charge_cache's charges
+_TREES = epoch.EpochCache(size=1024, epoch=epoch.CHARGING, long_lived=True)  # moved with charge_cache's charges
 
 
 def cached_trees(pools: list[NodePool]) -> tuple[dict[int, QuotaTree], set[int], set[int]]:
@@ -288,6 +289,7 @@ def _trees(pools: list[NodePool]) -> tuple[dict[int, QuotaTree], set[int], set[i
     teams: dict[int, dict[tuple[str, str], dict]] = {p.pk: {} for p in pools}
     managed: set[int] = set()
     kai: set[int] = set()
+    alike: dict[tuple, EngineQuota] = {}
     for row in rows:
         pool_id, resource, deserved, limit, weight, lend, dept, project, priority, project_dept = row[:10]
         dept_created, project_created, scheduler = row[10:]
@@ -301,14 +303,16 @@ def _trees(pools: list[NodePool]) -> tuple[dict[int, QuotaTree], set[int], set[i
             key,
             {"quotas": {}, "priority": priority or 0, "department": None if dept else project_dept, "created": created},
         )
-        team["quotas"][resource] = EngineQuota(deserved=deserved, limit=limit, weight=weight, lend=lend)
+        quota = (deserved, limit, weight, lend)  # one object per distinct quota: most rows are alike
+        team["quotas"][resource] = alike.get(quota) or alike.setdefault(quota, EngineQuota(*quota))
     trees = {}
+    shared: dict[frozenset, dict] = {}  # one mapping per distinct set of quotas, as `alike`
     for pool_id, by_team in teams.items():
         built = {
             kind: tuple(
                 TeamQuota(
                     name=name,
-                    quotas=t["quotas"],
+                    quotas=shared.setdefault(frozenset(t["quotas"].items()), t["quotas"]),  # read-only: shared
                     priority=t["priority"],
                     department=t["department"],
                     created=t["created"],

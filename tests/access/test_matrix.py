@@ -19,7 +19,7 @@ from portal.apps import load_admin
 from tests.access.conftest import ACTOR, allow, api, holder, role
 from tests.factories import TokenFactory
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.heavy, pytest.mark.django_db]
 
 PRINCIPALS = ["anonymous", "no_role", "team", "other_team", "pool_admin", "admin", "token_subset"]
 ENVELOPE = {"code", "field", "value", "reason", "error_code", "message"}

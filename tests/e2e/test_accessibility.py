@@ -36,6 +36,8 @@ from tests.usage.factories import attempt_row
 from usage.models import DeservedSample
 from usage.services.rollup import floor_hour, roll_up
 
+pytestmark = pytest.mark.heavy
+
 LANDMARKS = ("landmark-one-main", "region")  # moderate, but the admin lacked them (issue #35): checked too
 SUBMIT_POOL = "robotics-training"
 OTHERS_POOL = "team-development"  # not the researcher's

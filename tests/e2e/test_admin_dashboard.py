@@ -28,6 +28,8 @@ from tests.quotas.conftest import (  # noqa: F401  (fixtures)
 from tests.selfservice.conftest import PASSWORD
 from workflows.models import Workflow, WorkflowStatus
 
+pytestmark = pytest.mark.heavy
+
 
 def admin_world(backend):  # noqa: F811
     roles.ensure_builtin_roles()  # a transactional test's flush removed the migration's roles

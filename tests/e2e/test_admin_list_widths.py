@@ -22,6 +22,8 @@ from tests.quotas.conftest import (  # noqa: F401  (fixtures)
     synced,
 )
 
+pytestmark = pytest.mark.heavy
+
 # scrollWidth of the page against its width; the results table against the box that holds it
 WIDTHS = """() => {
   const page = document.scrollingElement, table = document.querySelector('#result_list');

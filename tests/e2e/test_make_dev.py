@@ -24,6 +24,8 @@ from tests.polling import PATIENCE
 
 from .conftest import _loopback_only
 
+pytestmark = pytest.mark.heavy
+
 RUNS, DEADLINE = int(os.environ.get("MAKE_DEV_RUNS") or 2), 60.0
 POOL = "robotics-inference"
 TIMES: dict[str, list[float]] = {}

@@ -27,6 +27,8 @@ from tests.quotas.conftest import (  # noqa: F401  (fixtures)
 from tests.usage.factories import attempt_row
 from workflows.models import Workflow, WorkflowStatus
 
+pytestmark = pytest.mark.heavy
+
 
 def usage_world(teams):  # noqa: F811
     """quota_world's quotas and workflows, and a day and a half of usage: vision and speech in h100 (8 and

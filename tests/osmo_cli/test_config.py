@@ -19,6 +19,8 @@ from configs.revisions import Actor
 from pools.management.commands.seed_demo import demo_documents
 from tests.osmo_cli.client import OsmoUserError
 
+pytestmark = pytest.mark.heavy
+
 SEEDER = Actor(name="seeder", source="cli")
 # OSMO's types, and the portal's NODE_POOL (every backend's Default node pool has a revision: docs/quotas.md) and
 # MACHINE_POOL (the demo's ROSA backend has two)

@@ -26,6 +26,8 @@ from tests.factories import UserFactory
 from tests.security.test_api_fuzz import bearer, generate, no_pod_creation, openapi, runs, wsgi_app  # noqa: F401  (a fixture)
 from tests.workflows.conftest import CLI, spec
 
+pytestmark = pytest.mark.heavy
+
 CHECKS = [response_schema_conformance, content_type_conformance, response_headers_conformance]
 CASES_PER_OPERATION = 10  # per caller and operation (pinned paths more): about 1,200 requests
 MIN_CASES = 1000

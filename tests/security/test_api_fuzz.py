@@ -26,6 +26,8 @@ from access.models import Role
 from tests.factories import TokenFactory, UserFactory
 from tests.workflows.conftest import spec
 
+pytestmark = pytest.mark.heavy
+
 # `make test` runs a short version (about 1,700 requests over the schema's operations, some twice: free and on
 # the real pool and workflow); `make fuzz` the long one (FUZZ_CASES_PER_OPERATION=200, docs/testing.md).
 CASES_PER_OPERATION = int(os.environ.get("FUZZ_CASES_PER_OPERATION") or 25)

@@ -44,6 +44,8 @@ from tests.workflows.conftest import (  # noqa: F401 - fixtures
 from workflows.models import Task, TaskEvent, Workflow
 from workflows.services import SubmitRequest, submit
 
+pytestmark = pytest.mark.heavy
+
 ROOT = Path(__file__).resolve().parents[2]
 WORKFLOWS, TASKS = 6, 30  # 180 pods, each ADDED, bound, Running, Succeeded: ~720 watch events
 KILLS = 3

@@ -3,10 +3,13 @@ youngest generation every GC_YOUNG_THRESHOLD net allocations (portal.gc_tuning),
 
 from __future__ import annotations
 
+import gc
 import os
+import weakref
 
 import pytest
 
+from portal import gc_tuning
 from tests.devstack import manage
 
 SHOW = "import gc; print(gc.get_threshold())"
@@ -29,3 +32,75 @@ def test_a_process_starts_with_the_young_threshold_it_is_given(setting, expected
     done = manage(env, "shell", "-c", SHOW)
     assert done.returncode == 0, done.stderr[-2000:]
     assert done.stdout.strip().splitlines()[-1] == expected
+
+
+# Settling (portal.gc_tuning.settle): after a request or task that filled a long-lived cache, the survivors are
+# frozen once, so later full collections skip them; what a later fill replaces is collected at the next settle.
+
+
+@pytest.fixture
+def fresh_settling(monkeypatch):
+    monkeypatch.setattr(gc_tuning, "_due", False)
+    monkeypatch.setattr(gc_tuning, "_settled_at", None)
+    yield
+    gc.unfreeze()  # the test process's heap goes back to the collector
+
+
+class Cyclic:
+    """A cache value with a reference cycle, as quota trees and their indexes have: only the collector frees it."""
+
+    def __init__(self):
+        self.me = self
+
+
+def test_nothing_is_frozen_until_a_long_lived_cache_asks(fresh_settling):
+    assert not gc_tuning.settle_if_due(10)
+    assert gc.get_freeze_count() == 0
+    gc_tuning.settle_soon()
+    assert gc_tuning.settle_if_due(10)
+    assert gc.get_freeze_count() > 0
+    assert not gc_tuning.settle_if_due(10)  # nothing new asked
+
+
+def test_a_settle_waits_for_the_interval_and_zero_turns_it_off(fresh_settling, monkeypatch):
+    gc_tuning.settle_soon()
+    assert not gc_tuning.settle_if_due(0)
+    assert gc.get_freeze_count() == 0
+    assert gc_tuning.settle_if_due(10)
+    gc_tuning.settle_soon()
+    assert not gc_tuning.settle_if_due(10)  # asked again within the interval: it waits
+    monkeypatch.setattr(gc_tuning, "_settled_at", gc_tuning._settled_at - 10)
+    assert gc_tuning.settle_if_due(10)  # and settles once the interval has passed
+
+
+def test_a_frozen_value_a_refill_replaced_is_collected_at_the_next_settle(fresh_settling):
+    cache = {"trees": Cyclic()}
+    replaced = weakref.ref(cache["trees"])
+    gc_tuning.settle()
+    cache["trees"] = Cyclic()  # the refill
+    gc.collect()
+    assert replaced() is not None  # frozen: the collector does not see it
+    gc_tuning.settle()
+    assert replaced() is None
+    assert cache["trees"].me is cache["trees"]
+
+
+@pytest.mark.django_db(transaction=True)  # outside a transaction: inside one, nothing is cached
+def test_a_request_that_fills_a_long_lived_cache_settles_after_it(fresh_settling, settings):
+    """Through the wiring: an EpochCache marked long-lived (as quotas.services.state's trees) asks when it fills;
+    Django's request_finished (connected in portal.apps) settles; a plain cache (tokens, rules) never asks."""
+    from django.core.signals import request_finished
+
+    from access import epoch
+
+    settings.GC_SETTLE_SECONDS = 10
+    epoch.bump(epoch.ACCESS)  # the epoch row the caches key on
+    plain, long_lived = epoch.EpochCache(), epoch.EpochCache(long_lived=True)
+    plain.lookup("token", Cyclic)
+    request_finished.send(sender=None)
+    assert gc.get_freeze_count() == 0
+    value = long_lived.lookup("trees", Cyclic)
+    assert long_lived.lookup("trees", Cyclic) is value  # cached
+    request_finished.send(sender=None)
+    assert gc.get_freeze_count() > 0
+    assert not gc_tuning._due

@@ -11,7 +11,7 @@ from django.core.paginator import Paginator
 from django.utils import timezone
 
 from portal import admin_paging
-from tests.factories import PoolFactory, UserFactory, WorkflowFactory
+from tests.factories import PoolFactory, ProjectFactory, UserFactory, WorkflowFactory
 from tests.queries import assert_constant_queries, queries_of
 from workflows.models import Workflow
 
@@ -97,3 +97,28 @@ def test_an_estimate_is_said_to_be_one_and_the_list_s_end_makes_the_count_exact(
     shown = " ".join(past_the_end.content.decode().split())
     assert "20 workflows" in shown and "about" not in shown.split('data-result-count="20"')[1][:60]
     assert "?p=5" in shown and "?p=8" not in shown  # the links lead back to the real last page
+
+
+def test_pools_and_projects_are_filtered_by_a_search_not_a_link_each(workflows, admin_client):
+    """A fleet's 100 pools and 500 projects: the page names none of those it does not show, whatever their
+    number; the filters' search (the admin's autocomplete) finds them, and a chosen one filters the list."""
+    other = PoolFactory(name="elsewhere-pool")
+    project = ProjectFactory(name="needle-project")
+    mine = WorkflowFactory(pool=other, submitted_by=UserFactory(username="bo"), project=project)
+    unused = [PoolFactory(name=f"unused-pool-{n}") for n in range(3)] + [
+        ProjectFactory(name=f"unused-project-{n}") for n in range(3)
+    ]
+    page = admin_client.get(URL).content.decode()
+    assert not any(thing.name in page for thing in unused)
+    assert 'data-field-name="pool"' in page and 'data-field-name="project"' in page
+    for field, term, found in (("pool", "elsewhere", other), ("project", "needle", project)):
+        answer = admin_client.get(
+            "/admin/autocomplete/",
+            {"term": term, "app_label": "workflows", "model_name": "workflow", "field_name": field},
+        )
+        assert answer.status_code == 200
+        assert answer.json()["results"] == [{"id": str(found.pk), "text": found.name}]
+    for parameter, value in (("pool__id__exact", other.pk), ("project__id__exact", project.pk)):
+        chosen = admin_client.get(URL, {parameter: value})
+        assert _ids(chosen) == [mine.pk]
+        assert f'<option value="{value}" selected' in chosen.content.decode()  # the choice stays shown
