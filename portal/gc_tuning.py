@@ -10,9 +10,13 @@ Two settings, both measured on the fleet (docs/scale.md, "Pauses"):
 - The long-lived caches, frozen. A web process on the fleet keeps 750,000 tracked objects in its caches (the quota
   trees and standings of 120 node pools: `quotas.services.state`, `.standing`), and every full collection walked
   them all: 330–390 ms, the pool catalog's p99. A cache that fills with such objects calls `settle_soon`; after
-  the request (or Celery task) that filled it, `settle` collects once and moves every survivor to the permanent
-  generation (`gc.freeze`), which later collections skip. The next settle unfreezes first, so what a refill
-  replaced is collected then. At most one settle per `GC_SETTLE_SECONDS` per process; 0 turns settling off.
+  the request (or Celery task) that filled it, `settle` moves every object the process holds to the permanent
+  generation (`gc.freeze`), which later collections skip. It collects the young generations first (a few ms), so
+  what the request left is not frozen with them. A refill's replaced values are freed by their reference counts
+  (the trees and standings hold no cycles); for what cycles a settle did freeze, every `FULL_EVERY`-th settle
+  unfreezes and collects everything first (the first one too: 190–350 ms on the fleet). At most one settle per
+  `GC_SETTLE_SECONDS` per process; 0 turns settling off. Under gunicorn a request's `request_finished` fires
+  after its response is written, so the request that settles does not wait for it.
 """
 
 from __future__ import annotations
@@ -20,8 +24,11 @@ from __future__ import annotations
 import gc
 import time
 
+FULL_EVERY = 30  # every 30th settle (the first too) collects what earlier ones froze: 5 minutes apart at most
+
 _due = False
 _settled_at: float | None = None
+_settles = 0  # since the process started
 
 
 def tune(young: int) -> None:
@@ -38,20 +45,25 @@ def settle_soon() -> None:
 
 def settle_if_due(interval: float) -> bool:
     """Settle if a long-lived cache was filled and the last settle is `interval` seconds old; True if it did."""
-    global _due, _settled_at
+    global _due, _settled_at, _settles
     now = time.monotonic()
     if not _due or interval <= 0 or (_settled_at is not None and now - _settled_at < interval):
         return False
     _due = False
     _settled_at = now
-    settle()
+    settle(full=_settles % FULL_EVERY == 0)
+    _settles += 1
     return True
 
 
-def settle() -> None:
-    """Collect everything once, then keep the survivors out of every later collection (`gc.freeze`)."""
-    gc.unfreeze()  # what the last settle froze and a cache has since dropped is collected now
-    gc.collect()
+def settle(*, full: bool) -> None:
+    """Freeze what the process holds (`gc.freeze`) once the young generations are collected; `full`: unfreeze and
+    collect everything first, so what an earlier settle froze and is now garbage is freed."""
+    if full:
+        gc.unfreeze()
+        gc.collect()
+    else:
+        gc.collect(1)
     gc.freeze()
 
 

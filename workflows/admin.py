@@ -1,7 +1,7 @@
-"""Read-only admin for workflows: list with filters (status, pool), a page per workflow with its tasks and
-its timeline (every task event, with the time since the one before). Nothing is edited here: workflows change
-through submission, the cluster and cancel; the page's Cancel, Task logs and Live page buttons (and the list's
-row actions) are workflows.admin_pages.
+"""Read-only admin for workflows: list with filters (status, pool and project by a search box, priority, when), a
+page per workflow with its tasks and its timeline (every task event, with the time since the one before). Nothing
+is edited here: workflows change through submission, the cluster and cancel; the page's Cancel, Task logs and Live
+page buttons (and the list's row actions) are workflows.admin_pages.
 
 Who sees what is `access.policy`: the pages need `workflow:Read` on some pool, and the list only shows
 workflows of pools where the admin holds `workflow:Read` (and their own): `policy.restrict`.

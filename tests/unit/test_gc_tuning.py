@@ -35,13 +35,14 @@ def test_a_process_starts_with_the_young_threshold_it_is_given(setting, expected
 
 
 # Settling (portal.gc_tuning.settle): after a request or task that filled a long-lived cache, the survivors are
-# frozen once, so later full collections skip them; what a later fill replaces is collected at the next settle.
+# frozen, so later full collections skip them; every FULL_EVERY-th settle (the first too) collects the frozen ones.
 
 
 @pytest.fixture
 def fresh_settling(monkeypatch):
     monkeypatch.setattr(gc_tuning, "_due", False)
     monkeypatch.setattr(gc_tuning, "_settled_at", None)
+    monkeypatch.setattr(gc_tuning, "_settles", 0)
     yield
     gc.unfreeze()  # the test process's heap goes back to the collector
 
@@ -73,16 +74,37 @@ def test_a_settle_waits_for_the_interval_and_zero_turns_it_off(fresh_settling, m
     assert gc_tuning.settle_if_due(10)  # and settles once the interval has passed
 
 
-def test_a_frozen_value_a_refill_replaced_is_collected_at_the_next_settle(fresh_settling):
+def test_a_settle_leaves_the_young_garbage_out_and_a_full_one_collects_what_was_frozen(fresh_settling):
     cache = {"trees": Cyclic()}
     replaced = weakref.ref(cache["trees"])
-    gc_tuning.settle()
+    gc_tuning.settle(full=True)
     cache["trees"] = Cyclic()  # the refill
     gc.collect()
     assert replaced() is not None  # frozen: the collector does not see it
-    gc_tuning.settle()
+    dropped = Cyclic()
+    young = weakref.ref(dropped)
+    del dropped
+    gc_tuning.settle(full=False)
+    assert young() is None  # the request's own cyclic garbage was collected, not frozen
+    assert replaced() is not None  # a settle of the young generations leaves the frozen as they are
+    gc_tuning.settle(full=True)
     assert replaced() is None
     assert cache["trees"].me is cache["trees"]
+
+
+def test_the_first_settle_and_every_full_every_th_are_full(fresh_settling, monkeypatch):
+    monkeypatch.setattr(gc_tuning, "FULL_EVERY", 3)
+    fulls = []
+    for _ in range(7):
+        frozen = Cyclic()
+        gone = weakref.ref(frozen)
+        gc.freeze()  # as an earlier settle would have
+        del frozen
+        gc_tuning.settle_soon()
+        monkeypatch.setattr(gc_tuning, "_settled_at", None)  # past the interval
+        assert gc_tuning.settle_if_due(10)
+        fulls.append(gone() is None)  # only a full settle collects what was frozen
+    assert fulls == [True, False, False, True, False, False, True]
 
 
 @pytest.mark.django_db(transaction=True)  # outside a transaction: inside one, nothing is cached
