@@ -41,6 +41,7 @@ def pytest_collection_modifyitems(config, items):
     """The heavy files first, the rest in their usual order: `make test`'s workers (xdist, a file at a time, in
     collection order) then run them beside the many short files instead of alone at the end (2026-12-04: the
     last 1 % of the tests, the soak, axe and the fuzz, took 7 of the suite's 18 minutes)."""
+
     def rank(item) -> int:
         if item.get_closest_marker("soak"):
             return 0
