@@ -60,6 +60,7 @@ class WorkflowAdmin(WorkflowPagesMixin, ReadOnlyAdminMixin, ModelAdmin):
         "priority",
         ("created_at", admin.DateFieldListFilter),
     )
+    list_filter_submit = True  # the search filters' choice is applied by the panel's "Apply Filters" (Unfold's form)
     search_fields = ("workflow_id", "name", "submitted_by__username")
     list_select_related = ("pool", "submitted_by", "project")
     # A million rows in a year: an estimated count, and deep pages by their ids first (portal.admin_paging)

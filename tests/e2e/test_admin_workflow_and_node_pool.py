@@ -15,9 +15,11 @@ import pytest
 from clusters.models import Backend
 from configs.models import Revision
 from kubesim import EmulatorServer
+from pools.models import Pool
 from quotas.models import NodePool
 from tests.e2e.looks import DESKTOP, PHONE, collect_failures, shoot, sign_in_admin
 from tests.e2e.test_workflow_live import running_workflow
+from tests.factories import WorkflowFactory
 from tests.integration.conftest import demo_pools, reference_config  # noqa: F401  (fixtures)
 from tests.selfservice.conftest import demo_world  # noqa: F401  (fixture)
 from workflows.models import Workflow
@@ -67,6 +69,29 @@ def test_the_admin_workflow_page_cancels_reads_logs_and_keeps_event_names_whole(
         page.wait_for_url(f"{base}{change}")
         assert Workflow.objects.get(pk=workflow.pk).status == "CANCELLED"
         assert "cancelled" in page.content()
+    assert failures == []
+
+
+@pytest.mark.django_db(transaction=True)
+def test_the_workflow_list_filters_by_a_pool_found_by_its_search(page, live_server, demo_world):  # noqa: F811
+    """The list's pool filter is a search (a fleet's pools are not listed as links): type part of a name, pick
+    the pool, apply; only its workflows remain, at both widths."""
+    base, url = live_server.url, "/admin/workflows/workflow/"
+    pool, other = Pool.objects.order_by("name")[:2]
+    shown, hidden = WorkflowFactory(pool=pool, workflow_id="in-the-pool-1"), WorkflowFactory(pool=other)
+    failures = collect_failures(page)
+    sign_in_admin(page, base, "boss", next_path=url)
+    for width in (DESKTOP, PHONE):
+        page.set_viewport_size({"width": width, "height": 900})
+        page.goto(f"{base}{url}")
+        page.locator('a[x-on\\:click="filterOpen = true"]').click()
+        page.locator("#id_pool__id__exact + .select2 .select2-selection").click()
+        page.locator(".select2-search__field").fill(pool.name[1:-1])
+        page.get_by_role("option", name=pool.name, exact=True).click()
+        page.get_by_role("button", name="Apply Filters").click()
+        page.wait_for_url(f"**pool__id__exact={pool.pk}**")
+        rows = page.locator("#result_list").text_content()
+        assert shown.workflow_id in rows and hidden.workflow_id not in rows, width
     assert failures == []
 
 
