@@ -24,6 +24,8 @@ from __future__ import annotations
 import gc
 import time
 
+from django.conf import settings
+
 FULL_EVERY = 30  # every 30th settle (the first too) collects what earlier ones froze: 5 minutes apart at most
 
 _due = False
@@ -69,6 +71,4 @@ def settle(*, full: bool) -> None:
 
 def after_work(**kwargs) -> None:
     """`request_finished` and Celery's `task_postrun`: settle if a cache asked for it."""
-    from django.conf import settings
-
     settle_if_due(settings.GC_SETTLE_SECONDS)

@@ -193,9 +193,9 @@ ACCESS_CACHE_SECONDS = env_int("ACCESS_CACHE_SECONDS", 60)
 # Net allocations between two collections of the garbage collector's youngest generation (700 to 1,000,000;
 # CPython's default is 700): portal.gc_tuning, docs/scale.md "Pauses".
 GC_YOUNG_THRESHOLD = min(1_000_000, max(700, env_int("GC_YOUNG_THRESHOLD", 10_000)))
-# After a request or task that filled a long-lived cache (quota trees, standings), collect once and freeze the
-# survivors so that later full collections skip them; at most once per this many seconds per process (0 to
-# 3,600; 0: never): portal.gc_tuning, docs/scale.md "Pauses".
+# After a request or task that filled a long-lived cache (quota trees, standings), collect the young generations
+# and freeze what the process holds (every 30th time after a full collection), so that later full collections skip
+# it; at most once per this many seconds per process (0 to 3,600; 0: never): portal.gc_tuning, docs/scale.md.
 GC_SETTLE_SECONDS = min(3600, max(0, env_int("GC_SETTLE_SECONDS", 10)))
 # Django permission checks (`user.has_perm`) are answered by access.policy too (authenticates nobody).
 AUTHENTICATION_BACKENDS = [*AUTHENTICATION_BACKENDS, "access.backends.PolicyPermissionBackend"]

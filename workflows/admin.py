@@ -52,7 +52,7 @@ class WorkflowAdmin(WorkflowPagesMixin, ReadOnlyAdminMixin, ModelAdmin):
     )
     # When: a date filter, not Django's date hierarchy, whose years are a scan of every row (docs/scale.md).
     # Pool and project: a search box each (the pools' and projects' own admin search), not a link per pool and
-    # project on every page: a fleet's 100 pools and 500 projects were half the list's rendering (docs/scale.md)
+    # project on every page: a fleet's 100 pools and 500 projects were a third of the list's time (docs/scale.md)
     list_filter = (
         "status",
         ("pool", AutocompleteSelectFilter),

@@ -48,7 +48,8 @@ def fresh_settling(monkeypatch):
 
 
 class Cyclic:
-    """A cache value with a reference cycle, as quota trees and their indexes have: only the collector frees it."""
+    """A value with a reference cycle (the trees hold none; a request's objects and module state do): only the
+    collector frees it, so only a full settle frees it once frozen."""
 
     def __init__(self):
         self.me = self
