@@ -43,6 +43,7 @@ def fresh_settling(monkeypatch):
     monkeypatch.setattr(gc_tuning, "_due", False)
     monkeypatch.setattr(gc_tuning, "_settled_at", None)
     monkeypatch.setattr(gc_tuning, "_settles", 0)
+    gc.unfreeze()  # an earlier test's requests in this process may have settled already
     yield
     gc.unfreeze()  # the test process's heap goes back to the collector
 
