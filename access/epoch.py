@@ -100,24 +100,28 @@ def forget() -> None:
         _local.epochs = _UNREAD
 
 
-def _stamp(epoch: int) -> int | None:
-    """The epoch to key a cache on now; None when caching must not happen (a transaction is open)."""
+def _stamp(epochs: tuple[int, ...]) -> tuple | None:
+    """The epochs' values to key a cache on now; None when caching must not happen (a transaction is open, or
+    an epoch has no row)."""
     if connection.in_atomic_block:
         return None
-    return current(epoch)
+    values = _values()
+    stamp = tuple(values.get(e) for e in epochs)
+    return None if None in stamp else stamp
 
 
 class EpochCache:
-    """A bounded per-process cache whose entries hold only while `epoch` (by default the access epoch) stays put."""
+    """A bounded per-process cache whose entries hold only while `epoch` (by default the access epoch; or a
+    tuple of epochs, when what it keeps depends on several: all of them) stays put."""
 
-    def __init__(self, size: int = 4096, epoch: int = ACCESS, long_lived: bool = False) -> None:
+    def __init__(self, size: int = 4096, epoch: int | tuple[int, ...] = ACCESS, long_lived: bool = False) -> None:
         self.size = size
-        self.epoch = epoch
+        self.epochs = epoch if isinstance(epoch, tuple) else (epoch,)
         self.long_lived = long_lived  # its values are large: freeze them once filled (portal.gc_tuning)
         self._entries: dict = {}
 
     def lookup(self, key, load: Callable[[], T]) -> T:
-        stamp = _stamp(self.epoch)
+        stamp = _stamp(self.epochs)
         if stamp is None:
             return load()
         now = time.monotonic()
@@ -134,7 +138,7 @@ class EpochCache:
     def lookup_many(self, keys, load: Callable[[list], dict]) -> dict:
         """`lookup` for many keys at once: `load(missing keys)` → {key: value} reads only those not cached."""
         keys = list(keys)
-        stamp = _stamp(self.epoch)
+        stamp = _stamp(self.epochs)
         if stamp is None:
             return load(keys)
         now = time.monotonic()

@@ -7,26 +7,38 @@ pod (its templates merged, or a task's resolved pod) mounts a `persistentVolumeC
 outlive the pod, which a spot reclaim cuts off mid-write and whose zonal volume may pin the next pod to a zone
 with no spot capacity. Other volumes (emptyDir, configMap, secret, hostPath scratch) go with the pod or the node.
 
-Two queries for any number of platforms (the member spot nodes; the would-be nodes, cached per process).
+Two queries for any number of platforms (the member spot nodes; the would-be nodes, cached per process), and
+none while this process's cache holds the answer: every submission asks, and on a fleet the member nodes'
+labels were a fifth of a submission's web CPU (docs/scale.md). Its entries hold while the charging epoch
+(nodes that change platform or go; pool revisions) and the machine-shape epoch (new nodes, machine pools,
+templates) stay put, and at most ACCESS_CACHE_SECONDS: a spot label that appears on a node already in the
+platform, which clouds do not do, is seen within that time. Never inside a transaction.
 """
 
 from __future__ import annotations
 
 from django.db.models import Q
 
+from access import epoch
 from clusters.machinepools.spec import SPOT_LABELS
 from clusters.models import Node
 from pools.engine import EngineError
 from pools.services.compilation import compiled_platform
-from pools.services.machine_pool_shapes import would_be_by_platform
+from pools.services.machine_pool_shapes import SHAPES, would_be_by_platform
+
+_ON_SPOT = epoch.EpochCache(size=1024, epoch=(epoch.CHARGING, SHAPES))  # frozenset(platform ids) → {id: said}
 
 
 def spot_capacity(platforms) -> dict[int, str]:
     """Per platform id on spot: what spot capacity serves it ("spot node gpu-1", "machine pool ml-training (no
-    node yet)"); platforms not on spot are left out."""
+    node yet)"); platforms not on spot are left out. From this process's cache while the epochs hold."""
     platforms = list(platforms)
     if not platforms:
         return {}
+    return dict(_ON_SPOT.lookup(frozenset(p.pk for p in platforms), lambda: _spot_capacity(platforms)))
+
+
+def _spot_capacity(platforms: list) -> dict[int, str]:
     matches = Q()
     for key, value in SPOT_LABELS.items():  # the key's own lookup: SQLite reads a KT annotation's value as JSON
         matches |= Q(**{f"labels__{key}": value})

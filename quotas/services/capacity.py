@@ -71,7 +71,7 @@ def short_model(product: str) -> str:
     return parts[0] if parts else product
 
 
-_CACHED = epoch.EpochCache(size=1024, epoch=epoch.INVENTORY)  # (charging epoch, node pool id) → (capacity, model)
+_CACHED = epoch.EpochCache(size=1024, epoch=(epoch.INVENTORY, epoch.CHARGING))  # node pool id → (capacity, model)
 
 
 def cached_capacities_and_models(
@@ -79,11 +79,10 @@ def cached_capacities_and_models(
 ) -> tuple[dict[int, dict[str, int]], dict[int, str]]:
     """`capacities_and_models` from this process's cache while the epochs hold (module docstring)."""
     ids = [p if isinstance(p, int) else p.pk for p in node_pools]
-    charging = epoch.current(epoch.CHARGING)
 
     def load(keys: list) -> dict:
-        caps, models = capacities_and_models([pk for _, pk in keys])
-        return {(charging, pk): (caps[pk], models[pk]) for pk in caps}
+        caps, models = capacities_and_models(keys)
+        return {pk: (caps[pk], models[pk]) for pk in caps}
 
-    found = _CACHED.lookup_many([(charging, pk) for pk in ids], load)
-    return {pk: dict(found[charging, pk][0]) for pk in ids}, {pk: found[charging, pk][1] for pk in ids}
+    found = _CACHED.lookup_many(ids, load)
+    return {pk: dict(found[pk][0]) for pk in ids}, {pk: found[pk][1] for pk in ids}

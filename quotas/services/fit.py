@@ -13,6 +13,13 @@ submission"), through the admission gate's `refuse` (every door: REST, CLI, self
 workflow's name lock is held for writes only): two queries (node shapes, the limits), a third (the backend's
 node pools) only when the backend has would-be nodes, whatever the number of tasks; the would-be nodes come
 from their per-process cache. The check itself (`Check.refuse`) reads nothing.
+
+Both reads are cached per process, as the quota trees are (access.epoch): the limits while the charging epoch
+holds (it moves with every NODE_POOL write, which is where quotas and their limits change, and with projects
+and departments created, renamed or deleted; a project moved to another department is another key); the node
+shapes while the charging epoch (memberships, nodes gone), the inventory epoch (a node's allocatable, a new
+node) and the machine-shape epoch (would-be nodes) hold. On the fleet they were a third of a submission's web
+CPU (docs/scale.md). Nothing is cached inside a transaction, and an entry lives at most ACCESS_CACHE_SECONDS.
 """
 
 from __future__ import annotations
@@ -22,7 +29,8 @@ from dataclasses import dataclass
 
 from django.db.models import Q
 
-from pools.services.machine_pool_shapes import would_be_nodes
+from access import epoch
+from pools.services.machine_pool_shapes import SHAPES, would_be_nodes
 from quotas.models import RESOURCES, NodePool, NodePoolMember, Quota, SelectorKind
 from quotas.units import show
 from workflows.admission_gate import TaskAsk
@@ -34,8 +42,8 @@ MIB = 2**20
 
 @dataclass(frozen=True)
 class Check:
-    shapes: dict[str, set[Shape]]  # node pool name → the shapes of its nodes (real and would-be)
-    limits: list[tuple[str, str, int, bool]]  # (node pool, resource, limit, the project's own: else its department's)
+    shapes: dict[str, frozenset[Shape]]  # node pool name → the shapes of its nodes (real and would-be)
+    limits: tuple[tuple[str, str, int, bool], ...]  # (node pool, resource, limit, the project's own, else its dept's)
     project: str
     department: str
 
@@ -89,21 +97,35 @@ class Check:
         return problems
 
 
+_LIMITS = epoch.EpochCache(size=4096, epoch=epoch.CHARGING)  # (project, department, node pools) → (limits, dept)
+_SHAPES = epoch.EpochCache(size=1024, epoch=(epoch.CHARGING, epoch.INVENTORY, SHAPES))  # (backend, node pools) → shapes
+
+
 def checker(backend_id: int, project, node_pools: set[str]) -> Check:
-    """What the check needs, read now (module docstring)."""
-    limits, department = [], ""
+    """What the check needs, from this process's caches while the epochs hold (module docstring)."""
+    names = frozenset(node_pools)
+    limits, department = (), ""
     if project is not None:
-        rows = (
-            Quota.objects.filter(node_pool__name__in=node_pools, limit__isnull=False)
-            .filter(Q(project_id=project.pk) | Q(department_id=project.department_id))
-            .order_by("node_pool__name", "project_id", "resource")
-            .values_list("node_pool__name", "resource", "limit", "project_id", "department__name")
-        )
-        for node_pool, resource, limit, own, department_name in rows:
-            limits.append((node_pool, resource, limit, own is not None))
-            department = department_name or department
+        key = (project.pk, project.department_id, names)
+        limits, department = _LIMITS.lookup(key, lambda: _limits(project, names))
     name = project.name if project is not None else ""
-    return Check(node_shapes(backend_id, node_pools), limits, name, department)
+    shapes = _SHAPES.lookup((backend_id, names), lambda: node_shapes(backend_id, names))
+    return Check(shapes, limits, name, department)
+
+
+def _limits(project, node_pools: frozenset[str]) -> tuple[tuple[tuple[str, str, int, bool], ...], str]:
+    """The hard limits of the project and its department in these node pools, and the department's name."""
+    limits, department = [], ""
+    rows = (
+        Quota.objects.filter(node_pool__name__in=node_pools, limit__isnull=False)
+        .filter(Q(project_id=project.pk) | Q(department_id=project.department_id))
+        .order_by("node_pool__name", "project_id", "resource")
+        .values_list("node_pool__name", "resource", "limit", "project_id", "department__name")
+    )
+    for node_pool, resource, limit, own, department_name in rows:
+        limits.append((node_pool, resource, limit, own is not None))
+        department = department_name or department
+    return tuple(limits), department
 
 
 def _too_big_problem(ask: TaskAsk, wanted: Shape, offered: set[Shape]) -> dict:
@@ -131,7 +153,7 @@ def _too_big_problem(ask: TaskAsk, wanted: Shape, offered: set[Shape]) -> dict:
     }
 
 
-def node_shapes(backend_id: int, names: set[str]) -> dict[str, set[Shape]]:
+def node_shapes(backend_id: int, names: set[str]) -> dict[str, frozenset[Shape]]:
     """Node pool name → the distinct shapes of its nodes, real and would-be (module docstring)."""
     shapes: dict[str, set[Shape]] = defaultdict(set)
     rows = (
@@ -143,7 +165,7 @@ def node_shapes(backend_id: int, names: set[str]) -> dict[str, set[Shape]]:
         shapes[name].add((gpu or 0, cpu or 0, memory or 0))
     candidates = would_be_nodes({backend_id})
     if not candidates:
-        return shapes
+        return _frozen(shapes)
     pools = list(
         NodePool.objects.filter(backend_id=backend_id)
         .exclude(selector_kind=SelectorKind.PLATFORM)
@@ -154,7 +176,12 @@ def node_shapes(backend_id: int, names: set[str]) -> dict[str, set[Shape]]:
         if home in names and node.instance is not None:
             instance = node.instance
             shapes[home].add((instance.gpu_count, instance.vcpu * 1000, instance.memory_mib * MIB))
-    return shapes
+    return _frozen(shapes)
+
+
+def _frozen(shapes: dict[str, set[Shape]]) -> dict[str, frozenset[Shape]]:
+    """A plain mapping of frozen sets: the cached value is shared by every later submission."""
+    return {name: frozenset(found) for name, found in shapes.items()}
 
 
 def _would_be_home(node, pools: list[tuple]) -> str:
