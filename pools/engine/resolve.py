@@ -175,11 +175,21 @@ def _derived_uuid(text: str) -> str:
     return uuid.uuid5(_UUID_NAMESPACE, text).hex
 
 
+def task_uuid(workflow_uuid: str, task_name: str) -> str:
+    """`WF_TASK_UUID` of a task: 32 hex digits derived from the workflow's uuid and the task's name."""
+    return _derived_uuid(f"{workflow_uuid}/{task_name}")
+
+
+def group_uuid(workflow_uuid: str, group_name: str) -> str:
+    """`WF_GROUP_UUID` of a group: 32 hex digits derived from the workflow's uuid and the group's name."""
+    return _derived_uuid(f"{workflow_uuid}/group/{group_name}")
+
+
 def _system_variables(
     compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext, container: str
 ) -> dict[str, object]:
     workflow_uuid = ctx.workflow_uuid or _derived_uuid(ctx.workflow_id)
-    task_uuid = task.uuid or _derived_uuid(f"{workflow_uuid}/{task.name}")
+    this_task_uuid = task.uuid or task_uuid(workflow_uuid, task.name)
     group_name = ctx.group_name or f"{task.name}-group"
     return {
         "USER_CONTAINER_NAME": container,
@@ -188,9 +198,9 @@ def _system_variables(
         "WF_POOL": compiled.config.pool,
         "WF_PLATFORM": compiled.config.platform,
         "WF_TASK_NAME": task.name,
-        "WF_TASK_UUID": task_uuid,
+        "WF_TASK_UUID": this_task_uuid,
         "WF_GROUP_NAME": group_name,
-        "WF_GROUP_UUID": _derived_uuid(f"{workflow_uuid}/group/{group_name}"),
+        "WF_GROUP_UUID": group_uuid(workflow_uuid, group_name),
         # OSMO labels only the lead (osmo.lead_container: 'true'); an absent variable renders as "" there
         "WF_LEAD_CONTAINER": "true" if task.lead else "",
         # OSMO's values are its pod labels': the submitter as a valid label value, the priority in lowercase
