@@ -5,7 +5,7 @@ would run them. `sh -c "…"` (or bash) is read for simple scripts: commands joi
 `shlex` splits them, `$VAR` and `${VAR}` from the environment. What runs:
 
 - `echo`, `printf` (`%s`, `%d` and `\\n`), `true`, `false`, `exit N`, `sleep N` (prints nothing);
-- `hostname` (the pod's name), `env` and `printenv [NAME]` (the container's environment);
+- `hostname` (the pod's `spec.hostname`, else its name), `env` and `printenv [NAME]` (the container's environment);
 - `nvidia-smi`: a table of the GPUs the container requests (`nvidia.com/gpu`), "No devices were found" without;
 - files: `> FILE` and `>> FILE` after a command write what it prints to FILE, `cat FILE` prints it, `mkdir`
   makes nothing (directories exist). The files are the pod's volumes' (kubesim.volumes: a PersistentVolumeClaim's
@@ -23,6 +23,8 @@ import contextlib
 import re
 import shlex
 from dataclasses import dataclass
+
+from .services import hostname
 
 MARKER = "[simulated]"
 SHELLS = {"sh", "bash", "/bin/sh", "/bin/bash", "/usr/bin/bash", "/usr/bin/env sh"}
@@ -190,7 +192,7 @@ def _known(name: str, args: list[str], pod: dict, container: dict, env: dict[str
     if name == "false":
         return [], 1
     if name == "hostname":
-        return [(pod.get("metadata") or {}).get("name", "")], 0
+        return [hostname(pod)], 0
     if name in ("env", "printenv") and not args:
         return [f"{key}={value}" for key, value in env.items()], 0
     if name == "printenv":

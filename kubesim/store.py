@@ -21,6 +21,7 @@ from .patching import PatchError, json_patch, merge_patch
 from .registries import validate_secret
 from .resources import BUILTIN_RESOURCES, ApiError, ResourceType, not_found, status_body
 from .selectors import FieldSelector, LabelSelector
+from .services import SERVICES, validate_pod_dns, validate_service
 
 if TYPE_CHECKING:
     from .emulator_watch import WatchStream
@@ -173,8 +174,7 @@ class ObjectStore:
             meta["uid"] = old["metadata"]["uid"]
         if not loading:
             validate(rt, body)
-            if rt.key == SECRETS:
-                validate_secret(body)
+            _validate_core(rt, body)
         obj = self._stamp(rt, ns, dict(body), meta)
         if not loading:
             self._defaults(rt, obj)
@@ -287,8 +287,7 @@ class ObjectStore:
             return old  # a no-op write does not bump the resourceVersion
         if subresource is None:
             validate(rt, new)
-            if rt.key == SECRETS:
-                validate_secret(new)
+            _validate_core(rt, new)
         if subresource is None and new.get("spec") != old.get("spec"):
             meta["generation"] = int(old_meta.get("generation") or 1) + 1
         meta["resourceVersion"] = self._next_rv()
@@ -362,6 +361,16 @@ class ObjectStore:
                 watcher.queue.put_nowait(signal)
                 count += 1
         return count
+
+
+def _validate_core(rt: ResourceType, obj: dict) -> None:
+    """The API server's validation of the core kinds kubesim checks: Secrets, Services, pods' DNS names."""
+    if rt.key == SECRETS:
+        validate_secret(obj)
+    elif rt.key == SERVICES:
+        validate_service(obj)
+    elif rt.key == ("", "pods"):
+        validate_pod_dns(obj)
 
 
 def _qos_class(spec: dict) -> str:

@@ -41,3 +41,9 @@ def delete_secrets(backend_id: int, targets: list[tuple[str, str]], why: str) ->
     """Delete Secrets `(namespace, name)` of a backend once the current transaction commits."""
     payload = [[namespace, name] for namespace, name in targets]
     transaction.on_commit(lambda: _tasks().delete_secrets.delay(backend_id, payload, why), robust=True)
+
+
+def delete_services(backend_id: int, targets: list[tuple[str, str]], why: str) -> None:
+    """Delete Services `(namespace, name)` of a backend once the current transaction commits."""
+    payload = [[namespace, name] for namespace, name in targets]
+    transaction.on_commit(lambda: _tasks().delete_services.delay(backend_id, payload, why), robust=True)

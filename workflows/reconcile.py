@@ -25,7 +25,7 @@ from django.db import connection
 from django.utils import timezone
 
 from clusters import inventory
-from clusters.kube import pods, secrets
+from clusters.kube import pods, secrets, services
 from clusters.kube.connection import connect
 from clusters.kube.errors import KubeError
 from clusters.models import Backend
@@ -95,6 +95,11 @@ def delete_pods(backend_pk: int, targets: list[tuple[str, str]]) -> int:
 def delete_secrets(backend_pk: int, targets: list[tuple[str, str]]) -> int:
     """Delete a finished workflow's credential Secrets (404 is fine), as `delete_pods` deletes pods."""
     return _delete_each(backend_pk, targets, secrets.delete_secret)
+
+
+def delete_services(backend_pk: int, targets: list[tuple[str, str]]) -> int:
+    """Delete a finished workflow's group Services (404 is fine), as `delete_pods` deletes pods."""
+    return _delete_each(backend_pk, targets, services.delete_service)
 
 
 def _delete_each(backend_pk: int, targets: list[tuple[str, str]], delete) -> int:

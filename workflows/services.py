@@ -33,12 +33,12 @@ from portal import metrics
 from portal.errors import PortalError
 from portal.safe_yaml import spec_limits
 from teams.services import charged_project
-from workflows import admission_gate, credentials, enqueue, parts
+from workflows import admission_gate, credentials, enqueue, group_dns, parts
 from workflows.errors import InvalidSpec, PoolInMaintenance, PoolNotFound, WorkflowInvalid
 from workflows.models import Priority, Task, TaskEvent, Workflow, WorkflowName, WorkflowStatus
 from workflows.parts import workflow_requests
 from workflows.pool_loading import load_pool
-from workflows.spec import SpecError, WorkflowSpec, effective_timeouts, parse_workflow, substitute_tokens
+from workflows.spec import SpecError, TaskSpec, WorkflowSpec, effective_timeouts, parse_workflow, substitute_tokens
 from workflows.spot_advice import spot_capacity, spot_warnings
 from workflows.submit_options import with_options
 from workflows.templating import is_templated, render_spec
@@ -157,7 +157,7 @@ def _submit(request: SubmitRequest) -> SubmitResult:
     with transaction.atomic():
         workflow_id = _next_id(spec.name)
         workflow_uuid = uuid.uuid4()
-        spec = substitute_tokens(spec, workflow_id, str(workflow_uuid))
+        spec = substitute_tokens(spec, workflow_id, str(workflow_uuid), pool.backend.namespace)
         ctx = _context(pool, workflow_id, who.user.get_username(), priority, spec, workflow_uuid)
         plan = _plan(spec, ctx, platforms, nodes)
         workflow = Workflow(
@@ -266,7 +266,7 @@ def resolve_retry(workflow: Workflow, task: Task, retry_id: int) -> dict:
             value=task.platform,
         )
     spec = parse_workflow(workflow.spec, source=f"{workflow.workflow_id} (stored spec)", max_tasks=10**6)
-    spec = substitute_tokens(spec, workflow.workflow_id, str(workflow.uuid))
+    spec = substitute_tokens(spec, workflow.workflow_id, str(workflow.uuid), task.namespace)
     task_spec = next(t for t in spec.tasks() if t.name == task.name)
     context = _context(
         pool,
@@ -282,7 +282,15 @@ def resolve_retry(workflow: Workflow, task: Task, retry_id: int) -> dict:
     problems = _failures(resolution.validation)
     if problems:
         raise WorkflowInvalid(problems[0]["reason"], field=problems[0]["field"], value=problems[0]["value"])
+    _named(resolution.pod, spec, task_spec, str(workflow.uuid))
     return credentials.decorate(resolution.pod, task_spec, workflow.credential_secrets)
+
+
+def _named(pod: dict, spec: WorkflowSpec, task: TaskSpec, workflow_uuid: str) -> dict:
+    """The pod of a task of a group of two or more tasks gets its DNS name (workflows.group_dns)."""
+    if task.group in group_dns.networked_groups(t.group for t in spec.tasks()):
+        group_dns.decorate(pod, workflow_uuid, task.group, task.name)
+    return pod
 
 
 _NUL = re.compile(r"(?<!\\)(?:\\\\)*\\u0000")  # an escaped NUL, not a literal backslash-u0000
@@ -429,6 +437,7 @@ def _task_row(workflow: Workflow, spec: WorkflowSpec, planned: PlannedTask, pool
     node_pool, selector = parts.task_charge(charges, planned.platform.name)
     pod = confined(copy.deepcopy(planned.resolution.pod), selector) if selector else planned.resolution.pod
     pod = credentials.decorate(pod, planned.task, workflow.credential_secrets)
+    _named(pod, spec, planned.task, str(workflow.uuid))
     group = next(g for g in spec.groups if g.name == planned.task.group)
     return Task(
         workflow=workflow,

@@ -1,7 +1,7 @@
 """OSMO v2 workflow specs: parse, validate and normalize what a user submits (osmo-reference §5.1).
 
     spec = parse_workflow(text_or_dict, source="train.yaml")       # SpecError names the path, value and reason
-    spec = substitute_tokens(spec, workflow_id="train-7", uuid=u)   # {{workflow_id}} and {{uuid}} only
+    spec = substitute_tokens(spec, workflow_id="train-7", uuid=u, namespace=ns)  # workflow_id, uuid, host:<task>
     for task in spec.tasks():
         platform = spec.platform_of(task, pool.default_platform, set(pool.platforms))
         resolve(compiled[platform], spec.task_input(task), ctx)     # the engine takes it from here
@@ -13,9 +13,7 @@ Error paths are relative to the `workflow:` mapping (`tasks[2].resource`, `group
 
 from __future__ import annotations
 
-import dataclasses
 import math
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
@@ -45,6 +43,7 @@ from workflows.spec_fields import (
     parse_spec_timeout,
     string_list,
 )
+from workflows.spec_tokens import SUPPORTED_TOKENS, substitute_tokens, token_warnings
 
 __all__ = [
     "MAX_LABELS",
@@ -65,8 +64,6 @@ __all__ = [
 
 SUPPORTED_VERSION = 2
 RESERVED_TASK_NAMES = ("osmo-ctrl",)
-_TOKEN = re.compile(r"\{\{\s*([^{}]*?)\s*\}\}")
-SUPPORTED_TOKENS = ("workflow_id", "uuid")
 
 _TOP_FIELDS = ("version", "workflow", "default-values")
 _WORKFLOW_FIELDS = ("name", "labels", "pool", "backend", "timeout", "resources", "tasks", "groups")
@@ -482,19 +479,8 @@ class _Parser:
         )
 
     def warn_tokens(self, groups: list[GroupSpec]) -> None:
-        for task in (task for group in groups for task in group.tasks):
-            values = [(join_index(join_key(task.path, "command"), i), v) for i, v in enumerate(task.command)]
-            values += [(join_index(join_key(task.path, "args"), i), v) for i, v in enumerate(task.args)]
-            values += [(join_key(join_key(task.path, "environment"), k), v) for k, v in task.environment.items()]
-            for where, value in values:
-                literal = dict.fromkeys(
-                    m.group(0) for m in _TOKEN.finditer(value) if m.group(1) not in SUPPORTED_TOKENS
-                )
-                for token in literal:
-                    self.warn(
-                        f"{where}: {token} is left as literal text (only {{{{workflow_id}}}} and {{{{uuid}}}} "
-                        "are substituted)"
-                    )
+        for warning in token_warnings(groups):
+            self.warn(warning)
 
 
 # ---------------------------------------------------------------------------------------------- fields
@@ -528,38 +514,6 @@ def _check_keys(data: Mapping, allowed: tuple[str, ...], path: str, hint: str = 
 
 
 # ---------------------------------------------------------------------------------------------- submission
-
-
-def substitute_tokens(spec: WorkflowSpec, workflow_id: str, uuid: str) -> WorkflowSpec:
-    """A copy with `{{workflow_id}}` and `{{uuid}}` replaced in command, args and environment values.
-
-    Any other `{{...}}` stays as written: user values are never rendered as templates.
-    """
-    values = {"workflow_id": str(workflow_id), "uuid": str(uuid)}
-
-    def sub(text: str) -> str:
-        return _TOKEN.sub(lambda m: values.get(m.group(1), m.group(0)), text)
-
-    def task_copy(task: TaskSpec) -> TaskSpec:
-        return dataclasses.replace(
-            task,
-            command=[sub(v) for v in task.command],
-            args=[sub(v) for v in task.args],
-            environment={k: sub(v) for k, v in task.environment.items()},
-            volume_mounts=list(task.volume_mounts),
-            exit_actions=dict(task.exit_actions),
-        )
-
-    groups = [dataclasses.replace(group, tasks=[task_copy(task) for task in group.tasks]) for group in spec.groups]
-    return dataclasses.replace(
-        spec,
-        groups=groups,
-        labels=dict(spec.labels),
-        warnings=list(spec.warnings),
-        resources={
-            name: dataclasses.replace(r, nodes_excluded=list(r.nodes_excluded)) for name, r in spec.resources.items()
-        },
-    )
 
 
 def effective_timeouts(

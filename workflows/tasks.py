@@ -133,6 +133,25 @@ def delete_secrets(self, backend_pk: int, targets: list, why: str = "") -> None:
         )
 
 
+@shared_task(bind=True, **RETRYING)
+def delete_services(self, backend_pk: int, targets: list, why: str = "") -> None:
+    """Delete a finished workflow's group Services `[[namespace, name], …]` (workflows.group_dns)."""
+    try:
+        _in_process(
+            self,
+            lambda: reconcile.delete_services(backend_pk, [tuple(target) for target in targets]),
+            f"delete services of backend #{backend_pk}",
+        )
+    except KubeError as error:
+        _retry_or_give_up(
+            self,
+            error,
+            lambda reason: log.warning(
+                "deleting %d service(s) (%s) of backend #%s: %s", len(targets), why, backend_pk, reason
+            ),
+        )
+
+
 @shared_task(ignore_result=True)
 def reconcile_workflows() -> dict:
     """Read our pods for every unfinished task (what the watcher does, in case it was down)."""

@@ -44,6 +44,8 @@ LABEL_PREFIX = "pool-portal/"
 CONTROL_CONTAINER = "osmo-ctrl"  # OSMO's control sidecar: its image comes from the backend, not a template
 _UUID_NAMESPACE = uuid.UUID("6f1c2a52-8d5e-4bd0-9d63-6b0c6f3f7a10")
 _LABEL_INVALID = re.compile(r"[^A-Za-z0-9_.-]+")
+# OSMO's test of a user name as a label value (NVIDIA/OSMO src/utils/job/task.py, TaskGroup._labels)
+_OSMO_USER_LABEL = re.compile(r"[a-zA-Z0-9][A-Za-z0-9-_.]{0,61}[a-zA-Z0-9]")
 SAMPLE_NODE = NodeCapacity("sample-node", cpu="1024", gpu="64", memory="16Ti", storage="1Pi")
 
 
@@ -159,16 +161,35 @@ def label_value(text: str) -> str:
     return value
 
 
+def osmo_submitted_by(user: str) -> str:
+    """`WF_SUBMITTED_BY` as OSMO makes it (`TaskGroup._labels`, label `osmo.submitted_by`): the user when it is
+    a valid label value, else an e-mail's local part when that is one, else no label, which renders as ""."""
+    if _OSMO_USER_LABEL.fullmatch(user):
+        return user
+    local, at, _ = user.partition("@")
+    return local if at and _OSMO_USER_LABEL.fullmatch(local) else ""
+
+
 @functools.lru_cache(maxsize=1024)
 def _derived_uuid(text: str) -> str:
     return uuid.uuid5(_UUID_NAMESPACE, text).hex
+
+
+def task_uuid(workflow_uuid: str, task_name: str) -> str:
+    """`WF_TASK_UUID` of a task: 32 hex digits derived from the workflow's uuid and the task's name."""
+    return _derived_uuid(f"{workflow_uuid}/{task_name}")
+
+
+def group_uuid(workflow_uuid: str, group_name: str) -> str:
+    """`WF_GROUP_UUID` of a group: 32 hex digits derived from the workflow's uuid and the group's name."""
+    return _derived_uuid(f"{workflow_uuid}/group/{group_name}")
 
 
 def _system_variables(
     compiled: CompiledPlatform, task: TaskInput, ctx: WorkflowContext, container: str
 ) -> dict[str, object]:
     workflow_uuid = ctx.workflow_uuid or _derived_uuid(ctx.workflow_id)
-    task_uuid = task.uuid or _derived_uuid(f"{workflow_uuid}/{task.name}")
+    this_task_uuid = task.uuid or task_uuid(workflow_uuid, task.name)
     group_name = ctx.group_name or f"{task.name}-group"
     return {
         "USER_CONTAINER_NAME": container,
@@ -177,13 +198,15 @@ def _system_variables(
         "WF_POOL": compiled.config.pool,
         "WF_PLATFORM": compiled.config.platform,
         "WF_TASK_NAME": task.name,
-        "WF_TASK_UUID": task_uuid,
+        "WF_TASK_UUID": this_task_uuid,
         "WF_GROUP_NAME": group_name,
-        "WF_GROUP_UUID": _derived_uuid(f"{workflow_uuid}/group/{group_name}"),
+        "WF_GROUP_UUID": group_uuid(workflow_uuid, group_name),
         # OSMO labels only the lead (osmo.lead_container: 'true'); an absent variable renders as "" there
         "WF_LEAD_CONTAINER": "true" if task.lead else "",
-        "WF_SUBMITTED_BY": ctx.submitted_by,
-        "WF_PRIORITY": ctx.priority,
+        # OSMO's values are its pod labels': the submitter as a valid label value, the priority in lowercase
+        # (`_task_labels`: priority.value.lower()), so templates naming labels or priority classes work
+        "WF_SUBMITTED_BY": osmo_submitted_by(ctx.submitted_by),
+        "WF_PRIORITY": ctx.priority.lower(),
         "WF_RETRY_ID": ctx.retry_id,
     }
 

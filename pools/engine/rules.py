@@ -6,9 +6,10 @@ rule reports a clear error instead of crashing (OSMO's doc example `'{{K8_MEMORY
 arithmetic; write `'{{ K8_MEMORY * 0.8 }}'`). Operators: GT GE LT LE EQ, and NE (OSMO documents NE but
 its code lacks it).
 
-A rule that reads K8_CPU/K8_GPU/K8_MEMORY/K8_STORAGE (found with jinja2.meta, not by substring) is a node
-rule; the others are static. A task passes node rules when at least one node of its platform satisfies
-all of them. Node variables are numbers (cores, devices, bytes), so `{{ K8_MEMORY * 0.8 }}` works.
+A rule that reads K8_CPU/K8_GPU/K8_MEMORY/K8_STORAGE/K8_GPU_PRODUCT/K8_GPU_CUDA_DRIVER (found with
+jinja2.meta, not by substring) is a node rule; the others are static. A task passes node rules when at least
+one node of its platform satisfies all of them. The four resource variables are numbers (cores, devices,
+bytes), so `{{ K8_MEMORY * 0.8 }}` works; the GPU product and CUDA driver are the node's label text.
 Node checks are evaluated once per distinct node shape, with the task side rendered once.
 """
 
@@ -25,6 +26,7 @@ from pools.engine.sandbox import CompiledString, compile_string, render_context,
 from pools.engine.variables import NODE_VARIABLES
 
 __all__ = [
+    "CUDA_DRIVER_LABELS",
     "OPERATORS",
     "CompiledRules",
     "NodeCapacity",
@@ -33,6 +35,7 @@ __all__ = [
     "RuleError",
     "RuleFailure",
     "compile_rules",
+    "cuda_driver_version",
     "parse_rules",
     "validate_rule_set",
 ]
@@ -47,6 +50,10 @@ OPERATORS: dict[str, Callable[[object, object], bool]] = {
 }
 _FIELDS = ("operator", "left_operand", "right_operand", "assert_message")
 _NODE_ATTRIBUTES = {"K8_CPU": "cpu", "K8_GPU": "gpu", "K8_MEMORY": "memory", "K8_STORAGE": "storage"}
+# OSMO reserves these two as node tokens too (K8_TOKENS_SET in src/utils/job/workflow.py) but its lookup table
+# gives them no value; the portal gives them the node's labels (text, "" when the node has no such label).
+_NODE_TEXT_ATTRIBUTES = {"K8_GPU_PRODUCT": "gpu_product", "K8_GPU_CUDA_DRIVER": "cuda_driver"}
+_NODE_READS = _NODE_ATTRIBUTES.keys() | _NODE_TEXT_ATTRIBUTES.keys()
 
 
 class RuleError(EngineError):
@@ -55,13 +62,17 @@ class RuleError(EngineError):
 
 @dataclass(frozen=True)
 class NodeCapacity:
-    """What a node offers a task (K8_* values). Strings and numbers are parsed as quantities."""
+    """What a node offers a task (K8_* values). Strings and numbers are parsed as quantities; `gpu_product`
+    is the node's `nvidia.com/gpu.product` label and `cuda_driver` its `nvidia.com/cuda.driver.major`,
+    `.minor`, `.rev` labels joined with dots (see `cuda_driver_version`), "" when absent."""
 
     name: str
     cpu: Quantity
     gpu: Quantity
     memory: Quantity
     storage: Quantity
+    gpu_product: str = ""
+    cuda_driver: str = ""
 
     def __post_init__(self) -> None:
         for attribute in ("cpu", "gpu", "memory", "storage"):
@@ -69,8 +80,34 @@ class NodeCapacity:
             if not isinstance(value, Quantity):
                 object.__setattr__(self, attribute, parse_quantity(value))
 
-    def variables(self) -> dict[str, int | float]:
-        return {name: _number(getattr(self, attribute).value) for name, attribute in _NODE_ATTRIBUTES.items()}
+    def variables(self) -> dict[str, int | float | str]:
+        values: dict[str, int | float | str] = {
+            name: _number(getattr(self, attribute).value) for name, attribute in _NODE_ATTRIBUTES.items()
+        }
+        values.update({name: getattr(self, attribute) for name, attribute in _NODE_TEXT_ATTRIBUTES.items()})
+        return values
+
+    @property
+    def shape(self) -> tuple:
+        """What the node rules can read of this node: nodes of one shape get one verdict."""
+        return (
+            self.cpu.value,
+            self.gpu.value,
+            self.memory.value,
+            self.storage.value,
+            self.gpu_product,
+            self.cuda_driver,
+        )
+
+
+CUDA_DRIVER_LABELS = ("nvidia.com/cuda.driver.major", "nvidia.com/cuda.driver.minor", "nvidia.com/cuda.driver.rev")
+
+
+def cuda_driver_version(labels: Mapping[str, object]) -> str:
+    """The CUDA driver version as OSMO composes it from a node's labels (BackendResource.exposed_fields in
+    src/utils/connectors/postgres.py: major.minor.rev); "" when any of the three labels is missing."""
+    parts = [labels.get(key) for key in CUDA_DRIVER_LABELS]
+    return ".".join(str(part) for part in parts) if all(part not in (None, "") for part in parts) else ""
 
 
 def _number(value: Decimal) -> int | float:
@@ -84,7 +121,7 @@ class Operand:
 
     @property
     def reads_node(self) -> bool:
-        return bool(self.compiled.refs & _NODE_ATTRIBUTES.keys())
+        return bool(self.compiled.refs & _NODE_READS)
 
 
 @dataclass(frozen=True)
@@ -103,7 +140,7 @@ class Rule:
     @property
     def is_node_rule(self) -> bool:
         refs = self.left.compiled.refs | self.right.compiled.refs | self.message.refs
-        return bool(refs & _NODE_ATTRIBUTES.keys())
+        return bool(refs & _NODE_READS)
 
 
 @dataclass(frozen=True)
@@ -199,7 +236,7 @@ def _parse_rule(validation: str, index: int, raw: object) -> Rule:
     right = _operand(raw["right_operand"], f"{where}.right_operand")
     message = _template(raw["assert_message"], f"{where}.assert_message")
     rule = Rule(validation, index, operator.strip().upper(), left, right, message)
-    unknown = sorted((left.compiled.refs | right.compiled.refs | message.refs) - _NODE_ATTRIBUTES.keys())
+    unknown = sorted((left.compiled.refs | right.compiled.refs | message.refs) - _NODE_READS)
     unknown = [name for name in unknown if name.startswith("K8_")]
     if unknown:
         raise RuleError(
@@ -326,7 +363,7 @@ class CompiledRules:
         verdicts: dict[tuple, RuleFailure | None] = {}
         passing, failures = [], {}
         for node in nodes:
-            shape = (node.cpu.value, node.gpu.value, node.memory.value, node.storage.value)
+            shape = node.shape
             if shape not in verdicts:
                 verdicts[shape] = _first_node_failure(prepared, node, context)
             failure = verdicts[shape]

@@ -52,7 +52,7 @@ SIZE_UNITS = {"B": "", "Ki": "Ki", "Mi": "Mi", "Gi": "Gi", "Ti": "Ti"}
 # Kubernetes' milli: `USER_MEMORY_m` is the amount in bytes times 1024, as OSMO computes it.
 OSMO_M_PER_BYTE = 1024
 CACHE_SHARE = Decimal("0.9")  # OSMO's USER_CACHE: floor(0.9 x storage), in the storage's unit
-NODE_VARIABLES = ("K8_CPU", "K8_GPU", "K8_MEMORY", "K8_STORAGE")
+NODE_VARIABLES = ("K8_CPU", "K8_GPU", "K8_MEMORY", "K8_STORAGE", "K8_GPU_PRODUCT", "K8_GPU_CUDA_DRIVER")
 SYSTEM_VARIABLES = (
     "USER_CONTAINER_NAME",
     "WF_ID",

@@ -1,4 +1,5 @@
-"""Node-rule inputs (`K8_CPU`, `K8_GPU`, `K8_MEMORY`, `K8_STORAGE`) for platforms, from the node inventory.
+"""Node-rule inputs (`K8_CPU`, `K8_GPU`, `K8_MEMORY`, `K8_STORAGE`, `K8_GPU_PRODUCT`, `K8_GPU_CUDA_DRIVER`) for
+platforms, from the node inventory.
 
 As in OSMO, a node offers its allocatable resources minus what pods the portal does not own request
 there: capacity for portal workloads, not what happens to be free this second. An autoscaled machine pool
@@ -7,7 +8,10 @@ with no node yet offers the node it would add (`pools.services.machine_pool_shap
 
 from __future__ import annotations
 
+from django.db.models.fields.json import KeyTextTransform
+
 from pools.engine import NodeCapacity
+from pools.engine.rules import CUDA_DRIVER_LABELS, cuda_driver_version
 from pools.models import NodeMembership
 from pools.services.machine_pool_shapes import would_be_by_platform
 
@@ -21,7 +25,10 @@ _NODE_COLUMNS = (
     "node__memory_allocatable",
     "node__storage_allocatable",
     "node__requested_other",
+    "node__gpu_product",
 )
+# The CUDA driver labels, read out of the node's labels in the query (not the whole label map).
+_CUDA_COLUMNS = {f"cuda_{i}": KeyTextTransform(label, "node__labels") for i, label in enumerate(CUDA_DRIVER_LABELS)}
 
 
 def capacities_for(platforms) -> dict[int, list[NodeCapacity] | None]:
@@ -33,9 +40,12 @@ def capacities_for(platforms) -> dict[int, list[NodeCapacity] | None]:
         p.pk: ([] if p.pool.backend.last_sync_at is not None else None) for p in platforms
     }
     rows = (
-        NodeMembership.objects.filter(platform_id__in=sorted(result)).order_by("node__name").values_list(*_NODE_COLUMNS)
+        NodeMembership.objects.filter(platform_id__in=sorted(result))
+        .annotate(**_CUDA_COLUMNS)
+        .order_by("node__name")
+        .values_list(*_NODE_COLUMNS, *_CUDA_COLUMNS)
     )
-    for platform_id, name, cpu, gpu, memory, storage, other in rows:
+    for platform_id, name, cpu, gpu, memory, storage, other, gpu_product, *cuda in rows:
         other = other or {}
         result[platform_id] = result[platform_id] or []
         result[platform_id].append(
@@ -45,6 +55,8 @@ def capacities_for(platforms) -> dict[int, list[NodeCapacity] | None]:
                 gpu=str(max(0, gpu - other.get(GPU, 0))),
                 memory=str(max(0, memory - other.get("memory", 0))),
                 storage=str(max(0, storage - other.get("ephemeral-storage", 0))),
+                gpu_product=gpu_product or "",
+                cuda_driver=cuda_driver_version(dict(zip(CUDA_DRIVER_LABELS, cuda, strict=True))),
             )
         )
     # Scale from zero: a machine pool with no node yet offers the node it would add (its instance type).

@@ -47,6 +47,7 @@ class WouldBeNode:
             gpu=str(instance.gpu_count if instance else 0),
             memory=f"{instance.memory_mib if instance else 0}Mi",
             storage=f"{self.spec.disk_size_gib}Gi",
+            gpu_product=instance.gpu_product if instance else "",  # the label the node will carry
         )
 
 

@@ -219,7 +219,14 @@ def test_only_autoscaled_machine_pools_with_room_and_no_node_offer_a_would_be_no
         "no node now; machine pool cpu-zero can add a m5.xlarge, 4 vCPU, 16 GiB; up to 3"
     )
     capacity = found["cpu-zero"].capacity()
-    assert capacity.variables() == {"K8_CPU": 4, "K8_GPU": 0, "K8_MEMORY": 16 * 2**30, "K8_STORAGE": 300 * 2**30}
+    assert capacity.variables() == {
+        "K8_CPU": 4,
+        "K8_GPU": 0,
+        "K8_MEMORY": 16 * 2**30,
+        "K8_STORAGE": 300 * 2**30,
+        "K8_GPU_PRODUCT": "",
+        "K8_GPU_CUDA_DRIVER": "",
+    }
 
 
 def test_the_pod_preview_says_a_machine_pool_would_add_the_node(machine_pools, admin_client):

@@ -1,5 +1,6 @@
 """Fixtures of the notification tests: a submitter with switches, a running workflow of theirs, and the
-settings that point email at a real SMTP server on 127.0.0.1 (tests/notifications/receivers.py)."""
+settings that point email at a real SMTP server on 127.0.0.1 (tests/notifications/receivers.py); and the
+workflows tests' simulated cluster, for endings the cluster causes."""
 
 from __future__ import annotations
 
@@ -8,6 +9,18 @@ import pytest
 from pools.models import UserProfile
 from tests.factories import TaskFactory, UserFactory, WorkflowFactory
 from tests.notifications.receivers import smtp_server, webhook_server
+from tests.workflows.conftest import (  # noqa: F401  (fixtures: the simulated cluster, its backend, pool, submission)
+    alice,
+    backend,
+    batch_role,
+    fast_password_hashing,
+    kube_server,
+    pool,
+    portal_instance,
+    run_on_commit,
+    submitted,
+)
+from tests.workflows.test_spot_interruption import kube, spot_pool  # noqa: F401  (fixtures)
 from workflows.lifecycle.settle import fail_task
 from workflows.models import TaskStatus
 

@@ -382,12 +382,15 @@ def test_workflow_tokens_are_substituted_and_nothing_else():
     )
     parsed = parse_workflow(document)
     assert parsed.warnings == [
-        "tasks[0].args[1]: {{output}} is left as literal text (only {{workflow_id}} and {{uuid}} are substituted)",
-        "tasks[0].args[2]: {{host:train}} is left as literal text (only {{workflow_id}} and {{uuid}} are substituted)",
-        "tasks[0].args[3]: {{USER_CPU}} is left as literal text (only {{workflow_id}} and {{uuid}} are substituted)",
-        "tasks[0].environment.T: {{' }} is left as literal text (only {{workflow_id}} and {{uuid}} are substituted)",
+        "tasks[0].args[1]: {{output}} is left as literal text: the portal moves no data (OSMO puts "
+        "/osmo/data/output, the directory its sidecar uploads when the task ends; the task's inputs and outputs "
+        "are ignored); write a path your command reads or writes itself, and move the data in the command",
+        "tasks[0].args[3]: {{USER_CPU}} is left as literal text: not a token OSMO or the portal substitutes "
+        "(OSMO: workflow_id, output, input:<n>, host:<task>)",
+        "tasks[0].environment.T: {{' }} is left as literal text: not a token OSMO or the portal substitutes "
+        "(OSMO: workflow_id, output, input:<n>, host:<task>)",
     ]
-    done = substitute_tokens(parsed, "wf-7", "1234abcd")
+    done = substitute_tokens(parsed, "wf-7", "1234abcd")  # no namespace: {{host:…}} stays as written
     only = done.tasks()[0]
     assert only.command == ["python", "wf-7.py"]
     assert only.args == ["--id=1234abcd", "{{output}}/m", "{{host:train}}", "{{USER_CPU}}"]
@@ -405,3 +408,50 @@ def test_tokens_are_not_substituted_outside_command_args_and_environment():
 def test_substituted_values_are_not_substituted_again():
     parsed = parse_workflow(with_task(args=["{{workflow_id}}"]))
     assert substitute_tokens(parsed, "{{uuid}}", "u").tasks()[0].args == ["{{uuid}}"]
+
+
+# ------------------------------------------------------------------------------------- OSMO's other spec tokens
+# NVIDIA/OSMO src/utils/job/task.py: TaskGroupSpec.parse maps host:<task> of each task of the group to
+# f'{task_uuid}.{get_group_subdomain_name(group_uuid)}.{namespace}.svc.cluster.local' (common.py: 'osmo-' + uuid);
+# TaskSpec.parse maps output to f'{DATA_LOCATION}/output' and input:<n> / input:<task> to
+# f'{DATA_LOCATION}/input/{index}' (kb_objects.py: DATA_LOCATION = '/osmo/data').
+
+
+def two_groups(**second_fields) -> dict:
+    pair = [task(name="server", lead=True), task(name="client", **second_fields)]
+    return spec(groups=[{"name": "pair", "tasks": pair}, {"name": "solo", "tasks": [task(name="other")]}])
+
+
+def test_host_of_a_task_of_the_same_group_becomes_its_pod_name_in_the_namespace():
+    from pools.engine.resolve import group_uuid, task_uuid
+
+    parsed = parse_workflow(two_groups(command=["nc", "{{ host:server }}", "80"], environment={"S": "{{host:server}}"}))
+    assert parsed.warnings == []
+    client = substitute_tokens(parsed, "wf-1", "abc", "wf-jobs").tasks()[1]
+    name = f"{task_uuid('abc', 'server')}.osmo-{group_uuid('abc', 'pair')}.wf-jobs.svc.cluster.local"
+    assert client.command == ["nc", name, "80"] and client.environment == {"S": name}
+
+
+def test_host_of_a_task_of_another_group_stays_literal_with_why():
+    parsed = parse_workflow(two_groups(args=["{{host:other}}"]))
+    assert parsed.warnings == [
+        "groups[0].tasks[1].args[0]: {{host:other}} is left as literal text: other is in another group; OSMO "
+        "substitutes {{host:<task>}} only for tasks of the same group (TaskGroupSpec.parse), and only a group's "
+        "tasks run together: put other in group pair"
+    ]
+    assert substitute_tokens(parsed, "wf-1", "abc", "ns").tasks()[1].args == ["{{host:other}}"]
+
+
+def test_host_naming_no_task_is_refused_with_field_value_and_why():
+    refused(
+        two_groups(command=["ping", "{{host:nosuch}}"]),
+        field="groups[0].tasks[1].command[1]",
+        reason="{{host:nosuch}} names no task of this workflow (tasks: client, other, server)",
+    )
+
+
+def test_input_tokens_stay_literal_saying_the_portal_moves_no_data():
+    parsed = parse_workflow(with_task(args=["{{input:0}}/a", "{{input:prep}}"]))
+    assert [w.split(": ", 1)[0] for w in parsed.warnings] == ["tasks[0].args[0]", "tasks[0].args[1]"]
+    assert "OSMO puts /osmo/data/input/0, where its sidecar downloads input 0 of the task" in parsed.warnings[0]
+    assert "the output of input task prep" in parsed.warnings[1] and "the portal moves no data" in parsed.warnings[1]

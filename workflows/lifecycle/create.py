@@ -16,14 +16,14 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from clusters.kube import pods, secrets
+from clusters.kube import pods, secrets, services
 from clusters.kube.connection import connect
 from clusters.kube.errors import KubeError
 from clusters.schedulers import DELEGATING, TranslationError, workload_routing
 from pools.engine.resolve import label_value
 from portal import metrics
 from portal.errors import DomainError
-from workflows import credentials
+from workflows import credentials, group_dns
 from workflows.lifecycle.observe import container_of, observe
 from workflows.lifecycle.settle import fail_task, settle
 from workflows.lifecycle.transitions import (
@@ -116,7 +116,7 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
             )
         return result
     backend = workflow.pool.backend.name
-    refusal = _write_secrets(kube, workflow, tasks)
+    refusal = _write_secrets(kube, workflow, tasks) or _write_services(kube, workflow, tasks)
     if refusal:
         kube.close()
         for task in tasks:  # the pods could not pull or read what they need: say why, once per task
@@ -169,6 +169,29 @@ def _write_secrets(kube, workflow: Workflow, tasks: list[Task]) -> str:
             raise
         return str(error)
     except DomainError as error:  # a credential deleted since the submission, or its values unreadable
+        return str(error)
+    return ""
+
+
+def _write_services(kube, workflow: Workflow, tasks: list[Task]) -> str:
+    """Write the headless Service of each group of two or more tasks among `tasks` (workflows.group_dns) in its
+    namespace, before the pods; "" when done, else the API's refusal. Transient errors propagate."""
+    networked = group_dns.networked_groups(workflow.tasks.values_list("group_name", flat=True))
+    wanted = sorted({(task.namespace, task.group_name) for task in tasks if task.group_name in networked})
+    if not wanted:
+        return ""
+    labels = {
+        pods.WORKFLOW_LABEL: (tasks[0].pod.get("metadata", {}).get("labels") or {}).get(pods.WORKFLOW_LABEL, ""),
+        pods.INSTANCE_LABEL: instance(),
+        **pods.MANAGED_BY,
+    }
+    try:
+        for namespace, group in wanted:
+            manifest = group_dns.manifest(str(workflow.uuid), group, {k: v for k, v in labels.items() if v})
+            services.apply_service(kube, namespace, manifest)
+    except KubeError as error:
+        if error.transient:
+            raise
         return str(error)
     return ""
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.db import transaction
 from django.utils import timezone
 
-from workflows import enqueue
+from workflows import enqueue, group_dns
 from workflows.lifecycle.transitions import (
     ACTIVE,
     FAILURES,
@@ -119,6 +119,7 @@ def _settle(workflow_pk: int) -> str:
     )
     if updated and status in FINISHED_WORKFLOW:
         _drop_secrets(workflow_pk, rows)
+        _drop_services(workflow_pk, rows)
         announce_finished(workflow_pk)
     return status
 
@@ -131,6 +132,17 @@ def _drop_secrets(workflow_pk: int, rows: list[dict]) -> None:
     names, backend_id = [secret["name"] for secret in found[0]], found[1]
     namespaces = sorted({row["namespace"] for row in rows})
     enqueue.delete_secrets(backend_id, [(ns, name) for ns in namespaces for name in names], "workflow finished")
+
+
+def _drop_services(workflow_pk: int, rows: list[dict]) -> None:
+    """A finished workflow's group Services go, after commit, as its Secrets do (workflows.group_dns)."""
+    networked = group_dns.networked_groups(row["group_name"] for row in rows)
+    if not networked:
+        return
+    workflow_uuid, backend_id = Workflow.objects.filter(pk=workflow_pk).values_list("uuid", "pool__backend_id").get()
+    wanted = {(r["namespace"], r["group_name"]) for r in rows if r["group_name"] in networked}
+    targets = sorted((namespace, group_dns.subdomain(str(workflow_uuid), group)) for namespace, group in wanted)
+    enqueue.delete_services(backend_id, targets, "workflow finished")
 
 
 def _stop_after_leads(workflow_pk: int, rows: list[dict], unfinished: list[dict]) -> bool:

@@ -15,6 +15,10 @@ Where OSMO computes them (NVIDIA/OSMO; the expected values below are worked out 
   WF_ID, WF_UUID, WF_GROUP_NAME, WF_GROUP_UUID, WF_SUBMITTED_BY, WF_TASK_NAME, WF_TASK_UUID, WF_RETRY_ID
   (str(retry_id)), WF_LEAD_CONTAINER ('true', the lead task only), WF_POOL, WF_PLATFORM, WF_PRIORITY; then
   `substitute_pod_template_tokens` renders every string with them (its output is always text).
+  `_task_labels` sets `labels['osmo.priority'] = priority.value.lower()`, and `_labels` sets
+  `osmo.submitted_by` only to a valid label value: the user if it matches
+  `^[a-zA-Z0-9][A-Za-z0-9-_.]{0,61}[a-zA-Z0-9]$`, else an e-mail's local part if that matches, else no label
+  (so WF_SUBMITTED_BY is undefined and renders as "").
 """
 
 from __future__ import annotations
@@ -68,6 +72,7 @@ OSMO_VALUES = {
     "WF_POOL": "team",
     "WF_PLATFORM": "a100",
     "WF_SUBMITTED_BY": "alice",
+    "WF_PRIORITY": "high",  # task.py _task_labels: priority.value.lower()
 }
 HEX_32 = re.compile(r"[0-9a-f]{32}")
 
@@ -81,7 +86,9 @@ def _all_variables_template() -> dict:
 
 def _resolve_all(**task):
     compiled = compile_platform(osmo_config(extra_templates=[("all", _all_variables_template())]))
-    ctx = WorkflowContext(workflow_id="wf-7", submitted_by="alice", control_image="registry.example/ctrl:1")
+    ctx = WorkflowContext(
+        workflow_id="wf-7", submitted_by="alice", priority="HIGH", control_image="registry.example/ctrl:1"
+    )
     result = resolve(compiled, TaskInput("train", resources=TASK_RESOURCES, lead=True, **task), ctx)
     user = next(c for c in result.pod["spec"]["containers"] if c["name"] == "train")
     return result, {item["name"]: item["value"] for item in user["env"]}
@@ -132,6 +139,38 @@ def test_group_uuid_is_one_per_group_and_stable():
 
 def _label_template(name: str) -> dict:
     return {"metadata": {"labels": {"group": "{{" + name + "}}"}}}
+
+
+@pytest.mark.parametrize(
+    ("user", "osmo"),
+    [
+        ("alice", "alice"),
+        ("alice@example.com", "alice"),  # an e-mail: its local part, which is a valid label
+        ("a.b_c-d", "a.b_c-d"),
+        ("x" * 63, "x" * 63),
+        ("x" * 64, ""),  # too long for a label, no "@": OSMO sets no label
+        ("-alice@example.com", ""),  # the local part is no valid label either
+        ("a", ""),  # OSMO's pattern needs two characters
+        ("ana maria", ""),
+    ],
+)
+def test_submitted_by_is_the_label_value_osmo_makes_of_the_user(user, osmo):
+    """task.py `_labels`: `osmo.submitted_by` only when it is a valid label value (an e-mail's local part)."""
+    compiled = compile_platform(osmo_config(extra_templates=[("who", _label_template("WF_SUBMITTED_BY"))]))
+    result = resolve(compiled, TaskInput("train"), WorkflowContext(workflow_id="wf-7", submitted_by=user))
+    assert result.ok, result.validation  # a label OSMO's templates write from it is a valid label
+    assert result.pod["metadata"]["labels"]["group"] == osmo
+
+
+@pytest.mark.parametrize(("priority", "osmo"), [("HIGH", "high"), ("NORMAL", "normal"), ("LOW", "low")])
+def test_priority_is_lowercase_as_osmos_label(priority, osmo):
+    """task.py `_task_labels`: `osmo.priority` = priority.value.lower(), so `priorityClassName: osmo-{{WF_PRIORITY}}`
+    names OSMO's lowercase priority classes and is a valid name."""
+    template = {"spec": {"priorityClassName": "osmo-{{WF_PRIORITY}}"}}
+    compiled = compile_platform(osmo_config(extra_templates=[("prio", template)]))
+    result = resolve(compiled, TaskInput("train"), WorkflowContext(workflow_id="wf-7", priority=priority))
+    assert result.ok, result.validation
+    assert result.pod["spec"]["priorityClassName"] == f"osmo-{osmo}"
 
 
 def test_lead_container_is_true_for_the_lead_and_empty_otherwise():  # an undefined name renders "" in OSMO

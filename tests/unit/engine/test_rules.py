@@ -43,7 +43,11 @@ def static_result(operator, left, right, variables=None):
         (rule(right=["1"]), "v[0].right_operand", "must be a string"),
         (rule(left="{{ USER_CPU "), "v[0].left_operand", "template error"),
         (rule(message="{{ ''.__class__ }}"), "v[0].assert_message", "private attribute"),
-        (rule(right="{{K8_GPU_PRODUCT}}"), "v[0]", "unknown node variable K8_GPU_PRODUCT"),
+        (
+            rule(right="{{K8_GPU_MODEL}}"),
+            "v[0]",
+            "unknown node variable K8_GPU_MODEL; node variables are K8_CPU, K8_GPU",
+        ),
     ],
 )
 def test_malformed_rules_name_the_index_and_field(raw, field, reason):
@@ -240,5 +244,22 @@ def test_nodes_of_one_shape_share_one_verdict():
 
 
 def test_node_capacity_parses_strings_and_exposes_numbers():
-    capacity = NodeCapacity("n", "7500m", 8, "1Gi", "1e3")
-    assert capacity.variables() == {"K8_CPU": 7.5, "K8_GPU": 8, "K8_MEMORY": 2**30, "K8_STORAGE": 1000}
+    capacity = NodeCapacity("n", "7500m", 8, "1Gi", "1e3", gpu_product="Tesla-T4")
+    assert capacity.variables() == {
+        "K8_CPU": 7.5,
+        "K8_GPU": 8,
+        "K8_MEMORY": 2**30,
+        "K8_STORAGE": 1000,
+        "K8_GPU_PRODUCT": "Tesla-T4",
+        "K8_GPU_CUDA_DRIVER": "",
+    }
+
+
+def test_nodes_of_one_resource_shape_with_different_gpus_get_their_own_verdict():
+    compiled = compile_rules([("v", [rule("EQ", "{{K8_GPU_PRODUCT}}", "Tesla-T4")])])
+    nodes = [
+        NodeCapacity("t4", "8", 1, "1Gi", "1Gi", "Tesla-T4"),
+        NodeCapacity("l4", "8", 1, "1Gi", "1Gi", "NVIDIA-L4"),
+    ]
+    verdict = compiled.check_nodes({}, nodes)
+    assert verdict.passing_nodes == ["t4"] and list(verdict.failures) == ["l4"]
