@@ -345,6 +345,13 @@ class CompiledRules:
     def __len__(self) -> int:
         return len(self.static) + len(self.node)
 
+    @property
+    def reads_gpu_labels(self) -> bool:
+        """Whether a node rule reads `K8_GPU_PRODUCT` or `K8_GPU_CUDA_DRIVER`: the inventory reads those labels
+        for every member node only then."""
+        text = _NODE_TEXT_ATTRIBUTES.keys()
+        return any((r.left.compiled.refs | r.right.compiled.refs | r.message.refs) & text for r in self.node)
+
     def check_static(self, variables: Mapping[str, object]) -> list[RuleFailure]:
         """Evaluate the static rules with plain variable values; returns failures (empty = all hold)."""
         context = render_context(variables)

@@ -10,9 +10,10 @@ from __future__ import annotations
 
 from django.db.models.fields.json import KeyTextTransform
 
-from pools.engine import NodeCapacity
+from pools.engine import EngineError, NodeCapacity
 from pools.engine.rules import CUDA_DRIVER_LABELS, cuda_driver_version
 from pools.models import NodeMembership
+from pools.services.compilation import compiled_platform
 from pools.services.machine_pool_shapes import would_be_by_platform
 
 GPU = "nvidia.com/gpu"
@@ -25,10 +26,11 @@ _NODE_COLUMNS = (
     "node__memory_allocatable",
     "node__storage_allocatable",
     "node__requested_other",
-    "node__gpu_product",
 )
-# The CUDA driver labels, read out of the node's labels in the query (not the whole label map).
+# The CUDA driver labels, read out of the node's labels in the query (not the whole label map), with the GPU
+# product: only for platforms whose node rules read them (a fleet's platform has 2,500 member nodes).
 _CUDA_COLUMNS = {f"cuda_{i}": KeyTextTransform(label, "node__labels") for i, label in enumerate(CUDA_DRIVER_LABELS)}
+_GPU_LABEL_COLUMNS = ("node__gpu_product", *_CUDA_COLUMNS)
 
 
 def capacities_for(platforms) -> dict[int, list[NodeCapacity] | None]:
@@ -39,13 +41,13 @@ def capacities_for(platforms) -> dict[int, list[NodeCapacity] | None]:
     result: dict[int, list[NodeCapacity] | None] = {
         p.pk: ([] if p.pool.backend.last_sync_at is not None else None) for p in platforms
     }
-    rows = (
-        NodeMembership.objects.filter(platform_id__in=sorted(result))
-        .annotate(**_CUDA_COLUMNS)
-        .order_by("node__name")
-        .values_list(*_NODE_COLUMNS, *_CUDA_COLUMNS)
-    )
-    for platform_id, name, cpu, gpu, memory, storage, other, gpu_product, *cuda in rows:
+    labels = any(_reads_gpu_labels(p) for p in platforms)
+    rows = NodeMembership.objects.filter(platform_id__in=sorted(result)).order_by("node__name")
+    if labels:
+        rows = rows.annotate(**_CUDA_COLUMNS).values_list(*_NODE_COLUMNS, *_GPU_LABEL_COLUMNS)
+    else:
+        rows = rows.values_list(*_NODE_COLUMNS)
+    for platform_id, name, cpu, gpu, memory, storage, other, *gpu_labels in rows:
         other = other or {}
         result[platform_id] = result[platform_id] or []
         result[platform_id].append(
@@ -55,8 +57,7 @@ def capacities_for(platforms) -> dict[int, list[NodeCapacity] | None]:
                 gpu=str(max(0, gpu - other.get(GPU, 0))),
                 memory=str(max(0, memory - other.get("memory", 0))),
                 storage=str(max(0, storage - other.get("ephemeral-storage", 0))),
-                gpu_product=gpu_product or "",
-                cuda_driver=cuda_driver_version(dict(zip(CUDA_DRIVER_LABELS, cuda, strict=True))),
+                **(_gpu_text(gpu_labels) if labels else {}),
             )
         )
     # Scale from zero: a machine pool with no node yet offers the node it would add (its instance type).
@@ -64,3 +65,18 @@ def capacities_for(platforms) -> dict[int, list[NodeCapacity] | None]:
         if would_be:
             result[platform_id] = (result[platform_id] or []) + [node.capacity() for node in would_be]
     return result
+
+
+def _reads_gpu_labels(platform) -> bool:
+    try:
+        return compiled_platform(platform).rules.reads_gpu_labels
+    except EngineError:  # a platform that does not compile is refused where it is resolved
+        return False
+
+
+def _gpu_text(values: list) -> dict[str, str]:
+    product, *cuda = values
+    return {
+        "gpu_product": product or "",
+        "cuda_driver": cuda_driver_version(dict(zip(CUDA_DRIVER_LABELS, cuda, strict=True))),
+    }

@@ -22,10 +22,14 @@ from __future__ import annotations
 import pytest
 
 from clusters.models import Backend
-from pools.engine import compile_rules
+from configs import store
+from pools.engine.rules import CompiledRules
 from pools.models import NodeMembership, Platform
+from pools.services.compilation import compiled_platform
 from pools.services.node_rules import capacities_for
 from tests.factories import NodeFactory
+from tests.integration.conftest import CLI
+from tests.queries import captured_queries
 
 pytestmark = pytest.mark.django_db
 
@@ -47,7 +51,6 @@ def rule(left, right, operator="EQ"):
 
 
 def test_gpu_product_and_cuda_driver_come_from_the_node_labels(demo_pools):
-    platform = Platform.objects.select_related("pool__backend").get(pool__name="team-development", name="small-gpu")
     backend = Backend.objects.get(name="dev-cluster-01")
     a100 = NodeFactory(
         backend=backend,
@@ -63,6 +66,12 @@ def test_gpu_product_and_cuda_driver_come_from_the_node_labels(demo_pools):
         gpu_product="Tesla-T4",
         labels={"nvidia.com/gpu.product": "Tesla-T4", "nvidia.com/cuda.driver.major": "550"},  # minor, rev missing
     )
+    rules = [rule("{{K8_GPU_PRODUCT}}", A100), rule("{{K8_GPU_CUDA_DRIVER}}", "535.104.05")]
+    store.apply("RESOURCE_VALIDATION", "gpu_model", rules, CLI)
+    document = store.show("POOL", "team-development")
+    document["platforms"]["small-gpu"]["resource_validations"] = ["gpu_model"]
+    store.apply("POOL", "team-development", document, CLI)
+    platform = Platform.objects.select_related("pool__backend").get(pool__name="team-development", name="small-gpu")
     for node in (a100, t4):
         NodeMembership.objects.create(node=node, platform=platform, pool=platform.pool)
 
@@ -71,17 +80,24 @@ def test_gpu_product_and_cuda_driver_come_from_the_node_labels(demo_pools):
         "a100-0": (A100, "535.104.05"),
         "t4-0": ("Tesla-T4", ""),
     }
-
-    rules = compile_rules(
-        [
-            ("gpu_model", [rule("{{K8_GPU_PRODUCT}}", A100)]),
-            ("driver", [rule("{{K8_GPU_CUDA_DRIVER}}", "535.104.05")]),
-        ]
-    )
-    assert (len(rules.static), len(rules.node)) == (0, 2)  # node rules, as OSMO's split_assertion_rules makes them
-    verdict = rules.check_nodes(
+    ours = [r for r in compiled_platform(platform).rules.node if r.validation == "gpu_model"]
+    assert len(ours) == 2  # node rules, as OSMO's split_assertion_rules makes them
+    compiled = CompiledRules(node=tuple(ours))
+    verdict = compiled.check_nodes(
         {}, capacities_for([platform])[platform.pk], pool="team-development", platform="small-gpu"
     )
     assert verdict.passed and verdict.passing_nodes == ["a100-0"]
     assert verdict.failures["t4-0"].message == "wrong Tesla-T4"
     assert (verdict.failures["t4-0"].left, verdict.failures["t4-0"].right) == ("Tesla-T4", A100)
+
+
+def test_a_platform_whose_rules_read_no_gpu_label_reads_none(demo_pools):
+    """A fleet platform has thousands of member nodes: their labels are read only for rules that use them."""
+    platform = Platform.objects.select_related("pool__backend").get(pool__name="team-development", name="small-gpu")
+    assert not compiled_platform(platform).rules.reads_gpu_labels
+    node = NodeFactory(backend=platform.pool.backend, gpu_product=A100, labels={"nvidia.com/gpu.product": A100, **CUDA})
+    NodeMembership.objects.create(node=node, platform=platform, pool=platform.pool)
+    with captured_queries() as queries:
+        [capacity] = capacities_for([platform])[platform.pk]
+    assert (capacity.gpu_product, capacity.cuda_driver) == ("", "")
+    assert not any("cuda.driver" in sql for sql in queries)
