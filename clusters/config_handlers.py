@@ -74,7 +74,8 @@ def _check_machine_pools_under(doc, existing: Backend) -> None:
     changed = [name for name in PROVIDER_SETTINGS if (getattr(doc, name) or "") != (getattr(existing, name) or "")]
     if not changed:
         return
-    pools = list(existing.machine_pools.order_by("name"))
+    # the largest first: a cap the pools break together is said of the pool that weighs most
+    pools = sorted(existing.machine_pools.all(), key=lambda pool: (-most_nodes(pool), pool.name))
     if not pools:
         return
     kind = providers.BY_NAME.get(doc.machine_provider)

@@ -298,13 +298,14 @@ def test_a_label_difference_names_only_the_labels_that_differ_as_key_value():
 ROSA_A = {"machine_provider": "rosa", "ocm_cluster_id": "27h3k9q2v8m4n1p6r5s0t7u3w2x9y4z1"}
 CLASSIC = {"machine_provider": "rosa", "ocm_cluster_id": "c1", "rosa_topology": "classic", "aws_region": "us-east-1"}
 
-# (backend, its pools {name: changes to the GPU spot pool}, the backend's new settings, field, words of the reason)
+# (backend, its pools {name: changes to the GPU spot pool}, the backend's new settings, field, words of the reason);
+# a cap the pools break together is said of the largest
 BREAKING = [
     ("rosa-a", {"big": scaling(0, 300)}, {**ROSA_A, "rosa_topology": "classic"}, "rosa_topology",
      "machine pool big would be refused: autoscaling.max_replicas: ROSA Classic allows at most 249 nodes per cluster"),
-    ("rosa-a", {"one": scaling(0, 200), "two": scaling(0, 100)}, {**ROSA_A, "rosa_topology": "classic"},
+    ("rosa-a", {"a-small": scaling(0, 100), "b-big": scaling(0, 200)}, {**ROSA_A, "rosa_topology": "classic"},
      "rosa_topology",
-     "machine pool one would be refused: autoscaling.max_replicas: the cluster's other machine pools may have 100"),
+     "machine pool b-big would be refused: autoscaling.max_replicas: the cluster's other machine pools may have 100"),
     ("classic", {"zoned": {"availability_zones": ["us-east-1a"]}}, {**CLASSIC, "aws_region": "eu-west-1"},
      "aws_region",
      "machine pool zoned would be refused: availability_zones[0]: is not in the cluster's region eu-west-1"),
