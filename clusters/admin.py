@@ -180,7 +180,17 @@ class BackendInventoryMixin:
         ),
         (
             "Machine pools",
-            {"fields": ["machine_provider", "ocm_url", "ocm_cluster_id", "ocm_token", "karpenter_node_class"]},
+            {
+                "fields": [
+                    "machine_provider",
+                    "ocm_url",
+                    "ocm_cluster_id",
+                    "ocm_token",
+                    "rosa_topology",
+                    "aws_region",
+                    "karpenter_node_class",
+                ]
+            },
         ),
         ("Inventory", {"fields": STATUS_FIELDS}),
     ]

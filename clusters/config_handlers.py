@@ -1,9 +1,10 @@
 """The handlers of the BACKEND and MACHINE_POOL config types (clusters.config_types).
 
 BACKEND: a `<set …>` marker in a document keeps the stored secret; pools and machine pools using a backend
-are its referrers. MACHINE_POOL: the checks that need the database — a known backend (a machine pool stays
-on it), a known instance type (refused with the list of known ones), and an instance type that the
-backend's provider cannot change on an existing pool (ROSA). Registered by `ClustersConfig.ready()`.
+are its referrers; a change of its provider, ROSA topology or region that its machine pools would break is
+refused. MACHINE_POOL: the checks that need the database — a known backend (a machine pool stays on it), a
+known instance type (refused with the list of known ones), and an instance type that the backend's provider
+cannot change on an existing pool (ROSA). Registered by `ClustersConfig.ready()`.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from dataclasses import dataclass
 
 from clusters.config_types import BACKEND, BACKEND_SECRETS, MACHINE_POOL
 from clusters.machinepools import instance_types
+from clusters.machinepools.provider_limits import most_nodes
 from clusters.machinepools.providers import registry as providers
 from clusters.machinepools.spec import InstanceType
 from clusters.models import Backend, MachinePool, WatcherLease
@@ -44,6 +46,8 @@ class BackendHandler(SchemaHandler):
         return None
 
     def save(self, doc, existing, prepared):
+        if existing is not None:
+            _check_machine_pools_under(doc, existing)
         before = existing.watched_identity() if existing is not None else None
         backend = super().save(doc, existing, prepared)
         if before is not None and backend.watched_identity() != before:
@@ -55,6 +59,40 @@ class BackendHandler(SchemaHandler):
         pools = [f"pool {name}" for name in obj.pools.order_by("name").values_list("name", flat=True)]
         machines = obj.machine_pools.order_by("name").values_list("name", flat=True)
         return [*pools, *(f"machine pool {name}" for name in machines)]
+
+
+# The backend settings a machine pool is checked against when it is saved (MachinePoolHandler.save).
+PROVIDER_SETTINGS = ("machine_provider", "rosa_topology", "aws_region")
+
+
+def _check_machine_pools_under(doc, existing: Backend) -> None:
+    """A change of the backend's provider, ROSA topology or region is refused when one of its machine pools
+    would be refused under the new settings, as that pool's own save would be (ROSA Classic's 249 nodes under
+    pools of 300, zones or an instance type outside the new region, Karpenter's fields under ROSA): otherwise
+    the pools would go to the provider and fail there. The error names the backend's setting, its new value,
+    and the machine pool with its own field and reason."""
+    changed = [name for name in PROVIDER_SETTINGS if (getattr(doc, name) or "") != (getattr(existing, name) or "")]
+    if not changed:
+        return
+    # the largest first: a cap the pools break together is said of the pool that weighs most
+    pools = sorted(existing.machine_pools.all(), key=lambda pool: (-most_nodes(pool), pool.name))
+    if not pools:
+        return
+    kind = providers.BY_NAME.get(doc.machine_provider)
+    catalog = instance_types.catalog()
+    total = sum(most_nodes(pool) for pool in pools)
+    for pool in pools:
+        try:
+            pool_doc = MACHINE_POOL.parse(pool.name, MACHINE_POOL.snapshot(pool))
+            _check_instance_type(pool_doc, catalog, doc)
+            if kind is not None:
+                kind.check_machine_pool(pool_doc, pool, doc, total - most_nodes(pool))
+        except ConfigError as problem:
+            raise ConfigError(
+                f"machine pool {pool.name} would be refused: {problem}; change or delete the machine pool first",
+                field=changed[0],
+                value=getattr(doc, changed[0]),
+            ) from None
 
 
 @dataclass

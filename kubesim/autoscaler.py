@@ -9,6 +9,10 @@
   pools together stay within the cluster cap (``emulator.ocm_max_nodes_per_cluster``, 500), Karpenter's too;
 * scale down: a Ready node with no pods but DaemonSet ones for ``scale_down_seconds`` goes, down to the floor
   (Karpenter: unless ``spec.disruption.consolidateAfter: Never``); a pool's max lowered: the idle nodes first;
+* Karpenter's consolidation of underutilized nodes (``consolidationPolicy: WhenEmptyOrUnderutilized``, its
+  default): a node of the NodePool whose pods have not changed for ``scale_down_seconds`` and would all fit on
+  the cluster's other Ready nodes (the scheduler's predicates, their free room) is deleted, one per pass, fewest
+  pods first (Karpenter's single-node consolidation by deletion; kubesim never replaces it with a cheaper one);
 * a pool deleted: its nodes are drained and go;
 * a drain evicts through the Eviction API (kubesim.disruption), as the cluster autoscaler and Karpenter do: a
   node whose pods a PodDisruptionBudget does not let go is skipped (another is taken if one can go) and tried
@@ -64,6 +68,8 @@ def _is_ready(node: dict) -> bool:
 
 GONE, STOPPING, BLOCKED = "gone", "stopping", "blocked"  # what a drain did to a node
 GOING_TAINT = {"key": "ToBeDeletedByClusterAutoscaler", "value": "", "effect": "NoSchedule"}
+KARPENTER_GOING_TAINT = {"key": "karpenter.sh/disrupted", "value": "", "effect": "NoSchedule"}
+GOING_TAINT_KEYS = (GOING_TAINT["key"], KARPENTER_GOING_TAINT["key"])
 
 
 def _taint_key(taint: dict) -> tuple:
@@ -126,6 +132,8 @@ class MachinePoolController:
         self._ready_at: dict[str, float] = {}  # booting node -> when its kubelet is up (monotonic)
         self._pending_since: dict[str, float] = {}  # pod uid -> first seen Unschedulable
         self._idle_since: dict[str, float] = {}  # node -> since when it has had no pods
+        self._settled_since: dict[str, float] = {}  # node -> since when its pods have not changed
+        self._fruitless: dict[str, tuple] = {}  # pool -> (resourceVersion, candidates) when none could go
         # Pods indexed as they change (start() reads those already there), so a pass reads the few that matter,
         # not every pod: the Unschedulable ones, and per node its running pods but DaemonSet ones.
         self._waiting: dict[PodKey, dict] = {}
@@ -160,21 +168,24 @@ class MachinePoolController:
     def _index(self, key: PodKey, pod: dict | None) -> None:
         """Put the pod (None: deleted) in the waiting set or under its node, wherever it now belongs."""
         self._waiting.pop(key, None)
-        node = self._node_of.pop(key, None)
+        was = node = self._node_of.pop(key, None)
         if node is not None:
             on_node = self._pods_on[node]
             on_node.discard(key)
             if not on_node:
                 del self._pods_on[node]
-        if pod is None:
-            return
-        node = (pod.get("spec") or {}).get("nodeName")
-        if node:
+        now = None
+        if pod is not None and (node := (pod.get("spec") or {}).get("nodeName")):
             if (pod.get("status") or {}).get("phase") not in ("Succeeded", "Failed") and not _is_daemon(pod):
                 self._node_of[key] = node
                 self._pods_on.setdefault(node, set()).add(key)
-        elif _unschedulable(pod) and not pod["metadata"].get("deletionTimestamp"):
+                now = node
+        elif pod is not None and _unschedulable(pod) and not pod["metadata"].get("deletionTimestamp"):
             self._waiting[key] = pod
+        if was != now:  # a pod came or went: the nodes' pods are not settled (Karpenter's consolidateAfter)
+            for changed in (was, now):
+                if changed is not None:
+                    self._settled_since[changed] = time.monotonic()
 
     def _tick(self) -> None:
         if self._loop is None:
@@ -212,6 +223,8 @@ class MachinePoolController:
         for pool in by_key.values():
             self._follow_changes(pool, nodes.setdefault(pool.key, []))
             self._keep_bounds(pool, nodes[pool.key], busy, now)
+            if pool.karpenter and pool.scale_down and pool.consolidate_underutilized:
+                self._consolidate(pool.key, nodes[pool.key], now)
             self._write_status(pool, nodes[pool.key])
         self._boot(now)
         self._interrupt_at_random()
@@ -362,6 +375,67 @@ class MachinePoolController:
                 can_go -= 1
         nodes[:] = [n for n in nodes if ("", n["metadata"]["name"]) in self.emulator._store[NODES]]
 
+    def _consolidate(self, pool: str, nodes: list[dict], now: float) -> None:
+        """Karpenter's single-node consolidation by deletion: a Ready node of the NodePool, its pods settled for
+        ``scale_down_seconds``, goes when every one of its pods would fit on another Ready node of the cluster
+        (one that is not going or being interrupted), packed first fit in node-name order against what already
+        runs there. A node a PodDisruptionBudget holds is not a candidate (``_drainable``: Karpenter leaves a node
+        with pods it cannot evict and tries again later); it is drained through the Eviction API as any other."""
+        names = {n["metadata"]["name"] for n in nodes}
+        going = [name for name in sorted(names) if self._is_going(name)]
+        if going:  # one at a time: finish the one under way first
+            if self._drain(going[0]) == GONE:
+                nodes[:] = [n for n in nodes if n["metadata"]["name"] != going[0]]
+            return
+        candidates = sorted(
+            (
+                name
+                for name in names
+                if name in self._pods_on
+                and name not in self._ready_at
+                and now - self._settled_since.get(name, now) >= self.scale_down_seconds
+                and self._drainable(name)
+            ),
+            key=lambda name: (len(self._pods_on[name]), name),
+        )
+        seen = (self.emulator.resource_version, tuple(candidates))
+        if not candidates or self._fruitless.get(pool) == seen:  # nothing changed since none could go
+            return
+        self._fruitless[pool] = seen
+        judge = Scheduler(self.emulator)  # what runs on every node now, for the room the others have left
+        for key, pod in self.emulator._store[PODS].items():
+            judge.account(key, pod)
+        store = self.emulator._store[NODES]
+        for name in candidates:
+            others = [
+                NodeInfo(node)
+                for (_, other), node in sorted(store.items())
+                if other != name and other not in self.spot.interrupting
+            ]
+            placed: list[PodKey] = []
+            fits = True
+            for key in sorted(self._pods_on[name]):
+                pod = self.emulator._store[PODS].get(key)
+                if pod is None or pod["metadata"].get("deletionTimestamp"):
+                    continue
+                target = next((info for info in others if judge.misfit(pod, info) is None), None)
+                if target is None:
+                    fits = False
+                    break
+                moved = ("kubesim/consolidation", f"{key[0]}/{key[1]}")
+                judge.account(moved, {**pod, "spec": {**(pod.get("spec") or {}), "nodeName": target.name}})
+                placed.append(moved)
+            if fits:
+                if self._drain(name) == GONE:
+                    nodes[:] = [n for n in nodes if n["metadata"]["name"] != name]
+                return
+            for moved in placed:
+                judge.account(moved, None)
+
+    def _is_going(self, name: str) -> bool:
+        node = self.emulator._store[NODES].get(("", name)) or {}
+        return any(t.get("key") in GOING_TAINT_KEYS for t in (node.get("spec") or {}).get("taints") or ())
+
     def _drain(self, name: str) -> str:
         """Evict the node's pods through the Eviction API and delete the node once they are gone: GONE; STOPPING
         while evicted pods run their preStop hooks (the node goes on a later pass); BLOCKED when a budget keeps
@@ -378,6 +452,7 @@ class MachinePoolController:
             self.emulator._delete(self.emulator._types[NODES], None, name, None)
         self._ready_at.pop(name, None)
         self._idle_since.pop(name, None)
+        self._settled_since.pop(name, None)
         return GONE
 
     def _drainable(self, name: str) -> bool:
@@ -402,11 +477,11 @@ class MachinePoolController:
         """While its evicted pods stop, no new pod lands on a node that is going (the cluster autoscaler's taint;
         Karpenter's is karpenter.sh/disrupted)."""
         node = self.emulator._store[NODES].get(("", name))
-        taints = ((node or {}).get("spec") or {}).get("taints") or ()
-        if node is None or any(t.get("key") == GOING_TAINT["key"] for t in taints):
+        if node is None or self._is_going(name):
             return
+        karpenter = str((node["metadata"].get("annotations") or {}).get(POOL_ANNOTATION)).startswith("karpenter/")
         spec = dict(node.get("spec") or {})
-        spec["taints"] = [*(spec.get("taints") or ()), dict(GOING_TAINT)]
+        spec["taints"] = [*(spec.get("taints") or ()), dict(KARPENTER_GOING_TAINT if karpenter else GOING_TAINT)]
         self.emulator._commit(self.emulator._types[NODES], node, {**node, "spec": spec}, None)
 
     def _boot(self, now: float) -> None:

@@ -45,6 +45,7 @@ POOL_ANNOTATION = "kubesim/machine-pool"
 # The labels and taints the pool gave the node (JSON), so that a change of the pool's reaches it (kubesim.autoscaler).
 APPLIED_ANNOTATION = "kubesim/machine-pool-applied"
 NODEPOOLS = KARPENTER_NODEPOOL.key
+UNDERUTILIZED = "WhenEmptyOrUnderutilized"  # Karpenter v1's default consolidationPolicy
 _NAME_CHARS = "bcdfghjklmnpqrstvwxz2456789"  # as the apiserver's generateName: no vowels, no 0/1/3
 
 
@@ -103,6 +104,8 @@ class PoolShape:
     disk_gib: int = 300
     limits: dict[str, float] = field(default_factory=dict)  # Karpenter spec.limits (cpu, memory, gpu, nodes)
     scale_down: bool = True  # Karpenter's consolidateAfter: Never keeps empty nodes
+    # Karpenter's consolidationPolicy WhenEmptyOrUnderutilized (its default): a node whose pods fit elsewhere goes
+    consolidate_underutilized: bool = False
     ocm: dict | None = None  # the OCM JSON to write status.current_replicas into
 
     @property
@@ -249,7 +252,7 @@ def _requirement(requirements: list[dict], key: str) -> list[str] | None:
 
 def nodepool_shape(nodepool: dict, catalog: dict[str, InstanceShape]) -> PoolShape:
     """A Karpenter NodePool: the instance types it allows (all of the catalog if it names none), cheapest first;
-    spot when allowed (Karpenter prefers it); no floor; bounded by spec.limits."""
+    spot when allowed (Karpenter prefers it); no floor; bounded by spec.limits; its consolidation policy."""
     name = nodepool["metadata"]["name"]
     spec = nodepool.get("spec") or {}
     template = spec.get("template") or {}
@@ -277,6 +280,7 @@ def nodepool_shape(nodepool: dict, catalog: dict[str, InstanceShape]) -> PoolSha
         most=limits.get("nodes", math.inf),
         limits=limits,
         scale_down=str(disruption.get("consolidateAfter", "")) != "Never",
+        consolidate_underutilized=disruption.get("consolidationPolicy", UNDERUTILIZED) == UNDERUTILIZED,
     )
 
 

@@ -259,6 +259,8 @@ class BackendForm(forms.ModelForm):
 
     def __init__(self, *args, **kwargs):
         super().__init__(*args, **kwargs)
+        if "rosa_topology" in self.fields:  # as in the document: left out, it is the default (hcp)
+            self.fields["rosa_topology"].required = False
         for key in BACKEND_SECRETS:
             if key not in self.fields:
                 continue

@@ -9,17 +9,20 @@ from decimal import Decimal
 
 import pytest
 from django.db import connection
+from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import reverse
 
+from access.services import roles
 from clusters.models import MachinePool
 from configs import store
+from configs.revisions import Actor
 from pools.models import Pool
 from pools.services import capacity_summary
 from pools.services.machine_pool_capacity import growth
 from pools.services.machine_pool_platforms import make_platform
 from tests.clusters.conftest import CLI
-from tests.factories import MachinePoolFactory
+from tests.factories import MachinePoolFactory, ProjectFactory, UserFactory
 from tests.queries import assert_constant_queries
 
 ADDITIONAL = "machine pool additional: m5.xlarge, 4 vCPU, 16 GiB; nodes 2 now, up to 5; on-demand, $0.192/h a node"
@@ -140,6 +143,51 @@ def test_the_pool_page_shows_each_platforms_machine_pool(admin_client, platforms
         ["additional", "m5.xlarge, 4 vCPU, 16 GiB", "on-demand", "2 / 5", "-", "on-demand, $0.192/h a node", "pending"]
     ]
     assert machine_pool_rows(page, "ml-training")[0][2:5] == ["spot", "2 / 3", "2 / 3"]
+
+
+def researcher(team: str) -> Client:
+    """A signed-in researcher, not staff, whose one role is `osmo-<team>` (OSMO's generated role: workflow:* on
+    the pools whose names start with <team>)."""
+    user = UserFactory(username=f"researcher-{team}", is_staff=False, is_superuser=False)
+    roles.update_user_roles(user, add=[ProjectFactory(name=team).role.name], actor=Actor(name="tester", source="cli"))
+    client = Client()
+    client.force_login(user)
+    return client
+
+
+def test_a_researcher_sees_the_machine_pools_of_the_pool_page_as_the_admin_does(admin_client, platforms):
+    """The figures are the pool page's, not the admin's: a researcher whose role gives the pool sees every
+    platform's machine pools, now / at max, spot or on-demand, cost and state; one whose role gives other pools
+    sees the same page (every signed-in user may read every pool's page, as OSMO lists every pool) with a request
+    for access instead of Submit; a visitor not signed in is sent to sign in and sees nothing."""
+    MachinePool.objects.filter(name="gpu-zero").update(state="failed")
+    url = reverse("selfservice:pool", args=["rosa"])
+    as_admin = admin_client.get(url).content.decode()
+    member = researcher("rosa").get(url)
+    assert member.status_code == 200
+    page = member.content.decode()
+    assert 'id="submit-button"' in page  # osmo-rosa may submit to rosa
+    gpu_zero = growth([platforms.pk], {platforms.backend_id})[platforms.pk].platforms["gpu-zero"].machine_pools[0]
+    assert machine_pool_rows(page, "gpu-zero") == [
+        ["gpu-zero", "g4dn.xlarge, 1 × T4", "spot", "0 / 3", "0 / 3", html.escape(gpu_zero.cost), "failed"]
+    ]
+    assert machine_pool_rows(page, "additional") == [
+        ["additional", "m5.xlarge, 4 vCPU, 16 GiB", "on-demand", "2 / 5", "-", "on-demand, $0.192/h a node", "pending"]
+    ]
+    assert machine_pool_rows(page, "ml-training")[0][2:5] == ["spot", "2 / 3", "2 / 3"]
+    for platform in ("additional", "ml-training", "gpu-zero"):
+        assert machine_pool_rows(page, platform) == machine_pool_rows(as_admin, platform)
+
+    other = researcher("robotics").get(url)
+    assert other.status_code == 200
+    elsewhere = other.content.decode()
+    assert 'id="submit-button"' not in elsewhere and "/requests/?pool=rosa#access" in elsewhere
+    for platform in ("additional", "ml-training", "gpu-zero"):
+        assert machine_pool_rows(elsewhere, platform) == machine_pool_rows(page, platform)
+
+    visitor = Client().get(url)
+    assert visitor.status_code == 302 and visitor["Location"].startswith("/login/")
+    assert b"machine-pool" not in visitor.content
 
 
 def platform_section(page: str, platform: str) -> str:

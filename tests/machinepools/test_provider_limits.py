@@ -289,3 +289,108 @@ def test_a_label_difference_names_only_the_labels_that_differ_as_key_value():
     assert differences(portal, provider, ("labels",)) == [
         "labels: provider extra=x, tier=silver, zone unset, portal extra unset, tier=gold, zone=a"
     ]
+
+
+# -- a backend's settings under its machine pools -----------------------------------------------------------------
+# A pool is checked against its backend's provider, topology and region when the pool is saved; a change of the
+# backend that one of its pools would break is refused as well, or the pool would go to the provider and fail there.
+
+ROSA_A = {"machine_provider": "rosa", "ocm_cluster_id": "27h3k9q2v8m4n1p6r5s0t7u3w2x9y4z1"}
+CLASSIC = {"machine_provider": "rosa", "ocm_cluster_id": "c1", "rosa_topology": "classic", "aws_region": "us-east-1"}
+
+# (backend, its pools {name: changes to the GPU spot pool}, the backend's new settings, field, words of the reason);
+# a cap the pools break together is said of the largest
+BREAKING = [
+    ("rosa-a", {"big": scaling(0, 300)}, {**ROSA_A, "rosa_topology": "classic"}, "rosa_topology",
+     "machine pool big would be refused: autoscaling.max_replicas: ROSA Classic allows at most 249 nodes per cluster"),
+    ("rosa-a", {"a-small": scaling(0, 100), "b-big": scaling(0, 200)}, {**ROSA_A, "rosa_topology": "classic"},
+     "rosa_topology",
+     "machine pool b-big would be refused: autoscaling.max_replicas: the cluster's other machine pools may have 100"),
+    ("classic", {"zoned": {"availability_zones": ["us-east-1a"]}}, {**CLASSIC, "aws_region": "eu-west-1"},
+     "aws_region",
+     "machine pool zoned would be refused: availability_zones[0]: is not in the cluster's region eu-west-1"),
+    ("classic", {"g5": {"instance_type": "g5.xlarge"}}, {**CLASSIC, "aws_region": "af-south-1"}, "aws_region",
+     "machine pool g5 would be refused: instance_type: is not offered in classic's region af-south-1"),
+    ("classic", {"multi": {**scaling(0, 6), "availability_zones": ZONES}}, {**CLASSIC, "rosa_topology": "hcp"},
+     "rosa_topology",
+     "machine pool multi would be refused: availability_zones: a machine pool of ROSA with hosted control planes"),
+    ("karp", {"picky": {"requirements": [{"key": "team", "operator": "Exists"}], "max_price": None}}, ROSA_A,
+     "machine_provider", "machine pool picky would be refused: requirements: is Karpenter's"),
+    ("rosa-a", {"tagged": {"aws_tags": {"team": "ml"}}}, {"machine_provider": "karpenter"}, "machine_provider",
+     "machine pool tagged would be refused: aws_tags: on Karpenter this is the EC2NodeClass's (tags)"),
+    ("rosa-a", {"capped": {"max_price": "0.4"}}, {"machine_provider": "karpenter"}, "machine_provider",
+     "machine pool capped would be refused: max_price: Karpenter takes no spot max price"),
+]  # fmt: skip
+
+
+def breaking(index: int) -> tuple[str, dict, str, str]:
+    """Make case `index`'s machine pools; answer the backend, its new document, the field and the words."""
+    backend, pools, new, field, words = BREAKING[index]
+    for name, changes in pools.items():
+        store.apply("MACHINE_POOL", name, body_of(changes, backend), CLI)
+    return backend, new, field, words
+
+
+@pytest.mark.parametrize("index", range(len(BREAKING)), ids=[case[3] + f"-{i}" for i, case in enumerate(BREAKING)])
+def test_a_backend_change_its_machine_pools_would_break_is_refused(limits_backends, index):
+    backend, new, field, words = breaking(index)
+    before, revisions = store.show("BACKEND", backend), Revision.objects.filter(config_type="BACKEND").count()
+    with pytest.raises(ConfigError) as refused:
+        store.apply("BACKEND", backend, new, CLI)
+    assert refused.value.field == field and refused.value.value == new[field], refused.value
+    assert words in refused.value.reason and "change or delete the machine pool first" in refused.value.reason
+    assert store.show("BACKEND", backend) == before
+    assert Revision.objects.filter(config_type="BACKEND").count() == revisions
+
+
+def test_the_cli_rest_and_admin_refuse_a_breaking_backend_change(limits_backends, cli, admin_api, admin_client,
+                                                                  tmp_path):  # fmt: skip
+    backend, new, field, words = breaking(0)
+    before, revisions = store.show("BACKEND", backend), Revision.objects.filter(config_type="BACKEND").count()
+    path = tmp_path / "backend.json"
+    path.write_text(json.dumps(new))
+    code, out, err = cli("update", "BACKEND", backend, "--file", str(path))
+    assert (code, out) == (1, "") and err.startswith(f"error: {field}: ") and err.count("\n") == 1, err
+    assert err == (
+        "error: rosa_topology: machine pool big would be refused: autoscaling.max_replicas: ROSA Classic allows at "
+        "most 249 nodes per cluster (the rosa CLI's limit) (value: 300); change or delete the machine pool first "
+        "(value: 'classic')\n"
+    )  # as docs/machine-pool-providers.md shows it
+    answer = admin_api.put(f"/api/configs/backend/{backend}", {"configs": new}, format="json")
+    assert answer.status_code == 400 and answer.json()["field"] == field and words in answer.json()["reason"]
+    row = Backend.objects.get(name=backend)
+    data = {"description": "", "namespace": "default", "quota_scheduler": "portal", "verify_tls": "on",
+            "ocm_url": "", "ocm_token": "", "karpenter_node_class": "default", "aws_region": "", **new}  # fmt: skip
+    page = admin_client.post(reverse("admin:clusters_backend_change", args=[row.pk]), data)
+    assert page.status_code == 200 and field in page.context["adminform"].form.errors, page
+    assert store.show("BACKEND", backend) == before
+    assert Revision.objects.filter(config_type="BACKEND").count() == revisions
+
+
+@pytest.mark.parametrize(
+    ("changes", "field", "words"),
+    [({"rosa_topology": "both"}, "rosa_topology", "must be one of hcp, classic, not “both”"),
+     ({"aws_region": "Mars"}, "aws_region", "must be an AWS region such as us-east-1")],
+)  # fmt: skip
+def test_the_admin_backend_form_sets_topology_and_region_and_refuses_bad_ones(limits_backends, admin_client, changes,
+                                                                              field, words):  # fmt: skip
+    row = Backend.objects.get(name="classic")
+    url = reverse("admin:clusters_backend_change", args=[row.pk])
+    page = admin_client.get(url).content.decode()
+    assert 'name="rosa_topology"' in page and 'name="aws_region"' in page
+    data = {"description": "", "namespace": "default", "quota_scheduler": "portal", "verify_tls": "on",
+            "ocm_url": "", "ocm_token": "", "karpenter_node_class": "default", **CLASSIC}  # fmt: skip
+    before = store.show("BACKEND", "classic")
+    refused = admin_client.post(url, {**data, **changes})
+    assert refused.status_code == 200 and words in str(refused.context["adminform"].form.errors[field])
+    assert store.show("BACKEND", "classic") == before
+    assert admin_client.post(url, {**data, "aws_region": "eu-west-1"}).status_code == 302
+    assert Backend.objects.get(name="classic").aws_region == "eu-west-1"
+
+
+def test_a_backend_change_its_machine_pools_allow_is_taken(limits_backends):
+    for name, changes in {"small": scaling(0, 100), "zoned": {"availability_zones": ["us-east-1a"]}}.items():
+        store.apply("MACHINE_POOL", name, body_of(changes, "rosa-a"), CLI)
+    store.apply("BACKEND", "rosa-a", {**ROSA_A, "rosa_topology": "classic", "aws_region": "us-east-1"}, CLI)
+    store.apply("BACKEND", "rosa-a", {"description": "export only now"}, CLI)  # no provider: nothing to refuse
+    assert Backend.objects.get(name="rosa-a").machine_provider == ""

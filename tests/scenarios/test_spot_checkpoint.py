@@ -1,10 +1,12 @@
-"""The seed's spot guidance, end to end on ROSA: a training task on the GPU spot pool checkpoints in its preStop
-hook onto a PersistentVolumeClaim; the cloud takes the spot node back; the node is drained through the Eviction
-API, so the pod goes Terminating and its hook runs (the task's log shows it) within its grace period; the pool's
-RESCHEDULE exit action re-creates the task on a new spot node, and the new attempt resumes from the checkpoint
-(its log prints what the hook wrote)."""
+"""The seed's spot guidance, end to end on ROSA and on Karpenter: a training task on the GPU spot pool checkpoints
+in its preStop hook onto a PersistentVolumeClaim; the cloud takes the spot node back; the node is drained through
+the Eviction API, so the pod goes Terminating and its hook runs (the task's log shows it) within its grace period;
+the pool's RESCHEDULE exit action re-creates the task on a new spot node, and the new attempt resumes from the
+checkpoint (its log prints what the hook wrote)."""
 
 from __future__ import annotations
+
+import pytest
 
 from clusters.kube.connection import connect
 from configs import store
@@ -51,16 +53,22 @@ def task_log(researcher, workflow) -> list[str]:
     return [line["text"] for line in answer.json()["lines"]]
 
 
-def test_a_spot_task_checkpoints_in_its_pre_stop_hook_and_resumes_from_it(rosa, cloud, submit, settle, researcher):
-    store.apply("MACHINE_POOL", "ml-training", {"backend": "rosa-sim", **ML_TRAINING}, CLI)
-    assert converge(rosa).created == ["ml-training"]
+@pytest.fixture(params=["rosa", "karpenter"])
+def backend(request):
+    """The GPU spot pool's backend: ROSA through OCM (`rosa-sim`), or a Karpenter NodePool (`eks-sim`)."""
+    return request.getfixturevalue(request.param)
+
+
+def test_a_spot_task_checkpoints_in_its_pre_stop_hook_and_resumes_from_it(backend, cloud, submit, settle, researcher):
+    store.apply("MACHINE_POOL", "ml-training", {"backend": backend.name, **ML_TRAINING}, CLI)
+    assert converge(backend).created == ["ml-training"]
     templates = {"default_user": default_templates()["default_user"], "checkpointing": CHECKPOINTING}
     store.apply_many("POD_TEMPLATE", templates, CLI)
     store.apply(
         "POOL",
         "research",
         {
-            "backend": "rosa-sim",
+            "backend": backend.name,
             "common_pod_template": ["default_user", "checkpointing"],
             "common_default_variables": {"USER_CPU": 1, "USER_GPU": 0, "USER_MEMORY": "1Gi", "USER_STORAGE": "1Gi"},
             "default_exit_actions": {"RESCHEDULE": "3001"},
@@ -70,14 +78,14 @@ def test_a_spot_task_checkpoints_in_its_pre_stop_hook_and_resumes_from_it(rosa, 
     make_platform("ml-training", CLI, pool="research")
 
     workflow = submit(training("resumable"))  # its namespace now exists: the researcher's claim goes there
-    kube = connect(rosa)
+    kube = connect(backend)
     claim = {"metadata": {"name": "train-ckpt"}, "spec": {"accessModes": ["ReadWriteOnce"]}}
     claim["spec"]["resources"] = {"requests": {"storage": "10Gi"}}
     kube.json("creating the claim", kube.core.create_namespaced_persistent_volume_claim, NAMESPACE, claim)
-    settle(rosa, workflow, lambda w: w.status == WorkflowStatus.RUNNING, what="the first attempt running")
+    settle(backend, workflow, lambda w: w.status == WorkflowStatus.RUNNING, what="the first attempt running")
     task = workflow.tasks.get()
     first_node, first_pod = task.node, task.pod_name
-    spec = pod(rosa, first_pod)["spec"]
+    spec = pod(backend, first_pod)["spec"]
     assert spec["terminationGracePeriodSeconds"] == 30
     assert spec["containers"][0]["lifecycle"]["preStop"]["exec"]["command"] == ["sh", "-c", HOOK]
     assert task_log(researcher, workflow) == ["cat: /ckpt/step: No such file or directory", "training"]
@@ -91,14 +99,14 @@ def test_a_spot_task_checkpoints_in_its_pre_stop_hook_and_resumes_from_it(rosa, 
 
     lines = wait_until(hook_ran, what="the preStop hook's output in the task's log")
     assert lines[-1] == "saving checkpoint at step 120"
-    raw = pod(rosa, first_pod)
+    raw = pod(backend, first_pod)
     assert raw["metadata"]["deletionTimestamp"] and raw["metadata"]["deletionGracePeriodSeconds"] == 30
     disruption = next(c for c in raw["status"]["conditions"] if c["type"] == "DisruptionTarget")
     assert disruption["reason"] == "EvictionByEvictionAPI"
 
     # the pod goes; RESCHEDULE re-creates the task on a new spot node, where it resumes from the checkpoint
     settle(
-        rosa,
+        backend,
         workflow,
         lambda w: (t := w.tasks.get()).retry_id == 1 and t.status == "RUNNING",
         timeout=60,
@@ -108,7 +116,7 @@ def test_a_spot_task_checkpoints_in_its_pre_stop_hook_and_resumes_from_it(rosa, 
     assert task.node not in ("", first_node) and task.pod_name != first_pod
     assert task_log(researcher, workflow) == ["step 120", "training"]
     assert [(i["node"], i["action"], i["next_attempt"]) for i in task.interruptions] == [(first_node, "RESCHEDULE", 2)]
-    settle(rosa, workflow, lambda w: w.status == WorkflowStatus.COMPLETED, timeout=60, what="completed")
+    settle(backend, workflow, lambda w: w.status == WorkflowStatus.COMPLETED, timeout=60, what="completed")
     kinds = list(TaskEvent.objects.filter(task=task).values_list("kind", flat=True))
     assert (kinds.count("SPOT_INTERRUPTION"), kinds.count("RESCHEDULED")) == (1, 1)
-    assert task.node in {n.name for n in pool_nodes(rosa, MACHINEPOOL, "ml-training")}
+    assert task.node in {n.name for n in pool_nodes(backend, MACHINEPOOL, "ml-training")}
