@@ -86,6 +86,10 @@ class UsageWeightSerializer(serializers.Serializer):
 
 class TimeBasedFairShareSerializer(serializers.Serializer):
     window_days = serializers.IntegerField()
+    counted_days = serializers.IntegerField(
+        help_text="The days usage is counted over: window_days, or what the raw usage record keeps"
+        " (USAGE_RAW_RETENTION_DAYS) if that is shorter."
+    )
     half_life_hours = serializers.IntegerField(allow_null=True, help_text="null: no decay")
     k = serializers.FloatField()
     text = serializers.CharField()
