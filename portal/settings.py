@@ -459,8 +459,21 @@ QUOTA_TEAMS_VISIBLE = env_bool("QUOTA_TEAMS_VISIBLE", False)
 # --- usage (docs/usage.md): the record's rollups are brought up to date every USAGE_ROLLUP_SECONDS; retention in
 # days; a spot node without a recorded spot price is estimated at its on-demand price × USAGE_SPOT_PRICE_RATIO.
 USAGE_ROLLUP_SECONDS = env_int("USAGE_ROLLUP_SECONDS", 300)
+# Raw records 7 to 3650 days (a negative value would prune every rolled-up attempt at once); rollups at least as
+# long as the raw records (a report over older hours reads only the rollups), at most 3650.
 USAGE_RAW_RETENTION_DAYS = env_int("USAGE_RAW_RETENTION_DAYS", 90)
+if not 7 <= USAGE_RAW_RETENTION_DAYS <= 3650:
+    raise ImproperlyConfigured(
+        f"USAGE_RAW_RETENTION_DAYS={USAGE_RAW_RETENTION_DAYS}: expected 7 to 3650 days (raw usage records are pruned"
+        " this long after they end; the time-based fair share and the what-if read them)"
+    )
 USAGE_ROLLUP_RETENTION_DAYS = env_int("USAGE_ROLLUP_RETENTION_DAYS", 730)
+if not USAGE_RAW_RETENTION_DAYS <= USAGE_ROLLUP_RETENTION_DAYS <= 3650:
+    raise ImproperlyConfigured(
+        f"USAGE_ROLLUP_RETENTION_DAYS={USAGE_ROLLUP_RETENTION_DAYS}: expected {USAGE_RAW_RETENTION_DAYS} to 3650 days"
+        f" (rollups are kept at least as long as the raw records, USAGE_RAW_RETENTION_DAYS={USAGE_RAW_RETENTION_DAYS}:"
+        " a report over older hours reads only the rollups)"
+    )
 USAGE_SPOT_PRICE_RATIO = env_ratio("USAGE_SPOT_PRICE_RATIO", 0.35)
 USAGE_PRUNE_SECONDS = 3600
 

@@ -1,10 +1,11 @@
 """The admin's editable quota grid of one node pool (`<node pool id>/quotas/`): departments, each followed by its
-projects, × resources (GPU, CPU, memory), each cell a deserved, limit and weight. Saving writes one NODE_POOL
-revision per team that changed, through `quotas.services.grid` (nothing at all when any team is refused; each
-refusal is shown on its cell). Viewing needs what the node pool list needs; saving, config:Update on
-`config/node_pool` (`quotas.set_quotas` decides). "Preview this change" tries the grid's GPU edits first
-(quotas.services.what_if: the last 7 days replayed, and what it does to the live queue right now) and shows the
-grid again with them, so "Save quotas" applies what was previewed.
+projects, × resources (GPU, CPU, memory), each cell a deserved, limit and weight. Saving writes every team that
+changed as one NODE_POOL revision, through `quotas.services.grid` (nothing at all when anything is refused; each
+refusal is shown on its cell): an applied preview is one entry in the history, undone by one rollback. Viewing
+needs what the node pool list needs; saving, config:Update on `config/node_pool` (`quotas.set_team_quotas`
+decides). "Preview this change" tries the grid's GPU edits first (quotas.services.what_if: the last 7 days
+replayed, and what it does to the live queue right now) and shows the grid again with them, so "Save quotas"
+applies what was previewed.
 
 Beside it, the grid as Run:ai shows it (`projects/`): projects × node pools, read-only, each cell the deserved
 GPUs opening to the rest (quotas.services.project_grid), linking to the node pool's grid and the project's page."""
@@ -78,8 +79,8 @@ class QuotaGridMixin:
                 messages.error(request, str(refusal))
                 return HttpResponseRedirect(request.path)
             if saved.ok:
-                count = len(saved.revisions)
-                said = f"{count} team(s) changed, one revision each" if count else "nothing changed"
+                count = len(saved.teams)
+                said = f"{count} team(s) changed, one revision (r{saved.revision})" if count else "nothing changed"
                 messages.success(request, f"Quotas of {node_pool.name} saved: {said}.")
                 return HttpResponseRedirect(request.path)
             errors = saved.errors
@@ -106,8 +107,8 @@ class QuotaGridMixin:
 
 def _preview(request, node_pool, submitted: dict) -> tuple[dict | None, dict]:
     """The grid's GPU edits tried on the last 7 days and on the live queue (quotas.services.what_if); nothing is
-    written. The page shows the grid with the edits kept, so "Save quotas" applies them (one revision per team,
-    as any save). A refused cell: no preview, the cell says why."""
+    written. The page shows the grid with the edits kept, so "Save quotas" applies them (one revision, as any
+    save). A refused cell: no preview, the cell says why."""
     changes, refused = grid.what_if_changes(node_pool, submitted)
     if refused.errors:
         return None, refused.errors

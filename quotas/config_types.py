@@ -48,7 +48,7 @@ from quotas import units
 RESOURCES = ("gpu", "cpu", "memory")
 ADMISSION_SECONDS = (1, 3600)  # a pass at least every hour; more often than the beat's tick is the tick
 MIN_RUNTIME_SECONDS = (0, 7 * 24 * 3600)  # a week: longer would make borrowed capacity unreclaimable
-WINDOW_DAYS = (1, 90)  # the usage record keeps raw attempts 90 days (USAGE_RAW_RETENTION_DAYS)
+WINDOW_DAYS = (1, 90)  # the usage record keeps raw attempts 90 days by default (USAGE_RAW_RETENTION_DAYS)
 HALF_LIFE_HOURS = (1, 90 * 24)
 K_BOUNDS = (Decimal("0"), Decimal("10"))  # KAI's kValue; 10 already lets 10% of past usage wipe a weight of 1/2
 QUOTA_KEYS = ("deserved", "limit", "weight", "lend")
@@ -139,8 +139,24 @@ class Decimal2(Kind):
         return {"invalid": text, "min_value": text, "max_value": text, "max_decimal_places": text, "max_digits": text}
 
 
+def _window_within_raw_retention(parsed: dict, where: str) -> None:
+    """Usage is read from the raw record (quotas.services.usage_weights): a window longer than it keeps would read
+    less than it says. The retention may shrink after (a restart): the pages then say what they count."""
+    from django.conf import settings
+
+    kept, days = settings.USAGE_RAW_RETENTION_DAYS, parsed["window_days"]
+    if days > kept:
+        raise ConfigError(
+            f"must be at most {kept} days: the raw usage record keeps {kept} days (USAGE_RAW_RETENTION_DAYS),"
+            " so a longer window would count less usage than it says",
+            field=f"{where}.window_days",
+            value=days,
+        )
+
+
 def time_based_fair_share() -> Group:
-    """The `time_based_fair_share` block: null (off) or window, half-life and k, each a column of the row."""
+    """The `time_based_fair_share` block: null (off) or window, half-life and k, each a column of the row; the
+    window at most what the raw usage record keeps (USAGE_RAW_RETENTION_DAYS)."""
     return Group(
         [
             Field(
@@ -148,7 +164,7 @@ def time_based_fair_share() -> Group:
                 Int(WINDOW_DAYS[0], maximum=WINDOW_DAYS[1], unit="days", why="how far back usage counts"),
                 default=7,
                 attr="fair_share_window_days",
-                help="how far back usage counts, in days (1–90)",
+                help="how far back usage counts, in days (1–90, at most USAGE_RAW_RETENTION_DAYS)",
             ),
             Field(
                 "half_life_hours",
@@ -172,6 +188,7 @@ def time_based_fair_share() -> Group:
             ),
         ],
         nullable=True,
+        checks=(_window_within_raw_retention,),
     )
 
 

@@ -48,6 +48,11 @@ def table_rows(answer: dict) -> tuple[list[str], list[list[str]]]:
 
 def summary(answer: dict) -> str:
     changes = "; ".join(answer["changes"]) or "none (the proposed run is the baseline)"
+    if answer.get("workload") == "synthetic":
+        return (
+            f"what-if {answer['start']} → {answer['end']}: a synthetic workload of {answer['workflows']} jobs"
+            f" replayed (nothing actually happened); changes: {changes}"
+        )
     return (
         f"what-if {answer['start']} → {answer['end']}: {answer['workflows']} workflows replayed"
         f" ({answer['left_out']} left out: a node pool that no longer exists); changes: {changes}"

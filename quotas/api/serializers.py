@@ -86,6 +86,10 @@ class UsageWeightSerializer(serializers.Serializer):
 
 class TimeBasedFairShareSerializer(serializers.Serializer):
     window_days = serializers.IntegerField()
+    counted_days = serializers.IntegerField(
+        help_text="The days usage is counted over: window_days, or what the raw usage record keeps"
+        " (USAGE_RAW_RETENTION_DAYS) if that is shorter."
+    )
     half_life_hours = serializers.IntegerField(allow_null=True, help_text="null: no decay")
     k = serializers.FloatField()
     text = serializers.CharField()
@@ -139,6 +143,12 @@ CHANGE = (
 )
 
 
+WORKLOAD_JOB = (
+    "{project, node_pool, gpus (1-100000), submit_offset_s (0 to the period's seconds - 1), duration_s (1-2678400),"
+    " priority (HIGH|NORMAL|LOW, optional), id (optional, at most 100 characters)}"
+)
+
+
 class WhatIfRequestSerializer(serializers.Serializer):
     start = serializers.DateTimeField(
         required=False, allow_null=True, help_text="The period's start (default: `end` − 7 days)."
@@ -151,6 +161,15 @@ class WhatIfRequestSerializer(serializers.Serializer):
         max_length=MAX_LIST_ITEMS,
         required=False,
         default=list,
+    )
+    workload = serializers.ListField(
+        child=serializers.DictField(help_text=WORKLOAD_JOB),
+        max_length=MAX_LIST_ITEMS,
+        required=False,
+        allow_null=True,
+        default=None,
+        help_text="A synthetic workload replayed in place of the recorded one (default period: the next 7 days "
+        "from now, under today's quotas); each job checked by the service, naming `workload[i].key`.",
     )
 
 
@@ -199,8 +218,9 @@ class RightNowSerializer(serializers.Serializer):
 class WhatIfSerializer(serializers.Serializer):
     start = serializers.CharField()
     end = serializers.CharField()
+    workload = serializers.ChoiceField(["recorded", "synthetic"], help_text="what was replayed")
     changes = serializers.ListField(child=serializers.CharField())
-    workflows = serializers.IntegerField(help_text="workflows replayed")
+    workflows = serializers.IntegerField(help_text="workflows (or a synthetic workload's jobs) replayed")
     left_out = serializers.IntegerField(help_text="workflows with a part in a node pool that no longer exists")
     prices = serializers.DictField(child=serializers.FloatField(), help_text="node pool → price of a GPU-hour")
     projects = WhatIfProjectSerializer(many=True)

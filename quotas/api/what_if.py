@@ -29,7 +29,8 @@ class WhatIfView(APIView):
 
     @extend_schema(
         operation_id="quota_what_if",
-        summary="Replay a recorded period (at most 31 days) under proposed quota changes (at most 1,000)",
+        summary="Replay a recorded period (at most 31 days), or a synthetic workload (at most 1,000 jobs), under "
+        "proposed quota changes (at most 1,000)",
         description=(
             "Per project: what actually happened, the period replayed under today's quotas (baseline) and under "
             "the changes (proposed): waits, GPU-hours, preemptions, idle guarantee, cost. Per node pool a change "
@@ -41,5 +42,11 @@ class WhatIfView(APIView):
     def post(self, request):
         given = s.WhatIfRequestSerializer(data=request.data)
         given.is_valid(raise_exception=True)
-        start, end = what_if.period(given.validated_data.get("start"), given.validated_data.get("end"))
-        return Response(what_if.what_if(start, end, given.validated_data["changes"], view=quota_view(request)))
+        workload = given.validated_data.get("workload")
+        start, end = what_if.period(
+            given.validated_data.get("start"), given.validated_data.get("end"), synthetic=workload is not None
+        )
+        answer = what_if.what_if(
+            start, end, given.validated_data["changes"], view=quota_view(request), workload=workload
+        )
+        return Response(answer)

@@ -1,8 +1,10 @@
 """The admin's quota grid of one node pool: departments and their projects × resources, each cell a deserved,
 limit, weight and lend (lend / never). Reading is `quotas_of` (one query for the tree); saving compares what was
-submitted with what is stored and calls `set_quotas` ONCE per team that changed (one NODE_POOL revision each), in
-one transaction: if any team is refused, nothing is written and every refusal is given back on its cell, in the
-grid's words.
+submitted with what is stored and writes every team that changed as ONE NODE_POOL revision (`set_team_quotas`):
+a save, like an applied preview, is one entry in the history, whose diff holds every team and whose rollback
+undoes all of it. Every cell the grid refuses is given back on its cell, in the grid's words, and nothing is
+written; a save the whole document's checks refuse (a department that would no longer cover its projects) is
+given back on the cell it names.
 
 Cells are keyed `(team_kind, team, resource, key)`; the form's inputs are named `kind:team:resource:key`.
 """
@@ -11,14 +13,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from django.db import transaction
-
 from configs.errors import ConfigError
 from portal.errors import PortalError
 from quotas import units
 from quotas.config_types import QUOTA_KEYS, RESOURCES, parse_quota
 from quotas.models import NodePool
-from quotas.services.quotas import quotas_of, require_quota_write, set_quotas
+from quotas.services.quotas import quotas_of, require_quota_write, set_team_quotas
 from quotas.services.what_if_changes import KEYWORDS
 
 RESOURCE_WORDS = {"gpu": "GPU", "cpu": "CPU", "memory": "memory"}
@@ -50,7 +50,8 @@ def shown(resource: str, key: str, value) -> str:
 
 @dataclass
 class Saved:
-    revisions: dict[tuple[str, str], int] = field(default_factory=dict)  # (kind, team) → revision
+    revision: int | None = None  # the one NODE_POOL revision written (None: nothing changed, or refused)
+    teams: list[tuple[str, str]] = field(default_factory=list)  # (kind, team) changed by it
     errors: dict[Cell | tuple[str, str], str] = field(default_factory=dict)  # a cell, or a team as a whole
 
     @property
@@ -70,25 +71,20 @@ def stored(node_pool: NodePool) -> dict[tuple[str, str], dict]:
 
 
 def save(who, node_pool: NodePool, form: dict[str, str], description: str = "") -> Saved:
-    """Apply the submitted grid (`form`: input name → text; a team's inputs missing = unchanged); `description`
-    becomes each revision's (the grid's optional change description)."""
+    """Apply the submitted grid (`form`: input name → text; a team's inputs missing = unchanged) as one revision;
+    `description` follows what changed in its description (the grid's optional change description)."""
     result = Saved()
     require_quota_write(who)
     current = stored(node_pool)
     changes = _changes(current, form, result)
-    if result.errors:
+    if result.errors or not changes:
         return result
-    with transaction.atomic():
-        for kind, team in _order(changes, current):
-            try:
-                applied = set_quotas(who, node_pool.name, kind, team, changes[(kind, team)], note=description)
-            except PortalError as error:
-                result.errors[_cell(kind, team, error)] = _words(kind, team, error)
-                continue
-            result.revisions[(kind, team)] = applied.revision
-        if result.errors:
-            result.revisions.clear()
-            transaction.set_rollback(True)  # nothing half-written
+    try:
+        applied = set_team_quotas(who, node_pool.name, changes, note=description)
+    except PortalError as error:
+        result.errors[_cell("node pool", node_pool.name, error)] = _words("node pool", node_pool.name, error)
+        return result
+    result.revision, result.teams = applied.revision, sorted(changes)
     return result
 
 
@@ -147,24 +143,15 @@ def _value(key: str, text: str | None, current):
     return text or 0
 
 
-def _order(changes: dict, current: dict) -> list[tuple[str, str]]:
-    """Departments whose deserved grows go first (so their projects fit under them), then projects, then the
-    departments whose deserved shrinks (after their projects shrank)."""
-
-    def grows(team) -> bool:
-        return any(q["deserved"] > current[team][r]["deserved"] for r, q in changes[team].items())
-
-    departments = [team for team in sorted(changes) if team[0] == "department"]
-    projects = [team for team in sorted(changes) if team[0] == "project"]
-    return [team for team in departments if grows(team)] + projects + [team for team in departments if not grows(team)]
-
-
 def _cell(kind: str, team: str, error: PortalError) -> Cell | tuple[str, str]:
-    """The cell an error is about: `gpu.limit` in this team's write, or `departments.research.gpu.deserved`
-    (a department that would no longer cover its projects), else the team as a whole."""
+    """The cell an error is about: `gpu.limit` in this team's cells, or `departments.research.gpu.deserved`
+    (a department that would no longer cover its projects), or the team `projects.vision`, else `kind team` as a
+    whole (the node pool, for a save's refusal that names no team)."""
     parts = error.field.split(".")
     if len(parts) == 4 and parts[0] in SECTIONS:
         return SECTIONS[parts[0]], parts[1], parts[2], parts[3]
+    if len(parts) >= 2 and parts[0] in SECTIONS:
+        return SECTIONS[parts[0]], parts[1]
     if len(parts) == 2 and parts[0] in RESOURCES and parts[1] in QUOTA_KEYS:
         return kind, team, parts[0], parts[1]
     return kind, team
@@ -172,7 +159,7 @@ def _cell(kind: str, team: str, error: PortalError) -> Cell | tuple[str, str]:
 
 def _words(kind: str, team: str, error: PortalError) -> str:
     cell = _cell(kind, team, error)
-    where = f"{cell[0]} {cell[1]}, {RESOURCE_WORDS[cell[2]]} {cell[3]}" if len(cell) == 4 else f"{kind} {team}"
+    where = f"{cell[0]} {cell[1]}, {RESOURCE_WORDS[cell[2]]} {cell[3]}" if len(cell) == 4 else f"{cell[0]} {cell[1]}"
     value = "" if error.value in (None, "") else f" (you entered {error.value!r})"
     worded = len(cell) == 4 and (error.reason.startswith(INTEGER) or cell[3] == "lend")
     reason = GRID_WORDS.get(cell[3], error.reason) if worded else ""

@@ -1,7 +1,8 @@
 """Team quotas: set one (through the config store, one NODE_POOL revision), read a node pool's tree, and the
 zero rows a new department or project gets in every node pool.
 
-The doors (CLI `quota set`, REST, the admin grid) call `set_quota`/`set_quotas`; they pass `who` (a
+The doors (CLI `quota set`, REST) call `set_quota`/`set_quotas`, the admin grid `set_team_quotas` (every team it
+changed, one revision); they pass `who` (a
 request, user, token or principal) for the authorization (config:Update on `config/node_pool`, decided by
 `access.policy`) and for the revision's author.
 """
@@ -68,39 +69,79 @@ def set_quotas(
     note: str = "",
 ):
     """Several resources of one team at once (`{"gpu": {"deserved": 8}, "memory": {"limit": "64Gi"}}`), as one
-    revision. Raises ConfigError (field/value/reason), ConfigNotFound, or the policy's refusal. The revision's
-    description is `description`, else what changed, followed by `note` (the admin grid's change description)."""
+    revision. Raises ConfigError (field/value/reason; a value's field is `gpu.limit`), ConfigNotFound, or the
+    policy's refusal. The revision's description is `description`, else what changed, followed by `note`."""
+    return _write(who, node_pool, {(team_kind, team_name): changes}, actor, description, note, prefixed=False)
+
+
+def set_team_quotas(
+    who,
+    node_pool: NodePool | str,
+    teams: dict[tuple[str, str], dict[str, dict]],
+    *,
+    actor: Actor | None = None,
+    description: str = "",
+    note: str = "",
+):
+    """Several teams' quotas in one node pool (`{("project", "vision"): {"gpu": {"deserved": 8}}, …}`) as ONE
+    NODE_POOL revision: the admin grid's save, so an applied preview is one entry in the history, whose diff holds
+    every team changed and whose rollback undoes all of it. The document is checked as a whole (a department
+    lowered with its projects needs no order); a value's error names its path (`projects.vision.gpu.limit`)."""
+    return _write(who, node_pool, teams, actor, description, note, prefixed=True)
+
+
+def _write(who, node_pool, teams: dict, actor: Actor | None, description: str, note: str, *, prefixed: bool):
     require_quota_write(who)
     name = node_pool if isinstance(node_pool, str) else node_pool.name
-    section = _section(team_kind)
-    _check_team(team_kind, team_name)
-    if not isinstance(changes, dict) or not changes:
-        raise ConfigError("name at least one resource to set", field="resource", value=changes)
+    if not isinstance(teams, dict) or not teams:
+        raise ConfigError("name at least one team to set", field="teams", value=teams)
+    for team_kind, team_name in teams:
+        _section(team_kind)
+        _check_team(team_kind, team_name)
     with transaction.atomic():
         try:
             document = store.show(ConfigType.NODE_POOL, name)
         except ConfigNotFound:
             raise ConfigNotFound("unknown node pool", field="node_pool", value=name) from None
-        entry = copy.deepcopy(document[section].get(team_name, {}))
-        for resource, values in changes.items():
-            if resource not in RESOURCES:
-                raise ConfigError(
-                    f"unknown resource; expected one of {', '.join(RESOURCES)}", field="resource", value=resource
-                )
-            if not isinstance(values, dict):
-                raise ConfigError("must be an object of deserved, limit, weight, lend", field=resource, value=values)
-            merged = {**entry.get(resource, ZERO), **values}
-            entry[resource] = parse_quota(resource, merged, resource)  # field/value/reason before the store's
-        document[section][team_name] = entry
-        said = ", ".join(f"{r} {_said(v)}" for r, v in changes.items())
+        said = []
+        for (team_kind, team_name), changes in sorted(teams.items()):
+            section = _section(team_kind)
+            try:
+                document[section][team_name] = _merged(document[section].get(team_name, {}), changes)
+            except ConfigError as error:
+                if not prefixed:
+                    raise
+                at = f"{section}.{team_name}.{error.field}"
+                raise ConfigError(error.reason, field=at, value=error.value) from None
+            said.append((team_kind, team_name, ", ".join(f"{r} {_said(v)}" for r, v in changes.items())))
+        if len(said) == 1:
+            said_all = f"quota of {said[0][0]} {said[0][1]} in {name}: {said[0][2]}"
+        else:
+            said_all = f"quotas in {name}: " + "; ".join(f"{kind} {team} {text}" for kind, team, text in said)
         return store.apply(
             ConfigType.NODE_POOL,
             name,
             document,
             actor or _actor(who),
-            description=(description or f"quota of {team_kind} {team_name} in {name}: {said}")
-            + (f"; {note}" if note else ""),
+            description=(description or said_all) + (f"; {note}" if note else ""),
         )
+
+
+def _merged(entry: dict, changes) -> dict:
+    """A team's quotas in a document with `changes` ({resource: values}) set over them, each parsed."""
+    if not isinstance(changes, dict) or not changes:
+        raise ConfigError("name at least one resource to set", field="resource", value=changes)
+    entry = copy.deepcopy(entry)
+    for resource, values in changes.items():
+        if resource not in RESOURCES:
+            raise ConfigError(
+                f"unknown resource; expected one of {', '.join(RESOURCES)}", field="resource", value=resource
+            )
+        if not isinstance(values, dict):
+            raise ConfigError("must be an object of deserved, limit, weight, lend", field=resource, value=values)
+        merged = {**entry.get(resource, ZERO), **values}
+        entry[resource] = parse_quota(resource, merged, resource)  # field/value/reason before the store's
+    return entry
 
 
 def _said(values: dict) -> str:

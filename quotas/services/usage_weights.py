@@ -5,7 +5,9 @@ the fair-share page and `quota show` print.
 A project's normalised usage, per resource, is what it used in this node pool over the last `window_days`
 (usage.services.history: running attempts up to now, each second weighted by 0.5^(age / half-life) when a
 half-life is set) over what the node pool's capacity could have given in the same window, weighted the same
-way: a project that held the whole node pool the whole window has 1 (100%), with or without decay. Attempts
+way: a project that held the whole node pool the whole window has 1 (100%), with or without decay. If the raw
+record keeps fewer days (USAGE_RAW_RETENTION_DAYS shrank under the window after it was set), the window is
+those days (`Window.counted_days`), and the text the pages print says so. Attempts
 charged to no project, or to a project without quota rows here, count for the team admission charges them to
 (`team_of`: quotas.services.state's `(none)`). One query per node pool with the block set
 (quotas.services.state reads it once per state, so once per admission pass).
@@ -18,6 +20,8 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from decimal import Decimal
 from fractions import Fraction
+
+from django.conf import settings
 
 from pools.engine.fairshare import department_usage, usage_weights
 from pools.engine.quota_model import K_SCALE, RESOURCES, USAGE_SCALE, QuotaTree, Resources, UsageHistory
@@ -32,13 +36,25 @@ class Window:
     days: int
     half_life_hours: int | None
     k: Decimal
+    kept_days: int  # what the raw usage record keeps (USAGE_RAW_RETENTION_DAYS) when it was read
 
     @classmethod
     def of(cls, node_pool: NodePool) -> Window | None:
         if not node_pool.time_based_fair_share:
             return None
         k = node_pool.fair_share_k
-        return cls(node_pool.fair_share_window_days, node_pool.fair_share_half_life_hours, Decimal(str(k or 0)))
+        return cls(
+            node_pool.fair_share_window_days,
+            node_pool.fair_share_half_life_hours,
+            Decimal(str(k or 0)),
+            settings.USAGE_RAW_RETENTION_DAYS,
+        )
+
+    @property
+    def counted_days(self) -> int:
+        """The days usage is counted over: the window, or what the raw record keeps if that is shorter (the
+        NODE_POOL check refuses such a window; the retention may have shrunk since it was set)."""
+        return min(self.days, self.kept_days)
 
     @property
     def k_milli(self) -> int:
@@ -49,11 +65,22 @@ class Window:
         return None if self.half_life_hours is None else self.half_life_hours * 3600
 
     def as_dict(self) -> dict:
-        return {"window_days": self.days, "half_life_hours": self.half_life_hours, "k": float(self.k)}
+        return {
+            "window_days": self.days,
+            "counted_days": self.counted_days,
+            "half_life_hours": self.half_life_hours,
+            "k": float(self.k),
+        }
 
     def text(self) -> str:
         decay = f"half-life {self.half_life_hours} h" if self.half_life_hours else "no decay"
-        return f"usage over the last {self.days} days, {decay}, k = {self.k.normalize():f}"
+        span = f"{self.days} days"
+        if self.counted_days < self.days:
+            span = (
+                f"{self.counted_days} days (the window is {self.days} days, but the raw usage record keeps"
+                f" {self.kept_days}: USAGE_RAW_RETENTION_DAYS)"
+            )
+        return f"usage over the last {span}, {decay}, k = {self.k.normalize():f}"
 
 
 def history(
@@ -65,7 +92,7 @@ def history(
     window = Window.of(node_pool)
     if window is None:
         return None
-    span = timedelta(days=window.days)
+    span = timedelta(days=window.counted_days)
     used = usage_by_project(node_pool.name, now - span, now, window.half_life_seconds)
     possible = weighted_seconds(span.total_seconds(), 0.0, window.half_life_seconds)
     usage: dict[str, dict[str, int]] = {resource: {} for resource in RESOURCES}

@@ -4,12 +4,14 @@ pools.engine.admission_loop and quota_pass.run_admission), side by side with wha
 the change does right now to the live queue.
 
 The input, read in a constant number of queries whatever the period:
-- the workload: the `usage.WorkflowRecord`s submitted in [start, end) (finished workflows: one still queued or
-  running at the time of the what-if has no record yet and is left out). Arrival = submitted_at; GPUs per node
-  pool = the record's `parts` (the lead node pool's `requests` when it has none); duration = finished_at −
-  running_at. A workflow that never ran (cancelled or timed out while queued) arrives too and leaves the queue
-  at its finished_at unless the replay starts it before (then it does no work: pools.engine.replay). A part in
-  a node pool that no longer exists drops the workflow (counted in `left_out`);
+- the workload: a synthetic one when given (quotas.services.what_if_workload: jobs with a project, node pool,
+  GPUs, submission offset and duration; no "actual" then), else the `usage.WorkflowRecord`s submitted in
+  [start, end) (finished workflows: one still queued or running at the time of the what-if has no record yet and
+  is left out). Arrival = submitted_at; GPUs per node pool = the record's `parts` (the lead node pool's `requests`
+  when it has none); duration = finished_at − running_at. A workflow that never ran (cancelled or timed out while
+  queued) arrives too and leaves the queue at its finished_at unless the replay starts it before (then it does no
+  work: pools.engine.replay). A part in a node pool that no longer exists drops the workflow (counted in
+  `left_out`);
 - capacities: today's, as admission reads them (`quotas.services.state.states`: the Ready schedulable nodes' GPUs);
 - quota trees: the ones in force at the period's start (quotas.services.what_if_config: each node pool's NODE_POOL
   revision current then; a node pool created later replays with today's). A revision written during the period
@@ -47,6 +49,7 @@ from pools.engine.quota_pass import run_admission
 from pools.engine.replay import ReplayInput, ReplayJob
 from portal.errors import DomainError
 from quotas.models import NodePool
+from quotas.services import what_if_workload
 from quotas.services.admission_passes import min_runtime_seconds
 from quotas.services.replay_pair import replay_pair
 from quotas.services.state import NodePoolState, states
@@ -76,9 +79,21 @@ def moment(text: object, field: str) -> datetime:
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
-def period(start: object = None, end: object = None, *, now: datetime | None = None) -> tuple[datetime, datetime]:
-    """[start, end): by default the last DEFAULT_DAYS days up to now; at most MAX_DAYS days, end after start."""
+def period(
+    start: object = None, end: object = None, *, now: datetime | None = None, synthetic: bool = False
+) -> tuple[datetime, datetime]:
+    """[start, end): by default the last DEFAULT_DAYS days up to now (a synthetic workload's: the next DEFAULT_DAYS
+    days from now, under today's quotas); at most MAX_DAYS days, end after start."""
     now = now or timezone.now()
+    if synthetic and start in (None, "") and end in (None, ""):
+        start = now
+    if synthetic and start not in (None, "") and end in (None, ""):
+        start_at = moment(start, "start")
+        try:
+            end_at = start_at + timedelta(days=DEFAULT_DAYS)
+        except OverflowError:
+            raise DomainError("too late: give --to", field="start", value=str(start)) from None
+        return start_at, end_at
     end_at = now if end in (None, "") else moment(end, "end")
     try:
         start_at = end_at - timedelta(days=DEFAULT_DAYS) if start in (None, "") else moment(start, "start")
@@ -108,8 +123,11 @@ def what_if(
     *,
     view: QuotaView = EVERYTHING,
     now: datetime | None = None,
+    workload: object = None,
 ) -> dict:
-    """Baseline and proposed replays of [start, end), side by side with the record, and the right-now effect."""
+    """Baseline and proposed replays of [start, end), side by side with the record, and the right-now effect.
+    `workload` (a list of jobs: quotas.services.what_if_workload) replaces the recorded workflows: nothing
+    actually happened then, so `actual` is empty, and prices are the last DEFAULT_DAYS days' recorded ones."""
     changes = resolve_machine_pools(parse_changes(change_texts))
     now = now or timezone.now()
     live = list(states(NodePool.objects.select_related("backend").order_by("name"), now=now).values())
@@ -118,7 +136,10 @@ def what_if(
     check_targets(changes, trees, _visible(view))
     then = trees_at(start, trees)
     proposed_trees, proposed_capacity = apply_changes(changes, then.trees, capacity)
-    recorded = _recorded(start, end, set(trees), now)
+    if workload is None:
+        recorded = _recorded(start, end, set(trees), now)
+    else:
+        recorded = _synthetic(workload, start, end, trees, view, now)
     runtimes = {s.node_pool.name: min_runtime_seconds(s.node_pool) for s in live}
 
     def given(given_trees, given_capacity) -> ReplayInput:
@@ -152,6 +173,7 @@ def what_if(
     return {
         "start": start.isoformat(),
         "end": end.isoformat(),
+        "workload": "recorded" if workload is None else "synthetic",
         "changes": [c.text for c in changes],
         "workflows": len(recorded.jobs),
         "left_out": recorded.left_out,
@@ -236,6 +258,21 @@ def _recorded(start: datetime, end: datetime, pools: set[str], now: datetime) ->
         for project in counts
     }
     return Recorded(jobs, left_out, actual, prices, departments)
+
+
+def _synthetic(workload: object, start: datetime, end: datetime, trees: dict, view: QuotaView, now: datetime):
+    """The jobs of a synthetic workload (checked against the node pools and the projects the caller sees), with
+    no actual figures; prices from the last DEFAULT_DAYS days' record (one query)."""
+    known = {project.name for tree in trees.values() for project in tree.projects}
+    jobs = what_if_workload.parse(
+        workload,
+        seconds=int((end - start).total_seconds()),
+        project_known=lambda name: name in known and view.shows_project(name),
+        node_pools=trees,
+    )
+    recent = WorkflowRecord.objects.filter(submitted_at__gte=now - timedelta(days=DEFAULT_DAYS), submitted_at__lt=now)
+    prices = _attempts(recent, now)[2]
+    return Recorded(jobs, 0, {}, prices, {})
 
 
 def _idle_guarantee(start: datetime, end: datetime, now: datetime) -> dict[str, float]:

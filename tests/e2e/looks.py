@@ -49,6 +49,28 @@ def page_overflow(page) -> int:
     return page.evaluate("() => Math.max(0, document.documentElement.scrollWidth - window.innerWidth)")
 
 
+def clipped(page, selector: str) -> list[str]:
+    """What inside `selector` is cut off (empty: nothing): a scroll container hiding part of its content, or an
+    element reaching past the selector's box, each said with its tag, id or class and text."""
+    return page.evaluate(
+        """(selector) => {
+            const root = document.querySelector(selector), box = root.getBoundingClientRect(), found = [];
+            const said = (el) =>
+                `${el.tagName.toLowerCase()}${el.id ? "#" + el.id : ""} "${el.innerText.slice(0, 30)}"`;
+            for (const el of root.querySelectorAll("*")) {
+                const style = getComputedStyle(el), r = el.getBoundingClientRect();
+                if (style.display === "none" || (r.width === 0 && r.height === 0)) continue;
+                const hides = el.scrollWidth - el.clientWidth;
+                if (["auto", "scroll", "hidden", "clip"].includes(style.overflowX) && hides > 1)
+                    found.push(`${said(el)} hides ${hides}px`);
+                else if (r.right > box.right + 1 || r.left < box.left - 1) found.push(`${said(el)} past ${selector}`);
+            }
+            return found;
+        }""",
+        selector,
+    )
+
+
 def shoot(page, url: str, name: str, *, ready: str | None = None, widths=WIDTHS) -> dict[int, int]:
     """Load `url` at each width, wait for the `ready` selector, save var/screenshots/<name>-<width>.png.
 

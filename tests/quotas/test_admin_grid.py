@@ -1,6 +1,7 @@
-"""The admin's quota grid: departments and projects × resources; saving writes one NODE_POOL revision per team that
-changed; a refusal is shown on its cell in the grid's words and nothing is written; a reader sees it read-only and
-may not save; constant queries; the list links each node pool to its grid and says whether it is managed."""
+"""The admin's quota grid: departments and projects × resources; saving writes every team that changed as one
+NODE_POOL revision; a refusal is shown on its cell in the grid's words and nothing is written; a reader sees it
+read-only and may not save; constant queries; the list links each node pool to its grid and says whether it is
+managed."""
 
 from __future__ import annotations
 
@@ -45,34 +46,40 @@ def test_the_grid_shows_every_team_grouped_by_department(carved, teams, admin_cl
     assert "Save quotas" in text
 
 
-def test_saving_writes_one_revision_per_changed_team(carved, teams, admin_client):
+def test_saving_writes_every_changed_team_as_one_revision(carved, teams, admin_client):
     before = revisions.history("NODE_POOL", "h100")[0].revision
     form = {
         **cell("department", "research", "gpu", "16"),
         **cell("project", "vision", "gpu", "8", "12", "2"),
         **cell("project", "speech", "gpu", "4"),
-        **cell("project", "infer", "gpu", "0"),  # unchanged: no revision
+        **cell("project", "infer", "gpu", "0"),  # unchanged: not in the revision
         **cell("department", "research", "memory", "1Ti"),
     }
     answer = admin_client.post(grid_url(), form, follow=True)
     assert answer.status_code == 200
-    assert "Quotas of h100 saved: 3 team(s) changed, one revision each." in answer.content.decode()
+    assert f"Quotas of h100 saved: 3 team(s) changed, one revision (r{before + 1})." in answer.content.decode()
     history = revisions.history("NODE_POOL", "h100")
-    assert history[0].revision == before + 3
-    assert {entry.description for entry in history[:3]} == {
-        "quota of department research in h100: gpu deserved=16 limit=None weight=1, "
-        f"memory deserved={2**40} limit=None weight=1",
-        "quota of project vision in h100: gpu deserved=8 limit=12 weight=2",
-        "quota of project speech in h100: gpu deserved=4 limit=None weight=1",
-    }
+    assert history[0].revision == before + 1
+    assert history[0].description == (
+        "quotas in h100: department research gpu deserved=16 limit=None weight=1, "
+        f"memory deserved={2**40} limit=None weight=1; project speech gpu deserved=4 limit=None weight=1; "
+        "project vision gpu deserved=8 limit=12 weight=2"
+    )
     assert history[0].author_name == "root-admin (admin)"
     assert row("research") == (16, None, 1) and row("vision") == (8, 12, 2) and row("speech") == (4, None, 1)
-    # lowering a department and its projects together: projects first, then the department
+    # lowering a department and its projects together: the document is checked as a whole, in no order
     form = {**cell("department", "research", "gpu", "6"), **cell("project", "vision", "gpu", "2", "", "2")}
     assert admin_client.post(grid_url(), {**form, "change_description": "spring plan"}).status_code == 302
     assert row("research") == (6, None, 1) and row("vision") == (2, None, 2)
     assert revisions.history("NODE_POOL", "h100")[0].description == (
-        "quota of department research in h100: gpu deserved=6 limit=None weight=1; spring plan"
+        "quotas in h100: department research gpu deserved=6 limit=None weight=1;"
+        " project vision gpu deserved=2 limit=None weight=2; spring plan"
+    )
+    assert revisions.history("NODE_POOL", "h100")[0].revision == before + 2
+    # one team: the revision says it as `quota set` does
+    assert admin_client.post(grid_url(), cell("project", "speech", "gpu", "3")).status_code == 302
+    assert revisions.history("NODE_POOL", "h100")[0].description == (
+        "quota of project speech in h100: gpu deserved=3 limit=None weight=1"
     )
     too_long = admin_client.post(grid_url(), {**cell("project", "vision", "gpu", "3"), "change_description": "x" * 501},
                                  follow=True)  # fmt: skip

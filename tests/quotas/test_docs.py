@@ -23,7 +23,7 @@ PAGE = ROOT / "docs" / "quotas.md"
 def test_quotas_page_runs_as_written(monkeypatch):
     monkeypatch.chdir(ROOT)
     commands = bash_commands(PAGE)
-    assert len(commands) == 19
+    assert len(commands) == 20
     outputs = {}
     for index, args in enumerate(commands):
         if index == 17:  # before the time-based fair share rewrites the document: the doors' end state
@@ -58,6 +58,12 @@ def test_quotas_page_runs_as_written(monkeypatch):
     assert f'the `text` "{block["text"]}"' in " ".join(page.split())
     optics = next(row for row in block["weights"]["gpu"] if row["name"] == "optics")
     assert (optics["usage"], optics["weight_before"], optics["weight_after"]) == (0, 0.5, 1.0)
+    # the synthetic workload: its four jobs replayed; a100 has no nodes here, so only the proposed run's 16 GPUs
+    # more run them
+    answer = json.loads(outputs[" ".join(commands[19])])
+    assert (answer["workload"], answer["workflows"]) == ("synthetic", 4)
+    replayed = {row["project"]: row for row in answer["projects"]}
+    assert replayed["optics"]["actual"]["jobs"] == 0 and replayed["optics"]["proposed"]["gpu_hours"] == 8 * 4 + 2 * 0.5
 
 
 def _run(*args: str) -> str:

@@ -145,6 +145,51 @@ def test_the_cli_refuses_them_naming_the_field(carved, tmp_path):
     assert store.show("NODE_POOL", POOL)["time_based_fair_share"] is None
 
 
+def test_a_window_longer_than_the_raw_usage_record_keeps_is_refused_at_every_door(carved, settings, tmp_path):
+    """Usage is read from the raw record (running attempts, exact decay): a window past its retention would read
+    less than it says. Refused at the field, naming the retention; a window of exactly the retention is taken."""
+    settings.USAGE_RAW_RETENTION_DAYS = 30
+    reason = "the raw usage record keeps 30 days (USAGE_RAW_RETENTION_DAYS)"
+    with pytest.raises(ConfigError) as refused:
+        set_block({"window_days": 31})
+    assert (refused.value.field, refused.value.value) == ("time_based_fair_share.window_days", 31)
+    assert "must be at most 30 days" in refused.value.reason and reason in refused.value.reason
+    client = APIClient()
+    client.force_authenticate(UserFactory(username="root", is_superuser=True, is_staff=True))
+    body = {**store.show("NODE_POOL", POOL), "time_based_fair_share": {"window_days": 45}}
+    response = client.put(f"/api/configs/node_pool/{POOL}", {"configs": body}, format="json")
+    assert response.status_code == 400 and response.json()["value"] == 45 and reason in response.json()["reason"]
+    assert store.show("NODE_POOL", POOL)["time_based_fair_share"] is None
+    assert set_block({"window_days": 30}) == {"window_days": 30, "half_life_hours": None, "k": 1.0}
+
+
+def test_a_retention_shortened_under_a_window_counts_what_is_kept_and_the_page_says_so(
+    contended, settings, admin_client
+):
+    """The window was set when the record kept 90 days; the portal restarted keeping 30. Usage is what the record
+    still holds, over what the node pool could have given in those 30 days, and every door says so."""
+    set_block({"window_days": 60})
+    used("speech", 16, days_ago=1, hours=72)
+    settings.USAGE_RAW_RETENTION_DAYS = 30
+    url = reverse("admin:quotas_nodepool_fairshare", args=[NodePool.objects.get(name=POOL).pk])
+    html = admin_client.get(url).content.decode()
+    section = html[html.index('id="usage-weights"') :]
+    said = (
+        "usage over the last 30 days (the window is 60 days, but the raw usage record keeps 30:"
+        " USAGE_RAW_RETENTION_DAYS), no decay, k = 1"
+    )
+    assert said in section
+    admin = APIClient()
+    admin.force_authenticate(UserFactory(username="root", is_superuser=True, is_staff=True))
+    block = admin.get(f"/api/quotas/node_pools/{POOL}").json()["time_based_fair_share"]
+    assert (block["window_days"], block["counted_days"]) == (60, 30)
+    rows = {(row["kind"], row["name"]): row for row in block["weights"]["gpu"]}
+    assert rows[("project", "speech")]["usage"] == pytest.approx(16 * 72 / (32 * 30 * 24), abs=1e-4)
+    out = StringIO()
+    call_command("quota", "show", POOL, stdout=out)
+    assert f"time-based fair share: {said}" in out.getvalue()
+
+
 # --- admission, the page, quota show -------------------------------------------------------------------
 
 

@@ -221,24 +221,40 @@ def test_rest_queries_do_not_grow_with_the_period(recorded_day, researcher):
 
 
 def test_the_grid_previews_its_edits_then_applies_them_as_one_revision(carved, teams, admin_client):
-
+    """Two teams edited, previewed, applied: one NODE_POOL revision whose diff holds both, which one rollback undoes."""
     store.apply("NODE_POOL", "h100", {"backend": "sim", "selector": H100_LABEL, "over_quota": False}, CLI)
     quotas.set_quota(None, "h100", "department", "research", "gpu", deserved=32)
     waiting = live("vision", 8, "QUEUED")
     url = reverse("admin:quotas_nodepool_quotas", args=[NodePool.objects.get(name="h100").pk])
     before = revisions.history("NODE_POOL", "h100")[0].revision
-    form = {"project:vision:gpu:deserved": "8", "project:vision:gpu:limit": "", "project:vision:gpu:weight": "1"}
+    form = {
+        "project:vision:gpu:deserved": "8", "project:vision:gpu:limit": "", "project:vision:gpu:weight": "1",
+        "project:speech:gpu:deserved": "4", "project:speech:gpu:limit": "6", "project:speech:gpu:weight": "1",
+    }  # fmt: skip
     page = admin_client.post(url, {**form, "preview": "1"})
     assert page.status_code == 200
     text = page.content.decode()
     assert "Preview of this change" in text and "<code>vision h100 gpu=8 limit-gpu=none weight-gpu=1</code>" in text
+    assert "<code>speech h100 gpu=4 limit-gpu=6 weight-gpu=1</code>" in text
     right_now = text[text.index('id="what-if-right-now"') : text.index('id="what-if-replay"')]
     assert f"admits {waiting.workflow_id}" in right_now
     assert 'name="project:vision:gpu:deserved" value="8"' in text and "Apply: save quotas" in text
     assert revisions.history("NODE_POOL", "h100")[0].revision == before  # a preview writes nothing
-    saved = admin_client.post(url, form, follow=True)
-    assert "1 team(s) changed, one revision each" in saved.content.decode()
-    assert revisions.history("NODE_POOL", "h100")[0].revision == before + 1
+    saved = admin_client.post(url, {**form, "change_description": "spring plan"}, follow=True)
+    assert f"Quotas of h100 saved: 2 team(s) changed, one revision (r{before + 1})." in saved.content.decode()
+    latest = revisions.history("NODE_POOL", "h100")[0]
+    assert latest.revision == before + 1
+    assert latest.description == (
+        "quotas in h100: project speech gpu deserved=4 limit=6 weight=1; project vision gpu deserved=8 limit=None"
+        " weight=1; spring plan"
+    )
+    changed = {change.path for change in revisions.diff("NODE_POOL", "h100", before, before + 1).changes}
+    assert {path.split(".")[1] for path in changed} == {"speech", "vision"}
+    shown = store.show("NODE_POOL", "h100")["projects"]
+    assert (shown["vision"]["gpu"]["deserved"], shown["speech"]["gpu"]["limit"]) == (8, 6)
+    store.rollback("NODE_POOL", "h100", before, CLI)  # one rollback undoes the whole applied preview
+    assert store.show("NODE_POOL", "h100") == revisions.get_revision("NODE_POOL", "h100", before).snapshot
+    assert revisions.history("NODE_POOL", "h100")[0].revision == before + 2
     refused = admin_client.post(url, {**form, "project:vision:gpu:limit": "4", "preview": "1"}).content.decode()
     assert "Preview of this change" not in refused and "limit" in refused
 

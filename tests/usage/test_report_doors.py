@@ -118,7 +118,8 @@ def test_the_cli_refuses_bad_options_on_one_line_naming_flag_and_value(capsys, m
     assert code == 1 and "--by" in err and "'team'" in err
 
 
-def test_rollup_rebuild_and_prune(teams):  # noqa: F811
+def test_rollup_rebuild_and_prune(teams, settings):  # noqa: F811
+    settings.USAGE_RAW_RETENTION_DAYS = 36500  # T0's hours within the raw retention, whatever today's date
     world()
     assert cli("rollup") == "2 hour(s) rolled up\n"  # T0 and a day and an hour later
     assert TaskAttempt.objects.filter(rolled_up=True).count() == 3

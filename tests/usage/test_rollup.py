@@ -3,9 +3,11 @@ the rollups equal a recomputation from the raw records, and a report counts ever
 
 from __future__ import annotations
 
+import io
 from datetime import timedelta
 
 import pytest
+from django.core.management import call_command
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -105,3 +107,47 @@ def test_retention_keeps_rollups_longer_than_raw_records(settings):
     assert not TaskAttempt.objects.filter(pk=old.pk).exists()
     assert UsageRollup.objects.filter(period_start=(T0 - timedelta(days=100))).exists()
     assert retention.prune(now=T0 + timedelta(days=700))["rollups"] == 2  # its hour and its day
+
+
+def _gpu_hours(start, end, now) -> float:
+    query = report.ReportQuery(start, end, by=("project",))
+    return sum(r.gpu_seconds for r in report.usage(query, now=now)) / 3600
+
+
+def test_a_rebuild_of_part_of_an_attempt_leaves_the_rest_to_the_job_and_counts_it_once():
+    """`usage rebuild --from D --to D` over a day an attempt not rolled up yet runs past: the report still counts
+    all of its hours, before and after the job next runs (it was marked rolled up with only the day's hours)."""
+    now = T0 + timedelta(days=5)
+    attempt_row(started_at=T0 + timedelta(hours=20), ended_at=T0 + timedelta(hours=28), gpu=1)  # 4 h each day
+    call_command("usage", "rebuild", "--from", "2026-11-01", "--to", "2026-11-01", stdout=io.StringIO())
+    assert _gpu_hours(T0, T0 + timedelta(days=2), now) == 8
+    rollup.roll_up(now, repair=False)
+    assert _gpu_hours(T0, T0 + timedelta(days=2), now) == 8
+    incremental = _snapshot()
+    rollup.rebuild(now=now)
+    assert _snapshot() == incremental
+
+
+def test_an_attempt_that_outlives_the_raw_retention_does_not_erase_pruned_attempts_from_its_hours(settings):
+    """Raw records kept 7 days; an attempt runs 10 days. Others it ran beside are pruned meanwhile; when it ends,
+    neither the job nor a rebuild recomputes its old hours from what is left of the raw record (they lost the
+    pruned attempts' GPU-hours): hours past the raw retention are added to, never recomputed."""
+    settings.USAGE_RAW_RETENTION_DAYS = 7
+    attempt_row(started_at=T0, ended_at=T0 + timedelta(hours=1), gpu=2)  # pruned later
+    long = attempt_row(started_at=T0, ended_at=None, gpu=1)
+    rollup.roll_up(T0 + timedelta(days=1), repair=False)
+    first_hour = (T0, T0 + timedelta(hours=1))
+    assert _gpu_hours(*first_hour, T0 + timedelta(days=1)) == 3
+    assert retention.prune(now=T0 + timedelta(days=8))["attempts"] == 1
+    TaskAttempt.objects.filter(pk=long.pk).update(ended_at=T0 + timedelta(days=10), outcome="completed")
+    now = T0 + timedelta(days=10)
+    rollup.roll_up(now, repair=False)
+    assert _gpu_hours(*first_hour, now) == 3
+    assert _gpu_hours(T0, now, now) == 2 + 240
+    incremental = _snapshot()
+    rollup.rebuild(now=now)  # from the oldest raw record: the long attempt's start
+    assert _snapshot() == incremental
+    out = io.StringIO()
+    call_command("usage", "rebuild", stdout=out)
+    assert _snapshot() == incremental
+    assert "UTC are past the raw records' retention: kept as rolled up" in out.getvalue()

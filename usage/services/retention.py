@@ -1,9 +1,9 @@
-"""Retention (docs/usage.md, "Retention"): raw records for `USAGE_RAW_RETENTION_DAYS` (90 by default), rollups
-and deserved samples for `USAGE_ROLLUP_RETENTION_DAYS` (730). A raw record goes once it ended that long ago; its
-hours stay in the rollups, which are never rebuilt over a pruned range by the incremental job (it rebuilds only
-hours touched by records that still exist). An attempt the rollup job has not counted yet stays until it has
-(else its hours, and the metrics' counters, would lose it). Nothing here touches `UsageTotal`: the counters
-outlive what they count."""
+"""Retention (docs/usage.md, "Retention"): raw records for `USAGE_RAW_RETENTION_DAYS` (90 by default), rollups and
+deserved samples for `USAGE_ROLLUP_RETENTION_DAYS` (730). A raw record goes once it ended that long ago; its hours
+stay in the rollups, which are never recomputed before the raw horizon (`usage.services.rollup.raw_horizon`: an
+attempt that outlived the retention is added to its old hours, not recomputed with them). An attempt the rollup job
+has not counted yet stays until it has (else its hours, and the metrics' counters, would lose it). Nothing here
+touches `UsageTotal`: the counters outlive what they count."""
 
 from __future__ import annotations
 

@@ -7,6 +7,11 @@ micro-dollars (rounded down likewise), grouped by `usage.models.DIMENSIONS`. A d
 24 hours' rows. So rebuilding any range from the raw records (`rebuild`) gives exactly the numbers the
 incremental job (`roll_up`) built. Running attempts are not in rollups: reports add them up to now.
 
+Two limits keep that true. An hour older than the raw retention (`raw_horizon`) may have lost attempts to
+`usage.services.retention.prune`: it is never recomputed from what is left of the raw record, only added to (the
+attempts not rolled up yet that ran in it: one that outlived the retention). And an attempt not rolled up yet
+that runs past the range rebuilt is left out of it, for the job to count with all its hours.
+
 The incremental job reads the closed attempts not rolled up yet (`TaskAttempt.rolled_up`), rebuilds the hours
 they touch and the days of those hours, and marks every attempt it counted in the same transaction: an attempt
 is in the rollups exactly when it is marked, so a report adds the closed unmarked ones from the raw record and
@@ -20,6 +25,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from datetime import UTC, datetime, timedelta
 
+from django.conf import settings
 from django.db import connection, transaction
 from django.utils import timezone
 
@@ -65,22 +71,54 @@ def _closed_overlapping(start: datetime, end: datetime):
     return TaskAttempt.objects.filter(ended_at__isnull=False, started_at__lt=end, ended_at__gt=start)
 
 
-def rebuild_hours(start: datetime, end: datetime) -> int:
+def raw_horizon(now: datetime | None = None) -> datetime:
+    """The first whole hour whose attempts are all still in the raw record: retention removes only attempts that
+    ended `USAGE_RAW_RETENTION_DAYS` before it runs. Rollups of earlier hours are kept, never recomputed."""
+    cutoff = (now or timezone.now()) - timedelta(days=settings.USAGE_RAW_RETENTION_DAYS)
+    return floor_hour(cutoff - timedelta(microseconds=1)) + HOUR
+
+
+def rebuild_hours(start: datetime, end: datetime, *, now: datetime | None = None) -> int:
     """Rebuild the hourly rows of [start, end) (whole hours) from the raw records, then the days they touch; the
-    attempts read are marked rolled up (a closed attempt never changes again, so what was read is what counts)."""
+    attempts counted are marked rolled up (a closed attempt never changes again, so what was read is what counts).
+
+    Hours before `raw_horizon(now)` keep their rows, plus what the attempts not rolled up yet add to them (the
+    raw record no longer holds all of theirs). An attempt not rolled up yet that runs past [start, end) is neither
+    counted nor marked: the job rebuilds all its hours (a report adds it from the raw record until then)."""
     start, end = floor_hour(start), floor_hour(end - timedelta(microseconds=1)) + HOUR
+    kept_before = min(max(raw_horizon(now), start), end)
     with transaction.atomic():
         closed = _closed_overlapping(start, end).values("pk", "rolled_up", *ATTEMPT_FIELDS)
-        rows = list(closed.iterator(chunk_size=5000))
-        sums = hour_contributions(rows, start, end)
+        rows = [
+            row
+            for row in closed.iterator(chunk_size=5000)
+            if row["rolled_up"] or (row["started_at"] >= start and row["ended_at"] <= end)
+        ]
+        fresh = [row for row in rows if not row["rolled_up"]]
+        sums = hour_contributions(rows, kept_before, end)
+        if start < kept_before:
+            sums.update(_added_to_kept(start, kept_before, fresh))
         UsageRollup.objects.filter(granularity=Granularity.HOUR, period_start__gte=start, period_start__lt=end).delete()
         _insert(Granularity.HOUR, sums)
         _rebuild_days(floor_day(start), floor_day(end - timedelta(microseconds=1)) + DAY)
-        fresh = [row for row in rows if not row["rolled_up"]]
         for index in range(0, len(fresh), 5000):
             TaskAttempt.objects.filter(pk__in=[row["pk"] for row in fresh[index : index + 5000]]).update(rolled_up=True)
         _add_to_totals(lifetime_sums(fresh))
     return len(sums)
+
+
+def _added_to_kept(start: datetime, end: datetime, fresh: list[dict]) -> dict[tuple, list[int]]:
+    """The hourly rows of [start, end) as they are, plus what the attempts `fresh` (not rolled up yet) add."""
+    kept = UsageRollup.objects.filter(granularity=Granularity.HOUR, period_start__gte=start, period_start__lt=end)
+    sums: dict[tuple, list[int]] = {
+        tuple(row[: 1 + len(DIMENSIONS)]): list(row[1 + len(DIMENSIONS) :])
+        for row in kept.values_list("period_start", *DIMENSIONS, *MEASURES)
+    }
+    for key, values in hour_contributions(fresh, start, end).items():
+        total = sums.setdefault(key, [0] * len(MEASURES))
+        for index, value in enumerate(values):
+            total[index] += value
+    return sums
 
 
 def lifetime_sums(rows: list[dict]) -> dict[tuple[str, str], list[int]]:
@@ -166,7 +204,7 @@ def roll_up(now: datetime | None = None, *, repair: bool = True) -> int:
             hour += HOUR
             hours.add(hour)
     for start, end in _runs(sorted(hours)):
-        rebuild_hours(start, end)
+        rebuild_hours(start, end, now=now)
     return len(hours)
 
 
@@ -185,8 +223,9 @@ def _runs(hours: list[datetime]) -> Iterable[tuple[datetime, datetime]]:
         yield start, previous + HOUR
 
 
-def rebuild(start: datetime | None = None, end: datetime | None = None) -> int:
-    """Recompute every rollup in [start, end) (default: everything the raw records cover) from the raw records."""
+def rebuild(start: datetime | None = None, end: datetime | None = None, *, now: datetime | None = None) -> int:
+    """Recompute every rollup in [start, end) (default: everything the raw records cover) from the raw records;
+    hours before `raw_horizon(now)` are kept (their pruned attempts are no longer in the raw record)."""
     closed = TaskAttempt.objects.filter(ended_at__isnull=False)
     if start is None:
         start = closed.order_by("started_at").values_list("started_at", flat=True).first()
@@ -195,4 +234,4 @@ def rebuild(start: datetime | None = None, end: datetime | None = None) -> int:
     if start is None or end is None:
         return 0
     end = max(end, start + timedelta(seconds=1))
-    return rebuild_hours(start, end)
+    return rebuild_hours(start, end, now=now)

@@ -5,7 +5,7 @@
     manage.py quota set --department DEPT NODE_POOL [--gpu N] …
     manage.py quota show NODE_POOL [--format json]
     manage.py quota what-if [--from DATE] [--to DATE] [--set 'PROJECT NODE_POOL gpu=16' …]
-        [--capacity 'NODE_POOL gpu=+8' …] [--format table|json]
+        [--capacity 'NODE_POOL gpu=+8' …] [--workload FILE] [--format table|json]
 
 Per resource (gpu, cpu, memory): `--<r>` sets deserved, `--limit-<r>` the limit (`none` removes it),
 `--weight-<r>` the over-quota weight. `--no-lend` makes the team never lend its unused deserved in that node
@@ -14,7 +14,8 @@ quantities (`--cpu 8` is 8 cores, `--memory 64Gi`); what is not given is kept. O
 (`config history NODE_POOL`).
 `what-if` replays the recorded period (default: the last 7 days, at most 31) under today's quotas and under
 the changes, side by side with what happened, and says what the change does right now (docs/quotas.md,
-"What-if"; quotas.services.what_if). Nothing is written.
+"What-if"; quotas.services.what_if), or a synthetic workload (`--workload FILE`: quotas.services.what_if_workload)
+over the next 7 days by default. Nothing is written.
 Errors print one line and exit 1.
 """
 
@@ -79,6 +80,12 @@ class Command(PortalCommand):
         trying.add_argument(
             "--capacity", action="append", default=[], help="'NODE_POOL gpu=+N|-N|N': nodes added or removed (repeat)"
         )
+        trying.add_argument(
+            "--workload",
+            metavar="FILE",
+            help="a synthetic workload (JSON or YAML list of jobs: project, node_pool, gpus, submit_offset_s, "
+            "duration_s) replayed instead of the record; the period defaults to the next 7 days from now",
+        )
         trying.add_argument("--format", choices=["table", "json"], default="table")
 
     def handle(self, *args, **options):
@@ -117,15 +124,16 @@ class Command(PortalCommand):
 
     def do_what_if(self, options):
         from quotas import what_if_cli
-        from quotas.services import what_if  # the replay and the admission passes: only this verb needs them
+        from quotas.services import what_if, what_if_workload  # the replay: only this verb needs them
 
+        workload = None if options["workload"] is None else what_if_workload.load_file(options["workload"])
         try:
-            start, end = what_if.period(options["start"], options["end"])
+            start, end = what_if.period(options["start"], options["end"], synthetic=workload is not None)
         except DomainError as error:  # the service's start/end are --from/--to here
             flag = "--from" if error.field == "start" else "--to"
             raise DomainError(error.reason, field=flag, value=error.value) from None
         changes = [*options["changes"], *(f"capacity {text}" for text in options["capacity"])]
-        answer = what_if.what_if(start, end, changes)
+        answer = what_if.what_if(start, end, changes, workload=workload)
         if options["format"] == "json":
             return self.emit(answer)
         self.stdout.write(what_if_cli.summary(answer))

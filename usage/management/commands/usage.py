@@ -6,6 +6,7 @@
         [--format table|json|csv]
     manage.py usage rollup                           the incremental rollup job, now
     manage.py usage rebuild [--from …] [--to …]      recompute the rollups of a range from the raw records
+                                                     (hours past the raw retention are kept, not recomputed)
     manage.py usage prune                            retention: delete what is older than it keeps
 
 `report` defaults to the last 30 days, grouped by project, one total per group; a date as `--to` includes
@@ -84,6 +85,12 @@ class Command(PortalCommand):
             raise ReportError("--to must come after --from", field=cli_label("to"), value=options["end"])
         hours = rollup.rebuild(start, end)
         self.stdout.write(f"{hours} hourly rollup row(s) rebuilt")
+        horizon = rollup.raw_horizon()
+        if start is None or start < horizon:
+            self.stdout.write(
+                f"hours before {horizon:%Y-%m-%d %H:%M} UTC are past the raw records' retention: "
+                "kept as rolled up (with what attempts not rolled up yet add), not recomputed"
+            )
 
     def do_prune(self, options):
         removed = retention.prune()
