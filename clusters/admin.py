@@ -187,12 +187,14 @@ class BackendInventoryMixin:
 
     def get_fieldsets(self, request, obj=None):
         if obj is None:
-            return [
+            fieldsets = [
                 (None, {"fields": [f for f in self.fieldsets[0][1]["fields"] if f != "history"]}),
                 self.fieldsets[1],
                 self.fieldsets[2],
             ]
-        return self.fieldsets
+        else:
+            fieldsets = self.fieldsets
+        return self.with_change_description(request, obj, fieldsets)  # configs.admin.ChangeDescriptionMixin
 
     def get_readonly_fields(self, request, obj=None):
         return [*super().get_readonly_fields(request, obj), *self.STATUS_FIELDS]
