@@ -153,7 +153,7 @@ class Node(models.Model):
     conditions = models.JSONField(default=list, blank=True)
     unschedulable = models.BooleanField(default=False, help_text="cordoned (spec.unschedulable)")
     ready = models.BooleanField(default=False)
-    gpu_product = models.CharField(max_length=128, blank=True, default="", db_index=True)
+    gpu_product = models.CharField("GPU product", max_length=128, blank=True, default="", db_index=True)
     # Summed requests of non-terminal pods bound to the node (scheduler units), portal workloads apart.
     requested_workload = models.JSONField(default=dict, blank=True)
     requested_other = models.JSONField(default=dict, blank=True)
@@ -193,12 +193,12 @@ class InstanceType(models.Model):
     vcpu = models.PositiveIntegerField()
     memory_mib = models.PositiveBigIntegerField(help_text="MiB")
     arch = models.CharField(max_length=16, default="amd64", choices=[("amd64", "amd64"), ("arm64", "arm64")])
-    gpu_count = models.PositiveIntegerField(default=0)
-    gpu_model = models.CharField(max_length=32, blank=True, default="", help_text="e.g. T4, A10G, H100")
+    gpu_count = models.PositiveIntegerField("GPU count", default=0)
+    gpu_model = models.CharField("GPU model", max_length=32, blank=True, default="", help_text="e.g. T4, A10G, H100")
     gpu_product = models.CharField(
-        max_length=128, blank=True, default="", help_text="nvidia.com/gpu.product label, e.g. Tesla-T4"
+        "GPU product", max_length=128, blank=True, default="", help_text="nvidia.com/gpu.product label, e.g. Tesla-T4"
     )
-    gpu_memory_mib = models.PositiveIntegerField(default=0)
+    gpu_memory_mib = models.PositiveIntegerField("GPU memory (MiB)", default=0)
     hourly_price = models.DecimalField(
         max_digits=10, decimal_places=4, null=True, blank=True, help_text="On-demand USD per hour; empty: not sold"
     )

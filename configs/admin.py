@@ -83,7 +83,13 @@ class ChangeDescriptionMixin:
         self.form = type(self.form.__name__, (self.form,), {"change_description": change_description_field()})
 
     def get_fieldsets(self, request, obj=None):
-        fieldsets = list(super().get_fieldsets(request, obj))
+        return self.with_change_description(request, obj, super().get_fieldsets(request, obj))
+
+    def with_change_description(self, request, obj, fieldsets) -> list:
+        """`fieldsets` and, where the page writes, the change description's. An admin whose own `get_fieldsets`
+        picks its fieldsets (the backend's, the machine pool's, the role's: another set on the add page) ends
+        with this, or the form has no such field and its saves' history rows say "-"."""
+        fieldsets = list(fieldsets)
         writes = self.has_change_permission(request, obj) if obj is not None else self.has_add_permission(request)
         if not writes:  # a read-only page has no form field to show it in
             return fieldsets

@@ -13,7 +13,7 @@ DOCS = {
     "openapi": ("/api/schema/", "the OpenAPI 3 schema of every endpoint (YAML; ?format=json)"),
     "docs_ui": ("/api/schema/ui/", "the same, browsable (Swagger UI)"),
 }
-# (part, its root, what it holds); roots with a parameter are templates, as in the schema
+# (part, its root, what it holds); roots with a parameter are URL templates (TEMPLATES), as in the schema
 PARTS = [
     ("pools", "/api/pool", "the pools you may use, their platforms and capacity (OSMO's shape)"),
     ("resources", "/api/resources", "the nodes of each pool and what they hold"),
@@ -30,17 +30,25 @@ PARTS = [
 ]
 
 
+TEMPLATES = "a URL with {name} in it is a template (RFC 6570): put a value in place of {name}"
+
+
 @require_GET
 def api_index(request: HttpRequest) -> JsonResponse:
     def link(path: str) -> str:
-        return path if "{" in path else request.build_absolute_uri(path)
+        """Absolute, like the page's own URL; a template's `{…}` kept as written (not percent-encoded)."""
+        fixed, brace, rest = path.partition("{")
+        return request.build_absolute_uri(fixed) + brace + rest
 
     return JsonResponse(
         {
             "name": "Pool Portal API",
             "authentication": "Authorization: Bearer <API token or JWT>, or the session of a signed-in browser",
+            "url_templates": TEMPLATES,
             "docs": {key: {"url": link(path), "about": about} for key, (path, about) in DOCS.items()},
             "parts": [{"name": name, "url": link(path), "about": about} for name, path, about in PARTS],
         },
-        json_dumps_params={"indent": 2},
+        # "…" as itself, not "\u2026": the index is read in a browser
+        json_dumps_params={"indent": 2, "ensure_ascii": False},
+        content_type="application/json; charset=utf-8",
     )

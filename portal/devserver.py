@@ -45,7 +45,7 @@ STOP_GRACE = 10.0
 DEV_ENVIRONMENT = {
     "WORKFLOW_RECONCILE_SECONDS": "10",
     "WORKFLOW_PENDING_GRACE_SECONDS": "10",
-    "LOG_INPROCESS_TASKS": "true",  # their logs (var/*.log) keep Celery's "Task … succeeded" lines
+    "LOG_INPROCESS_TASKS": "true",  # their logs (var/*.log) keep the in-process tasks' INFO lines
 }
 
 

@@ -355,11 +355,14 @@ LOGGING = {
     "loggers": {"django.db.backends": {"level": "INFO"}, "axes": {"level": "WARNING"}},
 }
 # Without a broker, tasks run in the process that sends them, a command line included: Celery's one INFO line
-# per task ("Task … succeeded in 0.2s: {…}") would land in the middle of a command's output. Left out there;
-# kept where LOG_INPROCESS_TASKS is true (`make dev` sets it for its processes: var/web.log and the others).
-# A failing task is still logged (ERROR).
+# per task ("Task … succeeded in 0.2s: {…}") and the tasks' own INFO lines ("workflow hello-1 on sim: 1 pod(s)
+# created …") would land in the middle of a command's output. Left out there (portal.log_filters.
+# InProcessTaskInfoLeftOut); kept where LOG_INPROCESS_TASKS is true (`make dev` sets it for its processes:
+# var/web.log and the others). A task's warnings and errors are still logged.
 if CELERY_TASK_ALWAYS_EAGER and not env_bool("LOG_INPROCESS_TASKS", False):
     LOGGING["loggers"]["celery.app.trace"] = {"level": "WARNING"}
+    LOGGING["filters"]["inprocess_task_info"] = {"()": "portal.log_filters.InProcessTaskInfoLeftOut"}
+    LOGGING["handlers"]["console"]["filters"].append("inprocess_task_info")
 
 # Workflows: the most tasks one workflow may have (OSMO's chart uses 100).
 WORKFLOW_MAX_TASKS = env_int("WORKFLOW_MAX_TASKS", 100)

@@ -155,9 +155,9 @@ class NodePoolAdmin(QuotaGridMixin, ConfigAdmin):
 
     @display(description="Deserved / capacity")
     def totals(self, obj):
-        return format_html(
-            '<span class="whitespace-nowrap">GPU {}</span><br><span class="whitespace-nowrap">CPU {}</span><br>'
-            '<span class="whitespace-nowrap">Memory {}</span>',
+        return format_html(  # one block: a phone's card line (a flex row) keeps the three lines under each other
+            '<span class="block"><span class="whitespace-nowrap">GPU {}</span><br><span class="whitespace-nowrap">'
+            'CPU {}</span><br><span class="whitespace-nowrap">Memory {}</span></span>',
             self._totals(obj, "gpu"),
             self._totals(obj, "cpu"),
             self._totals(obj, "memory"),

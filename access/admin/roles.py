@@ -100,9 +100,7 @@ class RoleAdmin(ChangeDescriptionMixin, FormWordsMixin, PolicyAdminMixin, Servic
         return [*self.readonly_fields, "name"] if obj else self.readonly_fields
 
     def get_fieldsets(self, request, obj=None):
-        if obj is None:
-            return self.fieldsets[:2]
-        return self.fieldsets
+        return self.with_change_description(request, obj, self.fieldsets[:2] if obj is None else self.fieldsets)
 
     def has_delete_permission(self, request, obj=None):
         return (obj is None or obj.name not in BUILTIN_ROLES) and super().has_delete_permission(request, obj)

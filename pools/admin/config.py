@@ -356,7 +356,10 @@ class PlatformAdmin(
 
     def get_fieldsets(self, request, obj=None):
         fieldsets = super().get_fieldsets(request, obj)
-        return fieldsets if obj else fieldsets[:1]  # nothing resolved before the first save
+        if obj:
+            return fieldsets
+        # nothing resolved before the first save; the change description stays (before: [:1] dropped it too)
+        return [fieldset for fieldset in fieldsets if fieldset[0] != self.fieldsets[1][0]]
 
     def confirming(self, form):
         pool = form.instance.pool if form.instance.pk else form.cleaned_data["pool"]

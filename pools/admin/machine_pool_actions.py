@@ -1,6 +1,7 @@
 """The machine pools' admin action "Make a platform from this machine pool" (pools.admin.machine_pools: the
 list's bulk action and the page's "Make a platform" button, which asks first), each message linking to the
-platform made, and deleting a machine pool with what was made for it.
+platform made (or, refused, to the pool's platform that already serves the machine pool), and deleting a machine
+pool with what was made for it.
 
 The action writes through `pools.services.machine_pool_platforms.make_platform`, so history holds the
 template and the pool; the platform goes in the backend's only pool (with several, `machinepool
@@ -20,7 +21,7 @@ from access import actions, policy
 from clusters.models import MachinePool
 from configs.revisions import Actor
 from pools.models import Platform, PodTemplate
-from pools.services.machine_pool_platforms import MadePlatform, make_platform
+from pools.services.machine_pool_platforms import AlreadyServed, MadePlatform, make_platform
 from pools.services.machine_pool_removal import delete_machine_pool, plan
 from portal.admin_base import confirmation_page
 from portal.errors import PortalError
@@ -43,6 +44,9 @@ def _policy_for_platform(request) -> None:
 def _make_one(model_admin, request, name: str, actor: Actor) -> None:
     try:
         made = make_platform(name, actor)
+    except AlreadyServed as served:  # the platform to use instead, a link
+        model_admin.message_user(request, served_message(name, served), messages.WARNING)
+        return
     except PortalError as error:
         model_admin.message_user(request, f"{name}: {error}", messages.ERROR)
         return
@@ -59,6 +63,22 @@ def made_message(made: MadePlatform):
     before, _, after = said.partition(platform)
     url = reverse("admin:pools_platform_change", args=[pk])
     return format_html('{}<a class="underline" href="{}">{}</a>{}.', before.capitalize(), url, platform, after)
+
+
+def served_message(name: str, served: AlreadyServed):
+    """`additional: platform robotics-spot/batch already serves machine pool additional (…); no second platform
+    made.` with the platform a link to its page."""
+    pk = Platform.objects.filter(pool__name=served.pool, name=served.platform).values_list("pk", flat=True).get()
+    return format_html(
+        '{}: platform <a class="underline" href="{}">{}/{}</a> already serves machine pool {} (pod template {}); '
+        "no second platform made.",
+        name,
+        reverse("admin:pools_platform_change", args=[pk]),
+        served.pool,
+        served.platform,
+        served.machine_pool,
+        served.template,
+    )
 
 
 class MakePlatformMixin:

@@ -142,11 +142,13 @@ class MachinePoolAdmin(MakePlatformMixin, DeleteWithPlatformMixin, ConfigAdmin):
 
     def get_fieldsets(self, request, obj=None):
         if obj is None:  # the add form: no status yet, the presets instead
-            return [
+            fieldsets = [
                 (None, {"fields": ["presets", "name", "backend", "description"]}),
                 *self.fieldsets[1:5],
             ]
-        return self.fieldsets
+        else:
+            fieldsets = self.fieldsets
+        return self.with_change_description(request, obj, fieldsets)
 
     def get_readonly_fields(self, request, obj=None):
         return [*super().get_readonly_fields(request, obj), *STATUS_FIELDS, *SHAPE_FIELDS, "document", "presets"]

@@ -89,7 +89,7 @@ class NodeAdmin(ClusterNodeAdmin):
         "cpus",
         "memory",
         "pool_list",
-        "last_seen",
+        "last_seen_ago",
     ]
     list_filter = ["backend", PoolFilter, PlatformFilter, "gpu_product", SchedulableFilter, ResourceTypeFilter]
     fieldsets = [

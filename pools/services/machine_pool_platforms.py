@@ -5,7 +5,8 @@
   label every node of the machine pool carries, the one the seed's batch Job selects) and, for each of
   the pool's taints, the toleration the seed writes (`operator: Equal`);
 - the platform (named after the machine pool unless told otherwise) in the chosen pool, with that
-  template in its `override_pod_template`.
+  template in its `override_pod_template`. A pool with another platform on that template already (the demo's
+  `robotics-spot/batch` for `additional`) gets no second one: `AlreadyServed` names the platform to use.
 
 When a machine pool is saved with other taints or labels, `follow_machine_pool` writes a new revision
 of its template (`clusters.signals.machine_pool_changed`); a template already equal is left alone.
@@ -23,6 +24,7 @@ from configs import store
 from configs.errors import ConfigError, ConfigNotFound
 from configs.revisions import Actor
 from pools.models import PodTemplate, Pool
+from portal.errors import Conflict
 
 TEMPLATE_PREFIX = "machinepool-"
 SYSTEM = Actor(name="system", source="system")
@@ -61,6 +63,23 @@ class MadePlatform:
         return vars(self).copy()
 
 
+class AlreadyServed(Conflict):
+    """The pool already has a platform on the machine pool's template: a second one beside it is refused, naming
+    it (`platform`), for the caller to use that one or bring it up to date (`--platform` with its name)."""
+
+    code = "already_served"
+
+    def __init__(self, machine_pool: str, pool: str, platform: str, asked: str) -> None:
+        self.machine_pool, self.pool, self.platform = machine_pool, pool, platform
+        self.template = template_name(machine_pool)
+        super().__init__(
+            f"platform {pool}/{platform} already serves machine pool {machine_pool} (pod template "
+            f"{self.template}): use it, or bring it up to date with --platform {platform}",
+            field="platform",
+            value=asked,
+        )
+
+
 def template_name(machine_pool: str) -> str:
     return f"{TEMPLATE_PREFIX}{machine_pool}"
 
@@ -88,6 +107,15 @@ def make_platform(
     platform_name = platform or row.name
     spec = row.spec()
     with transaction.atomic():
+        body = store.show("POOL", target.name)
+        platforms = body.setdefault("platforms", {})
+        serving = sorted(
+            name
+            for name, entry in platforms.items()
+            if name != platform_name and template_name(row.name) in (entry.get("override_pod_template") or [])
+        )
+        if serving:
+            raise AlreadyServed(row.name, target.name, serving[0], platform_name)
         template = store.apply(
             "POD_TEMPLATE",
             template_name(row.name),
@@ -95,8 +123,6 @@ def make_platform(
             actor,
             description=f"made from {template_description(spec)}",
         )
-        body = store.show("POOL", target.name)
-        platforms = body.setdefault("platforms", {})
         created = platform_name not in platforms
         entry = platforms.setdefault(platform_name, {})
         templates = list(entry.get("override_pod_template") or [])

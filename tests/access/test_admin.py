@@ -81,6 +81,15 @@ def test_role_admin_creates_a_role_from_yaml_and_records_history(admin_login):
     assert (event.source, event.remote_addr) == ("admin", "127.0.0.1")
 
 
+def test_role_admin_takes_a_change_description(admin_login):
+    response = admin_login.post(
+        reverse("admin:access_role_add"),
+        {"name": "osmo-lab", "sync_mode": "import", "policies": "[]", "change_description": "for the lab's robots"},
+    )
+    assert response.status_code == 302, response.content.decode()[:2000]
+    assert Revision.objects.get(config_type="ROLE", name="osmo-lab").description == "for the lab's robots"
+
+
 def test_role_admin_converts_legacy_actions_with_a_warning(admin_login):
     response = admin_login.post(
         reverse("admin:access_role_add"),

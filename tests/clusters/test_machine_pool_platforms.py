@@ -14,7 +14,7 @@ from configs import store
 from configs.errors import ConfigError, ConfigNotFound
 from configs.models import Revision
 from pools.models import NodeMembership, Platform, PodTemplate, Pool
-from pools.services.machine_pool_platforms import make_platform
+from pools.services.machine_pool_platforms import AlreadyServed, make_platform
 from pools.services.node_match import unmatched_platforms
 from pools.services.preview import PreviewRequest, preview
 from tests.clusters.conftest import CLI
@@ -63,6 +63,23 @@ def test_making_it_again_changes_nothing(machine_pools):
     make_platform("additional", CLI, pool="rosa")
     again = make_platform("additional", CLI, pool="rosa", platform="additional")
     assert not again.created
+    assert history("machinepool-additional") == [1]
+
+
+def test_a_pool_whose_platform_serves_the_machine_pool_gets_no_second_one(machine_pools):
+    make_platform("additional", CLI, platform="batch")  # as the demo's robotics-spot/batch
+    with pytest.raises(AlreadyServed) as refused:
+        make_platform("additional", CLI)
+    assert str(refused.value) == (
+        "platform: platform rosa/batch already serves machine pool additional (pod template machinepool-additional): "
+        "use it, or bring it up to date with --platform batch (value: 'additional')"
+    )
+    assert refused.value.status == 409 and refused.value.code == "already_served"
+    with pytest.raises(AlreadyServed):
+        make_platform("additional", CLI, platform="batch-2")
+    platforms = store.show("POOL", "rosa")["platforms"]
+    assert "additional" not in platforms and "batch-2" not in platforms
+    assert not make_platform("additional", CLI, platform="batch").created  # naming it brings it up to date
     assert history("machinepool-additional") == [1]
 
 
@@ -174,6 +191,31 @@ def test_the_admin_action_makes_the_platform_and_says_so(machine_pools, admin_us
     made = Platform.objects.get(pool__name="rosa", name="additional")  # the message links to the platform made
     assert f'<a class="underline" href="/admin/pools/platform/{made.pk}/change/">rosa/additional</a>' in said[0]
     assert Revision.objects.get(config_type="POD_TEMPLATE", name="machinepool-additional").author == admin_user
+
+
+def test_the_admin_action_refuses_a_second_platform_and_links_the_one_serving(machine_pools, admin_user, rf):
+    from django.contrib import admin
+    from django.contrib.messages import constants, get_messages
+    from django.contrib.messages.storage.fallback import FallbackStorage
+    from django.contrib.sessions.backends.db import SessionStore
+    from django.utils.html import strip_tags
+
+    from pools.admin.machine_pool_actions import make_platform_action
+
+    make_platform("additional", CLI, platform="batch")
+    request = rf.post("/")
+    request.user, request.session = admin_user, SessionStore()
+    request._messages = FallbackStorage(request)
+    make_platform_action(admin.site._registry[MachinePool], request, MachinePool.objects.filter(name="additional"))
+    [said] = list(get_messages(request))
+    assert said.level == constants.WARNING
+    assert strip_tags(str(said)) == (
+        "additional: platform rosa/batch already serves machine pool additional (pod template "
+        "machinepool-additional); no second platform made."
+    )
+    batch = Platform.objects.get(pool__name="rosa", name="batch")
+    assert f'<a class="underline" href="/admin/pools/platform/{batch.pk}/change/">rosa/batch</a>' in str(said)
+    assert not Platform.objects.filter(pool__name="rosa", name="additional").exists()
 
 
 def test_a_dry_run_submission_validates_against_the_would_be_node_and_places_on_it(machine_pools, admin_user):

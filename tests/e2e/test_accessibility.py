@@ -1,11 +1,11 @@
 """Every page passes axe-core (tests/e2e/looks.py: `axe_violations`) with no serious or critical violation: the
-researcher's pages at 1440 and 390 px, and the admin console at 1440 px (its home at 390 px too): the dashboard,
-every model's list and one change form per model (the add form where there is no object), and the pages of our
-own (usage, quota grid and its what-if preview, fair share, pod preview, revision diff, sync confirmation). Every
-page also keeps a main landmark and all its content inside landmarks (axe's moderate `landmark-one-main` and
-`region`). The demo data of `make dev` (seed_demo), signed in as its two accounts. A failure prints each
-violation's rule, impact, help, the failing elements and why; screenshots of the pages whose colours changed
-for axe go to var/screenshots/a11y-*.png."""
+researcher's pages at 1440 and 390 px, and the admin console at 1440 px (at 390 px its home, a pool's form, the
+usage page and every model's list): the dashboard, every model's list and one change form per model (the add
+form where there is no object), and the pages of our own (usage, quota grid and its what-if preview, fair share,
+pod preview, revision diff, sync confirmation). Every page also keeps a main landmark and all its content inside
+landmarks (axe's moderate `landmark-one-main` and `region`). The demo data of `make dev` (seed_demo), signed in
+as its two accounts. A failure prints each violation's rule, impact, help, the failing elements and why;
+screenshots of the pages whose colours changed for axe go to var/screenshots/a11y-*.png."""
 
 from __future__ import annotations
 
@@ -152,7 +152,8 @@ def researcher_pages(audit: Audit) -> None:
 
 
 def admin_pages(audit: Audit) -> None:
-    """Signed out, then as the admin, at 1440 px: every list and form and our own pages; three at 390 px."""
+    """Signed out, then as the admin, at 1440 px: every list and form and our own pages; at 390 px the dashboard,
+    a pool's form, the usage page and every list."""
     page, base = audit.page, audit.base
     audit.at_width(DESKTOP)
     audit.visit("admin-login", "/admin/login/")
@@ -167,11 +168,15 @@ def admin_pages(audit: Audit) -> None:
     page.wait_for_selector("#what-if-right-now")
     audit.check("admin-what-if-preview")
     audit.at_width(PHONE)
-    for name, path, ready in (
+    phone = [
         ("admin-dashboard", "/admin/", "#dashboard"),
         ("admin-pool-change", admin_url(Pool, "change", Pool.objects.get(name=SUBMIT_POOL).pk), "[data-node-match]"),
         ("admin-usage", "/admin/usage/usagerollup/", "#chart-cost"),
-    ):
+    ]
+    # every list again (the usage page is one), each row a card of its own on a phone
+    listed = {path for _, path, _ in phone}
+    phone += [page for page in model_pages() if page[0].endswith("-list") and page[1] not in listed]
+    for name, path, ready in phone:
         audit.visit(name, path, ready)
 
 

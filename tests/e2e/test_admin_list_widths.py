@@ -1,7 +1,8 @@
 """Every admin list fits 1440 px (issue 35, point 5): a browser visits the change list of every model the admin
 registers, filled with the simulated cluster's 29 nodes, pools, node pools, a machine pool, workflows, requests
 and tokens, and finds no sideways scroll, neither of the page nor of the results table within its container.
-Screenshots: var/screenshots/admin-list-<app>-<model>-1440.png."""
+At 390 px, where each row is a card of one line per column, no value is cut off (a node pool's deserved /
+capacity, a machine pool's hourly cost). Screenshots: var/screenshots/admin-list-<app>-<model>-<width>.png."""
 
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ from django.contrib import admin
 from django.urls import reverse
 
 from configs import store
-from tests.e2e.looks import DESKTOP, collect_failures, shoot, sign_in_admin
+from tests.e2e.looks import DESKTOP, PHONE, collect_failures, shoot, sign_in_admin
 from tests.e2e.test_admin_dashboard import admin_world
 from tests.machinepools.conftest import gpu_spot
 from tests.quotas.conftest import (  # noqa: F401  (fixtures)
@@ -31,6 +32,11 @@ WIDTHS = """() => {
   return {page: page.scrollWidth - page.clientWidth, table: box ? table.scrollWidth - box.clientWidth : 0};
 }"""
 
+# the cells of the results whose value is cut off (wider or taller than the cell, which hides its overflow)
+CUT_OFF = """() => [...document.querySelectorAll('#result_list td')]
+  .filter(cell => cell.scrollWidth > cell.clientWidth + 1 || cell.scrollHeight > cell.clientHeight + 1)
+  .map(cell => `${cell.dataset.label || cell.className.split(' ')[0]}: ${cell.textContent.trim().slice(0, 60)}`)"""
+
 
 def changelists() -> list[tuple[str, str]]:
     """(name, url) of every registered model's change list."""
@@ -44,7 +50,7 @@ def changelists() -> list[tuple[str, str]]:
 
 
 @pytest.mark.django_db(transaction=True)
-def test_every_admin_list_fits_1440_px(page, live_server, synced):  # noqa: F811
+def test_every_admin_list_fits_1440_px_and_cuts_no_value_off_at_390(page, live_server, synced):  # noqa: F811
     base = live_server.url
     admin_world(synced)
     store.apply("NODE_POOL", "h100-nodes-of-the-simulated-cluster", {"backend": "sim", "selector": H100_LABEL}, CLI)
@@ -59,4 +65,10 @@ def test_every_admin_list_fits_1440_px(page, live_server, synced):  # noqa: F811
         if widths["page"] > 0 or widths["table"] > 0:
             too_wide[path] = widths
     assert too_wide == {}
+    cut_off = {}
+    for name, path in changelists():
+        shoot(page, f"{base}{path}", name, widths=(PHONE,))
+        if cells := page.evaluate(CUT_OFF):
+            cut_off[path] = cells
+    assert cut_off == {}
     assert failures == []

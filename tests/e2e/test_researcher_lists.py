@@ -5,13 +5,16 @@ sideways scroll, no script error. Screenshots: var/screenshots/my-workflows-*.pn
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
+from django.utils import timezone
 
 from access.models import APIToken
 from pools.models import Pool
 from tests.e2e.looks import DESKTOP, PHONE, collect_failures, shoot
 from tests.e2e.test_submit_preview import sign_in
-from tests.factories import WorkflowFactory
+from tests.factories import TokenFactory, WorkflowFactory
 from tests.integration.conftest import demo_pools, reference_config  # noqa: F401  (fixtures)
 from tests.selfservice.conftest import OTHER, TRAINING, demo_world  # noqa: F401  (fixture)
 
@@ -19,6 +22,9 @@ REASON = (
     "project robotics: 8 of 8 guaranteed H100 GPUs in use; asks for 16 H100 GPUs, 4 free in node pool "
     "h100-nodes-of-the-training-cluster; position 2 in the queue"
 )
+# The cells of the tokens table whose text is wider than the cell (it runs into the next one): their texts
+CELLS_TOO_NARROW = """() => [...document.querySelectorAll('#tokens td')]
+  .filter(cell => cell.scrollWidth > cell.clientWidth).map(cell => cell.textContent.trim())"""
 
 
 @pytest.mark.django_db(transaction=True)
@@ -31,6 +37,12 @@ def test_my_workflows_and_tokens_at_both_widths(page, live_server, demo_world): 
     )  # fmt: skip
     for n in range(3):
         WorkflowFactory(pool=other, submitted_by=demo_world.researcher, status="COMPLETED", workflow_id=f"eval-{n}")
+    # the README's token (--expires 1d), used since: "in 23 hours, 59 minutes" beside "2 minutes ago" on a phone
+    now = timezone.now()
+    TokenFactory(
+        user=demo_world.researcher, name="readme-1796422346", expires_at=now + timedelta(hours=23, minutes=59),
+        last_used_at=now - timedelta(minutes=2),
+    )  # fmt: skip
     page.context.grant_permissions(["clipboard-read", "clipboard-write"], origin=base)
     sign_in(page, base, demo_world.researcher.username, "/workflows/")
 
@@ -61,5 +73,6 @@ def test_my_workflows_and_tokens_at_both_widths(page, live_server, demo_world): 
     assert revoke.is_visible()
     box = revoke.bounding_box()
     assert box["x"] + box["width"] <= PHONE  # the last width shot is the phone's: Revoke on the screen
+    assert page.evaluate(CELLS_TOO_NARROW) == []  # each time wraps inside its own cell, none runs into the next
     assert not any(overflow.values()), overflow
     assert failures == []

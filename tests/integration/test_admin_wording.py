@@ -7,10 +7,12 @@ import html as html_lib
 import re
 
 import pytest
+from django.contrib import admin
 from django.urls import reverse
 
 from access.models import Role
 from configs import store
+from configs.admin import ChangeDescriptionMixin
 from configs.models import Revision
 from pools.models import Pool
 from tests.integration.conftest import CLI
@@ -112,3 +114,28 @@ def test_backend_connection_and_pool_backend_refusals_name_the_field(admin_clien
     assert "Backend is required: a pool needs a backend (the name of the cluster it runs on)" in text
     text = errors_of(admin_client.post(url, _pool_post(small_pool, backend="999999")))
     assert "Backend must be one of those listed, not “999999”" in text
+
+
+# the pages whose saves write a revision: each config type's (a platform's page writes its pool's)
+CONFIG_ADMINS = [
+    "access_role", "clusters_backend", "clusters_machinepool", "pools_platform", "pools_podtemplate", "pools_pool",
+    "pools_resourcevalidation", "quotas_nodepool",
+]  # fmt: skip
+
+
+def test_the_config_pages_are_those_with_a_change_description():
+    registered = sorted(
+        f"{model._meta.app_label}_{model._meta.model_name}"
+        for model, model_admin in admin.site._registry.items()
+        if isinstance(model_admin, ChangeDescriptionMixin)
+    )
+    assert registered == CONFIG_ADMINS
+
+
+@pytest.mark.parametrize("name", CONFIG_ADMINS)
+def test_every_config_page_asks_for_a_change_description(admin_client, db, name):
+    """The add form ends with the optional change description, whatever fieldsets the admin picks for the add
+    page (before: the backend's, the machine pool's, the role's and the platform's add page left the field off,
+    so a save there could not be described and its history row said "-")."""
+    page = admin_client.get(reverse(f"admin:{name}_add")).content.decode()
+    assert 'name="change_description"' in page and "This change" in page

@@ -75,6 +75,19 @@ JSON_TAINTS = {"taints": '[{"key": "gpu", "effect": "Sometimes"}]', "taints-key"
                "taints-effect": None}  # fmt: skip
 
 
+def test_a_change_description_is_the_revisions_description(backends, admin_client):
+    """The machine pool's and the backend's pages take a change description, as the CLI's --description."""
+    assert admin_client.post(reverse(ADD), form(change_description="spot GPUs for the sweep")).status_code == 302
+    assert revisions.history("MACHINE_POOL", "gpu-spot")[0].description == "spot GPUs for the sweep"
+    backend = Backend.objects.get(name="rosa-a")
+    url = reverse("admin:clusters_backend_change", args=[backend.pk])
+    data = {"description": "the ROSA cluster", "namespace": "default", "quota_scheduler": "portal", "verify_tls": "on",
+            "machine_provider": "rosa", "ocm_url": "", "ocm_cluster_id": backend.ocm_cluster_id, "ocm_token": "",
+            "karpenter_node_class": "default", "change_description": "named for the on-call"}  # fmt: skip
+    assert admin_client.post(url, data).status_code == 302
+    assert revisions.history("BACKEND", "rosa-a")[0].description == "named for the on-call"
+
+
 @pytest.mark.parametrize(
     ("changes", "field", "words"),
     [

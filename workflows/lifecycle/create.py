@@ -144,7 +144,7 @@ def create_pods(workflow_pk: int, *, connect_to=connect) -> CreateResult:
     finally:
         kube.close()
         settle(workflow.pk)
-        _count(workflow.pk, backend, result)
+        _count(workflow.workflow_id, backend, result)
     return result
 
 
@@ -196,11 +196,12 @@ def _write_services(kube, workflow: Workflow, tasks: list[Task]) -> str:
     return ""
 
 
-def _count(workflow_pk: int, backend: str, result: CreateResult) -> None:
-    """The metrics, and one line a request's id ties to its submission (docs/operations.md)."""
+def _count(workflow_id: str, backend: str, result: CreateResult) -> None:
+    """The metrics, and one line a request's id ties to its submission (docs/operations.md), naming the
+    workflow by the id its user sees (`hello-1`)."""
     log.info(
-        "workflow #%s on %s: %d pod(s) created, %d adopted, %d failed",
-        workflow_pk,
+        "workflow %s on %s: %d pod(s) created, %d adopted, %d failed",
+        workflow_id,
         backend,
         result.created,
         result.adopted,
