@@ -117,37 +117,30 @@ def delete_pods(self, backend_pk: int, targets: list, why: str = "") -> None:
 @shared_task(bind=True, **RETRYING)
 def delete_secrets(self, backend_pk: int, targets: list, why: str = "") -> None:
     """Delete a finished workflow's credential Secrets `[[namespace, name], …]` (workflows.credentials)."""
-    try:
-        _in_process(
-            self,
-            lambda: reconcile.delete_secrets(backend_pk, [tuple(target) for target in targets]),
-            f"delete secrets of backend #{backend_pk}",
-        )
-    except KubeError as error:
-        _retry_or_give_up(
-            self,
-            error,
-            lambda reason: log.warning(
-                "deleting %d secret(s) (%s) of backend #%s: %s", len(targets), why, backend_pk, reason
-            ),
-        )
+    _delete_objects(self, "secret(s)", reconcile.delete_secrets, backend_pk, targets, why)
 
 
 @shared_task(bind=True, **RETRYING)
 def delete_services(self, backend_pk: int, targets: list, why: str = "") -> None:
     """Delete a finished workflow's group Services `[[namespace, name], …]` (workflows.group_dns)."""
+    _delete_objects(self, "service(s)", reconcile.delete_services, backend_pk, targets, why)
+
+
+def _delete_objects(task, kind: str, delete, backend_pk: int, targets: list, why: str) -> None:
+    """Delete the objects a finished workflow left (`delete(backend_pk, [(namespace, name), …])`), retried on a
+    transient error, given up with a warning on any other."""
     try:
         _in_process(
-            self,
-            lambda: reconcile.delete_services(backend_pk, [tuple(target) for target in targets]),
-            f"delete services of backend #{backend_pk}",
+            task,
+            lambda: delete(backend_pk, [tuple(target) for target in targets]),
+            f"delete {kind} of backend #{backend_pk}",
         )
     except KubeError as error:
         _retry_or_give_up(
-            self,
+            task,
             error,
             lambda reason: log.warning(
-                "deleting %d service(s) (%s) of backend #%s: %s", len(targets), why, backend_pk, reason
+                "deleting %d %s (%s) of backend #%s: %s", len(targets), kind, why, backend_pk, reason
             ),
         )
 
