@@ -112,6 +112,22 @@ def ensure_namespace(kube: KubeClient, namespace: str) -> bool:
     return True
 
 
+def post_namespaced(kube: KubeClient, doing: str, collection: str, namespace: str, manifest: dict) -> str | None:
+    """POST `manifest` to a namespaced `collection` (a path with `{namespace}`), creating the namespace when the
+    API says it is missing, then POSTing again; the answer's text, or None on `409 AlreadyExists`."""
+    for attempt in (1, 2):
+        try:
+            return kube.raw(doing, "POST", collection, {"namespace": namespace}, body=manifest)
+        except KubeError as error:
+            if error.k8s_status == 404 and attempt == 1:  # a POST to the collection: the namespace is missing
+                ensure_namespace(kube, namespace)
+                continue
+            if error.k8s_status == 409:
+                return None
+            raise
+    raise KubeError(f"{doing}: the namespace vanished twice")  # pragma: no cover - a namespace deleted mid-write
+
+
 def read_pod(kube: KubeClient, namespace: str, name: str) -> dict | None:
     try:
         return kube.json(f"reading pod {namespace}/{name}", kube.core.read_namespaced_pod, name, namespace)

@@ -15,7 +15,7 @@ import json
 
 from clusters.kube.connection import KubeClient
 from clusters.kube.errors import KubeError
-from clusters.kube.pods import ensure_namespace
+from clusters.kube.pods import post_namespaced
 
 _COLLECTION = "/api/v1/namespaces/{namespace}/secrets"
 _OBJECT = "/api/v1/namespaces/{namespace}/secrets/{name}"
@@ -24,18 +24,11 @@ _OBJECT = "/api/v1/namespaces/{namespace}/secrets/{name}"
 def apply_secret(kube: KubeClient, namespace: str, manifest: dict) -> dict:
     name = manifest["metadata"]["name"]
     doing = f"writing secret {namespace}/{name}"
-    for attempt in (1, 2):
-        try:
-            return json.loads(kube.raw(doing, "POST", _COLLECTION, {"namespace": namespace}, body=manifest))
-        except KubeError as error:
-            if error.k8s_status == 404 and attempt == 1:  # a POST to the collection: the namespace is missing
-                ensure_namespace(kube, namespace)
-                continue
-            if error.k8s_status != 409:
-                raise
-        params = {"namespace": namespace, "name": name}
-        return json.loads(kube.raw(doing, "PUT", _OBJECT, params, body=manifest))
-    raise KubeError(f"{doing}: the namespace vanished twice")  # pragma: no cover - a namespace deleted mid-write
+    created = post_namespaced(kube, doing, _COLLECTION, namespace, manifest)
+    if created is not None:
+        return json.loads(created)
+    params = {"namespace": namespace, "name": name}
+    return json.loads(kube.raw(doing, "PUT", _OBJECT, params, body=manifest))
 
 
 def delete_secret(kube: KubeClient, namespace: str, name: str) -> bool:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 from clusters.kube.connection import KubeClient
 from clusters.kube.errors import KubeError
-from clusters.kube.pods import ensure_namespace
+from clusters.kube.pods import post_namespaced
 
 _COLLECTION = "/api/v1/namespaces/{namespace}/services"
 _OBJECT = "/api/v1/namespaces/{namespace}/services/{name}"
@@ -21,18 +21,7 @@ _OBJECT = "/api/v1/namespaces/{namespace}/services/{name}"
 def apply_service(kube: KubeClient, namespace: str, manifest: dict) -> bool:
     """Write the Service; whether it was created now (False: it was there already)."""
     doing = f"writing service {namespace}/{manifest['metadata']['name']}"
-    for attempt in (1, 2):
-        try:
-            kube.raw(doing, "POST", _COLLECTION, {"namespace": namespace}, body=manifest)
-            return True
-        except KubeError as error:
-            if error.k8s_status == 404 and attempt == 1:  # a POST to the collection: the namespace is missing
-                ensure_namespace(kube, namespace)
-                continue
-            if error.k8s_status == 409:
-                return False
-            raise
-    raise KubeError(f"{doing}: the namespace vanished twice")  # pragma: no cover - a namespace deleted mid-write
+    return post_namespaced(kube, doing, _COLLECTION, namespace, manifest) is not None
 
 
 def delete_service(kube: KubeClient, namespace: str, name: str) -> bool:

@@ -154,13 +154,8 @@ def _write_secrets(kube, workflow: Workflow, tasks: list[Task]) -> str:
     Transient errors propagate, for Celery to retry."""
     if not workflow.credential_secrets:
         return ""
-    labels = {
-        pods.WORKFLOW_LABEL: (tasks[0].pod.get("metadata", {}).get("labels") or {}).get(pods.WORKFLOW_LABEL, ""),
-        pods.INSTANCE_LABEL: instance(),
-        **pods.MANAGED_BY,
-    }
     try:
-        manifests = credentials.manifests(workflow, {k: v for k, v in labels.items() if v})
+        manifests = credentials.manifests(workflow, _owned_by(tasks))
         for namespace in sorted({task.namespace for task in tasks}):
             for secret in manifests:
                 secrets.apply_secret(kube, namespace, secret)
@@ -176,24 +171,33 @@ def _write_secrets(kube, workflow: Workflow, tasks: list[Task]) -> str:
 def _write_services(kube, workflow: Workflow, tasks: list[Task]) -> str:
     """Write the headless Service of each group of two or more tasks among `tasks` (workflows.group_dns) in its
     namespace, before the pods; "" when done, else the API's refusal. Transient errors propagate."""
-    networked = group_dns.networked_groups(workflow.tasks.values_list("group_name", flat=True))
-    wanted = sorted({(task.namespace, task.group_name) for task in tasks if task.group_name in networked})
-    if not wanted:
+    wanted = sorted({(task.namespace, task.group_name) for task in tasks if group_dns.GROUP_LABEL in _labels(task)})
+    if not wanted:  # only a group of two or more tasks has pods labelled with it (group_dns.decorate)
         return ""
-    labels = {
-        pods.WORKFLOW_LABEL: (tasks[0].pod.get("metadata", {}).get("labels") or {}).get(pods.WORKFLOW_LABEL, ""),
-        pods.INSTANCE_LABEL: instance(),
-        **pods.MANAGED_BY,
-    }
+    labels = _owned_by(tasks)
     try:
         for namespace, group in wanted:
-            manifest = group_dns.manifest(str(workflow.uuid), group, {k: v for k, v in labels.items() if v})
+            manifest = group_dns.manifest(str(workflow.uuid), group, labels)
             services.apply_service(kube, namespace, manifest)
     except KubeError as error:
         if error.transient:
             raise
         return str(error)
     return ""
+
+
+def _labels(task: Task) -> dict:
+    return task.pod.get("metadata", {}).get("labels") or {}
+
+
+def _owned_by(tasks: list[Task]) -> dict[str, str]:
+    """The ownership labels of what is written beside a workflow's pods (Secrets, Services), as its pods carry."""
+    labels = {
+        pods.WORKFLOW_LABEL: _labels(tasks[0]).get(pods.WORKFLOW_LABEL, ""),
+        pods.INSTANCE_LABEL: instance(),
+        **pods.MANAGED_BY,
+    }
+    return {key: value for key, value in labels.items() if value}
 
 
 def _count(workflow_id: str, backend: str, result: CreateResult) -> None:

@@ -118,31 +118,29 @@ def _settle(workflow_pk: int) -> str:
         .update(**values)
     )
     if updated and status in FINISHED_WORKFLOW:
-        _drop_secrets(workflow_pk, rows)
-        _drop_services(workflow_pk, rows)
+        _drop_leftovers(workflow_pk, rows)
         announce_finished(workflow_pk)
     return status
 
 
-def _drop_secrets(workflow_pk: int, rows: list[dict]) -> None:
-    """A finished workflow's credential Secrets go, after commit (workflows.credentials)."""
-    found = Workflow.objects.filter(pk=workflow_pk).values_list("credential_secrets", "pool__backend_id").first()
-    if not found or not found[0]:
-        return
-    names, backend_id = [secret["name"] for secret in found[0]], found[1]
-    namespaces = sorted({row["namespace"] for row in rows})
-    enqueue.delete_secrets(backend_id, [(ns, name) for ns in namespaces for name in names], "workflow finished")
-
-
-def _drop_services(workflow_pk: int, rows: list[dict]) -> None:
-    """A finished workflow's group Services go, after commit, as its Secrets do (workflows.group_dns)."""
+def _drop_leftovers(workflow_pk: int, rows: list[dict]) -> None:
+    """A finished workflow's credential Secrets (workflows.credentials) and group Services (workflows.group_dns)
+    go, after commit."""
     networked = group_dns.networked_groups(row["group_name"] for row in rows)
-    if not networked:
+    found = (
+        Workflow.objects.filter(pk=workflow_pk).values_list("credential_secrets", "uuid", "pool__backend_id").first()
+    )
+    if not found:
         return
-    workflow_uuid, backend_id = Workflow.objects.filter(pk=workflow_pk).values_list("uuid", "pool__backend_id").get()
-    wanted = {(r["namespace"], r["group_name"]) for r in rows if r["group_name"] in networked}
-    targets = sorted((namespace, group_dns.subdomain(str(workflow_uuid), group)) for namespace, group in wanted)
-    enqueue.delete_services(backend_id, targets, "workflow finished")
+    credential_secrets, workflow_uuid, backend_id = found
+    if credential_secrets:
+        names = [secret["name"] for secret in credential_secrets]
+        namespaces = sorted({row["namespace"] for row in rows})
+        enqueue.delete_secrets(backend_id, [(ns, name) for ns in namespaces for name in names], "workflow finished")
+    if networked:
+        wanted = {(r["namespace"], r["group_name"]) for r in rows if r["group_name"] in networked}
+        targets = sorted((namespace, group_dns.subdomain(str(workflow_uuid), group)) for namespace, group in wanted)
+        enqueue.delete_services(backend_id, targets, "workflow finished")
 
 
 def _stop_after_leads(workflow_pk: int, rows: list[dict], unfinished: list[dict]) -> bool:
