@@ -16,7 +16,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 _KEY_RE = re.compile(r"^([a-zA-Z0-9]([-a-zA-Z0-9.]*[a-zA-Z0-9])?/)?[a-zA-Z0-9]([-a-zA-Z0-9_.]*[a-zA-Z0-9])?$")
-_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
+LABEL_VALUE_RE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _SET_RE = re.compile(r"^\s*(\S+?)\s+(in|notin)\s*\((.*)\)\s*$")
 _OP_RE = re.compile(r"^\s*([^\s!=<>]+)\s*(==|=|!=|>|<)\s*(.*?)\s*$")
 
@@ -49,7 +49,7 @@ def _check_key(key: str, text: str) -> str:
 
 
 def _check_value(value: str, text: str) -> str:
-    if len(value) > 63 or not _VALUE_RE.match(value):
+    if len(value) > 63 or not LABEL_VALUE_RE.match(value):
         raise SelectorError(f"unable to parse requirement: invalid label value {value!r} in {text!r}")
     return value
 

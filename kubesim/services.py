@@ -16,11 +16,11 @@ import ipaddress
 import re
 
 from .resources import ApiError
+from .selectors import LABEL_VALUE_RE
 
 SERVICES = ("", "services")
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
 _DNS1123 = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?$")
-_LABEL_VALUE = re.compile(r"^(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?$")
 _LABEL_NAME = re.compile(r"^([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9]$")
 _DNS1035_MESSAGE = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
@@ -71,7 +71,7 @@ def validate_service(obj: dict) -> None:
         _, _, key_name = str(key).rpartition("/")
         if not _LABEL_NAME.match(key_name) or len(key_name) > 63:
             problems.append(f'spec.selector: Invalid value: "{key}": name part must be a valid label key')
-        if not isinstance(value, str) or len(value) > 63 or not _LABEL_VALUE.match(value):
+        if not isinstance(value, str) or len(value) > 63 or not LABEL_VALUE_RE.match(value):
             problems.append(
                 f'spec.selector: Invalid value: "{value}": a valid label must be an empty string or '
                 "consist of alphanumeric characters, '-', '_' or '.'"
