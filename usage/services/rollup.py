@@ -27,6 +27,7 @@ from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from usage.models import DIMENSIONS, Granularity, TaskAttempt, UsageRollup, UsageTotal
@@ -88,12 +89,9 @@ def rebuild_hours(start: datetime, end: datetime, *, now: datetime | None = None
     start, end = floor_hour(start), floor_hour(end - timedelta(microseconds=1)) + HOUR
     kept_before = min(max(raw_horizon(now), start), end)
     with transaction.atomic():
-        closed = _closed_overlapping(start, end).values("pk", "rolled_up", *ATTEMPT_FIELDS)
-        rows = [
-            row
-            for row in closed.iterator(chunk_size=5000)
-            if row["rolled_up"] or (row["started_at"] >= start and row["ended_at"] <= end)
-        ]
+        counted = Q(rolled_up=True) | Q(started_at__gte=start, ended_at__lte=end)  # not one that runs past the range
+        closed = _closed_overlapping(start, end).filter(counted).values("pk", "rolled_up", *ATTEMPT_FIELDS)
+        rows = list(closed.iterator(chunk_size=5000))
         fresh = [row for row in rows if not row["rolled_up"]]
         sums = hour_contributions(rows, kept_before, end)
         if start < kept_before:
