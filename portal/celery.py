@@ -6,6 +6,7 @@ import os
 from collections.abc import Mapping
 
 from celery import Celery, signals
+from django.db import close_old_connections
 
 from portal import broker, gc_tuning, logs, metrics
 
@@ -46,4 +47,15 @@ app.config_from_object(DjangoCelerySettings(), namespace="CELERY")
 app.autodiscover_tasks()  # the beat schedule is CELERY_BEAT_SCHEDULE, in portal/settings.py
 logs.connect_celery()  # the request id travels with the tasks a request enqueues (portal/logs.py)
 metrics.connect_celery()  # task outcomes (portal/metrics.py)
+
+
+def keep_connections(sender=None, **_) -> None:
+    """Around each task, what Django does around each request: close a connection that is broken or older than
+    `CONN_MAX_AGE`, keep the rest. Celery's own fixup would close every one (CELERY_DB_REUSE_MAX, settings)."""
+    if not getattr(getattr(sender, "request", None), "is_eager", False):  # in-process: the caller's transaction
+        close_old_connections()
+
+
+signals.task_prerun.connect(keep_connections, weak=False, dispatch_uid="portal-db-prerun")
+signals.task_postrun.connect(keep_connections, weak=False, dispatch_uid="portal-db-postrun")
 signals.task_postrun.connect(gc_tuning.after_work, weak=False, dispatch_uid="portal-gc-settle")  # portal/gc_tuning.py
