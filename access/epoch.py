@@ -10,7 +10,10 @@ instead of two ORM lookups, and a change is seen by every process at its next re
 - a missing epoch row (a flushed database) turns the caches off until the next bump writes one, and
   a fresh row starts at a random value, so entries from before a flush never match again;
 - entries expire after `ACCESS_CACHE_SECONDS` (default 60), whatever happens, so even a change made by
-  hand in SQL is seen within that time.
+  hand in SQL is seen within that time. A long-lived cache's entries (large and slow to read: the quota trees)
+  are read again in a thread of their own once three quarters of that time has passed and they are used again,
+  so no request waits for their refill while traffic keeps them in use; a refill equal to what it replaces
+  keeps the old object, so what is memoised on its identity holds.
 
 The table holds one row per epoch, all read by the same one query: `ACCESS` (1, this module's) and the
 epochs of apps above that cache their own per-process answers the same way (2: quotas' charging epoch,
@@ -24,6 +27,7 @@ backends hold (workflows.pool_loading).
 
 from __future__ import annotations
 
+import logging
 import secrets
 import threading
 import time
@@ -32,7 +36,7 @@ from typing import TypeVar
 
 from django.conf import settings
 from django.core.signals import request_finished, request_started
-from django.db import connection
+from django.db import connection, connections
 
 from access.models import AccessEpoch
 from portal import gc_tuning, generation
@@ -44,6 +48,9 @@ INVENTORY = 4  # what a node adds to its node pool's capacity: ready, cordon, al
 CONFIG_GENERATION = "config"  # its key among the values read with the epochs
 _local = threading.local()  # the epochs read during the current request (gthread workers: per thread)
 _UNREAD = object()
+REFRESH_AHEAD = 0.75  # a long-lived entry used when this share of ACCESS_CACHE_SECONDS is past is read again
+log = logging.getLogger(__name__)
+clock = time.monotonic  # entries' age (tests move it on instead of waiting)
 
 
 def _table() -> str:
@@ -112,27 +119,29 @@ def _stamp(epochs: tuple[int, ...]) -> tuple | None:
 
 class EpochCache:
     """A bounded per-process cache whose entries hold only while `epoch` (by default the access epoch; or a
-    tuple of epochs, when what it keeps depends on several: all of them) stays put."""
+    tuple of epochs, when what it keeps depends on several: all of them) stays put. `long_lived`: its values
+    are large and slow to read; they are frozen once filled (portal.gc_tuning) and refreshed ahead of expiry."""
 
     def __init__(self, size: int = 4096, epoch: int | tuple[int, ...] = ACCESS, long_lived: bool = False) -> None:
         self.size = size
         self.epochs = epoch if isinstance(epoch, tuple) else (epoch,)
-        self.long_lived = long_lived  # its values are large: freeze them once filled (portal.gc_tuning)
+        self.long_lived = long_lived
         self._entries: dict = {}
+        self._refreshing: set = set()  # keys a thread is reading again
+        self._lock = threading.Lock()
 
     def lookup(self, key, load: Callable[[], T]) -> T:
         stamp = _stamp(self.epochs)
         if stamp is None:
             return load()
-        now = time.monotonic()
+        now, lifetime = clock(), settings.ACCESS_CACHE_SECONDS
         entry = self._entries.get(key)
-        if entry is not None and entry[0] == stamp and now - entry[1] < settings.ACCESS_CACHE_SECONDS:
+        if entry is not None and entry[0] == stamp and now - entry[1] < lifetime:
+            if self.long_lived and now - entry[1] >= lifetime * REFRESH_AHEAD:
+                self._refresh_ahead([key], lambda keys: {key: load()})
             return entry[2]
         value = load()
-        if len(self._entries) >= self.size:
-            self._entries.clear()
-        self._entries[key] = (stamp, now, value)
-        self._filled()
+        self._store(stamp, now, {key: value})
         return value
 
     def lookup_many(self, keys, load: Callable[[list], dict]) -> dict:
@@ -141,27 +150,52 @@ class EpochCache:
         stamp = _stamp(self.epochs)
         if stamp is None:
             return load(keys)
-        now = time.monotonic()
-        found, missing = {}, []
+        now, lifetime = clock(), settings.ACCESS_CACHE_SECONDS
+        found, missing, aging = {}, [], []
         for key in keys:
             entry = self._entries.get(key)
-            if entry is not None and entry[0] == stamp and now - entry[1] < settings.ACCESS_CACHE_SECONDS:
+            if entry is not None and entry[0] == stamp and now - entry[1] < lifetime:
                 found[key] = entry[2]
+                if self.long_lived and now - entry[1] >= lifetime * REFRESH_AHEAD:
+                    aging.append(key)
             else:
                 missing.append(key)
         if missing:
             loaded = load(missing)
-            if len(self._entries) + len(loaded) > self.size:
-                self._entries.clear()
-            for key, value in loaded.items():
-                self._entries[key] = (stamp, now, value)
+            self._store(stamp, now, loaded)
             found.update(loaded)
-            self._filled()
+        if aging:
+            self._refresh_ahead(aging, load)
         return found
 
-    def _filled(self) -> None:
-        if self.long_lived:
+    def _store(self, stamp: tuple, now: float, loaded: dict, *, keep_equal: bool = False) -> None:
+        if len(self._entries) + len(loaded) > self.size:
+            self._entries.clear()
+        for key, value in loaded.items():
+            old = self._entries.get(key) if keep_equal else None
+            self._entries[key] = (stamp, now, old[2] if old is not None and old[2] == value else value)
+        if loaded and self.long_lived:
             gc_tuning.settle_soon()
+
+    def _refresh_ahead(self, keys: list, load: Callable[[list], dict]) -> None:
+        """Read `keys` again in a thread of its own, with its own connection, and keep what it reads."""
+        with self._lock:
+            keys = [key for key in keys if key not in self._refreshing]
+            self._refreshing.update(keys)
+        if keys:
+            threading.Thread(target=self._refresh, args=(keys, load), name="epoch-cache-refresh", daemon=True).start()
+
+    def _refresh(self, keys: list, load: Callable[[list], dict]) -> None:
+        try:
+            stamp = _stamp(self.epochs)  # read before the values, as on a request
+            if stamp is not None:
+                self._store(stamp, clock(), load(keys), keep_equal=True)
+        except Exception:  # noqa: BLE001 - the entries then expire as they would have; the next request reads them
+            log.warning("refreshing %d cache entries ahead of their expiry failed", len(keys), exc_info=True)
+        finally:
+            connections.close_all()  # this thread's own
+            with self._lock:
+                self._refreshing.difference_update(keys)
 
 
 def _request_started(**kwargs) -> None:
