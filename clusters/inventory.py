@@ -121,7 +121,10 @@ class PodIndex:
         return index
 
     def put(self, record: PodRecord) -> set[str]:
-        """Apply the pod's current state; return the nodes whose sums changed."""
+        """Apply the pod's current state; return the nodes whose sums changed: none when what the inventory
+        keeps of it is the same (a pod starting, or its status reporting, moves no node's sums)."""
+        if self.pods.get(record.key) == record:
+            return set()
         affected = self.remove(record.key)
         if record.active:
             self.pods[record.key] = record

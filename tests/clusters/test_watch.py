@@ -8,12 +8,14 @@ from __future__ import annotations
 
 import pytest
 
+from clusters import inventory
 from clusters.inventory_watch import ClusterWatcher
 from clusters.models import Backend, Node
 from pools.models import NodeMembership
 from tests.clusters.conftest import H100_NODES, running_pod
 from tests.logcapture import logger_lines
 from tests.polling import PATIENCE, drain_until
+from tests.queries import captured_queries
 
 
 @pytest.fixture
@@ -66,6 +68,28 @@ def test_pod_events_update_the_summed_requests(watcher, kube_server):
     drain_until(watcher, lambda: node("h100-node-2").cpu_used == 500)
     kube_server.emulator.delete("pods", "other", namespace="team-a")
     drain_until(watcher, lambda: node("h100-node-2").cpu_used == 0)
+
+
+def test_a_pod_event_that_moves_no_sum_writes_nothing(backend):
+    """Bound Pending → Running, or a status report: the same node, requests and count, so no transaction (each
+    pod's start was one more fenced write of its node's row per pod)."""
+    index = inventory.PodIndex()
+    pending = running_pod("job", "h100-node-0", gpu=4, workload=True, phase="Pending")
+    with captured_queries() as queries:
+        assert inventory.apply_pod_event(backend.pk, "ADDED", pending, index) == {"h100-node-0"}
+    assert any("UPDATE" in sql for sql in queries)
+
+    running = running_pod("job", "h100-node-0", gpu=4, workload=True)
+    running["status"]["conditions"] = [{"type": "Ready", "status": "True"}]
+    with captured_queries() as queries:
+        assert inventory.apply_pod_event(backend.pk, "MODIFIED", running, index) == set()
+        assert inventory.apply_pod_event(backend.pk, "MODIFIED", running, index) == set()
+    assert queries == []
+
+    finished = running_pod("job", "h100-node-0", gpu=4, workload=True, phase="Succeeded")
+    with captured_queries() as queries:
+        assert inventory.apply_pod_event(backend.pk, "MODIFIED", finished, index) == {"h100-node-0"}
+    assert any("UPDATE" in sql for sql in queries) and index.columns("h100-node-0")["gpu_used"] == 0
 
 
 def test_a_410_gone_watch_relists(watcher, kube_server):
