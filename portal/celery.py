@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from celery import Celery, signals
 from django.db import close_old_connections
 
-from portal import broker, gc_tuning, logs, metrics
+from portal import broker, gc_tuning, logs, metrics, shared_metrics
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "portal.settings")
 broker.install()  # redis:// brokers: a transport that reuses its Redis client (portal/broker.py)
@@ -57,5 +57,8 @@ def keep_connections(sender=None, **_) -> None:
 
 
 signals.task_prerun.connect(keep_connections, weak=False, dispatch_uid="portal-db-prerun")
+signals.task_prerun.connect(shared_metrics.hold, weak=False, dispatch_uid="portal-metrics-hold")
+# in this order: the held counts are written before the connection may be closed
+signals.task_postrun.connect(shared_metrics.release, weak=False, dispatch_uid="portal-metrics-release")
 signals.task_postrun.connect(keep_connections, weak=False, dispatch_uid="portal-db-postrun")
 signals.task_postrun.connect(gc_tuning.after_work, weak=False, dispatch_uid="portal-gc-settle")  # portal/gc_tuning.py

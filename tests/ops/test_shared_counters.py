@@ -102,3 +102,36 @@ def test_a_count_at_once_joins_the_transaction_and_its_failure_stays_its_own(sha
     assert counted("portal_test_now", kind="a") == 1
     [record] = shared_metrics_log.records
     assert record.getMessage().startswith("metrics ['portal_test_now'] not written: value too long")
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_task_holds_its_counts_and_writes_them_once_after_it():
+    """portal.celery: `hold` at a worker task's start, `release` at its end. What the task counts on its own
+    (after a commit, or at once outside a transaction) waits, summed, and is one statement at the end; a count
+    inside a transaction still rolls back with it."""
+    from django.db import transaction
+
+    from portal import shared_metrics
+    from tests.queries import captured_queries
+
+    counter = metrics.SharedCounter("portal_test_held", "Held.", ["kind"])
+    outcome = metrics.SharedCounter("portal_test_outcome", "Outcome.", ["kind"], after_commit=False)
+    shared_metrics.hold()
+    try:
+        with captured_queries() as queries:
+            with transaction.atomic():
+                counter.labels("a").inc()
+            counter.labels("a").inc(2)
+            with pytest.raises(ZeroDivisionError), transaction.atomic():
+                counter.labels("a").inc(10)
+                raise ZeroDivisionError  # rolled back: not counted
+            outcome.labels("ok").inc()
+        assert not [sql for sql in queries if "portal_sharedcount" in sql]  # held
+        assert counted("portal_test_held", kind="a") == 0
+    finally:
+        with captured_queries() as queries:
+            shared_metrics.release()
+    assert len([sql for sql in queries if "portal_sharedcount" in sql]) == 1
+    assert counted("portal_test_held", kind="a") == 3 and counted("portal_test_outcome", kind="ok") == 1
+    counter.labels("a").inc()  # released: written as it comes again
+    assert counted("portal_test_held", kind="a") == 4
