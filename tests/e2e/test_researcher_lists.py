@@ -63,8 +63,15 @@ def test_my_workflows_and_tokens_at_both_widths(page, live_server, demo_world): 
     page.goto(f"{base}/tokens/")
     page.fill("input[name=name]", "laptop-of-the-researcher")
     page.click("#token-form button[type=submit]")
+    # "Copied" shows for two seconds: record each label the button takes, so a busy machine cannot miss it
+    page.evaluate(
+        "window.copyLabels = []; const b = document.querySelector('#copy-token');"
+        "new MutationObserver(() => window.copyLabels.push(b.textContent))"
+        ".observe(b, {childList: true, characterData: true, subtree: true})"
+    )
     page.click("#copy-token")
-    page.wait_for_function("document.querySelector('#copy-token').textContent === 'Copied'")
+    page.wait_for_function("window.copyLabels.length > 0")
+    assert page.evaluate("window.copyLabels[0]") == "Copied"
     secret = page.locator("#new-token").inner_text().strip()
     assert page.evaluate("navigator.clipboard.readText()") == secret
     assert APIToken.objects.filter(name="laptop-of-the-researcher").exists()
