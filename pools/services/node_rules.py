@@ -8,9 +8,13 @@ with no node yet offers the node it would add (`pools.services.machine_pool_shap
 
 from __future__ import annotations
 
-from django.db.models.fields.json import KeyTextTransform
+import json
 
-from pools.engine import EngineError, NodeCapacity
+from django.db.models import TextField
+from django.db.models.fields.json import KeyTextTransform
+from django.db.models.functions import Cast
+
+from pools.engine import EngineError, NodeCapacity, parse_quantity
 from pools.engine.rules import CUDA_DRIVER_LABELS, cuda_driver_version
 from pools.models import NodeMembership
 from pools.services.compilation import compiled_platform
@@ -25,8 +29,10 @@ _NODE_COLUMNS = (
     "node__gpu_allocatable",
     "node__memory_allocatable",
     "node__storage_allocatable",
-    "node__requested_other",
+    "other_requests",
 )
+# as text: nodes of one machine pool repeat the same daemon set requests, decoded once per distinct text
+_OTHER = {"other_requests": Cast("node__requested_other", TextField())}
 # The CUDA driver labels, read out of the node's labels in the query (not the whole label map), with the GPU
 # product: only for platforms whose node rules read them (a fleet's platform has 2,500 member nodes).
 _CUDA_COLUMNS = {f"cuda_{i}": KeyTextTransform(label, "node__labels") for i, label in enumerate(CUDA_DRIVER_LABELS)}
@@ -42,29 +48,36 @@ def capacities_for(platforms) -> dict[int, list[NodeCapacity] | None]:
         p.pk: ([] if p.pool.backend.last_sync_at is not None else None) for p in platforms
     }
     labels = any(_reads_gpu_labels(p) for p in platforms)
-    rows = NodeMembership.objects.filter(platform_id__in=sorted(result)).order_by("node__name")
+    rows = NodeMembership.objects.filter(platform_id__in=sorted(result)).order_by("node__name").annotate(**_OTHER)
     if labels:
         rows = rows.annotate(**_CUDA_COLUMNS).values_list(*_NODE_COLUMNS, *_GPU_LABEL_COLUMNS)
     else:
         rows = rows.values_list(*_NODE_COLUMNS)
-    for platform_id, name, cpu, gpu, memory, storage, other, *gpu_labels in rows:
-        other = other or {}
+    offers: dict[tuple, dict] = {}  # a node's figures → what it offers: a fleet's platform has 2,500 nodes, few shapes
+    for platform_id, name, *figures in rows:
+        key = tuple(figures)
+        offer = offers.get(key)
+        if offer is None:
+            offer = offers[key] = _offer(*figures, labels=labels)
         result[platform_id] = result[platform_id] or []
-        result[platform_id].append(
-            NodeCapacity(
-                name,
-                cpu=f"{max(0, cpu - other.get('cpu', 0))}m",
-                gpu=str(max(0, gpu - other.get(GPU, 0))),
-                memory=str(max(0, memory - other.get("memory", 0))),
-                storage=str(max(0, storage - other.get("ephemeral-storage", 0))),
-                **(_gpu_text(gpu_labels) if labels else {}),
-            )
-        )
+        result[platform_id].append(NodeCapacity(name, **offer))
     # Scale from zero: a machine pool with no node yet offers the node it would add (its instance type).
     for platform_id, would_be in would_be_by_platform(platforms).items():
         if would_be:
             result[platform_id] = (result[platform_id] or []) + [node.capacity() for node in would_be]
     return result
+
+
+def _offer(cpu, gpu, memory, storage, other_text, *gpu_labels, labels: bool) -> dict:
+    """A node's allocatable minus what pods the portal does not own request there, as quantities."""
+    other = json.loads(other_text) if other_text else {}
+    return {
+        "cpu": parse_quantity(f"{max(0, cpu - other.get('cpu', 0))}m"),
+        "gpu": parse_quantity(max(0, gpu - other.get(GPU, 0))),
+        "memory": parse_quantity(max(0, memory - other.get("memory", 0))),
+        "storage": parse_quantity(max(0, storage - other.get("ephemeral-storage", 0))),
+        **(_gpu_text(list(gpu_labels)) if labels else {}),
+    }
 
 
 def _reads_gpu_labels(platform) -> bool:
