@@ -70,8 +70,8 @@ class Gate(Protocol):
         resolved tasks, it raises a PortalError (field, value, reason) for a task no node of its node pool can
         hold, or a node pool's part above its project's (or department's) hard limit, and reads nothing."""
 
-    def on_queued(self, workflow_pks: list[int]) -> None:
-        """Workflows were stored QUEUED (called after commit): run admission for their node pools."""
+    def on_queued(self, node_pools: set[str]) -> None:
+        """Parts of a workflow were stored waiting in `node_pools` (called after commit): run admission there."""
 
     def scheduler_says(self, workflow) -> dict | None:
         """For a workflow admitted at once whose backend's own scheduler (KAI, Kueue) decides when it runs,

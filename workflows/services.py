@@ -185,8 +185,8 @@ def _submit(request: SubmitRequest) -> SubmitResult:
             [TaskEvent(task=t, kind="SUBMITTED", message=f"submitted by {who.name}", at=t.created_at) for t in tasks]
         )
         if workflow.status == WorkflowStatus.QUEUED:
-            gate = admission_gate.current()
-            transaction.on_commit(lambda: gate.on_queued([workflow.pk]), robust=True)
+            gate, waiting = admission_gate.current(), {part.node_pool for part in charged if part.admitted_at is None}
+            transaction.on_commit(lambda: gate.on_queued(waiting), robust=True)
         else:
             enqueue.create_pods(workflow.pk)  # after commit; a broker that is down does not fail the submission
     return SubmitResult(

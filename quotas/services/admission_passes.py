@@ -254,8 +254,12 @@ def request_pass(node_pool_id: int) -> None:
 
 def request_passes(parts) -> None:
     """Run a pass for each node pool of `parts` (a WorkflowPart queryset): two queries."""
-    names = set(parts.values_list("node_pool", flat=True))
-    for node_pool_id in NodePool.objects.filter(name__in=names).values_list("pk", flat=True):
+    request_passes_in(set(parts.values_list("node_pool", flat=True)))
+
+
+def request_passes_in(names: set[str]) -> None:
+    """Run a pass for each node pool named: one query."""
+    for node_pool_id in NodePool.objects.filter(name__in=sorted(names)).values_list("pk", flat=True):
         request_pass(node_pool_id)
 
 

@@ -4,11 +4,10 @@ workflows asks at submission, answered from quotas' services (docs/admission.md)
 from __future__ import annotations
 
 from quotas.services import charge_cache
-from quotas.services.admission_passes import request_passes
+from quotas.services.admission_passes import request_passes_in
 from quotas.services.fit import checker
 from quotas.services.scheduler_status import scheduler_says
 from workflows.admission_gate import Charge
-from workflows.models import WorkflowPart
 
 
 class AdmissionGate:
@@ -23,8 +22,8 @@ class AdmissionGate:
     def checker(self, workflow, node_pools: set[str]):
         return checker(workflow.pool.backend_id, workflow.project, node_pools).refuse
 
-    def on_queued(self, workflow_pks: list[int]) -> None:
-        request_passes(WorkflowPart.objects.filter(workflow_id__in=workflow_pks, admitted_at__isnull=True))
+    def on_queued(self, node_pools: set[str]) -> None:
+        request_passes_in(node_pools)
 
     def scheduler_says(self, workflow) -> dict | None:
         """A delegated workflow not running yet: what KAI or Kueue says of its queue (docs/quota-schedulers.md)."""
