@@ -230,6 +230,8 @@ def test_key_numbers_show_now_with_a_sparkline_of_24_hourly_points(world, admin_
     flows = hourly_series.workflows(now)
     assert flows.queued[-1] == 3 and flows.queued[0] == 1  # only the one submitted 30 hours ago, a day ago
     assert flows.running[-2:] == [1, 1] and flows.running[-3] == 0  # running since half an hour before this hour
+    first = hour - timedelta(hours=23)  # yesterday's hour: the caption names its day
+    assert f"each hour since {first.day} {first:%b %H}:00 UTC" in words(html)
 
 
 def test_a_sparkline_has_one_point_per_value_on_a_scale_from_zero():
