@@ -51,6 +51,7 @@ _UNREAD = object()
 REFRESH_AHEAD = 0.75  # a long-lived entry used when this share of ACCESS_CACHE_SECONDS is past is read again
 log = logging.getLogger(__name__)
 clock = time.monotonic  # entries' age (tests move it on instead of waiting)
+_FRESH, _AGING = "fresh", "aging"  # EpochCache._holds
 
 
 def _table() -> str:
@@ -134,10 +135,11 @@ class EpochCache:
         stamp = _stamp(self.epochs)
         if stamp is None:
             return load()
-        now, lifetime = clock(), settings.ACCESS_CACHE_SECONDS
+        now = clock()
         entry = self._entries.get(key)
-        if entry is not None and entry[0] == stamp and now - entry[1] < lifetime:
-            if self.long_lived and now - entry[1] >= lifetime * REFRESH_AHEAD:
+        held = self._holds(entry, stamp, now)
+        if held:
+            if held == _AGING:
                 self._refresh_ahead([key], lambda keys: {key: load()})
             return entry[2]
         value = load()
@@ -150,13 +152,14 @@ class EpochCache:
         stamp = _stamp(self.epochs)
         if stamp is None:
             return load(keys)
-        now, lifetime = clock(), settings.ACCESS_CACHE_SECONDS
+        now = clock()
         found, missing, aging = {}, [], []
         for key in keys:
             entry = self._entries.get(key)
-            if entry is not None and entry[0] == stamp and now - entry[1] < lifetime:
+            held = self._holds(entry, stamp, now)
+            if held:
                 found[key] = entry[2]
-                if self.long_lived and now - entry[1] >= lifetime * REFRESH_AHEAD:
+                if held == _AGING:
                     aging.append(key)
             else:
                 missing.append(key)
@@ -167,6 +170,16 @@ class EpochCache:
         if aging:
             self._refresh_ahead(aging, load)
         return found
+
+    def _holds(self, entry, stamp: tuple, now: float) -> str:
+        """Whether `entry` may be served: "" (no: another stamp, or expired), _FRESH, or _AGING (a long-lived
+        entry past REFRESH_AHEAD of its life: served, and read again beside)."""
+        if entry is None or entry[0] != stamp:
+            return ""
+        age, lifetime = now - entry[1], settings.ACCESS_CACHE_SECONDS
+        if age >= lifetime:
+            return ""
+        return _AGING if self.long_lived and age >= lifetime * REFRESH_AHEAD else _FRESH
 
     def _store(self, stamp: tuple, now: float, loaded: dict, *, keep_equal: bool = False) -> None:
         if len(self._entries) + len(loaded) > self.size:

@@ -49,16 +49,26 @@ logs.connect_celery()  # the request id travels with the tasks a request enqueue
 metrics.connect_celery()  # task outcomes (portal/metrics.py)
 
 
-def keep_connections(sender=None, **_) -> None:
-    """Around each task, what Django does around each request: close a connection that is broken or older than
-    `CONN_MAX_AGE`, keep the rest. Celery's own fixup would close every one (CELERY_DB_REUSE_MAX, settings)."""
-    if not getattr(getattr(sender, "request", None), "is_eager", False):  # in-process: the caller's transaction
+def _in_worker(task) -> bool:
+    """A worker runs `task` (not in-process, inside its caller's request and transaction)."""
+    return not getattr(getattr(task, "request", None), "is_eager", False)
+
+
+def task_started(sender=None, **_) -> None:
+    """Around each worker task, what Django does around each request: close a connection that is broken or older
+    than `CONN_MAX_AGE`, keep the rest (Celery's own fixup would close every one: CELERY_DB_REUSE_MAX, settings);
+    and hold the task's metric counts until it ends (portal.shared_metrics)."""
+    if _in_worker(sender):
+        close_old_connections()
+        shared_metrics.hold()
+
+
+def task_finished(sender=None, **_) -> None:
+    if _in_worker(sender):
+        shared_metrics.release()  # before the connection may be closed
         close_old_connections()
 
 
-signals.task_prerun.connect(keep_connections, weak=False, dispatch_uid="portal-db-prerun")
-signals.task_prerun.connect(shared_metrics.hold, weak=False, dispatch_uid="portal-metrics-hold")
-# in this order: the held counts are written before the connection may be closed
-signals.task_postrun.connect(shared_metrics.release, weak=False, dispatch_uid="portal-metrics-release")
-signals.task_postrun.connect(keep_connections, weak=False, dispatch_uid="portal-db-postrun")
+signals.task_prerun.connect(task_started, weak=False, dispatch_uid="portal-task-started")
+signals.task_postrun.connect(task_finished, weak=False, dispatch_uid="portal-task-finished")
 signals.task_postrun.connect(gc_tuning.after_work, weak=False, dispatch_uid="portal-gc-settle")  # portal/gc_tuning.py

@@ -299,7 +299,7 @@ CELERY_TASK_TIME_LIMIT = env_int("CELERY_TASK_TIME_LIMIT", 600)
 # Celery's Django fixup closes every database connection before and after each task unless this is set: a new
 # PostgreSQL backend per task (a fork, cold catalog caches, every statement planned cold) cost the database more
 # than the task's own queries. Tasks keep their connections as requests do, by DATABASE_CONN_MAX_AGE and the
-# health check (portal.celery.keep_connections); the fixup still closes them after this many tasks.
+# health check (portal.celery.task_started); the fixup still closes them after this many tasks.
 CELERY_DB_REUSE_MAX = 1000
 # Workers log through LOGGING above (LOG_FORMAT, request ids), not through a handler of Celery's own.
 CELERY_WORKER_HIJACK_ROOT_LOGGER = False

@@ -27,14 +27,13 @@ Row = tuple[str, str, int]  # (series name, labels as canonical JSON, amount)
 _held = threading.local()  # .rows: a Counter of (name, labels) → amount while a task holds its counts
 
 
-def hold(sender=None, **_) -> None:
-    """Celery's `task_prerun`: hold what the task counts outside a transaction until `release`."""
-    if not getattr(getattr(sender, "request", None), "is_eager", False):  # in-process: written as it comes
-        _held.rows = Counter()
+def hold() -> None:
+    """A worker task starts: hold what it counts outside a transaction until `release`."""
+    _held.rows = Counter()
 
 
-def release(**_) -> None:
-    """Celery's `task_postrun`: write what the task held, in one statement."""
+def release() -> None:
+    """The task ended: write what it held, in one statement."""
     rows, _held.rows = getattr(_held, "rows", None), None
     if rows:
         _add([(name, labels, amount) for (name, labels), amount in rows.items()])

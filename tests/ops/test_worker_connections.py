@@ -1,5 +1,5 @@
 """A Celery worker keeps its database connection from task to task, as a web process keeps it from request to
-request (`portal.celery.keep_connections`): Celery's Django fixup alone would open a new one, a new PostgreSQL
+request (`portal.celery.task_started`): Celery's Django fixup alone would open a new one, a new PostgreSQL
 backend, for every task. A connection the server ended is replaced before the next task's first query."""
 
 from __future__ import annotations
